@@ -1,0 +1,5 @@
+# src/util: error codes, byte order; later pools, logging, config, counters.
+libefarm_la_SOURCES += \
+	src/util/efarm_byteorder.h \
+	src/util/efarm_errno.h \
+	src/util/errno.c

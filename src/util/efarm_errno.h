@@ -1,0 +1,62 @@
+/*
+ * Error codes.
+ *
+ * Functions return int: 0 on success, a negative errno (-ENOMEM, -EINVAL,
+ * -EAGAIN meaning only "queue and retry later", ...) or a negative efarm code
+ * from the list below. The efarm codes name a defect precisely enough that a
+ * log line or a dissector message says what was wrong without a debugger.
+ * They live above the errno range so the two never collide.
+ */
+#ifndef EFARM_ERRNO_H
+#define EFARM_ERRNO_H
+
+/* X(name, message). Order is ABI for nothing; append freely. */
+#define EFARM_ERROR_LIST(X)                                                                  \
+    X(PKT_TRUNCATED_BASE, "packet shorter than the 4-byte base header")                      \
+    X(PKT_BAD_VERSION, "protocol version is not 4")                                          \
+    X(PKT_UNKNOWN_TYPE, "unknown packet type")                                               \
+    X(PKT_RETIRED_TYPE, "retired packet type (RTS/CONNACK are not sent in protocol v4)")     \
+    X(PKT_RESERVED_TYPE, "reserved packet type (6, 131 or 132 is never sent on the wire)")   \
+    X(PKT_TRUNCATED_HEADER, "packet shorter than its type's mandatory header")               \
+    X(PKT_TRUNCATED_RMA_IOV, "rma_iov_count entries do not fit in the packet")               \
+    X(PKT_TRUNCATED_READ_IOV, "read_iov_count entries do not fit in the packet")             \
+    X(PKT_TRUNCATED_RAW_ADDR, "raw-address optional header does not fit in the packet")      \
+    X(PKT_RAW_ADDR_SIZE, "raw-address header size is smaller than a 32-byte raw address")    \
+    X(PKT_TRUNCATED_CQ_DATA, "CQ-data optional header does not fit in the packet")           \
+    X(PKT_TRUNCATED_CONNID, "connid optional header does not fit in the packet")             \
+    X(PKT_OPT_CONFLICT, "REQ carries both the raw-address and the connid header")            \
+    X(PKT_NEXTRA_P3, "HANDSHAKE nextra_p3 is below 3")                                       \
+    X(PKT_EXTRA_INFO_COUNT, "HANDSHAKE extra_info word count exceeds the supported maximum") \
+    X(PKT_TRUNCATED_EXTRA_INFO, "HANDSHAKE extra_info words do not fit in the packet")       \
+    X(PKT_TRUNCATED_HANDSHAKE_OPT, "HANDSHAKE optional fields do not fit in the packet")     \
+    X(PKT_SEG_OVERFLOW, "segment offset plus length overflows 64 bits")                      \
+    X(PKT_SEG_LENGTH, "seg_length is larger than the data the packet carries")               \
+    X(PKT_SEG_BEYOND_MSG, "segment extends past msg_length")                                 \
+    X(PKT_RUNT_LENGTH, "runt_length is larger than msg_length, or the segment passes it")    \
+    X(PKT_READ_NACK_FLAG, "READ_NACK flag on a packet that is not a data-less LONGCTS RTM")  \
+    X(PKT_CTS_ZERO, "CTS grants zero bytes (recv_length must be > 0)")                       \
+    X(PKT_FIELD_RANGE, "field value does not fit its wire width")                            \
+    X(PKT_MISSING_ARRAY, "nonzero count given without its array")                            \
+    X(PKT_ENCODE_TYPE, "packet type has no encoder (retired, reserved or unknown)")
+
+enum efarm_error_code {
+    EFARM_ERR_BASE_ = 4096, /* above every errno value */
+#define EFARM_ERR_ENUM_(name, msg) EFARM_ERR_##name,
+    EFARM_ERROR_LIST(EFARM_ERR_ENUM_)
+#undef EFARM_ERR_ENUM_
+        EFARM_ERR_END_
+};
+
+/* Negative return values for the codes above, e.g. return EFARM_E(PKT_CTS_ZERO). */
+#define EFARM_E(name) (-(int)EFARM_ERR_##name)
+
+/*
+ * Message for any value our functions return: 0, a negative errno or a
+ * negative efarm code. Returns a static string; never NULL.
+ */
+const char *efarm_strerror(int err);
+
+/* Short symbolic name ("PKT_CTS_ZERO", "ENOMEM") of err; never NULL. */
+const char *efarm_strerror_name(int err);
+
+#endif /* EFARM_ERRNO_H */
