@@ -98,7 +98,15 @@
 #define EFARM_EXTRA_FEATURE_RUNT_READ              (1ull << 4)
 #define EFARM_EXTRA_FEATURE_RDMA_WRITE             (1ull << 5)
 #define EFARM_EXTRA_FEATURE_READ_NACK              (1ull << 6)
-#define EFARM_EXTRA_FEATURE_COUNT                  7
+/*
+ * Bits the reference implementation defines beyond the addenda (its
+ * efa_rdm_protocol.h): a request for the peer to send to a user receive QP
+ * (paired with the HANDSHAKE USER_RECV_QP field) and unsolicited RDMA write
+ * receive. efarm does not use them; they are named so logs can.
+ */
+#define EFARM_EXTRA_REQUEST_USER_RECV_QP           (1ull << 7)
+#define EFARM_EXTRA_FEATURE_UNSOLICITED_WRITE_RECV (1ull << 8)
+#define EFARM_EXTRA_FEATURE_COUNT                  9
 
 /*
  * nextra_p3 is the number of extra_info words plus 3 (section 2.1). The

@@ -2,4 +2,5 @@
 libefarm_la_SOURCES += \
 	src/util/efarm_byteorder.h \
 	src/util/efarm_errno.h \
+	src/util/efarm_hex.h \
 	src/util/errno.c

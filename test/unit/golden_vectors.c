@@ -22,20 +22,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "efarm_hex.h"
 #include "efarm_pkt.h"
 #include "efarm_proto_v4.h"
 #include "golden_vectors.h"
 
-static int hex_digit(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 long golden_hex_parse(const char *hex, uint8_t *out, size_t cap)
 {
@@ -49,7 +40,7 @@ long golden_hex_parse(const char *hex, uint8_t *out, size_t cap)
 
         if (isspace((unsigned char)*hex))
             continue;
-        d = hex_digit((unsigned char)*hex);
+        d = efarm_hex_digit((unsigned char)*hex);
         if (d < 0)
             return -1;
         if (hi < 0) {
