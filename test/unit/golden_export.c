@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "golden_vectors.h"
 
@@ -38,6 +39,10 @@ int main(int argc, char **argv)
     if (argc != 2) {
         fprintf(stderr, "usage: golden-export DIR\n");
         return 2;
+    }
+    if (mkdir(argv[1], 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "golden-export: %s: %s\n", argv[1], strerror(errno));
+        return 1;
     }
     for (size_t i = 0; i < g_golden_vector_count; i++) {
         const struct golden_vector *v = &g_golden_vectors[i];
