@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Install what efarm needs to build and test, from Debian bookworm's packages.
+# Idempotent: does nothing (and needs no network) when everything is present.
+set -euo pipefail
+
+packages=(
+    build-essential autoconf automake libtool pkg-config git
+    libhwloc-dev      # NIC selection (required by configure)
+    libibverbs-dev    # libibverbs, libefa and infiniband/efadv.h (rdma-core)
+    clang clang-format libclang-rt-14-dev   # clang builds, check-format, libFuzzer, sanitizers
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-deps: all ${#packages[@]} packages present"
+    exit 0
+fi
+
+as_root=()
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "install-deps: run as root to install: ${missing[*]}" >&2; exit 1; }
+    as_root=(sudo)
+fi
+echo "install-deps: installing ${missing[*]}"
+"${as_root[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+echo "install-deps: done"

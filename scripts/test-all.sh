@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Quick start, step 2: run every test. Builds efarm with gcc and clang
+# (-Werror), checks formatting, runs the unit tests (gcc, clang, and clang with
+# ASan+UBSan), the dissector round trip over every golden vector (also under
+# ASan), and the decoder fuzzer for a bounded time. The last line is
+# "N passed, N failed"; the exit status is nonzero if anything failed.
+#
+# Environment: EFARM_BUILD_ROOT (default ./build), EFARM_FUZZ_SECONDS (default 60).
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+root=${EFARM_BUILD_ROOT:-$top/build}
+fuzz_seconds=${EFARM_FUZZ_SECONDS:-60}
+logs=$root/logs
+mkdir -p "$logs"
+passed=0
+failed=0
+jobs=$(nproc 2>/dev/null || echo 2)
+
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1 (log: $2)"; tail -n 25 "$2" | sed 's/^/    /'; failed=$((failed + 1)); }
+
+# step NAME COMMAND...: one check, counted once.
+step() {
+    local name=$1 log=$logs/$1.log
+    shift
+    if "$@" >"$log" 2>&1; then pass "$name"; else fail "$name" "$log"; fi
+}
+
+# suite NAME COMMAND...: a runner that prints PASS/FAIL lines and "N passed, N failed".
+suite() {
+    local name=$1 log=$logs/$1.log status p f
+    shift
+    "$@" >"$log" 2>&1
+    status=$?
+    grep -E '^(PASS|FAIL) ' "$log" | sed "s/^\(PASS\|FAIL\) /\1 $name: /"
+    read -r p f < <(tail -n 1 "$log" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p')
+    if [ -z "${p:-}" ]; then
+        fail "$name (no summary line, exit $status)" "$log"
+        return
+    fi
+    passed=$((passed + p))
+    failed=$((failed + f))
+    if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then fail "$name (exit $status)" "$log"; fi
+}
+
+configure_build() { # DIR CONFIGURE-ARGS...
+    local dir=$1
+    shift
+    mkdir -p "$dir" && cd "$dir" &&
+        { [ -f Makefile ] && [ Makefile -nt "$top/configure" ] || "$top/configure" "$@"; } &&
+        make -j"$jobs" all && make -j"$jobs" \
+            test/unit/efarm-unit test/unit/golden-export
+}
+
+sanitize="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+
+echo "test-all: builds and logs under $root"
+if [ ! -x "$top/configure" ] || [ "$top/configure.ac" -nt "$top/configure" ] ||
+    [ "$top/Makefile.am" -nt "$top/configure" ]; then
+    step autogen "$top/autogen.sh"
+fi
+step build-gcc-werror configure_build "$root/gcc" CC=gcc
+step build-clang-werror configure_build "$root/clang" CC=clang
+step build-asan-ubsan configure_build "$root/asan" CC=clang CFLAGS="$sanitize" LDFLAGS="$sanitize"
+step check-format make -C "$root/gcc" check-format
+
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+for b in gcc clang asan; do
+    suite "unit-$b" "$root/$b/test/unit/efarm-unit"
+    suite "pktdump-$b" sh "$top/test/unit/test_pktdump.sh" "$root/$b/tools/efarm-pktdump" \
+        "$root/$b/test/unit/golden-export"
+done
+step bench-codec-runs "$root/gcc/bench/bench-codec" 20000
+
+fuzz_build() {
+    mkdir -p "$root/fuzz" && cd "$root/fuzz" &&
+        { [ -f Makefile ] && [ Makefile -nt "$top/configure" ] ||
+            "$top/configure" --enable-fuzz CC=clang CFLAGS="-O1 -g"; } &&
+        make -j"$jobs" test/fuzz/fuzz-pkt-decode &&
+        make -j"$jobs" test/unit/golden-export
+}
+step build-fuzz fuzz_build
+FUZZ_ARTIFACTS=$logs/ step "fuzz-pkt-decode-${fuzz_seconds}s" sh "$top/test/fuzz/run-fuzz.sh" \
+    "$root/fuzz/test/fuzz/fuzz-pkt-decode" "$root/fuzz/test/unit/golden-export" "$fuzz_seconds"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
