@@ -27,7 +27,6 @@
 #include "efarm_proto_v4.h"
 #include "golden_vectors.h"
 
-
 long golden_hex_parse(const char *hex, uint8_t *out, size_t cap)
 {
     size_t n = 0;
