@@ -14,7 +14,7 @@ cd "$build"
 [ -f Makefile ] || "$top/configure" -q CC=gcc
 make -s -j2
 
-# type 65 EAGER_TAGRTM, v4, flags RAW_ADDR_HDR|MSG|TAGGED; msg_id 0; tag 0x2a00000007;
+# type 65 EAGER_TAGRTM, v4, flags RAW_ADDR_HDR|MSG|TAGGED; msg_id 0; tag 7;
 # raw address (size 36): gid fe80::1, qpn 3, connid 0x12345678; 5 bytes "hello".
 sample="41040d00 00000000 0700000000000000
 24000000 fe800000000000000000000000000001 0300 0000 78563412 0000000000000000 00000000
