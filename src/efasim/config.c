@@ -1,0 +1,163 @@
+/*
+ * efasim's knobs: one table, read once from the environment on first use.
+ * Device attributes default to those of a current EFA device; every one can
+ * be overridden. `efasim-info` prints the table with the values in force.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "efasim.h"
+
+extern char **environ;
+
+/* X(name, member, kind, default, doc). kind: U32, U64, BOOL, PROB (0..1), ADDR, SEED. */
+#define EFASIM_KNOBS(X)                                                                           \
+    X(NDEV, ndev, U32, "1", "number of emulated EFA devices (efasim_0, efasim_1, ...)")           \
+    X(ADDR, addr, ADDR, "127.0.0.1", "IPv4 address of device 0; device i uses the next ones")     \
+    X(MTU, mtu, U32, "8928", "max message size of one send (port max_msg_sz), like EFA")          \
+    X(INLINE, inline_size, U32, "32", "inline data bytes per send WR")                            \
+    X(MAX_SQ_WR, max_sq_wr, U32, "4096", "send queue depth limit")                                \
+    X(MAX_RQ_WR, max_rq_wr, U32, "32768", "receive queue depth limit")                            \
+    X(MAX_SQ_SGE, max_sq_sge, U32, "2", "SGEs per send WR")                                       \
+    X(MAX_RQ_SGE, max_rq_sge, U32, "1", "SGEs per receive WR")                                    \
+    X(MAX_CQE, max_cqe, U32, "65536", "entries per CQ")                                           \
+    X(MAX_QP, max_qp, U32, "256", "QPs per device context")                                       \
+    X(MAX_MR, max_mr, U32, "65536", "registered regions per context (ibv_reg_mr fails beyond)")   \
+    X(MAX_AH, max_ah, U32, "4096", "address handles per context")                                 \
+    X(MAX_RDMA_SIZE, max_rdma_size, U64, "1073741824", "largest RDMA read/write, 1 GiB like EFA") \
+    X(RDMA_READ, rdma_read, BOOL, "1", "advertise and serve RDMA read")                           \
+    X(RDMA_WRITE, rdma_write, BOOL, "0", "advertise and serve RDMA write (newer EFA only)")       \
+    X(DEVICE_VERSION, device_version, U32, "4", "device version reported to the handshake")       \
+    X(MAX_PEERS, max_peers, U32, "1024", "reliability state slots per QP (distinct peers)")       \
+    X(RTO_US, rto_us, U32, "2000", "first retransmission timeout; doubles per retry")             \
+    X(RTO_MAX_US, rto_max_us, U32, "100000", "retransmission timeout cap")                        \
+    X(TIMEOUT_MS, timeout_ms, U32, "5000", "silence after which a peer is unreachable")           \
+    X(RNR_BACKOFF_US, rnr_backoff_us, U32, "1000", "wait before resending after an RNR")          \
+    X(SERVICE_US, service_us, U32, "500", "service thread period (timers, idle serving)")         \
+    X(RDMA_CHUNK, rdma_chunk, U32, "8192", "payload bytes per RDMA datagram")                     \
+    X(LOSS, loss, PROB, "0", "probability a datagram is dropped (below reliability)")             \
+    X(DUP, dup, PROB, "0", "probability a datagram is sent twice")                                \
+    X(REORDER, reorder, PROB, "0", "probability a datagram is held back behind later ones")       \
+    X(DELAY_US, delay_us, U32, "0", "extra delay of held-back datagrams")                         \
+    X(SEED, seed, U64, "1", "seed of the fault injector's random stream")
+
+static struct efasim_config g_config;
+static pthread_once_t g_config_once = PTHREAD_ONCE_INIT;
+
+static void knob_error(const char *name, const char *value, const char *why)
+{
+    fprintf(stderr, "efasim: EFASIM_%s=%s ignored: %s\n", name, value, why);
+}
+
+static void parse_u64(const char *name, const char *value, uint64_t max, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+
+    errno = 0;
+    v = strtoull(value, &end, 0);
+    if (errno || end == value || *end || v > max || value[0] == '-')
+        knob_error(name, value, "not a number in range");
+    else
+        *out = v;
+}
+
+static void parse_knob(const char *name, const char *kind, const char *value, void *member)
+{
+    if (!strcmp(kind, "U32")) {
+        uint64_t v = *(uint32_t *)member;
+        parse_u64(name, value, UINT32_MAX, &v);
+        *(uint32_t *)member = (uint32_t)v;
+    } else if (!strcmp(kind, "U64")) {
+        parse_u64(name, value, UINT64_MAX, member);
+    } else if (!strcmp(kind, "BOOL")) {
+        uint64_t v = *(bool *)member;
+        parse_u64(name, value, 1, &v);
+        *(bool *)member = v != 0;
+    } else if (!strcmp(kind, "PROB")) {
+        char *end;
+        double v = strtod(value, &end);
+        if (end == value || *end || !(v >= 0.0 && v <= 1.0))
+            knob_error(name, value, "not a probability in [0, 1]");
+        else
+            *(double *)member = v;
+    } else { /* ADDR */
+        struct in_addr *a = member;
+        if (inet_pton(AF_INET, value, a) != 1)
+            knob_error(name, value, "not an IPv4 address");
+    }
+}
+
+static void config_read(void)
+{
+    struct efasim_config *c = &g_config;
+
+#define EFASIM_KNOB_SET(name, member, kind, def, doc) \
+    parse_knob(#name, #kind, def, &c->member);        \
+    if (getenv("EFASIM_" #name))                      \
+        parse_knob(#name, #kind, getenv("EFASIM_" #name), &c->member);
+    EFASIM_KNOBS(EFASIM_KNOB_SET)
+#undef EFASIM_KNOB_SET
+
+    if (c->ndev < 1 || c->ndev > EFASIM_MAX_DEVICES) {
+        fprintf(stderr, "efasim: EFASIM_NDEV=%u out of 1..%d; using 1\n", c->ndev,
+                EFASIM_MAX_DEVICES);
+        c->ndev = 1;
+    }
+    for (unsigned i = 1; i < c->ndev; i++)
+        c->addr[i].s_addr = htonl(ntohl(c->addr[0].s_addr) + i);
+    if (c->mtu < 64 || c->mtu > 65000) {
+        fprintf(stderr, "efasim: EFASIM_MTU=%u out of 64..65000; using 8928\n", c->mtu);
+        c->mtu = 8928;
+    }
+    if (c->rdma_chunk < 512 || c->rdma_chunk > 65000)
+        c->rdma_chunk = 8192;
+    if (!c->max_sq_sge)
+        c->max_sq_sge = 1;
+    if (!c->max_rq_sge)
+        c->max_rq_sge = 1;
+    if (c->max_peers < 8)
+        c->max_peers = 8;
+    if (!c->rto_us)
+        c->rto_us = 1;
+
+    /* A misspelt knob silently doing nothing is worse than a warning. */
+    for (char **e = environ; e && *e; e++) {
+        bool known = false;
+
+        if (strncmp(*e, "EFASIM_", 7))
+            continue;
+#define EFASIM_KNOB_KNOWN(name, member, kind, def, doc) \
+    known |= !strncmp(*e + 7, #name "=", sizeof(#name));
+        EFASIM_KNOBS(EFASIM_KNOB_KNOWN)
+#undef EFASIM_KNOB_KNOWN
+        if (!known)
+            fprintf(stderr, "efasim: unknown variable %.*s ignored\n", (int)strcspn(*e, "="), *e);
+    }
+}
+
+const struct efasim_config *efasim_config(void)
+{
+    pthread_once(&g_config_once, config_read);
+    return &g_config;
+}
+
+void efasim_config_print(FILE *out)
+{
+    const struct efasim_config *c = efasim_config();
+    char addr[INET_ADDRSTRLEN];
+
+    (void)c;
+    fprintf(out, "%-24s %-12s %-12s %s\n", "variable", "default", "value", "meaning");
+#define EFASIM_KNOB_PRINT(name, member, kind, def, doc)          \
+    fprintf(out, "%-24s %-12s %-12s %s\n", "EFASIM_" #name, def, \
+            getenv("EFASIM_" #name) ? getenv("EFASIM_" #name) : def, doc);
+    EFASIM_KNOBS(EFASIM_KNOB_PRINT)
+#undef EFASIM_KNOB_PRINT
+    inet_ntop(AF_INET, &c->addr[0], addr, sizeof(addr));
+    fprintf(out, "(device 0 address in force: %s)\n", addr);
+}

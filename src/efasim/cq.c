@@ -1,0 +1,263 @@
+/*
+ * efasim CQs: a ring of completions behind the ibv_cq_ex poll API
+ * (start/next/end_poll and the read_* accessors), the legacy ibv_poll_cq, and
+ * efadv's SGID read. Polling is where the datapath runs: start_poll and
+ * ibv_poll_cq first make progress on the context's QPs, reading their sockets
+ * without blocking, so the application thread drives its own latency path.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "efasim.h"
+
+static struct efasim_cq *to_cq(struct ibv_cq_ex *ibv)
+{
+    return (struct efasim_cq *)ibv; /* ibv is the first member */
+}
+
+int efasim_cq_push(struct efasim_cq *cq, const struct efasim_cqe *cqe)
+{
+    if (efasim_cq_full(cq))
+        return -EAGAIN;
+    cq->ring[(cq->head + cq->count) % cq->size] = *cqe;
+    cq->count++;
+    return 0;
+}
+
+static void cq_load_current(struct efasim_cq *cq)
+{
+    cq->cur = &cq->ring[cq->head];
+    cq->ibv.wr_id = cq->cur->wr_id;
+    cq->ibv.status = cq->cur->status;
+}
+
+static void cq_pop(struct efasim_cq *cq)
+{
+    cq->head = (cq->head + 1) % cq->size;
+    cq->count--;
+    cq->cur = NULL;
+}
+
+static int cq_start_poll(struct ibv_cq_ex *ibv, struct ibv_poll_cq_attr *attr)
+{
+    struct efasim_cq *cq = to_cq(ibv);
+    struct efasim_context *ctx = cq->ctx;
+
+    if (attr && attr->comp_mask)
+        return EINVAL;
+    pthread_mutex_lock(&ctx->lock);
+    ctx->last_app_poll_ns = efasim_now_ns();
+    efasim_progress(ctx);
+    if (!cq->count) {
+        pthread_mutex_unlock(&ctx->lock);
+        return ENOENT;
+    }
+    cq->polling = true;
+    cq_load_current(cq);
+    return 0; /* the lock is held until end_poll */
+}
+
+static int cq_next_poll(struct ibv_cq_ex *ibv)
+{
+    struct efasim_cq *cq = to_cq(ibv);
+
+    if (cq->cur)
+        cq_pop(cq);
+    if (!cq->count)
+        return ENOENT;
+    cq_load_current(cq);
+    return 0;
+}
+
+static void cq_end_poll(struct ibv_cq_ex *ibv)
+{
+    struct efasim_cq *cq = to_cq(ibv);
+
+    if (!cq->polling)
+        return;
+    if (cq->cur)
+        cq_pop(cq);
+    cq->polling = false;
+    pthread_mutex_unlock(&cq->ctx->lock);
+}
+
+static enum ibv_wc_opcode cq_read_opcode(struct ibv_cq_ex *ibv)
+{
+    return to_cq(ibv)->cur->opcode;
+}
+
+static uint32_t cq_read_vendor_err(struct ibv_cq_ex *ibv)
+{
+    return to_cq(ibv)->cur->vendor_err;
+}
+
+static uint32_t cq_read_byte_len(struct ibv_cq_ex *ibv)
+{
+    return to_cq(ibv)->cur->byte_len;
+}
+
+static __be32 cq_read_imm_data(struct ibv_cq_ex *ibv)
+{
+    return htobe32(to_cq(ibv)->cur->imm);
+}
+
+static uint32_t cq_read_qp_num(struct ibv_cq_ex *ibv)
+{
+    return to_cq(ibv)->cur->qp_num;
+}
+
+static uint32_t cq_read_src_qp(struct ibv_cq_ex *ibv)
+{
+    return to_cq(ibv)->cur->src_qp;
+}
+
+static unsigned int cq_read_wc_flags(struct ibv_cq_ex *ibv)
+{
+    return to_cq(ibv)->cur->wc_flags;
+}
+
+static uint32_t cq_read_slid(struct ibv_cq_ex *ibv)
+{
+    return to_cq(ibv)->cur->slid;
+}
+
+static uint8_t cq_read_zero_u8(struct ibv_cq_ex *ibv)
+{
+    (void)ibv;
+    return 0;
+}
+
+static uint16_t cq_read_zero_u16(struct ibv_cq_ex *ibv)
+{
+    (void)ibv;
+    return 0;
+}
+
+static uint32_t cq_read_zero_u32(struct ibv_cq_ex *ibv)
+{
+    (void)ibv;
+    return 0;
+}
+
+static uint64_t cq_read_zero_u64(struct ibv_cq_ex *ibv)
+{
+    (void)ibv;
+    return 0;
+}
+
+static void cq_read_no_tm_info(struct ibv_cq_ex *ibv, struct ibv_wc_tm_info *info)
+{
+    (void)ibv;
+    memset(info, 0, sizeof(*info));
+}
+
+/* efadv: the sender's GID, available only when the receiver has no AH for it. */
+static int cq_wc_read_sgid(struct efadv_cq *efadv, union ibv_gid *sgid)
+{
+    struct efasim_cq *cq =
+        (struct efasim_cq *)((uint8_t *)efadv - offsetof(struct efasim_cq, efadv));
+
+    if (!cq->cur || cq->cur->slid != EFASIM_AHN_UNKNOWN)
+        return -ENOENT;
+    *sgid = cq->cur->sgid;
+    return 0;
+}
+
+/* Legacy ibv_poll_cq through context->ops.poll_cq. */
+int ctx_poll_cq(struct ibv_cq *ibv, int n, struct ibv_wc *wc)
+{
+    struct efasim_cq *cq = (struct efasim_cq *)ibv;
+    struct efasim_context *ctx = cq->ctx;
+    int got = 0;
+
+    pthread_mutex_lock(&ctx->lock);
+    ctx->last_app_poll_ns = efasim_now_ns();
+    efasim_progress(ctx);
+    while (got < n && cq->count) {
+        const struct efasim_cqe *e = &cq->ring[cq->head];
+        struct ibv_wc *w = &wc[got++];
+
+        memset(w, 0, sizeof(*w));
+        w->wr_id = e->wr_id;
+        w->status = e->status;
+        w->opcode = e->opcode;
+        w->vendor_err = e->vendor_err;
+        w->byte_len = e->byte_len;
+        w->imm_data = htobe32(e->imm);
+        w->qp_num = e->qp_num;
+        w->src_qp = e->src_qp;
+        w->wc_flags = e->wc_flags;
+        w->slid = e->slid;
+        cq_pop(cq);
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return got;
+}
+
+struct ibv_cq_ex *efasim_cq_create(struct efasim_context *ctx, struct ibv_cq_init_attr_ex *attr,
+                                   bool with_sgid)
+{
+    struct efasim_cq *cq;
+
+    if (!attr->cqe || attr->cqe > efasim_config()->max_cqe || attr->channel) {
+        errno = attr->channel ? EOPNOTSUPP : EINVAL;
+        return NULL;
+    }
+    cq = calloc(1, sizeof(*cq));
+    if (!cq)
+        goto err;
+    cq->ring = calloc(attr->cqe, sizeof(*cq->ring));
+    if (!cq->ring)
+        goto err_free;
+    cq->size = attr->cqe;
+    cq->ctx = ctx;
+    cq->ibv.context = &ctx->vctx.context;
+    cq->ibv.cq_context = attr->cq_context;
+    cq->ibv.cqe = (int)attr->cqe;
+    pthread_mutex_init(&cq->ibv.mutex, NULL);
+    pthread_cond_init(&cq->ibv.cond, NULL);
+    cq->ibv.start_poll = cq_start_poll;
+    cq->ibv.next_poll = cq_next_poll;
+    cq->ibv.end_poll = cq_end_poll;
+    cq->ibv.read_opcode = cq_read_opcode;
+    cq->ibv.read_vendor_err = cq_read_vendor_err;
+    cq->ibv.read_byte_len = cq_read_byte_len;
+    cq->ibv.read_imm_data = cq_read_imm_data;
+    cq->ibv.read_qp_num = cq_read_qp_num;
+    cq->ibv.read_src_qp = cq_read_src_qp;
+    cq->ibv.read_wc_flags = cq_read_wc_flags;
+    cq->ibv.read_slid = cq_read_slid;
+    cq->ibv.read_sl = cq_read_zero_u8;
+    cq->ibv.read_dlid_path_bits = cq_read_zero_u8;
+    cq->ibv.read_completion_ts = cq_read_zero_u64;
+    cq->ibv.read_completion_wallclock_ns = cq_read_zero_u64;
+    cq->ibv.read_cvlan = cq_read_zero_u16;
+    cq->ibv.read_flow_tag = cq_read_zero_u32;
+    cq->ibv.read_tm_info = cq_read_no_tm_info;
+    cq->efadv.comp_mask = 0;
+    cq->efadv.wc_read_sgid = cq_wc_read_sgid;
+    (void)with_sgid; /* every efasim CQ can report the SGID */
+    return &cq->ibv;
+
+err_free:
+    free(cq);
+err:
+    errno = ENOMEM;
+    return NULL;
+}
+
+int efasim_cq_destroy(struct ibv_cq *ibv)
+{
+    struct efasim_cq *cq = (struct efasim_cq *)ibv;
+
+    free(cq->ring);
+    free(cq);
+    return 0;
+}
+
+/* For efadv_cq_from_ibv_cq_ex (efadv.c). */
+struct efadv_cq *efasim_cq_efadv(struct ibv_cq_ex *ibv)
+{
+    return &to_cq(ibv)->efadv;
+}

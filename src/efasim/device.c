@@ -1,0 +1,880 @@
+/*
+ * efasim: devices, contexts, PDs, MRs, AHs and the rest of the libibverbs ABI
+ * that is not the datapath. Every exported symbol is bound to the version node
+ * rdma-core 44 uses for it (libibverbs.map), so a binary linked against the
+ * real library runs on this one unmodified. Calls efasim does not implement
+ * fail with EOPNOTSUPP; none crash.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "efasim.h"
+
+static struct efasim_device g_devices[EFASIM_MAX_DEVICES];
+static struct ibv_device *g_device_ptrs[EFASIM_MAX_DEVICES + 1];
+static pthread_once_t g_devices_once = PTHREAD_ONCE_INIT;
+
+uint64_t efasim_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+double efasim_rand01(struct efasim_context *ctx)
+{
+    /* xorshift64*: reproducible per context from EFASIM_SEED. */
+    ctx->rng ^= ctx->rng >> 12;
+    ctx->rng ^= ctx->rng << 25;
+    ctx->rng ^= ctx->rng >> 27;
+    return (double)((ctx->rng * 0x2545f4914f6cdd1dull) >> 11) / (double)(1ull << 53);
+}
+
+void efasim_gid_from_addr(struct in_addr addr, union ibv_gid *gid_p)
+{
+    memset(gid_p, 0, sizeof(*gid_p));
+    gid_p->raw[10] = 0xff;
+    gid_p->raw[11] = 0xff;
+    memcpy(&gid_p->raw[12], &addr, 4);
+}
+
+bool efasim_gid_to_addr(const union ibv_gid *gid, struct in_addr *addr_p)
+{
+    static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+    if (memcmp(gid->raw, prefix, sizeof(prefix)))
+        return false;
+    memcpy(addr_p, &gid->raw[12], 4);
+    return true;
+}
+
+/* ---- Devices -------------------------------------------------------------- */
+
+static struct ibv_context *device_alloc_context(struct ibv_device *device, int cmd_fd)
+{
+    (void)device, (void)cmd_fd;
+    errno = EOPNOTSUPP;
+    return NULL;
+}
+
+static void device_free_context(struct ibv_context *context)
+{
+    (void)context;
+}
+
+static void devices_init(void)
+{
+    const struct efasim_config *cfg = efasim_config();
+
+    for (unsigned i = 0; i < cfg->ndev; i++) {
+        struct efasim_device *d = &g_devices[i];
+
+        d->index = i;
+        d->addr = cfg->addr[i];
+        efasim_gid_from_addr(d->addr, &d->gid);
+        snprintf(d->name, sizeof(d->name), "efasim_%u", i);
+        d->ibv._ops._dummy1 = device_alloc_context;
+        d->ibv._ops._dummy2 = device_free_context;
+        d->ibv.node_type = IBV_NODE_UNSPECIFIED;
+        d->ibv.transport_type = IBV_TRANSPORT_UNSPECIFIED;
+        snprintf(d->ibv.name, sizeof(d->ibv.name), "%s", d->name);
+        snprintf(d->ibv.dev_name, sizeof(d->ibv.dev_name), "uverbs%u", i);
+        snprintf(d->ibv.dev_path, sizeof(d->ibv.dev_path), "/sys/class/infiniband_verbs/uverbs%u",
+                 i);
+        snprintf(d->ibv.ibdev_path, sizeof(d->ibv.ibdev_path), "/sys/class/infiniband/%s", d->name);
+        g_device_ptrs[i] = &d->ibv;
+    }
+    g_device_ptrs[cfg->ndev] = NULL;
+}
+
+static struct efasim_device *to_dev(struct ibv_device *device)
+{
+    return (struct efasim_device *)device; /* ibv is the first member */
+}
+
+EFASIM_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
+{
+    struct ibv_device **list;
+    unsigned n;
+
+    pthread_once(&g_devices_once, devices_init);
+    n = efasim_config()->ndev;
+    list = calloc(n + 1, sizeof(*list));
+    if (!list) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    memcpy(list, g_device_ptrs, n * sizeof(*list));
+    if (num_devices)
+        *num_devices = (int)n;
+    return list;
+}
+
+EFASIM_EXPORT void ibv_free_device_list(struct ibv_device **list)
+{
+    free(list);
+}
+
+EFASIM_EXPORT const char *ibv_get_device_name(struct ibv_device *device)
+{
+    return device->name;
+}
+
+EFASIM_EXPORT int ibv_get_device_index(struct ibv_device *device)
+{
+    return (int)to_dev(device)->index;
+}
+
+EFASIM_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
+{
+    uint64_t guid = 0x0efa5100000000ull | (uint64_t)to_dev(device)->index;
+
+    return htobe64(guid);
+}
+
+/* ---- Context ops ------------------------------------------------------------ */
+
+static void fill_device_attr(struct efasim_context *ctx, struct ibv_device_attr *a)
+{
+    const struct efasim_config *cfg = efasim_config();
+
+    memset(a, 0, sizeof(*a));
+    snprintf(a->fw_ver, sizeof(a->fw_ver), "efasim-0.1");
+    a->node_guid = ibv_get_device_guid(&ctx->dev->ibv);
+    a->sys_image_guid = a->node_guid;
+    a->max_mr_size = cfg->max_rdma_size;
+    a->page_size_cap = 4096;
+    a->vendor_id = EFASIM_VENDOR_ID;
+    a->vendor_part_id = EFASIM_DEVICE_ID;
+    a->hw_ver = cfg->device_version;
+    a->max_qp = (int)cfg->max_qp;
+    a->max_qp_wr = (int)(cfg->max_sq_wr > cfg->max_rq_wr ? cfg->max_sq_wr : cfg->max_rq_wr);
+    a->max_sge = (int)cfg->max_sq_sge;
+    a->max_sge_rd = 1;
+    a->max_cq = (int)cfg->max_qp * 2;
+    a->max_cqe = (int)cfg->max_cqe;
+    a->max_mr = (int)cfg->max_mr;
+    a->max_pd = 256;
+    a->max_ah = (int)cfg->max_ah;
+    a->max_pkeys = 1;
+    a->phys_port_cnt = 1;
+}
+
+static int ctx_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
+{
+    fill_device_attr(efasim_ctx(context), attr);
+    return 0;
+}
+
+static int ctx_query_device_ex(struct ibv_context *context,
+                               const struct ibv_query_device_ex_input *input,
+                               struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+    struct ibv_device_attr_ex full;
+
+    (void)input;
+    memset(&full, 0, sizeof(full));
+    fill_device_attr(efasim_ctx(context), &full.orig_attr);
+    full.max_dm_size = 0;
+    memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
+    return 0;
+}
+
+static void fill_port_attr(struct ibv_port_attr *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->state = IBV_PORT_ACTIVE;
+    p->max_mtu = IBV_MTU_4096;
+    p->active_mtu = IBV_MTU_4096;
+    p->gid_tbl_len = 1;
+    p->max_msg_sz = efasim_config()->mtu;
+    p->pkey_tbl_len = 1;
+    p->lid = 0;
+    p->active_width = 1;
+    p->active_speed = 32;
+    p->phys_state = 5; /* LinkUp */
+    p->link_layer = IBV_LINK_LAYER_UNSPECIFIED;
+}
+
+static int ctx_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *attr,
+                          size_t attr_len)
+{
+    struct ibv_port_attr full;
+
+    (void)context;
+    if (port_num != EFASIM_PORT)
+        return EINVAL;
+    fill_port_attr(&full);
+    memcpy(attr, &full, attr_len < sizeof(full) ? attr_len : sizeof(full));
+    return 0;
+}
+
+static int ctx_poll_cq_unsupported(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+    (void)cq, (void)n, (void)wc;
+    return -EOPNOTSUPP;
+}
+
+static int ctx_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+    (void)cq, (void)solicited_only;
+    return EOPNOTSUPP;
+}
+
+static struct ibv_mw *ctx_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+    (void)pd, (void)type;
+    errno = EOPNOTSUPP;
+    return NULL;
+}
+
+static int ctx_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
+{
+    (void)qp, (void)mw, (void)bind;
+    return EOPNOTSUPP;
+}
+
+static int ctx_dealloc_mw(struct ibv_mw *mw)
+{
+    (void)mw;
+    return EOPNOTSUPP;
+}
+
+static int ctx_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+    (void)srq;
+    *bad = wr;
+    return EOPNOTSUPP;
+}
+
+static struct ibv_cq_ex *ctx_create_cq_ex(struct ibv_context *context,
+                                          struct ibv_cq_init_attr_ex *attr)
+{
+    return efasim_cq_create(efasim_ctx(context), attr, false);
+}
+
+int ctx_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc); /* cq.c */
+
+EFASIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+    const struct efasim_config *cfg = efasim_config();
+    struct efasim_context *ctx;
+    struct ibv_context *c;
+
+    ctx = calloc(1, sizeof(*ctx));
+    if (!ctx)
+        goto err;
+    ctx->qps = calloc(cfg->max_qp, sizeof(*ctx->qps));
+    ctx->mrs = calloc(cfg->max_mr, sizeof(*ctx->mrs));
+    ctx->ahs = calloc(cfg->max_ah, sizeof(*ctx->ahs));
+    if (!ctx->qps || !ctx->mrs || !ctx->ahs)
+        goto err_free;
+    if (pthread_mutex_init(&ctx->lock, NULL))
+        goto err_free;
+    ctx->dev = to_dev(device);
+    ctx->rng = cfg->seed * 0x9e3779b97f4a7c15ull + (uint64_t)getpid() + 1;
+
+    ctx->vctx.sz = sizeof(ctx->vctx);
+    ctx->vctx.query_port = ctx_query_port;
+    ctx->vctx.query_device_ex = ctx_query_device_ex;
+    ctx->vctx.create_cq_ex = ctx_create_cq_ex;
+    c = &ctx->vctx.context;
+    c->device = device;
+    c->cmd_fd = -1;
+    c->async_fd = -1;
+    c->num_comp_vectors = 1;
+    c->abi_compat = __VERBS_ABI_IS_EXTENDED;
+    pthread_mutex_init(&c->mutex, NULL);
+    c->ops._compat_query_device = (void *)ctx_query_device;
+    c->ops.poll_cq = ctx_poll_cq;
+    c->ops.req_notify_cq = ctx_req_notify_cq;
+    c->ops.alloc_mw = ctx_alloc_mw;
+    c->ops.bind_mw = ctx_bind_mw;
+    c->ops.dealloc_mw = ctx_dealloc_mw;
+    c->ops.post_send = efasim_post_send;
+    c->ops.post_recv = efasim_post_recv;
+    c->ops.post_srq_recv = ctx_post_srq_recv;
+    (void)ctx_poll_cq_unsupported;
+
+    if (efasim_service_start(ctx))
+        goto err_lock;
+    return c;
+
+err_lock:
+    pthread_mutex_destroy(&ctx->lock);
+err_free:
+    free(ctx->qps);
+    free(ctx->mrs);
+    free(ctx->ahs);
+    free(ctx);
+err:
+    errno = ENOMEM;
+    return NULL;
+}
+
+EFASIM_EXPORT int ibv_close_device(struct ibv_context *context)
+{
+    struct efasim_context *ctx = efasim_ctx(context);
+
+    if (ctx->nqp)
+        return EBUSY;
+    efasim_service_stop(ctx);
+    pthread_mutex_lock(&ctx->lock);
+    efasim_delayq_free(ctx);
+    for (uint32_t i = 0; i < efasim_config()->max_mr; i++)
+        free(ctx->mrs[i]);
+    for (uint32_t i = 0; i < efasim_config()->max_ah; i++)
+        free(ctx->ahs[i]);
+    pthread_mutex_unlock(&ctx->lock);
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx->qps);
+    free(ctx->mrs);
+    free(ctx->ahs);
+    free(ctx);
+    return 0;
+}
+
+EFASIM_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
+{
+    return ctx_query_device(context, attr);
+}
+
+/* The old ABI's struct _compat_ibv_port_attr is a prefix of struct ibv_port_attr. */
+#undef ibv_query_port
+EFASIM_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
+                                 struct _compat_ibv_port_attr *attr)
+{
+    return ctx_query_port(context, port_num, (struct ibv_port_attr *)attr,
+                          offsetof(struct ibv_port_attr, flags));
+}
+
+EFASIM_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index,
+                                union ibv_gid *gid)
+{
+    if (port_num != EFASIM_PORT || index != 0)
+        return -1;
+    *gid = efasim_ctx(context)->dev->gid;
+    return 0;
+}
+
+/* rdma-core's private enum ibv_gid_type_sysfs: 0 = IB/RoCE v1. */
+EFASIM_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
+                                     unsigned int index, int *type)
+{
+    (void)context;
+    if (port_num != EFASIM_PORT || index != 0)
+        return -1;
+    *type = 0;
+    return 0;
+}
+
+EFASIM_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
+                                    uint32_t gid_index, struct ibv_gid_entry *entry, uint32_t flags,
+                                    size_t entry_size)
+{
+    struct ibv_gid_entry e = {0};
+
+    if (flags || port_num != EFASIM_PORT || gid_index != 0)
+        return EINVAL;
+    e.gid = efasim_ctx(context)->dev->gid;
+    e.port_num = EFASIM_PORT;
+    e.gid_type = IBV_GID_TYPE_IB;
+    memcpy(entry, &e, entry_size < sizeof(e) ? entry_size : sizeof(e));
+    return 0;
+}
+
+EFASIM_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context,
+                                           struct ibv_gid_entry *entries, size_t max_entries,
+                                           uint32_t flags, size_t entry_size)
+{
+    if (flags || !max_entries)
+        return -EINVAL;
+    if (_ibv_query_gid_ex(context, EFASIM_PORT, 0, entries, 0, entry_size))
+        return -EINVAL;
+    return 1;
+}
+
+EFASIM_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index,
+                                 __be16 *pkey)
+{
+    (void)context;
+    if (port_num != EFASIM_PORT || index != 0)
+        return -1;
+    *pkey = htobe16(0xffff);
+    return 0;
+}
+
+EFASIM_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey)
+{
+    (void)context;
+    return port_num == EFASIM_PORT && be16toh(pkey) == 0xffff ? 0 : -1;
+}
+
+/* ---- PD ----------------------------------------------------------------------- */
+
+EFASIM_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+    struct ibv_pd *pd = calloc(1, sizeof(*pd));
+
+    if (!pd) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    pd->context = context;
+    return pd;
+}
+
+EFASIM_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+    free(pd);
+    return 0;
+}
+
+/* ---- MR ----------------------------------------------------------------------- */
+
+/* Keys carry a generation so a key from a deregistered MR never matches a new one. */
+#define MR_SLOT_BITS 17
+static uint32_t g_mr_generation;
+
+struct efasim_mr *efasim_mr_check(struct efasim_context *ctx, uint32_t key, uint64_t addr,
+                                  uint64_t len, unsigned access)
+{
+    uint32_t slot = (key & ((1u << MR_SLOT_BITS) - 1)) - 1;
+    struct efasim_mr *mr;
+    uint64_t start;
+
+    if (slot >= efasim_config()->max_mr)
+        return NULL;
+    mr = ctx->mrs[slot];
+    if (!mr || !mr->live || mr->ibv.lkey != key)
+        return NULL;
+    if ((mr->access & access) != access)
+        return NULL;
+    start = (uint64_t)(uintptr_t)mr->ibv.addr;
+    if (addr < start || len > mr->ibv.length || addr - start > mr->ibv.length - len)
+        return NULL;
+    return mr;
+}
+
+EFASIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
+                                              uint64_t iova, unsigned int access)
+{
+    struct efasim_context *ctx = efasim_ctx(pd->context);
+    const struct efasim_config *cfg = efasim_config();
+    struct efasim_mr *mr = NULL;
+    uint32_t slot;
+
+    if (iova != (uint64_t)(uintptr_t)addr || (!addr && length)) {
+        errno = EINVAL; /* efasim maps RDMA addresses 1:1 to virtual addresses */
+        return NULL;
+    }
+    pthread_mutex_lock(&ctx->lock);
+    for (slot = 0; slot < cfg->max_mr; slot++)
+        if (!ctx->mrs[slot] || !ctx->mrs[slot]->live)
+            break;
+    if (slot == cfg->max_mr || slot >= (1u << MR_SLOT_BITS) - 1) {
+        pthread_mutex_unlock(&ctx->lock);
+        errno = ENOMEM; /* as the device does when its MR table is full */
+        return NULL;
+    }
+    mr = ctx->mrs[slot] ? ctx->mrs[slot] : calloc(1, sizeof(*mr));
+    if (!mr) {
+        pthread_mutex_unlock(&ctx->lock);
+        errno = ENOMEM;
+        return NULL;
+    }
+    ctx->mrs[slot] = mr;
+    g_mr_generation = (g_mr_generation + 1) & 0x7fff;
+    mr->ibv.context = pd->context;
+    mr->ibv.pd = pd;
+    mr->ibv.addr = addr;
+    mr->ibv.length = length;
+    mr->ibv.lkey = (g_mr_generation << MR_SLOT_BITS) | (slot + 1);
+    mr->ibv.rkey = mr->ibv.lkey;
+    mr->access = access | IBV_ACCESS_LOCAL_WRITE;
+    mr->live = true;
+    ctx->nmr++;
+    pthread_mutex_unlock(&ctx->lock);
+    return &mr->ibv;
+}
+
+#undef ibv_reg_mr_iova
+EFASIM_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
+                                             uint64_t iova, int access)
+{
+    return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned)access);
+}
+
+#undef ibv_reg_mr
+EFASIM_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+    return ibv_reg_mr_iova2(pd, addr, length, (uint64_t)(uintptr_t)addr, (unsigned)access);
+}
+
+EFASIM_EXPORT int ibv_dereg_mr(struct ibv_mr *ibv_mr)
+{
+    struct efasim_context *ctx = efasim_ctx(ibv_mr->context);
+    struct efasim_mr *mr = (struct efasim_mr *)ibv_mr;
+
+    pthread_mutex_lock(&ctx->lock);
+    mr->live = false;
+    mr->ibv.lkey = mr->ibv.rkey = 0;
+    ctx->nmr--;
+    pthread_mutex_unlock(&ctx->lock);
+    return 0;
+}
+
+/* ---- AH ----------------------------------------------------------------------- */
+
+uint16_t efasim_ahn_for_gid(struct efasim_context *ctx, const union ibv_gid *gid)
+{
+    for (uint32_t i = 0; i < efasim_config()->max_ah; i++) {
+        struct efasim_ah *ah = ctx->ahs[i];
+
+        if (ah && ah->live && !memcmp(ah->gid.raw, gid->raw, sizeof(gid->raw)))
+            return ah->ahn;
+    }
+    return EFASIM_AHN_UNKNOWN;
+}
+
+EFASIM_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+    struct efasim_context *ctx = efasim_ctx(pd->context);
+    const struct efasim_config *cfg = efasim_config();
+    struct efasim_ah *ah;
+    struct in_addr unused;
+    uint32_t slot;
+
+    if (!attr->is_global || attr->port_num != EFASIM_PORT ||
+        !efasim_gid_to_addr(&attr->grh.dgid, &unused)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    pthread_mutex_lock(&ctx->lock);
+    for (slot = 0; slot < cfg->max_ah && slot < 0xfffe; slot++)
+        if (!ctx->ahs[slot] || !ctx->ahs[slot]->live)
+            break;
+    if (slot == cfg->max_ah || slot == 0xfffe) {
+        pthread_mutex_unlock(&ctx->lock);
+        errno = ENOMEM;
+        return NULL;
+    }
+    ah = ctx->ahs[slot] ? ctx->ahs[slot] : calloc(1, sizeof(*ah));
+    if (!ah) {
+        pthread_mutex_unlock(&ctx->lock);
+        errno = ENOMEM;
+        return NULL;
+    }
+    ctx->ahs[slot] = ah;
+    ah->ibv.context = pd->context;
+    ah->ibv.pd = pd;
+    ah->ibv.handle = slot + 1;
+    ah->gid = attr->grh.dgid;
+    ah->ahn = (uint16_t)(slot + 1);
+    ah->live = true;
+    ctx->nah++;
+    pthread_mutex_unlock(&ctx->lock);
+    return &ah->ibv;
+}
+
+EFASIM_EXPORT int ibv_destroy_ah(struct ibv_ah *ibv_ah)
+{
+    struct efasim_context *ctx = efasim_ctx(ibv_ah->context);
+    struct efasim_ah *ah = (struct efasim_ah *)ibv_ah;
+
+    pthread_mutex_lock(&ctx->lock);
+    ah->live = false;
+    ctx->nah--;
+    pthread_mutex_unlock(&ctx->lock);
+    return 0;
+}
+
+/* ---- QP and CQ entry points (bodies in qp.c and cq.c) ---------------------------- */
+
+EFASIM_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+    struct ibv_qp_init_attr_ex ex;
+
+    /* Plain ibv_create_qp cannot ask for an SRD QP; EFA only offers UD that way. */
+    (void)pd, (void)attr, (void)ex;
+    errno = EOPNOTSUPP;
+    return NULL;
+}
+
+EFASIM_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
+{
+    return efasim_qp_modify(qp, attr, attr_mask);
+}
+
+EFASIM_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+                               struct ibv_qp_init_attr *init_attr)
+{
+    return efasim_qp_query(qp, attr, attr_mask, init_attr);
+}
+
+EFASIM_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
+{
+    return efasim_qp_destroy(qp);
+}
+
+EFASIM_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+                                           struct ibv_comp_channel *channel, int comp_vector)
+{
+    struct ibv_cq_init_attr_ex attr = {.cqe = (uint32_t)cqe,
+                                       .cq_context = cq_context,
+                                       .channel = channel,
+                                       .comp_vector = (uint32_t)comp_vector,
+                                       .wc_flags = IBV_WC_STANDARD_FLAGS};
+    struct ibv_cq_ex *cq;
+
+    if (cqe <= 0 || channel) {
+        errno = channel ? EOPNOTSUPP : EINVAL;
+        return NULL;
+    }
+    cq = efasim_cq_create(efasim_ctx(context), &attr, false);
+    return cq ? ibv_cq_ex_to_cq(cq) : NULL;
+}
+
+EFASIM_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
+{
+    return efasim_cq_destroy(cq);
+}
+
+/* ---- Strings -------------------------------------------------------------------- */
+
+EFASIM_EXPORT const char *ibv_wc_status_str(enum ibv_wc_status status)
+{
+    static const char *const str[] = {
+        [IBV_WC_SUCCESS] = "success",
+        [IBV_WC_LOC_LEN_ERR] = "local length error",
+        [IBV_WC_LOC_QP_OP_ERR] = "local QP operation error",
+        [IBV_WC_LOC_EEC_OP_ERR] = "local EE context operation error",
+        [IBV_WC_LOC_PROT_ERR] = "local protection error",
+        [IBV_WC_WR_FLUSH_ERR] = "Work Request Flushed Error",
+        [IBV_WC_MW_BIND_ERR] = "memory management operation error",
+        [IBV_WC_BAD_RESP_ERR] = "bad response error",
+        [IBV_WC_LOC_ACCESS_ERR] = "local access error",
+        [IBV_WC_REM_INV_REQ_ERR] = "remote invalid request error",
+        [IBV_WC_REM_ACCESS_ERR] = "remote access error",
+        [IBV_WC_REM_OP_ERR] = "remote operation error",
+        [IBV_WC_RETRY_EXC_ERR] = "transport retry counter exceeded",
+        [IBV_WC_RNR_RETRY_EXC_ERR] = "RNR retry counter exceeded",
+        [IBV_WC_LOC_RDD_VIOL_ERR] = "local RDD violation error",
+        [IBV_WC_REM_INV_RD_REQ_ERR] = "remote invalid RD request",
+        [IBV_WC_REM_ABORT_ERR] = "aborted error",
+        [IBV_WC_INV_EECN_ERR] = "invalid EE context number",
+        [IBV_WC_INV_EEC_STATE_ERR] = "invalid EE context state",
+        [IBV_WC_FATAL_ERR] = "fatal error",
+        [IBV_WC_RESP_TIMEOUT_ERR] = "response timeout error",
+        [IBV_WC_GENERAL_ERR] = "general error",
+        [IBV_WC_TM_ERR] = "TM error",
+        [IBV_WC_TM_RNDV_INCOMPLETE] = "TM software rendezvous",
+    };
+
+    if ((unsigned)status < sizeof(str) / sizeof(str[0]) && str[status])
+        return str[status];
+    return "unknown";
+}
+
+EFASIM_EXPORT const char *ibv_node_type_str(enum ibv_node_type node_type)
+{
+    switch (node_type) {
+    case IBV_NODE_CA:
+        return "InfiniBand channel adapter";
+    case IBV_NODE_SWITCH:
+        return "InfiniBand switch";
+    case IBV_NODE_ROUTER:
+        return "InfiniBand router";
+    case IBV_NODE_RNIC:
+        return "iWARP NIC";
+    case IBV_NODE_USNIC:
+        return "usNIC";
+    case IBV_NODE_USNIC_UDP:
+        return "usNIC UDP";
+    case IBV_NODE_UNSPECIFIED:
+        return "unspecified";
+    default:
+        return "unknown";
+    }
+}
+
+EFASIM_EXPORT const char *ibv_port_state_str(enum ibv_port_state port_state)
+{
+    static const char *const str[] = {"no state change (NOP)", "down", "init", "armed", "active",
+                                      "active deferred"};
+
+    return (unsigned)port_state < 6 ? str[port_state] : "unknown";
+}
+
+EFASIM_EXPORT const char *ibv_event_type_str(enum ibv_event_type event)
+{
+    (void)event;
+    return "unknown event (efasim raises no async events)";
+}
+
+/* ---- Not implemented: fail cleanly ------------------------------------------------ */
+
+#define EFASIM_UNSUPPORTED_PTR(ret_type, name, params, uses) \
+    EFASIM_EXPORT ret_type name params                       \
+    {                                                        \
+        uses;                                                \
+        errno = EOPNOTSUPP;                                  \
+        return NULL;                                         \
+    }
+#define EFASIM_UNSUPPORTED_INT(name, params, uses) \
+    EFASIM_EXPORT int name params                  \
+    {                                              \
+        uses;                                      \
+        errno = EOPNOTSUPP;                        \
+        return EOPNOTSUPP;                         \
+    }
+
+EFASIM_UNSUPPORTED_PTR(struct ibv_srq *, ibv_create_srq,
+                       (struct ibv_pd * pd, struct ibv_srq_init_attr *a), (void)pd;
+                       (void)a)
+EFASIM_UNSUPPORTED_INT(ibv_modify_srq, (struct ibv_srq * s, struct ibv_srq_attr *a, int m), (void)s;
+                       (void)a; (void)m)
+EFASIM_UNSUPPORTED_INT(ibv_query_srq, (struct ibv_srq * s, struct ibv_srq_attr *a), (void)s;
+                       (void)a)
+EFASIM_UNSUPPORTED_INT(ibv_destroy_srq, (struct ibv_srq * s), (void)s)
+EFASIM_UNSUPPORTED_INT(ibv_attach_mcast, (struct ibv_qp * q, const union ibv_gid *g, uint16_t l),
+                       (void)q;
+                       (void)g; (void)l)
+EFASIM_UNSUPPORTED_INT(ibv_detach_mcast, (struct ibv_qp * q, const union ibv_gid *g, uint16_t l),
+                       (void)q;
+                       (void)g; (void)l)
+EFASIM_UNSUPPORTED_INT(ibv_resize_cq, (struct ibv_cq * c, int n), (void)c; (void)n)
+EFASIM_UNSUPPORTED_INT(ibv_rereg_mr,
+                       (struct ibv_mr * mr, int f, struct ibv_pd *pd, void *a, size_t l, int ac),
+                       (void)mr;
+                       (void)f; (void)pd; (void)a; (void)l; (void)ac)
+EFASIM_UNSUPPORTED_PTR(struct ibv_comp_channel *, ibv_create_comp_channel, (struct ibv_context * c),
+                       (void)c)
+EFASIM_UNSUPPORTED_INT(ibv_destroy_comp_channel, (struct ibv_comp_channel * c), (void)c)
+EFASIM_UNSUPPORTED_INT(ibv_get_cq_event,
+                       (struct ibv_comp_channel * ch, struct ibv_cq **c, void **x), (void)ch;
+                       (void)c; (void)x)
+EFASIM_UNSUPPORTED_INT(ibv_get_async_event, (struct ibv_context * c, struct ibv_async_event *e),
+                       (void)c;
+                       (void)e)
+EFASIM_UNSUPPORTED_PTR(struct ibv_ah *, ibv_create_ah_from_wc,
+                       (struct ibv_pd * pd, struct ibv_wc *wc, struct ibv_grh *g, uint8_t p),
+                       (void)pd;
+                       (void)wc; (void)g; (void)p)
+EFASIM_UNSUPPORTED_INT(ibv_init_ah_from_wc,
+                       (struct ibv_context * c, uint8_t p, struct ibv_wc *wc, struct ibv_grh *g,
+                        struct ibv_ah_attr *a),
+                       (void)c;
+                       (void)p; (void)wc; (void)g; (void)a)
+EFASIM_UNSUPPORTED_PTR(struct ibv_mr *, ibv_reg_dmabuf_mr,
+                       (struct ibv_pd * pd, uint64_t o, size_t l, uint64_t i, int fd, int a),
+                       (void)pd;
+                       (void)o; (void)l; (void)i; (void)fd; (void)a)
+EFASIM_UNSUPPORTED_PTR(struct ibv_context *, ibv_import_device, (int fd), (void)fd)
+EFASIM_UNSUPPORTED_PTR(struct ibv_pd *, ibv_import_pd, (struct ibv_context * c, uint32_t h),
+                       (void)c;
+                       (void)h)
+EFASIM_UNSUPPORTED_PTR(struct ibv_mr *, ibv_import_mr, (struct ibv_pd * pd, uint32_t h), (void)pd;
+                       (void)h)
+EFASIM_UNSUPPORTED_PTR(struct ibv_dm *, ibv_import_dm, (struct ibv_context * c, uint32_t h),
+                       (void)c;
+                       (void)h)
+EFASIM_UNSUPPORTED_INT(ibv_query_ece, (struct ibv_qp * q, struct ibv_ece *e), (void)q; (void)e)
+EFASIM_UNSUPPORTED_INT(ibv_set_ece, (struct ibv_qp * q, struct ibv_ece *e), (void)q; (void)e)
+EFASIM_UNSUPPORTED_INT(ibv_resolve_eth_l2_from_gid,
+                       (struct ibv_context * c, struct ibv_ah_attr *a, uint8_t m[6], uint16_t *v),
+                       (void)c;
+                       (void)a; (void)m; (void)v)
+/* No sysfs behind an emulated device: -1 as for a missing file. */
+EFASIM_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
+{
+    (void)dir, (void)file, (void)buf, (void)size;
+    errno = ENOENT;
+    return -1;
+}
+
+EFASIM_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+    (void)cq, (void)nevents;
+}
+
+EFASIM_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
+{
+    (void)event;
+}
+
+EFASIM_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
+{
+    (void)pd;
+}
+
+EFASIM_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
+{
+    (void)mr;
+}
+
+EFASIM_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
+{
+    (void)dm;
+}
+
+/* Memory is never pinned by a kernel here, so fork needs no preparation. */
+EFASIM_EXPORT int ibv_fork_init(void)
+{
+    return 0;
+}
+
+EFASIM_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void)
+{
+    return IBV_FORK_UNNEEDED;
+}
+
+EFASIM_EXPORT int ibv_dontfork_range(void *base, size_t size)
+{
+    (void)base, (void)size;
+    return 0;
+}
+
+EFASIM_EXPORT int ibv_dofork_range(void *base, size_t size)
+{
+    (void)base, (void)size;
+    return 0;
+}
+
+EFASIM_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op,
+                                             uint32_t flags)
+{
+    (void)qp, (void)op, (void)flags;
+    return 0; /* SRD guarantees no ordering */
+}
+
+EFASIM_EXPORT const char *ibv_get_sysfs_path(void)
+{
+    return "/sys";
+}
+
+EFASIM_EXPORT int ibv_rate_to_mult(enum ibv_rate rate)
+{
+    return rate == IBV_RATE_MAX ? 0 : (int)rate;
+}
+
+EFASIM_EXPORT enum ibv_rate mult_to_ibv_rate(int mult)
+{
+    return (enum ibv_rate)mult;
+}
+
+EFASIM_EXPORT int ibv_rate_to_mbps(enum ibv_rate rate)
+{
+    return rate == IBV_RATE_100_GBPS ? 100000 : 0;
+}
+
+EFASIM_EXPORT enum ibv_rate mbps_to_ibv_rate(int mbps)
+{
+    return mbps >= 100000 ? IBV_RATE_100_GBPS : IBV_RATE_MAX;
+}

@@ -1,0 +1,97 @@
+/*
+ * libefa's direct-verbs entry points on efasim devices. Only SRD QPs exist;
+ * every other driver QP type is refused as EFA refuses it.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "efasim.h"
+
+EFASIM_EXPORT int efadv_query_device(struct ibv_context *ibvctx, struct efadv_device_attr *attr,
+                                     uint32_t inlen)
+{
+    const struct efasim_config *cfg = efasim_config();
+    struct efadv_device_attr a;
+
+    (void)ibvctx;
+    if (inlen < offsetof(struct efadv_device_attr, max_sq_sge))
+        return EINVAL;
+    memset(&a, 0, sizeof(a));
+    a.max_sq_wr = cfg->max_sq_wr;
+    a.max_rq_wr = cfg->max_rq_wr;
+    a.max_sq_sge = (uint16_t)cfg->max_sq_sge;
+    a.max_rq_sge = (uint16_t)cfg->max_rq_sge;
+    a.inline_buf_size = (uint16_t)cfg->inline_size;
+    a.device_caps = EFADV_DEVICE_ATTR_CAPS_RNR_RETRY | EFADV_DEVICE_ATTR_CAPS_CQ_WITH_SGID;
+    if (cfg->rdma_read)
+        a.device_caps |= EFADV_DEVICE_ATTR_CAPS_RDMA_READ;
+    if (cfg->rdma_write)
+        a.device_caps |= EFASIM_CAPS_RDMA_WRITE;
+    a.max_rdma_size = cfg->max_rdma_size > UINT32_MAX ? UINT32_MAX : (uint32_t)cfg->max_rdma_size;
+    memset(attr, 0, inlen);
+    memcpy(attr, &a, inlen < sizeof(a) ? inlen : sizeof(a));
+    return 0;
+}
+
+EFASIM_EXPORT struct ibv_qp *efadv_create_qp_ex(struct ibv_context *ibvctx,
+                                                struct ibv_qp_init_attr_ex *attr_ex,
+                                                struct efadv_qp_init_attr *efa_attr, uint32_t inlen)
+{
+    if (!efa_attr || inlen < offsetof(struct efadv_qp_init_attr, reserved) ||
+        efa_attr->driver_qp_type != EFADV_QP_DRIVER_TYPE_SRD ||
+        attr_ex->qp_type != IBV_QPT_DRIVER) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    return efasim_qp_create(efasim_ctx(ibvctx), attr_ex);
+}
+
+EFASIM_EXPORT struct ibv_qp *
+efadv_create_driver_qp(struct ibv_pd *ibvpd, struct ibv_qp_init_attr *attr, uint32_t driver_qp_type)
+{
+    struct ibv_qp_init_attr_ex ex = {.qp_context = attr->qp_context,
+                                     .send_cq = attr->send_cq,
+                                     .recv_cq = attr->recv_cq,
+                                     .cap = attr->cap,
+                                     .qp_type = IBV_QPT_DRIVER,
+                                     .comp_mask = IBV_QP_INIT_ATTR_PD,
+                                     .pd = ibvpd};
+    struct ibv_qp *qp;
+
+    if (driver_qp_type != EFADV_QP_DRIVER_TYPE_SRD) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    qp = efasim_qp_create(efasim_ctx(ibvpd->context), &ex);
+    if (qp)
+        attr->cap = ex.cap;
+    return qp;
+}
+
+EFASIM_EXPORT int efadv_query_ah(struct ibv_ah *ibvah, struct efadv_ah_attr *attr, uint32_t inlen)
+{
+    struct efadv_ah_attr a = {.ahn = ((struct efasim_ah *)ibvah)->ahn};
+
+    if (inlen < offsetof(struct efadv_ah_attr, reserved))
+        return EINVAL;
+    memset(attr, 0, inlen);
+    memcpy(attr, &a, inlen < sizeof(a) ? inlen : sizeof(a));
+    return 0;
+}
+
+EFASIM_EXPORT struct ibv_cq_ex *efadv_create_cq(struct ibv_context *ibvctx,
+                                                struct ibv_cq_init_attr_ex *attr_ex,
+                                                struct efadv_cq_init_attr *efa_attr, uint32_t inlen)
+{
+    if (efa_attr && inlen >= sizeof(*efa_attr) && (efa_attr->wc_flags & ~EFADV_WC_EX_WITH_SGID)) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    return efasim_cq_create(efasim_ctx(ibvctx), attr_ex,
+                            efa_attr && (efa_attr->wc_flags & EFADV_WC_EX_WITH_SGID));
+}
+
+EFASIM_EXPORT struct efadv_cq *efadv_cq_from_ibv_cq_ex(struct ibv_cq_ex *ibvcqx)
+{
+    return efasim_cq_efadv(ibvcqx);
+}

@@ -1,0 +1,377 @@
+/*
+ * efasim internals: a user-space EFA device behind the libibverbs/libefa ABI.
+ *
+ * Each emulated device has an IPv4 address; its GID is the IPv4-mapped IPv6
+ * form of that address. Each SRD QP is one non-blocking UDP socket bound to
+ * that address, and its QP number is the socket's port, so (GID, QPN) is a
+ * UDP address and no rendezvous service is needed. Below the verbs semantics
+ * sits a reliability layer (sequence numbers, acknowledgements, retransmission,
+ * duplicate suppression) so kernel drops and injected faults never surface as
+ * loss, exactly as SRD hides the fabric's.
+ *
+ * Concurrency: one mutex per device context guards every object opened from
+ * it. The application's own calls (post, poll) do the latency-critical work
+ * themselves: posting sends the datagram, polling reads the sockets. The
+ * service thread (the emulated NIC) only runs timers and serves peers while
+ * the application is not polling; it never holds the lock for long and never
+ * blocks the application's path.
+ */
+#ifndef EFASIM_H
+#define EFASIM_H
+
+#include <infiniband/efadv.h>
+#include <infiniband/verbs.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/uio.h>
+
+#define EFASIM_MAX_DEVICES 16
+#define EFASIM_PORT        1
+#define EFASIM_VENDOR_ID   0x1d0f /* Amazon */
+#define EFASIM_DEVICE_ID   0xefa2
+#define EFASIM_AHN_UNKNOWN 0xffff /* slid of a receive whose sender has no AH here */
+
+/* Newer rdma-core capability bits (ABI values), defined here when the headers lack them. */
+#define EFASIM_CAPS_RDMA_WRITE (1u << 3)
+
+/* EFA completion status codes (efa_io_comp_status), reported as vendor_err. */
+enum efasim_status {
+    EFASIM_ST_OK = 0,
+    EFASIM_ST_FLUSHED = 1,
+    EFASIM_ST_LOCAL_INVALID_OP = 3,
+    EFASIM_ST_LOCAL_INVALID_AH = 4,
+    EFASIM_ST_LOCAL_INVALID_LKEY = 5,
+    EFASIM_ST_LOCAL_BAD_LENGTH = 6,
+    EFASIM_ST_REMOTE_BAD_ADDRESS = 7,
+    EFASIM_ST_REMOTE_ABORT = 8,
+    EFASIM_ST_REMOTE_BAD_DEST_QPN = 9,
+    EFASIM_ST_REMOTE_RNR = 10,
+    EFASIM_ST_REMOTE_BAD_LENGTH = 11,
+    EFASIM_ST_UNRESP_REMOTE = 13,
+    EFASIM_ST_UNREACH_REMOTE = 15,
+};
+
+/* ---- Configuration (config.c): every knob, read once from EFASIM_* ---------- */
+
+struct efasim_config {
+    unsigned ndev;
+    struct in_addr addr[EFASIM_MAX_DEVICES];
+    uint32_t mtu;
+    uint32_t inline_size;
+    uint32_t max_sq_wr;
+    uint32_t max_rq_wr;
+    uint32_t max_sq_sge;
+    uint32_t max_rq_sge;
+    uint32_t max_cqe;
+    uint32_t max_qp;
+    uint32_t max_mr;
+    uint32_t max_ah;
+    uint64_t max_rdma_size;
+    bool rdma_read;
+    bool rdma_write;
+    uint32_t device_version;
+    uint32_t max_peers;      /* reliability state slots per QP */
+    uint32_t rto_us;         /* first retransmission timeout */
+    uint32_t rto_max_us;     /* retransmission backoff cap */
+    uint32_t timeout_ms;     /* a peer silent this long is unreachable */
+    uint32_t rnr_backoff_us; /* wait before resending after an RNR NACK */
+    uint32_t service_us;     /* service thread period */
+    uint32_t rdma_chunk;     /* payload bytes per RDMA datagram */
+    double loss, dup, reorder;
+    uint32_t delay_us;
+    uint64_t seed;
+};
+
+/* The configuration, read from the environment on first use. Never NULL. */
+const struct efasim_config *efasim_config(void);
+
+/* Print every knob with its value and documentation. */
+void efasim_config_print(FILE *out);
+
+/* ---- Objects --------------------------------------------------------------- */
+
+struct efasim_device {
+    struct ibv_device ibv; /* what ibv_get_device_list hands out */
+    unsigned index;
+    struct in_addr addr;
+    union ibv_gid gid;
+    char name[IBV_SYSFS_NAME_MAX];
+};
+
+struct efasim_qp;
+struct efasim_cq;
+
+struct efasim_mr {
+    struct ibv_mr ibv;
+    unsigned access;
+    bool live;
+};
+
+struct efasim_ah {
+    struct ibv_ah ibv;
+    union ibv_gid gid;
+    uint16_t ahn;
+    bool live;
+};
+
+/* One completion as the CQ hands it out. */
+struct efasim_cqe {
+    uint64_t wr_id;
+    enum ibv_wc_status status;
+    enum ibv_wc_opcode opcode;
+    uint32_t vendor_err;
+    uint32_t byte_len;
+    uint32_t imm;
+    uint32_t qp_num;
+    uint32_t src_qp;
+    unsigned wc_flags;
+    uint16_t slid;
+    union ibv_gid sgid;
+};
+
+struct efasim_cq {
+    struct ibv_cq_ex ibv;  /* begins with the struct ibv_cq fields (ibv_cq_ex_to_cq) */
+    struct efadv_cq efadv; /* for efadv_cq_from_ibv_cq_ex / efadv_wc_read_sgid */
+    struct efasim_context *ctx;
+    struct efasim_cqe *ring;
+    uint32_t size, head, count;
+    struct efasim_cqe *cur; /* entry between start_poll and end_poll */
+    bool polling;
+};
+
+struct efasim_context {
+    struct verbs_context vctx; /* ibv_context at its end, as verbs_get_ctx expects */
+    struct efasim_device *dev;
+    pthread_mutex_t lock;
+    struct efasim_qp **qps; /* max_qp slots */
+    struct efasim_mr **mrs; /* indexed by key - 1 */
+    struct efasim_ah **ahs; /* indexed by ahn - 1 */
+    uint32_t nqp, nmr, nah;
+    pthread_t service;
+    bool service_running, stop;
+    uint64_t last_app_poll_ns;
+    uint64_t rng;
+    struct efasim_delayq *delayq;
+};
+
+/* ---- Context, objects, config ---------------------------------------------- */
+
+static inline struct efasim_context *efasim_ctx(struct ibv_context *c)
+{
+    return (struct efasim_context *)((uint8_t *)c - offsetof(struct verbs_context, context));
+}
+
+uint64_t efasim_now_ns(void);
+double efasim_rand01(struct efasim_context *ctx);
+
+/* Look up an MR by key with [addr, addr + len) inside it and `access` granted; NULL if not. */
+struct efasim_mr *efasim_mr_check(struct efasim_context *ctx, uint32_t key, uint64_t addr,
+                                  uint64_t len, unsigned access);
+
+/* AH number for a GID in this context, or EFASIM_AHN_UNKNOWN. */
+uint16_t efasim_ahn_for_gid(struct efasim_context *ctx, const union ibv_gid *gid);
+
+/* Append a completion; returns -EAGAIN when the CQ is full. */
+int efasim_cq_push(struct efasim_cq *cq, const struct efasim_cqe *cqe);
+static inline bool efasim_cq_full(const struct efasim_cq *cq)
+{
+    return cq->count == cq->size;
+}
+
+/* GID <-> UDP address. */
+void efasim_gid_from_addr(struct in_addr addr, union ibv_gid *gid_p);
+bool efasim_gid_to_addr(const union ibv_gid *gid, struct in_addr *addr_p);
+
+/* ---- QPs and the datapath (qp.c, wire.c) ------------------------------------ */
+
+#define EFASIM_MAX_SGE      4
+#define EFASIM_RX_BATCH     16   /* datagrams read per QP per progress call */
+#define EFASIM_RX_WINDOW    512  /* duplicate-suppression window per peer, in sequence numbers */
+#define EFASIM_NACK_MEMORY  4    /* recent NACKs per peer, to answer retransmissions alike */
+#define EFASIM_INFLIGHT_MAX 1024 /* datagrams awaiting a response, per QP */
+#define EFASIM_RDMA_WINDOW  32   /* chunks of one RDMA WR in flight at once */
+
+/* Datagram types between efasim QPs (efasim's own wire, not EFA's). */
+enum efasim_pkt {
+    EFASIM_PKT_DATA = 1, /* a send; consumes a receive */
+    EFASIM_PKT_WRITE,    /* one chunk of an RDMA write */
+    EFASIM_PKT_READ_REQ, /* request for one chunk of an RDMA read */
+    EFASIM_PKT_READ_RESP,
+    EFASIM_PKT_ACK,  /* payload: array of struct efasim_ack */
+    EFASIM_PKT_NACK, /* status says why */
+};
+
+#define EFASIM_MAGIC    0xe5
+#define EFASIM_F_IMM    0x1 /* carries immediate data (DATA, last WRITE chunk) */
+#define EFASIM_F_ACKREQ 0x2
+
+/* Header of every datagram, in the host's byte order: both ends are this library. */
+struct efasim_hdr {
+    uint8_t magic;
+    uint8_t type;
+    uint16_t flags;
+    uint32_t qkey;   /* DATA, WRITE, READ_REQ: the destination QP's Q-Key */
+    uint64_t seq;    /* per (sender QP, receiver QP) sequence number */
+    uint32_t cookie; /* sender's in-flight slot; echoed in ACK, NACK and READ_RESP */
+    uint32_t imm;
+    uint64_t raddr; /* WRITE, READ_REQ: remote address */
+    uint32_t rkey;
+    uint32_t len;    /* WRITE: total write length; READ_REQ: bytes; ACK: entry count */
+    uint32_t status; /* NACK: enum efasim_status */
+    uint32_t pad;
+};
+_Static_assert(sizeof(struct efasim_hdr) == 48, "efasim header is 48 bytes");
+
+struct efasim_ack {
+    uint64_t seq;
+    uint32_t cookie;
+    uint32_t pad;
+};
+
+enum efasim_op { EFASIM_OP_SEND, EFASIM_OP_READ, EFASIM_OP_WRITE };
+
+/* A send-queue entry: one posted send, RDMA read or RDMA write. */
+struct efasim_swqe {
+    uint64_t wr_id;
+    enum efasim_op op;
+    bool used, signaled, has_imm, is_inline;
+    uint32_t imm;
+    struct sockaddr_in dst;
+    uint32_t dst_qkey;
+    uint32_t nsge;
+    struct ibv_sge sge[EFASIM_MAX_SGE];
+    uint8_t *inline_data;
+    uint64_t length;
+    uint32_t rkey;
+    uint64_t raddr;
+    uint32_t nchunks, next_chunk, chunks_done, chunks_inflight;
+    uint32_t rnr_left; /* RNR NACKs still tolerated; UINT32_MAX = forever */
+    enum ibv_wc_status status;
+    uint32_t vendor_err;
+    uint32_t staged_next; /* index of the next WR staged in this wr_start session */
+};
+
+/* One datagram awaiting its ACK, NACK or READ_RESP. */
+struct efasim_inflight {
+    bool used;
+    uint16_t gen;
+    uint32_t wqe;
+    uint32_t chunk;
+    uint32_t peer;
+    uint64_t seq;
+    uint64_t first_ns, deadline_ns;
+    uint32_t rto_us;
+};
+
+/* Reliability state for one remote QP (ip, port). */
+struct efasim_peer {
+    bool used;
+    bool heard; /* something came back from it at least once */
+    struct in_addr ip;
+    uint16_t port;
+    uint64_t tx_seq;
+    uint64_t rx_base; /* every sequence number below this was received */
+    uint64_t rx_bits[EFASIM_RX_WINDOW / 64];
+    uint64_t nack_seq[EFASIM_NACK_MEMORY];
+    uint32_t nack_status[EFASIM_NACK_MEMORY];
+    unsigned nack_next;
+};
+
+struct efasim_rwqe {
+    uint64_t wr_id;
+    uint32_t nsge;
+    struct ibv_sge sge[EFASIM_MAX_SGE];
+    uint64_t length;
+};
+
+struct efasim_qp {
+    struct ibv_qp_ex ibv; /* begins with struct ibv_qp (ibv_qp_to_qp_ex) */
+    struct efasim_context *ctx;
+    struct efasim_cq *send_cq, *recv_cq;
+    int fd;
+    uint16_t qpn;
+    uint32_t qkey;
+    uint8_t rnr_retry;
+    enum ibv_qp_state state;
+    struct ibv_qp_cap cap;
+    uint64_t send_ops_flags;
+
+    struct efasim_swqe *sq; /* cap.max_send_wr entries */
+    uint8_t *inline_pool;   /* cap.max_send_wr * inline_size bytes */
+    uint32_t sq_used;
+    uint32_t *issue_fifo; /* swqe indices with chunks still to send, in posting order */
+    uint32_t fifo_head, fifo_count;
+
+    struct efasim_rwqe *rq; /* ring of cap.max_recv_wr entries */
+    uint32_t rq_head, rq_count;
+
+    struct efasim_inflight inflight[EFASIM_INFLIGHT_MAX];
+    uint32_t ninflight;
+    struct efasim_peer *peers; /* max_peers slots, open addressing */
+
+    uint8_t *rxbuf; /* EFASIM_RX_BATCH datagram buffers */
+    size_t rxbuf_size;
+
+    /* wr_start session */
+    bool in_session;
+    int session_err;
+    uint32_t staged_first, staged_last, nstaged;
+    struct efasim_swqe *building;
+};
+
+static inline struct efasim_qp *efasim_qp(struct ibv_qp *qp)
+{
+    return (struct efasim_qp *)qp;
+}
+
+/* wire.c: put chunks of queued WRs on the wire while in-flight slots last. */
+void efasim_qp_issue(struct efasim_qp *qp);
+
+/* wire.c: complete a WR (push its CQE if signaled or failed) and free its slot. */
+void efasim_swqe_finish(struct efasim_qp *qp, uint32_t idx);
+
+/* wire.c: send one datagram from a QP through the fault injector. */
+void efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
+                 struct iovec *iov, int iovcnt);
+
+struct ibv_qp *efasim_qp_create(struct efasim_context *ctx, struct ibv_qp_init_attr_ex *attr);
+int efasim_qp_destroy(struct ibv_qp *qp);
+int efasim_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
+int efasim_qp_query(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+                    struct ibv_qp_init_attr *init);
+int efasim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int efasim_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+
+/* Exported symbols that no public rdma-core header declares. */
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
+                       int *type);
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
+const char *ibv_get_sysfs_path(void);
+int ibv_dontfork_range(void *base, size_t size);
+int ibv_dofork_range(void *base, size_t size);
+int ctx_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+struct efadv_cq *efasim_cq_efadv(struct ibv_cq_ex *cq);
+
+/* Make progress on every QP of the context: read datagrams, run timers. Lock held. */
+void efasim_progress(struct efasim_context *ctx);
+
+/* Flush datagrams held by the fault injector whose time has come. Lock held. */
+void efasim_delayq_flush(struct efasim_context *ctx, bool all);
+void efasim_delayq_free(struct efasim_context *ctx);
+
+/* Service thread (service.c). */
+int efasim_service_start(struct efasim_context *ctx);
+void efasim_service_stop(struct efasim_context *ctx);
+
+/* CQ creation (cq.c). */
+struct ibv_cq_ex *efasim_cq_create(struct efasim_context *ctx, struct ibv_cq_init_attr_ex *attr,
+                                   bool with_sgid);
+int efasim_cq_destroy(struct ibv_cq *cq);
+
+/* Symbols exported under a version node (see libibverbs.map). */
+#define EFASIM_EXPORT __attribute__((visibility("default")))
+
+#endif /* EFASIM_H */

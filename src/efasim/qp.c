@@ -1,0 +1,681 @@
+/*
+ * efasim SRD QPs: creation (a UDP socket whose port is the QP number), state
+ * changes, the ibv_qp_ex work-request builder (wr_start ... wr_complete, all
+ * or nothing like the EFA provider), and the legacy post_send/post_recv.
+ * Posting validates each WR the way the device would, then hands it to the
+ * wire (wire.c), which sends the first datagram from the posting thread.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "efasim.h"
+
+/* ---- Creation and state ----------------------------------------------------- */
+
+static int qp_open_socket(struct efasim_qp *qp)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr = qp->ctx->dev->addr};
+    socklen_t len = sizeof(sin);
+    int buf = 4 << 20;
+
+    qp->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (qp->fd < 0)
+        return -errno;
+    /* Big kernel buffers make drops rare; the reliability layer covers the rest. */
+    setsockopt(qp->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+    setsockopt(qp->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+    if (bind(qp->fd, (struct sockaddr *)&sin, sizeof(sin)) ||
+        getsockname(qp->fd, (struct sockaddr *)&sin, &len)) {
+        int err = -errno;
+
+        close(qp->fd);
+        return err;
+    }
+    qp->qpn = ntohs(sin.sin_port);
+    return 0;
+}
+
+static void qp_free(struct efasim_qp *qp)
+{
+    if (qp->fd >= 0)
+        close(qp->fd);
+    free(qp->sq);
+    free(qp->inline_pool);
+    free(qp->issue_fifo);
+    free(qp->rq);
+    free(qp->peers);
+    free(qp->rxbuf);
+    free(qp);
+}
+
+static void qp_install_wr_ops(struct efasim_qp *qp);
+
+struct ibv_qp *efasim_qp_create(struct efasim_context *ctx, struct ibv_qp_init_attr_ex *attr)
+{
+    const struct efasim_config *cfg = efasim_config();
+    struct efasim_qp *qp;
+    uint32_t slot;
+    int err = EINVAL;
+
+    if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->send_cq || !attr->recv_cq || attr->srq ||
+        attr->cap.max_send_wr > cfg->max_sq_wr || attr->cap.max_recv_wr > cfg->max_rq_wr ||
+        attr->cap.max_send_sge > cfg->max_sq_sge || attr->cap.max_recv_sge > cfg->max_rq_sge ||
+        attr->cap.max_inline_data > cfg->inline_size)
+        goto err;
+    err = ENOMEM;
+    qp = calloc(1, sizeof(*qp));
+    if (!qp)
+        goto err;
+    qp->fd = -1;
+    qp->ctx = ctx;
+    qp->cap = attr->cap;
+    if (!qp->cap.max_send_wr)
+        qp->cap.max_send_wr = 1;
+    if (!qp->cap.max_recv_wr)
+        qp->cap.max_recv_wr = 1;
+    qp->cap.max_inline_data = cfg->inline_size;
+    qp->send_cq = (struct efasim_cq *)attr->send_cq;
+    qp->recv_cq = (struct efasim_cq *)attr->recv_cq;
+    qp->send_ops_flags = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS ? attr->send_ops_flags
+                                                                           : IBV_QP_EX_WITH_SEND;
+    qp->sq = calloc(qp->cap.max_send_wr, sizeof(*qp->sq));
+    qp->inline_pool = calloc(qp->cap.max_send_wr, cfg->inline_size ? cfg->inline_size : 1);
+    qp->issue_fifo = calloc(qp->cap.max_send_wr, sizeof(*qp->issue_fifo));
+    qp->rq = calloc(qp->cap.max_recv_wr, sizeof(*qp->rq));
+    qp->peers = calloc(cfg->max_peers, sizeof(*qp->peers));
+    qp->rxbuf_size =
+        sizeof(struct efasim_hdr) + (cfg->mtu > cfg->rdma_chunk ? cfg->mtu : cfg->rdma_chunk) + 64;
+    qp->rxbuf = malloc(EFASIM_RX_BATCH * qp->rxbuf_size);
+    if (!qp->sq || !qp->inline_pool || !qp->issue_fifo || !qp->rq || !qp->peers || !qp->rxbuf)
+        goto err_free;
+    for (uint32_t i = 0; i < qp->cap.max_send_wr; i++)
+        qp->sq[i].inline_data = qp->inline_pool + (size_t)i * cfg->inline_size;
+    err = -qp_open_socket(qp);
+    if (err)
+        goto err_free;
+
+    qp->state = IBV_QPS_RESET;
+    qp->ibv.qp_base.context = &ctx->vctx.context;
+    qp->ibv.qp_base.qp_context = attr->qp_context;
+    qp->ibv.qp_base.pd = attr->pd;
+    qp->ibv.qp_base.send_cq = attr->send_cq;
+    qp->ibv.qp_base.recv_cq = attr->recv_cq;
+    qp->ibv.qp_base.qp_num = qp->qpn;
+    qp->ibv.qp_base.qp_type = attr->qp_type;
+    qp->ibv.qp_base.state = IBV_QPS_RESET;
+    pthread_mutex_init(&qp->ibv.qp_base.mutex, NULL);
+    pthread_cond_init(&qp->ibv.qp_base.cond, NULL);
+    qp_install_wr_ops(qp);
+
+    pthread_mutex_lock(&ctx->lock);
+    for (slot = 0; slot < cfg->max_qp; slot++)
+        if (!ctx->qps[slot])
+            break;
+    if (slot == cfg->max_qp) {
+        pthread_mutex_unlock(&ctx->lock);
+        err = ENOMEM;
+        goto err_free;
+    }
+    ctx->qps[slot] = qp;
+    ctx->nqp++;
+    pthread_mutex_unlock(&ctx->lock);
+    attr->cap = qp->cap;
+    return &qp->ibv.qp_base;
+
+err_free:
+    qp_free(qp);
+err:
+    errno = err;
+    return NULL;
+}
+
+int efasim_qp_destroy(struct ibv_qp *ibv)
+{
+    struct efasim_qp *qp = efasim_qp(ibv);
+    struct efasim_context *ctx = qp->ctx;
+
+    pthread_mutex_lock(&ctx->lock);
+    for (uint32_t i = 0; i < efasim_config()->max_qp; i++)
+        if (ctx->qps[i] == qp)
+            ctx->qps[i] = NULL;
+    ctx->nqp--;
+    efasim_delayq_flush(ctx, true); /* nothing held back may outlive its socket */
+    pthread_mutex_unlock(&ctx->lock);
+    qp_free(qp);
+    return 0;
+}
+
+/* Complete every queued WR with a flush error, as a QP moving to ERR does. */
+static void qp_flush(struct efasim_qp *qp)
+{
+    for (uint32_t i = 0; i < EFASIM_INFLIGHT_MAX; i++)
+        qp->inflight[i].used = false;
+    qp->ninflight = 0;
+    qp->fifo_count = 0;
+    for (uint32_t i = 0; i < qp->cap.max_send_wr; i++) {
+        struct efasim_swqe *w = &qp->sq[i];
+
+        if (!w->used)
+            continue;
+        w->status = IBV_WC_WR_FLUSH_ERR;
+        w->vendor_err = EFASIM_ST_FLUSHED;
+        w->chunks_inflight = 0;
+        efasim_swqe_finish(qp, i);
+    }
+    while (qp->rq_count && !efasim_cq_full(qp->recv_cq)) {
+        struct efasim_cqe cqe = {.wr_id = qp->rq[qp->rq_head].wr_id,
+                                 .status = IBV_WC_WR_FLUSH_ERR,
+                                 .opcode = IBV_WC_RECV,
+                                 .vendor_err = EFASIM_ST_FLUSHED,
+                                 .qp_num = qp->qpn};
+
+        efasim_cq_push(qp->recv_cq, &cqe);
+        qp->rq_head = (qp->rq_head + 1) % qp->cap.max_recv_wr;
+        qp->rq_count--;
+    }
+}
+
+int efasim_qp_modify(struct ibv_qp *ibv, struct ibv_qp_attr *attr, int mask)
+{
+    struct efasim_qp *qp = efasim_qp(ibv);
+    int ret = 0;
+
+    pthread_mutex_lock(&qp->ctx->lock);
+    if (mask & IBV_QP_QKEY)
+        qp->qkey = attr->qkey;
+    if (mask & IBV_QP_RNR_RETRY)
+        qp->rnr_retry = attr->rnr_retry;
+    if (mask & IBV_QP_PORT && attr->port_num != EFASIM_PORT)
+        ret = EINVAL;
+    if (!ret && (mask & IBV_QP_STATE)) {
+        enum ibv_qp_state cur = mask & IBV_QP_CUR_STATE ? attr->cur_qp_state : qp->state;
+        enum ibv_qp_state to = attr->qp_state;
+        bool ok = to == IBV_QPS_RESET || to == IBV_QPS_ERR ||
+                  (cur == IBV_QPS_RESET && to == IBV_QPS_INIT) ||
+                  (cur == IBV_QPS_INIT && (to == IBV_QPS_INIT || to == IBV_QPS_RTR)) ||
+                  (cur == IBV_QPS_RTR && to == IBV_QPS_RTS) ||
+                  (cur == IBV_QPS_RTS && to == IBV_QPS_RTS);
+
+        if (!ok) {
+            ret = EINVAL;
+        } else {
+            if (to == IBV_QPS_ERR || to == IBV_QPS_RESET)
+                qp_flush(qp);
+            qp->state = to;
+            qp->ibv.qp_base.state = to;
+        }
+    }
+    pthread_mutex_unlock(&qp->ctx->lock);
+    return ret;
+}
+
+int efasim_qp_query(struct ibv_qp *ibv, struct ibv_qp_attr *attr, int mask,
+                    struct ibv_qp_init_attr *init)
+{
+    struct efasim_qp *qp = efasim_qp(ibv);
+
+    (void)mask;
+    memset(attr, 0, sizeof(*attr));
+    attr->qp_state = qp->state;
+    attr->cur_qp_state = qp->state;
+    attr->qkey = qp->qkey;
+    attr->rnr_retry = qp->rnr_retry;
+    attr->port_num = EFASIM_PORT;
+    attr->cap = qp->cap;
+    if (init) {
+        memset(init, 0, sizeof(*init));
+        init->send_cq = ibv->send_cq;
+        init->recv_cq = ibv->recv_cq;
+        init->cap = qp->cap;
+        init->qp_type = ibv->qp_type;
+        init->qp_context = ibv->qp_context;
+    }
+    return 0;
+}
+
+/* ---- Building send WRs ------------------------------------------------------- */
+
+static int swqe_alloc(struct efasim_qp *qp, uint32_t *idx_p)
+{
+    if (qp->sq_used == qp->cap.max_send_wr)
+        return ENOMEM; /* send queue full, as ibv_post_send reports it */
+    for (uint32_t i = 0; i < qp->cap.max_send_wr; i++) {
+        struct efasim_swqe *w = &qp->sq[i];
+
+        if (w->used)
+            continue;
+        uint8_t *inline_data = w->inline_data;
+
+        memset(w, 0, sizeof(*w));
+        w->inline_data = inline_data;
+        w->used = true;
+        qp->sq_used++;
+        *idx_p = i;
+        return 0;
+    }
+    return ENOMEM;
+}
+
+static void swqe_release(struct efasim_qp *qp, uint32_t idx)
+{
+    qp->sq[idx].used = false;
+    qp->sq_used--;
+}
+
+/* Start a new WR in the current session with the QP's wr_id and wr_flags. */
+static struct efasim_swqe *wr_begin(struct ibv_qp_ex *qpx, enum efasim_op op, uint64_t needs)
+{
+    struct efasim_qp *qp = (struct efasim_qp *)qpx;
+    struct efasim_swqe *w;
+    uint32_t idx;
+
+    qp->building = NULL;
+    if (qp->session_err)
+        return NULL;
+    if (!(qp->send_ops_flags & needs)) {
+        qp->session_err = EOPNOTSUPP;
+        return NULL;
+    }
+    if (swqe_alloc(qp, &idx)) {
+        qp->session_err = ENOMEM;
+        return NULL;
+    }
+    w = &qp->sq[idx];
+    w->op = op;
+    w->wr_id = qpx->wr_id;
+    w->signaled = qpx->wr_flags & IBV_SEND_SIGNALED;
+    w->staged_next = UINT32_MAX;
+    if (qp->nstaged)
+        qp->sq[qp->staged_last].staged_next = idx;
+    else
+        qp->staged_first = idx;
+    qp->staged_last = idx;
+    qp->nstaged++;
+    qp->building = w;
+    return w;
+}
+
+static void wr_send(struct ibv_qp_ex *qpx)
+{
+    wr_begin(qpx, EFASIM_OP_SEND, IBV_QP_EX_WITH_SEND);
+}
+
+static void wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm)
+{
+    struct efasim_swqe *w = wr_begin(qpx, EFASIM_OP_SEND, IBV_QP_EX_WITH_SEND_WITH_IMM);
+
+    if (w) {
+        w->has_imm = true;
+        w->imm = be32toh(imm);
+    }
+}
+
+static void wr_rdma(struct ibv_qp_ex *qpx, enum efasim_op op, uint64_t needs, uint32_t rkey,
+                    uint64_t raddr)
+{
+    const struct efasim_config *cfg = efasim_config();
+    struct efasim_qp *qp = (struct efasim_qp *)qpx;
+    struct efasim_swqe *w;
+
+    if ((op == EFASIM_OP_READ && !cfg->rdma_read) || (op == EFASIM_OP_WRITE && !cfg->rdma_write)) {
+        if (!qp->session_err)
+            qp->session_err = EOPNOTSUPP; /* the device does not claim it */
+        qp->building = NULL;
+        return;
+    }
+    w = wr_begin(qpx, op, needs);
+    if (w) {
+        w->rkey = rkey;
+        w->raddr = raddr;
+    }
+}
+
+static void wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr)
+{
+    wr_rdma(qpx, EFASIM_OP_READ, IBV_QP_EX_WITH_RDMA_READ, rkey, raddr);
+}
+
+static void wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr)
+{
+    wr_rdma(qpx, EFASIM_OP_WRITE, IBV_QP_EX_WITH_RDMA_WRITE, rkey, raddr);
+}
+
+static void wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, __be32 imm)
+{
+    struct efasim_qp *qp = (struct efasim_qp *)qpx;
+
+    wr_rdma(qpx, EFASIM_OP_WRITE, IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM, rkey, raddr);
+    if (qp->building) {
+        qp->building->has_imm = true;
+        qp->building->imm = be32toh(imm);
+    }
+}
+
+static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t remote_qpn,
+                           uint32_t remote_qkey)
+{
+    struct efasim_qp *qp = (struct efasim_qp *)qpx;
+    struct efasim_swqe *w = qp->building;
+    struct efasim_ah *a = (struct efasim_ah *)ah;
+
+    if (!w)
+        return;
+    if (!a || !a->live || remote_qpn > 0xffff || !efasim_gid_to_addr(&a->gid, &w->dst.sin_addr)) {
+        qp->session_err = EINVAL;
+        return;
+    }
+    w->dst.sin_family = AF_INET;
+    w->dst.sin_port = htons((uint16_t)remote_qpn);
+    w->dst_qkey = remote_qkey;
+}
+
+static void wr_set_sge_list(struct ibv_qp_ex *qpx, size_t n, const struct ibv_sge *sge)
+{
+    struct efasim_qp *qp = (struct efasim_qp *)qpx;
+    struct efasim_swqe *w = qp->building;
+
+    if (!w)
+        return;
+    if (n > qp->cap.max_send_sge || n > EFASIM_MAX_SGE) {
+        qp->session_err = EINVAL;
+        return;
+    }
+    w->nsge = (uint32_t)n;
+    w->length = 0;
+    for (size_t i = 0; i < n; i++) {
+        w->sge[i] = sge[i];
+        w->length += sge[i].length;
+    }
+}
+
+static void wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr, uint32_t length)
+{
+    struct ibv_sge sge = {.addr = addr, .length = length, .lkey = lkey};
+
+    wr_set_sge_list(qpx, 1, &sge);
+}
+
+static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t n, const struct ibv_data_buf *b)
+{
+    struct efasim_qp *qp = (struct efasim_qp *)qpx;
+    struct efasim_swqe *w = qp->building;
+    size_t total = 0;
+
+    if (!w)
+        return;
+    for (size_t i = 0; i < n; i++)
+        total += b[i].length;
+    if (total > qp->cap.max_inline_data || w->op != EFASIM_OP_SEND) {
+        qp->session_err = EINVAL;
+        return;
+    }
+    /* Inline data is copied now: the caller may reuse its buffer once this returns. */
+    total = 0;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(w->inline_data + total, b[i].addr, b[i].length);
+        total += b[i].length;
+    }
+    w->is_inline = true;
+    w->nsge = 0;
+    w->length = total;
+}
+
+static void wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr, size_t length)
+{
+    struct ibv_data_buf b = {.addr = addr, .length = length};
+
+    wr_set_inline_data_list(qpx, 1, &b);
+}
+
+static void wr_unsupported(struct ibv_qp_ex *qpx)
+{
+    ((struct efasim_qp *)qpx)->session_err = EOPNOTSUPP;
+}
+
+static void wr_unsupported_atomic(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, uint64_t a,
+                                  uint64_t b)
+{
+    (void)rkey, (void)raddr, (void)a, (void)b;
+    wr_unsupported(qpx);
+}
+
+static void wr_unsupported_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr,
+                                     uint64_t a)
+{
+    (void)rkey, (void)raddr, (void)a;
+    wr_unsupported(qpx);
+}
+
+static void wr_unsupported_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
+                                   const struct ibv_mw_bind_info *info)
+{
+    (void)mw, (void)rkey, (void)info;
+    wr_unsupported(qpx);
+}
+
+static void wr_unsupported_u32(struct ibv_qp_ex *qpx, uint32_t v)
+{
+    (void)v;
+    wr_unsupported(qpx);
+}
+
+static void wr_unsupported_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, uint16_t mss)
+{
+    (void)hdr, (void)hdr_sz, (void)mss;
+    wr_unsupported(qpx);
+}
+
+static void wr_start(struct ibv_qp_ex *qpx)
+{
+    struct efasim_qp *qp = (struct efasim_qp *)qpx;
+
+    pthread_mutex_lock(&qp->ctx->lock);
+    qp->in_session = true;
+    qp->session_err = qp->state == IBV_QPS_RTS ? 0 : EINVAL;
+    qp->nstaged = 0;
+    qp->building = NULL;
+}
+
+/* Check a staged WR the way the device would; a failure becomes its completion. */
+static void swqe_validate(struct efasim_qp *qp, struct efasim_swqe *w)
+{
+    const struct efasim_config *cfg = efasim_config();
+    unsigned access = w->op == EFASIM_OP_READ ? IBV_ACCESS_LOCAL_WRITE : 0;
+
+    if (!w->dst.sin_family) {
+        w->status = IBV_WC_LOC_QP_OP_ERR;
+        w->vendor_err = EFASIM_ST_LOCAL_INVALID_AH;
+        return;
+    }
+    for (uint32_t i = 0; i < w->nsge; i++) {
+        if (!efasim_mr_check(qp->ctx, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length, access)) {
+            w->status = IBV_WC_LOC_PROT_ERR;
+            w->vendor_err = EFASIM_ST_LOCAL_INVALID_LKEY;
+            return;
+        }
+    }
+    if ((w->op == EFASIM_OP_SEND && w->length > cfg->mtu) ||
+        (w->op != EFASIM_OP_SEND && w->length > cfg->max_rdma_size)) {
+        w->status = IBV_WC_LOC_LEN_ERR;
+        w->vendor_err = EFASIM_ST_LOCAL_BAD_LENGTH;
+    }
+}
+
+/* Queue a validated WR for the wire, or complete it at once with its error. */
+static void swqe_submit(struct efasim_qp *qp, uint32_t idx)
+{
+    struct efasim_swqe *w = &qp->sq[idx];
+    uint64_t chunk = efasim_config()->rdma_chunk;
+
+    swqe_validate(qp, w);
+    if (w->status != IBV_WC_SUCCESS) {
+        efasim_swqe_finish(qp, idx);
+        return;
+    }
+    /* A send is one datagram; RDMA moves rdma_chunk bytes per datagram. */
+    w->nchunks =
+        w->op == EFASIM_OP_SEND || !w->length ? 1 : (uint32_t)((w->length + chunk - 1) / chunk);
+    w->rnr_left = qp->rnr_retry == 7 ? UINT32_MAX : qp->rnr_retry;
+    qp->issue_fifo[(qp->fifo_head + qp->fifo_count) % qp->cap.max_send_wr] = idx;
+    qp->fifo_count++;
+}
+
+static int wr_complete(struct ibv_qp_ex *qpx)
+{
+    struct efasim_qp *qp = (struct efasim_qp *)qpx;
+    uint32_t idx = qp->staged_first;
+    int err = qp->session_err;
+
+    for (uint32_t n = 0; n < qp->nstaged; n++) {
+        uint32_t next = qp->sq[idx].staged_next;
+
+        if (err)
+            swqe_release(qp, idx); /* all or nothing, like the EFA provider */
+        else
+            swqe_submit(qp, idx);
+        idx = next;
+    }
+    if (!err)
+        efasim_qp_issue(qp);
+    qp->in_session = false;
+    qp->nstaged = 0;
+    pthread_mutex_unlock(&qp->ctx->lock);
+    return err;
+}
+
+static void wr_abort(struct ibv_qp_ex *qpx)
+{
+    struct efasim_qp *qp = (struct efasim_qp *)qpx;
+
+    qp->session_err = EINVAL;
+    wr_complete(qpx);
+}
+
+static void qp_install_wr_ops(struct efasim_qp *qp)
+{
+    struct ibv_qp_ex *x = &qp->ibv;
+
+    x->wr_start = wr_start;
+    x->wr_complete = wr_complete;
+    x->wr_abort = wr_abort;
+    x->wr_send = wr_send;
+    x->wr_send_imm = wr_send_imm;
+    x->wr_rdma_read = wr_rdma_read;
+    x->wr_rdma_write = wr_rdma_write;
+    x->wr_rdma_write_imm = wr_rdma_write_imm;
+    x->wr_set_ud_addr = wr_set_ud_addr;
+    x->wr_set_sge = wr_set_sge;
+    x->wr_set_sge_list = wr_set_sge_list;
+    x->wr_set_inline_data = wr_set_inline_data;
+    x->wr_set_inline_data_list = wr_set_inline_data_list;
+    x->wr_atomic_cmp_swp = wr_unsupported_atomic;
+    x->wr_atomic_fetch_add = wr_unsupported_fetch_add;
+    x->wr_bind_mw = wr_unsupported_bind_mw;
+    x->wr_local_inv = wr_unsupported_u32;
+    x->wr_send_inv = wr_unsupported_u32;
+    x->wr_send_tso = wr_unsupported_tso;
+    x->wr_set_xrc_srqn = wr_unsupported_u32;
+}
+
+/* ---- Legacy posting ------------------------------------------------------------ */
+
+int efasim_post_send(struct ibv_qp *ibv, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+    struct ibv_qp_ex *qpx = &efasim_qp(ibv)->ibv;
+    struct efasim_qp *qp = efasim_qp(ibv);
+    int err = 0;
+
+    for (; wr; wr = wr->next) {
+        qpx->wr_id = wr->wr_id;
+        qpx->wr_flags = wr->send_flags;
+        wr_start(qpx);
+        switch (wr->opcode) {
+        case IBV_WR_SEND:
+            wr_send(qpx);
+            break;
+        case IBV_WR_SEND_WITH_IMM:
+            wr_send_imm(qpx, wr->imm_data);
+            break;
+        case IBV_WR_RDMA_READ:
+            wr_rdma_read(qpx, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
+            break;
+        case IBV_WR_RDMA_WRITE:
+            wr_rdma_write(qpx, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
+            break;
+        case IBV_WR_RDMA_WRITE_WITH_IMM:
+            wr_rdma_write_imm(qpx, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, wr->imm_data);
+            break;
+        default:
+            qp->session_err = EINVAL;
+            break;
+        }
+        /* For RDMA, wr.rdma overlays wr.ud: EFA's legacy path takes the AH from wr.ud only
+         * for sends; RDMA needs the extended API to name the AH. */
+        if (wr->opcode == IBV_WR_SEND || wr->opcode == IBV_WR_SEND_WITH_IMM)
+            wr_set_ud_addr(qpx, wr->wr.ud.ah, wr->wr.ud.remote_qpn, wr->wr.ud.remote_qkey);
+        else if (!qp->session_err)
+            qp->session_err = EOPNOTSUPP;
+        if (wr->send_flags & IBV_SEND_INLINE) {
+            struct ibv_data_buf bufs[EFASIM_MAX_SGE];
+            size_t n = wr->num_sge < EFASIM_MAX_SGE ? (size_t)wr->num_sge : EFASIM_MAX_SGE;
+
+            for (size_t i = 0; i < n; i++)
+                bufs[i] = (struct ibv_data_buf){(void *)(uintptr_t)wr->sg_list[i].addr,
+                                                wr->sg_list[i].length};
+            wr_set_inline_data_list(qpx, n, bufs);
+        } else {
+            wr_set_sge_list(qpx, (size_t)wr->num_sge, wr->sg_list);
+        }
+        err = wr_complete(qpx);
+        if (err) {
+            *bad = wr;
+            return err;
+        }
+    }
+    return 0;
+}
+
+int efasim_post_recv(struct ibv_qp *ibv, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+    struct efasim_qp *qp = efasim_qp(ibv);
+    int err = 0;
+
+    pthread_mutex_lock(&qp->ctx->lock);
+    for (; wr; wr = wr->next) {
+        struct efasim_rwqe *r;
+
+        if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_ERR) {
+            err = EINVAL;
+        } else if (qp->rq_count == qp->cap.max_recv_wr) {
+            err = ENOMEM;
+        } else if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge ||
+                   wr->num_sge > EFASIM_MAX_SGE) {
+            err = EINVAL;
+        }
+        if (err) {
+            *bad = wr;
+            break;
+        }
+        r = &qp->rq[(qp->rq_head + qp->rq_count) % qp->cap.max_recv_wr];
+        r->wr_id = wr->wr_id;
+        r->nsge = (uint32_t)wr->num_sge;
+        r->length = 0;
+        for (int i = 0; i < wr->num_sge; i++) {
+            r->sge[i] = wr->sg_list[i];
+            r->length += wr->sg_list[i].length;
+        }
+        qp->rq_count++;
+    }
+    pthread_mutex_unlock(&qp->ctx->lock);
+    return err;
+}
+
+EFASIM_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+    return &efasim_qp(qp)->ibv;
+}

@@ -1,0 +1,875 @@
+/*
+ * efasim's wire: SRD semantics over UDP.
+ *
+ * Every datagram that needs an answer (DATA, WRITE, READ_REQ) occupies an
+ * in-flight slot until its ACK, NACK or READ_RESP arrives; a timer resends it
+ * with exponential backoff, and a peer silent for EFASIM_TIMEOUT_MS fails the
+ * WR. Receivers suppress duplicates with a per-peer window and answer a
+ * duplicate the way they answered the original. A receive queue with nothing
+ * posted answers RNR, which the sender retries within its QP's rnr_retry
+ * budget (7 = forever) before completing with IBV_WC_RNR_RETRY_EXC_ERR.
+ * RDMA requests are checked against the target MR's key, bounds and access
+ * before a byte is read or written. The fault injector sits below all this:
+ * it drops, duplicates, delays and reorders datagrams on their way out.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "efasim.h"
+
+/* ---- Fault injector: datagrams held back to reorder or delay them --------------- */
+
+#define DELAYQ_SLOTS 64
+
+struct delayed {
+    bool used;
+    int fd;
+    struct sockaddr_in dst;
+    uint64_t due_ns;
+    unsigned hold; /* released after this many later datagrams, or at due_ns */
+    size_t len;
+    uint8_t *buf;
+};
+
+struct efasim_delayq {
+    struct delayed slot[DELAYQ_SLOTS];
+    size_t buf_size;
+};
+
+static void raw_send(int fd, const struct sockaddr_in *dst, struct iovec *iov, int iovcnt)
+{
+    struct msghdr msg = {.msg_name = (void *)dst,
+                         .msg_namelen = sizeof(*dst),
+                         .msg_iov = iov,
+                         .msg_iovlen = (size_t)iovcnt};
+
+    /* A full socket buffer or any other failure is loss; retransmission covers it. */
+    (void)sendmsg(fd, &msg, 0);
+}
+
+static void delayed_release(struct delayed *d)
+{
+    struct iovec iov = {.iov_base = d->buf, .iov_len = d->len};
+
+    if (d->fd >= 0)
+        raw_send(d->fd, &d->dst, &iov, 1);
+    d->used = false;
+}
+
+void efasim_delayq_flush(struct efasim_context *ctx, bool all)
+{
+    uint64_t now;
+
+    if (!ctx->delayq)
+        return;
+    now = efasim_now_ns();
+    for (unsigned i = 0; i < DELAYQ_SLOTS; i++) {
+        struct delayed *d = &ctx->delayq->slot[i];
+
+        if (d->used && (all || now >= d->due_ns))
+            delayed_release(d);
+    }
+}
+
+void efasim_delayq_free(struct efasim_context *ctx)
+{
+    if (!ctx->delayq)
+        return;
+    for (unsigned i = 0; i < DELAYQ_SLOTS; i++)
+        free(ctx->delayq->slot[i].buf);
+    free(ctx->delayq);
+    ctx->delayq = NULL;
+}
+
+/* Hold a copy of the datagram; false when no slot is free (then it goes out now). */
+static bool delayq_hold(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
+                        struct iovec *iov, int iovcnt)
+{
+    const struct efasim_config *cfg = efasim_config();
+    struct efasim_delayq *q = ctx->delayq;
+    struct delayed *d = NULL;
+
+    if (!q) {
+        q = ctx->delayq = calloc(1, sizeof(*q));
+        if (!q)
+            return false;
+        q->buf_size =
+            sizeof(struct efasim_hdr) + (cfg->mtu > cfg->rdma_chunk ? cfg->mtu : cfg->rdma_chunk);
+    }
+    for (unsigned i = 0; i < DELAYQ_SLOTS && !d; i++)
+        if (!q->slot[i].used)
+            d = &q->slot[i];
+    if (!d || (!d->buf && !(d->buf = malloc(q->buf_size))))
+        return false;
+    d->len = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        if (d->len + iov[i].iov_len > q->buf_size)
+            return false;
+        memcpy(d->buf + d->len, iov[i].iov_base, iov[i].iov_len);
+        d->len += iov[i].iov_len;
+    }
+    d->used = true;
+    d->fd = fd;
+    d->dst = *dst;
+    d->hold = 1 + (unsigned)(efasim_rand01(ctx) * 4);
+    d->due_ns = efasim_now_ns() + (uint64_t)(cfg->delay_us ? cfg->delay_us : 200) * 1000;
+    return true;
+}
+
+/* One more datagram went out: release held ones whose turn has come. */
+static void delayq_tick(struct efasim_context *ctx)
+{
+    uint64_t now = efasim_now_ns();
+
+    for (unsigned i = 0; i < DELAYQ_SLOTS; i++) {
+        struct delayed *d = &ctx->delayq->slot[i];
+
+        if (d->used && (--d->hold == 0 || now >= d->due_ns))
+            delayed_release(d);
+    }
+}
+
+void efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
+                 struct iovec *iov, int iovcnt)
+{
+    const struct efasim_config *cfg = efasim_config();
+
+    if (!cfg->loss && !cfg->dup && !cfg->reorder && !cfg->delay_us) {
+        raw_send(fd, dst, iov, iovcnt);
+        return;
+    }
+    if (ctx->delayq)
+        delayq_tick(ctx);
+    if (cfg->loss && efasim_rand01(ctx) < cfg->loss)
+        return;
+    if ((cfg->delay_us || (cfg->reorder && efasim_rand01(ctx) < cfg->reorder)) &&
+        delayq_hold(ctx, fd, dst, iov, iovcnt))
+        return;
+    raw_send(fd, dst, iov, iovcnt);
+    if (cfg->dup && efasim_rand01(ctx) < cfg->dup && !delayq_hold(ctx, fd, dst, iov, iovcnt))
+        raw_send(fd, dst, iov, iovcnt);
+}
+
+/* ---- Peers ----------------------------------------------------------------------- */
+
+static struct efasim_peer *peer_get(struct efasim_qp *qp, struct in_addr ip, uint16_t port,
+                                    bool create, uint32_t *idx_p)
+{
+    uint32_t n = efasim_config()->max_peers;
+    uint32_t h = (ip.s_addr * 2654435761u) ^ (port * 40503u);
+
+    for (uint32_t probe = 0; probe < n; probe++) {
+        uint32_t i = (h + probe) % n;
+        struct efasim_peer *p = &qp->peers[i];
+
+        if (p->used && p->ip.s_addr == ip.s_addr && p->port == port) {
+            *idx_p = i;
+            return p;
+        }
+        if (!p->used) {
+            if (!create)
+                return NULL;
+            memset(p, 0, sizeof(*p));
+            p->used = true;
+            p->ip = ip;
+            p->port = port;
+            *idx_p = i;
+            return p;
+        }
+    }
+    return NULL; /* every slot taken: bounded state, the datagram is dropped */
+}
+
+/* 1 = new, 0 = duplicate, -1 = beyond the window (drop silently; it will come again). */
+static int peer_rx_check(const struct efasim_peer *p, uint64_t seq)
+{
+    uint64_t off;
+
+    if (seq < p->rx_base)
+        return 0;
+    off = seq - p->rx_base;
+    if (off >= EFASIM_RX_WINDOW)
+        return -1;
+    return (p->rx_bits[off / 64] >> (off % 64)) & 1 ? 0 : 1;
+}
+
+static void peer_rx_mark(struct efasim_peer *p, uint64_t seq)
+{
+    uint64_t off = seq - p->rx_base;
+
+    p->rx_bits[off / 64] |= 1ull << (off % 64);
+    /* Slide the window past every sequence number received in order. */
+    while (p->rx_bits[0] & 1) {
+        for (unsigned w = 0; w < EFASIM_RX_WINDOW / 64; w++) {
+            uint64_t carry = w + 1 < EFASIM_RX_WINDOW / 64 ? p->rx_bits[w + 1] & 1 : 0;
+
+            p->rx_bits[w] = (p->rx_bits[w] >> 1) | (carry << 63);
+        }
+        p->rx_base++;
+    }
+}
+
+static void peer_remember_nack(struct efasim_peer *p, uint64_t seq, uint32_t status)
+{
+    p->nack_seq[p->nack_next] = seq;
+    p->nack_status[p->nack_next] = status;
+    p->nack_next = (p->nack_next + 1) % EFASIM_NACK_MEMORY;
+}
+
+static uint32_t peer_recall_nack(const struct efasim_peer *p, uint64_t seq)
+{
+    for (unsigned i = 0; i < EFASIM_NACK_MEMORY; i++)
+        if (p->nack_status[i] && p->nack_seq[i] == seq)
+            return p->nack_status[i];
+    return EFASIM_ST_OK;
+}
+
+/* ---- Responses -------------------------------------------------------------------- */
+
+struct rx_src {
+    struct sockaddr_in addr;
+    const struct efasim_hdr *hdr;
+};
+
+static void send_nack(struct efasim_qp *qp, const struct rx_src *src, uint32_t status)
+{
+    struct efasim_hdr h = {.magic = EFASIM_MAGIC,
+                           .type = EFASIM_PKT_NACK,
+                           .seq = src->hdr->seq,
+                           .cookie = src->hdr->cookie,
+                           .status = status};
+    struct iovec iov = {.iov_base = &h, .iov_len = sizeof(h)};
+
+    efasim_xmit(qp->ctx, qp->fd, &src->addr, &iov, 1);
+}
+
+/* ACKs of one progress pass are gathered per sender and sent together. */
+#define ACK_BATCH_PEERS 8
+#define ACK_BATCH_MAX   64
+
+struct ack_batch {
+    unsigned npeers;
+    struct {
+        struct sockaddr_in addr;
+        unsigned n;
+        struct efasim_ack acks[ACK_BATCH_MAX];
+    } peer[ACK_BATCH_PEERS];
+};
+
+static void ack_flush_one(struct efasim_qp *qp, struct ack_batch *b, unsigned i)
+{
+    struct efasim_hdr h = {.magic = EFASIM_MAGIC, .type = EFASIM_PKT_ACK, .len = b->peer[i].n};
+    struct iovec iov[2] = {{&h, sizeof(h)},
+                           {b->peer[i].acks, b->peer[i].n * sizeof(struct efasim_ack)}};
+
+    efasim_xmit(qp->ctx, qp->fd, &b->peer[i].addr, iov, 2);
+    b->peer[i].n = 0;
+}
+
+static void ack_flush(struct efasim_qp *qp, struct ack_batch *b)
+{
+    for (unsigned i = 0; i < b->npeers; i++)
+        if (b->peer[i].n)
+            ack_flush_one(qp, b, i);
+    b->npeers = 0;
+}
+
+static void ack_add(struct efasim_qp *qp, struct ack_batch *b, const struct rx_src *src)
+{
+    unsigned i;
+
+    for (i = 0; i < b->npeers; i++)
+        if (b->peer[i].addr.sin_addr.s_addr == src->addr.sin_addr.s_addr &&
+            b->peer[i].addr.sin_port == src->addr.sin_port)
+            break;
+    if (i == b->npeers) {
+        if (b->npeers == ACK_BATCH_PEERS)
+            ack_flush(qp, b);
+        i = b->npeers++;
+        b->peer[i].addr = src->addr;
+        b->peer[i].n = 0;
+    }
+    b->peer[i].acks[b->peer[i].n++] =
+        (struct efasim_ack){.seq = src->hdr->seq, .cookie = src->hdr->cookie};
+    if (b->peer[i].n == ACK_BATCH_MAX)
+        ack_flush_one(qp, b, i);
+}
+
+/* ---- Copying between datagrams and SGE lists -------------------------------------- */
+
+/* Copy n bytes at `offset` of the SGE list's concatenation to or from `buf`. */
+static void sge_copy(const struct ibv_sge *sge, uint32_t nsge, uint64_t offset, void *buf,
+                     uint64_t n, bool to_sges)
+{
+    uint8_t *p = buf;
+
+    for (uint32_t i = 0; i < nsge && n; i++) {
+        uint64_t len = sge[i].length;
+        uint64_t take;
+        uint8_t *mem;
+
+        if (offset >= len) {
+            offset -= len;
+            continue;
+        }
+        take = len - offset < n ? len - offset : n;
+        mem = (uint8_t *)(uintptr_t)sge[i].addr + offset;
+        if (to_sges)
+            memcpy(mem, p, take);
+        else
+            memcpy(p, mem, take);
+        p += take;
+        n -= take;
+        offset = 0;
+    }
+}
+
+/* iovecs covering n bytes at `offset` of a send WR's data; returns how many were used. */
+static int swqe_iov(const struct efasim_swqe *w, uint64_t offset, uint64_t n, struct iovec *iov,
+                    int max)
+{
+    int k = 0;
+
+    if (w->is_inline) {
+        iov[0] = (struct iovec){w->inline_data + offset, n};
+        return n ? 1 : 0;
+    }
+    for (uint32_t i = 0; i < w->nsge && n && k < max; i++) {
+        uint64_t len = w->sge[i].length;
+        uint64_t take;
+
+        if (offset >= len) {
+            offset -= len;
+            continue;
+        }
+        take = len - offset < n ? len - offset : n;
+        iov[k++] = (struct iovec){(uint8_t *)(uintptr_t)w->sge[i].addr + offset, take};
+        n -= take;
+        offset = 0;
+    }
+    return k;
+}
+
+/* ---- Sending chunks ---------------------------------------------------------------- */
+
+static void chunk_range(const struct efasim_swqe *w, uint32_t chunk, uint64_t *off_p,
+                        uint64_t *len_p)
+{
+    uint64_t size = w->op == EFASIM_OP_SEND ? w->length : efasim_config()->rdma_chunk;
+    uint64_t off = (uint64_t)chunk * size;
+
+    *off_p = off;
+    *len_p = w->length - off < size ? w->length - off : size;
+}
+
+static void inflight_send(struct efasim_qp *qp, struct efasim_inflight *f, uint32_t slot)
+{
+    struct efasim_swqe *w = &qp->sq[f->wqe];
+    struct efasim_hdr h = {.magic = EFASIM_MAGIC,
+                           .qkey = w->dst_qkey,
+                           .seq = f->seq,
+                           .cookie = slot | (uint32_t)f->gen << 16};
+    struct iovec iov[1 + EFASIM_MAX_SGE];
+    uint64_t off, len;
+    int n = 0;
+
+    chunk_range(w, f->chunk, &off, &len);
+    switch (w->op) {
+    case EFASIM_OP_SEND:
+        h.type = EFASIM_PKT_DATA;
+        n = swqe_iov(w, off, len, iov + 1, EFASIM_MAX_SGE);
+        break;
+    case EFASIM_OP_WRITE:
+        h.type = EFASIM_PKT_WRITE;
+        h.raddr = w->raddr + off;
+        h.rkey = w->rkey;
+        h.len = (uint32_t)len;
+        n = swqe_iov(w, off, len, iov + 1, EFASIM_MAX_SGE);
+        break;
+    case EFASIM_OP_READ:
+        h.type = EFASIM_PKT_READ_REQ;
+        h.raddr = w->raddr + off;
+        h.rkey = w->rkey;
+        h.len = (uint32_t)len;
+        break;
+    }
+    if (w->has_imm && f->chunk == w->nchunks - 1) {
+        h.flags |= EFASIM_F_IMM;
+        h.imm = w->imm;
+        if (w->op == EFASIM_OP_WRITE)
+            h.status = (uint32_t)w->length; /* the length a WRITE_WITH_IMM completion reports */
+    }
+    iov[0] = (struct iovec){&h, sizeof(h)};
+    efasim_xmit(qp->ctx, qp->fd, &w->dst, iov, n + 1);
+}
+
+static bool inflight_alloc(struct efasim_qp *qp, uint32_t *slot_p)
+{
+    if (qp->ninflight == EFASIM_INFLIGHT_MAX)
+        return false;
+    for (uint32_t i = 0; i < EFASIM_INFLIGHT_MAX; i++) {
+        if (!qp->inflight[i].used) {
+            qp->inflight[i].used = true;
+            qp->inflight[i].gen++;
+            qp->ninflight++;
+            *slot_p = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+static void inflight_free(struct efasim_qp *qp, uint32_t slot)
+{
+    qp->inflight[slot].used = false;
+    qp->ninflight--;
+}
+
+/* Send the next chunk of WR `idx`; false when it must wait (no slot, window, or imm order). */
+static bool swqe_issue_chunk(struct efasim_qp *qp, uint32_t idx)
+{
+    const struct efasim_config *cfg = efasim_config();
+    struct efasim_swqe *w = &qp->sq[idx];
+    struct efasim_inflight *f;
+    struct efasim_peer *p;
+    uint32_t slot, pidx;
+
+    if (w->chunks_inflight >= EFASIM_RDMA_WINDOW)
+        return false;
+    /* The chunk that carries immediate data goes last, after every other chunk landed. */
+    if (w->has_imm && w->next_chunk == w->nchunks - 1 && w->chunks_done != w->nchunks - 1)
+        return false;
+    p = peer_get(qp, w->dst.sin_addr, ntohs(w->dst.sin_port), true, &pidx);
+    if (!p) {
+        w->status = IBV_WC_LOC_QP_OP_ERR;
+        w->vendor_err = EFASIM_ST_LOCAL_INVALID_AH;
+        w->next_chunk = w->nchunks;
+        return false;
+    }
+    if (!inflight_alloc(qp, &slot))
+        return false;
+    f = &qp->inflight[slot];
+    f->wqe = idx;
+    f->chunk = w->next_chunk++;
+    f->peer = pidx;
+    f->seq = p->tx_seq++;
+    f->first_ns = efasim_now_ns();
+    f->rto_us = cfg->rto_us;
+    f->deadline_ns = f->first_ns + (uint64_t)f->rto_us * 1000;
+    w->chunks_inflight++;
+    inflight_send(qp, f, slot);
+    return true;
+}
+
+void efasim_qp_issue(struct efasim_qp *qp)
+{
+    while (qp->fifo_count) {
+        uint32_t idx = qp->issue_fifo[qp->fifo_head];
+        struct efasim_swqe *w = &qp->sq[idx];
+
+        while (w->next_chunk < w->nchunks && swqe_issue_chunk(qp, idx))
+            ;
+        if (w->next_chunk < w->nchunks && w->status == IBV_WC_SUCCESS)
+            return; /* in order: later WRs wait for this one's chunks */
+        qp->fifo_head = (qp->fifo_head + 1) % qp->cap.max_send_wr;
+        qp->fifo_count--;
+        if (w->status != IBV_WC_SUCCESS && !w->chunks_inflight)
+            efasim_swqe_finish(qp, idx);
+    }
+}
+
+void efasim_swqe_finish(struct efasim_qp *qp, uint32_t idx)
+{
+    static const enum ibv_wc_opcode opcode[] = {
+        [EFASIM_OP_SEND] = IBV_WC_SEND,
+        [EFASIM_OP_READ] = IBV_WC_RDMA_READ,
+        [EFASIM_OP_WRITE] = IBV_WC_RDMA_WRITE,
+    };
+    struct efasim_swqe *w = &qp->sq[idx];
+
+    if (w->signaled || w->status != IBV_WC_SUCCESS) {
+        struct efasim_cqe cqe = {.wr_id = w->wr_id,
+                                 .status = w->status,
+                                 .opcode = opcode[w->op],
+                                 .vendor_err = w->vendor_err,
+                                 .byte_len = w->op == EFASIM_OP_READ ? (uint32_t)w->length : 0,
+                                 .qp_num = qp->qpn};
+
+        /* Send completions are bounded by the SQ depth, which the CQ must cover. */
+        if (efasim_cq_push(qp->send_cq, &cqe))
+            return; /* retried by the next progress pass (see qp_retry_finish) */
+    }
+    w->used = false;
+    qp->sq_used--;
+}
+
+/* A chunk got its answer (status OK or an error). */
+static void chunk_done(struct efasim_qp *qp, uint32_t slot, enum ibv_wc_status status,
+                       uint32_t vendor_err)
+{
+    struct efasim_inflight *f = &qp->inflight[slot];
+    uint32_t idx = f->wqe;
+    struct efasim_swqe *w = &qp->sq[idx];
+
+    w->chunks_inflight--;
+    w->chunks_done++;
+    if (status != IBV_WC_SUCCESS && w->status == IBV_WC_SUCCESS) {
+        w->status = status;
+        w->vendor_err = vendor_err;
+        w->next_chunk = w->nchunks; /* send nothing more for a failed WR */
+    }
+    inflight_free(qp, slot);
+    if (!w->chunks_inflight && (w->chunks_done == w->nchunks || w->status != IBV_WC_SUCCESS)) {
+        bool queued = false;
+
+        /* A failed WR may still sit in the issue FIFO; it finishes when it leaves it. */
+        for (uint32_t k = 0; k < qp->fifo_count; k++)
+            queued |= qp->issue_fifo[(qp->fifo_head + k) % qp->cap.max_send_wr] == idx;
+        if (!queued)
+            efasim_swqe_finish(qp, idx);
+    }
+}
+
+/* The in-flight slot an answer names, if it is still waiting for one. */
+static int inflight_lookup(struct efasim_qp *qp, const struct rx_src *src, uint64_t seq,
+                           uint32_t cookie, uint32_t *slot_p)
+{
+    uint32_t slot = cookie & 0xffff;
+    struct efasim_inflight *f;
+    struct efasim_peer *p;
+
+    if (slot >= EFASIM_INFLIGHT_MAX)
+        return -1;
+    f = &qp->inflight[slot];
+    if (!f->used || f->gen != cookie >> 16 || f->seq != seq)
+        return -1;
+    p = &qp->peers[f->peer];
+    if (p->ip.s_addr != src->addr.sin_addr.s_addr || p->port != ntohs(src->addr.sin_port))
+        return -1;
+    p->heard = true;
+    *slot_p = slot;
+    return 0;
+}
+
+/* ---- Receiving ---------------------------------------------------------------------- */
+
+static enum ibv_wc_status status_to_wc(uint32_t st)
+{
+    switch (st) {
+    case EFASIM_ST_REMOTE_RNR:
+        return IBV_WC_RNR_RETRY_EXC_ERR;
+    case EFASIM_ST_REMOTE_BAD_DEST_QPN:
+        return IBV_WC_REM_INV_RD_REQ_ERR;
+    case EFASIM_ST_REMOTE_BAD_LENGTH:
+        return IBV_WC_REM_INV_REQ_ERR;
+    case EFASIM_ST_REMOTE_BAD_ADDRESS:
+        return IBV_WC_REM_ACCESS_ERR;
+    case EFASIM_ST_UNRESP_REMOTE:
+    case EFASIM_ST_UNREACH_REMOTE:
+        return IBV_WC_RESP_TIMEOUT_ERR;
+    default:
+        return IBV_WC_GENERAL_ERR;
+    }
+}
+
+/* A receive WR takes the datagram (DATA, or the immediate of a WRITE). */
+static void rx_consume_recv(struct efasim_qp *qp, const struct rx_src *src, const uint8_t *data,
+                            uint64_t len, enum ibv_wc_opcode opcode, uint32_t byte_len,
+                            uint32_t *nack_p)
+{
+    struct efasim_rwqe *r = &qp->rq[qp->rq_head];
+    struct efasim_cqe cqe = {.wr_id = r->wr_id,
+                             .opcode = opcode,
+                             .byte_len = byte_len,
+                             .qp_num = qp->qpn,
+                             .src_qp = ntohs(src->addr.sin_port)};
+    union ibv_gid gid;
+
+    efasim_gid_from_addr(src->addr.sin_addr, &gid);
+    cqe.slid = efasim_ahn_for_gid(qp->ctx, &gid);
+    cqe.sgid = gid;
+    if (src->hdr->flags & EFASIM_F_IMM) {
+        cqe.wc_flags |= IBV_WC_WITH_IMM;
+        cqe.imm = src->hdr->imm;
+    }
+    if (len > r->length) {
+        cqe.status = IBV_WC_LOC_LEN_ERR;
+        cqe.vendor_err = EFASIM_ST_LOCAL_BAD_LENGTH;
+        cqe.byte_len = 0;
+        *nack_p = EFASIM_ST_REMOTE_BAD_LENGTH;
+    } else {
+        sge_copy(r->sge, r->nsge, 0, (void *)data, len, true);
+    }
+    efasim_cq_push(qp->recv_cq, &cqe);
+    qp->rq_head = (qp->rq_head + 1) % qp->cap.max_recv_wr;
+    qp->rq_count--;
+}
+
+/* DATA and WRITE: checked, de-duplicated, applied, answered. */
+static void rx_request(struct efasim_qp *qp, const struct rx_src *src, const uint8_t *payload,
+                       size_t plen, struct ack_batch *acks)
+{
+    const struct efasim_hdr *h = src->hdr;
+    bool is_write = h->type == EFASIM_PKT_WRITE;
+    bool wants_recv = !is_write || (h->flags & EFASIM_F_IMM);
+    uint32_t nack = EFASIM_ST_OK;
+    struct efasim_peer *p;
+    uint32_t pidx;
+    int fresh;
+
+    if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS) {
+        send_nack(qp, src, EFASIM_ST_REMOTE_BAD_DEST_QPN);
+        return;
+    }
+    if (h->qkey != qp->qkey) {
+        send_nack(qp, src, EFASIM_ST_REMOTE_BAD_DEST_QPN);
+        return;
+    }
+    p = peer_get(qp, src->addr.sin_addr, ntohs(src->addr.sin_port), true, &pidx);
+    if (!p)
+        return;
+    fresh = peer_rx_check(p, h->seq);
+    if (fresh < 0)
+        return;
+    if (!fresh) {
+        /* A retransmission: answer it as the original was answered. */
+        nack = peer_recall_nack(p, h->seq);
+        if (nack)
+            send_nack(qp, src, nack);
+        else
+            ack_add(qp, acks, src);
+        return;
+    }
+    if (is_write && (!efasim_config()->rdma_write || plen != h->len ||
+                     !efasim_mr_check(qp->ctx, h->rkey, h->raddr, plen, IBV_ACCESS_REMOTE_WRITE)))
+        nack = EFASIM_ST_REMOTE_BAD_ADDRESS;
+    if (!nack && wants_recv) {
+        if (!qp->rq_count) {
+            send_nack(qp, src, EFASIM_ST_REMOTE_RNR); /* not marked: the retry is fresh */
+            return;
+        }
+        if (efasim_cq_full(qp->recv_cq))
+            return; /* no room to complete it: let the sender retransmit */
+    }
+    if (!nack && is_write)
+        memcpy((void *)(uintptr_t)h->raddr, payload, plen);
+    if (!nack && wants_recv)
+        rx_consume_recv(qp, src, is_write ? NULL : payload, is_write ? 0 : plen,
+                        is_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
+                        is_write ? h->status : (uint32_t)plen, &nack);
+    peer_rx_mark(p, h->seq);
+    if (nack) {
+        peer_remember_nack(p, h->seq, nack);
+        send_nack(qp, src, nack);
+    } else {
+        ack_add(qp, acks, src);
+    }
+}
+
+/* READ_REQ: stateless; the target's memory is only read, after every check. */
+static void rx_read_req(struct efasim_qp *qp, const struct rx_src *src)
+{
+    const struct efasim_hdr *h = src->hdr;
+    struct efasim_hdr r = {.magic = EFASIM_MAGIC,
+                           .type = EFASIM_PKT_READ_RESP,
+                           .seq = h->seq,
+                           .cookie = h->cookie,
+                           .len = h->len};
+    struct iovec iov[2] = {{&r, sizeof(r)}, {(void *)(uintptr_t)h->raddr, h->len}};
+
+    if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS) {
+        send_nack(qp, src, EFASIM_ST_REMOTE_BAD_DEST_QPN);
+        return;
+    }
+    if (h->qkey != qp->qkey) {
+        send_nack(qp, src, EFASIM_ST_REMOTE_BAD_DEST_QPN);
+        return;
+    }
+    if (!efasim_config()->rdma_read || h->len > efasim_config()->rdma_chunk ||
+        !efasim_mr_check(qp->ctx, h->rkey, h->raddr, h->len, IBV_ACCESS_REMOTE_READ)) {
+        send_nack(qp, src, EFASIM_ST_REMOTE_BAD_ADDRESS);
+        return;
+    }
+    efasim_xmit(qp->ctx, qp->fd, &src->addr, iov, 2);
+}
+
+static void rx_read_resp(struct efasim_qp *qp, const struct rx_src *src, const uint8_t *payload,
+                         size_t plen)
+{
+    uint32_t slot;
+    struct efasim_swqe *w;
+    uint64_t off, len;
+
+    if (inflight_lookup(qp, src, src->hdr->seq, src->hdr->cookie, &slot))
+        return; /* a duplicate answer, or one for a WR that already failed */
+    w = &qp->sq[qp->inflight[slot].wqe];
+    chunk_range(w, qp->inflight[slot].chunk, &off, &len);
+    if (plen != len)
+        return; /* malformed: not ours to trust; the timer asks again */
+    sge_copy(w->sge, w->nsge, off, (void *)payload, len, true);
+    chunk_done(qp, slot, IBV_WC_SUCCESS, EFASIM_ST_OK);
+}
+
+static void rx_ack(struct efasim_qp *qp, const struct rx_src *src, const uint8_t *payload,
+                   size_t plen)
+{
+    uint32_t n = src->hdr->len;
+
+    if ((uint64_t)n * sizeof(struct efasim_ack) > plen)
+        return;
+    for (uint32_t i = 0; i < n; i++) {
+        struct efasim_ack a;
+        uint32_t slot;
+
+        memcpy(&a, payload + i * sizeof(a), sizeof(a));
+        if (!inflight_lookup(qp, src, a.seq, a.cookie, &slot))
+            chunk_done(qp, slot, IBV_WC_SUCCESS, EFASIM_ST_OK);
+    }
+}
+
+static void rx_nack(struct efasim_qp *qp, const struct rx_src *src)
+{
+    const struct efasim_config *cfg = efasim_config();
+    struct efasim_inflight *f;
+    struct efasim_swqe *w;
+    uint32_t slot;
+
+    if (inflight_lookup(qp, src, src->hdr->seq, src->hdr->cookie, &slot))
+        return;
+    f = &qp->inflight[slot];
+    w = &qp->sq[f->wqe];
+    if (src->hdr->status == EFASIM_ST_REMOTE_RNR && w->rnr_left) {
+        if (w->rnr_left != UINT32_MAX)
+            w->rnr_left--;
+        /* Not a loss: resend after the RNR backoff without growing the RTO. */
+        f->deadline_ns = efasim_now_ns() + (uint64_t)cfg->rnr_backoff_us * 1000;
+        f->first_ns = efasim_now_ns();
+        return;
+    }
+    chunk_done(qp, slot, status_to_wc(src->hdr->status), src->hdr->status);
+}
+
+static void rx_datagram(struct efasim_qp *qp, const struct sockaddr_in *from, const uint8_t *buf,
+                        size_t len, struct ack_batch *acks)
+{
+    struct efasim_hdr h;
+    struct rx_src src = {.addr = *from, .hdr = &h};
+    const uint8_t *payload = buf + sizeof(h);
+    size_t plen = len - sizeof(h);
+
+    if (len < sizeof(h))
+        return;
+    memcpy(&h, buf, sizeof(h));
+    if (h.magic != EFASIM_MAGIC)
+        return;
+    switch (h.type) {
+    case EFASIM_PKT_DATA:
+    case EFASIM_PKT_WRITE:
+        rx_request(qp, &src, payload, plen, acks);
+        break;
+    case EFASIM_PKT_READ_REQ:
+        rx_read_req(qp, &src);
+        break;
+    case EFASIM_PKT_READ_RESP:
+        rx_read_resp(qp, &src, payload, plen);
+        break;
+    case EFASIM_PKT_ACK:
+        rx_ack(qp, &src, payload, plen);
+        break;
+    case EFASIM_PKT_NACK:
+        rx_nack(qp, &src);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- Timers and progress ------------------------------------------------------------ */
+
+static void qp_timers(struct efasim_qp *qp, uint64_t now)
+{
+    const struct efasim_config *cfg = efasim_config();
+
+    for (uint32_t i = 0; i < EFASIM_INFLIGHT_MAX && qp->ninflight; i++) {
+        struct efasim_inflight *f = &qp->inflight[i];
+
+        if (!f->used || now < f->deadline_ns)
+            continue;
+        if (now - f->first_ns > (uint64_t)cfg->timeout_ms * 1000000) {
+            uint32_t st =
+                qp->peers[f->peer].heard ? EFASIM_ST_UNRESP_REMOTE : EFASIM_ST_UNREACH_REMOTE;
+
+            chunk_done(qp, i, IBV_WC_RESP_TIMEOUT_ERR, st);
+            continue;
+        }
+        f->rto_us = f->rto_us * 2 < cfg->rto_max_us ? f->rto_us * 2 : cfg->rto_max_us;
+        f->deadline_ns = now + (uint64_t)f->rto_us * 1000;
+        inflight_send(qp, f, i);
+    }
+}
+
+/* Completions that found the send CQ full get another chance. */
+static void qp_retry_finish(struct efasim_qp *qp)
+{
+    if (qp->sq_used == 0)
+        return;
+    for (uint32_t i = 0; i < qp->cap.max_send_wr && !efasim_cq_full(qp->send_cq); i++) {
+        struct efasim_swqe *w = &qp->sq[i];
+
+        if (w->used && w->nchunks && !w->chunks_inflight &&
+            (w->chunks_done == w->nchunks || w->status != IBV_WC_SUCCESS) &&
+            w->next_chunk >= w->nchunks) {
+            bool queued = false;
+
+            for (uint32_t k = 0; k < qp->fifo_count; k++)
+                queued |= qp->issue_fifo[(qp->fifo_head + k) % qp->cap.max_send_wr] == i;
+            if (!queued)
+                efasim_swqe_finish(qp, i);
+        }
+    }
+}
+
+static void qp_progress(struct efasim_qp *qp, uint64_t now)
+{
+    struct mmsghdr msgs[EFASIM_RX_BATCH];
+    struct iovec iovs[EFASIM_RX_BATCH];
+    struct sockaddr_in from[EFASIM_RX_BATCH];
+    struct ack_batch acks;
+    int n;
+
+    acks.npeers = 0;
+    for (unsigned round = 0; round < 4; round++) {
+        for (int i = 0; i < EFASIM_RX_BATCH; i++) {
+            iovs[i] = (struct iovec){qp->rxbuf + (size_t)i * qp->rxbuf_size, qp->rxbuf_size};
+            msgs[i].msg_hdr = (struct msghdr){.msg_name = &from[i],
+                                              .msg_namelen = sizeof(from[i]),
+                                              .msg_iov = &iovs[i],
+                                              .msg_iovlen = 1};
+        }
+        n = recvmmsg(qp->fd, msgs, EFASIM_RX_BATCH, MSG_DONTWAIT, NULL);
+        if (n <= 0)
+            break;
+        for (int i = 0; i < n; i++)
+            if (!(msgs[i].msg_hdr.msg_flags & MSG_TRUNC))
+                rx_datagram(qp, &from[i], iovs[i].iov_base, msgs[i].msg_len, &acks);
+        if (n < EFASIM_RX_BATCH)
+            break;
+    }
+    ack_flush(qp, &acks);
+    qp_timers(qp, now);
+    qp_retry_finish(qp);
+    efasim_qp_issue(qp);
+}
+
+void efasim_progress(struct efasim_context *ctx)
+{
+    uint64_t now = efasim_now_ns();
+
+    for (uint32_t i = 0; i < efasim_config()->max_qp; i++)
+        if (ctx->qps[i])
+            qp_progress(ctx->qps[i], now);
+    efasim_delayq_flush(ctx, false);
+}
