@@ -217,13 +217,15 @@ struct efasim_hdr {
     uint64_t seq;    /* per (sender QP, receiver QP) sequence number */
     uint32_t cookie; /* sender's in-flight slot; echoed in ACK, NACK and READ_RESP */
     uint32_t imm;
-    uint64_t raddr; /* WRITE, READ_REQ: remote address */
+    uint64_t raddr;  /* WRITE, READ_REQ: remote address of this chunk */
+    uint64_t rbase;  /* WRITE, READ_REQ: start of the whole remote range of the WR */
+    uint64_t rtotal; /* WRITE, READ_REQ: length of that range, checked before any chunk */
     uint32_t rkey;
-    uint32_t len;    /* WRITE: total write length; READ_REQ: bytes; ACK: entry count */
+    uint32_t len;    /* WRITE, READ_REQ: bytes of this chunk; ACK: entry count */
     uint32_t status; /* NACK: enum efasim_status */
     uint32_t pad;
 };
-_Static_assert(sizeof(struct efasim_hdr) == 48, "efasim header is 48 bytes");
+_Static_assert(sizeof(struct efasim_hdr) == 64, "efasim header is 64 bytes");
 
 struct efasim_ack {
     uint64_t seq;

@@ -81,8 +81,12 @@ struct ibv_qp *efasim_qp_create(struct efasim_context *ctx, struct ibv_qp_init_a
     qp->cap.max_inline_data = cfg->inline_size;
     qp->send_cq = (struct efasim_cq *)attr->send_cq;
     qp->recv_cq = (struct efasim_cq *)attr->recv_cq;
-    qp->send_ops_flags = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS ? attr->send_ops_flags
-                                                                           : IBV_QP_EX_WITH_SEND;
+    /* Without send_ops_flags the QP takes every operation the device offers. */
+    qp->send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+                         IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_RDMA_WRITE |
+                         IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+    if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+        qp->send_ops_flags = attr->send_ops_flags;
     qp->sq = calloc(qp->cap.max_send_wr, sizeof(*qp->sq));
     qp->inline_pool = calloc(qp->cap.max_send_wr, cfg->inline_size ? cfg->inline_size : 1);
     qp->issue_fifo = calloc(qp->cap.max_send_wr, sizeof(*qp->issue_fifo));

@@ -384,23 +384,22 @@ static void inflight_send(struct efasim_qp *qp, struct efasim_inflight *f, uint3
         break;
     case EFASIM_OP_WRITE:
         h.type = EFASIM_PKT_WRITE;
-        h.raddr = w->raddr + off;
-        h.rkey = w->rkey;
-        h.len = (uint32_t)len;
         n = swqe_iov(w, off, len, iov + 1, EFASIM_MAX_SGE);
         break;
     case EFASIM_OP_READ:
         h.type = EFASIM_PKT_READ_REQ;
+        break;
+    }
+    if (w->op != EFASIM_OP_SEND) {
         h.raddr = w->raddr + off;
+        h.rbase = w->raddr;
+        h.rtotal = w->length;
         h.rkey = w->rkey;
         h.len = (uint32_t)len;
-        break;
     }
     if (w->has_imm && f->chunk == w->nchunks - 1) {
         h.flags |= EFASIM_F_IMM;
         h.imm = w->imm;
-        if (w->op == EFASIM_OP_WRITE)
-            h.status = (uint32_t)w->length; /* the length a WRITE_WITH_IMM completion reports */
     }
     iov[0] = (struct iovec){&h, sizeof(h)};
     efasim_xmit(qp->ctx, qp->fd, &w->dst, iov, n + 1);
@@ -608,6 +607,19 @@ static void rx_consume_recv(struct efasim_qp *qp, const struct rx_src *src, cons
     qp->rq_count--;
 }
 
+/*
+ * An RDMA chunk is served only if the whole range of its WR is inside one MR
+ * with the access asked for, and the chunk lies inside that range: a WR that
+ * is partly out of bounds fails before any of its chunks touches memory.
+ */
+static bool rdma_range_ok(struct efasim_qp *qp, const struct efasim_hdr *h, unsigned access)
+{
+    return h->raddr >= h->rbase && h->len <= h->rtotal &&
+           h->raddr - h->rbase <= h->rtotal - h->len &&
+           efasim_mr_check(qp->ctx, h->rkey, h->rbase, h->rtotal, access) &&
+           efasim_mr_check(qp->ctx, h->rkey, h->raddr, h->len, access);
+}
+
 /* DATA and WRITE: checked, de-duplicated, applied, answered. */
 static void rx_request(struct efasim_qp *qp, const struct rx_src *src, const uint8_t *payload,
                        size_t plen, struct ack_batch *acks)
@@ -644,7 +656,7 @@ static void rx_request(struct efasim_qp *qp, const struct rx_src *src, const uin
         return;
     }
     if (is_write && (!efasim_config()->rdma_write || plen != h->len ||
-                     !efasim_mr_check(qp->ctx, h->rkey, h->raddr, plen, IBV_ACCESS_REMOTE_WRITE)))
+                     !rdma_range_ok(qp, h, IBV_ACCESS_REMOTE_WRITE)))
         nack = EFASIM_ST_REMOTE_BAD_ADDRESS;
     if (!nack && wants_recv) {
         if (!qp->rq_count) {
@@ -659,7 +671,7 @@ static void rx_request(struct efasim_qp *qp, const struct rx_src *src, const uin
     if (!nack && wants_recv)
         rx_consume_recv(qp, src, is_write ? NULL : payload, is_write ? 0 : plen,
                         is_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
-                        is_write ? h->status : (uint32_t)plen, &nack);
+                        is_write ? (uint32_t)h->rtotal : (uint32_t)plen, &nack);
     peer_rx_mark(p, h->seq);
     if (nack) {
         peer_remember_nack(p, h->seq, nack);
@@ -689,7 +701,7 @@ static void rx_read_req(struct efasim_qp *qp, const struct rx_src *src)
         return;
     }
     if (!efasim_config()->rdma_read || h->len > efasim_config()->rdma_chunk ||
-        !efasim_mr_check(qp->ctx, h->rkey, h->raddr, h->len, IBV_ACCESS_REMOTE_READ)) {
+        !rdma_range_ok(qp, h, IBV_ACCESS_REMOTE_READ)) {
         send_nack(qp, src, EFASIM_ST_REMOTE_BAD_ADDRESS);
         return;
     }
