@@ -2,3 +2,9 @@
 noinst_PROGRAMS += bench/bench-codec
 bench_bench_codec_SOURCES = bench/bench_codec.c
 bench_bench_codec_LDADD = libefarm.la
+
+# efasim next to raw UDP; links the system rdma-core, runs on efasim via LD_LIBRARY_PATH.
+noinst_PROGRAMS += bench/bench-efasim
+bench_bench_efasim_SOURCES = bench/bench_efasim.c
+bench_bench_efasim_CFLAGS = $(AM_CFLAGS) $(IBVERBS_CFLAGS) $(EFA_CFLAGS)
+bench_bench_efasim_LDADD = $(EFA_LIBS) $(IBVERBS_LIBS)

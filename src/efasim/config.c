@@ -37,6 +37,7 @@ extern char **environ;
     X(RTO_MAX_US, rto_max_us, U32, "100000", "retransmission timeout cap")                        \
     X(TIMEOUT_MS, timeout_ms, U32, "5000", "silence after which a peer is unreachable")           \
     X(RNR_BACKOFF_US, rnr_backoff_us, U32, "1000", "wait before resending after an RNR")          \
+    X(ACK_DELAY_US, ack_delay_us, U32, "20", "how long an ACK waits to ride on a datagram back")  \
     X(SERVICE_US, service_us, U32, "500", "service thread period (timers, idle serving)")         \
     X(RDMA_CHUNK, rdma_chunk, U32, "8192", "payload bytes per RDMA datagram")                     \
     X(LOSS, loss, PROB, "0", "probability a datagram is dropped (below reliability)")             \

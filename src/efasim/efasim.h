@@ -78,6 +78,7 @@ struct efasim_config {
     uint32_t rto_max_us;     /* retransmission backoff cap */
     uint32_t timeout_ms;     /* a peer silent this long is unreachable */
     uint32_t rnr_backoff_us; /* wait before resending after an RNR NACK */
+    uint32_t ack_delay_us;   /* how long an ACK may wait for a datagram to ride on */
     uint32_t service_us;     /* service thread period */
     uint32_t rdma_chunk;     /* payload bytes per RDMA datagram */
     double loss, dup, reorder;
@@ -193,6 +194,8 @@ bool efasim_gid_to_addr(const union ibv_gid *gid, struct in_addr *addr_p);
 #define EFASIM_NACK_MEMORY  4    /* recent NACKs per peer, to answer retransmissions alike */
 #define EFASIM_INFLIGHT_MAX 1024 /* datagrams awaiting a response, per QP */
 #define EFASIM_RDMA_WINDOW  32   /* chunks of one RDMA WR in flight at once */
+#define EFASIM_ACK_PIGGY    16   /* ACKs a peer may be owed before they go out on their own */
+#define EFASIM_PEND_PEERS   64   /* peers with ACKs owed, per QP */
 
 /* Datagram types between efasim QPs (efasim's own wire, not EFA's). */
 enum efasim_pkt {
@@ -221,9 +224,10 @@ struct efasim_hdr {
     uint64_t rbase;  /* WRITE, READ_REQ: start of the whole remote range of the WR */
     uint64_t rtotal; /* WRITE, READ_REQ: length of that range, checked before any chunk */
     uint32_t rkey;
-    uint32_t len;    /* WRITE, READ_REQ: bytes of this chunk; ACK: entry count */
+    uint32_t len;    /* WRITE, READ_REQ: bytes of this chunk */
     uint32_t status; /* NACK: enum efasim_status */
-    uint32_t pad;
+    uint16_t nacks;  /* struct efasim_ack entries between this header and the payload */
+    uint16_t pad;
 };
 _Static_assert(sizeof(struct efasim_hdr) == 64, "efasim header is 64 bytes");
 
@@ -277,6 +281,9 @@ struct efasim_peer {
     uint64_t tx_seq;
     uint64_t rx_base; /* every sequence number below this was received */
     uint64_t rx_bits[EFASIM_RX_WINDOW / 64];
+    struct efasim_ack pend[EFASIM_ACK_PIGGY]; /* ACKs owed, sent with the next datagram */
+    unsigned npend;
+    uint64_t pend_since_ns;
     uint64_t nack_seq[EFASIM_NACK_MEMORY];
     uint32_t nack_status[EFASIM_NACK_MEMORY];
     unsigned nack_next;
@@ -312,7 +319,11 @@ struct efasim_qp {
 
     struct efasim_inflight inflight[EFASIM_INFLIGHT_MAX];
     uint32_t ninflight;
-    struct efasim_peer *peers; /* max_peers slots, open addressing */
+    uint64_t next_deadline_ns;              /* no in-flight timer fires before this */
+    bool finish_pending;                    /* a completion waits for room in the send CQ */
+    struct efasim_peer *peers;              /* max_peers slots, open addressing */
+    uint32_t pend_peers[EFASIM_PEND_PEERS]; /* peers that are owed ACKs */
+    uint32_t npend_peers;
 
     uint8_t *rxbuf; /* EFASIM_RX_BATCH datagram buffers */
     size_t rxbuf_size;

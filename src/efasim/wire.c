@@ -246,56 +246,53 @@ static void send_nack(struct efasim_qp *qp, const struct rx_src *src, uint32_t s
     efasim_xmit(qp->ctx, qp->fd, &src->addr, &iov, 1);
 }
 
-/* ACKs of one progress pass are gathered per sender and sent together. */
-#define ACK_BATCH_PEERS 8
-#define ACK_BATCH_MAX   64
-
-struct ack_batch {
-    unsigned npeers;
-    struct {
-        struct sockaddr_in addr;
-        unsigned n;
-        struct efasim_ack acks[ACK_BATCH_MAX];
-    } peer[ACK_BATCH_PEERS];
-};
-
-static void ack_flush_one(struct efasim_qp *qp, struct ack_batch *b, unsigned i)
+/*
+ * ACKs are owed per peer and ride on the next datagram this QP sends that
+ * peer (a ping's ACK travels with the pong), so a round trip costs two
+ * datagrams as on the kernel's path. What no datagram carries within
+ * EFASIM_ACK_DELAY_US goes out in an ACK datagram of its own.
+ */
+static void ack_send_pending(struct efasim_qp *qp, struct efasim_peer *p)
 {
-    struct efasim_hdr h = {.magic = EFASIM_MAGIC, .type = EFASIM_PKT_ACK, .len = b->peer[i].n};
-    struct iovec iov[2] = {{&h, sizeof(h)},
-                           {b->peer[i].acks, b->peer[i].n * sizeof(struct efasim_ack)}};
+    struct sockaddr_in dst = {.sin_family = AF_INET, .sin_addr = p->ip, .sin_port = htons(p->port)};
+    struct efasim_hdr h = {
+        .magic = EFASIM_MAGIC, .type = EFASIM_PKT_ACK, .nacks = (uint16_t)p->npend};
+    struct iovec iov[2] = {{&h, sizeof(h)}, {p->pend, p->npend * sizeof(struct efasim_ack)}};
 
-    efasim_xmit(qp->ctx, qp->fd, &b->peer[i].addr, iov, 2);
-    b->peer[i].n = 0;
+    efasim_xmit(qp->ctx, qp->fd, &dst, iov, 2);
+    p->npend = 0;
 }
 
-static void ack_flush(struct efasim_qp *qp, struct ack_batch *b)
+static void ack_flush(struct efasim_qp *qp, uint64_t now, bool all)
 {
-    for (unsigned i = 0; i < b->npeers; i++)
-        if (b->peer[i].n)
-            ack_flush_one(qp, b, i);
-    b->npeers = 0;
-}
+    uint64_t delay = (uint64_t)efasim_config()->ack_delay_us * 1000;
+    uint32_t kept = 0;
 
-static void ack_add(struct efasim_qp *qp, struct ack_batch *b, const struct rx_src *src)
-{
-    unsigned i;
+    for (uint32_t i = 0; i < qp->npend_peers; i++) {
+        struct efasim_peer *p = &qp->peers[qp->pend_peers[i]];
 
-    for (i = 0; i < b->npeers; i++)
-        if (b->peer[i].addr.sin_addr.s_addr == src->addr.sin_addr.s_addr &&
-            b->peer[i].addr.sin_port == src->addr.sin_port)
-            break;
-    if (i == b->npeers) {
-        if (b->npeers == ACK_BATCH_PEERS)
-            ack_flush(qp, b);
-        i = b->npeers++;
-        b->peer[i].addr = src->addr;
-        b->peer[i].n = 0;
+        if (!p->npend)
+            continue;
+        if (all || now - p->pend_since_ns >= delay)
+            ack_send_pending(qp, p);
+        else
+            qp->pend_peers[kept++] = qp->pend_peers[i];
     }
-    b->peer[i].acks[b->peer[i].n++] =
-        (struct efasim_ack){.seq = src->hdr->seq, .cookie = src->hdr->cookie};
-    if (b->peer[i].n == ACK_BATCH_MAX)
-        ack_flush_one(qp, b, i);
+    qp->npend_peers = kept;
+}
+
+static void ack_add(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pidx,
+                    const struct rx_src *src)
+{
+    if (!p->npend) {
+        if (qp->npend_peers == EFASIM_PEND_PEERS)
+            ack_flush(qp, 0, true);
+        qp->pend_peers[qp->npend_peers++] = pidx;
+        p->pend_since_ns = efasim_now_ns();
+    }
+    p->pend[p->npend++] = (struct efasim_ack){.seq = src->hdr->seq, .cookie = src->hdr->cookie};
+    if (p->npend == EFASIM_ACK_PIGGY)
+        ack_send_pending(qp, p);
 }
 
 /* ---- Copying between datagrams and SGE lists -------------------------------------- */
@@ -401,8 +398,16 @@ static void inflight_send(struct efasim_qp *qp, struct efasim_inflight *f, uint3
         h.flags |= EFASIM_F_IMM;
         h.imm = w->imm;
     }
-    iov[0] = (struct iovec){&h, sizeof(h)};
-    efasim_xmit(qp->ctx, qp->fd, &w->dst, iov, n + 1);
+    /* ACKs this peer is owed ride along, between the header and the payload. */
+    struct efasim_peer *p = &qp->peers[f->peer];
+    struct iovec out[2 + EFASIM_MAX_SGE];
+
+    h.nacks = (uint16_t)p->npend;
+    out[0] = (struct iovec){&h, sizeof(h)};
+    out[1] = (struct iovec){p->pend, p->npend * sizeof(struct efasim_ack)};
+    memcpy(out + 2, iov + 1, (size_t)n * sizeof(struct iovec));
+    efasim_xmit(qp->ctx, qp->fd, &w->dst, out, n + 2);
+    p->npend = 0;
 }
 
 static bool inflight_alloc(struct efasim_qp *qp, uint32_t *slot_p)
@@ -458,6 +463,8 @@ static bool swqe_issue_chunk(struct efasim_qp *qp, uint32_t idx)
     f->first_ns = efasim_now_ns();
     f->rto_us = cfg->rto_us;
     f->deadline_ns = f->first_ns + (uint64_t)f->rto_us * 1000;
+    if (f->deadline_ns < qp->next_deadline_ns || qp->ninflight == 1)
+        qp->next_deadline_ns = f->deadline_ns;
     w->chunks_inflight++;
     inflight_send(qp, f, slot);
     return true;
@@ -498,8 +505,10 @@ void efasim_swqe_finish(struct efasim_qp *qp, uint32_t idx)
                                  .qp_num = qp->qpn};
 
         /* Send completions are bounded by the SQ depth, which the CQ must cover. */
-        if (efasim_cq_push(qp->send_cq, &cqe))
-            return; /* retried by the next progress pass (see qp_retry_finish) */
+        if (efasim_cq_push(qp->send_cq, &cqe)) {
+            qp->finish_pending = true; /* retried by qp_retry_finish */
+            return;
+        }
     }
     w->used = false;
     qp->sq_used--;
@@ -622,7 +631,7 @@ static bool rdma_range_ok(struct efasim_qp *qp, const struct efasim_hdr *h, unsi
 
 /* DATA and WRITE: checked, de-duplicated, applied, answered. */
 static void rx_request(struct efasim_qp *qp, const struct rx_src *src, const uint8_t *payload,
-                       size_t plen, struct ack_batch *acks)
+                       size_t plen)
 {
     const struct efasim_hdr *h = src->hdr;
     bool is_write = h->type == EFASIM_PKT_WRITE;
@@ -652,7 +661,7 @@ static void rx_request(struct efasim_qp *qp, const struct rx_src *src, const uin
         if (nack)
             send_nack(qp, src, nack);
         else
-            ack_add(qp, acks, src);
+            ack_add(qp, p, pidx, src);
         return;
     }
     if (is_write && (!efasim_config()->rdma_write || plen != h->len ||
@@ -677,7 +686,7 @@ static void rx_request(struct efasim_qp *qp, const struct rx_src *src, const uin
         peer_remember_nack(p, h->seq, nack);
         send_nack(qp, src, nack);
     } else {
-        ack_add(qp, acks, src);
+        ack_add(qp, p, pidx, src);
     }
 }
 
@@ -725,13 +734,9 @@ static void rx_read_resp(struct efasim_qp *qp, const struct rx_src *src, const u
     chunk_done(qp, slot, IBV_WC_SUCCESS, EFASIM_ST_OK);
 }
 
-static void rx_ack(struct efasim_qp *qp, const struct rx_src *src, const uint8_t *payload,
-                   size_t plen)
+static void rx_acks(struct efasim_qp *qp, const struct rx_src *src, const uint8_t *payload,
+                    uint32_t n)
 {
-    uint32_t n = src->hdr->len;
-
-    if ((uint64_t)n * sizeof(struct efasim_ack) > plen)
-        return;
     for (uint32_t i = 0; i < n; i++) {
         struct efasim_ack a;
         uint32_t slot;
@@ -758,6 +763,8 @@ static void rx_nack(struct efasim_qp *qp, const struct rx_src *src)
             w->rnr_left--;
         /* Not a loss: resend after the RNR backoff without growing the RTO. */
         f->deadline_ns = efasim_now_ns() + (uint64_t)cfg->rnr_backoff_us * 1000;
+        if (f->deadline_ns < qp->next_deadline_ns)
+            qp->next_deadline_ns = f->deadline_ns;
         f->first_ns = efasim_now_ns();
         return;
     }
@@ -765,22 +772,27 @@ static void rx_nack(struct efasim_qp *qp, const struct rx_src *src)
 }
 
 static void rx_datagram(struct efasim_qp *qp, const struct sockaddr_in *from, const uint8_t *buf,
-                        size_t len, struct ack_batch *acks)
+                        size_t len)
 {
     struct efasim_hdr h;
     struct rx_src src = {.addr = *from, .hdr = &h};
-    const uint8_t *payload = buf + sizeof(h);
-    size_t plen = len - sizeof(h);
+    const uint8_t *payload;
+    size_t plen, acks_len;
 
     if (len < sizeof(h))
         return;
     memcpy(&h, buf, sizeof(h));
-    if (h.magic != EFASIM_MAGIC)
+    acks_len = (size_t)h.nacks * sizeof(struct efasim_ack);
+    if (h.magic != EFASIM_MAGIC || acks_len > len - sizeof(h))
         return;
+    payload = buf + sizeof(h) + acks_len;
+    plen = len - sizeof(h) - acks_len;
+    if (h.nacks)
+        rx_acks(qp, &src, buf + sizeof(h), h.nacks);
     switch (h.type) {
     case EFASIM_PKT_DATA:
     case EFASIM_PKT_WRITE:
-        rx_request(qp, &src, payload, plen, acks);
+        rx_request(qp, &src, payload, plen);
         break;
     case EFASIM_PKT_READ_REQ:
         rx_read_req(qp, &src);
@@ -788,8 +800,7 @@ static void rx_datagram(struct efasim_qp *qp, const struct sockaddr_in *from, co
     case EFASIM_PKT_READ_RESP:
         rx_read_resp(qp, &src, payload, plen);
         break;
-    case EFASIM_PKT_ACK:
-        rx_ack(qp, &src, payload, plen);
+    case EFASIM_PKT_ACK: /* its entries were taken above */
         break;
     case EFASIM_PKT_NACK:
         rx_nack(qp, &src);
@@ -804,12 +815,20 @@ static void rx_datagram(struct efasim_qp *qp, const struct sockaddr_in *from, co
 static void qp_timers(struct efasim_qp *qp, uint64_t now)
 {
     const struct efasim_config *cfg = efasim_config();
+    uint64_t next = UINT64_MAX;
 
+    /* Most passes end here: no timer is due yet. */
+    if (!qp->ninflight || now < qp->next_deadline_ns)
+        return;
     for (uint32_t i = 0; i < EFASIM_INFLIGHT_MAX && qp->ninflight; i++) {
         struct efasim_inflight *f = &qp->inflight[i];
 
-        if (!f->used || now < f->deadline_ns)
+        if (!f->used)
             continue;
+        if (now < f->deadline_ns) {
+            next = f->deadline_ns < next ? f->deadline_ns : next;
+            continue;
+        }
         if (now - f->first_ns > (uint64_t)cfg->timeout_ms * 1000000) {
             uint32_t st =
                 qp->peers[f->peer].heard ? EFASIM_ST_UNRESP_REMOTE : EFASIM_ST_UNREACH_REMOTE;
@@ -819,15 +838,18 @@ static void qp_timers(struct efasim_qp *qp, uint64_t now)
         }
         f->rto_us = f->rto_us * 2 < cfg->rto_max_us ? f->rto_us * 2 : cfg->rto_max_us;
         f->deadline_ns = now + (uint64_t)f->rto_us * 1000;
+        next = f->deadline_ns < next ? f->deadline_ns : next;
         inflight_send(qp, f, i);
     }
+    qp->next_deadline_ns = next;
 }
 
 /* Completions that found the send CQ full get another chance. */
 static void qp_retry_finish(struct efasim_qp *qp)
 {
-    if (qp->sq_used == 0)
+    if (!qp->finish_pending)
         return;
+    qp->finish_pending = false;
     for (uint32_t i = 0; i < qp->cap.max_send_wr && !efasim_cq_full(qp->send_cq); i++) {
         struct efasim_swqe *w = &qp->sq[i];
 
@@ -849,10 +871,8 @@ static void qp_progress(struct efasim_qp *qp, uint64_t now)
     struct mmsghdr msgs[EFASIM_RX_BATCH];
     struct iovec iovs[EFASIM_RX_BATCH];
     struct sockaddr_in from[EFASIM_RX_BATCH];
-    struct ack_batch acks;
     int n;
 
-    acks.npeers = 0;
     for (unsigned round = 0; round < 4; round++) {
         for (int i = 0; i < EFASIM_RX_BATCH; i++) {
             iovs[i] = (struct iovec){qp->rxbuf + (size_t)i * qp->rxbuf_size, qp->rxbuf_size};
@@ -866,14 +886,14 @@ static void qp_progress(struct efasim_qp *qp, uint64_t now)
             break;
         for (int i = 0; i < n; i++)
             if (!(msgs[i].msg_hdr.msg_flags & MSG_TRUNC))
-                rx_datagram(qp, &from[i], iovs[i].iov_base, msgs[i].msg_len, &acks);
+                rx_datagram(qp, &from[i], iovs[i].iov_base, msgs[i].msg_len);
         if (n < EFASIM_RX_BATCH)
             break;
     }
-    ack_flush(qp, &acks);
     qp_timers(qp, now);
     qp_retry_finish(qp);
     efasim_qp_issue(qp);
+    ack_flush(qp, efasim_now_ns(), false);
 }
 
 void efasim_progress(struct efasim_context *ctx)
