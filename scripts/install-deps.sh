@@ -7,6 +7,8 @@ packages=(
     build-essential autoconf automake libtool pkg-config git
     libhwloc-dev      # NIC selection (required by configure)
     libibverbs-dev    # libibverbs, libefa and infiniband/efadv.h (rdma-core)
+    ibverbs-utils     # ibv_devinfo, run unmodified on efasim by the tests
+    iproute2          # ip netns and veth for the two-host efasim test
     clang clang-format libclang-rt-14-dev   # clang builds, check-format, libFuzzer, sanitizers
 )
 

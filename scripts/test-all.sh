@@ -49,7 +49,8 @@ configure_build() { # DIR CONFIGURE-ARGS...
     mkdir -p "$dir" && cd "$dir" &&
         { [ -f Makefile ] && [ Makefile -nt "$top/configure" ] || "$top/configure" "$@"; } &&
         make -j"$jobs" all && make -j"$jobs" \
-            test/unit/efarm-unit test/unit/golden-export
+            test/unit/efarm-unit test/unit/golden-export test/unit/efasim-unit \
+            test/unit/efasim-pingpong
 }
 
 sanitize="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
@@ -72,6 +73,18 @@ for b in gcc clang asan; do
         "$root/$b/test/unit/golden-export"
 done
 step bench-codec-runs "$root/gcc/bench/bench-codec" 20000
+
+# efasim: the verbs-level suite in every tree (under ASan+UBSan too), Debian's
+# ibv_devinfo on it, two network namespaces, and the efasim/UDP bench once.
+for b in gcc clang asan; do
+    suite "efasim-$b" env LD_LIBRARY_PATH="$root/$b/src/efasim/.libs" \
+        "$root/$b/test/unit/efasim-unit"
+done
+suite ibv-devinfo sh "$top/test/unit/test_ibv_devinfo.sh" "$root/gcc/src/efasim/.libs"
+suite efasim-netns sh "$top/test/unit/test_efasim_netns.sh" "$root/gcc/test/unit/efasim-pingpong" \
+    "$root/gcc/src/efasim/.libs"
+step bench-efasim-runs env LD_LIBRARY_PATH="$root/gcc/src/efasim/.libs" \
+    "$root/gcc/bench/bench-efasim" 200
 
 fuzz_build() {
     mkdir -p "$root/fuzz" && cd "$root/fuzz" &&

@@ -20,6 +20,34 @@ test_unit_golden_export_LDADD = libefarm.la
 
 EXTRA_DIST += test/unit/test_pktdump.sh
 
-check-local: $(check_PROGRAMS) $(bin_PROGRAMS)
+check-local: $(check_PROGRAMS) $(bin_PROGRAMS) check-efasim
 	./test/unit/efarm-unit
 	$(SHELL) $(top_srcdir)/test/unit/test_pktdump.sh ./tools/efarm-pktdump ./test/unit/golden-export
+
+# efasim, through the verbs API only: built against the system's rdma-core and
+# run with efasim's libraries first on the loader path.
+check_PROGRAMS += test/unit/efasim-unit test/unit/efasim-pingpong
+test_unit_efasim_unit_SOURCES = \
+	test/unit/efarm_test.h \
+	test/unit/runner.c \
+	test/unit/efasim_common.h \
+	test/unit/efasim_common.c \
+	test/unit/test_efasim_device.c \
+	test/unit/test_efasim_send.c \
+	test/unit/test_efasim_srd.c \
+	test/unit/test_efasim_rdma.c \
+	test/unit/test_efasim_procs.c
+test_unit_efasim_unit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test/unit $(IBVERBS_CFLAGS)
+test_unit_efasim_unit_LDADD = libefarm.la $(EFA_LIBS) $(IBVERBS_LIBS)
+test_unit_efasim_pingpong_SOURCES = test/unit/efasim_pingpong.c
+test_unit_efasim_pingpong_CPPFLAGS = $(AM_CPPFLAGS) $(IBVERBS_CFLAGS)
+test_unit_efasim_pingpong_LDADD = $(EFA_LIBS) $(IBVERBS_LIBS)
+EXTRA_DIST += test/unit/test_ibv_devinfo.sh test/unit/test_efasim_netns.sh
+
+EFASIM_ENV = LD_LIBRARY_PATH=$(abs_builddir)/src/efasim/.libs
+check-efasim: $(check_PROGRAMS) $(efasim_LTLIBRARIES)
+	$(EFASIM_ENV) ./test/unit/efasim-unit
+	$(SHELL) $(top_srcdir)/test/unit/test_ibv_devinfo.sh $(abs_builddir)/src/efasim/.libs
+	$(SHELL) $(top_srcdir)/test/unit/test_efasim_netns.sh ./test/unit/efasim-pingpong \
+		$(abs_builddir)/src/efasim/.libs
+.PHONY: check-efasim

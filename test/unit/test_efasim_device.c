@@ -1,0 +1,211 @@
+/*
+ * efasim devices as libibverbs and libefa report them: names, ports, GIDs,
+ * efadv attributes with their EFASIM_* overrides, and verbs efasim does not
+ * implement failing cleanly.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "efasim_common.h"
+
+#define EXPECT_GID(got, want)                                                                     \
+    do {                                                                                          \
+        char g_[64], w_[64];                                                                      \
+        if (memcmp((got)->raw, (want)->raw, 16))                                                  \
+            efarm_test_fail(__FILE__, __LINE__, "GID %s, expected %s", efasim_gid_str((got), g_), \
+                            efasim_gid_str((want), w_));                                          \
+    } while (0)
+
+static void check_device_names(int want)
+{
+    struct ibv_device **list;
+    int n = -1;
+
+    list = ibv_get_device_list(&n);
+    EXPECT_TRUE(list != NULL);
+    EXPECT_EQ(n, want);
+    for (int i = 0; i < n; i++) {
+        char name[32];
+
+        snprintf(name, sizeof(name), "efasim_%d", i);
+        efarm_test_context("device %d", i);
+        if (strcmp(ibv_get_device_name(list[i]), name))
+            efarm_test_fail(__FILE__, __LINE__, "device %d is named %s, expected %s", i,
+                            ibv_get_device_name(list[i]), name);
+    }
+    EXPECT_TRUE(list[n] == NULL);
+    ibv_free_device_list(list);
+}
+
+static void check_port(const struct efasim_dev *dev, uint32_t mtu)
+{
+    struct ibv_device_attr attr;
+
+    EXPECT_EQ(dev->port.state, IBV_PORT_ACTIVE);
+    EXPECT_EQ(dev->port.max_msg_sz, mtu);
+    EXPECT_TRUE(dev->port.gid_tbl_len >= 1);
+    memset(&attr, 0, sizeof(attr));
+    EXPECT_EQ(ibv_query_device(dev->ctx, &attr), 0);
+    EXPECT_EQ(attr.phys_port_cnt, 1);
+}
+
+EFARM_TEST(efasim_device_defaults)
+{
+    const uint32_t caps = EFADV_DEVICE_ATTR_CAPS_RDMA_READ | EFADV_DEVICE_ATTR_CAPS_RNR_RETRY |
+                          EFADV_DEVICE_ATTR_CAPS_CQ_WITH_SGID;
+    struct ibv_port_attr port;
+    struct efasim_dev dev;
+    union ibv_gid want;
+
+    check_device_names(1);
+    efasim_dev_open(0, &dev);
+    check_port(&dev, EFASIM_DEFAULT_MTU);
+    efasim_gid_ipv4(&want, 127, 0, 0, 1);
+    EXPECT_GID(&dev.gid, &want);
+
+    EXPECT_EQ(dev.efa.max_sq_wr, EFASIM_DEFAULT_MAX_SQ_WR);
+    EXPECT_EQ(dev.efa.max_rq_wr, EFASIM_DEFAULT_MAX_RQ_WR);
+    EXPECT_EQ(dev.efa.max_sq_sge, EFASIM_DEFAULT_MAX_SQ_SGE);
+    EXPECT_EQ(dev.efa.max_rq_sge, EFASIM_DEFAULT_MAX_RQ_SGE);
+    EXPECT_EQ(dev.efa.inline_buf_size, EFASIM_DEFAULT_INLINE);
+    EXPECT_EQ(dev.efa.max_rdma_size, EFASIM_DEFAULT_MAX_RDMA);
+    EXPECT_EQ(dev.efa.device_caps & caps, caps);
+    EXPECT_EQ(dev.efa.device_caps & EFASIM_CAPS_RDMA_WRITE, 0);
+
+    /* There is one port. */
+    EXPECT_TRUE(ibv_query_port(dev.ctx, 2, &port) != 0);
+    efasim_dev_close(&dev);
+}
+
+EFARM_TEST(efasim_device_env_overrides)
+{
+    struct efasim_qp_opts opts = EFASIM_QP_OPTS_DEFAULT;
+    struct efasim_pair p;
+    union ibv_gid want;
+    int rc;
+
+    efasim_setenv("EFASIM_MTU", "4096");
+    efasim_setenv("EFASIM_INLINE", "64");
+    efasim_setenv("EFASIM_MAX_SQ_WR", "512");
+    efasim_setenv("EFASIM_MAX_RQ_WR", "1024");
+    efasim_setenv("EFASIM_MAX_RDMA_SIZE", "65536");
+    efasim_setenv("EFASIM_RDMA_READ", "0");
+    efasim_setenv("EFASIM_RDMA_WRITE", "1");
+    efasim_setenv("EFASIM_ADDR", "127.0.0.9");
+
+    opts.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+    efasim_pair_open(&p, &opts, &opts);
+    check_port(&p.dev, 4096);
+    efasim_gid_ipv4(&want, 127, 0, 0, 9);
+    EXPECT_GID(&p.dev.gid, &want);
+    EXPECT_EQ(p.dev.efa.inline_buf_size, 64);
+    EXPECT_EQ(p.dev.efa.max_sq_wr, 512);
+    EXPECT_EQ(p.dev.efa.max_rq_wr, 1024);
+    EXPECT_EQ(p.dev.efa.max_rdma_size, 65536);
+    EXPECT_EQ(p.dev.efa.device_caps & EFADV_DEVICE_ATTR_CAPS_RDMA_READ, 0);
+    EXPECT_EQ(p.dev.efa.device_caps & EFASIM_CAPS_RDMA_WRITE, EFASIM_CAPS_RDMA_WRITE);
+
+    /* The smaller MTU is the message limit on the wire too. */
+    efarm_test_context("4096-byte send at EFASIM_MTU=4096");
+    efasim_pair_roundtrip(&p, 4096, EFASIM_API_WR);
+    efarm_test_context("4097-byte send at EFASIM_MTU=4096");
+    efasim_post_recv(&p.rx, 1, &p.rbuf, 0, 8192);
+    rc = efasim_send(&p.tx, &p.to_rx, 2, &p.sbuf, 0, 4097);
+    if (!rc) {
+        struct efasim_wc wc;
+
+        efasim_wait_wc(p.tx.send_cq, &wc, "the 4097-byte send");
+        EXPECT_WC_STATUS(&wc, IBV_WC_LOC_LEN_ERR);
+    }
+    efasim_expect_no_wc(p.rx.recv_cq, 100, "a receive of the oversized send");
+    efasim_pair_close(&p);
+}
+
+EFARM_TEST(efasim_device_three)
+{
+    struct efasim_dev dev[3];
+
+    efasim_setenv("EFASIM_NDEV", "3");
+    check_device_names(3);
+    for (int i = 0; i < 3; i++) {
+        union ibv_gid want;
+
+        efarm_test_context("efasim_%d", i);
+        efasim_dev_open(i, &dev[i]);
+        check_port(&dev[i], EFASIM_DEFAULT_MTU);
+        efasim_gid_ipv4(&want, 127, 0, 0, (uint8_t)(1 + i));
+        EXPECT_GID(&dev[i].gid, &want);
+    }
+    for (int i = 0; i < 3; i++)
+        efasim_dev_close(&dev[i]);
+}
+
+/* rc from a verb that returns an errno value: EOPNOTSUPP, or -1 with errno set to it. */
+static void expect_unsupported_rc(int rc, const char *what)
+{
+    if (rc == EOPNOTSUPP || (rc == -1 && errno == EOPNOTSUPP))
+        return;
+    efarm_test_fail(__FILE__, __LINE__, "%s returned %d (errno %d: %s), expected EOPNOTSUPP", what,
+                    rc, errno, strerror(errno));
+}
+
+EFARM_TEST(efasim_unsupported_verbs_fail_cleanly)
+{
+    struct ibv_srq_init_attr srq_attr = {.attr = {.max_wr = 16, .max_sge = 1}};
+    struct ibv_xrcd_init_attr xrcd_attr = {
+        .comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+        .fd = -1,
+        .oflags = 0,
+    };
+    struct ibv_qp_init_attr rc_attr;
+    struct efasim_pair p;
+    union ibv_gid mgid;
+    struct ibv_srq *srq;
+    struct ibv_xrcd *xrcd;
+    struct ibv_mw *mw;
+    struct ibv_qp *qp;
+
+    efasim_pair_open(&p, NULL, NULL);
+
+    errno = 0;
+    srq = ibv_create_srq(p.dev.pd, &srq_attr);
+    EXPECT_TRUE(srq == NULL);
+    EXPECT_EQ(errno, EOPNOTSUPP);
+
+    errno = 0;
+    mw = ibv_alloc_mw(p.dev.pd, IBV_MW_TYPE_1);
+    EXPECT_TRUE(mw == NULL);
+    EXPECT_TRUE(errno == EOPNOTSUPP || errno == ENOSYS);
+
+    errno = 0;
+    xrcd = ibv_open_xrcd(p.dev.ctx, &xrcd_attr);
+    EXPECT_TRUE(xrcd == NULL);
+    EXPECT_TRUE(errno == EOPNOTSUPP || errno == ENOSYS);
+
+    memset(&mgid, 0, sizeof(mgid));
+    mgid.raw[0] = 0xff;
+    mgid.raw[15] = 1;
+    errno = 0;
+    expect_unsupported_rc(ibv_attach_mcast(p.rx.qp, &mgid, 0), "ibv_attach_mcast");
+    errno = 0;
+    expect_unsupported_rc(ibv_detach_mcast(p.rx.qp, &mgid, 0), "ibv_detach_mcast");
+
+    /* EFA has no RC QPs: creation fails with an error code, not a crash. */
+    memset(&rc_attr, 0, sizeof(rc_attr));
+    rc_attr.send_cq = ibv_cq_ex_to_cq(p.tx.send_cq);
+    rc_attr.recv_cq = ibv_cq_ex_to_cq(p.tx.recv_cq);
+    rc_attr.qp_type = IBV_QPT_RC;
+    rc_attr.cap.max_send_wr = 16;
+    rc_attr.cap.max_recv_wr = 16;
+    rc_attr.cap.max_send_sge = 1;
+    rc_attr.cap.max_recv_sge = 1;
+    errno = 0;
+    qp = ibv_create_qp(p.dev.pd, &rc_attr);
+    EXPECT_TRUE(qp == NULL);
+    EXPECT_TRUE(errno != 0);
+
+    /* Nothing above broke the device. */
+    efasim_pair_roundtrip(&p, 100, EFASIM_API_WR);
+    efasim_pair_close(&p);
+}

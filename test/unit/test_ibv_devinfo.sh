@@ -1,0 +1,135 @@
+#!/bin/sh
+# Debian's ibv_devinfo and ibv_devices (ibverbs-utils) against efasim.
+#
+#   sh test/unit/test_ibv_devinfo.sh EFASIM_LIBDIR
+#
+# EFASIM_LIBDIR holds efasim's libibverbs.so.1 and libefa.so.1 (the build's
+# src/efasim/.libs). Unmodified rdma-core tools must list efasim_0 with port 1
+# active and its GID, whatever they query on the way. IBV_DEVINFO names another
+# ibv_devinfo binary. Prints "PASS name" or "FAIL name: why" per check, then
+# "N passed, N failed"; exits 77 (skipped) without ibverbs-utils, nonzero if
+# any check failed.
+set -u
+
+if [ $# -ne 1 ]; then
+    echo "usage: $0 EFASIM_LIBDIR" >&2
+    exit 2
+fi
+libdir=$1
+devinfo=${IBV_DEVINFO:-/usr/bin/ibv_devinfo}
+devices=$(dirname "$devinfo")/ibv_devices
+npass=0
+nfail=0
+
+if [ ! -x "$devinfo" ]; then
+    echo "SKIP ibv_devinfo: ibverbs-utils not installed"
+    exit 77
+fi
+if [ ! -e "$libdir/libibverbs.so.1" ]; then
+    echo "$0: no libibverbs.so.1 in $libdir" >&2
+    exit 2
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_ibv_devinfo.XXXXXX") || exit 2
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 2' HUP INT PIPE TERM
+
+# The checks below expect efasim's defaults.
+unset EFASIM_NDEV EFASIM_ADDR EFASIM_MTU
+LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH
+
+# A hung tool must fail its check, not the whole run.
+run_limit=
+if command -v timeout >/dev/null 2>&1; then
+    run_limit="timeout 30"
+fi
+
+pass() {
+    npass=$((npass + 1))
+    echo "PASS $1"
+}
+
+fail() {
+    nfail=$((nfail + 1))
+    echo "FAIL $1: $2"
+}
+
+# run TOOL ARGS...: stdout, stderr and status in $tmp/out, $tmp/err, $rc.
+run() {
+    $run_limit "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+}
+
+first_err() {
+    head -n 1 "$tmp/err"
+}
+
+# expect_line NAME PATTERN WHAT: $tmp/out has a line matching the extended regex PATTERN.
+expect_line() {
+    if grep -Eq "$2" "$tmp/out"; then
+        pass "$1"
+    else
+        fail "$1" "no line matching '$2' ($3)"
+    fi
+}
+
+# ---- ibv_devinfo: the summary of every device ---------------------------------
+
+run "$devinfo"
+if [ "$rc" -ne 0 ]; then
+    fail devinfo_runs "exit status $rc ($(first_err))"
+else
+    pass devinfo_runs
+fi
+expect_line devinfo_hca_id '^hca_id:[[:space:]]*efasim_0$' "efasim_0 not listed"
+expect_line devinfo_one_port '^[[:space:]]*phys_port_cnt:[[:space:]]*1$' "phys_port_cnt"
+
+# The "state:" line that follows "port: 1" says PORT_ACTIVE.
+state=$(awk '/^[[:space:]]*port:[[:space:]]*1$/ { p = 1; next }
+             p && /^[[:space:]]*state:/ { print; exit }' "$tmp/out")
+case $state in
+*PORT_ACTIVE*) pass devinfo_port_1_active ;;
+*) fail devinfo_port_1_active "port 1 state line: '${state:-none}'" ;;
+esac
+
+# ---- ibv_devinfo -v: every attribute query, the port's limits and GID ---------
+
+run "$devinfo" -v -d efasim_0
+if [ "$rc" -ne 0 ]; then
+    fail devinfo_verbose_runs "exit status $rc ($(first_err))"
+else
+    pass devinfo_verbose_runs
+fi
+expect_line devinfo_verbose_max_msg_sz '^[[:space:]]*max_msg_sz:[[:space:]]*0x22e0$' \
+    "max_msg_sz is not the 8928-byte MTU"
+expect_line devinfo_verbose_gid 'GID\[ *0\]:[[:space:]]*0000:0000:0000:0000:0000:ffff:7f00:0001' \
+    "GID 0 is not ::ffff:127.0.0.1"
+
+# ---- Device list, an unknown device, several devices ---------------------------
+
+run "$devinfo" -d no_such_device
+if [ "$rc" -eq 0 ]; then
+    fail devinfo_unknown_device "exit status 0 for a device that does not exist"
+elif [ "$rc" -eq 124 ] || { [ "$rc" -gt 128 ] && [ "$rc" -lt 160 ]; }; then
+    fail devinfo_unknown_device "exit status $rc (hang or signal)"
+else
+    pass devinfo_unknown_device
+fi
+
+run env EFASIM_NDEV=3 "$devinfo" -l
+expect_line devinfo_list_three '^3 HCAs? found' "EFASIM_NDEV=3"
+expect_line devinfo_list_efasim_2 '^[[:space:]]*efasim_2$' "EFASIM_NDEV=3"
+
+if [ -x "$devices" ]; then
+    run "$devices"
+    if [ "$rc" -ne 0 ]; then
+        fail ibv_devices_runs "exit status $rc ($(first_err))"
+    else
+        pass ibv_devices_runs
+    fi
+    expect_line ibv_devices_lists_efasim_0 '^[[:space:]]*efasim_0[[:space:]]' "not listed"
+fi
+
+echo "$npass passed, $nfail failed"
+[ "$nfail" -eq 0 ]
