@@ -47,7 +47,7 @@ EXTRA_DIST += test/unit/test_ibv_devinfo.sh test/unit/test_efasim_netns.sh
 EFASIM_ENV = LD_LIBRARY_PATH=$(abs_builddir)/src/efasim/.libs
 check-efasim: $(check_PROGRAMS) $(efasim_LTLIBRARIES)
 	$(EFASIM_ENV) ./test/unit/efasim-unit
-	$(SHELL) $(top_srcdir)/test/unit/test_ibv_devinfo.sh $(abs_builddir)/src/efasim/.libs
+	$(SHELL) $(top_srcdir)/test/unit/test_ibv_devinfo.sh $(abs_builddir)/src/efasim/.libs || test $$? -eq 77
 	$(SHELL) $(top_srcdir)/test/unit/test_efasim_netns.sh ./test/unit/efasim-pingpong \
 		$(abs_builddir)/src/efasim/.libs
 .PHONY: check-efasim

@@ -155,6 +155,31 @@ static size_t ep_recv(struct ep *e, uint8_t *out, double timeout_s, struct ibv_c
     exit(1);
 }
 
+/* Poll until one send completes successfully. */
+static void ep_wait_send(struct ep *e, double timeout_s)
+{
+    double deadline = now_s() + timeout_s;
+
+    while (now_s() < deadline) {
+        if (ibv_start_poll(e->cq, NULL))
+            continue;
+        do {
+            if (e->cq->status != IBV_WC_SUCCESS) {
+                fprintf(stderr, "efasim-pingpong: send failed: %s\n",
+                        ibv_wc_status_str(e->cq->status));
+                exit(1);
+            }
+            if (ibv_wc_read_opcode(e->cq) == IBV_WC_SEND) {
+                ibv_end_poll(e->cq);
+                return;
+            }
+        } while (!ibv_next_poll(e->cq));
+        ibv_end_poll(e->cq);
+    }
+    fprintf(stderr, "efasim-pingpong: the hello never completed\n");
+    exit(1);
+}
+
 /* Keep polling for `secs`, so the last sends complete and their ACKs go out. */
 static void ep_drain(struct ep *e, double secs)
 {
@@ -253,6 +278,8 @@ int main(int argc, char **argv)
     memcpy(msg, &gid, sizeof(gid));
     memcpy(msg + sizeof(gid), &e.qp->qp_num, sizeof(uint32_t));
     ep_send(&e, msg, sizeof(gid) + sizeof(uint32_t));
+    /* SRD does not keep order: nothing may overtake the hello, so wait until it landed. */
+    ep_wait_send(&e, 30);
     for (unsigned i = 0; i < count; i++) {
         size_t n = msg_len(i), r;
 
