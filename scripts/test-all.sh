@@ -32,7 +32,7 @@ suite() {
     shift
     "$@" >"$log" 2>&1
     status=$?
-    grep -E '^(PASS|FAIL) ' "$log" | sed "s/^\(PASS\|FAIL\) /\1 $name: /"
+    grep -E '^(PASS|FAIL|SKIP) ' "$log" | sed "s/^\(PASS\|FAIL\|SKIP\) /\1 $name: /"
     read -r p f < <(tail -n 1 "$log" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p')
     if [ -z "${p:-}" ]; then
         fail "$name (no summary line, exit $status)" "$log"

@@ -2,3 +2,9 @@
 bin_PROGRAMS += tools/efarm-pktdump
 tools_efarm_pktdump_SOURCES = tools/efarm-pktdump.c tools/json.c tools/json.h
 tools_efarm_pktdump_LDADD = libefarm.la
+
+# efasim-info: efasim's knob table and devices.
+bin_PROGRAMS += tools/efasim-info
+tools_efasim_info_SOURCES = tools/efasim-info.c
+tools_efasim_info_CPPFLAGS = $(AM_CPPFLAGS) $(IBVERBS_CFLAGS)
+tools_efasim_info_LDADD = src/efasim/libibverbs.la

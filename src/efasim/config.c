@@ -153,6 +153,7 @@ void efasim_config_print(FILE *out)
     char addr[INET_ADDRSTRLEN];
 
     (void)c;
+    fprintf(out, "efasim knobs (set in the environment; read once at first use)\n");
     fprintf(out, "%-24s %-12s %-12s %s\n", "variable", "default", "value", "meaning");
 #define EFASIM_KNOB_PRINT(name, member, kind, def, doc)          \
     fprintf(out, "%-24s %-12s %-12s %s\n", "EFASIM_" #name, def, \
