@@ -141,9 +141,12 @@ static void config_read(void)
     }
 }
 
-const struct efasim_config *efasim_config(void)
+const struct efasim_config *g_efasim_config;
+
+const struct efasim_config *efasim_config_slow(void)
 {
     pthread_once(&g_config_once, config_read);
+    __atomic_store_n(&g_efasim_config, &g_config, __ATOMIC_RELEASE);
     return &g_config;
 }
 

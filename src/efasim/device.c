@@ -534,7 +534,7 @@ EFASIM_EXPORT int ibv_dereg_mr(struct ibv_mr *ibv_mr)
 
 uint16_t efasim_ahn_for_gid(struct efasim_context *ctx, const union ibv_gid *gid)
 {
-    for (uint32_t i = 0; i < efasim_config()->max_ah; i++) {
+    for (uint32_t i = 0; i < ctx->ah_slots_used; i++) {
         struct efasim_ah *ah = ctx->ahs[i];
 
         if (ah && ah->live && !memcmp(ah->gid.raw, gid->raw, sizeof(gid->raw)))
@@ -572,6 +572,8 @@ EFASIM_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr
         return NULL;
     }
     ctx->ahs[slot] = ah;
+    if (slot >= ctx->ah_slots_used)
+        ctx->ah_slots_used = slot + 1;
     ah->ibv.context = pd->context;
     ah->ibv.pd = pd;
     ah->ibv.handle = slot + 1;

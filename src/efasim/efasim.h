@@ -87,7 +87,15 @@ struct efasim_config {
 };
 
 /* The configuration, read from the environment on first use. Never NULL. */
-const struct efasim_config *efasim_config(void);
+const struct efasim_config *efasim_config_slow(void);
+extern const struct efasim_config *g_efasim_config; /* set once the environment was read */
+
+static inline const struct efasim_config *efasim_config(void)
+{
+    const struct efasim_config *c = __atomic_load_n(&g_efasim_config, __ATOMIC_ACQUIRE);
+
+    return c ? c : efasim_config_slow();
+}
 
 /* Print every knob with its value and documentation. */
 void efasim_config_print(FILE *out);
@@ -151,6 +159,8 @@ struct efasim_context {
     struct efasim_mr **mrs; /* indexed by key - 1 */
     struct efasim_ah **ahs; /* indexed by ahn - 1 */
     uint32_t nqp, nmr, nah;
+    uint32_t qp_slots_used; /* every QP sits below this slot index */
+    uint32_t ah_slots_used; /* likewise for AHs */
     pthread_t service;
     bool service_running, stop;
     uint64_t last_app_poll_ns;

@@ -127,6 +127,8 @@ struct ibv_qp *efasim_qp_create(struct efasim_context *ctx, struct ibv_qp_init_a
     }
     ctx->qps[slot] = qp;
     ctx->nqp++;
+    if (slot >= ctx->qp_slots_used)
+        ctx->qp_slots_used = slot + 1;
     pthread_mutex_unlock(&ctx->lock);
     attr->cap = qp->cap;
     return &qp->ibv.qp_base;

@@ -900,7 +900,7 @@ void efasim_progress(struct efasim_context *ctx)
 {
     uint64_t now = efasim_now_ns();
 
-    for (uint32_t i = 0; i < efasim_config()->max_qp; i++)
+    for (uint32_t i = 0; i < ctx->qp_slots_used; i++)
         if (ctx->qps[i])
             qp_progress(ctx->qps[i], now);
     efasim_delayq_flush(ctx, false);
