@@ -80,6 +80,15 @@ for b in gcc clang asan; do
     suite "efasim-$b" env LD_LIBRARY_PATH="$root/$b/src/efasim/.libs" \
         "$root/$b/test/unit/efasim-unit"
 done
+tsan_build() {
+    mkdir -p "$root/tsan" && cd "$root/tsan" &&
+        { [ -f Makefile ] && [ Makefile -nt "$top/configure" ] ||
+            "$top/configure" CC=clang CFLAGS="-O1 -g -fsanitize=thread" LDFLAGS="-fsanitize=thread"; } &&
+        make -j"$jobs" src/efasim/libibverbs.la src/efasim/libefa.la test/unit/efasim-unit
+}
+step build-tsan-efasim tsan_build
+suite efasim-tsan env TSAN_OPTIONS=halt_on_error=1 LD_LIBRARY_PATH="$root/tsan/src/efasim/.libs" \
+    "$root/tsan/test/unit/efasim-unit"
 suite ibv-devinfo sh "$top/test/unit/test_ibv_devinfo.sh" "$root/gcc/src/efasim/.libs"
 suite efasim-netns sh "$top/test/unit/test_efasim_netns.sh" "$root/gcc/test/unit/efasim-pingpong" \
     "$root/gcc/src/efasim/.libs"

@@ -438,7 +438,10 @@ EFASIM_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 
 /* ---- MR ----------------------------------------------------------------------- */
 
-/* Keys carry a generation so a key from a deregistered MR never matches a new one. */
+/*
+ * Keys carry a generation so a key from a deregistered MR never matches a new
+ * one. The counter is shared by every context in the process, hence atomic.
+ */
 #define MR_SLOT_BITS 17
 static uint32_t g_mr_generation;
 
@@ -468,7 +471,7 @@ EFASIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, siz
     struct efasim_context *ctx = efasim_ctx(pd->context);
     const struct efasim_config *cfg = efasim_config();
     struct efasim_mr *mr = NULL;
-    uint32_t slot;
+    uint32_t slot, gen;
 
     if (iova != (uint64_t)(uintptr_t)addr || (!addr && length)) {
         errno = EINVAL; /* efasim maps RDMA addresses 1:1 to virtual addresses */
@@ -490,12 +493,12 @@ EFASIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, siz
         return NULL;
     }
     ctx->mrs[slot] = mr;
-    g_mr_generation = (g_mr_generation + 1) & 0x7fff;
+    gen = __atomic_add_fetch(&g_mr_generation, 1, __ATOMIC_RELAXED) & 0x7fff;
     mr->ibv.context = pd->context;
     mr->ibv.pd = pd;
     mr->ibv.addr = addr;
     mr->ibv.length = length;
-    mr->ibv.lkey = (g_mr_generation << MR_SLOT_BITS) | (slot + 1);
+    mr->ibv.lkey = (gen << MR_SLOT_BITS) | (slot + 1);
     mr->ibv.rkey = mr->ibv.lkey;
     mr->access = access | IBV_ACCESS_LOCAL_WRITE;
     mr->live = true;
