@@ -43,7 +43,8 @@ extern char **environ;
     X(LOSS, loss, PROB, "0", "probability a datagram is dropped (below reliability)")             \
     X(DUP, dup, PROB, "0", "probability a datagram is sent twice")                                \
     X(REORDER, reorder, PROB, "0", "probability a datagram is held back behind later ones")       \
-    X(DELAY_US, delay_us, U32, "0", "extra delay of held-back datagrams")                         \
+    X(DELAY, delay, PROB, "0", "probability a datagram is held for EFASIM_DELAY_US")              \
+    X(DELAY_US, delay_us, U32, "1000", "how long a delayed datagram is held")                     \
     X(SEED, seed, U64, "1", "seed of the fault injector's random stream")
 
 static struct efasim_config g_config;

@@ -81,7 +81,7 @@ struct efasim_config {
     uint32_t ack_delay_us;   /* how long an ACK may wait for a datagram to ride on */
     uint32_t service_us;     /* service thread period */
     uint32_t rdma_chunk;     /* payload bytes per RDMA datagram */
-    double loss, dup, reorder;
+    double loss, dup, reorder, delay;
     uint32_t delay_us;
     uint64_t seed;
 };

@@ -86,7 +86,7 @@ void efasim_delayq_free(struct efasim_context *ctx)
 
 /* Hold a copy of the datagram; false when no slot is free (then it goes out now). */
 static bool delayq_hold(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
-                        struct iovec *iov, int iovcnt)
+                        struct iovec *iov, int iovcnt, bool by_time_only)
 {
     const struct efasim_config *cfg = efasim_config();
     struct efasim_delayq *q = ctx->delayq;
@@ -114,8 +114,9 @@ static bool delayq_hold(struct efasim_context *ctx, int fd, const struct sockadd
     d->used = true;
     d->fd = fd;
     d->dst = *dst;
-    d->hold = 1 + (unsigned)(efasim_rand01(ctx) * 4);
-    d->due_ns = efasim_now_ns() + (uint64_t)(cfg->delay_us ? cfg->delay_us : 200) * 1000;
+    /* Reordering: behind 1-4 later datagrams (or 200 us); delay: EFASIM_DELAY_US. */
+    d->hold = by_time_only ? UINT32_MAX : 1 + (unsigned)(efasim_rand01(ctx) * 4);
+    d->due_ns = efasim_now_ns() + (by_time_only ? (uint64_t)cfg->delay_us * 1000 : 200000);
     return true;
 }
 
@@ -127,7 +128,9 @@ static void delayq_tick(struct efasim_context *ctx)
     for (unsigned i = 0; i < DELAYQ_SLOTS; i++) {
         struct delayed *d = &ctx->delayq->slot[i];
 
-        if (d->used && (--d->hold == 0 || now >= d->due_ns))
+        if (d->used && d->hold != UINT32_MAX)
+            d->hold--;
+        if (d->used && (d->hold == 0 || now >= d->due_ns))
             delayed_release(d);
     }
 }
@@ -137,7 +140,7 @@ void efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *d
 {
     const struct efasim_config *cfg = efasim_config();
 
-    if (!cfg->loss && !cfg->dup && !cfg->reorder && !cfg->delay_us) {
+    if (!cfg->loss && !cfg->dup && !cfg->reorder && !cfg->delay) {
         raw_send(fd, dst, iov, iovcnt);
         return;
     }
@@ -145,11 +148,14 @@ void efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *d
         delayq_tick(ctx);
     if (cfg->loss && efasim_rand01(ctx) < cfg->loss)
         return;
-    if ((cfg->delay_us || (cfg->reorder && efasim_rand01(ctx) < cfg->reorder)) &&
-        delayq_hold(ctx, fd, dst, iov, iovcnt))
+    if (cfg->delay && efasim_rand01(ctx) < cfg->delay &&
+        delayq_hold(ctx, fd, dst, iov, iovcnt, true))
+        return;
+    if (cfg->reorder && efasim_rand01(ctx) < cfg->reorder &&
+        delayq_hold(ctx, fd, dst, iov, iovcnt, false))
         return;
     raw_send(fd, dst, iov, iovcnt);
-    if (cfg->dup && efasim_rand01(ctx) < cfg->dup && !delayq_hold(ctx, fd, dst, iov, iovcnt))
+    if (cfg->dup && efasim_rand01(ctx) < cfg->dup && !delayq_hold(ctx, fd, dst, iov, iovcnt, false))
         raw_send(fd, dst, iov, iovcnt);
 }
 

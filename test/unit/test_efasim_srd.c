@@ -201,6 +201,8 @@ EFARM_TEST_TIMEOUT(efasim_faults_exactly_once, 60)
     efasim_setenv("EFASIM_LOSS", "0.1");
     efasim_setenv("EFASIM_DUP", "0.1");
     efasim_setenv("EFASIM_REORDER", "0.2");
+    efasim_setenv("EFASIM_DELAY", "0.05"); /* and some held back for EFASIM_DELAY_US */
+    efasim_setenv("EFASIM_DELAY_US", "300");
     efasim_pair_open(&p, &opts, &opts);
     efasim_buf_alloc(&p.dev, (size_t)WINDOW * p.dev.mtu, EFASIM_ACCESS_ALL, &sbuf);
     efasim_buf_alloc(&p.dev, (size_t)RECVS * p.dev.mtu, EFASIM_ACCESS_ALL, &rbuf);
