@@ -635,6 +635,18 @@ static bool rdma_range_ok(struct efasim_qp *qp, const struct efasim_hdr *h, unsi
            efasim_mr_check(qp->ctx, h->rkey, h->raddr, h->len, access);
 }
 
+/*
+ * A request reaches this QP only if it is ready to receive and the Q-Key
+ * matches; otherwise the sender learns the destination QP is bad, as on EFA.
+ */
+static bool rx_addressed_ok(struct efasim_qp *qp, const struct rx_src *src)
+{
+    if ((qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS) && src->hdr->qkey == qp->qkey)
+        return true;
+    send_nack(qp, src, EFASIM_ST_REMOTE_BAD_DEST_QPN);
+    return false;
+}
+
 /* DATA and WRITE: checked, de-duplicated, applied, answered. */
 static void rx_request(struct efasim_qp *qp, const struct rx_src *src, const uint8_t *payload,
                        size_t plen)
@@ -647,14 +659,8 @@ static void rx_request(struct efasim_qp *qp, const struct rx_src *src, const uin
     uint32_t pidx;
     int fresh;
 
-    if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS) {
-        send_nack(qp, src, EFASIM_ST_REMOTE_BAD_DEST_QPN);
+    if (!rx_addressed_ok(qp, src))
         return;
-    }
-    if (h->qkey != qp->qkey) {
-        send_nack(qp, src, EFASIM_ST_REMOTE_BAD_DEST_QPN);
-        return;
-    }
     p = peer_get(qp, src->addr.sin_addr, ntohs(src->addr.sin_port), true, &pidx);
     if (!p)
         return;
@@ -707,14 +713,8 @@ static void rx_read_req(struct efasim_qp *qp, const struct rx_src *src)
                            .len = h->len};
     struct iovec iov[2] = {{&r, sizeof(r)}, {(void *)(uintptr_t)h->raddr, h->len}};
 
-    if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS) {
-        send_nack(qp, src, EFASIM_ST_REMOTE_BAD_DEST_QPN);
+    if (!rx_addressed_ok(qp, src))
         return;
-    }
-    if (h->qkey != qp->qkey) {
-        send_nack(qp, src, EFASIM_ST_REMOTE_BAD_DEST_QPN);
-        return;
-    }
     if (!efasim_config()->rdma_read || h->len > efasim_config()->rdma_chunk ||
         !rdma_range_ok(qp, h, IBV_ACCESS_REMOTE_READ)) {
         send_nack(qp, src, EFASIM_ST_REMOTE_BAD_ADDRESS);
