@@ -37,7 +37,19 @@
     X(PKT_CTS_ZERO, "CTS grants zero bytes (recv_length must be > 0)")                       \
     X(PKT_FIELD_RANGE, "field value does not fit its wire width")                            \
     X(PKT_MISSING_ARRAY, "nonzero count given without its array")                            \
-    X(PKT_ENCODE_TYPE, "packet type has no encoder (retired, reserved or unknown)")
+    X(PKT_ENCODE_TYPE, "packet type has no encoder (retired, reserved or unknown)")          \
+    X(DEV_LOAD, "could not load libibverbs/libefa for the selected device (EFARM_DEVICE)")   \
+    X(DEV_NONE, "no EFA device found")                                                       \
+    X(DEV_RNR, "receiver not ready: no receive posted within the RNR retry budget")          \
+    X(DEV_REMOTE_ACCESS, "remote access error: bad key, bounds or access rights")            \
+    X(DEV_REMOTE_QP, "remote QP does not exist, is not ready, or has another Q-Key")         \
+    X(DEV_REMOTE_LENGTH, "remote receive buffer too short")                                  \
+    X(DEV_LOCAL_LENGTH, "local length error (message too long or receive too short)")        \
+    X(DEV_LOCAL_PROTECTION, "local protection error (lkey does not cover the buffer)")       \
+    X(DEV_LOCAL_QP, "local QP operation error (bad address handle or operation)")            \
+    X(DEV_FLUSHED, "work request flushed: the QP went to the error state")                   \
+    X(DEV_TIMEOUT, "remote unresponsive or unreachable")                                     \
+    X(DEV_GENERAL, "device completion error")
 
 enum efarm_error_code {
     EFARM_ERR_BASE_ = 4096, /* above every errno value */

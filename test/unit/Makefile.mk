@@ -7,8 +7,10 @@ test_unit_efarm_unit_SOURCES = \
 	test/unit/golden_vectors.c \
 	test/unit/test_pkt_golden.c \
 	test/unit/test_pkt_malformed.c \
-	test/unit/test_pkt_roundtrip.c
-test_unit_efarm_unit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test/unit
+	test/unit/test_pkt_roundtrip.c \
+	test/unit/test_device.c
+test_unit_efarm_unit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test/unit $(IBVERBS_CFLAGS) \
+	$(HWLOC_CFLAGS) -DEFARM_TEST_EFASIM_PATH=\"$(abs_builddir)/src/efasim/.libs\"
 test_unit_efarm_unit_LDADD = libefarm.la
 
 # Writes every golden vector as <name>.hex (dissector round trip, fuzz corpus seeds).
@@ -20,7 +22,7 @@ test_unit_golden_export_LDADD = libefarm.la
 
 EXTRA_DIST += test/unit/test_pktdump.sh
 
-check-local: $(check_PROGRAMS) $(bin_PROGRAMS) check-efasim
+check-local: $(check_PROGRAMS) $(bin_PROGRAMS) $(efasim_LTLIBRARIES) check-efasim
 	./test/unit/efarm-unit
 	$(SHELL) $(top_srcdir)/test/unit/test_pktdump.sh ./tools/efarm-pktdump ./test/unit/golden-export
 

@@ -1,0 +1,177 @@
+/*
+ * efarm's EFA device layer: the only code that talks to the device.
+ *
+ * It reaches libibverbs and libefa through a function table filled by
+ * efarm_device_initialize(), which loads either the system's libraries or
+ * efasim's at run time (EFARM_DEVICE=efa|sim|auto), so one efarm binary runs
+ * on real EFA and on the emulator with the same verbs calls. Nothing here
+ * calls an exported verbs symbol directly; the inline verbs helpers it uses
+ * (ibv_wr_*, ibv_start_poll, ibv_post_recv, ...) go through the objects'
+ * own function pointers.
+ *
+ * An endpoint is a PD, an extended CQ (with the sender's GID where the device
+ * offers it), an SRD QP in RTS whose Q-Key is a random connid, a pool of
+ * registered receive buffers kept posted, and an address-handle cache keyed by
+ * GID. Completions are returned in batches with the device's errors mapped to
+ * efarm codes (efarm_errno.h).
+ */
+#ifndef EFARM_DEVICE_H
+#define EFARM_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define EFARM_RAW_ADDR_LEN 32 /* protocol v4 section 1.4 */
+#define EFARM_DEV_NAME_MAX 64
+
+/* Which libraries efarm_device_initialize() loaded. */
+enum efarm_device_kind { EFARM_DEVICE_EFA, EFARM_DEVICE_SIM };
+
+/*
+ * Load the verbs libraries, once per process: EFARM_DEVICE=efa loads the
+ * system's libibverbs.so.1/libefa.so.1, sim loads efasim's (from
+ * EFARM_EFASIM_PATH, else the installed efasim directory), auto (the default)
+ * picks efa when sysfs shows an Amazon EFA device and sim otherwise. Returns
+ * 0, or EFARM_E(DEV_LOAD) with the reason logged. Safe to call again.
+ */
+int efarm_device_initialize(void);
+
+/* What was loaded; valid after a successful efarm_device_initialize(). */
+enum efarm_device_kind efarm_device_kind(void);
+
+/* Capabilities of one device, from efadv_query_device and the port. */
+struct efarm_device_caps {
+    char name[EFARM_DEV_NAME_MAX];
+    uint32_t max_msg_size; /* the MTU one send carries (port max_msg_sz) */
+    uint32_t inline_size;
+    uint32_t max_sq_wr, max_rq_wr;
+    uint32_t max_sq_sge, max_rq_sge;
+    uint64_t max_rdma_size;
+    bool rdma_read, rdma_write, rnr_retry, cq_with_sgid;
+    uint32_t device_version; /* for the HANDSHAKE's DEVICE_VERSION field */
+    uint32_t vendor_id;
+};
+
+/*
+ * Enumerate the devices: fills up to `max` entries of caps[] and returns how
+ * many devices exist (may exceed max), or a negative error.
+ */
+int efarm_device_query_all(struct efarm_device_caps *caps, unsigned max);
+
+/* ---- Endpoints ---------------------------------------------------------------- */
+
+struct efarm_dev_ep;
+struct efarm_dev_ah;
+struct efarm_dev_mr;
+
+struct efarm_dev_ep_attr {
+    uint32_t sq_depth;   /* send WRs in flight; 0 = 256 */
+    uint32_t rx_buffers; /* receive buffers of max_msg_size kept posted; 0 = none */
+    uint32_t rx_refill;  /* repost in batches of this many; 0 = 32 */
+    uint32_t cq_depth;   /* 0 = sq_depth + rx_buffers + 64 */
+    uint8_t rnr_retry;   /* 7 = retry forever */
+};
+
+/*
+ * Open an endpoint on device `name` (NULL = the first). The caller owns the
+ * endpoint and closes it with efarm_dev_ep_close(). Returns 0 or a negative
+ * error; *ep_p is set only on success.
+ */
+int efarm_dev_ep_open(const char *name, const struct efarm_dev_ep_attr *attr,
+                      struct efarm_dev_ep **ep_p);
+void efarm_dev_ep_close(struct efarm_dev_ep *ep);
+
+/* The device's capabilities as the endpoint sees them (owned by the endpoint). */
+const struct efarm_device_caps *efarm_dev_ep_caps(const struct efarm_dev_ep *ep);
+
+/* The endpoint's 32-byte raw address: gid 16, qpn 2, pad 2, connid 4, reserved 8. */
+void efarm_dev_ep_raw_addr(const struct efarm_dev_ep *ep, uint8_t out[EFARM_RAW_ADDR_LEN]);
+uint32_t efarm_dev_ep_connid(const struct efarm_dev_ep *ep);
+
+/*
+ * Address handle for a peer's GID, created on first use and cached per GID
+ * (owned by the endpoint, valid until it closes). Returns 0 or an error.
+ */
+int efarm_dev_ah_get(struct efarm_dev_ep *ep, const uint8_t gid[16], struct efarm_dev_ah **ah_p);
+
+/* The AH number the device reports as the source of receives from that GID. */
+uint16_t efarm_dev_ah_number(const struct efarm_dev_ah *ah);
+
+/* Memory registration; the caller deregisters what it registered. */
+int efarm_dev_mr_reg(struct efarm_dev_ep *ep, void *addr, size_t len, bool remote_read,
+                     bool remote_write, struct efarm_dev_mr **mr_p);
+void efarm_dev_mr_dereg(struct efarm_dev_mr *mr);
+uint32_t efarm_dev_mr_lkey(const struct efarm_dev_mr *mr);
+uint32_t efarm_dev_mr_rkey(const struct efarm_dev_mr *mr);
+
+/* One send: up to two segments of registered memory, or inline data. */
+struct efarm_dev_send {
+    struct efarm_dev_ah *ah;
+    uint32_t qpn, qkey; /* the peer's QP number and connid */
+    uint64_t wr_id;
+    uint32_t nseg;
+    struct {
+        const void *addr;
+        uint32_t len;
+        uint32_t lkey; /* ignored when the whole send fits inline */
+    } seg[2];
+};
+
+/*
+ * Post `n` sends in one batch (one doorbell). Sends whose total length fits
+ * the device's inline size are copied inline and need no lkey. Returns the
+ * number posted (all or none), -EAGAIN when the send queue lacks room for the
+ * batch (retry after polling), or another negative error.
+ */
+int efarm_dev_post_send(struct efarm_dev_ep *ep, const struct efarm_dev_send *sends, unsigned n);
+
+/* RDMA read of [raddr, raddr+len) on the peer into local registered memory. */
+int efarm_dev_post_read(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah, uint32_t qpn,
+                        uint32_t qkey, void *local, uint32_t len, uint32_t lkey, uint64_t raddr,
+                        uint32_t rkey, uint64_t wr_id);
+
+/* RDMA write; -EOPNOTSUPP when the device does not offer RDMA write. */
+int efarm_dev_post_write(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah, uint32_t qpn,
+                         uint32_t qkey, const void *local, uint32_t len, uint32_t lkey,
+                         uint64_t raddr, uint32_t rkey, uint64_t wr_id);
+
+enum efarm_dev_op { EFARM_DEV_OP_SEND, EFARM_DEV_OP_RECV, EFARM_DEV_OP_READ, EFARM_DEV_OP_WRITE };
+
+#define EFARM_DEV_AHN_UNKNOWN 0xffff
+
+/* One completion. For receives, data points into an rx buffer until efarm_dev_rx_release. */
+struct efarm_dev_cqe {
+    enum efarm_dev_op op;
+    int status; /* 0 or an EFARM_ERR_DEV_* code */
+    uint32_t vendor_err;
+    uint64_t wr_id;   /* sends and RDMA */
+    uint32_t rx_id;   /* receives: the buffer to release */
+    uint8_t *data;    /* receives */
+    uint32_t len;     /* receives: bytes received */
+    uint32_t src_qpn; /* receives */
+    uint16_t ahn;     /* receives: EFARM_DEV_AHN_UNKNOWN if the sender has no AH here */
+    bool has_sgid;
+    uint8_t sgid[16]; /* receives from unknown senders, where the CQ offers it */
+};
+
+/*
+ * Poll up to `max` completions (one batch). Returns how many were filled, or
+ * a negative error. Receive buffers are reposted in batches as they are
+ * released, never on this path's account.
+ */
+int efarm_dev_poll(struct efarm_dev_ep *ep, struct efarm_dev_cqe *cqes, unsigned max);
+
+/* Give a receive buffer back; it is reposted with the next batch. */
+void efarm_dev_rx_release(struct efarm_dev_ep *ep, uint32_t rx_id);
+
+/* Receive buffers currently posted to the device (for tests and back-pressure). */
+unsigned efarm_dev_rx_posted(const struct efarm_dev_ep *ep);
+
+/*
+ * Test hook: make the device layer's N-th allocation from now fail (0 = never).
+ * Lets tests walk every failure point of the open paths.
+ */
+void efarm_dev_alloc_fail_at(unsigned n);
+
+#endif /* EFARM_DEVICE_H */

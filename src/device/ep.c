@@ -1,0 +1,647 @@
+/*
+ * EFA endpoints on verbs (see efarm_device.h): device enumeration, endpoint
+ * open/close, the per-GID address-handle cache, memory registration, posting
+ * and polling. Every exported verbs function is called through g_efarm_verbs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "device_internal.h"
+#include "efarm_errno.h"
+
+#define V             (&g_efarm_verbs)
+#define EFARM_PORT    1
+#define AH_BUCKETS    256 /* AH cache buckets (chained), per endpoint */
+#define POLL_BATCH_OK 32
+
+struct efarm_dev_ah {
+    struct ibv_ah *ibv;
+    uint8_t gid[16];
+    uint16_t ahn;
+    struct efarm_dev_ah *next; /* bucket chain */
+};
+
+struct efarm_dev_mr {
+    struct ibv_mr *ibv;
+};
+
+struct efarm_dev_ep {
+    struct efarm_device_caps caps;
+    struct ibv_context *ctx;
+    struct ibv_pd *pd;
+    struct ibv_cq_ex *cq;
+    struct efadv_cq *efadv_cq; /* NULL when the CQ cannot report SGIDs */
+    struct ibv_qp *qp;
+    struct ibv_qp_ex *qpx;
+    union ibv_gid gid;
+    uint32_t connid;
+    uint32_t sq_depth, sq_used;
+    /* Receive pool: rx_count buffers of caps.max_msg_size in one registration. */
+    uint8_t *rx_mem;
+    struct ibv_mr *rx_mr;
+    uint32_t rx_count, rx_refill, rx_posted;
+    uint32_t *rx_free; /* released buffers waiting to be reposted */
+    uint32_t rx_nfree;
+    struct ibv_recv_wr *rx_wrs;
+    struct ibv_sge *rx_sges;
+    struct efarm_dev_ah *ah_bucket[AH_BUCKETS];
+};
+
+/* ---- Allocation with a failure hook ------------------------------------------- */
+
+static unsigned g_alloc_fail_at, g_alloc_count;
+
+void efarm_dev_alloc_fail_at(unsigned n)
+{
+    g_alloc_fail_at = n;
+    g_alloc_count = 0;
+}
+
+void *efarm_dev_calloc(size_t n, size_t size)
+{
+    if (g_alloc_fail_at && ++g_alloc_count == g_alloc_fail_at)
+        return NULL;
+    return calloc(n, size);
+}
+
+/* ---- Status mapping ------------------------------------------------------------ */
+
+int efarm_dev_status(enum ibv_wc_status status)
+{
+    switch (status) {
+    case IBV_WC_SUCCESS:
+        return 0;
+    case IBV_WC_RNR_RETRY_EXC_ERR:
+        return EFARM_E(DEV_RNR);
+    case IBV_WC_REM_ACCESS_ERR:
+        return EFARM_E(DEV_REMOTE_ACCESS);
+    case IBV_WC_REM_INV_RD_REQ_ERR:
+    case IBV_WC_REM_OP_ERR:
+        return EFARM_E(DEV_REMOTE_QP);
+    case IBV_WC_REM_INV_REQ_ERR:
+        return EFARM_E(DEV_REMOTE_LENGTH);
+    case IBV_WC_LOC_LEN_ERR:
+        return EFARM_E(DEV_LOCAL_LENGTH);
+    case IBV_WC_LOC_PROT_ERR:
+        return EFARM_E(DEV_LOCAL_PROTECTION);
+    case IBV_WC_LOC_QP_OP_ERR:
+        return EFARM_E(DEV_LOCAL_QP);
+    case IBV_WC_WR_FLUSH_ERR:
+        return EFARM_E(DEV_FLUSHED);
+    case IBV_WC_RESP_TIMEOUT_ERR:
+    case IBV_WC_RETRY_EXC_ERR:
+        return EFARM_E(DEV_TIMEOUT);
+    default:
+        return EFARM_E(DEV_GENERAL);
+    }
+}
+
+/* ---- Devices ---------------------------------------------------------------------- */
+
+static int query_caps(struct ibv_context *ctx, const char *name, struct efarm_device_caps *caps)
+{
+    struct efadv_device_attr efa;
+    struct ibv_device_attr dev;
+    struct ibv_port_attr port;
+
+    memset(caps, 0, sizeof(*caps));
+    memset(&port, 0, sizeof(port));
+    if (V->efadv_query_device(ctx, &efa, sizeof(efa)) || V->ibv_query_device(ctx, &dev) ||
+        (V->ibv_query_port)(ctx, EFARM_PORT, (struct _compat_ibv_port_attr *)&port))
+        return EFARM_E(DEV_NONE);
+    snprintf(caps->name, sizeof(caps->name), "%s", name);
+    caps->max_msg_size = port.max_msg_sz;
+    caps->inline_size = efa.inline_buf_size;
+    caps->max_sq_wr = efa.max_sq_wr;
+    caps->max_rq_wr = efa.max_rq_wr;
+    caps->max_sq_sge = efa.max_sq_sge;
+    caps->max_rq_sge = efa.max_rq_sge;
+    caps->max_rdma_size = efa.max_rdma_size;
+    caps->rdma_read = efa.device_caps & EFADV_DEVICE_ATTR_CAPS_RDMA_READ;
+    caps->rnr_retry = efa.device_caps & EFADV_DEVICE_ATTR_CAPS_RNR_RETRY;
+    caps->cq_with_sgid = efa.device_caps & EFADV_DEVICE_ATTR_CAPS_CQ_WITH_SGID;
+#if HAVE_DECL_EFADV_DEVICE_ATTR_CAPS_RDMA_WRITE
+    caps->rdma_write = efa.device_caps & EFADV_DEVICE_ATTR_CAPS_RDMA_WRITE;
+#else
+    caps->rdma_write = efa.device_caps & (1u << 3); /* its ABI value in newer rdma-core */
+#endif
+    caps->device_version = dev.hw_ver;
+    caps->vendor_id = dev.vendor_id;
+    return 0;
+}
+
+int efarm_device_query_all(struct efarm_device_caps *caps, unsigned max)
+{
+    struct ibv_device **list;
+    int n = 0, ret;
+
+    ret = efarm_device_initialize();
+    if (ret)
+        return ret;
+    list = V->ibv_get_device_list(&n);
+    if (!list)
+        return EFARM_E(DEV_NONE);
+    for (int i = 0; i < n && (unsigned)i < max; i++) {
+        struct ibv_context *ctx = V->ibv_open_device(list[i]);
+
+        if (!ctx) {
+            V->ibv_free_device_list(list);
+            return EFARM_E(DEV_NONE);
+        }
+        ret = query_caps(ctx, V->ibv_get_device_name(list[i]), &caps[i]);
+        V->ibv_close_device(ctx);
+        if (ret) {
+            V->ibv_free_device_list(list);
+            return ret;
+        }
+    }
+    V->ibv_free_device_list(list);
+    return n;
+}
+
+/* ---- Endpoint open and close -------------------------------------------------------- */
+
+static struct ibv_context *open_named(const char *name)
+{
+    struct ibv_device **list;
+    struct ibv_context *ctx = NULL;
+    int n = 0;
+
+    list = V->ibv_get_device_list(&n);
+    if (!list)
+        return NULL;
+    for (int i = 0; i < n && !ctx; i++)
+        if (!name || !strcmp(V->ibv_get_device_name(list[i]), name))
+            ctx = V->ibv_open_device(list[i]);
+    V->ibv_free_device_list(list);
+    return ctx;
+}
+
+static int create_cq(struct efarm_dev_ep *ep, uint32_t depth)
+{
+    struct ibv_cq_init_attr_ex attr = {
+        .cqe = depth,
+        .wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |
+                    IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID,
+    };
+
+    if (ep->caps.cq_with_sgid && V->efadv_create_cq && V->efadv_cq_from_ibv_cq_ex) {
+        struct efadv_cq_init_attr efa = {.wc_flags = EFADV_WC_EX_WITH_SGID};
+
+        ep->cq = V->efadv_create_cq(ep->ctx, &attr, &efa, sizeof(efa));
+        if (ep->cq)
+            ep->efadv_cq = V->efadv_cq_from_ibv_cq_ex(ep->cq);
+    }
+    if (!ep->cq)
+        ep->cq = ibv_create_cq_ex(ep->ctx, &attr); /* through the context's own op */
+    return ep->cq ? 0 : -ENOMEM;
+}
+
+static int create_qp(struct efarm_dev_ep *ep, uint32_t rq_depth, uint8_t rnr_retry)
+{
+    struct efadv_qp_init_attr efa = {.driver_qp_type = EFADV_QP_DRIVER_TYPE_SRD};
+    struct ibv_qp_init_attr_ex attr = {
+        .send_cq = ibv_cq_ex_to_cq(ep->cq),
+        .recv_cq = ibv_cq_ex_to_cq(ep->cq),
+        .cap = {.max_send_wr = ep->sq_depth,
+                .max_recv_wr = rq_depth ? rq_depth : 1,
+                .max_send_sge = 2 < ep->caps.max_sq_sge ? 2 : ep->caps.max_sq_sge,
+                .max_recv_sge = 1,
+                .max_inline_data = ep->caps.inline_size},
+        .qp_type = IBV_QPT_DRIVER,
+        .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+        .pd = ep->pd,
+        .send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM,
+    };
+    struct ibv_qp_attr qa = {.qp_state = IBV_QPS_INIT, .port_num = EFARM_PORT};
+
+    if (ep->caps.rdma_read)
+        attr.send_ops_flags |= IBV_QP_EX_WITH_RDMA_READ;
+    if (ep->caps.rdma_write)
+        attr.send_ops_flags |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+    ep->qp = V->efadv_create_qp_ex(ep->ctx, &attr, &efa, sizeof(efa));
+    if (!ep->qp)
+        return errno ? -errno : -ENOMEM;
+    /* The Q-Key is the endpoint's connid: a random 32-bit number (section 1.4). */
+    qa.qkey = ep->connid;
+    if (V->ibv_modify_qp(ep->qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+        return -EINVAL;
+    qa.qp_state = IBV_QPS_RTR;
+    if (V->ibv_modify_qp(ep->qp, &qa, IBV_QP_STATE))
+        return -EINVAL;
+    qa.qp_state = IBV_QPS_RTS;
+    qa.rnr_retry = rnr_retry;
+    if (V->ibv_modify_qp(ep->qp, &qa,
+                         IBV_QP_STATE | IBV_QP_SQ_PSN |
+                             (ep->caps.rnr_retry ? IBV_QP_RNR_RETRY : 0)))
+        return -EINVAL;
+    ep->qpx = V->ibv_qp_to_qp_ex(ep->qp);
+    return 0;
+}
+
+static void rx_refill(struct efarm_dev_ep *ep, bool all);
+
+static int rx_pool_open(struct efarm_dev_ep *ep, uint32_t count, uint32_t refill)
+{
+    size_t size = (size_t)count * ep->caps.max_msg_size;
+
+    ep->rx_count = count;
+    ep->rx_refill = refill ? refill : 32;
+    if (ep->rx_refill > count)
+        ep->rx_refill = count ? count : 1;
+    if (!count)
+        return 0;
+    ep->rx_free = efarm_dev_calloc(count, sizeof(*ep->rx_free));
+    ep->rx_wrs = efarm_dev_calloc(ep->rx_refill, sizeof(*ep->rx_wrs));
+    ep->rx_sges = efarm_dev_calloc(ep->rx_refill, sizeof(*ep->rx_sges));
+    ep->rx_mem = efarm_dev_calloc(1, size);
+    if (!ep->rx_free || !ep->rx_wrs || !ep->rx_sges || !ep->rx_mem)
+        return -ENOMEM;
+    ep->rx_mr = (V->ibv_reg_mr)(ep->pd, ep->rx_mem, size, IBV_ACCESS_LOCAL_WRITE);
+    if (!ep->rx_mr)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < count; i++)
+        ep->rx_free[ep->rx_nfree++] = i;
+    rx_refill(ep, true);
+    return ep->rx_posted == count ? 0 : -ENOMEM;
+}
+
+int efarm_dev_ep_open(const char *name, const struct efarm_dev_ep_attr *attr,
+                      struct efarm_dev_ep **ep_p)
+{
+    struct efarm_dev_ep_attr a = attr ? *attr : (struct efarm_dev_ep_attr){0};
+    struct efarm_dev_ep *ep;
+    int ret;
+
+    ret = efarm_device_initialize();
+    if (ret)
+        return ret;
+    ep = efarm_dev_calloc(1, sizeof(*ep));
+    if (!ep)
+        return -ENOMEM;
+    ep->ctx = open_named(name);
+    if (!ep->ctx) {
+        ret = EFARM_E(DEV_NONE);
+        goto err_free;
+    }
+    ret = query_caps(ep->ctx, name ? name : ep->ctx->device->name, &ep->caps);
+    if (ret)
+        goto err_close_device;
+    ep->sq_depth = a.sq_depth ? a.sq_depth : 256;
+    if (ep->sq_depth > ep->caps.max_sq_wr || a.rx_buffers > ep->caps.max_rq_wr) {
+        ret = -EINVAL;
+        goto err_close_device;
+    }
+    if (getrandom(&ep->connid, sizeof(ep->connid), 0) != sizeof(ep->connid))
+        ep->connid = (uint32_t)getpid() * 2654435761u ^ (uint32_t)(uintptr_t)ep;
+    ep->pd = V->ibv_alloc_pd(ep->ctx);
+    if (!ep->pd) {
+        ret = -ENOMEM;
+        goto err_close_device;
+    }
+    ret = create_cq(ep, a.cq_depth ? a.cq_depth : ep->sq_depth + a.rx_buffers + 64);
+    if (ret)
+        goto err_dealloc_pd;
+    ret = create_qp(ep, a.rx_buffers, a.rnr_retry);
+    if (ret)
+        goto err_destroy_qp;
+    if (V->ibv_query_gid(ep->ctx, EFARM_PORT, 0, &ep->gid)) {
+        ret = EFARM_E(DEV_NONE);
+        goto err_destroy_qp;
+    }
+    ret = rx_pool_open(ep, a.rx_buffers, a.rx_refill);
+    if (ret)
+        goto err_close_rx;
+    *ep_p = ep;
+    return 0;
+
+err_close_rx:
+    if (ep->rx_mr)
+        V->ibv_dereg_mr(ep->rx_mr);
+    free(ep->rx_mem);
+    free(ep->rx_sges);
+    free(ep->rx_wrs);
+    free(ep->rx_free);
+err_destroy_qp:
+    if (ep->qp)
+        V->ibv_destroy_qp(ep->qp);
+    V->ibv_destroy_cq(ibv_cq_ex_to_cq(ep->cq));
+err_dealloc_pd:
+    V->ibv_dealloc_pd(ep->pd);
+err_close_device:
+    V->ibv_close_device(ep->ctx);
+err_free:
+    free(ep);
+    return ret;
+}
+
+void efarm_dev_ep_close(struct efarm_dev_ep *ep)
+{
+    for (unsigned b = 0; b < AH_BUCKETS; b++) {
+        while (ep->ah_bucket[b]) {
+            struct efarm_dev_ah *ah = ep->ah_bucket[b];
+
+            ep->ah_bucket[b] = ah->next;
+            V->ibv_destroy_ah(ah->ibv);
+            free(ah);
+        }
+    }
+    V->ibv_destroy_qp(ep->qp);
+    if (ep->rx_mr)
+        V->ibv_dereg_mr(ep->rx_mr);
+    free(ep->rx_mem);
+    free(ep->rx_sges);
+    free(ep->rx_wrs);
+    free(ep->rx_free);
+    V->ibv_destroy_cq(ibv_cq_ex_to_cq(ep->cq));
+    V->ibv_dealloc_pd(ep->pd);
+    V->ibv_close_device(ep->ctx);
+    free(ep);
+}
+
+const struct efarm_device_caps *efarm_dev_ep_caps(const struct efarm_dev_ep *ep)
+{
+    return &ep->caps;
+}
+
+uint32_t efarm_dev_ep_connid(const struct efarm_dev_ep *ep)
+{
+    return ep->connid;
+}
+
+void efarm_dev_ep_raw_addr(const struct efarm_dev_ep *ep, uint8_t out[EFARM_RAW_ADDR_LEN])
+{
+    uint16_t qpn = (uint16_t)ep->qp->qp_num;
+
+    memset(out, 0, EFARM_RAW_ADDR_LEN);
+    memcpy(out, ep->gid.raw, 16);
+    out[16] = (uint8_t)qpn;
+    out[17] = (uint8_t)(qpn >> 8);
+    for (int i = 0; i < 4; i++)
+        out[20 + i] = (uint8_t)(ep->connid >> (8 * i));
+}
+
+/* ---- Address handles ------------------------------------------------------------- */
+
+static unsigned gid_bucket(const uint8_t gid[16])
+{
+    uint32_t h = 2166136261u;
+
+    for (int i = 0; i < 16; i++)
+        h = (h ^ gid[i]) * 16777619u;
+    return h % AH_BUCKETS;
+}
+
+int efarm_dev_ah_get(struct efarm_dev_ep *ep, const uint8_t gid[16], struct efarm_dev_ah **ah_p)
+{
+    unsigned b = gid_bucket(gid);
+    struct ibv_ah_attr attr = {.is_global = 1, .port_num = EFARM_PORT};
+    struct efadv_ah_attr efa;
+    struct efarm_dev_ah *ah;
+
+    for (ah = ep->ah_bucket[b]; ah; ah = ah->next) {
+        if (!memcmp(ah->gid, gid, 16)) {
+            *ah_p = ah;
+            return 0;
+        }
+    }
+    ah = efarm_dev_calloc(1, sizeof(*ah));
+    if (!ah)
+        return -ENOMEM;
+    memcpy(attr.grh.dgid.raw, gid, 16);
+    ah->ibv = V->ibv_create_ah(ep->pd, &attr);
+    if (!ah->ibv) {
+        free(ah);
+        return errno ? -errno : -ENOMEM;
+    }
+    if (V->efadv_query_ah(ah->ibv, &efa, sizeof(efa))) {
+        V->ibv_destroy_ah(ah->ibv);
+        free(ah);
+        return -EIO;
+    }
+    memcpy(ah->gid, gid, 16);
+    ah->ahn = efa.ahn;
+    ah->next = ep->ah_bucket[b];
+    ep->ah_bucket[b] = ah;
+    *ah_p = ah;
+    return 0;
+}
+
+uint16_t efarm_dev_ah_number(const struct efarm_dev_ah *ah)
+{
+    return ah->ahn;
+}
+
+/* ---- Memory registration ---------------------------------------------------------- */
+
+int efarm_dev_mr_reg(struct efarm_dev_ep *ep, void *addr, size_t len, bool remote_read,
+                     bool remote_write, struct efarm_dev_mr **mr_p)
+{
+    int access = IBV_ACCESS_LOCAL_WRITE | (remote_read ? IBV_ACCESS_REMOTE_READ : 0) |
+                 (remote_write ? IBV_ACCESS_REMOTE_WRITE : 0);
+    struct efarm_dev_mr *mr = efarm_dev_calloc(1, sizeof(*mr));
+
+    if (!mr)
+        return -ENOMEM;
+    mr->ibv = (V->ibv_reg_mr)(ep->pd, addr, len, access);
+    if (!mr->ibv) {
+        int err = errno ? -errno : -ENOMEM;
+
+        free(mr);
+        return err;
+    }
+    *mr_p = mr;
+    return 0;
+}
+
+void efarm_dev_mr_dereg(struct efarm_dev_mr *mr)
+{
+    V->ibv_dereg_mr(mr->ibv);
+    free(mr);
+}
+
+uint32_t efarm_dev_mr_lkey(const struct efarm_dev_mr *mr)
+{
+    return mr->ibv->lkey;
+}
+
+uint32_t efarm_dev_mr_rkey(const struct efarm_dev_mr *mr)
+{
+    return mr->ibv->rkey;
+}
+
+/* ---- Posting ------------------------------------------------------------------------ */
+
+int efarm_dev_post_send(struct efarm_dev_ep *ep, const struct efarm_dev_send *sends, unsigned n)
+{
+    struct ibv_qp_ex *qpx = ep->qpx;
+    int ret;
+
+    if (ep->sq_used + n > ep->sq_depth)
+        return -EAGAIN; /* queue and retry after the next poll */
+    ibv_wr_start(qpx);
+    for (unsigned i = 0; i < n; i++) {
+        const struct efarm_dev_send *s = &sends[i];
+        uint64_t total = 0;
+
+        for (uint32_t k = 0; k < s->nseg; k++)
+            total += s->seg[k].len;
+        qpx->wr_id = s->wr_id;
+        qpx->wr_flags = IBV_SEND_SIGNALED;
+        ibv_wr_send(qpx);
+        ibv_wr_set_ud_addr(qpx, s->ah->ibv, s->qpn, s->qkey);
+        if (total <= ep->caps.inline_size) {
+            struct ibv_data_buf bufs[2];
+
+            for (uint32_t k = 0; k < s->nseg; k++)
+                bufs[k] = (struct ibv_data_buf){(void *)s->seg[k].addr, s->seg[k].len};
+            ibv_wr_set_inline_data_list(qpx, s->nseg, bufs);
+        } else {
+            struct ibv_sge sge[2];
+
+            for (uint32_t k = 0; k < s->nseg; k++)
+                sge[k] = (struct ibv_sge){(uintptr_t)s->seg[k].addr, s->seg[k].len, s->seg[k].lkey};
+            ibv_wr_set_sge_list(qpx, s->nseg, sge);
+        }
+    }
+    ret = ibv_wr_complete(qpx);
+    if (ret)
+        return ret == ENOMEM ? -EAGAIN : -ret;
+    ep->sq_used += n;
+    return (int)n;
+}
+
+static int post_rdma(struct efarm_dev_ep *ep, bool write, struct efarm_dev_ah *ah, uint32_t qpn,
+                     uint32_t qkey, const void *local, uint32_t len, uint32_t lkey, uint64_t raddr,
+                     uint32_t rkey, uint64_t wr_id)
+{
+    struct ibv_qp_ex *qpx = ep->qpx;
+    int ret;
+
+    if (write ? !ep->caps.rdma_write : !ep->caps.rdma_read)
+        return -EOPNOTSUPP;
+    if (len > ep->caps.max_rdma_size)
+        return EFARM_E(DEV_LOCAL_LENGTH);
+    if (ep->sq_used == ep->sq_depth)
+        return -EAGAIN;
+    ibv_wr_start(qpx);
+    qpx->wr_id = wr_id;
+    qpx->wr_flags = IBV_SEND_SIGNALED;
+    if (write)
+        ibv_wr_rdma_write(qpx, rkey, raddr);
+    else
+        ibv_wr_rdma_read(qpx, rkey, raddr);
+    ibv_wr_set_ud_addr(qpx, ah->ibv, qpn, qkey);
+    ibv_wr_set_sge(qpx, lkey, (uintptr_t)local, len);
+    ret = ibv_wr_complete(qpx);
+    if (ret)
+        return ret == ENOMEM ? -EAGAIN : -ret;
+    ep->sq_used++;
+    return 0;
+}
+
+int efarm_dev_post_read(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah, uint32_t qpn,
+                        uint32_t qkey, void *local, uint32_t len, uint32_t lkey, uint64_t raddr,
+                        uint32_t rkey, uint64_t wr_id)
+{
+    return post_rdma(ep, false, ah, qpn, qkey, local, len, lkey, raddr, rkey, wr_id);
+}
+
+int efarm_dev_post_write(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah, uint32_t qpn,
+                         uint32_t qkey, const void *local, uint32_t len, uint32_t lkey,
+                         uint64_t raddr, uint32_t rkey, uint64_t wr_id)
+{
+    return post_rdma(ep, true, ah, qpn, qkey, local, len, lkey, raddr, rkey, wr_id);
+}
+
+/* ---- Receive pool ------------------------------------------------------------------- */
+
+/* Post released buffers in batches of rx_refill (all of them when `all`). */
+static void rx_refill(struct efarm_dev_ep *ep, bool all)
+{
+    while (ep->rx_nfree && (all || ep->rx_nfree >= ep->rx_refill)) {
+        uint32_t n = ep->rx_nfree < ep->rx_refill ? ep->rx_nfree : ep->rx_refill;
+        struct ibv_recv_wr *bad;
+
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t id = ep->rx_free[ep->rx_nfree - 1 - i];
+
+            ep->rx_sges[i] =
+                (struct ibv_sge){(uintptr_t)(ep->rx_mem + (size_t)id * ep->caps.max_msg_size),
+                                 ep->caps.max_msg_size, ep->rx_mr->lkey};
+            ep->rx_wrs[i] = (struct ibv_recv_wr){.wr_id = id,
+                                                 .next = i + 1 < n ? &ep->rx_wrs[i + 1] : NULL,
+                                                 .sg_list = &ep->rx_sges[i],
+                                                 .num_sge = 1};
+        }
+        if (ibv_post_recv(ep->qp, ep->rx_wrs, &bad))
+            return; /* kept for the next refill; the receiver applies back-pressure meanwhile */
+        ep->rx_nfree -= n;
+        ep->rx_posted += n;
+    }
+}
+
+void efarm_dev_rx_release(struct efarm_dev_ep *ep, uint32_t rx_id)
+{
+    ep->rx_free[ep->rx_nfree++] = rx_id;
+    rx_refill(ep, false);
+}
+
+unsigned efarm_dev_rx_posted(const struct efarm_dev_ep *ep)
+{
+    return ep->rx_posted;
+}
+
+/* ---- Polling ------------------------------------------------------------------------- */
+
+static void cqe_fill(struct efarm_dev_ep *ep, struct efarm_dev_cqe *c)
+{
+    struct ibv_cq_ex *cq = ep->cq;
+
+    memset(c, 0, offsetof(struct efarm_dev_cqe, sgid));
+    c->status = efarm_dev_status(cq->status);
+    c->vendor_err = c->status ? ibv_wc_read_vendor_err(cq) : 0;
+    switch (ibv_wc_read_opcode(cq)) {
+    case IBV_WC_RECV:
+    case IBV_WC_RECV_RDMA_WITH_IMM:
+        c->op = EFARM_DEV_OP_RECV;
+        c->rx_id = (uint32_t)cq->wr_id;
+        c->data = ep->rx_mem + (size_t)c->rx_id * ep->caps.max_msg_size;
+        c->len = c->status ? 0 : ibv_wc_read_byte_len(cq);
+        c->src_qpn = ibv_wc_read_src_qp(cq);
+        c->ahn = (uint16_t)ibv_wc_read_slid(cq);
+        if (c->ahn == EFARM_DEV_AHN_UNKNOWN && ep->efadv_cq)
+            c->has_sgid = !efadv_wc_read_sgid(ep->efadv_cq, (union ibv_gid *)c->sgid);
+        ep->rx_posted--;
+        return;
+    case IBV_WC_RDMA_READ:
+        c->op = EFARM_DEV_OP_READ;
+        break;
+    case IBV_WC_RDMA_WRITE:
+        c->op = EFARM_DEV_OP_WRITE;
+        break;
+    default:
+        c->op = EFARM_DEV_OP_SEND;
+        break;
+    }
+    c->wr_id = cq->wr_id;
+    ep->sq_used--;
+}
+
+int efarm_dev_poll(struct efarm_dev_ep *ep, struct efarm_dev_cqe *cqes, unsigned max)
+{
+    unsigned n = 0;
+
+    if (!max || ibv_start_poll(ep->cq, NULL))
+        return 0;
+    do {
+        cqe_fill(ep, &cqes[n++]);
+    } while (n < max && !ibv_next_poll(ep->cq));
+    ibv_end_poll(ep->cq);
+    return (int)n;
+}

@@ -1,0 +1,421 @@
+/*
+ * The device layer (src/device) on efasim: loading, enumeration, endpoints,
+ * raw addresses, the AH cache, sends (inline and not, batched), the receive
+ * pool, RDMA, and the error paths efasim produces on demand: RNR, bad key,
+ * queue full, registration failure. Each test runs in its own process, so it
+ * sets EFARM_DEVICE and EFASIM_* before the first device call.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "efarm_device.h"
+#include "efarm_errno.h"
+#include "efarm_test.h"
+
+static void use_efasim(void)
+{
+    setenv("EFARM_DEVICE", "sim", 1);
+    setenv("EFARM_EFASIM_PATH", EFARM_TEST_EFASIM_PATH, 1);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Poll `ep` until a completion of kind `op` arrives (others are ignored), or fail. */
+static void wait_cqe(struct efarm_dev_ep *ep, enum efarm_dev_op op, struct efarm_dev_cqe *out)
+{
+    double deadline = now_s() + 10;
+
+    while (now_s() < deadline) {
+        struct efarm_dev_cqe c[8];
+        int n = efarm_dev_poll(ep, c, 8);
+
+        EXPECT_TRUE(n >= 0);
+        for (int i = 0; i < n; i++) {
+            if (c[i].op == op) {
+                *out = c[i];
+                /* Anything else polled here is dropped; tests keep one thing in flight. */
+                return;
+            }
+        }
+    }
+    efarm_test_fail(__FILE__, __LINE__, "no completion of kind %d within 10 s", op);
+}
+
+struct pair {
+    struct efarm_dev_ep *a, *b;
+    struct efarm_dev_ah *a_to_b;
+    uint32_t b_qpn, b_qkey;
+    uint8_t b_raw[EFARM_RAW_ADDR_LEN];
+};
+
+static void pair_open(struct pair *p, uint32_t rx_a, uint32_t rx_b, uint8_t rnr_retry)
+{
+    struct efarm_dev_ep_attr aa = {.rx_buffers = rx_a, .rnr_retry = rnr_retry};
+    struct efarm_dev_ep_attr ab = {.rx_buffers = rx_b, .rnr_retry = rnr_retry};
+
+    EXPECT_RET(efarm_dev_ep_open(NULL, &aa, &p->a), 0);
+    EXPECT_RET(efarm_dev_ep_open(NULL, &ab, &p->b), 0);
+    efarm_dev_ep_raw_addr(p->b, p->b_raw);
+    p->b_qpn = p->b_raw[16] | (uint32_t)p->b_raw[17] << 8;
+    p->b_qkey = efarm_dev_ep_connid(p->b);
+    EXPECT_RET(efarm_dev_ah_get(p->a, p->b_raw, &p->a_to_b), 0);
+}
+
+static void pair_close(struct pair *p)
+{
+    efarm_dev_ep_close(p->a);
+    efarm_dev_ep_close(p->b);
+}
+
+static int send_bytes(struct pair *p, const void *buf, uint32_t len, uint32_t lkey, uint64_t id)
+{
+    struct efarm_dev_send s = {
+        .ah = p->a_to_b, .qpn = p->b_qpn, .qkey = p->b_qkey, .wr_id = id, .nseg = 1};
+
+    s.seg[0].addr = buf;
+    s.seg[0].len = len;
+    s.seg[0].lkey = lkey;
+    return efarm_dev_post_send(p->a, &s, 1);
+}
+
+EFARM_TEST(device_enumerate_efasim)
+{
+    struct efarm_device_caps caps[4];
+
+    use_efasim();
+    setenv("EFASIM_NDEV", "2", 1);
+    EXPECT_EQ(efarm_device_query_all(caps, 4), 2);
+    EXPECT_EQ(efarm_device_kind(), EFARM_DEVICE_SIM);
+    EXPECT_TRUE(!strcmp(caps[0].name, "efasim_0") && !strcmp(caps[1].name, "efasim_1"));
+    EXPECT_EQ(caps[0].max_msg_size, 8928);
+    EXPECT_EQ(caps[0].inline_size, 32);
+    EXPECT_EQ(caps[0].max_sq_wr, 4096);
+    EXPECT_EQ(caps[0].max_rq_wr, 32768);
+    EXPECT_EQ(caps[0].max_rdma_size, 1ull << 30);
+    EXPECT_TRUE(caps[0].rdma_read && caps[0].rnr_retry && caps[0].cq_with_sgid);
+    EXPECT_TRUE(!caps[0].rdma_write);
+    EXPECT_EQ(caps[0].device_version, 4);
+    EXPECT_EQ(caps[0].vendor_id, 0x1d0f);
+}
+
+EFARM_TEST(device_caps_follow_the_device)
+{
+    struct efarm_device_caps caps;
+
+    use_efasim();
+    setenv("EFASIM_MTU", "4000", 1);
+    setenv("EFASIM_RDMA_WRITE", "1", 1);
+    setenv("EFASIM_INLINE", "16", 1);
+    EXPECT_EQ(efarm_device_query_all(&caps, 1), 1);
+    EXPECT_EQ(caps.max_msg_size, 4000);
+    EXPECT_EQ(caps.inline_size, 16);
+    EXPECT_TRUE(caps.rdma_write);
+}
+
+EFARM_TEST(device_bad_selection_fails_cleanly)
+{
+    struct efarm_device_caps caps;
+    struct efarm_dev_ep *ep;
+
+    setenv("EFARM_DEVICE", "gpu", 1);
+    EXPECT_RET(efarm_device_query_all(&caps, 1), EFARM_E(DEV_LOAD));
+    EXPECT_RET(efarm_dev_ep_open(NULL, NULL, &ep), EFARM_E(DEV_LOAD));
+}
+
+EFARM_TEST(device_sim_path_missing_fails_cleanly)
+{
+    struct efarm_device_caps caps;
+
+    setenv("EFARM_DEVICE", "sim", 1);
+    setenv("EFARM_EFASIM_PATH", "/nonexistent/efasim", 1);
+    EXPECT_RET(efarm_device_query_all(&caps, 1), EFARM_E(DEV_LOAD));
+}
+
+EFARM_TEST(device_raw_address_and_connid)
+{
+    uint8_t raw_a[EFARM_RAW_ADDR_LEN], raw_b[EFARM_RAW_ADDR_LEN];
+    static const uint8_t gid[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
+    struct pair p;
+
+    use_efasim();
+    pair_open(&p, 0, 0, 7);
+    efarm_dev_ep_raw_addr(p.a, raw_a);
+    efarm_dev_ep_raw_addr(p.b, raw_b);
+    EXPECT_MEM_EQ(raw_a, gid, 16);
+    EXPECT_TRUE(memcmp(raw_a + 16, raw_b + 16, 2) != 0);         /* distinct QPNs */
+    EXPECT_EQ(raw_a[18] | raw_a[19] | raw_a[24] | raw_a[31], 0); /* pad and reserved */
+    EXPECT_EQ(raw_a[20] | (uint32_t)raw_a[21] << 8 | (uint32_t)raw_a[22] << 16 |
+                  (uint32_t)raw_a[23] << 24,
+              efarm_dev_ep_connid(p.a));
+    EXPECT_TRUE(efarm_dev_ep_connid(p.a) != efarm_dev_ep_connid(p.b));
+    pair_close(&p);
+}
+
+EFARM_TEST(device_ah_cache_per_gid)
+{
+    struct efarm_dev_ah *again;
+    struct pair p;
+
+    use_efasim();
+    pair_open(&p, 0, 0, 7);
+    EXPECT_RET(efarm_dev_ah_get(p.a, p.b_raw, &again), 0);
+    EXPECT_TRUE(again == p.a_to_b);
+    EXPECT_TRUE(efarm_dev_ah_number(again) != 0);
+    pair_close(&p);
+}
+
+EFARM_TEST(device_send_recv_sizes_inline_and_registered)
+{
+    static const uint32_t sizes[] = {0, 1, 31, 32, 33, 100, 4096, 8927, 8928};
+    uint8_t *buf = malloc(8928);
+    struct efarm_dev_mr *mr;
+    struct efarm_dev_cqe c;
+    struct pair p;
+
+    use_efasim();
+    pair_open(&p, 0, 16, 7);
+    EXPECT_RET(efarm_dev_mr_reg(p.a, buf, 8928, false, false, &mr), 0);
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        uint32_t n = sizes[i];
+
+        efarm_test_context("size %u", n);
+        for (uint32_t k = 0; k < n; k++)
+            buf[k] = (uint8_t)(k * 7 + i);
+        /* Inline sends (up to 32 bytes) need no lkey: pass a wrong one to prove it. */
+        EXPECT_EQ(send_bytes(&p, buf, n, n <= 32 ? 0xdead : efarm_dev_mr_lkey(mr), i), 1);
+        wait_cqe(p.b, EFARM_DEV_OP_RECV, &c);
+        EXPECT_RET(c.status, 0);
+        EXPECT_EQ(c.len, n);
+        EXPECT_MEM_EQ(c.data, buf, n);
+        EXPECT_EQ(c.ahn, EFARM_DEV_AHN_UNKNOWN); /* b has no AH for a yet */
+        EXPECT_TRUE(c.has_sgid);
+        efarm_dev_rx_release(p.b, c.rx_id);
+        wait_cqe(p.a, EFARM_DEV_OP_SEND, &c);
+        EXPECT_RET(c.status, 0);
+        EXPECT_EQ(c.wr_id, i);
+    }
+    efarm_dev_mr_dereg(mr);
+    pair_close(&p);
+    free(buf);
+}
+
+EFARM_TEST(device_recv_reports_known_ahn)
+{
+    uint8_t raw_a[EFARM_RAW_ADDR_LEN];
+    struct efarm_dev_ah *b_to_a;
+    struct efarm_dev_cqe c;
+    struct pair p;
+
+    use_efasim();
+    pair_open(&p, 0, 4, 7);
+    efarm_dev_ep_raw_addr(p.a, raw_a);
+    EXPECT_RET(efarm_dev_ah_get(p.b, raw_a, &b_to_a), 0);
+    EXPECT_EQ(send_bytes(&p, "hi", 2, 0, 1), 1);
+    wait_cqe(p.b, EFARM_DEV_OP_RECV, &c);
+    EXPECT_EQ(c.ahn, efarm_dev_ah_number(b_to_a));
+    EXPECT_TRUE(!c.has_sgid);
+    pair_close(&p);
+}
+
+EFARM_TEST(device_batched_sends_and_queue_full)
+{
+    struct efarm_dev_ep_attr aa = {.sq_depth = 8};
+    struct efarm_dev_send s[9];
+    struct efarm_dev_cqe c[16];
+    struct pair p;
+    int got = 0;
+
+    use_efasim();
+    pair_open(&p, 0, 64, 7);
+    efarm_dev_ep_close(p.a);
+    EXPECT_RET(efarm_dev_ep_open(NULL, &aa, &p.a), 0);
+    EXPECT_RET(efarm_dev_ah_get(p.a, p.b_raw, &p.a_to_b), 0);
+    for (int i = 0; i < 9; i++)
+        s[i] = (struct efarm_dev_send){.ah = p.a_to_b,
+                                       .qpn = p.b_qpn,
+                                       .qkey = p.b_qkey,
+                                       .wr_id = (uint64_t)i,
+                                       .nseg = 1,
+                                       .seg = {{"x", 1, 0}}};
+    EXPECT_RET(efarm_dev_post_send(p.a, s, 9), -EAGAIN); /* more than the queue holds */
+    EXPECT_EQ(efarm_dev_post_send(p.a, s, 8), 8);
+    EXPECT_RET(efarm_dev_post_send(p.a, s, 1), -EAGAIN); /* full until completions */
+    for (double end = now_s() + 10; got < 8 && now_s() < end;) {
+        int n = efarm_dev_poll(p.a, c, 16);
+
+        for (int i = 0; i < n; i++)
+            got += c[i].op == EFARM_DEV_OP_SEND && c[i].status == 0;
+        n = efarm_dev_poll(p.b, c, 16);
+        for (int i = 0; i < n; i++)
+            efarm_dev_rx_release(p.b, c[i].rx_id);
+    }
+    EXPECT_EQ(got, 8);
+    EXPECT_EQ(efarm_dev_post_send(p.a, s, 1), 1); /* room again */
+    pair_close(&p);
+}
+
+EFARM_TEST(device_rx_pool_refills_in_batches)
+{
+    struct efarm_dev_ep_attr ab = {.rx_buffers = 64, .rx_refill = 16};
+    struct efarm_dev_cqe c;
+    struct pair p;
+    unsigned low = 64;
+
+    use_efasim();
+    pair_open(&p, 0, 0, 7);
+    efarm_dev_ep_close(p.b);
+    EXPECT_RET(efarm_dev_ep_open(NULL, &ab, &p.b), 0);
+    efarm_dev_ep_raw_addr(p.b, p.b_raw);
+    p.b_qpn = p.b_raw[16] | (uint32_t)p.b_raw[17] << 8;
+    p.b_qkey = efarm_dev_ep_connid(p.b);
+    EXPECT_RET(efarm_dev_ah_get(p.a, p.b_raw, &p.a_to_b), 0);
+    EXPECT_EQ(efarm_dev_rx_posted(p.b), 64);
+    for (int i = 0; i < 300; i++) {
+        EXPECT_EQ(send_bytes(&p, "data", 4, 0, (uint64_t)i), 1);
+        wait_cqe(p.b, EFARM_DEV_OP_RECV, &c);
+        efarm_dev_rx_release(p.b, c.rx_id);
+        low = efarm_dev_rx_posted(p.b) < low ? efarm_dev_rx_posted(p.b) : low;
+        wait_cqe(p.a, EFARM_DEV_OP_SEND, &c);
+    }
+    /* Reposted 16 at a time: never more than a batch short. */
+    EXPECT_TRUE(low >= 64 - 16);
+    EXPECT_TRUE(efarm_dev_rx_posted(p.b) > 64 - 16);
+    pair_close(&p);
+}
+
+EFARM_TEST(device_rnr_maps_to_dev_rnr)
+{
+    struct efarm_dev_cqe c;
+    struct pair p;
+
+    use_efasim();
+    setenv("EFASIM_RNR_BACKOFF_US", "100", 1);
+    pair_open(&p, 0, 0, 1); /* b posts no receives; a retries RNR once */
+    EXPECT_EQ(send_bytes(&p, "x", 1, 0, 7), 1);
+    wait_cqe(p.a, EFARM_DEV_OP_SEND, &c);
+    EXPECT_RET(c.status, EFARM_E(DEV_RNR));
+    EXPECT_EQ(c.vendor_err, 10);
+    pair_close(&p);
+}
+
+EFARM_TEST(device_rdma_read_write_and_bad_key)
+{
+    enum { LEN = 100000 };
+    uint8_t *src = malloc(LEN), *dst = malloc(LEN);
+    struct efarm_dev_mr *msrc, *mdst;
+    struct efarm_dev_cqe c;
+    struct pair p;
+
+    use_efasim();
+    setenv("EFASIM_RDMA_WRITE", "1", 1);
+    pair_open(&p, 0, 0, 7);
+    for (int i = 0; i < LEN; i++)
+        src[i] = (uint8_t)(i * 13);
+    memset(dst, 0, LEN);
+    EXPECT_RET(efarm_dev_mr_reg(p.b, src, LEN, true, true, &msrc), 0);
+    EXPECT_RET(efarm_dev_mr_reg(p.a, dst, LEN, false, false, &mdst), 0);
+
+    EXPECT_RET(efarm_dev_post_read(p.a, p.a_to_b, p.b_qpn, p.b_qkey, dst, LEN,
+                                   efarm_dev_mr_lkey(mdst), (uintptr_t)src, efarm_dev_mr_rkey(msrc),
+                                   1),
+               0);
+    wait_cqe(p.a, EFARM_DEV_OP_READ, &c);
+    EXPECT_RET(c.status, 0);
+    EXPECT_MEM_EQ(dst, src, LEN);
+
+    memset(dst, 0x5a, LEN);
+    EXPECT_RET(efarm_dev_post_write(p.a, p.a_to_b, p.b_qpn, p.b_qkey, dst, LEN,
+                                    efarm_dev_mr_lkey(mdst), (uintptr_t)src,
+                                    efarm_dev_mr_rkey(msrc), 2),
+               0);
+    wait_cqe(p.a, EFARM_DEV_OP_WRITE, &c);
+    EXPECT_RET(c.status, 0);
+    EXPECT_MEM_EQ(src, dst, LEN);
+
+    EXPECT_RET(efarm_dev_post_read(p.a, p.a_to_b, p.b_qpn, p.b_qkey, dst, 64,
+                                   efarm_dev_mr_lkey(mdst), (uintptr_t)src,
+                                   efarm_dev_mr_rkey(msrc) ^ 0x100, 3),
+               0);
+    wait_cqe(p.a, EFARM_DEV_OP_READ, &c);
+    EXPECT_RET(c.status, EFARM_E(DEV_REMOTE_ACCESS));
+    EXPECT_EQ(c.vendor_err, 7);
+    efarm_dev_mr_dereg(msrc);
+    efarm_dev_mr_dereg(mdst);
+    pair_close(&p);
+    free(src);
+    free(dst);
+}
+
+EFARM_TEST(device_write_refused_without_the_capability)
+{
+    uint8_t buf[64];
+    struct efarm_dev_mr *mr;
+    struct pair p;
+
+    use_efasim();
+    pair_open(&p, 0, 0, 7);
+    EXPECT_RET(efarm_dev_mr_reg(p.a, buf, sizeof(buf), false, false, &mr), 0);
+    EXPECT_RET(efarm_dev_post_write(p.a, p.a_to_b, p.b_qpn, p.b_qkey, buf, 8, efarm_dev_mr_lkey(mr),
+                                    0, 0, 1),
+               -EOPNOTSUPP);
+    efarm_dev_mr_dereg(mr);
+    pair_close(&p);
+}
+
+EFARM_TEST(device_registration_failure_is_reported)
+{
+    static uint8_t bufs[4][4096];
+    struct efarm_dev_mr *mr[4];
+    struct efarm_dev_ep *ep;
+    int ok = 0, ret = 0;
+
+    use_efasim();
+    setenv("EFASIM_MAX_MR", "3", 1); /* the endpoint's rx pool takes one */
+    EXPECT_RET(efarm_dev_ep_open(NULL, &(struct efarm_dev_ep_attr){.rx_buffers = 4}, &ep), 0);
+    while (ok < 4 && !(ret = efarm_dev_mr_reg(ep, bufs[ok], 4096, true, false, &mr[ok])))
+        ok++;
+    EXPECT_EQ(ok, 2);
+    EXPECT_RET(ret, -ENOMEM);
+    while (ok)
+        efarm_dev_mr_dereg(mr[--ok]);
+    efarm_dev_ep_close(ep);
+}
+
+EFARM_TEST_TIMEOUT(device_open_allocation_failure_walk, 60)
+{
+    struct efarm_dev_ep_attr attr = {.rx_buffers = 8};
+    struct efarm_dev_ah *ah;
+    struct efarm_dev_ep *ep;
+    uint8_t raw[EFARM_RAW_ADDR_LEN];
+    unsigned k;
+    int ret;
+
+    use_efasim();
+    /* Fail the 1st, 2nd, ... allocation of open until open needs no more. */
+    for (k = 1; k < 100; k++) {
+        efarm_test_context("allocation %u fails", k);
+        efarm_dev_alloc_fail_at(k);
+        ret = efarm_dev_ep_open(NULL, &attr, &ep);
+        efarm_dev_alloc_fail_at(0);
+        if (!ret)
+            break;
+        EXPECT_RET(ret, -ENOMEM);
+    }
+    EXPECT_TRUE(k > 1 && k < 100);
+    /* And the AH cache's allocation. */
+    efarm_dev_ep_raw_addr(ep, raw);
+    efarm_dev_alloc_fail_at(1);
+    EXPECT_RET(efarm_dev_ah_get(ep, raw, &ah), -ENOMEM);
+    efarm_dev_alloc_fail_at(0);
+    EXPECT_RET(efarm_dev_ah_get(ep, raw, &ah), 0);
+    efarm_dev_ep_close(ep);
+}
