@@ -8,3 +8,9 @@ noinst_PROGRAMS += bench/bench-efasim
 bench_bench_efasim_SOURCES = bench/bench_efasim.c
 bench_bench_efasim_CFLAGS = $(AM_CFLAGS) $(IBVERBS_CFLAGS) $(EFA_CFLAGS)
 bench_bench_efasim_LDADD = $(EFA_LIBS) $(IBVERBS_LIBS)
+
+# The device layer's own cost, next to bench-efasim's raw verbs (run-device-bench.sh).
+noinst_PROGRAMS += bench/bench-device
+bench_bench_device_SOURCES = bench/bench_device.c
+bench_bench_device_LDADD = libefarm.la
+EXTRA_DIST += bench/run-device-bench.sh

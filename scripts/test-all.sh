@@ -94,6 +94,8 @@ suite efasim-netns sh "$top/test/unit/test_efasim_netns.sh" "$root/gcc/test/unit
     "$root/gcc/src/efasim/.libs"
 step bench-efasim-runs env LD_LIBRARY_PATH="$root/gcc/src/efasim/.libs" \
     "$root/gcc/bench/bench-efasim" 200
+step bench-device-runs env EFARM_DEVICE=sim EFARM_EFASIM_PATH="$root/gcc/src/efasim/.libs" \
+    "$root/gcc/bench/bench-device" 200
 
 fuzz_build() {
     mkdir -p "$root/fuzz" && cd "$root/fuzz" &&
