@@ -8,3 +8,8 @@ bin_PROGRAMS += tools/efasim-info
 tools_efasim_info_SOURCES = tools/efasim-info.c
 tools_efasim_info_CPPFLAGS = $(AM_CPPFLAGS) $(IBVERBS_CFLAGS)
 tools_efasim_info_LDADD = src/efasim/libibverbs.la
+
+# efarm-info: efarm's tunable table and the devices it sees.
+bin_PROGRAMS += tools/efarm-info
+tools_efarm_info_SOURCES = tools/efarm-info.c
+tools_efarm_info_LDADD = libefarm.la

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "device_internal.h"
+#include "efarm_config.h"
 #include "efarm_errno.h"
 
 #ifndef EFARM_EFASIM_DIR
@@ -83,7 +84,7 @@ static int resolve(void *lib, const char *name, void **fn_p, bool required)
 
 static void load(void)
 {
-    const char *want = getenv("EFARM_DEVICE");
+    const char *want = efarm_config()->device;
     const char *dir = NULL;
     void *verbs, *efa;
     int ret = 0;
@@ -100,7 +101,7 @@ static void load(void)
         return;
     }
     if (g_kind == EFARM_DEVICE_SIM)
-        dir = getenv("EFARM_EFASIM_PATH") ? getenv("EFARM_EFASIM_PATH") : EFARM_EFASIM_DIR;
+        dir = *efarm_config()->efasim_path ? efarm_config()->efasim_path : EFARM_EFASIM_DIR;
 
     /* libibverbs first: efasim's libefa then binds to it by soname. */
     verbs = open_lib(dir, "libibverbs.so.1");

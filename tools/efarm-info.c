@@ -1,0 +1,33 @@
+/*
+ * efarm-info: every efarm tunable (EFARM_*) with its default, the value in
+ * force and why it exists; then the devices efarm sees and their capabilities.
+ */
+#include <stdio.h>
+
+#include "efarm_config.h"
+#include "efarm_device.h"
+#include "efarm_errno.h"
+
+int main(void)
+{
+    struct efarm_device_caps caps[16];
+    int n;
+
+    efarm_config_print(stdout);
+    n = efarm_device_query_all(caps, 16);
+    if (n < 0) {
+        printf("\nno devices: %s\n", efarm_strerror(n));
+        return 1;
+    }
+    printf("\n%d device(s) through %s:\n", n,
+           efarm_device_kind() == EFARM_DEVICE_SIM ? "efasim" : "the system's rdma-core");
+    for (int i = 0; i < n && i < 16; i++)
+        printf("  %s: mtu %u, inline %u, sq %u, rq %u, sge %u/%u, rdma max %llu, read %s, "
+               "write %s, rnr retry %s, cq sgid %s, device version %u\n",
+               caps[i].name, caps[i].max_msg_size, caps[i].inline_size, caps[i].max_sq_wr,
+               caps[i].max_rq_wr, caps[i].max_sq_sge, caps[i].max_rq_sge,
+               (unsigned long long)caps[i].max_rdma_size, caps[i].rdma_read ? "yes" : "no",
+               caps[i].rdma_write ? "yes" : "no", caps[i].rnr_retry ? "yes" : "no",
+               caps[i].cq_with_sgid ? "yes" : "no", caps[i].device_version);
+    return 0;
+}
