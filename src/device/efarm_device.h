@@ -50,6 +50,8 @@ struct efarm_device_caps {
     uint64_t max_rdma_size;
     bool rdma_read, rdma_write, rnr_retry, cq_with_sgid;
     uint32_t device_version; /* for the HANDSHAKE's DEVICE_VERSION field */
+    uint32_t max_mr;         /* registrations the device holds */
+    uint64_t max_mr_size;    /* largest registration */
     uint32_t vendor_id;
 };
 
@@ -167,6 +169,16 @@ void efarm_dev_rx_release(struct efarm_dev_ep *ep, uint32_t rx_id);
 
 /* Receive buffers currently posted to the device (for tests and back-pressure). */
 unsigned efarm_dev_rx_posted(const struct efarm_dev_ep *ep);
+
+/*
+ * A registration cache (efarm_mr_cache.h) whose registrations are made on
+ * this endpoint's PD, for long-read and runt-read send buffers. Its bounds
+ * come from EFARM_MR_CACHE_MAX_ENTRIES/_BYTES, else from the device's limits
+ * (half its MR table, at most 4096 entries; at most 4 GiB or its max MR
+ * size). The caller closes it with efarm_mr_cache_close() before the endpoint.
+ */
+struct efarm_mr_cache;
+int efarm_dev_mr_cache_open(struct efarm_dev_ep *ep, struct efarm_mr_cache **cache_p);
 
 /*
  * Test hook: make the device layer's N-th allocation from now fail (0 = never).

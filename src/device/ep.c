@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "device_internal.h"
+#include "efarm_config.h"
 #include "efarm_errno.h"
+#include "efarm_mr_cache.h"
 
 #define V             (&g_efarm_verbs)
 #define EFARM_PORT    1
@@ -131,6 +133,8 @@ static int query_caps(struct ibv_context *ctx, const char *name, struct efarm_de
     caps->rdma_write = efa.device_caps & (1u << 3); /* its ABI value in newer rdma-core */
 #endif
     caps->device_version = dev.hw_ver;
+    caps->max_mr = dev.max_mr > 0 ? (uint32_t)dev.max_mr : 0;
+    caps->max_mr_size = dev.max_mr_size;
     caps->vendor_id = dev.vendor_id;
     return 0;
 }
@@ -644,4 +648,45 @@ int efarm_dev_poll(struct efarm_dev_ep *ep, struct efarm_dev_cqe *cqes, unsigned
     } while (n < max && !ibv_next_poll(ep->cq));
     ibv_end_poll(ep->cq);
     return (int)n;
+}
+
+/* ---- Registration cache on this endpoint ------------------------------------------- */
+
+static int cache_reg(void *ctx, void *addr, size_t len, unsigned access, void **handle_p,
+                     uint32_t *lkey_p, uint32_t *rkey_p)
+{
+    struct efarm_dev_ep *ep = ctx;
+    struct ibv_mr *mr = (V->ibv_reg_mr)(ep->pd, addr, len, (int)access);
+
+    if (!mr)
+        return errno == ENOMEM || !errno ? -ENOMEM : -errno;
+    *handle_p = mr;
+    *lkey_p = mr->lkey;
+    *rkey_p = mr->rkey;
+    return 0;
+}
+
+static void cache_dereg(void *ctx, void *handle)
+{
+    (void)ctx;
+    V->ibv_dereg_mr(handle);
+}
+
+static const struct efarm_mr_cache_ops g_dev_cache_ops = {.reg = cache_reg, .dereg = cache_dereg};
+
+int efarm_dev_mr_cache_open(struct efarm_dev_ep *ep, struct efarm_mr_cache **cache_p)
+{
+    const struct efarm_config *cfg = efarm_config();
+    uint64_t entries = cfg->mr_cache_max_entries, bytes = cfg->mr_cache_max_bytes;
+
+    if (!entries) {
+        entries = ep->caps.max_mr ? ep->caps.max_mr / 2 : 1024;
+        entries = entries > 4096 ? 4096 : entries ? entries : 1;
+    }
+    if (!bytes) {
+        bytes = 4ull << 30;
+        if (ep->caps.max_mr_size && bytes > ep->caps.max_mr_size)
+            bytes = ep->caps.max_mr_size;
+    }
+    return efarm_mr_cache_open(&g_dev_cache_ops, ep, (size_t)entries, (size_t)bytes, cache_p);
 }

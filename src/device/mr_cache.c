@@ -72,6 +72,7 @@
  * interposing first, a sanitizer build) and with EFARM_MR_CACHE=0 it passes
  * through: every get registers and every put deregisters.
  */
+#include "efarm_config.h"
 #include "efarm_mr_cache.h"
 
 #include <errno.h>
@@ -627,24 +628,16 @@ static void mr_cache_warn_env(const char *fmt, const char *arg)
 /* EFARM_MR_CACHE=0 passes through; otherwise cache when the memory hook is live. */
 static bool mr_cache_want_caching(void)
 {
-    const char *env = getenv("EFARM_MR_CACHE");
     enum efarm_mem_hook_status status;
-    bool asked = false;
 
-    if (env && *env) {
-        if (!strcmp(env, "0"))
-            return false;
-        if (!strcmp(env, "1"))
-            asked = true;
-        else
-            mr_cache_warn_env("efarm: EFARM_MR_CACHE=%s not understood (0 or 1); using 1\n", env);
-    }
+    if (!efarm_config()->mr_cache)
+        return false;
     if (atomic_load(&g_efarm_mr_cache_assume_hook))
         return true;
     status = efarm_mem_hook_status();
     if (status == EFARM_MEM_HOOK_LIVE)
         return true;
-    if (asked)
+    if (getenv("EFARM_MR_CACHE")) /* asked for explicitly: say why it is not honoured */
         mr_cache_warn_env("efarm: EFARM_MR_CACHE=1 but not caching registrations: %s\n",
                           efarm_mem_hook_status_string(status));
     return false;
