@@ -4,7 +4,8 @@ libefarm_la_SOURCES += \
 	src/device/efarm_device.h \
 	src/device/device_internal.h \
 	src/device/loader.c \
-	src/device/ep.c
+	src/device/ep.c \
+	src/device/nic_choose.c
 libefarm_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/device $(IBVERBS_CFLAGS) $(HWLOC_CFLAGS) \
 	-DEFARM_EFASIM_DIR=\"$(pkglibdir)/efasim\"
 libefarm_la_LIBADD = $(HWLOC_LIBS) -ldl -lpthread

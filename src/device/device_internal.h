@@ -62,6 +62,9 @@ extern struct efarm_verbs g_efarm_verbs;
 /* Allocation through one point, so tests can make the N-th one fail. */
 void *efarm_dev_calloc(size_t n, size_t size);
 
+/* Whether the allocation about to be made should fail (counts it). */
+bool efarm_dev_alloc_fails(void);
+
 /* Map a work completion status to an efarm code (0 on success). */
 int efarm_dev_status(enum ibv_wc_status status);
 

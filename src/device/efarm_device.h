@@ -171,6 +171,20 @@ void efarm_dev_rx_release(struct efarm_dev_ep *ep, uint32_t rx_id);
 unsigned efarm_dev_rx_posted(const struct efarm_dev_ep *ep);
 
 /*
+ * Choose this rank's EFA device (efarm_nic.h has the rules): local_rank of
+ * nlocal ranks on the node, bindings[r] the CPU binding of local rank r as an
+ * hwloc bitmap string (NULL or "" = unbound; bindings itself may be NULL).
+ * Honours EFARM_IFACE; EFARM_NIC_VERBOSE prints rank -> NIC -> reason. Fills
+ * name_p with the device name for efarm_dev_ep_open. The _in variant takes a
+ * topology (tests); the other loads the machine's, with its I/O objects.
+ */
+int efarm_dev_choose_nic(unsigned local_rank, unsigned nlocal, const char *const *bindings,
+                         char name_p[EFARM_DEV_NAME_MAX]);
+struct hwloc_topology;
+int efarm_dev_choose_nic_in(struct hwloc_topology *topo, unsigned local_rank, unsigned nlocal,
+                            const char *const *bindings, char name_p[EFARM_DEV_NAME_MAX]);
+
+/*
  * A registration cache (efarm_mr_cache.h) whose registrations are made on
  * this endpoint's PD, for long-read and runt-read send buffers. Its bounds
  * come from EFARM_MR_CACHE_MAX_ENTRIES/_BYTES, else from the device's limits

@@ -64,11 +64,14 @@ void efarm_dev_alloc_fail_at(unsigned n)
     g_alloc_count = 0;
 }
 
+bool efarm_dev_alloc_fails(void)
+{
+    return g_alloc_fail_at && ++g_alloc_count == g_alloc_fail_at;
+}
+
 void *efarm_dev_calloc(size_t n, size_t size)
 {
-    if (g_alloc_fail_at && ++g_alloc_count == g_alloc_fail_at)
-        return NULL;
-    return calloc(n, size);
+    return efarm_dev_alloc_fails() ? NULL : calloc(n, size);
 }
 
 /* ---- Status mapping ------------------------------------------------------------ */

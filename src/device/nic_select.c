@@ -8,6 +8,7 @@
  * local rank (nlocal x nnames comparisons), which every rank does alike, so
  * all ranks agree on who shares what without communicating.
  */
+#include "device_internal.h"
 #include "efarm_nic.h"
 
 #include <errno.h>
@@ -16,6 +17,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* hwloc bitmaps through the device layer's allocation hook, so tests can fail them. */
+static hwloc_bitmap_t nic_bitmap_alloc(void)
+{
+    return efarm_dev_alloc_fails() ? NULL : hwloc_bitmap_alloc();
+}
 
 /* One device as seen by the selection. */
 struct nic_dev {
@@ -181,8 +188,8 @@ static int nic_sel_scan(struct nic_sel *sel, const char *const *names, const cha
             dev->osdev = NULL;
             continue;
         }
-        dev->nodes = hwloc_bitmap_alloc();
-        dev->packages = hwloc_bitmap_alloc();
+        dev->nodes = nic_bitmap_alloc();
+        dev->packages = nic_bitmap_alloc();
         if (!dev->nodes || !dev->packages)
             return -ENOMEM;
         if (nic_reduce(sel->topo, parent->cpuset, dev->nodes, dev->packages) < 0)
@@ -211,9 +218,9 @@ static int nic_sel_construct(struct nic_sel *sel, hwloc_topology_t topo, const c
     int ret;
 
     *sel = (struct nic_sel){.topo = topo, .ndevs = nnames};
-    sel->devs = calloc(nnames, sizeof(*sel->devs));
-    sel->bind_nodes = hwloc_bitmap_alloc();
-    sel->bind_packages = hwloc_bitmap_alloc();
+    sel->devs = efarm_dev_calloc(nnames, sizeof(*sel->devs));
+    sel->bind_nodes = nic_bitmap_alloc();
+    sel->bind_packages = nic_bitmap_alloc();
     if (!sel->devs || !sel->bind_nodes || !sel->bind_packages) {
         ret = -ENOMEM;
         goto err_destruct;
@@ -429,7 +436,7 @@ static int nic_sharing(struct nic_sel *sel, const hwloc_const_cpuset_t *local_bi
                        unsigned nlocal, unsigned my_local_rank, hwloc_const_bitmap_t mine,
                        unsigned *nsharing_p, unsigned *position_p)
 {
-    hwloc_bitmap_t other = hwloc_bitmap_alloc();
+    hwloc_bitmap_t other = nic_bitmap_alloc();
     unsigned nsharing = 0, position = 0;
     int ret = 0;
 
@@ -501,7 +508,7 @@ int efarm_nic_select(hwloc_topology_t topo, const char *const *names, unsigned n
     }
     if (my_local_rank == 0 && !nic_list_is_empty(iface_list))
         nic_list_warn_unknown(iface_list, names, nnames);
-    mine = hwloc_bitmap_alloc();
+    mine = nic_bitmap_alloc();
     if (!mine) {
         ret = -ENOMEM;
         goto out_destruct;

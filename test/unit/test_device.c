@@ -499,3 +499,68 @@ EFARM_TEST(device_mr_cache_address_reuse_on_efasim)
     munmap(b, len);
     pair_close(&p);
 }
+
+/* efasim's devices have no PCI locality: ranks share them by local rank. */
+EFARM_TEST(device_choose_nic_balances_placeless_devices)
+{
+    char name[EFARM_DEV_NAME_MAX];
+
+    use_efasim();
+    setenv("EFASIM_NDEV", "3", 1);
+    for (unsigned r = 0; r < 6; r++) {
+        efarm_test_context("local rank %u of 6", r);
+        EXPECT_RET(efarm_dev_choose_nic(r, 6, NULL, name), 0);
+        char want[32];
+
+        snprintf(want, sizeof(want), "efasim_%u", r % 3);
+        EXPECT_TRUE(!strcmp(name, want));
+    }
+    EXPECT_RET(efarm_dev_choose_nic(6, 6, NULL, name), -EINVAL);
+}
+
+EFARM_TEST(device_choose_nic_honours_iface_and_bindings)
+{
+    const char *bindings[4] = {"0x1", NULL, "", "0x3"};
+    char name[EFARM_DEV_NAME_MAX];
+
+    use_efasim();
+    setenv("EFASIM_NDEV", "3", 1);
+    setenv("EFARM_IFACE", "efasim_2", 1);
+    for (unsigned r = 0; r < 4; r++) {
+        EXPECT_RET(efarm_dev_choose_nic(r, 4, bindings, name), 0);
+        EXPECT_TRUE(!strcmp(name, "efasim_2"));
+    }
+    bindings[0] = "not a bitmap";
+    EXPECT_RET(efarm_dev_choose_nic(0, 4, bindings, name), -EINVAL);
+}
+
+EFARM_TEST(device_choose_nic_iface_naming_nothing)
+{
+    char name[EFARM_DEV_NAME_MAX];
+
+    use_efasim();
+    setenv("EFARM_IFACE", "rdmap99s0", 1);
+    EXPECT_RET(efarm_dev_choose_nic(0, 1, NULL, name), -ENODEV);
+}
+
+EFARM_TEST(device_choose_nic_allocation_failure_walk)
+{
+    const char *bindings[3] = {"0x1", "0x2", NULL};
+    char name[EFARM_DEV_NAME_MAX];
+    unsigned k;
+    int ret;
+
+    use_efasim();
+    setenv("EFASIM_NDEV", "2", 1);
+    EXPECT_RET(efarm_dev_choose_nic(0, 3, bindings, name), 0); /* load the libraries first */
+    for (k = 1; k < 200; k++) {
+        efarm_test_context("allocation %u fails", k);
+        efarm_dev_alloc_fail_at(k);
+        ret = efarm_dev_choose_nic(1, 3, bindings, name);
+        efarm_dev_alloc_fail_at(0);
+        if (!ret)
+            break;
+        EXPECT_RET(ret, -ENOMEM);
+    }
+    EXPECT_TRUE(k > 3 && k < 200); /* several allocation points were walked */
+}

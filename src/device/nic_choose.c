@@ -1,0 +1,96 @@
+/*
+ * Choosing this rank's NIC on the machine: the devices the verbs libraries
+ * list, the machine's hwloc topology with its I/O objects, the CPU bindings of
+ * the node's ranks, EFARM_IFACE, and EFARM_NIC_VERBOSE (see efarm_nic.h for
+ * the rules). The netmod gathers the bindings of the node's ranks.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device_internal.h"
+#include "efarm_config.h"
+#include "efarm_errno.h"
+#include "efarm_nic.h"
+
+#define V (&g_efarm_verbs)
+
+int efarm_dev_choose_nic_in(hwloc_topology_t topo, unsigned local_rank, unsigned nlocal,
+                            const char *const *bindings, char name_p[EFARM_DEV_NAME_MAX])
+{
+    struct efarm_nic_choice choice;
+    hwloc_bitmap_t *sets = NULL;
+    const char **names = NULL;
+    struct ibv_device **list;
+    int ndev = 0, ret;
+
+    if (!nlocal || local_rank >= nlocal)
+        return -EINVAL;
+    ret = efarm_device_initialize();
+    if (ret)
+        return ret;
+    list = V->ibv_get_device_list(&ndev);
+    if (!list || !ndev) {
+        ret = EFARM_E(DEV_NONE);
+        goto out_free_list;
+    }
+    names = efarm_dev_calloc((size_t)ndev, sizeof(*names));
+    sets = efarm_dev_calloc(nlocal, sizeof(*sets));
+    if (!names || !sets) {
+        ret = -ENOMEM;
+        goto out_free;
+    }
+    for (int i = 0; i < ndev; i++)
+        names[i] = V->ibv_get_device_name(list[i]);
+    /* A NULL or empty binding is an unbound rank; others are hwloc bitmap strings. */
+    for (unsigned r = 0; r < nlocal; r++) {
+        if (!bindings || !bindings[r] || !*bindings[r])
+            continue;
+        sets[r] = efarm_dev_alloc_fails() ? NULL : hwloc_bitmap_alloc();
+        if (!sets[r]) {
+            ret = -ENOMEM;
+            goto out_free;
+        }
+        if (hwloc_bitmap_sscanf(sets[r], bindings[r]) < 0) {
+            ret = -EINVAL;
+            goto out_free;
+        }
+    }
+    ret = efarm_nic_select(topo, names, (unsigned)ndev, (const hwloc_const_cpuset_t *)sets, nlocal,
+                           local_rank, efarm_config()->iface, &choice);
+    if (ret)
+        goto out_free;
+    snprintf(name_p, EFARM_DEV_NAME_MAX, "%s", names[choice.index]);
+    if (efarm_config()->nic_verbose)
+        efarm_nic_choice_print(stderr, local_rank, names, &choice);
+
+out_free:
+    for (unsigned r = 0; sets && r < nlocal; r++)
+        hwloc_bitmap_free(sets[r]);
+    free(sets);
+    free(names);
+out_free_list:
+    if (list)
+        V->ibv_free_device_list(list);
+    return ret;
+}
+
+int efarm_dev_choose_nic(unsigned local_rank, unsigned nlocal, const char *const *bindings,
+                         char name_p[EFARM_DEV_NAME_MAX])
+{
+    hwloc_topology_t topo;
+    int ret;
+
+    if (hwloc_topology_init(&topo))
+        return -ENOMEM;
+    /* Keep PCI and OS devices: without them every NIC would look placeless. */
+    hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (hwloc_topology_load(topo)) {
+        hwloc_topology_destroy(topo);
+        return -EIO;
+    }
+    ret = efarm_dev_choose_nic_in(topo, local_rank, nlocal, bindings, name_p);
+    hwloc_topology_destroy(topo);
+    return ret;
+}
