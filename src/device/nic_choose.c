@@ -5,6 +5,7 @@
  * the rules). The netmod gathers the bindings of the node's ranks.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,21 +77,34 @@ out_free_list:
     return ret;
 }
 
+/*
+ * The machine's topology, loaded once and kept for the process: loading it
+ * takes milliseconds, and destroying it unloads hwloc's I/O discovery plugin,
+ * which leaves allocations behind that leak checkers then report.
+ */
+static hwloc_topology_t g_machine_topology;
+static int g_machine_topology_ret;
+static pthread_once_t g_machine_topology_once = PTHREAD_ONCE_INIT;
+
+static void machine_topology_load(void)
+{
+    if (hwloc_topology_init(&g_machine_topology)) {
+        g_machine_topology_ret = -ENOMEM;
+        return;
+    }
+    /* Keep PCI and OS devices: without them every NIC would look placeless. */
+    hwloc_topology_set_io_types_filter(g_machine_topology, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (hwloc_topology_load(g_machine_topology)) {
+        hwloc_topology_destroy(g_machine_topology);
+        g_machine_topology_ret = -EIO;
+    }
+}
+
 int efarm_dev_choose_nic(unsigned local_rank, unsigned nlocal, const char *const *bindings,
                          char name_p[EFARM_DEV_NAME_MAX])
 {
-    hwloc_topology_t topo;
-    int ret;
-
-    if (hwloc_topology_init(&topo))
-        return -ENOMEM;
-    /* Keep PCI and OS devices: without them every NIC would look placeless. */
-    hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    if (hwloc_topology_load(topo)) {
-        hwloc_topology_destroy(topo);
-        return -EIO;
-    }
-    ret = efarm_dev_choose_nic_in(topo, local_rank, nlocal, bindings, name_p);
-    hwloc_topology_destroy(topo);
-    return ret;
+    pthread_once(&g_machine_topology_once, machine_topology_load);
+    if (g_machine_topology_ret)
+        return g_machine_topology_ret;
+    return efarm_dev_choose_nic_in(g_machine_topology, local_rank, nlocal, bindings, name_p);
 }
