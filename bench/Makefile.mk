@@ -14,3 +14,8 @@ noinst_PROGRAMS += bench/bench-device
 bench_bench_device_SOURCES = bench/bench_device.c
 bench_bench_device_LDADD = libefarm.la
 EXTRA_DIST += bench/run-device-bench.sh
+
+# ns per match of the software tag matcher against posted-queue depth.
+noinst_PROGRAMS += bench/bench-tm
+bench_bench_tm_SOURCES = bench/bench_tm.c
+bench_bench_tm_LDADD = libefarm.la

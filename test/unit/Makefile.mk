@@ -9,7 +9,8 @@ test_unit_efarm_unit_SOURCES = \
 	test/unit/test_pkt_malformed.c \
 	test/unit/test_pkt_roundtrip.c \
 	test/unit/test_device.c \
-	test/unit/test_config.c
+	test/unit/test_config.c \
+	test/unit/test_tm.c
 test_unit_efarm_unit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test/unit $(IBVERBS_CFLAGS) \
 	$(HWLOC_CFLAGS) -DEFARM_TEST_EFASIM_PATH=\"$(abs_builddir)/src/efasim/.libs\"
 test_unit_efarm_unit_LDADD = libefarm.la

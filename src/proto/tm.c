@@ -1,0 +1,473 @@
+/*
+ * Software MPI tag matcher (see efarm_tm.h).
+ *
+ * Every list of entries sharing a key is a "queue" object found through one
+ * chained hash table keyed by (kind, context, source, tag); wildcard fields of
+ * the key are stored as -1. A queue exists only while it is non-empty, so the
+ * queue pool never needs more than max_posted + 4 * max_unexpected objects and
+ * can never run out. Receive kinds 0..3 and message kinds 4..7 share one
+ * numbering of wildcards: bit 0 means "any source", bit 1 "any tag". A
+ * receive of wildcard shape w therefore reads message list w, and a message
+ * is linked into message lists 0..3.
+ */
+#include "efarm_tm.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EFARM_TM_MAX_ENTRIES (1u << 24)
+#define EFARM_TM_WILD_SOURCE 1u
+#define EFARM_TM_WILD_TAG    2u
+#define EFARM_TM_SHAPES      4u
+#define EFARM_TM_KIND_MSG    4u
+#define EFARM_TM_NO_FREE     UINT32_MAX
+#define EFARM_TM_KIND_UNUSED UINT32_MAX
+
+#define efarm_tm_container_of(ptr, type, member) \
+    ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+/* Intrusive circular doubly-linked list; a queue's head is its sentinel. */
+struct efarm_tm_link {
+    struct efarm_tm_link *prev;
+    struct efarm_tm_link *next;
+};
+
+struct efarm_tm_queue {
+    struct efarm_tm_link entries;   /* Oldest first. */
+    struct efarm_tm_queue *hnext;   /* Bucket chain, or free list. */
+    struct efarm_tm_queue **hpprev; /* Where this queue is linked from; NULL when inline. */
+    uint32_t context;
+    int32_t source;
+    int32_t tag;
+    uint32_t kind; /* EFARM_TM_KIND_UNUSED for an unused inline queue. */
+};
+
+/*
+ * A hash bucket holds its first queue inline (one cache line: lookup of a
+ * key that owns the line costs one miss) and chains further queues from the
+ * pool through queue.hnext. Queues never move, because entries point at their
+ * sentinel; an inline queue that empties is marked unused and reused by the
+ * next key hashed to this bucket, while chained queues stay where they are.
+ */
+struct efarm_tm_bucket {
+    _Alignas(64) struct efarm_tm_queue queue;
+};
+
+struct efarm_tm_recv {
+    struct efarm_tm_link link;
+    struct efarm_tm_queue *queue; /* NULL while the slot is free. */
+    uint64_t seq;                 /* Global posting order. */
+    void *user;
+    uint32_t gen;
+    uint32_t next_free;
+};
+
+struct efarm_tm_msg {
+    struct efarm_tm_link link[EFARM_TM_SHAPES];
+    struct efarm_tm_queue *queue[EFARM_TM_SHAPES]; /* queue[0] NULL while free. */
+    void *user;
+    uint32_t gen;
+    uint32_t next_free;
+};
+
+struct efarm_tm {
+    struct efarm_tm_bucket *buckets;
+    uint64_t bucket_mask;
+    uint64_t next_seq;
+    unsigned n_wild_recv; /* Posted receives with a wildcard: 0 keeps arrivals to one lookup. */
+    unsigned n_posted;
+    unsigned n_unexpected;
+    unsigned max_posted;
+    unsigned max_unexpected;
+    uint32_t recv_free;
+    uint32_t msg_free;
+    struct efarm_tm_queue *queue_free;
+    struct efarm_tm_recv *recvs;
+    struct efarm_tm_msg *msgs;
+    struct efarm_tm_queue *queues;
+};
+
+static inline void efarm_tm_link_append(struct efarm_tm_link *head, struct efarm_tm_link *link)
+{
+    link->prev = head->prev;
+    link->next = head;
+    head->prev->next = link;
+    head->prev = link;
+}
+
+static inline void efarm_tm_link_remove(struct efarm_tm_link *link)
+{
+    link->prev->next = link->next;
+    link->next->prev = link->prev;
+}
+
+static inline bool efarm_tm_queue_empty(const struct efarm_tm_queue *queue)
+{
+    return queue->entries.next == &queue->entries;
+}
+
+static inline uint64_t efarm_tm_hash(uint32_t kind, uint32_t context, int32_t source, int32_t tag)
+{
+    uint64_t a = ((uint64_t)context << 32) | (uint32_t)tag;
+    uint64_t b = ((uint64_t)(uint32_t)source << 3) | kind;
+    uint64_t h = (a * 0x9e3779b97f4a7c15ull) ^ (b * 0xc2b2ae3d27d4eb4full);
+
+    h ^= h >> 31;
+    h *= 0xd6e8feb86659fd93ull;
+    return h ^ (h >> 32);
+}
+
+/* Apply a wildcard shape to a key: wildcard fields become -1. */
+static inline void efarm_tm_key_shape(uint32_t shape, int32_t *source, int32_t *tag)
+{
+    if (shape & EFARM_TM_WILD_SOURCE)
+        *source = -1;
+    if (shape & EFARM_TM_WILD_TAG)
+        *tag = -1;
+}
+
+static inline struct efarm_tm_queue *efarm_tm_queue_find(const struct efarm_tm *tm, uint32_t kind,
+                                                         uint32_t context, int32_t source,
+                                                         int32_t tag)
+{
+    struct efarm_tm_queue *queue;
+
+    queue = &tm->buckets[efarm_tm_hash(kind, context, source, tag) & tm->bucket_mask].queue;
+    for (; queue != NULL; queue = queue->hnext) {
+        if (queue->tag == tag && queue->source == source && queue->context == context &&
+            queue->kind == kind)
+            return queue;
+    }
+    return NULL;
+}
+
+/* Find the queue for a key, creating it empty; the pool is sized so this cannot fail. */
+static struct efarm_tm_queue *efarm_tm_queue_get(struct efarm_tm *tm, uint32_t kind,
+                                                 uint32_t context, int32_t source, int32_t tag)
+{
+    struct efarm_tm_queue *first, *queue;
+
+    first = &tm->buckets[efarm_tm_hash(kind, context, source, tag) & tm->bucket_mask].queue;
+    for (queue = first; queue != NULL; queue = queue->hnext) {
+        if (queue->tag == tag && queue->source == source && queue->context == context &&
+            queue->kind == kind)
+            return queue;
+    }
+    if (first->kind == EFARM_TM_KIND_UNUSED) {
+        queue = first;
+    } else {
+        queue = tm->queue_free;
+        tm->queue_free = queue->hnext;
+        queue->hnext = first->hnext;
+        queue->hpprev = &first->hnext;
+        if (first->hnext != NULL)
+            first->hnext->hpprev = &queue->hnext;
+        first->hnext = queue;
+    }
+    queue->entries.prev = queue->entries.next = &queue->entries;
+    queue->context = context;
+    queue->source = source;
+    queue->tag = tag;
+    queue->kind = kind;
+    return queue;
+}
+
+/* Give an empty queue back to the pool. */
+static inline void efarm_tm_queue_put(struct efarm_tm *tm, struct efarm_tm_queue *queue)
+{
+    if (queue->hpprev == NULL) {
+        queue->kind = EFARM_TM_KIND_UNUSED;
+        return;
+    }
+    *queue->hpprev = queue->hnext;
+    if (queue->hnext != NULL)
+        queue->hnext->hpprev = queue->hpprev;
+    queue->hnext = tm->queue_free;
+    tm->queue_free = queue;
+}
+
+static inline efarm_tm_handle_t efarm_tm_handle(uint32_t gen, uint32_t index)
+{
+    return ((uint64_t)gen << 32) | index;
+}
+
+static inline uint32_t efarm_tm_next_gen(uint32_t gen)
+{
+    return gen == UINT32_MAX ? 1 : gen + 1;
+}
+
+static inline bool efarm_tm_key_valid(int32_t source, int32_t tag, bool wild_ok)
+{
+    int32_t lowest = wild_ok ? -1 : 0;
+
+    return source >= lowest && tag >= lowest;
+}
+
+static inline uint32_t efarm_tm_shape(int32_t source, int32_t tag)
+{
+    return (source < 0 ? EFARM_TM_WILD_SOURCE : 0) | (tag < 0 ? EFARM_TM_WILD_TAG : 0);
+}
+
+/* Unlink a posted receive, free its slot and return its user pointer. */
+static void *efarm_tm_recv_remove(struct efarm_tm *tm, struct efarm_tm_recv *recv)
+{
+    struct efarm_tm_queue *queue = recv->queue;
+    void *user = recv->user;
+
+    if (queue->kind != 0)
+        tm->n_wild_recv--;
+    efarm_tm_link_remove(&recv->link);
+    if (efarm_tm_queue_empty(queue))
+        efarm_tm_queue_put(tm, queue);
+    recv->queue = NULL;
+    recv->user = NULL;
+    recv->gen = efarm_tm_next_gen(recv->gen);
+    recv->next_free = tm->recv_free;
+    tm->recv_free = (uint32_t)(recv - tm->recvs);
+    tm->n_posted--;
+    return user;
+}
+
+/* Unlink an unexpected message from its four lists, free its slot and return its user pointer. */
+static void *efarm_tm_msg_remove(struct efarm_tm *tm, struct efarm_tm_msg *msg)
+{
+    void *user = msg->user;
+
+    for (uint32_t shape = 0; shape < EFARM_TM_SHAPES; shape++) {
+        efarm_tm_link_remove(&msg->link[shape]);
+        if (efarm_tm_queue_empty(msg->queue[shape]))
+            efarm_tm_queue_put(tm, msg->queue[shape]);
+        msg->queue[shape] = NULL;
+    }
+    msg->user = NULL;
+    msg->gen = efarm_tm_next_gen(msg->gen);
+    msg->next_free = tm->msg_free;
+    tm->msg_free = (uint32_t)(msg - tm->msgs);
+    tm->n_unexpected--;
+    return user;
+}
+
+/* The earliest-arrived unexpected message matching a (possibly wildcard) key, or NULL. */
+static inline struct efarm_tm_msg *efarm_tm_msg_find(const struct efarm_tm *tm, uint32_t context,
+                                                     int32_t source, int32_t tag)
+{
+    uint32_t shape = efarm_tm_shape(source, tag);
+    struct efarm_tm_queue *queue;
+
+    if (tm->n_unexpected == 0)
+        return NULL;
+    queue = efarm_tm_queue_find(tm, EFARM_TM_KIND_MSG + shape, context, source, tag);
+    if (queue == NULL)
+        return NULL;
+    return efarm_tm_container_of(queue->entries.next, struct efarm_tm_msg, link[shape]);
+}
+
+int efarm_tm_open(unsigned max_posted, unsigned max_unexpected, struct efarm_tm **tm_p)
+{
+    struct efarm_tm *tm;
+    uint64_t n_queues, n_buckets;
+
+    if (max_posted == 0 || max_unexpected == 0 || max_posted > EFARM_TM_MAX_ENTRIES ||
+        max_unexpected > EFARM_TM_MAX_ENTRIES)
+        return -EINVAL;
+    n_queues = (uint64_t)max_posted + (uint64_t)EFARM_TM_SHAPES * max_unexpected;
+    for (n_buckets = 16; n_buckets < n_queues; n_buckets *= 2)
+        ;
+
+    tm = calloc(1, sizeof(*tm));
+    if (tm == NULL)
+        goto err;
+    tm->buckets = aligned_alloc(_Alignof(struct efarm_tm_bucket), n_buckets * sizeof(*tm->buckets));
+    if (tm->buckets == NULL)
+        goto err_free_tm;
+    memset(tm->buckets, 0, n_buckets * sizeof(*tm->buckets));
+    for (uint64_t i = 0; i < n_buckets; i++)
+        tm->buckets[i].queue.kind = EFARM_TM_KIND_UNUSED;
+    tm->recvs = calloc(max_posted, sizeof(*tm->recvs));
+    if (tm->recvs == NULL)
+        goto err_free_buckets;
+    tm->msgs = calloc(max_unexpected, sizeof(*tm->msgs));
+    if (tm->msgs == NULL)
+        goto err_free_recvs;
+    tm->queues = calloc(n_queues, sizeof(*tm->queues));
+    if (tm->queues == NULL)
+        goto err_free_msgs;
+
+    tm->bucket_mask = n_buckets - 1;
+    tm->max_posted = max_posted;
+    tm->max_unexpected = max_unexpected;
+    for (unsigned i = 0; i < max_posted; i++) {
+        tm->recvs[i].gen = 1;
+        tm->recvs[i].next_free = i + 1 < max_posted ? i + 1 : EFARM_TM_NO_FREE;
+    }
+    for (unsigned i = 0; i < max_unexpected; i++) {
+        tm->msgs[i].gen = 1;
+        tm->msgs[i].next_free = i + 1 < max_unexpected ? i + 1 : EFARM_TM_NO_FREE;
+    }
+    for (uint64_t i = 0; i < n_queues; i++)
+        tm->queues[i].hnext = i + 1 < n_queues ? &tm->queues[i + 1] : NULL;
+    tm->queue_free = &tm->queues[0];
+    *tm_p = tm;
+    return 0;
+
+err_free_msgs:
+    free(tm->msgs);
+err_free_recvs:
+    free(tm->recvs);
+err_free_buckets:
+    free(tm->buckets);
+err_free_tm:
+    free(tm);
+err:
+    return -ENOMEM;
+}
+
+void efarm_tm_close(struct efarm_tm *tm)
+{
+    if (tm == NULL)
+        return;
+    free(tm->queues);
+    free(tm->msgs);
+    free(tm->recvs);
+    free(tm->buckets);
+    free(tm);
+}
+
+int efarm_tm_post(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag, void *user,
+                  efarm_tm_handle_t *recv_p, void **msg_user_p)
+{
+    struct efarm_tm_recv *recv;
+    struct efarm_tm_msg *msg;
+    uint32_t shape, index;
+
+    if (!efarm_tm_key_valid(source, tag, true))
+        return -EINVAL;
+    msg = efarm_tm_msg_find(tm, context, source, tag);
+    if (msg != NULL) {
+        *msg_user_p = efarm_tm_msg_remove(tm, msg);
+        return EFARM_TM_MATCHED;
+    }
+
+    /*
+     * Offload hook: this receive matched nothing already here. If no receive
+     * were held in software (tm->n_posted == 0) and a device had room, it
+     * could take the receive instead of the software queue below.
+     */
+    if (tm->recv_free == EFARM_TM_NO_FREE)
+        return -ENOMEM;
+    index = tm->recv_free;
+    recv = &tm->recvs[index];
+    tm->recv_free = recv->next_free;
+    shape = efarm_tm_shape(source, tag);
+    recv->queue = efarm_tm_queue_get(tm, shape, context, source, tag);
+    recv->seq = tm->next_seq++;
+    recv->user = user;
+    efarm_tm_link_append(&recv->queue->entries, &recv->link);
+    if (shape != 0)
+        tm->n_wild_recv++;
+    tm->n_posted++;
+    *recv_p = efarm_tm_handle(recv->gen, index);
+    return EFARM_TM_QUEUED;
+}
+
+int efarm_tm_arrive(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag, void *user,
+                    void **recv_user_p)
+{
+    struct efarm_tm_recv *best = NULL;
+    struct efarm_tm_msg *msg;
+    uint32_t n_shapes, index;
+
+    if (!efarm_tm_key_valid(source, tag, false))
+        return -EINVAL;
+    n_shapes = tm->n_wild_recv != 0 ? EFARM_TM_SHAPES : 1;
+    for (uint32_t shape = 0; shape < n_shapes && tm->n_posted != 0; shape++) {
+        int32_t shaped_source = source, shaped_tag = tag;
+        struct efarm_tm_queue *queue;
+        struct efarm_tm_recv *head;
+
+        efarm_tm_key_shape(shape, &shaped_source, &shaped_tag);
+        queue = efarm_tm_queue_find(tm, shape, context, shaped_source, shaped_tag);
+        if (queue == NULL)
+            continue;
+        head = efarm_tm_container_of(queue->entries.next, struct efarm_tm_recv, link);
+        if (best == NULL || head->seq < best->seq)
+            best = head;
+    }
+    if (best != NULL) {
+        *recv_user_p = efarm_tm_recv_remove(tm, best);
+        return EFARM_TM_MATCHED;
+    }
+
+    if (tm->msg_free == EFARM_TM_NO_FREE)
+        return -EAGAIN;
+    index = tm->msg_free;
+    msg = &tm->msgs[index];
+    tm->msg_free = msg->next_free;
+    for (uint32_t shape = 0; shape < EFARM_TM_SHAPES; shape++) {
+        int32_t shaped_source = source, shaped_tag = tag;
+
+        efarm_tm_key_shape(shape, &shaped_source, &shaped_tag);
+        msg->queue[shape] = efarm_tm_queue_get(tm, EFARM_TM_KIND_MSG + shape, context,
+                                               shaped_source, shaped_tag);
+        efarm_tm_link_append(&msg->queue[shape]->entries, &msg->link[shape]);
+    }
+    msg->user = user;
+    tm->n_unexpected++;
+    return EFARM_TM_QUEUED;
+}
+
+int efarm_tm_probe(const struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag,
+                   efarm_tm_handle_t *msg_p, void **msg_user_p)
+{
+    const struct efarm_tm_msg *msg;
+
+    if (!efarm_tm_key_valid(source, tag, true))
+        return -EINVAL;
+    msg = efarm_tm_msg_find(tm, context, source, tag);
+    if (msg == NULL)
+        return 0;
+    *msg_p = efarm_tm_handle(msg->gen, (uint32_t)(msg - tm->msgs));
+    *msg_user_p = msg->user;
+    return 1;
+}
+
+int efarm_tm_claim(struct efarm_tm *tm, efarm_tm_handle_t msg, void **msg_user_p)
+{
+    uint32_t index = (uint32_t)msg;
+    struct efarm_tm_msg *entry;
+
+    if (index >= tm->max_unexpected)
+        return -ENOENT;
+    entry = &tm->msgs[index];
+    if (entry->queue[0] == NULL || entry->gen != (uint32_t)(msg >> 32))
+        return -ENOENT;
+    *msg_user_p = efarm_tm_msg_remove(tm, entry);
+    return 0;
+}
+
+int efarm_tm_cancel(struct efarm_tm *tm, efarm_tm_handle_t recv, void **recv_user_p)
+{
+    uint32_t index = (uint32_t)recv;
+    struct efarm_tm_recv *entry;
+
+    if (index >= tm->max_posted)
+        return -ENOENT;
+    entry = &tm->recvs[index];
+    if (entry->queue == NULL || entry->gen != (uint32_t)(recv >> 32))
+        return -ENOENT;
+    *recv_user_p = efarm_tm_recv_remove(tm, entry);
+    return 0;
+}
+
+unsigned efarm_tm_posted_count(const struct efarm_tm *tm)
+{
+    return tm->n_posted;
+}
+
+unsigned efarm_tm_unexpected_count(const struct efarm_tm *tm)
+{
+    return tm->n_unexpected;
+}
