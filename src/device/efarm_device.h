@@ -194,6 +194,11 @@ int efarm_dev_choose_nic_in(struct hwloc_topology *topo, unsigned local_rank, un
 struct efarm_mr_cache;
 int efarm_dev_mr_cache_open(struct efarm_dev_ep *ep, struct efarm_mr_cache **cache_p);
 
+/* Access bits for efarm_mr_cache_get() on a device cache: the verbs values (checked in ep.c). */
+#define EFARM_DEV_ACCESS_LOCAL_WRITE  1u
+#define EFARM_DEV_ACCESS_REMOTE_WRITE 2u
+#define EFARM_DEV_ACCESS_REMOTE_READ  4u
+
 /*
  * Test hook: make the device layer's N-th allocation from now fail (0 = never).
  * Lets tests walk every failure point of the open paths.

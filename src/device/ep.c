@@ -675,6 +675,11 @@ static void cache_dereg(void *ctx, void *handle)
     V->ibv_dereg_mr(handle);
 }
 
+_Static_assert(EFARM_DEV_ACCESS_LOCAL_WRITE == IBV_ACCESS_LOCAL_WRITE &&
+                   EFARM_DEV_ACCESS_REMOTE_WRITE == IBV_ACCESS_REMOTE_WRITE &&
+                   EFARM_DEV_ACCESS_REMOTE_READ == IBV_ACCESS_REMOTE_READ,
+               "EFARM_DEV_ACCESS_* are the verbs access bits");
+
 static const struct efarm_mr_cache_ops g_dev_cache_ops = {.reg = cache_reg, .dereg = cache_dereg};
 
 int efarm_dev_mr_cache_open(struct efarm_dev_ep *ep, struct efarm_mr_cache **cache_p)

@@ -5,4 +5,14 @@ libefarm_la_SOURCES += \
 	src/proto/pkt_codec.c \
 	src/proto/pkt_print.c \
 	src/proto/efarm_tm.h \
-	src/proto/tm.c
+	src/proto/tm.c \
+	src/proto/efarm_proto.h \
+	src/proto/proto_internal.h \
+	src/proto/proto_ep.c \
+	src/proto/proto_av.c \
+	src/proto/proto_tx.c \
+	src/proto/proto_rx.c \
+	src/proto/proto_ops.c \
+	src/proto/proto_select.c \
+	src/proto/msg_send.c \
+	src/proto/msg_recv.c

@@ -93,6 +93,16 @@ int efarm_tm_arrive(struct efarm_tm *tm, uint32_t context, int32_t source, int32
                     void **recv_user_p);
 
 /*
+ * The matching half of efarm_tm_arrive(): if a posted receive matches, remove
+ * it, store its user pointer in *recv_user_p and return EFARM_TM_MATCHED;
+ * otherwise return 0 and change nothing (the caller may then queue the
+ * message with efarm_tm_arrive(), once it knows it can keep it). -EINVAL for
+ * a negative source or tag.
+ */
+int efarm_tm_match_posted(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag,
+                          void **recv_user_p);
+
+/*
  * Look at the earliest-arrived unexpected message matching the key (wildcards
  * allowed) without removing it. Returns 1 and sets *msg_p and *msg_user_p, 0
  * when none matches, -EINVAL for a bad key.

@@ -27,7 +27,7 @@
 #define EFARM_TM_KIND_UNUSED UINT32_MAX
 
 #define efarm_tm_container_of(ptr, type, member) \
-    ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+    ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 /* Intrusive circular doubly-linked list; a queue's head is its sentinel. */
 struct efarm_tm_link {
@@ -373,12 +373,11 @@ int efarm_tm_post(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t
     return EFARM_TM_QUEUED;
 }
 
-int efarm_tm_arrive(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag, void *user,
-                    void **recv_user_p)
+int efarm_tm_match_posted(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag,
+                          void **recv_user_p)
 {
     struct efarm_tm_recv *best = NULL;
-    struct efarm_tm_msg *msg;
-    uint32_t n_shapes, index;
+    uint32_t n_shapes;
 
     if (!efarm_tm_key_valid(source, tag, false))
         return -EINVAL;
@@ -400,7 +399,19 @@ int efarm_tm_arrive(struct efarm_tm *tm, uint32_t context, int32_t source, int32
         *recv_user_p = efarm_tm_recv_remove(tm, best);
         return EFARM_TM_MATCHED;
     }
+    return 0;
+}
 
+int efarm_tm_arrive(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag, void *user,
+                    void **recv_user_p)
+{
+    struct efarm_tm_msg *msg;
+    uint32_t index;
+    int ret;
+
+    ret = efarm_tm_match_posted(tm, context, source, tag, recv_user_p);
+    if (ret != 0)
+        return ret;
     if (tm->msg_free == EFARM_TM_NO_FREE)
         return -EAGAIN;
     index = tm->msg_free;
@@ -410,8 +421,8 @@ int efarm_tm_arrive(struct efarm_tm *tm, uint32_t context, int32_t source, int32
         int32_t shaped_source = source, shaped_tag = tag;
 
         efarm_tm_key_shape(shape, &shaped_source, &shaped_tag);
-        msg->queue[shape] = efarm_tm_queue_get(tm, EFARM_TM_KIND_MSG + shape, context,
-                                               shaped_source, shaped_tag);
+        msg->queue[shape] =
+            efarm_tm_queue_get(tm, EFARM_TM_KIND_MSG + shape, context, shaped_source, shaped_tag);
         efarm_tm_link_append(&msg->queue[shape]->entries, &msg->link[shape]);
     }
     msg->user = user;

@@ -1,8 +1,13 @@
-# src/util: error codes, byte order; later pools, logging, config, counters.
+# src/util: error codes, byte order, lists, pools, logging, config.
 libefarm_la_SOURCES += \
 	src/util/efarm_byteorder.h \
 	src/util/efarm_config.h \
 	src/util/config.c \
 	src/util/efarm_errno.h \
 	src/util/efarm_hex.h \
-	src/util/errno.c
+	src/util/errno.c \
+	src/util/efarm_list.h \
+	src/util/efarm_pool.h \
+	src/util/pool.c \
+	src/util/efarm_log.h \
+	src/util/log.c

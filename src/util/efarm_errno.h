@@ -49,7 +49,12 @@
     X(DEV_LOCAL_QP, "local QP operation error (bad address handle or operation)")            \
     X(DEV_FLUSHED, "work request flushed: the QP went to the error state")                   \
     X(DEV_TIMEOUT, "remote unresponsive or unreachable")                                     \
-    X(DEV_GENERAL, "device completion error")
+    X(DEV_GENERAL, "device completion error")                                                \
+    X(PROTO_NO_DC, "peer does not support delivery complete (its HANDSHAKE lacks it)")       \
+    X(PROTO_BAD_READ_IOV, "peer's read_iov does not describe the message it announced")      \
+    X(PROTO_READ_FAILED, "RDMA read of the sender's buffer failed and cannot fall back")     \
+    X(PROTO_PEER_GONE, "peer stopped answering; the operation cannot finish")                \
+    X(PROTO_RESOURCES, "endpoint resources exhausted for an operation that cannot wait")
 
 enum efarm_error_code {
     EFARM_ERR_BASE_ = 4096, /* above every errno value */

@@ -330,8 +330,7 @@ static void run_model(unsigned max_posted, unsigned max_unexpected, unsigned ste
                 EXPECT_RET(ret, -EAGAIN);
             } else {
                 EXPECT_RET(ret, EFARM_TM_QUEUED);
-                m.unexpected[m.n_unexpected++] =
-                    (struct model_entry){context, source, tag, id, 0};
+                m.unexpected[m.n_unexpected++] = (struct model_entry){context, source, tag, id, 0};
             }
         } else if (op < 85) {
             ret = efarm_tm_probe(tm, context, source, tag, &handle, &got);

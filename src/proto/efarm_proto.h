@@ -1,0 +1,285 @@
+/*
+ * efarm's protocol engine: EFA RDM protocol v4 two-sided messaging on the
+ * device layer, with no MPI dependency.
+ *
+ * An endpoint (struct efarm_ep) owns one device endpoint, an address vector
+ * of peers, the tag matcher and every pool. The caller drives it: sends and
+ * receives only start operations, and efarm_ep_progress() polls the device,
+ * runs the protocol and completes requests. Nothing runs in another thread.
+ *
+ * Requests. Every operation takes a caller-owned struct efarm_req that must
+ * stay put until the request completes: the engine fills the result fields,
+ * sets `done` and calls `cb` (if set) from inside an engine call (progress,
+ * or the receive post that matched an unexpected message). After the
+ * callback the engine never touches the request again.
+ *
+ * Matching. Tagged messages carry a 64-bit wire tag that packs (context,
+ * source, tag) as EFARM_TAG_*_BITS say; receives match on the three with
+ * EFARM_ANY_SOURCE / EFARM_ANY_TAG. `source` is whatever the sender calls
+ * itself towards the receiver (the MPI rank in the communicator); the engine
+ * does not check it against the sending peer. Untagged messages (MSGRTM)
+ * match untagged receives in arrival order, optionally from one peer.
+ *
+ * Subprotocols. Each send picks eager, medium, long-CTS, long-read or
+ * runting-read (efarm_proto_select, a table of rules whose thresholds are
+ * tunables), with the delivery-complete (DC) variants when asked. Extra
+ * features are used only after the peer's HANDSHAKE says it has them.
+ *
+ * Not thread safe: one thread at a time per endpoint.
+ */
+#ifndef EFARM_PROTO_H
+#define EFARM_PROTO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "efarm_device.h"
+#include "efarm_tm.h"
+
+struct efarm_ep;
+
+/* A peer: an index into the endpoint's address vector. */
+typedef uint32_t efarm_peer_t;
+#define EFARM_PEER_NONE UINT32_MAX
+
+/* Wire tag layout of tagged messages: context | source | tag, most significant first. */
+#define EFARM_TAG_CONTEXT_BITS 16
+#define EFARM_TAG_SOURCE_BITS  24
+#define EFARM_TAG_TAG_BITS     24
+#define EFARM_CONTEXT_MAX      ((1u << EFARM_TAG_CONTEXT_BITS) - 1)
+#define EFARM_SOURCE_MAX       ((1 << EFARM_TAG_SOURCE_BITS) - 1)
+#define EFARM_TAG_MAX          ((1 << EFARM_TAG_TAG_BITS) - 1)
+#define EFARM_ANY_SOURCE       EFARM_TM_ANY_SOURCE
+#define EFARM_ANY_TAG          EFARM_TM_ANY_TAG
+
+static inline uint64_t efarm_tag_pack(uint32_t context, int32_t source, int32_t tag)
+{
+    return ((uint64_t)context << (EFARM_TAG_SOURCE_BITS + EFARM_TAG_TAG_BITS)) |
+           ((uint64_t)(uint32_t)source << EFARM_TAG_TAG_BITS) | (uint32_t)tag;
+}
+
+/* The two-sided subprotocols, in the order the selection table tries them. */
+#define EFARM_PROTO_LIST(X) \
+    X(EAGER, eager)         \
+    X(MEDIUM, medium)       \
+    X(LONGCTS, longcts)     \
+    X(LONGREAD, longread)   \
+    X(RUNTREAD, runtread)
+
+enum efarm_proto_kind {
+#define EFARM_PROTO_ENUM_(id, name) EFARM_PROTO_##id,
+    EFARM_PROTO_LIST(EFARM_PROTO_ENUM_)
+#undef EFARM_PROTO_ENUM_
+        EFARM_PROTO_COUNT
+};
+
+const char *efarm_proto_name(enum efarm_proto_kind proto);
+
+/* Send flags. */
+#define EFARM_SEND_DC      0x1u /* complete only once delivered (DC variants, RECEIPT/EOR) */
+#define EFARM_SEND_CQ_DATA 0x2u /* carry cq_data in the REQ CQ-data header */
+
+struct efarm_req;
+typedef void (*efarm_req_cb_fn)(struct efarm_req *req);
+
+struct efarm_req {
+    /* Set by the caller before starting the operation. */
+    efarm_req_cb_fn cb; /* may be NULL: poll `done` */
+    void *ctx;          /* the caller's */
+    /* Filled by the engine when the request completes. */
+    bool done;
+    int status;          /* 0, -ECANCELED, -EMSGSIZE (truncated) or an error */
+    uint64_t length;     /* bytes delivered into the buffer (receives) or sent */
+    uint64_t msg_length; /* receives: the length the sender sent */
+    efarm_peer_t peer;   /* receives: who sent it */
+    uint32_t context;    /* receives: matched key (tagged) */
+    int32_t source;
+    int32_t tag;
+    bool has_cq_data;
+    uint64_t cq_data;
+    uint8_t proto; /* sends: enum efarm_proto_kind used */
+    /* Engine private. */
+    void *buf;
+    uint64_t buf_len;
+    efarm_tm_handle_t tm_handle;
+};
+
+/* What efarm_tprobe() reports about a message waiting to be received. */
+struct efarm_probe_info {
+    efarm_peer_t peer;
+    uint32_t context;
+    int32_t source;
+    int32_t tag;
+    uint64_t msg_length;
+    efarm_tm_handle_t handle; /* for efarm_tmrecv after a claiming probe */
+};
+
+/*
+ * Endpoint attributes; zero fields take the EFARM_* tunable (efarm-info
+ * lists them). Thresholds live here so a caller (and the tests) can set a
+ * policy per endpoint.
+ */
+struct efarm_ep_attr {
+    const char *device; /* NULL: the first device */
+    uint32_t av_size;
+    uint32_t sq_depth, rx_buffers, tx_pkts, max_ops;
+    uint32_t max_posted, max_unexpected;
+    uint64_t unexp_bytes;
+    uint32_t recvwin;
+    uint64_t eager_max, medium_max, read_min, runt_size;
+    uint32_t max_reads, cts_credits, rx_window;
+    uint32_t rnr_retry, rnr_backoff_us, rnr_backoff_max_us;
+    bool no_rdma_read;     /* advertise and use no RDMA read whatever the tunable says */
+    bool no_connid_header; /* do not ask peers for the connid header */
+    bool no_dc;            /* do not advertise delivery complete (tests of the refusal) */
+    uint32_t first_msg_id; /* tests only: where msg_ids start (both sides must agree; 0 on the
+                              wire of every other implementation) */
+};
+
+/*
+ * Open an endpoint. The caller owns it and closes it with efarm_ep_close().
+ * Returns 0 or a negative error; *ep_p is set only on success.
+ */
+int efarm_ep_open(const struct efarm_ep_attr *attr, struct efarm_ep **ep_p);
+
+/*
+ * Close: every request still pending is dropped without completion (its
+ * memory is the caller's again); packets in flight are abandoned.
+ */
+void efarm_ep_close(struct efarm_ep *ep);
+
+/* This endpoint's 32-byte raw address (protocol v4 section 1.4). */
+void efarm_ep_addr(const struct efarm_ep *ep, uint8_t raw[EFARM_RAW_ADDR_LEN]);
+
+/* The device capabilities in use (owned by the endpoint). */
+const struct efarm_device_caps *efarm_ep_caps(const struct efarm_ep *ep);
+
+/*
+ * Insert a raw address; returns 0 and the peer in *peer_p. Inserting an
+ * address already present (same GID, QPN and connid), also one learnt from an
+ * unknown sender's raw-address header, returns the same peer. -ENOSPC when
+ * the address vector is full; an address handle is created here (a syscall).
+ */
+int efarm_av_insert(struct efarm_ep *ep, const uint8_t raw[EFARM_RAW_ADDR_LEN],
+                    efarm_peer_t *peer_p);
+
+/* The raw address of a peer. Returns 0 or -EINVAL. */
+int efarm_av_lookup(const struct efarm_ep *ep, efarm_peer_t peer, uint8_t raw[EFARM_RAW_ADDR_LEN]);
+
+/*
+ * Make progress: poll one batch of completions, run the protocol, retry
+ * queued work. Returns the number of completions handled (>= 0), or a
+ * negative error only when the device itself failed.
+ */
+int efarm_ep_progress(struct efarm_ep *ep);
+
+/*
+ * Send `len` bytes at buf to peer, untagged (efarm_send) or tagged
+ * (efarm_tsend; context/source/tag within EFARM_*_MAX). The buffer must stay
+ * unchanged until the request completes. Returns 0 (request started),
+ * -EAGAIN (no operation slot: progress and retry), -EINVAL, or, for
+ * EFARM_SEND_DC to a peer without delivery complete, EFARM_E(PROTO_NO_DC)
+ * through the request once the peer's handshake says so.
+ */
+int efarm_send(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_t len,
+               uint32_t flags, uint64_t cq_data, struct efarm_req *req);
+int efarm_tsend(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_t len,
+                uint32_t context, int32_t source, int32_t tag, uint32_t flags, uint64_t cq_data,
+                struct efarm_req *req);
+
+/*
+ * Post a receive of at most len bytes: untagged from peer (EFARM_PEER_NONE:
+ * any), or tagged on (context, source, tag) with wildcards. May complete the
+ * request before returning when an unexpected eager message matches. Returns
+ * 0, -EAGAIN (posted-receive or operation slots exhausted), -EINVAL.
+ */
+int efarm_recv(struct efarm_ep *ep, void *buf, uint64_t len, efarm_peer_t peer,
+               struct efarm_req *req);
+int efarm_trecv(struct efarm_ep *ep, void *buf, uint64_t len, uint32_t context, int32_t source,
+                int32_t tag, struct efarm_req *req);
+
+/*
+ * Probe for a tagged message that has arrived but matched no receive. Returns
+ * 1 and fills *info, 0 when there is none, -EINVAL. With `claim`, the message
+ * is removed from matching (MPI_Mprobe) and must be received with
+ * efarm_tmrecv(info->handle).
+ */
+int efarm_tprobe(struct efarm_ep *ep, uint32_t context, int32_t source, int32_t tag, bool claim,
+                 struct efarm_probe_info *info);
+
+/* Receive a message claimed by efarm_tprobe(). Returns 0, -ENOENT, -EAGAIN. */
+int efarm_tmrecv(struct efarm_ep *ep, efarm_tm_handle_t handle, void *buf, uint64_t len,
+                 struct efarm_req *req);
+
+/*
+ * Cancel a posted receive that has not matched. Returns 0 and completes the
+ * request with -ECANCELED, or -ENOENT when it already matched (it will
+ * complete normally).
+ */
+int efarm_cancel_recv(struct efarm_ep *ep, struct efarm_req *req);
+
+/* ---- Counters ---------------------------------------------------------------- */
+
+/* X(name, doc): one counter each, plus per-type packet counts below. */
+#define EFARM_COUNTER_LIST(X)                                                             \
+    X(tx_pkts, "packets posted")                                                          \
+    X(rx_pkts, "packets received")                                                        \
+    X(rx_bytes, "bytes received in packets")                                              \
+    X(tx_queued, "packets queued because the send queue was full")                        \
+    X(rnr, "RNR completions (receiver had no buffer)")                                    \
+    X(rnr_backoff, "times a peer entered RNR backoff")                                    \
+    X(retransmits, "packets resent after RNR")                                            \
+    X(unexpected, "messages that arrived before their receive")                           \
+    X(out_of_order, "REQ packets that arrived ahead of their msg_id")                     \
+    X(overflow, "REQ packets beyond the reorder window (overflow list)")                  \
+    X(held_rx, "receive buffers held unposted for back-pressure")                         \
+    X(deferred, "in-order messages deferred: no room for an unexpected message")          \
+    X(decode_errors, "packets that failed to decode (dropped)")                           \
+    X(unknown_sender, "packets from an unknown sender without raw address (dropped)")     \
+    X(connid_mismatch, "packets whose connid names no live peer (dead QP, dropped)")      \
+    X(stale_ids, "packets naming no live operation or a past msg_id (dropped)")           \
+    X(unsupported, "REQ packets of features this engine does not serve (dropped)")        \
+    X(implicit_peers, "peers learnt from a raw-address header")                           \
+    X(handshakes_sent, "HANDSHAKE packets sent")                                          \
+    X(handshakes_recv, "HANDSHAKE packets received")                                      \
+    X(handshake_triggers, "0-byte EAGER_RTW sent to make a peer answer with a HANDSHAKE") \
+    X(proto_eager, "messages sent eager")                                                 \
+    X(proto_medium, "messages sent medium")                                               \
+    X(proto_longcts, "messages sent long-CTS")                                            \
+    X(proto_longread, "messages sent long-read")                                          \
+    X(proto_runtread, "messages sent runting-read")                                       \
+    X(proto_dc, "messages sent with delivery complete")                                   \
+    X(reg_fallbacks, "long/runt-read sends that fell back to long-CTS (registration)")    \
+    X(read_nacks_sent, "READ_NACK sent (receiver could not register)")                    \
+    X(read_nacks_recv, "READ_NACK received (fell back to long-CTS)")                      \
+    X(reads_posted, "RDMA reads posted")                                                  \
+    X(truncated, "receives shorter than the message")                                     \
+    X(send_errors, "send operations completed with an error")                             \
+    X(recv_errors, "receive operations completed with an error")
+
+struct efarm_counters {
+#define EFARM_COUNTER_MEMBER_(name, doc) uint64_t name;
+    EFARM_COUNTER_LIST(EFARM_COUNTER_MEMBER_)
+#undef EFARM_COUNTER_MEMBER_
+    uint64_t tx_by_type[256]; /* packets posted, by packet type */
+    uint64_t rx_by_type[256]; /* packets received and decoded, by packet type */
+};
+
+/* The endpoint's counters (live; owned by the endpoint). */
+const struct efarm_counters *efarm_ep_counters(const struct efarm_ep *ep);
+
+/* Print the nonzero counters, one per line. */
+void efarm_counters_print(FILE *out, const struct efarm_counters *counters);
+
+/* Sizes of the hot structures, pinned by tests and reported by tools. */
+struct efarm_proto_sizes {
+    uint32_t peer;       /* address-vector entry, every peer */
+    uint32_t peer_state; /* created on first contact, reorder window included */
+    uint32_t op;
+    uint32_t tx_pkt;
+    uint32_t rx_pkt;
+};
+void efarm_proto_sizes(const struct efarm_ep *ep, struct efarm_proto_sizes *sizes_p);
+
+#endif /* EFARM_PROTO_H */

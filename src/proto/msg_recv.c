@@ -1,0 +1,818 @@
+/*
+ * Two-sided messages, receiver side: posting receives, matching, and every
+ * subprotocol's receive half (sections 3.2, 4.1, 4.2, 4.5, 4.7).
+ *
+ * An in-order RTM first tries the posted receives. An eager message that
+ * matches is copied into the user buffer and completed on the spot, in the
+ * device's receive buffer: no allocation, no copy but the one into the user
+ * buffer. Anything longer gets an operation:
+ *   medium       segments land at seg_offset as they come (any order);
+ *   long-CTS     the RTM's data, then CTS -> CTSDATA rounds of at most
+ *                EFARM_RX_WINDOW packets, each CTS sent when the previous
+ *                grant has fully arrived;
+ *   long-read    RDMA reads of the sender's read_iov into the user buffer,
+ *                then EOR; if the buffer cannot be registered, READ_NACK and
+ *                the sender falls back to long-CTS;
+ *   runting read the runt segments like medium, the rest by RDMA read, EOR
+ *                (or READ_NACK once the runt has arrived).
+ * DC messages answer with RECEIPT once the data is in the user buffer.
+ *
+ * A message that matches no receive becomes an unexpected operation holding
+ * its packets (copies, or held receive buffers under pressure); later packets
+ * of the same message join it. A receive posted later, or a matched probe,
+ * replays them through the same code as live packets.
+ *
+ * Everything from the wire is checked before use: lengths against the
+ * message and the buffer (writes are clipped to the buffer; a longer message
+ * completes with -EMSGSIZE after the whole protocol ran, so the sender
+ * finishes too), ids against live operations of the right peer and state,
+ * read_iov against the announced length.
+ */
+#include <errno.h>
+
+#include "proto_internal.h"
+
+#define EFARM_READ_CHUNK_MAX (256ull << 20) /* one read WR; keeps the length in its wr_id */
+
+struct rtm_kind {
+    uint8_t proto;
+    bool tagged;
+    bool dc;
+};
+
+static bool rtm_kind(uint8_t type, struct rtm_kind *k)
+{
+    switch (type) {
+    case EFARM_PKT_EAGER_MSGRTM:
+    case EFARM_PKT_EAGER_TAGRTM:
+        *k = (struct rtm_kind){EFARM_PROTO_EAGER, type == EFARM_PKT_EAGER_TAGRTM, false};
+        return true;
+    case EFARM_PKT_DC_EAGER_MSGRTM:
+    case EFARM_PKT_DC_EAGER_TAGRTM:
+        *k = (struct rtm_kind){EFARM_PROTO_EAGER, type == EFARM_PKT_DC_EAGER_TAGRTM, true};
+        return true;
+    case EFARM_PKT_MEDIUM_MSGRTM:
+    case EFARM_PKT_MEDIUM_TAGRTM:
+        *k = (struct rtm_kind){EFARM_PROTO_MEDIUM, type == EFARM_PKT_MEDIUM_TAGRTM, false};
+        return true;
+    case EFARM_PKT_DC_MEDIUM_MSGRTM:
+    case EFARM_PKT_DC_MEDIUM_TAGRTM:
+        *k = (struct rtm_kind){EFARM_PROTO_MEDIUM, type == EFARM_PKT_DC_MEDIUM_TAGRTM, true};
+        return true;
+    case EFARM_PKT_LONGCTS_MSGRTM:
+    case EFARM_PKT_LONGCTS_TAGRTM:
+        *k = (struct rtm_kind){EFARM_PROTO_LONGCTS, type == EFARM_PKT_LONGCTS_TAGRTM, false};
+        return true;
+    case EFARM_PKT_DC_LONGCTS_MSGRTM:
+    case EFARM_PKT_DC_LONGCTS_TAGRTM:
+        *k = (struct rtm_kind){EFARM_PROTO_LONGCTS, type == EFARM_PKT_DC_LONGCTS_TAGRTM, true};
+        return true;
+    case EFARM_PKT_LONGREAD_MSGRTM:
+    case EFARM_PKT_LONGREAD_TAGRTM:
+        *k = (struct rtm_kind){EFARM_PROTO_LONGREAD, type == EFARM_PKT_LONGREAD_TAGRTM, false};
+        return true;
+    case EFARM_PKT_RUNTREAD_MSGRTM:
+    case EFARM_PKT_RUNTREAD_TAGRTM:
+        *k = (struct rtm_kind){EFARM_PROTO_RUNTREAD, type == EFARM_PKT_RUNTREAD_TAGRTM, false};
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The matcher key of a message: the wire tag's fields, or (untagged) the sending peer. */
+static void msg_key(uint64_t wire_tag, bool tagged, efarm_peer_t peer, uint32_t *context,
+                    int32_t *source, int32_t *tag)
+{
+    if (!tagged) {
+        *context = EFARM_CTX_MSG;
+        *source = (int32_t)peer;
+        *tag = 0;
+        return;
+    }
+    *context = (uint32_t)(wire_tag >> (EFARM_TAG_SOURCE_BITS + EFARM_TAG_TAG_BITS));
+    *source = (int32_t)((wire_tag >> EFARM_TAG_TAG_BITS) & EFARM_SOURCE_MAX);
+    *tag = (int32_t)(wire_tag & EFARM_TAG_MAX);
+}
+
+/* Fill a request's message fields from what the packet or the op says. */
+static void req_fill(struct efarm_req *req, efarm_peer_t peer, uint64_t wire_tag, bool tagged,
+                     uint64_t msg_length, bool has_cq_data, uint64_t cq_data)
+{
+    msg_key(wire_tag, tagged, peer, &req->context, &req->source, &req->tag);
+    req->peer = peer;
+    req->msg_length = msg_length;
+    req->length = msg_length < req->buf_len ? msg_length : req->buf_len;
+    req->has_cq_data = has_cq_data;
+    req->cq_data = cq_data;
+}
+
+/* Copy [offset, offset + n) of the message into the buffer, clipped to it. */
+static void copy_clip(uint8_t *buf, uint64_t buf_len, uint64_t offset, const uint8_t *src,
+                      uint64_t n)
+{
+    if (offset >= buf_len || n == 0)
+        return;
+    if (n > buf_len - offset)
+        n = buf_len - offset;
+    memcpy(buf + offset, src, n);
+}
+
+/* ---- Control packets a receive sends -------------------------------------------------- */
+
+/* Build and send one control packet for an op (or for no op: an eager RECEIPT). */
+static int ctrl_send(struct efarm_ep *ep, efarm_peer_t peer, struct efarm_op *op,
+                     struct efarm_pkt *pkt)
+{
+    struct efarm_peer_state *st = ep->peers[peer].st;
+    struct efarm_txpkt *tx = efarm_txpkt_alloc(ep, true);
+    size_t hdr_len;
+    int ret;
+
+    if (tx == NULL)
+        return -EAGAIN;
+    efarm_pkt_set_connid(ep, st, pkt);
+    ret = efarm_txpkt_encode(ep, tx, pkt, &hdr_len);
+    if (ret) {
+        efarm_txpkt_release(ep, tx);
+        return ret;
+    }
+    tx->len = (uint32_t)hdr_len;
+    tx->peer = peer;
+    tx->op = op;
+    if (op != NULL)
+        op->pkts_inflight++;
+    efarm_txpkt_send(ep, tx);
+    return 0;
+}
+
+static int receipt_send(struct efarm_ep *ep, efarm_peer_t peer, struct efarm_op *op,
+                        uint32_t send_id, uint32_t msg_id)
+{
+    struct efarm_pkt pkt;
+
+    efarm_pkt_init(&pkt, EFARM_PKT_RECEIPT);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, send_id);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_ID, msg_id);
+    return ctrl_send(ep, peer, op, &pkt);
+}
+
+/* Application bytes one CTSDATA packet carries at most (assuming the connid option). */
+static uint64_t ctsdata_payload(const struct efarm_ep *ep)
+{
+    return ep->mtu - sizeof(struct efarm_wire_ctsdata_hdr) - EFARM_OPT_FIELD_LEN;
+}
+
+static int cts_send(struct efarm_ep *ep, struct efarm_op *op)
+{
+    uint64_t left = op->msg_length - op->done_bytes;
+    uint64_t pkts = op->credit_request && op->credit_request < ep->p.rx_window ? op->credit_request
+                                                                               : ep->p.rx_window;
+    uint64_t grant = pkts * ctsdata_payload(ep);
+    struct efarm_pkt pkt;
+    int ret;
+
+    if (grant > left)
+        grant = left;
+    efarm_pkt_init(&pkt, EFARM_PKT_CTS);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->peer_op_id);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, op->id);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_LENGTH, grant);
+    ret = ctrl_send(ep, op->peer, op, &pkt);
+    if (ret == 0)
+        op->window_end = grant; /* bytes still to come in this round */
+    return ret;
+}
+
+static int eor_send(struct efarm_ep *ep, struct efarm_op *op)
+{
+    struct efarm_pkt pkt;
+
+    efarm_pkt_init(&pkt, EFARM_PKT_EOR);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->peer_op_id);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, op->id);
+    return ctrl_send(ep, op->peer, op, &pkt);
+}
+
+static int nack_send(struct efarm_ep *ep, struct efarm_op *op)
+{
+    struct efarm_pkt pkt;
+    int ret;
+
+    efarm_pkt_init(&pkt, EFARM_PKT_READ_NACK);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->peer_op_id);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, op->id);
+    ret = ctrl_send(ep, op->peer, op, &pkt);
+    if (ret == 0)
+        ep->cnt.read_nacks_sent++;
+    return ret;
+}
+
+/* ---- Receive operations ----------------------------------------------------------------- */
+
+/* Set up an op from the first REQ of its message. Returns 0 or a protocol error. */
+static int rx_op_init(struct efarm_op *op, efarm_peer_t peer, const struct efarm_pkt *pkt,
+                      const struct rtm_kind *k)
+{
+    op->proto = k->proto;
+    op->req_type = pkt->type;
+    op->peer = peer;
+    op->msg_id = (uint32_t)pkt->value[EFARM_PKT_F_MSG_ID];
+    op->flags |= (k->tagged ? EFARM_OPF_TAGGED : 0) | (k->dc ? EFARM_OPF_DC : 0);
+    op->wire_tag = k->tagged ? pkt->value[EFARM_PKT_F_TAG] : 0;
+    if (pkt->present & EFARM_PKT_HAS(CQ_DATA)) {
+        op->flags |= EFARM_OPF_CQ_DATA;
+        op->cq_data = pkt->value[EFARM_PKT_F_CQ_DATA];
+    }
+    op->msg_length =
+        k->proto == EFARM_PROTO_EAGER ? pkt->payload_length : pkt->value[EFARM_PKT_F_MSG_LENGTH];
+    op->peer_op_id = (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID];
+    op->credit_request = (uint32_t)pkt->value[EFARM_PKT_F_CREDIT_REQUEST];
+    op->runt_length = pkt->value[EFARM_PKT_F_RUNT_LENGTH];
+    if (k->proto == EFARM_PROTO_LONGREAD || k->proto == EFARM_PROTO_RUNTREAD) {
+        uint64_t n = pkt->value[EFARM_PKT_F_READ_IOV_COUNT], total = 0;
+
+        if (n == 0 || n > EFARM_MAX_READ_IOV)
+            return EFARM_E(PROTO_BAD_READ_IOV);
+        op->niov = (uint8_t)n;
+        for (uint32_t i = 0; i < n; i++) {
+            struct efarm_rma_iov *iov = &op->iov[i];
+
+            efarm_rma_iov_load(pkt->payload, i, iov); /* bounded by the decoder */
+            if (iov->key > UINT32_MAX || iov->addr > UINT64_MAX - iov->len ||
+                total > UINT64_MAX - iov->len)
+                return EFARM_E(PROTO_BAD_READ_IOV);
+            total += iov->len;
+        }
+        if (total < op->msg_length)
+            return EFARM_E(PROTO_BAD_READ_IOV);
+    }
+    return 0;
+}
+
+/* Where a packet's application data is, and at which message offset. */
+static void pkt_data(const struct efarm_pkt *pkt, const uint8_t **data_p, uint64_t *offset_p,
+                     uint64_t *len_p)
+{
+    const uint8_t *data = pkt->payload;
+    uint64_t len = pkt->payload_length, offset = 0;
+
+    switch (pkt->type) {
+    case EFARM_PKT_MEDIUM_MSGRTM:
+    case EFARM_PKT_MEDIUM_TAGRTM:
+    case EFARM_PKT_DC_MEDIUM_MSGRTM:
+    case EFARM_PKT_DC_MEDIUM_TAGRTM:
+        offset = pkt->value[EFARM_PKT_F_SEG_OFFSET];
+        break;
+    case EFARM_PKT_LONGREAD_MSGRTM:
+    case EFARM_PKT_LONGREAD_TAGRTM:
+        len = 0; /* the payload is the read_iov */
+        break;
+    case EFARM_PKT_RUNTREAD_MSGRTM:
+    case EFARM_PKT_RUNTREAD_TAGRTM: {
+        uint64_t iov_bytes =
+            pkt->value[EFARM_PKT_F_READ_IOV_COUNT] * sizeof(struct efarm_wire_rma_iov);
+
+        data += iov_bytes;
+        len -= iov_bytes;
+        offset = pkt->value[EFARM_PKT_F_SEG_OFFSET];
+        break;
+    }
+    default:
+        break;
+    }
+    *data_p = data;
+    *offset_p = offset;
+    *len_p = len;
+}
+
+/* A packet's data into a matched op's buffer. */
+static void rx_op_data(struct efarm_op *op, const struct efarm_pkt *pkt)
+{
+    const uint8_t *data;
+    uint64_t offset, len;
+
+    pkt_data(pkt, &data, &offset, &len);
+    copy_clip(op->buf, op->len, offset, data, len);
+    op->done_bytes += len;
+}
+
+/* Whether a later packet belongs to the same message as the op (a peer could lie). */
+static bool rx_op_same_message(const struct efarm_op *op, const struct efarm_pkt *pkt)
+{
+    struct rtm_kind k;
+
+    return rtm_kind(pkt->type, &k) && k.proto == op->proto &&
+           pkt->value[EFARM_PKT_F_MSG_LENGTH] == op->msg_length &&
+           (k.proto != EFARM_PROTO_RUNTREAD ||
+            pkt->value[EFARM_PKT_F_RUNT_LENGTH] == op->runt_length);
+}
+
+static uint64_t read_end(const struct efarm_op *op)
+{
+    return op->msg_length < op->len ? op->msg_length : op->len;
+}
+
+/* Long-read and runting read: register the buffer, or prepare the READ_NACK. */
+static void rx_op_read_start(struct efarm_ep *ep, struct efarm_op *op)
+{
+    uint64_t start = op->proto == EFARM_PROTO_RUNTREAD ? op->runt_length : 0;
+    uint64_t end = read_end(op) > start ? read_end(op) : start;
+    int ret = -ENOTSUP;
+
+    op->offset = start;
+    if (end > start && ep->mr_cache != NULL)
+        ret = efarm_mr_cache_get(ep->mr_cache, op->buf + start, end - start,
+                                 EFARM_DEV_ACCESS_LOCAL_WRITE, &op->mr);
+    if (end > start && ret) {
+        if (efarm_peer_has(ep->peers[op->peer].st, EFARM_EXTRA_FEATURE_READ_NACK)) {
+            /* Section 4.7: tell the sender to send it by long-CTS instead. */
+            efarm_log(EFARM_LOG_DEBUG, "cannot register %llu bytes for a read (%s): READ_NACK",
+                      (unsigned long long)(end - start), efarm_strerror(ret));
+            op->flags |= EFARM_OPF_NEED_NACK;
+            efarm_op_work(ep, op);
+            return;
+        }
+        /* No fallback the peer understands: fail the receive, but let the sender finish. */
+        op->status = EFARM_E(PROTO_READ_FAILED);
+        op->done_bytes += op->msg_length - start;
+        op->offset = end;
+        return;
+    }
+    /* Bytes past the buffer are not read; they count as done. */
+    op->done_bytes += op->msg_length - end;
+    if (end > start) {
+        op->flags |= EFARM_OPF_NEED_READ;
+        efarm_rx_op_work(ep, op);
+    }
+}
+
+static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op);
+
+/*
+ * The op has its request: replay what arrived before (and `pkt`, the packet
+ * that matched, if any), then start the protocol.
+ */
+static void rx_op_matched(struct efarm_ep *ep, struct efarm_op *op, struct efarm_req *req,
+                          const struct efarm_pkt *pkt)
+{
+    struct efarm_rxpkt *rp = op->pkts;
+
+    op->flags = (op->flags & ~(EFARM_OPF_UNEXPECTED | EFARM_OPF_CLAIMED)) | EFARM_OPF_MATCHED;
+    op->req = req;
+    op->buf = req->buf;
+    op->len = req->buf_len;
+    op->pkts = NULL;
+    while (rp != NULL) {
+        struct efarm_rxpkt *next = rp->next;
+        struct efarm_pkt stored;
+
+        if (efarm_pkt_decode(rp->data, rp->len, &stored) == 0)
+            rx_op_data(op, &stored);
+        efarm_rxpkt_release(ep, rp);
+        rp = next;
+    }
+    if (pkt != NULL)
+        rx_op_data(op, pkt);
+    if (op->status == 0) {
+        switch (op->proto) {
+        case EFARM_PROTO_LONGCTS:
+            if (op->done_bytes < op->msg_length) {
+                op->flags |= EFARM_OPF_NEED_CTS;
+                efarm_rx_op_work(ep, op);
+            }
+            break;
+        case EFARM_PROTO_LONGREAD:
+        case EFARM_PROTO_RUNTREAD:
+            rx_op_read_start(ep, op);
+            break;
+        default:
+            break;
+        }
+    } else {
+        /* A bad read_iov: nothing to read; complete with the error and release the sender. */
+        op->done_bytes = op->msg_length;
+        if (op->proto == EFARM_PROTO_LONGREAD || op->proto == EFARM_PROTO_RUNTREAD)
+            op->flags |= EFARM_OPF_NEED_EOR;
+    }
+    rx_op_check(ep, op);
+}
+
+/* Complete the request when all data is in, owe the replies, release when all is sent. */
+static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
+{
+    const uint32_t owed = EFARM_OPF_NEED_CTS | EFARM_OPF_NEED_EOR | EFARM_OPF_NEED_RCPT |
+                          EFARM_OPF_NEED_NACK | EFARM_OPF_NEED_READ;
+
+    if (!(op->flags & EFARM_OPF_MATCHED))
+        return;
+    if (!(op->flags & EFARM_OPF_COMPLETED) && op->done_bytes >= op->msg_length &&
+        op->reads_inflight == 0 && !(op->flags & (EFARM_OPF_NEED_READ | EFARM_OPF_NEED_NACK))) {
+        struct efarm_req *req = op->req;
+        int status = op->status;
+
+        req_fill(req, op->peer, op->wire_tag, op->flags & EFARM_OPF_TAGGED, op->msg_length,
+                 op->flags & EFARM_OPF_CQ_DATA, op->cq_data);
+        if (status == 0 && op->msg_length > op->len) {
+            status = -EMSGSIZE;
+            ep->cnt.truncated++;
+        }
+        if (op->proto == EFARM_PROTO_LONGREAD || op->proto == EFARM_PROTO_RUNTREAD)
+            op->flags |= EFARM_OPF_NEED_EOR; /* a read delivers: EOR is the receipt */
+        else if (op->flags & EFARM_OPF_DC)
+            op->flags |= EFARM_OPF_NEED_RCPT;
+        if (op->flags & EFARM_OPF_MAPPED)
+            efarm_op_map_remove(ep, op);
+        op->req = NULL;
+        efarm_req_complete(ep, op, req, status);
+        if (op->flags & owed)
+            efarm_rx_op_work(ep, op);
+        return; /* efarm_rx_op_work ends in another check */
+    }
+    if ((op->flags & EFARM_OPF_COMPLETED) && !(op->flags & owed) && op->pkts_inflight == 0 &&
+        op->reads_inflight == 0)
+        efarm_op_release(ep, op);
+}
+
+void efarm_rx_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op)
+{
+    /*
+     * A CTS that failed leaves the sender without a grant: nothing more will
+     * come, so complete now with the error rather than wait forever.
+     */
+    if (op->status && !(op->flags & EFARM_OPF_COMPLETED) && op->proto == EFARM_PROTO_LONGCTS &&
+        op->pkts_inflight == 0)
+        op->done_bytes = op->msg_length;
+    rx_op_check(ep, op);
+}
+
+/* Post RDMA reads of the sender's buffer while read slots last. */
+static int rx_op_post_reads(struct efarm_ep *ep, struct efarm_op *op)
+{
+    const struct efarm_peer *p = &ep->peers[op->peer];
+    uint64_t end = read_end(op);
+
+    while (op->offset < end && ep->reads_inflight < ep->p.max_reads) {
+        uint64_t base = 0, n;
+        uint32_t i = 0;
+        int ret;
+
+        while (i < op->niov && op->offset >= base + op->iov[i].len)
+            base += op->iov[i++].len;
+        n = base + op->iov[i].len - op->offset; /* i < niov: the iov covers msg_length */
+        if (n > end - op->offset)
+            n = end - op->offset;
+        if (n > ep->caps.max_rdma_size)
+            n = ep->caps.max_rdma_size;
+        if (n > EFARM_READ_CHUNK_MAX)
+            n = EFARM_READ_CHUNK_MAX;
+        ret = efarm_dev_post_read(ep->dev, p->ah, p->qpn, p->connid, op->buf + op->offset,
+                                  (uint32_t)n, op->mr.lkey, op->iov[i].addr + (op->offset - base),
+                                  (uint32_t)op->iov[i].key,
+                                  (uint64_t)op->id << 32 | n << 2 | EFARM_WR_READ);
+        if (ret == -EAGAIN)
+            return -EAGAIN;
+        if (ret) {
+            op->status = ret;
+            op->done_bytes += end - op->offset;
+            op->offset = end;
+            break;
+        }
+        op->offset += n;
+        op->reads_inflight++;
+        ep->reads_inflight++;
+        ep->cnt.reads_posted++;
+    }
+    if (op->offset < end)
+        return -EAGAIN;
+    op->flags &= ~EFARM_OPF_NEED_READ;
+    return 0;
+}
+
+void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
+{
+    bool blocked = false;
+
+    if ((op->flags & EFARM_OPF_NEED_READ) && rx_op_post_reads(ep, op) == -EAGAIN)
+        blocked = true;
+    if (op->flags & EFARM_OPF_NEED_CTS) {
+        if (cts_send(ep, op) == 0)
+            op->flags &= ~EFARM_OPF_NEED_CTS;
+        else
+            blocked = true;
+    }
+    /* The runt must all be in before a READ_NACK (section 4.7). */
+    if ((op->flags & EFARM_OPF_NEED_NACK) &&
+        (op->proto != EFARM_PROTO_RUNTREAD || op->done_bytes >= op->runt_length)) {
+        if (nack_send(ep, op) == 0)
+            op->flags = (op->flags & ~EFARM_OPF_NEED_NACK) | EFARM_OPF_NACKED;
+        else
+            blocked = true;
+    }
+    if (op->flags & EFARM_OPF_NEED_EOR) {
+        if (eor_send(ep, op) == 0)
+            op->flags &= ~EFARM_OPF_NEED_EOR;
+        else
+            blocked = true;
+    }
+    if (op->flags & EFARM_OPF_NEED_RCPT) {
+        if (receipt_send(ep, op->peer, op, op->peer_op_id, op->msg_id) == 0)
+            op->flags &= ~EFARM_OPF_NEED_RCPT;
+        else
+            blocked = true;
+    }
+    if (blocked)
+        efarm_op_work(ep, op);
+    rx_op_check(ep, op);
+}
+
+void efarm_read_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
+{
+    struct efarm_op *op =
+        efarm_op_find(ep, (uint32_t)(cqe->wr_id >> 32), EFARM_OP_RX, EFARM_PEER_NONE);
+    uint64_t n = (cqe->wr_id & 0xffffffffu) >> 2;
+
+    ep->reads_inflight--;
+    if (op == NULL || op->reads_inflight == 0) {
+        efarm_log(EFARM_LOG_ERROR, "read completion for no live operation (wr_id %#llx)",
+                  (unsigned long long)cqe->wr_id);
+        return;
+    }
+    op->reads_inflight--;
+    op->done_bytes += n;
+    if (cqe->status) {
+        efarm_log_ratelimited(EFARM_LOG_WARN, "RDMA read from peer %u failed: %s", op->peer,
+                              efarm_strerror(cqe->status));
+        if (op->status == 0)
+            op->status = cqe->status;
+        /* Post no more; what was not read counts as done so the op can end (with the error). */
+        if (op->flags & EFARM_OPF_NEED_READ) {
+            op->done_bytes += read_end(op) - op->offset;
+            op->offset = read_end(op);
+            op->flags &= ~EFARM_OPF_NEED_READ;
+        }
+    }
+    rx_op_check(ep, op);
+}
+
+/* ---- In-order REQs and their later packets ------------------------------------------ */
+
+/* Keep a packet of an unmatched message with its op; returns what the caller must do. */
+static int rx_op_store(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt,
+                       struct efarm_rxpkt *stored, uint32_t rx_id)
+{
+    struct efarm_rxpkt **tail = &op->pkts;
+    bool held = false;
+
+    if (stored == NULL) {
+        const uint8_t *data = pkt->payload - pkt->hdr_length;
+
+        stored = efarm_rxpkt_store(ep, data, (uint32_t)(pkt->hdr_length + pkt->payload_length),
+                                   rx_id, &held);
+    } else {
+        held = true; /* the caller must not release it: it is the op's now */
+    }
+    while (*tail != NULL)
+        tail = &(*tail)->next;
+    stored->next = NULL;
+    *tail = stored;
+    return held ? EFARM_RX_KEEP : 0;
+}
+
+static void eager_deliver(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
+                          const struct rtm_kind *k, struct efarm_req *req)
+{
+    int status = 0;
+
+    req_fill(req, peer, k->tagged ? pkt->value[EFARM_PKT_F_TAG] : 0, k->tagged, pkt->payload_length,
+             pkt->present & EFARM_PKT_HAS(CQ_DATA), pkt->value[EFARM_PKT_F_CQ_DATA]);
+    copy_clip(req->buf, req->buf_len, 0, pkt->payload, pkt->payload_length);
+    if (pkt->payload_length > req->buf_len) {
+        status = -EMSGSIZE;
+        ep->cnt.truncated++;
+    }
+    /* A control buffer was checked free before matching: the RECEIPT cannot be refused. */
+    if (k->dc)
+        receipt_send(ep, peer, NULL, (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID],
+                     (uint32_t)pkt->value[EFARM_PKT_F_MSG_ID]);
+    efarm_req_complete(ep, NULL, req, status);
+}
+
+int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
+                   struct efarm_rxpkt *stored, uint32_t rx_id)
+{
+    struct rtm_kind k;
+    uint32_t context;
+    int32_t source, tag;
+    struct efarm_op *op;
+    void *user = NULL;
+    int ret;
+
+    if (!rtm_kind(pkt->type, &k))
+        return 0;
+    msg_key(k.tagged ? pkt->value[EFARM_PKT_F_TAG] : 0, k.tagged, peer, &context, &source, &tag);
+    /* Everything matching may need must be there first: matching cannot be undone. */
+    if (k.proto == EFARM_PROTO_EAGER ? (k.dc && ep->ntx_free == 0) : ep->nop_free == 0)
+        return -EAGAIN;
+    ret = efarm_tm_match_posted(ep->tm, context, source, tag, &user);
+    if (ret == EFARM_TM_MATCHED && k.proto == EFARM_PROTO_EAGER) {
+        eager_deliver(ep, peer, pkt, &k, user);
+        return 0;
+    }
+    if (ret != EFARM_TM_MATCHED && ep->nop_free == 0)
+        return -EAGAIN;
+    op = efarm_op_alloc(ep, EFARM_OP_RX);
+    op->status = rx_op_init(op, peer, pkt, &k);
+    if (op->status)
+        efarm_log_ratelimited(EFARM_LOG_WARN, "%s from peer %u: %s",
+                              efarm_pkt_type_info(pkt->type)->name, peer,
+                              efarm_strerror(op->status));
+    if (ret == EFARM_TM_MATCHED) {
+        if (k.proto != EFARM_PROTO_LONGCTS)
+            efarm_op_map_insert(ep, op); /* later segments, or the long-CTS after a NACK */
+        rx_op_matched(ep, op, user, pkt);
+        return 0;
+    }
+    ret = efarm_tm_arrive(ep->tm, context, source, tag, op, &user);
+    if (ret != EFARM_TM_QUEUED) {
+        efarm_op_release(ep, op);
+        return -EAGAIN; /* the unexpected queue is full: back-pressure */
+    }
+    op->flags |= EFARM_OPF_UNEXPECTED;
+    ep->cnt.unexpected++;
+    if (k.proto != EFARM_PROTO_LONGCTS && k.proto != EFARM_PROTO_EAGER)
+        efarm_op_map_insert(ep, op);
+    return rx_op_store(ep, op, pkt, stored, rx_id);
+}
+
+int efarm_rtm_segment(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt,
+                      struct efarm_rxpkt *stored, uint32_t rx_id)
+{
+    if (op->kind != EFARM_OP_RX || (op->flags & EFARM_OPF_COMPLETED) ||
+        !rx_op_same_message(op, pkt)) {
+        ep->cnt.stale_ids++;
+        return 0;
+    }
+    if (!(op->flags & EFARM_OPF_MATCHED))
+        return rx_op_store(ep, op, pkt, stored, rx_id);
+    rx_op_data(op, pkt);
+    if (op->flags & EFARM_OPF_NEED_NACK)
+        efarm_rx_op_work(ep, op); /* the runt may be complete now: the READ_NACK can go */
+    else
+        rx_op_check(ep, op);
+    return 0;
+}
+
+void efarm_ctsdata_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
+{
+    struct efarm_op *op =
+        efarm_op_find(ep, (uint32_t)pkt->value[EFARM_PKT_F_RECV_ID], EFARM_OP_RX, peer);
+    uint64_t offset = pkt->value[EFARM_PKT_F_SEG_OFFSET], n = pkt->value[EFARM_PKT_F_SEG_LENGTH];
+
+    if (op == NULL || op->proto != EFARM_PROTO_LONGCTS ||
+        (op->flags & (EFARM_OPF_COMPLETED | EFARM_OPF_NEED_CTS)) ||
+        !(op->flags & EFARM_OPF_MATCHED) || offset > op->msg_length ||
+        n > op->msg_length - offset || n > op->window_end) {
+        ep->cnt.stale_ids++;
+        return;
+    }
+    copy_clip(op->buf, op->len, offset, pkt->payload, n);
+    op->done_bytes += n;
+    op->window_end -= n;
+    if (op->window_end == 0 && op->done_bytes < op->msg_length) {
+        op->flags |= EFARM_OPF_NEED_CTS;
+        efarm_rx_op_work(ep, op);
+        return;
+    }
+    rx_op_check(ep, op);
+}
+
+void efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
+{
+    struct efarm_op *op = efarm_op_map_find(ep, peer, (uint32_t)pkt->value[EFARM_PKT_F_MSG_ID]);
+    struct rtm_kind k;
+
+    if (op == NULL || !(op->flags & EFARM_OPF_NACKED) || !rtm_kind(pkt->type, &k) ||
+        pkt->value[EFARM_PKT_F_MSG_LENGTH] != op->msg_length) {
+        ep->cnt.stale_ids++;
+        return;
+    }
+    op->flags &= ~EFARM_OPF_NACKED;
+    op->proto = EFARM_PROTO_LONGCTS;
+    op->peer_op_id = (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID];
+    op->credit_request = (uint32_t)pkt->value[EFARM_PKT_F_CREDIT_REQUEST];
+    if (k.dc)
+        op->flags |= EFARM_OPF_DC;
+    efarm_op_map_remove(ep, op);
+    op->flags |= EFARM_OPF_NEED_CTS;
+    efarm_rx_op_work(ep, op);
+}
+
+/* ---- Posting receives, probes, cancel ------------------------------------------------- */
+
+static void req_start(struct efarm_req *req, void *buf, uint64_t len)
+{
+    req->done = false;
+    req->status = 0;
+    req->length = 0;
+    req->msg_length = 0;
+    req->peer = EFARM_PEER_NONE;
+    req->has_cq_data = false;
+    req->buf = buf;
+    req->buf_len = len;
+    req->tm_handle = 0;
+}
+
+static int recv_post(struct efarm_ep *ep, uint32_t context, int32_t source, int32_t tag,
+                     struct efarm_req *req)
+{
+    efarm_tm_handle_t handle = 0;
+    void *user = NULL;
+    int ret = efarm_tm_post(ep->tm, context, source, tag, req, &handle, &user);
+
+    if (ret == -ENOMEM)
+        return -EAGAIN;
+    if (ret < 0)
+        return ret;
+    if (ret == EFARM_TM_QUEUED) {
+        req->tm_handle = handle;
+        return 0;
+    }
+    rx_op_matched(ep, user, req, NULL);
+    return 0;
+}
+
+int efarm_trecv(struct efarm_ep *ep, void *buf, uint64_t len, uint32_t context, int32_t source,
+                int32_t tag, struct efarm_req *req)
+{
+    if (req == NULL || (len && buf == NULL) || context > EFARM_CONTEXT_MAX ||
+        source < EFARM_ANY_SOURCE || source > EFARM_SOURCE_MAX || tag < EFARM_ANY_TAG ||
+        tag > EFARM_TAG_MAX)
+        return -EINVAL;
+    req_start(req, buf, len);
+    return recv_post(ep, context, source, tag, req);
+}
+
+int efarm_recv(struct efarm_ep *ep, void *buf, uint64_t len, efarm_peer_t peer,
+               struct efarm_req *req)
+{
+    if (req == NULL || (len && buf == NULL) || (peer != EFARM_PEER_NONE && peer >= ep->npeers))
+        return -EINVAL;
+    req_start(req, buf, len);
+    return recv_post(ep, EFARM_CTX_MSG, peer == EFARM_PEER_NONE ? EFARM_ANY_SOURCE : (int32_t)peer,
+                     0, req);
+}
+
+int efarm_tprobe(struct efarm_ep *ep, uint32_t context, int32_t source, int32_t tag, bool claim,
+                 struct efarm_probe_info *info)
+{
+    efarm_tm_handle_t handle;
+    struct efarm_op *op;
+    void *user;
+    int ret;
+
+    if (info == NULL || context > EFARM_CONTEXT_MAX || source < EFARM_ANY_SOURCE ||
+        source > EFARM_SOURCE_MAX || tag < EFARM_ANY_TAG || tag > EFARM_TAG_MAX)
+        return -EINVAL;
+    ret = efarm_tm_probe(ep->tm, context, source, tag, &handle, &user);
+    if (ret <= 0)
+        return ret;
+    op = user;
+    info->peer = op->peer;
+    msg_key(op->wire_tag, true, op->peer, &info->context, &info->source, &info->tag);
+    info->msg_length = op->msg_length;
+    info->handle = 0;
+    if (claim) {
+        efarm_tm_claim(ep->tm, handle, &user);
+        op->flags = (op->flags & ~EFARM_OPF_UNEXPECTED) | EFARM_OPF_CLAIMED;
+        info->handle = op->id;
+    }
+    return 1;
+}
+
+int efarm_tmrecv(struct efarm_ep *ep, efarm_tm_handle_t handle, void *buf, uint64_t len,
+                 struct efarm_req *req)
+{
+    struct efarm_op *op;
+
+    if (req == NULL || (len && buf == NULL) || handle > UINT32_MAX)
+        return -EINVAL;
+    op = efarm_op_find(ep, (uint32_t)handle, EFARM_OP_RX, EFARM_PEER_NONE);
+    if (op == NULL || !(op->flags & EFARM_OPF_CLAIMED))
+        return -ENOENT;
+    req_start(req, buf, len);
+    rx_op_matched(ep, op, req, NULL);
+    return 0;
+}
+
+int efarm_cancel_recv(struct efarm_ep *ep, struct efarm_req *req)
+{
+    void *user;
+
+    if (req == NULL || req->done || req->tm_handle == 0 ||
+        efarm_tm_cancel(ep->tm, req->tm_handle, &user) != 0)
+        return -ENOENT;
+    req->tm_handle = 0;
+    efarm_req_complete(ep, NULL, req, -ECANCELED);
+    return 0;
+}

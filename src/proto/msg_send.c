@@ -1,0 +1,604 @@
+/*
+ * Two-sided messages, sender side (sections 3.2, 4.1, 4.2, 4.5, 4.7).
+ *
+ * A send takes an operation, picks its subprotocol (proto_select.c), takes
+ * the peer's next msg_id and builds what it can at once; whatever finds no
+ * send buffer waits on the work list and is built from progress.
+ *   eager        one REQ with all the data; done at its completion;
+ *   medium       REQs of up to an MTU each, all sent at once (a full send
+ *                queue leaves the rest for progress: partial sends);
+ *   long-CTS     a REQ with the first MTU of data and a credit request, then
+ *                CTSDATA for each CTS grant;
+ *   long-read    a REQ with the read_iov of the registered buffer; done at EOR;
+ *   runting read REQs carrying the first EFARM_RUNT_SIZE bytes and the
+ *                read_iov; the receiver reads the rest; done at EOR.
+ * DC sends use the DC REQ types and complete at RECEIPT (or EOR). A READ_NACK
+ * turns a read send into long-CTS: a data-less LONGCTS REQ with the READ_NACK
+ * flag and the same msg_id, then CTS rounds for what the receiver still lacks.
+ *
+ * A DC send needs the peer's HANDSHAKE (delivery complete is an extra
+ * feature); it waits for it, and so does every later send to that peer, so
+ * msg_ids keep the order the application sent in.
+ */
+#include <errno.h>
+
+#include "efarm_byteorder.h"
+#include "proto_internal.h"
+
+static uint8_t req_type(enum efarm_proto_kind proto, bool tagged, bool dc)
+{
+    switch (proto) {
+    case EFARM_PROTO_EAGER:
+        return dc ? (tagged ? EFARM_PKT_DC_EAGER_TAGRTM : EFARM_PKT_DC_EAGER_MSGRTM)
+                  : (tagged ? EFARM_PKT_EAGER_TAGRTM : EFARM_PKT_EAGER_MSGRTM);
+    case EFARM_PROTO_MEDIUM:
+        return dc ? (tagged ? EFARM_PKT_DC_MEDIUM_TAGRTM : EFARM_PKT_DC_MEDIUM_MSGRTM)
+                  : (tagged ? EFARM_PKT_MEDIUM_TAGRTM : EFARM_PKT_MEDIUM_MSGRTM);
+    case EFARM_PROTO_LONGCTS:
+        return dc ? (tagged ? EFARM_PKT_DC_LONGCTS_TAGRTM : EFARM_PKT_DC_LONGCTS_MSGRTM)
+                  : (tagged ? EFARM_PKT_LONGCTS_TAGRTM : EFARM_PKT_LONGCTS_MSGRTM);
+    case EFARM_PROTO_LONGREAD:
+        return tagged ? EFARM_PKT_LONGREAD_TAGRTM : EFARM_PKT_LONGREAD_MSGRTM;
+    default:
+        return tagged ? EFARM_PKT_RUNTREAD_TAGRTM : EFARM_PKT_RUNTREAD_MSGRTM;
+    }
+}
+
+/* Header bytes of a REQ of this type to this peer: mandatory plus optional headers. */
+static uint64_t req_hdr_len(const struct efarm_peer_state *st, uint8_t type, uint32_t op_flags)
+{
+    uint64_t n = efarm_pkt_type_info(type)->hdr_size;
+
+    if (efarm_peer_needs_raw_addr(st))
+        n += sizeof(struct efarm_wire_req_opt_raw_addr);
+    else if (efarm_peer_wants_connid(st))
+        n += EFARM_REQ_OPT_CONNID_LEN;
+    if (op_flags & EFARM_OPF_CQ_DATA)
+        n += EFARM_REQ_OPT_CQ_DATA_LEN;
+    return n;
+}
+
+/* The fields and optional headers every RTM of this op carries. */
+static void req_init(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op,
+                     struct efarm_pkt *pkt, uint8_t type)
+{
+    efarm_pkt_init(pkt, type);
+    pkt->flags = EFARM_REQ_MSG | (op->flags & EFARM_OPF_TAGGED ? EFARM_REQ_TAGGED : 0);
+    if (efarm_peer_needs_raw_addr(st)) {
+        pkt->flags |= EFARM_REQ_OPT_RAW_ADDR_HDR;
+        memcpy(pkt->raw_addr.gid, ep->raw_addr, EFARM_GID_LEN);
+        pkt->raw_addr.qpn =
+            efarm_load_le16(ep->raw_addr + offsetof(struct efarm_wire_raw_addr, qpn));
+        pkt->raw_addr.connid = ep->connid;
+        pkt->raw_addr_size = EFARM_REQ_OPT_RAW_ADDR_SIZE_FIELD;
+    }
+    if (op->flags & EFARM_OPF_CQ_DATA) {
+        pkt->flags |= EFARM_REQ_OPT_CQ_DATA_HDR;
+        efarm_pkt_set(pkt, EFARM_PKT_F_CQ_DATA, op->cq_data);
+    }
+    efarm_pkt_set_connid(ep, st, pkt);
+    efarm_pkt_set(pkt, EFARM_PKT_F_MSG_ID, op->msg_id);
+    if (op->flags & EFARM_OPF_TAGGED)
+        efarm_pkt_set(pkt, EFARM_PKT_F_TAG, op->wire_tag);
+}
+
+/*
+ * Encode pkt into a fresh send buffer, append `n` bytes of `data` (after
+ * `pre_len` bytes of `pre`, the read_iov), and send it for op. Returns 0,
+ * -EAGAIN (no send buffer), or an encoding error.
+ */
+static int op_pkt_send(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt,
+                       const void *pre, uint32_t pre_len, const void *data, uint64_t n)
+{
+    struct efarm_txpkt *tx = efarm_txpkt_alloc(ep, false);
+    size_t hdr_len;
+    int ret;
+
+    if (tx == NULL)
+        return -EAGAIN;
+    ret = efarm_txpkt_encode(ep, tx, pkt, &hdr_len);
+    if (ret == 0 && hdr_len + pre_len + n > ep->mtu)
+        ret = -EMSGSIZE;
+    if (ret) {
+        efarm_txpkt_release(ep, tx);
+        return ret;
+    }
+    if (pre_len)
+        memcpy(tx->buf + hdr_len, pre, pre_len);
+    if (n)
+        memcpy(tx->buf + hdr_len + pre_len, data, n);
+    tx->len = (uint32_t)(hdr_len + pre_len + n);
+    tx->peer = op->peer;
+    tx->op = op;
+    tx->data_len = n;
+    op->pkts_inflight++;
+    efarm_txpkt_send(ep, tx);
+    return 0;
+}
+
+static uint64_t room(const struct efarm_ep *ep, uint64_t hdr_len, uint64_t left)
+{
+    uint64_t fit = ep->mtu - hdr_len;
+
+    return left < fit ? left : fit;
+}
+
+static int build_eager(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
+{
+    struct efarm_pkt pkt;
+    int ret;
+
+    req_init(ep, st, op, &pkt, op->req_type);
+    if (op->flags & EFARM_OPF_DC)
+        efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
+    ret = op_pkt_send(ep, op, &pkt, NULL, 0, op->buf, op->len);
+    if (ret == 0)
+        op->offset = op->len;
+    return ret;
+}
+
+static int build_medium(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
+{
+    uint64_t hdr = req_hdr_len(st, op->req_type, op->flags);
+
+    while (op->offset < op->len) {
+        uint64_t n = room(ep, hdr, op->len - op->offset);
+        struct efarm_pkt pkt;
+        int ret;
+
+        req_init(ep, st, op, &pkt, op->req_type);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, op->len);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_OFFSET, op->offset);
+        if (op->flags & EFARM_OPF_DC)
+            efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
+        ret = op_pkt_send(ep, op, &pkt, NULL, 0, op->buf + op->offset, n);
+        if (ret)
+            return ret;
+        op->offset += n;
+    }
+    return 0;
+}
+
+/* CTSDATA packets a sender asks for in the REQ (credit_request). */
+static uint32_t credits(const struct efarm_ep *ep, uint64_t left)
+{
+    uint64_t per = ep->mtu - sizeof(struct efarm_wire_ctsdata_hdr) - EFARM_OPT_FIELD_LEN;
+    uint64_t want = (left + per - 1) / per;
+
+    if (want > ep->p.cts_credits)
+        want = ep->p.cts_credits;
+    return want ? (uint32_t)want : 1;
+}
+
+static int build_longcts_req(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
+{
+    uint64_t n = 0;
+    struct efarm_pkt pkt;
+    int ret;
+
+    req_init(ep, st, op, &pkt, op->req_type);
+    /* After a READ_NACK the REQ carries no data (section 4.7). */
+    if (op->flags & EFARM_OPF_NACKED)
+        pkt.flags |= EFARM_REQ_READ_NACK;
+    else
+        n = room(ep, req_hdr_len(st, op->req_type, op->flags), op->len);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, op->len);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_CREDIT_REQUEST, credits(ep, op->len - op->offset - n));
+    ret = op_pkt_send(ep, op, &pkt, NULL, 0, op->buf, n);
+    if (ret == 0) {
+        op->offset += n;
+        op->window_end = op->offset; /* nothing more until a CTS */
+    }
+    return ret;
+}
+
+static int build_ctsdata(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
+{
+    while (op->offset < op->window_end) {
+        struct efarm_pkt pkt;
+        uint64_t hdr, n;
+        int ret;
+
+        efarm_pkt_init(&pkt, EFARM_PKT_CTSDATA);
+        efarm_pkt_set_connid(ep, st, &pkt);
+        hdr = sizeof(struct efarm_wire_ctsdata_hdr) +
+              (pkt.flags & EFARM_PKT_FLAG_CONNID_HDR ? EFARM_OPT_FIELD_LEN : 0);
+        n = room(ep, hdr, op->window_end - op->offset);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, op->peer_op_id);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_LENGTH, n);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_OFFSET, op->offset);
+        ret = op_pkt_send(ep, op, &pkt, NULL, 0, op->buf + op->offset, n);
+        if (ret)
+            return ret;
+        op->offset += n;
+    }
+    return 0;
+}
+
+/* The read_iov of a read send: the whole registered user buffer. */
+static void read_iov(const struct efarm_op *op, uint8_t out[sizeof(struct efarm_wire_rma_iov)])
+{
+    struct efarm_rma_iov iov = {
+        .addr = (uint64_t)(uintptr_t)op->buf, .len = op->len, .key = op->mr.rkey};
+
+    efarm_rma_iov_store(out, 0, &iov);
+}
+
+static int build_longread(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
+{
+    uint8_t iov[sizeof(struct efarm_wire_rma_iov)];
+    struct efarm_pkt pkt;
+
+    read_iov(op, iov);
+    req_init(ep, st, op, &pkt, op->req_type);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, op->len);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_READ_IOV_COUNT, 1);
+    return op_pkt_send(ep, op, &pkt, iov, sizeof(iov), NULL, 0);
+}
+
+static int build_runtread(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
+{
+    uint64_t hdr = req_hdr_len(st, op->req_type, op->flags) + sizeof(struct efarm_wire_rma_iov);
+    uint8_t iov[sizeof(struct efarm_wire_rma_iov)];
+
+    read_iov(op, iov);
+    while (op->offset < op->runt_length) {
+        uint64_t n = room(ep, hdr, op->runt_length - op->offset);
+        struct efarm_pkt pkt;
+        int ret;
+
+        req_init(ep, st, op, &pkt, op->req_type);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, op->len);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_READ_IOV_COUNT, 1);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_OFFSET, op->offset);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_RUNT_LENGTH, op->runt_length);
+        ret = op_pkt_send(ep, op, &pkt, iov, sizeof(iov), op->buf + op->offset, n);
+        if (ret)
+            return ret;
+        op->offset += n;
+    }
+    return 0;
+}
+
+/* Give back the peer's runting-read budget (once). */
+static void runt_release(struct efarm_ep *ep, struct efarm_op *op)
+{
+    struct efarm_peer_state *st = ep->peers[op->peer].st;
+
+    st->runt_bytes_in_flight -= op->runt_length;
+    op->runt_length = 0;
+}
+
+/* Complete the send when everything is sent and acknowledged, then free the op. */
+static void tx_op_check(struct efarm_ep *ep, struct efarm_op *op)
+{
+    const uint32_t waits = EFARM_OPF_NEED_REQ | EFARM_OPF_WAIT_EOR | EFARM_OPF_WAIT_RCPT;
+    bool sent;
+
+    if (op->pkts_inflight != 0)
+        return;
+    if (op->proto == EFARM_PROTO_LONGREAD)
+        sent = true;
+    else if (op->proto == EFARM_PROTO_RUNTREAD)
+        sent = op->offset >= op->runt_length;
+    else
+        sent = op->offset >= op->len;
+    /* An error ends the send at once: nothing it still waits for can make it succeed. */
+    if (op->status == 0 && (!sent || (op->flags & waits)))
+        return;
+    if (op->proto == EFARM_PROTO_RUNTREAD)
+        runt_release(ep, op);
+    efarm_req_complete(ep, op, op->req, op->status);
+    efarm_op_release(ep, op);
+}
+
+void efarm_tx_op_work(struct efarm_ep *ep, struct efarm_op *op)
+{
+    struct efarm_peer_state *st = ep->peers[op->peer].st;
+    bool first = op->flags & EFARM_OPF_NEED_REQ;
+    int ret;
+
+    if (st->flags & EFARM_PS_IN_BACKOFF) {
+        efarm_op_work(ep, op); /* build nothing for a peer that is backing off */
+        return;
+    }
+    switch (op->proto) {
+    case EFARM_PROTO_EAGER:
+        ret = build_eager(ep, st, op);
+        break;
+    case EFARM_PROTO_MEDIUM:
+        ret = build_medium(ep, st, op);
+        break;
+    case EFARM_PROTO_LONGCTS:
+        ret = first ? build_longcts_req(ep, st, op) : build_ctsdata(ep, st, op);
+        break;
+    case EFARM_PROTO_LONGREAD:
+        ret = build_longread(ep, st, op);
+        break;
+    default:
+        ret = build_runtread(ep, st, op);
+        break;
+    }
+    /* The REQ is out once its first packet is: the rest (partial sends) follow from progress. */
+    if (first && (ret == 0 || op->offset > 0 || op->pkts_inflight > 0))
+        op->flags &= ~EFARM_OPF_NEED_REQ;
+    if (ret == -EAGAIN) {
+        efarm_op_work(ep, op);
+        return;
+    }
+    if (ret) {
+        efarm_log(EFARM_LOG_ERROR, "cannot build %s: %s", efarm_pkt_type_info(op->req_type)->name,
+                  efarm_strerror(ret));
+        op->status = ret;
+        op->flags &= ~EFARM_OPF_NEED_REQ;
+    }
+    tx_op_check(ep, op);
+}
+
+void efarm_tx_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op, struct efarm_txpkt *tx,
+                          int status)
+{
+    op->pkts_inflight--;
+    op->done_bytes += tx->data_len;
+    if (status && op->status == 0)
+        op->status = status;
+    if ((op->flags & EFARM_OPF_IN_WORK) && op->status) {
+        efarm_list_remove(&op->link); /* a failed send builds nothing more */
+        op->flags &= ~EFARM_OPF_IN_WORK;
+    }
+    tx_op_check(ep, op);
+}
+
+/* ---- Starting a send -------------------------------------------------------------------- */
+
+static void send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
+{
+    bool tagged = op->flags & EFARM_OPF_TAGGED, dc = op->flags & EFARM_OPF_DC;
+    struct efarm_select_in in = {
+        .len = op->len,
+        .eager_fit = 0,
+        .flags = dc ? EFARM_SEND_DC : 0,
+        .peer_rdma_read = (ep->extra_info & EFARM_EXTRA_FEATURE_RDMA_READ) &&
+                          efarm_peer_has(st, EFARM_EXTRA_FEATURE_RDMA_READ),
+        .peer_runt_read = (ep->extra_info & EFARM_EXTRA_FEATURE_RUNT_READ) &&
+                          efarm_peer_has(st, EFARM_EXTRA_FEATURE_RUNT_READ),
+        .reads_inflight = ep->reads_inflight,
+        .runt_bytes_in_flight = st->runt_bytes_in_flight,
+    };
+    uint8_t eager_type = req_type(EFARM_PROTO_EAGER, tagged, dc);
+    enum efarm_proto_kind proto;
+
+    if (dc && !efarm_peer_has(st, EFARM_EXTRA_FEATURE_DELIVERY_COMPLETE)) {
+        efarm_log(EFARM_LOG_WARN, "peer %u cannot do delivery complete: DC send refused", op->peer);
+        efarm_req_complete(ep, op, op->req, EFARM_E(PROTO_NO_DC));
+        efarm_op_release(ep, op);
+        return;
+    }
+    in.eager_fit = ep->mtu - req_hdr_len(st, eager_type, op->flags);
+    proto = efarm_proto_select(&ep->p, &in);
+    if (proto == EFARM_PROTO_LONGREAD || proto == EFARM_PROTO_RUNTREAD) {
+        int ret = efarm_mr_cache_get(ep->mr_cache, op->buf, op->len, EFARM_DEV_ACCESS_REMOTE_READ,
+                                     &op->mr);
+
+        if (ret) {
+            /* Registration is a limited resource: long-CTS needs none. */
+            efarm_log(EFARM_LOG_DEBUG, "cannot register %llu bytes for a read send (%s): long-CTS",
+                      (unsigned long long)op->len, efarm_strerror(ret));
+            ep->cnt.reg_fallbacks++;
+            op->mr.entry = NULL;
+            proto = EFARM_PROTO_LONGCTS;
+        }
+    }
+    if (proto == EFARM_PROTO_RUNTREAD) {
+        uint64_t runt = ep->p.runt_size - st->runt_bytes_in_flight;
+
+        op->runt_length = runt < op->len ? runt : op->len;
+        st->runt_bytes_in_flight += op->runt_length;
+    }
+    op->proto = (uint8_t)proto;
+    op->req->proto = (uint8_t)proto;
+    op->req_type = req_type(proto, tagged, dc);
+    op->msg_id = st->tx_msg_id++;
+    op->flags |= EFARM_OPF_NEED_REQ;
+    if (proto == EFARM_PROTO_LONGREAD || proto == EFARM_PROTO_RUNTREAD)
+        op->flags |= EFARM_OPF_WAIT_EOR;
+    else if (dc)
+        op->flags |= EFARM_OPF_WAIT_RCPT;
+    switch (proto) {
+    case EFARM_PROTO_EAGER:
+        ep->cnt.proto_eager++;
+        break;
+    case EFARM_PROTO_MEDIUM:
+        ep->cnt.proto_medium++;
+        break;
+    case EFARM_PROTO_LONGCTS:
+        ep->cnt.proto_longcts++;
+        break;
+    case EFARM_PROTO_LONGREAD:
+        ep->cnt.proto_longread++;
+        break;
+    default:
+        ep->cnt.proto_runtread++;
+        break;
+    }
+    if (dc)
+        ep->cnt.proto_dc++;
+    efarm_tx_op_work(ep, op);
+}
+
+static int send_start(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_t len,
+                      bool tagged, uint64_t wire_tag, uint32_t flags, uint64_t cq_data,
+                      struct efarm_req *req)
+{
+    struct efarm_peer_state *st;
+    struct efarm_op *op;
+
+    if (req == NULL || peer >= ep->npeers || (len && buf == NULL) ||
+        (flags & ~(EFARM_SEND_DC | EFARM_SEND_CQ_DATA)))
+        return -EINVAL;
+    st = efarm_peer_state_get(ep, peer);
+    if (st == NULL)
+        return -ENOMEM;
+    op = efarm_op_alloc(ep, EFARM_OP_TX);
+    if (op == NULL)
+        return -EAGAIN;
+    req->done = false;
+    req->status = 0;
+    req->length = len;
+    req->peer = peer;
+    op->req = req;
+    op->peer = peer;
+    op->buf = (uint8_t *)(uintptr_t)buf;
+    op->len = len;
+    op->wire_tag = wire_tag;
+    op->cq_data = cq_data;
+    op->flags = (tagged ? EFARM_OPF_TAGGED : 0) | (flags & EFARM_SEND_DC ? EFARM_OPF_DC : 0) |
+                (flags & EFARM_SEND_CQ_DATA ? EFARM_OPF_CQ_DATA : 0);
+    /* Behind a send that waits for the HANDSHAKE, or itself waiting for it (DC). */
+    if (!efarm_list_empty(&st->hs_waiters) ||
+        ((flags & EFARM_SEND_DC) && !(st->flags & EFARM_PS_HS_RECEIVED))) {
+        op->flags |= EFARM_OPF_WAIT_HS;
+        efarm_list_append(&st->hs_waiters, &op->link);
+        efarm_handshake_trigger_later(ep, st);
+        return 0;
+    }
+    send_begin(ep, st, op);
+    return 0;
+}
+
+int efarm_send(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_t len,
+               uint32_t flags, uint64_t cq_data, struct efarm_req *req)
+{
+    return send_start(ep, peer, buf, len, false, 0, flags, cq_data, req);
+}
+
+int efarm_tsend(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_t len,
+                uint32_t context, int32_t source, int32_t tag, uint32_t flags, uint64_t cq_data,
+                struct efarm_req *req)
+{
+    if (context > EFARM_CONTEXT_MAX || source < 0 || source > EFARM_SOURCE_MAX || tag < 0 ||
+        tag > EFARM_TAG_MAX)
+        return -EINVAL;
+    return send_start(ep, peer, buf, len, true, efarm_tag_pack(context, source, tag), flags,
+                      cq_data, req);
+}
+
+void efarm_hs_waiters_release(struct efarm_ep *ep, struct efarm_peer_state *st)
+{
+    struct efarm_link *link;
+
+    while ((link = efarm_list_first(&st->hs_waiters)) != NULL) {
+        struct efarm_op *op = efarm_container_of(link, struct efarm_op, link);
+
+        efarm_list_remove(link);
+        op->flags &= ~EFARM_OPF_WAIT_HS;
+        send_begin(ep, st, op);
+    }
+}
+
+/* The trigger could not reach the peer: nothing waiting for its HANDSHAKE can go. */
+void efarm_hs_waiters_fail(struct efarm_ep *ep, struct efarm_peer_state *st, int status)
+{
+    struct efarm_link *link;
+
+    while ((link = efarm_list_first(&st->hs_waiters)) != NULL) {
+        struct efarm_op *op = efarm_container_of(link, struct efarm_op, link);
+
+        efarm_list_remove(link);
+        efarm_req_complete(ep, op, op->req, status);
+        efarm_op_release(ep, op);
+    }
+}
+
+/* ---- Replies from the receiver ---------------------------------------------------------- */
+
+static struct efarm_op *tx_op_for(struct efarm_ep *ep, efarm_peer_t peer,
+                                  const struct efarm_pkt *pkt)
+{
+    struct efarm_op *op =
+        efarm_op_find(ep, (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID], EFARM_OP_TX, peer);
+
+    if (op == NULL || (op->flags & (EFARM_OPF_NEED_REQ | EFARM_OPF_WAIT_HS))) {
+        ep->cnt.stale_ids++;
+        return NULL;
+    }
+    return op;
+}
+
+void efarm_cts_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
+{
+    struct efarm_op *op = tx_op_for(ep, peer, pkt);
+    uint64_t grant = pkt->value[EFARM_PKT_F_RECV_LENGTH];
+
+    if (op == NULL)
+        return;
+    if (op->proto != EFARM_PROTO_LONGCTS || op->offset < op->window_end) {
+        ep->cnt.stale_ids++; /* not long-CTS, or a grant while the last one is unfinished */
+        return;
+    }
+    op->peer_op_id = (uint32_t)pkt->value[EFARM_PKT_F_RECV_ID];
+    op->window_end = grant < op->len - op->offset ? op->offset + grant : op->len;
+    efarm_tx_op_work(ep, op);
+}
+
+void efarm_eor_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
+{
+    struct efarm_op *op = tx_op_for(ep, peer, pkt);
+
+    if (op == NULL)
+        return;
+    if (!(op->flags & EFARM_OPF_WAIT_EOR)) {
+        ep->cnt.stale_ids++;
+        return;
+    }
+    op->flags &= ~EFARM_OPF_WAIT_EOR;
+    if (op->mr.entry != NULL)
+        efarm_mr_cache_put(ep->mr_cache, &op->mr);
+    tx_op_check(ep, op);
+}
+
+void efarm_receipt_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
+{
+    struct efarm_op *op = tx_op_for(ep, peer, pkt);
+
+    if (op == NULL)
+        return;
+    if (!(op->flags & EFARM_OPF_WAIT_RCPT) ||
+        (uint32_t)pkt->value[EFARM_PKT_F_MSG_ID] != op->msg_id) {
+        ep->cnt.stale_ids++;
+        return;
+    }
+    op->flags &= ~EFARM_OPF_WAIT_RCPT;
+    tx_op_check(ep, op);
+}
+
+void efarm_read_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
+{
+    struct efarm_op *op = tx_op_for(ep, peer, pkt);
+
+    if (op == NULL)
+        return;
+    if (!(op->flags & EFARM_OPF_WAIT_EOR) || op->offset < op->runt_length) {
+        ep->cnt.stale_ids++;
+        return;
+    }
+    ep->cnt.read_nacks_recv++;
+    op->flags &= ~EFARM_OPF_WAIT_EOR;
+    if (op->mr.entry != NULL)
+        efarm_mr_cache_put(ep->mr_cache, &op->mr);
+    if (op->proto == EFARM_PROTO_RUNTREAD)
+        runt_release(ep, op);
+    else
+        op->offset = 0;
+    /* Same msg_id; the receiver finds its operation by it and answers with CTS. */
+    op->proto = EFARM_PROTO_LONGCTS;
+    op->req_type =
+        req_type(EFARM_PROTO_LONGCTS, op->flags & EFARM_OPF_TAGGED, op->flags & EFARM_OPF_DC);
+    op->flags |= EFARM_OPF_NACKED | EFARM_OPF_NEED_REQ;
+    if (op->flags & EFARM_OPF_DC)
+        op->flags |= EFARM_OPF_WAIT_RCPT;
+    efarm_tx_op_work(ep, op);
+}

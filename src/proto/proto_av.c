@@ -1,0 +1,377 @@
+/*
+ * The address vector, peer state and the handshake subprotocol (section 2).
+ *
+ * Peers live in one array sized at open; two chained hash tables over it find
+ * a peer by (GID, QPN) when an address arrives and by (AH number, QPN) when a
+ * packet does. Several entries may share (GID, QPN): a process that exited
+ * and one that reused its QP number differ only by connid (section 4.4), so a
+ * packet that carries a connid is matched on it, and a connid that names no
+ * entry is a packet from a dead QP: counted and dropped.
+ *
+ * Handshake: the first packet from a peer makes us send our HANDSHAKE, whether
+ * or not the application ever waits for anything from that peer. Until the
+ * peer's HANDSHAKE arrives our REQs carry the raw-address header (the peer may
+ * not know us); afterwards they carry the connid header if the peer asked for
+ * it, or the raw address on every REQ if it asked for constant header length.
+ * A send that needs an extra feature before any packet went to the peer (a DC
+ * send) first sends a 0-byte EAGER_RTW, as the reference implementation does,
+ * so the peer answers with its HANDSHAKE.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "efarm_byteorder.h"
+#include "proto_internal.h"
+
+static uint32_t hash_addr(const struct efarm_ep *ep, const uint8_t gid[EFARM_GID_LEN], uint16_t qpn)
+{
+    uint64_t a = efarm_load_le64(gid), b = efarm_load_le64(gid + 8);
+    uint64_t h = (a * 0x9e3779b97f4a7c15ull) ^ (b * 0xc2b2ae3d27d4eb4full) ^ qpn;
+
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return (uint32_t)(h >> 32) & ep->hash_mask;
+}
+
+static uint32_t hash_ahn(const struct efarm_ep *ep, uint16_t ahn, uint16_t qpn)
+{
+    uint32_t h = ((uint32_t)ahn << 16 | qpn) * 2654435761u;
+
+    return (h ^ (h >> 15)) & ep->hash_mask;
+}
+
+int efarm_av_init(struct efarm_ep *ep)
+{
+    uint32_t buckets = 16;
+    int ret;
+
+    while (buckets < 2 * ep->p.av_size)
+        buckets *= 2;
+    ep->hash_mask = buckets - 1;
+    ep->peers = efarm_aligned_calloc(ep->p.av_size, sizeof(*ep->peers));
+    ep->addr_hash = efarm_calloc(buckets, sizeof(*ep->addr_hash));
+    ep->ahn_hash = efarm_calloc(buckets, sizeof(*ep->ahn_hash));
+    if (!ep->peers || !ep->addr_hash || !ep->ahn_hash) {
+        ret = -ENOMEM;
+        goto err_free;
+    }
+    memset(ep->addr_hash, 0xff, buckets * sizeof(*ep->addr_hash));
+    memset(ep->ahn_hash, 0xff, buckets * sizeof(*ep->ahn_hash));
+    ep->peer_state_size =
+        sizeof(struct efarm_peer_state) + ep->p.recvwin * sizeof(struct efarm_rxpkt *);
+    ret = efarm_pool_construct(&ep->peer_states, ep->peer_state_size, 64, ep->p.av_size,
+                               ep->p.av_size < 8 ? ep->p.av_size : 8);
+    if (ret)
+        goto err_free;
+    return 0;
+
+err_free:
+    free(ep->ahn_hash);
+    free(ep->addr_hash);
+    free(ep->peers);
+    return ret;
+}
+
+void efarm_av_fini(struct efarm_ep *ep)
+{
+    efarm_pool_destruct(&ep->peer_states);
+    free(ep->ahn_hash);
+    free(ep->addr_hash);
+    free(ep->peers);
+}
+
+static efarm_peer_t av_find(const struct efarm_ep *ep, const uint8_t gid[EFARM_GID_LEN],
+                            uint16_t qpn, uint32_t connid)
+{
+    for (uint32_t i = ep->addr_hash[hash_addr(ep, gid, qpn)]; i != EFARM_PEER_NONE;
+         i = ep->peers[i].addr_next) {
+        const struct efarm_peer *p = &ep->peers[i];
+
+        if (p->qpn == qpn && p->connid == connid && !memcmp(p->gid, gid, EFARM_GID_LEN))
+            return i;
+    }
+    return EFARM_PEER_NONE;
+}
+
+/* Add a peer; creates (or reuses) the address handle for its GID. */
+static int av_add(struct efarm_ep *ep, const uint8_t gid[EFARM_GID_LEN], uint16_t qpn,
+                  uint32_t connid, uint32_t flags, efarm_peer_t *peer_p)
+{
+    struct efarm_dev_ah *ah;
+    struct efarm_peer *p;
+    uint32_t idx, b;
+    int ret;
+
+    if (ep->npeers == ep->p.av_size)
+        return -ENOSPC;
+    ret = efarm_dev_ah_get(ep->dev, gid, &ah);
+    if (ret)
+        return ret;
+    idx = ep->npeers++;
+    p = &ep->peers[idx];
+    memcpy(p->gid, gid, EFARM_GID_LEN);
+    p->qpn = qpn;
+    p->connid = connid;
+    p->ah = ah;
+    p->ahn = efarm_dev_ah_number(ah);
+    p->flags = EFARM_PEER_USED | flags;
+    p->st = NULL;
+    /* Newest first: a packet without connid goes to the latest incarnation. */
+    b = hash_addr(ep, gid, qpn);
+    p->addr_next = ep->addr_hash[b];
+    ep->addr_hash[b] = idx;
+    b = hash_ahn(ep, p->ahn, qpn);
+    p->ahn_next = ep->ahn_hash[b];
+    ep->ahn_hash[b] = idx;
+    *peer_p = idx;
+    return 0;
+}
+
+int efarm_av_insert(struct efarm_ep *ep, const uint8_t raw[EFARM_RAW_ADDR_LEN],
+                    efarm_peer_t *peer_p)
+{
+    uint16_t qpn = efarm_load_le16(raw + offsetof(struct efarm_wire_raw_addr, qpn));
+    uint32_t connid = efarm_load_le32(raw + offsetof(struct efarm_wire_raw_addr, connid));
+    efarm_peer_t peer = av_find(ep, raw, qpn, connid);
+
+    if (peer != EFARM_PEER_NONE) {
+        ep->peers[peer].flags &= ~EFARM_PEER_IMPLICIT;
+        *peer_p = peer;
+        return 0;
+    }
+    return av_add(ep, raw, qpn, connid, 0, peer_p);
+}
+
+int efarm_av_lookup(const struct efarm_ep *ep, efarm_peer_t peer, uint8_t raw[EFARM_RAW_ADDR_LEN])
+{
+    const struct efarm_peer *p;
+
+    if (peer >= ep->npeers)
+        return -EINVAL;
+    p = &ep->peers[peer];
+    memset(raw, 0, EFARM_RAW_ADDR_LEN);
+    memcpy(raw, p->gid, EFARM_GID_LEN);
+    efarm_store_le16(raw + offsetof(struct efarm_wire_raw_addr, qpn), p->qpn);
+    efarm_store_le32(raw + offsetof(struct efarm_wire_raw_addr, connid), p->connid);
+    return 0;
+}
+
+struct efarm_peer_state *efarm_peer_state_get(struct efarm_ep *ep, efarm_peer_t peer)
+{
+    struct efarm_peer *p = &ep->peers[peer];
+    struct efarm_peer_state *st = p->st;
+
+    if (st != NULL)
+        return st;
+    /* First contact: the one allocation a peer ever causes (the pool is bounded by av_size). */
+    st = efarm_pool_alloc(&ep->peer_states);
+    if (st == NULL)
+        return NULL;
+    memset(st, 0, ep->peer_state_size);
+    st->peer = peer;
+    st->tx_msg_id = ep->p.first_msg_id;
+    st->rx_msg_id = ep->p.first_msg_id;
+    efarm_list_init(&st->hs_link);
+    efarm_list_init(&st->backoff_link);
+    efarm_list_init(&st->stalled_link);
+    efarm_list_init(&st->rnr_queue);
+    efarm_list_init(&st->hs_waiters);
+    efarm_list_init(&st->overflow);
+    p->st = st;
+    return st;
+}
+
+efarm_peer_t efarm_peer_identify(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe,
+                                 const struct efarm_pkt *pkt)
+{
+    bool has_connid = pkt->present & EFARM_PKT_HAS(CONNID);
+    uint32_t connid = (uint32_t)pkt->value[EFARM_PKT_F_CONNID];
+    uint16_t qpn = (uint16_t)cqe->src_qpn;
+    bool seen = false;
+    efarm_peer_t peer;
+
+    if (pkt->present & EFARM_PKT_HAS_RAW_ADDR) {
+        /* A REQ from a peer that has not heard our HANDSHAKE: its address is in the packet. */
+        const struct efarm_raw_addr *ra = &pkt->raw_addr;
+
+        peer = av_find(ep, ra->gid, ra->qpn, ra->connid);
+        if (peer != EFARM_PEER_NONE)
+            return peer;
+        if (av_add(ep, ra->gid, ra->qpn, ra->connid, EFARM_PEER_IMPLICIT, &peer)) {
+            efarm_log_ratelimited(EFARM_LOG_WARN,
+                                  "address vector full (%u peers): packet from "
+                                  "an unknown sender dropped",
+                                  ep->npeers);
+            ep->cnt.unknown_sender++;
+            return EFARM_PEER_NONE;
+        }
+        ep->cnt.implicit_peers++;
+        return peer;
+    }
+    if (cqe->ahn != EFARM_DEV_AHN_UNKNOWN) {
+        for (uint32_t i = ep->ahn_hash[hash_ahn(ep, cqe->ahn, qpn)]; i != EFARM_PEER_NONE;
+             i = ep->peers[i].ahn_next) {
+            const struct efarm_peer *p = &ep->peers[i];
+
+            if (p->ahn != cqe->ahn || p->qpn != qpn)
+                continue;
+            if (!has_connid || p->connid == connid)
+                return i;
+            seen = true;
+        }
+    } else if (cqe->has_sgid) {
+        for (uint32_t i = ep->addr_hash[hash_addr(ep, cqe->sgid, qpn)]; i != EFARM_PEER_NONE;
+             i = ep->peers[i].addr_next) {
+            const struct efarm_peer *p = &ep->peers[i];
+
+            if (p->qpn != qpn || memcmp(p->gid, cqe->sgid, EFARM_GID_LEN))
+                continue;
+            if (!has_connid || p->connid == connid)
+                return i;
+            seen = true;
+        }
+    }
+    if (seen) {
+        ep->cnt.connid_mismatch++;
+        efarm_log_ratelimited(EFARM_LOG_INFO,
+                              "%s with connid %#x from QPN %u: no live peer "
+                              "(a dead QP's number reused?), dropped",
+                              efarm_pkt_type_info(pkt->type)->name, connid, qpn);
+    } else {
+        ep->cnt.unknown_sender++;
+        efarm_log_ratelimited(EFARM_LOG_INFO,
+                              "%s from unknown QPN %u without raw address, "
+                              "dropped",
+                              efarm_pkt_type_info(pkt->type)->name, qpn);
+    }
+    return EFARM_PEER_NONE;
+}
+
+/* ---- Handshake -------------------------------------------------------------------- */
+
+static int handshake_post(struct efarm_ep *ep, struct efarm_peer_state *st)
+{
+    struct efarm_txpkt *tx = efarm_txpkt_alloc(ep, true);
+    uint8_t extra[8];
+    struct efarm_pkt pkt;
+    size_t hdr_len;
+    int ret;
+
+    if (tx == NULL)
+        return -EAGAIN;
+    efarm_store_le64(extra, ep->extra_info);
+    efarm_pkt_init(&pkt, EFARM_PKT_HANDSHAKE);
+    /* Like the reference: always our connid, and the device version. */
+    pkt.flags = EFARM_PKT_FLAG_CONNID_HDR | EFARM_HANDSHAKE_DEVICE_VERSION_HDR;
+    efarm_pkt_set(&pkt, EFARM_PKT_F_NEXTRA_P3, 4);
+    pkt.extra_info = extra;
+    efarm_pkt_set(&pkt, EFARM_PKT_F_CONNID, ep->connid);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_DEVICE_VERSION, ep->caps.device_version);
+    ret = efarm_txpkt_encode(ep, tx, &pkt, &hdr_len);
+    if (ret) {
+        efarm_txpkt_release(ep, tx);
+        return ret;
+    }
+    tx->len = (uint32_t)hdr_len;
+    tx->peer = st->peer;
+    tx->op = NULL;
+    st->flags |= EFARM_PS_HS_SENT;
+    ep->cnt.handshakes_sent++;
+    efarm_txpkt_send(ep, tx);
+    return 0;
+}
+
+static void hs_queue(struct efarm_ep *ep, struct efarm_peer_state *st)
+{
+    if (st->flags & EFARM_PS_HS_QUEUED)
+        return;
+    st->flags |= EFARM_PS_HS_QUEUED;
+    efarm_list_append(&ep->hs_queue, &st->hs_link);
+}
+
+void efarm_handshake_owe(struct efarm_ep *ep, struct efarm_peer_state *st)
+{
+    if (st->flags & (EFARM_PS_HS_SENT | EFARM_PS_HS_OWED))
+        return;
+    st->flags |= EFARM_PS_HS_OWED;
+    if (handshake_post(ep, st) == -EAGAIN)
+        hs_queue(ep, st);
+}
+
+/* Send the HANDSHAKEs and triggers that found no send buffer, oldest first. */
+void efarm_handshake_progress(struct efarm_ep *ep)
+{
+    struct efarm_link *link;
+
+    while ((link = efarm_list_first(&ep->hs_queue)) != NULL) {
+        struct efarm_peer_state *st = efarm_container_of(link, struct efarm_peer_state, hs_link);
+
+        if ((st->flags & EFARM_PS_HS_OWED) && !(st->flags & EFARM_PS_HS_SENT) &&
+            handshake_post(ep, st) == -EAGAIN)
+            return;
+        if (st->flags & EFARM_PS_TRIGGER_WANTED) {
+            if (efarm_handshake_trigger(ep, st) == -EAGAIN)
+                return;
+            st->flags &= ~EFARM_PS_TRIGGER_WANTED;
+        }
+        efarm_list_remove(link);
+        st->flags &= ~EFARM_PS_HS_QUEUED;
+    }
+}
+
+void efarm_handshake_trigger_later(struct efarm_ep *ep, struct efarm_peer_state *st)
+{
+    if (efarm_handshake_trigger(ep, st) != -EAGAIN)
+        return;
+    st->flags |= EFARM_PS_TRIGGER_WANTED;
+    hs_queue(ep, st);
+}
+
+void efarm_handshake_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
+{
+    struct efarm_peer_state *st = ep->peers[peer].st;
+    uint64_t nextra = pkt->value[EFARM_PKT_F_NEXTRA_P3] - 3;
+
+    ep->cnt.handshakes_recv++;
+    /* Words beyond the first name features this engine does not know: ignore them. */
+    st->extra_info = nextra ? efarm_pkt_extra_info(pkt, 0) : 0;
+    st->flags |= EFARM_PS_HS_RECEIVED;
+    efarm_log(EFARM_LOG_DEBUG, "peer %u HANDSHAKE: extra_info %#llx", peer,
+              (unsigned long long)st->extra_info);
+    efarm_hs_waiters_release(ep, st);
+}
+
+int efarm_handshake_trigger(struct efarm_ep *ep, struct efarm_peer_state *st)
+{
+    struct efarm_txpkt *tx;
+    struct efarm_pkt pkt;
+    size_t hdr_len;
+    int ret;
+
+    if (st->flags & (EFARM_PS_HS_RECEIVED | EFARM_PS_REQ_SENT | EFARM_PS_TRIGGER))
+        return 0;
+    tx = efarm_txpkt_alloc(ep, true);
+    if (tx == NULL)
+        return -EAGAIN;
+    /* A 0-byte emulated write with no rma_iov: the peer writes nothing and answers. */
+    efarm_pkt_init(&pkt, EFARM_PKT_EAGER_RTW);
+    pkt.flags = EFARM_REQ_RMA | EFARM_REQ_OPT_RAW_ADDR_HDR;
+    efarm_pkt_set(&pkt, EFARM_PKT_F_RMA_IOV_COUNT, 0);
+    memcpy(pkt.raw_addr.gid, ep->raw_addr, EFARM_GID_LEN);
+    pkt.raw_addr.qpn = efarm_load_le16(ep->raw_addr + offsetof(struct efarm_wire_raw_addr, qpn));
+    pkt.raw_addr.connid = ep->connid;
+    pkt.raw_addr_size = EFARM_REQ_OPT_RAW_ADDR_SIZE_FIELD;
+    ret = efarm_txpkt_encode(ep, tx, &pkt, &hdr_len);
+    if (ret) {
+        efarm_txpkt_release(ep, tx);
+        return ret;
+    }
+    tx->len = (uint32_t)hdr_len;
+    tx->peer = st->peer;
+    tx->op = NULL;
+    st->flags |= EFARM_PS_TRIGGER;
+    ep->cnt.handshake_triggers++;
+    efarm_txpkt_send(ep, tx);
+    return 0;
+}

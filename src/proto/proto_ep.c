@@ -1,0 +1,317 @@
+/*
+ * Protocol endpoints: open and close, parameters, the progress loop,
+ * counters.
+ *
+ * efarm_ep_progress() is the only place work happens: it polls one batch of
+ * device completions and hands each to the receive path (proto_rx.c), the
+ * send path (proto_tx.c) or the read path (msg_recv.c), then retries what
+ * waited for resources: packets that found the send queue full, peers whose
+ * RNR backoff ended, HANDSHAKEs that found no send buffer, operations with
+ * packets still to build, and peers whose next in-order message waited for
+ * room in the unexpected queue. Each of those steps is bounded, so one call
+ * always returns.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "efarm_config.h"
+#include "proto_internal.h"
+
+#define EFARM_MIN_MTU 1024 /* below this the REQ headers leave too little room */
+
+uint64_t efarm_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t efarm_ep_rand(struct efarm_ep *ep)
+{
+    uint64_t x = ep->rng;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    ep->rng = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+const char *efarm_proto_name(enum efarm_proto_kind proto)
+{
+    static const char *const names[] = {
+#define EFARM_PROTO_NAME_(id, name) #name,
+        EFARM_PROTO_LIST(EFARM_PROTO_NAME_)
+#undef EFARM_PROTO_NAME_
+    };
+
+    return (unsigned)proto < EFARM_PROTO_COUNT ? names[proto] : "unknown";
+}
+
+static uint32_t pick_u32(uint32_t attr_value, uint64_t tunable)
+{
+    if (attr_value)
+        return attr_value;
+    return tunable > UINT32_MAX ? UINT32_MAX : (uint32_t)tunable;
+}
+
+static uint64_t pick_u64(uint64_t attr_value, uint64_t tunable)
+{
+    return attr_value ? attr_value : tunable;
+}
+
+/* Attribute over tunable; checks what must hold for the engine to work. */
+static int params_resolve(const struct efarm_ep_attr *a, struct efarm_ep_params *p)
+{
+    const struct efarm_config *c = efarm_config();
+
+    p->av_size = pick_u32(a->av_size, c->av_size);
+    p->sq_depth = pick_u32(a->sq_depth, c->sq_depth);
+    p->rx_buffers = pick_u32(a->rx_buffers, c->rx_buffers);
+    p->tx_pkts = pick_u32(a->tx_pkts, c->tx_pkts);
+    p->max_ops = pick_u32(a->max_ops, c->max_ops);
+    p->max_posted = pick_u32(a->max_posted, c->max_posted);
+    p->max_unexpected = pick_u32(a->max_unexpected, c->max_unexpected);
+    p->unexp_bytes = pick_u64(a->unexp_bytes, c->unexp_bytes);
+    p->recvwin = pick_u32(a->recvwin, c->recvwin);
+    p->eager_max = pick_u64(a->eager_max, c->eager_max);
+    p->medium_max = pick_u64(a->medium_max, c->medium_max);
+    p->read_min = pick_u64(a->read_min, c->read_min);
+    p->runt_size = pick_u64(a->runt_size, c->runt_size);
+    p->max_reads = pick_u32(a->max_reads, c->max_reads);
+    p->cts_credits = pick_u32(a->cts_credits, c->cts_credits);
+    p->rx_window = pick_u32(a->rx_window, c->rx_window);
+    p->rnr_retry = pick_u32(a->rnr_retry, c->rnr_retry);
+    p->rnr_backoff_us = pick_u32(a->rnr_backoff_us, c->rnr_backoff_us);
+    p->rnr_backoff_max_us = pick_u32(a->rnr_backoff_max_us, c->rnr_backoff_max_us);
+    p->rdma_read = c->rdma_read && !a->no_rdma_read;
+    p->connid_header = c->connid_header && !a->no_connid_header;
+    p->dc = !a->no_dc;
+    p->first_msg_id = a->first_msg_id;
+
+    if (p->av_size == 0 || p->av_size >= EFARM_PEER_NONE / 2 || p->sq_depth == 0 ||
+        p->rx_buffers < 2 || p->tx_pkts < 4 || p->max_ops == 0 || p->max_ops > 0xffff ||
+        p->max_posted == 0 || p->max_unexpected == 0 || p->recvwin == 0 ||
+        p->recvwin > (1u << 16) || (p->recvwin & (p->recvwin - 1)) || p->cts_credits == 0 ||
+        p->rx_window == 0 || p->rnr_retry > 7 || p->rnr_backoff_us == 0 ||
+        p->rnr_backoff_max_us < p->rnr_backoff_us || p->max_reads == 0) {
+        efarm_log(EFARM_LOG_ERROR,
+                  "endpoint parameters out of range (EFARM_RECVWIN must be a power of 2 up to "
+                  "65536, EFARM_MAX_OPS at most 65535, EFARM_RNR_RETRY at most 7)");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* What our HANDSHAKE advertises and requests (section 2.1, addenda). */
+static uint64_t our_extra_info(const struct efarm_ep *ep)
+{
+    uint64_t info = 0;
+
+    if (ep->p.dc)
+        info |= EFARM_EXTRA_FEATURE_DELIVERY_COMPLETE;
+    if (ep->p.rdma_read && ep->caps.rdma_read)
+        info |= EFARM_EXTRA_FEATURE_RDMA_READ | EFARM_EXTRA_FEATURE_RUNT_READ |
+                EFARM_EXTRA_FEATURE_READ_NACK;
+    if (ep->p.connid_header)
+        info |= EFARM_EXTRA_REQUEST_CONNID_HEADER;
+    return info;
+}
+
+int efarm_ep_open(const struct efarm_ep_attr *attr, struct efarm_ep **ep_p)
+{
+    struct efarm_ep_attr a = attr ? *attr : (struct efarm_ep_attr){0};
+    struct efarm_dev_ep_attr dattr = {0};
+    struct efarm_ep *ep;
+    int ret;
+
+    ep = efarm_aligned_calloc(1, sizeof(*ep));
+    if (ep == NULL)
+        return -ENOMEM;
+    ret = params_resolve(&a, &ep->p);
+    if (ret)
+        goto err_free;
+    efarm_list_init(&ep->tx_queue);
+    efarm_list_init(&ep->work);
+    efarm_list_init(&ep->hs_queue);
+    efarm_list_init(&ep->backoff_peers);
+    efarm_list_init(&ep->stalled_peers);
+
+    dattr.sq_depth = ep->p.sq_depth;
+    dattr.rx_buffers = ep->p.rx_buffers;
+    dattr.rx_refill = ep->p.rx_buffers / 4 < 32 ? ep->p.rx_buffers / 4 : 32;
+    if (dattr.rx_refill == 0)
+        dattr.rx_refill = 1;
+    dattr.rnr_retry = (uint8_t)ep->p.rnr_retry;
+    ret = efarm_dev_ep_open(a.device, &dattr, &ep->dev);
+    if (ret) {
+        efarm_log(EFARM_LOG_ERROR, "cannot open the EFA endpoint: %s", efarm_strerror(ret));
+        goto err_free;
+    }
+    ep->caps = *efarm_dev_ep_caps(ep->dev);
+    ep->mtu = ep->caps.max_msg_size;
+    if (ep->mtu < EFARM_MIN_MTU) {
+        efarm_log(EFARM_LOG_ERROR, "device MTU %u is below %u bytes", ep->mtu, EFARM_MIN_MTU);
+        ret = -EINVAL;
+        goto err_close_dev;
+    }
+    efarm_dev_ep_raw_addr(ep->dev, ep->raw_addr);
+    ep->connid = efarm_dev_ep_connid(ep->dev);
+    ep->extra_info = our_extra_info(ep);
+    ep->rng = ((uint64_t)ep->connid << 32 | 0x9e3779b9u) ^ efarm_now_ns();
+    if (ep->rng == 0)
+        ep->rng = 1;
+
+    ret = efarm_av_init(ep);
+    if (ret)
+        goto err_close_dev;
+    ret = efarm_tm_open(ep->p.max_posted, ep->p.max_unexpected, &ep->tm);
+    if (ret)
+        goto err_fini_av;
+    ret = efarm_ops_init(ep);
+    if (ret)
+        goto err_close_tm;
+    ret = efarm_tx_init(ep);
+    if (ret)
+        goto err_fini_ops;
+    ret = efarm_rx_init(ep);
+    if (ret)
+        goto err_fini_tx;
+    if (ep->extra_info & EFARM_EXTRA_FEATURE_RDMA_READ) {
+        ret = efarm_dev_mr_cache_open(ep->dev, &ep->mr_cache);
+        if (ret)
+            goto err_fini_rx;
+    }
+    *ep_p = ep;
+    return 0;
+
+err_fini_rx:
+    efarm_rx_fini(ep);
+err_fini_tx:
+    efarm_tx_fini(ep);
+err_fini_ops:
+    efarm_ops_fini(ep);
+err_close_tm:
+    efarm_tm_close(ep->tm);
+err_fini_av:
+    efarm_av_fini(ep);
+err_close_dev:
+    efarm_dev_ep_close(ep->dev);
+err_free:
+    free(ep);
+    return ret;
+}
+
+void efarm_ep_close(struct efarm_ep *ep)
+{
+    if (ep == NULL)
+        return;
+    /* Registrations held by operations go first: the cache closes before the PD. */
+    efarm_ops_fini(ep);
+    if (ep->mr_cache)
+        efarm_mr_cache_close(ep->mr_cache);
+    efarm_rx_fini(ep);
+    efarm_tx_fini(ep);
+    efarm_tm_close(ep->tm);
+    efarm_av_fini(ep);
+    efarm_dev_ep_close(ep->dev);
+    free(ep);
+}
+
+void efarm_ep_addr(const struct efarm_ep *ep, uint8_t raw[EFARM_RAW_ADDR_LEN])
+{
+    memcpy(raw, ep->raw_addr, EFARM_RAW_ADDR_LEN);
+}
+
+const struct efarm_device_caps *efarm_ep_caps(const struct efarm_ep *ep)
+{
+    return &ep->caps;
+}
+
+/* Run operations waiting for send buffers, the send queue or a HANDSHAKE, in order. */
+static void work_progress(struct efarm_ep *ep)
+{
+    struct efarm_link *link;
+    unsigned budget = ep->p.max_ops;
+
+    /*
+     * An op that is still blocked goes back to the tail; the budget stops
+     * the loop after one pass over what was there when it started.
+     */
+    while (budget-- > 0 && (link = efarm_list_first(&ep->work)) != NULL) {
+        struct efarm_op *op = efarm_container_of(link, struct efarm_op, link);
+
+        efarm_list_remove(link);
+        op->flags &= ~EFARM_OPF_IN_WORK;
+        if (op->kind == EFARM_OP_TX)
+            efarm_tx_op_work(ep, op);
+        else
+            efarm_rx_op_work(ep, op);
+        if (ep->ntx_free == 0)
+            break; /* nothing more can be built until packets complete */
+    }
+}
+
+int efarm_ep_progress(struct efarm_ep *ep)
+{
+    int n = efarm_dev_poll(ep->dev, ep->cqes, EFARM_POLL_BATCH);
+
+    if (n < 0)
+        return n;
+    for (int i = 0; i < n; i++) {
+        const struct efarm_dev_cqe *cqe = &ep->cqes[i];
+
+        switch (cqe->op) {
+        case EFARM_DEV_OP_RECV:
+            efarm_rx_completion(ep, cqe);
+            break;
+        case EFARM_DEV_OP_READ:
+            efarm_read_completion(ep, cqe);
+            break;
+        case EFARM_DEV_OP_SEND:
+        case EFARM_DEV_OP_WRITE:
+            efarm_tx_completion(ep, cqe);
+            break;
+        }
+    }
+    if (!efarm_list_empty(&ep->tx_queue) || !efarm_list_empty(&ep->backoff_peers))
+        efarm_tx_progress(ep);
+    if (!efarm_list_empty(&ep->hs_queue))
+        efarm_handshake_progress(ep);
+    if (!efarm_list_empty(&ep->work))
+        work_progress(ep);
+    if (!efarm_list_empty(&ep->stalled_peers))
+        efarm_rx_progress(ep);
+    return n;
+}
+
+const struct efarm_counters *efarm_ep_counters(const struct efarm_ep *ep)
+{
+    return &ep->cnt;
+}
+
+void efarm_counters_print(FILE *out, const struct efarm_counters *c)
+{
+#define EFARM_COUNTER_PRINT_(name, doc) \
+    if (c->name)                        \
+        fprintf(out, "%-20s %12llu  %s\n", #name, (unsigned long long)c->name, doc);
+    EFARM_COUNTER_LIST(EFARM_COUNTER_PRINT_)
+#undef EFARM_COUNTER_PRINT_
+    for (unsigned t = 0; t < 256; t++) {
+        if (c->tx_by_type[t] || c->rx_by_type[t])
+            fprintf(out, "%-20s %12llu tx %12llu rx\n", efarm_pkt_type_info((uint8_t)t)->name,
+                    (unsigned long long)c->tx_by_type[t], (unsigned long long)c->rx_by_type[t]);
+    }
+}
+
+void efarm_proto_sizes(const struct efarm_ep *ep, struct efarm_proto_sizes *sizes_p)
+{
+    sizes_p->peer = sizeof(struct efarm_peer);
+    sizes_p->peer_state = (uint32_t)ep->peer_state_size;
+    sizes_p->op = sizeof(struct efarm_op);
+    sizes_p->tx_pkt = sizeof(struct efarm_txpkt);
+    sizes_p->rx_pkt = sizeof(struct efarm_rxpkt);
+}

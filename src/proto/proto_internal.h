@@ -1,0 +1,383 @@
+/*
+ * The protocol engine's private objects (efarm_proto.h is the interface).
+ *
+ * Objects and who owns them:
+ * - struct efarm_peer: one per address-vector entry, fixed size, in one array
+ *   allocated at open. Found by (GID, QPN[, connid]) when an address arrives
+ *   and by (AH number, QPN) when a packet does.
+ * - struct efarm_peer_state: created on first contact (a send to the peer, or
+ *   a packet from it) from a bounded pool: handshake state, msg_id counters,
+ *   RNR backoff and the reorder window.
+ * - struct efarm_op: one multi-packet, unexpected or waiting operation, from
+ *   a fixed array; its index and a generation form the send_id/recv_id a peer
+ *   echoes back, so a stale or forged id never reaches a live operation.
+ * - struct efarm_txpkt: a registered MTU-sized send buffer, from a fixed
+ *   array; wr_id names it.
+ * - struct efarm_rxpkt: a received packet kept for later (out of order,
+ *   unexpected): a copy sized to the packet from a bounded byte budget, or,
+ *   when the budget is spent, the device's receive buffer itself, held
+ *   unposted (back-pressure).
+ */
+#ifndef EFARM_PROTO_INTERNAL_H
+#define EFARM_PROTO_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "efarm_errno.h"
+#include "efarm_list.h"
+#include "efarm_log.h"
+#include "efarm_mr_cache.h"
+#include "efarm_pkt.h"
+#include "efarm_pool.h"
+#include "efarm_proto.h"
+#include "efarm_tm.h"
+
+/* Matcher context of untagged messages: above every 16-bit MPI context. */
+#define EFARM_CTX_MSG 0xffffffffu
+
+/* ---- Peers ----------------------------------------------------------------------- */
+
+#define EFARM_PEER_USED     0x1u
+#define EFARM_PEER_IMPLICIT 0x2u /* learnt from a raw-address header */
+
+struct efarm_peer_state;
+
+struct efarm_peer {
+    uint8_t gid[EFARM_GID_LEN];
+    uint16_t qpn;
+    uint16_t ahn;
+    uint32_t connid;
+    uint32_t addr_next; /* chain of the (GID, QPN) hash */
+    uint32_t ahn_next;  /* chain of the (AHN, QPN) hash */
+    uint32_t flags;
+    struct efarm_dev_ah *ah;
+    struct efarm_peer_state *st; /* NULL until first contact */
+};
+
+/* efarm_peer_state.flags */
+#define EFARM_PS_HS_SENT        0x01u  /* our HANDSHAKE is posted (or went out) */
+#define EFARM_PS_HS_RECEIVED    0x02u  /* the peer's HANDSHAKE arrived: extra_info is valid */
+#define EFARM_PS_HS_QUEUED      0x04u  /* on ep->hs_queue, waiting for a packet buffer */
+#define EFARM_PS_REQ_SENT       0x08u  /* we sent a REQ: the peer will answer with a HANDSHAKE */
+#define EFARM_PS_IN_BACKOFF     0x10u  /* on ep->backoff_peers */
+#define EFARM_PS_STALLED        0x20u  /* on ep->stalled_peers: in-order REQ waits for room */
+#define EFARM_PS_TRIGGER        0x40u  /* a trigger EAGER_RTW is out or queued */
+#define EFARM_PS_HS_OWED        0x80u  /* a packet came from the peer: it gets our HANDSHAKE */
+#define EFARM_PS_TRIGGER_WANTED 0x100u /* a trigger found no send buffer: retry from progress */
+
+struct efarm_rxpkt;
+
+struct efarm_peer_state {
+    uint32_t flags;
+    efarm_peer_t peer;
+    uint32_t tx_msg_id;  /* next msg_id to send */
+    uint32_t rx_msg_id;  /* next msg_id to process */
+    uint32_t rnr_streak; /* RNR completions since the last success */
+    uint32_t overflow_count;
+    uint64_t extra_info;       /* the peer's extra_info[0] */
+    uint64_t backoff_until_ns; /* while EFARM_PS_IN_BACKOFF */
+    uint64_t backoff_us;
+    uint64_t runt_bytes_in_flight;
+    struct efarm_link hs_link;      /* ep->hs_queue */
+    struct efarm_link backoff_link; /* ep->backoff_peers */
+    struct efarm_link stalled_link; /* ep->stalled_peers */
+    struct efarm_link rnr_queue;    /* txpkts waiting for the backoff to end */
+    struct efarm_link hs_waiters;   /* ops that need the peer's HANDSHAKE first */
+    struct efarm_link overflow;     /* rxpkts beyond the reorder window */
+    struct efarm_rxpkt *win[];      /* recvwin slots, indexed by msg_id % recvwin */
+};
+
+/* ---- Stored received packets ---------------------------------------------------- */
+
+#define EFARM_RX_COPY_CLASSES 4
+#define EFARM_RXPKT_HELD      0xffu /* cls of a held device buffer */
+
+struct efarm_rxpkt {
+    struct efarm_rxpkt *next; /* same msg_id in a window slot; an op's stored packets */
+    struct efarm_link link;   /* a peer's overflow list */
+    efarm_peer_t peer;
+    uint32_t len;
+    uint32_t rx_id; /* device buffer (held only) */
+    uint32_t msg_id;
+    uint8_t cls; /* copy pool class, or EFARM_RXPKT_HELD */
+    uint8_t *data;
+};
+
+/* ---- Send buffers ------------------------------------------------------------------ */
+
+/* wr_id low bits: what a send-side completion belongs to. */
+#define EFARM_WR_TXPKT 0u
+#define EFARM_WR_READ  1u
+#define EFARM_WR_KIND  3u
+
+struct efarm_op;
+
+struct efarm_txpkt {
+    struct efarm_link link; /* ep->tx_queue or a peer's rnr_queue while waiting */
+    struct efarm_op *op;    /* NULL for HANDSHAKE and handshake triggers */
+    efarm_peer_t peer;
+    uint32_t len;
+    uint32_t index;
+    uint8_t type;
+    uint8_t queued; /* on a list (not posted) */
+    uint16_t pad;
+    uint64_t data_len; /* application bytes it carries */
+    uint8_t *buf;      /* registered, mtu bytes */
+};
+
+/* ---- Operations ------------------------------------------------------------------- */
+
+enum efarm_op_kind { EFARM_OP_FREE, EFARM_OP_TX, EFARM_OP_RX };
+
+/* efarm_op.flags */
+#define EFARM_OPF_TAGGED     0x00001u
+#define EFARM_OPF_DC         0x00002u
+#define EFARM_OPF_CQ_DATA    0x00004u
+#define EFARM_OPF_IN_WORK    0x00008u /* on ep->work */
+#define EFARM_OPF_NEED_REQ   0x00010u /* tx: REQ packet(s) not built yet */
+#define EFARM_OPF_WAIT_CTS   0x00020u /* tx: waiting for a CTS */
+#define EFARM_OPF_WAIT_EOR   0x00040u /* tx: waiting for EOR (reads) */
+#define EFARM_OPF_WAIT_RCPT  0x00080u /* tx: waiting for RECEIPT (DC) */
+#define EFARM_OPF_WAIT_HS    0x00100u /* tx: waiting for the peer's HANDSHAKE */
+#define EFARM_OPF_NACKED     0x00200u /* long-CTS after READ_NACK */
+#define EFARM_OPF_UNEXPECTED 0x00400u /* rx: in the matcher's unexpected queue */
+#define EFARM_OPF_CLAIMED    0x00800u /* rx: claimed by a matched probe */
+#define EFARM_OPF_MATCHED    0x01000u /* rx: has a request and buffer */
+#define EFARM_OPF_MAPPED     0x02000u /* rx: in the (peer, msg_id) map */
+#define EFARM_OPF_NEED_CTS   0x04000u /* rx: owes a CTS */
+#define EFARM_OPF_NEED_EOR   0x08000u /* rx: owes an EOR */
+#define EFARM_OPF_NEED_RCPT  0x10000u /* rx: owes a RECEIPT */
+#define EFARM_OPF_NEED_NACK  0x20000u /* rx: owes a READ_NACK */
+#define EFARM_OPF_NEED_READ  0x40000u /* rx: reads to post */
+#define EFARM_OPF_COMPLETED  0x80000u /* the request was completed */
+
+#define EFARM_MAX_READ_IOV 4 /* read_iov entries kept (the reference sends at most 4) */
+
+struct efarm_op {
+    struct efarm_link link;   /* ep->work, or a peer's hs_waiters */
+    struct efarm_req *req;    /* NULL for unexpected rx ops */
+    struct efarm_rxpkt *pkts; /* rx: stored packets of an unexpected message */
+    uint8_t kind;
+    uint8_t proto;    /* enum efarm_proto_kind */
+    uint8_t req_type; /* tx: the REQ packet type; rx: the first REQ's type */
+    uint8_t niov;
+    uint32_t flags;
+    uint32_t id; /* generation << 16 | index */
+    efarm_peer_t peer;
+    uint32_t msg_id;
+    uint32_t peer_op_id;    /* tx: the peer's recv_id (CTS); rx: the peer's send_id */
+    uint32_t pkts_inflight; /* txpkts referencing this op, posted or queued */
+    uint32_t reads_inflight;
+    uint32_t map_next; /* (peer, msg_id) map chain */
+    int status;
+    uint64_t wire_tag;
+    uint64_t cq_data;
+    uint8_t *buf;        /* user buffer */
+    uint64_t len;        /* tx: message length; rx: buffer length */
+    uint64_t msg_length; /* rx: the sender's length */
+    uint64_t offset;     /* tx: next byte to put in a packet; rx: next byte to read */
+    uint64_t window_end; /* tx: bytes granted by CTS (or allowed); rx: end of the CTS grant */
+    uint64_t done_bytes; /* tx: bytes whose packets completed; rx: bytes received */
+    uint64_t runt_length;
+    uint32_t credit_request;
+    struct efarm_rma_iov iov[EFARM_MAX_READ_IOV]; /* rx: the sender's read_iov */
+    struct efarm_mr_ref mr;                       /* the user buffer's registration */
+};
+
+/* ---- The endpoint -------------------------------------------------------------------- */
+
+/* Resolved parameters (attribute, else tunable). */
+struct efarm_ep_params {
+    uint32_t av_size, sq_depth, rx_buffers, tx_pkts, max_ops, max_posted, max_unexpected;
+    uint64_t unexp_bytes;
+    uint32_t recvwin, first_msg_id;
+    uint64_t eager_max, medium_max, read_min, runt_size;
+    uint32_t max_reads, cts_credits, rx_window;
+    uint32_t rnr_retry, rnr_backoff_us, rnr_backoff_max_us;
+    bool rdma_read, connid_header, dc;
+};
+
+#define EFARM_POLL_BATCH 32
+
+struct efarm_ep {
+    struct efarm_dev_ep *dev;
+    struct efarm_device_caps caps;
+    struct efarm_ep_params p;
+    uint8_t raw_addr[EFARM_RAW_ADDR_LEN];
+    uint32_t connid;
+    uint32_t mtu;
+    uint64_t extra_info; /* what our HANDSHAKE advertises */
+
+    /* Address vector. */
+    struct efarm_peer *peers;
+    uint32_t npeers;
+    uint32_t hash_mask;
+    uint32_t *addr_hash; /* (GID, QPN) -> first peer, EFARM_PEER_NONE-terminated chains */
+    uint32_t *ahn_hash;  /* (AHN, QPN) -> first peer */
+    struct efarm_pool peer_states;
+    size_t peer_state_size;
+
+    struct efarm_tm *tm;
+
+    /* Operations. */
+    struct efarm_op *ops;
+    uint32_t *op_free;
+    uint32_t nop_free;
+    uint32_t *map_buckets; /* (peer, msg_id) -> rx op index, chained through map_next */
+    uint32_t map_mask;
+
+    /* Send buffers. */
+    struct efarm_txpkt *txpkts;
+    uint8_t *tx_mem;
+    struct efarm_dev_mr *tx_mr;
+    uint32_t *tx_free;
+    uint32_t ntx_free;
+    uint32_t tx_reserve;        /* buffers only control packets may take */
+    struct efarm_link tx_queue; /* built packets waiting for send-queue room */
+    uint32_t sq_inflight;
+
+    /* Stored received packets. */
+    struct efarm_rxpkt *held; /* one per device receive buffer, by rx_id */
+    uint32_t nheld;
+    struct efarm_pool copy_pool[EFARM_RX_COPY_CLASSES];
+    uint64_t copy_bytes;
+
+    /* Work waiting for resources or time. */
+    struct efarm_link work;          /* ops with packets to build or reads to post */
+    struct efarm_link hs_queue;      /* peers owing a HANDSHAKE */
+    struct efarm_link backoff_peers; /* peers in RNR backoff */
+    struct efarm_link stalled_peers; /* peers whose in-order REQ waits for room */
+    uint32_t reads_inflight;
+
+    struct efarm_mr_cache *mr_cache;
+    uint64_t rng;
+    struct efarm_counters cnt;
+    struct efarm_dev_cqe cqes[EFARM_POLL_BATCH];
+};
+
+/* ---- Internal interfaces between the engine's files ------------------------------------ */
+
+static inline struct efarm_peer *efarm_peer_get(struct efarm_ep *ep, efarm_peer_t peer)
+{
+    return &ep->peers[peer];
+}
+
+uint64_t efarm_now_ns(void);
+uint64_t efarm_ep_rand(struct efarm_ep *ep);
+
+/* proto_av.c */
+int efarm_av_init(struct efarm_ep *ep);
+void efarm_av_fini(struct efarm_ep *ep);
+struct efarm_peer_state *efarm_peer_state_get(struct efarm_ep *ep, efarm_peer_t peer);
+efarm_peer_t efarm_peer_identify(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe,
+                                 const struct efarm_pkt *pkt);
+void efarm_handshake_owe(struct efarm_ep *ep, struct efarm_peer_state *st);
+void efarm_handshake_progress(struct efarm_ep *ep);
+void efarm_handshake_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
+int efarm_handshake_trigger(struct efarm_ep *ep, struct efarm_peer_state *st);
+void efarm_handshake_trigger_later(struct efarm_ep *ep, struct efarm_peer_state *st);
+
+/* Whether REQs to this peer carry our raw address (before its HANDSHAKE, or if it asks). */
+static inline bool efarm_peer_needs_raw_addr(const struct efarm_peer_state *st)
+{
+    return !(st->flags & EFARM_PS_HS_RECEIVED) ||
+           (st->extra_info & EFARM_EXTRA_REQUEST_CONSTANT_HEADER_LENGTH);
+}
+
+/* Whether packets to this peer carry our connid (it asked, in its HANDSHAKE). */
+static inline bool efarm_peer_wants_connid(const struct efarm_peer_state *st)
+{
+    return (st->flags & EFARM_PS_HS_RECEIVED) &&
+           (st->extra_info & EFARM_EXTRA_REQUEST_CONNID_HEADER);
+}
+
+static inline bool efarm_peer_has(const struct efarm_peer_state *st, uint64_t feature)
+{
+    return (st->flags & EFARM_PS_HS_RECEIVED) && (st->extra_info & feature);
+}
+
+/* proto_tx.c */
+int efarm_tx_init(struct efarm_ep *ep);
+void efarm_tx_fini(struct efarm_ep *ep);
+struct efarm_txpkt *efarm_txpkt_alloc(struct efarm_ep *ep, bool control);
+void efarm_txpkt_release(struct efarm_ep *ep, struct efarm_txpkt *pkt);
+void efarm_txpkt_send(struct efarm_ep *ep, struct efarm_txpkt *pkt);
+void efarm_tx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe);
+void efarm_tx_progress(struct efarm_ep *ep);
+void efarm_pkt_set_connid(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_pkt *pkt);
+int efarm_txpkt_encode(struct efarm_ep *ep, struct efarm_txpkt *tx, const struct efarm_pkt *pkt,
+                       size_t *hdr_len_p);
+
+/* proto_ops.c */
+int efarm_ops_init(struct efarm_ep *ep);
+void efarm_ops_fini(struct efarm_ep *ep);
+struct efarm_op *efarm_op_alloc(struct efarm_ep *ep, enum efarm_op_kind kind);
+void efarm_op_release(struct efarm_ep *ep, struct efarm_op *op);
+struct efarm_op *efarm_op_find(struct efarm_ep *ep, uint32_t id, enum efarm_op_kind kind,
+                               efarm_peer_t peer);
+void efarm_op_work(struct efarm_ep *ep, struct efarm_op *op);
+void efarm_op_map_insert(struct efarm_ep *ep, struct efarm_op *op);
+void efarm_op_map_remove(struct efarm_ep *ep, struct efarm_op *op);
+struct efarm_op *efarm_op_map_find(struct efarm_ep *ep, efarm_peer_t peer, uint32_t msg_id);
+void efarm_req_complete(struct efarm_ep *ep, struct efarm_op *op, struct efarm_req *req,
+                        int status);
+
+/* proto_rx.c */
+int efarm_rx_init(struct efarm_ep *ep);
+void efarm_rx_fini(struct efarm_ep *ep);
+void efarm_rx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe);
+void efarm_rx_progress(struct efarm_ep *ep);
+struct efarm_rxpkt *efarm_rxpkt_store(struct efarm_ep *ep, const uint8_t *data, uint32_t len,
+                                      uint32_t rx_id, bool *held_p);
+void efarm_rxpkt_release(struct efarm_ep *ep, struct efarm_rxpkt *pkt);
+bool efarm_rx_can_store(const struct efarm_ep *ep, uint32_t len);
+void efarm_rx_window_drop(struct efarm_ep *ep, struct efarm_peer_state *st);
+
+/*
+ * Handlers of in-order REQs and of the packets that follow them. Each gets a
+ * decoded packet and the peer, and either `stored` (the packet was kept
+ * earlier; pkt points into it) or, with stored NULL, `rx_id`, the device
+ * buffer the packet lies in. Returns 0 when the packet is consumed (the
+ * caller releases the stored packet or reposts the buffer), -EAGAIN when it
+ * must wait for room (the caller keeps it and retries), or EFARM_RX_KEEP when
+ * the handler took the stored packet or holds the device buffer.
+ */
+#define EFARM_RX_KEEP 1
+
+/* msg_recv.c */
+int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
+                   struct efarm_rxpkt *stored, uint32_t rx_id);
+int efarm_rtm_segment(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt,
+                      struct efarm_rxpkt *stored, uint32_t rx_id);
+void efarm_ctsdata_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
+void efarm_read_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe);
+void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op);
+void efarm_rx_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op);
+void efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
+
+/* msg_send.c */
+void efarm_tx_op_work(struct efarm_ep *ep, struct efarm_op *op);
+void efarm_tx_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op, struct efarm_txpkt *pkt,
+                          int status);
+void efarm_cts_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
+void efarm_eor_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
+void efarm_receipt_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
+void efarm_read_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
+void efarm_hs_waiters_release(struct efarm_ep *ep, struct efarm_peer_state *st);
+void efarm_hs_waiters_fail(struct efarm_ep *ep, struct efarm_peer_state *st, int status);
+
+/* proto_select.c */
+struct efarm_select_in {
+    uint64_t len;
+    uint64_t eager_fit; /* application bytes one REQ packet carries for this peer */
+    uint32_t flags;     /* EFARM_SEND_* */
+    bool peer_rdma_read, peer_runt_read; /* negotiated (both sides) */
+    uint32_t reads_inflight;
+    uint64_t runt_bytes_in_flight;
+};
+enum efarm_proto_kind efarm_proto_select(const struct efarm_ep_params *p,
+                                         const struct efarm_select_in *in);
+
+#endif /* EFARM_PROTO_INTERNAL_H */

@@ -1,0 +1,174 @@
+/*
+ * Operations: the fixed op array, the ids peers echo back, the work list and
+ * the (peer, msg_id) map of receive operations whose later packets are still
+ * coming (medium and runting-read segments, the long-CTS that follows a
+ * READ_NACK).
+ *
+ * An op's id is (generation << 16 | index). The generation changes every
+ * time the slot is reused, so an id from the wire names a live op only if
+ * both halves match, the op is of the kind the packet expects and it belongs
+ * to the peer that sent the packet; anything else is a stale or forged id,
+ * counted and dropped by the caller.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "proto_internal.h"
+
+int efarm_ops_init(struct efarm_ep *ep)
+{
+    uint32_t n = ep->p.max_ops, buckets = 16;
+
+    while (buckets < 2 * n)
+        buckets *= 2;
+    ep->ops = efarm_aligned_calloc(n, sizeof(*ep->ops));
+    ep->op_free = efarm_calloc(n, sizeof(*ep->op_free));
+    ep->map_buckets = efarm_calloc(buckets, sizeof(*ep->map_buckets));
+    if (!ep->ops || !ep->op_free || !ep->map_buckets) {
+        free(ep->map_buckets);
+        free(ep->op_free);
+        free(ep->ops);
+        return -ENOMEM;
+    }
+    memset(ep->map_buckets, 0xff, buckets * sizeof(*ep->map_buckets));
+    ep->map_mask = buckets - 1;
+    for (uint32_t i = 0; i < n; i++) {
+        ep->ops[i].id = 1u << 16 | i;
+        efarm_list_init(&ep->ops[i].link);
+        ep->op_free[n - 1 - i] = i;
+    }
+    ep->nop_free = n;
+    return 0;
+}
+
+void efarm_ops_fini(struct efarm_ep *ep)
+{
+    if (ep->ops == NULL)
+        return;
+    for (uint32_t i = 0; i < ep->p.max_ops; i++) {
+        struct efarm_op *op = &ep->ops[i];
+
+        if (op->kind != EFARM_OP_FREE && op->mr.entry != NULL)
+            efarm_mr_cache_put(ep->mr_cache, &op->mr);
+    }
+    free(ep->map_buckets);
+    free(ep->op_free);
+    free(ep->ops);
+    ep->ops = NULL;
+}
+
+struct efarm_op *efarm_op_alloc(struct efarm_ep *ep, enum efarm_op_kind kind)
+{
+    struct efarm_op *op;
+    uint32_t id;
+
+    if (ep->nop_free == 0)
+        return NULL;
+    op = &ep->ops[ep->op_free[--ep->nop_free]];
+    id = op->id;
+    memset(op, 0, offsetof(struct efarm_op, iov));
+    op->mr.entry = NULL;
+    op->id = id;
+    op->kind = (uint8_t)kind;
+    op->map_next = UINT32_MAX;
+    efarm_list_init(&op->link);
+    return op;
+}
+
+void efarm_op_release(struct efarm_ep *ep, struct efarm_op *op)
+{
+    uint32_t index = op->id & 0xffff, gen = (op->id >> 16) + 1;
+
+    if (op->flags & EFARM_OPF_MAPPED)
+        efarm_op_map_remove(ep, op);
+    if (efarm_link_linked(&op->link))
+        efarm_list_remove(&op->link);
+    if (op->mr.entry != NULL)
+        efarm_mr_cache_put(ep->mr_cache, &op->mr);
+    op->kind = EFARM_OP_FREE;
+    op->req = NULL;
+    op->id = (gen & 0xffff ? gen : 1) << 16 | index;
+    ep->op_free[ep->nop_free++] = index;
+}
+
+struct efarm_op *efarm_op_find(struct efarm_ep *ep, uint32_t id, enum efarm_op_kind kind,
+                               efarm_peer_t peer)
+{
+    uint32_t index = id & 0xffff;
+    struct efarm_op *op;
+
+    if (index >= ep->p.max_ops)
+        return NULL;
+    op = &ep->ops[index];
+    if (op->id != id || op->kind != kind || (peer != EFARM_PEER_NONE && op->peer != peer))
+        return NULL;
+    return op;
+}
+
+void efarm_op_work(struct efarm_ep *ep, struct efarm_op *op)
+{
+    if (op->flags & EFARM_OPF_IN_WORK)
+        return;
+    op->flags |= EFARM_OPF_IN_WORK;
+    efarm_list_append(&ep->work, &op->link);
+}
+
+static uint32_t map_bucket(const struct efarm_ep *ep, efarm_peer_t peer, uint32_t msg_id)
+{
+    uint64_t h = ((uint64_t)peer << 32 | msg_id) * 0x9e3779b97f4a7c15ull;
+
+    return (uint32_t)(h >> 40) & ep->map_mask;
+}
+
+void efarm_op_map_insert(struct efarm_ep *ep, struct efarm_op *op)
+{
+    uint32_t b = map_bucket(ep, op->peer, op->msg_id);
+
+    op->map_next = ep->map_buckets[b];
+    ep->map_buckets[b] = op->id & 0xffff;
+    op->flags |= EFARM_OPF_MAPPED;
+}
+
+void efarm_op_map_remove(struct efarm_ep *ep, struct efarm_op *op)
+{
+    uint32_t *slot = &ep->map_buckets[map_bucket(ep, op->peer, op->msg_id)];
+    uint32_t index = op->id & 0xffff;
+
+    while (*slot != UINT32_MAX) {
+        if (*slot == index) {
+            *slot = op->map_next;
+            break;
+        }
+        slot = &ep->ops[*slot].map_next;
+    }
+    op->map_next = UINT32_MAX;
+    op->flags &= ~EFARM_OPF_MAPPED;
+}
+
+struct efarm_op *efarm_op_map_find(struct efarm_ep *ep, efarm_peer_t peer, uint32_t msg_id)
+{
+    for (uint32_t i = ep->map_buckets[map_bucket(ep, peer, msg_id)]; i != UINT32_MAX;
+         i = ep->ops[i].map_next) {
+        struct efarm_op *op = &ep->ops[i];
+
+        if (op->peer == peer && op->msg_id == msg_id)
+            return op;
+    }
+    return NULL;
+}
+
+void efarm_req_complete(struct efarm_ep *ep, struct efarm_op *op, struct efarm_req *req, int status)
+{
+    if (op != NULL)
+        op->flags |= EFARM_OPF_COMPLETED;
+    req->status = status;
+    req->done = true;
+    if (status) {
+        if (op != NULL && op->kind == EFARM_OP_TX)
+            ep->cnt.send_errors++;
+        else if (status != -ECANCELED && status != -EMSGSIZE)
+            ep->cnt.recv_errors++;
+    }
+    if (req->cb)
+        req->cb(req);
+}

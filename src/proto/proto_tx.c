@@ -1,0 +1,284 @@
+/*
+ * Send buffers, posting, the send-queue-full queue and RNR backoff.
+ *
+ * Every packet is built in a registered MTU-sized buffer from a fixed array;
+ * a few of them are kept for control packets (HANDSHAKE, CTS, EOR, RECEIPT,
+ * READ_NACK) so replies are never starved by bulk data. A built packet is
+ * posted at once, or, when the send queue is full or its peer is backing off,
+ * queued and posted from progress. It stays ours until its completion.
+ *
+ * RNR (the peer had no receive buffer; the device already retried
+ * EFARM_RNR_RETRY times): the first RNR from a peer requeues the packet for
+ * the next progress call; further RNRs before any success put the peer in
+ * exponential backoff, starting at a random time in [EFARM_RNR_BACKOFF_US,
+ * 2 * EFARM_RNR_BACKOFF_US) and doubling up to EFARM_RNR_BACKOFF_MAX_US. While
+ * a peer backs off, its packets wait on its own queue and no new data is
+ * built for it; when the time is up they are resent in order.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "proto_internal.h"
+
+int efarm_tx_init(struct efarm_ep *ep)
+{
+    uint32_t n = ep->p.tx_pkts;
+    int ret;
+
+    ep->txpkts = efarm_aligned_calloc(n, sizeof(*ep->txpkts));
+    ep->tx_free = efarm_calloc(n, sizeof(*ep->tx_free));
+    ep->tx_mem = efarm_aligned_calloc(n, ep->mtu);
+    if (!ep->txpkts || !ep->tx_free || !ep->tx_mem) {
+        ret = -ENOMEM;
+        goto err_free;
+    }
+    ret = efarm_dev_mr_reg(ep->dev, ep->tx_mem, (size_t)n * ep->mtu, false, false, &ep->tx_mr);
+    if (ret)
+        goto err_free;
+    for (uint32_t i = 0; i < n; i++) {
+        struct efarm_txpkt *tx = &ep->txpkts[i];
+
+        tx->index = i;
+        tx->buf = ep->tx_mem + (size_t)i * ep->mtu;
+        efarm_list_init(&tx->link);
+        ep->tx_free[n - 1 - i] = i;
+    }
+    ep->ntx_free = n;
+    ep->tx_reserve = n / 8 < 32 ? n / 8 : 32;
+    if (ep->tx_reserve < 2)
+        ep->tx_reserve = 2;
+    return 0;
+
+err_free:
+    free(ep->tx_mem);
+    free(ep->tx_free);
+    free(ep->txpkts);
+    return ret;
+}
+
+void efarm_tx_fini(struct efarm_ep *ep)
+{
+    efarm_dev_mr_dereg(ep->tx_mr);
+    free(ep->tx_mem);
+    free(ep->tx_free);
+    free(ep->txpkts);
+}
+
+struct efarm_txpkt *efarm_txpkt_alloc(struct efarm_ep *ep, bool control)
+{
+    struct efarm_txpkt *tx;
+
+    if (ep->ntx_free == 0 || (!control && ep->ntx_free <= ep->tx_reserve))
+        return NULL;
+    tx = &ep->txpkts[ep->tx_free[--ep->ntx_free]];
+    tx->op = NULL;
+    tx->data_len = 0;
+    tx->queued = 0;
+    return tx;
+}
+
+void efarm_txpkt_release(struct efarm_ep *ep, struct efarm_txpkt *tx)
+{
+    tx->op = NULL;
+    ep->tx_free[ep->ntx_free++] = tx->index;
+}
+
+int efarm_txpkt_encode(struct efarm_ep *ep, struct efarm_txpkt *tx, const struct efarm_pkt *pkt,
+                       size_t *hdr_len_p)
+{
+    int ret = efarm_pkt_encode(pkt, tx->buf, ep->mtu, hdr_len_p);
+
+    if (ret) {
+        efarm_log(EFARM_LOG_ERROR, "cannot encode %s: %s", efarm_pkt_type_info(pkt->type)->name,
+                  efarm_strerror(ret));
+        return ret;
+    }
+    tx->type = pkt->type;
+    if (efarm_log_level() >= EFARM_LOG_DATA) {
+        fprintf(stderr, "efarm: tx %s to peer\n", efarm_pkt_type_info(pkt->type)->name);
+        efarm_pkt_print_text(stderr, pkt);
+    }
+    return 0;
+}
+
+void efarm_pkt_set_connid(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_pkt *pkt)
+{
+    if (!efarm_peer_wants_connid(st) ||
+        (pkt->flags & EFARM_REQ_OPT_RAW_ADDR_HDR && pkt->type >= EFARM_PKT_REQ_BEGIN))
+        return;
+    pkt->flags |= EFARM_PKT_FLAG_CONNID_HDR;
+    efarm_pkt_set(pkt, EFARM_PKT_F_CONNID, ep->connid);
+}
+
+static int post_one(struct efarm_ep *ep, struct efarm_txpkt *tx)
+{
+    const struct efarm_peer *p = &ep->peers[tx->peer];
+    struct efarm_dev_send s = {
+        .ah = p->ah,
+        .qpn = p->qpn,
+        .qkey = p->connid,
+        .wr_id = (uint64_t)tx->index << 2 | EFARM_WR_TXPKT,
+        .nseg = 1,
+    };
+    int ret;
+
+    s.seg[0].addr = tx->buf;
+    s.seg[0].len = tx->len;
+    s.seg[0].lkey = efarm_dev_mr_lkey(ep->tx_mr);
+    ret = efarm_dev_post_send(ep->dev, &s, 1);
+    if (ret < 0)
+        return ret;
+    ep->cnt.tx_pkts++;
+    ep->cnt.tx_by_type[tx->type]++;
+    return 0;
+}
+
+/* A packet ends: tell its operation, then give the buffer back. */
+static void txpkt_done(struct efarm_ep *ep, struct efarm_txpkt *tx, int status)
+{
+    struct efarm_op *op = tx->op;
+
+    if (op == NULL) {
+        /* HANDSHAKE, trigger or eager RECEIPT: a send error is normal (spec 2.3)... */
+        if (status)
+            efarm_log(EFARM_LOG_DEBUG, "%s to peer %u failed: %s",
+                      efarm_pkt_type_info(tx->type)->name, tx->peer, efarm_strerror(status));
+        /* ...but sends waiting for the HANDSHAKE a failed trigger asked for cannot go. */
+        if (status && tx->type == EFARM_PKT_EAGER_RTW)
+            efarm_hs_waiters_fail(ep, ep->peers[tx->peer].st, status);
+    } else if (op->kind == EFARM_OP_TX) {
+        efarm_tx_op_pkt_done(ep, op, tx, status);
+    } else {
+        op->pkts_inflight--;
+        if (status && op->status == 0)
+            op->status = status;
+        efarm_rx_op_pkt_done(ep, op);
+    }
+    efarm_txpkt_release(ep, tx);
+}
+
+void efarm_txpkt_send(struct efarm_ep *ep, struct efarm_txpkt *tx)
+{
+    struct efarm_peer_state *st = ep->peers[tx->peer].st;
+    int ret;
+
+    if (st->flags & EFARM_PS_IN_BACKOFF) {
+        tx->queued = 1;
+        efarm_list_append(&st->rnr_queue, &tx->link);
+        return;
+    }
+    if (tx->type >= EFARM_PKT_REQ_BEGIN)
+        st->flags |= EFARM_PS_REQ_SENT;
+    /* Behind packets already waiting, so a full queue does not reorder posting. */
+    if (efarm_list_empty(&ep->tx_queue)) {
+        ret = post_one(ep, tx);
+        if (ret == 0)
+            return;
+        if (ret != -EAGAIN) {
+            txpkt_done(ep, tx, ret);
+            return;
+        }
+    }
+    ep->cnt.tx_queued++;
+    tx->queued = 1;
+    efarm_list_append(&ep->tx_queue, &tx->link);
+}
+
+static void rnr_handle(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_txpkt *tx)
+{
+    ep->cnt.rnr++;
+    st->rnr_streak++;
+    tx->queued = 1;
+    if (st->flags & EFARM_PS_IN_BACKOFF) {
+        efarm_list_append(&st->rnr_queue, &tx->link);
+        return;
+    }
+    if (st->rnr_streak < 2) {
+        /* One RNR: the peer may just be between reposts; resend from the next progress. */
+        ep->cnt.retransmits++;
+        efarm_list_append(&ep->tx_queue, &tx->link);
+        return;
+    }
+    if (st->rnr_streak == 2)
+        st->backoff_us = ep->p.rnr_backoff_us + efarm_ep_rand(ep) % ep->p.rnr_backoff_us;
+    else if (st->backoff_us < ep->p.rnr_backoff_max_us)
+        st->backoff_us *= 2;
+    if (st->backoff_us > ep->p.rnr_backoff_max_us)
+        st->backoff_us = ep->p.rnr_backoff_max_us;
+    st->backoff_until_ns = efarm_now_ns() + st->backoff_us * 1000;
+    st->flags |= EFARM_PS_IN_BACKOFF;
+    efarm_list_append(&ep->backoff_peers, &st->backoff_link);
+    efarm_list_append(&st->rnr_queue, &tx->link);
+    ep->cnt.rnr_backoff++;
+    efarm_log(EFARM_LOG_DEBUG, "peer %u: RNR #%u, backing off %llu us", st->peer, st->rnr_streak,
+              (unsigned long long)st->backoff_us);
+}
+
+void efarm_tx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
+{
+    struct efarm_txpkt *tx;
+    struct efarm_peer_state *st;
+
+    if ((cqe->wr_id & EFARM_WR_KIND) != EFARM_WR_TXPKT || (cqe->wr_id >> 2) >= ep->p.tx_pkts) {
+        efarm_log(EFARM_LOG_ERROR, "completion with foreign wr_id %#llx ignored",
+                  (unsigned long long)cqe->wr_id);
+        return;
+    }
+    tx = &ep->txpkts[cqe->wr_id >> 2];
+    st = ep->peers[tx->peer].st;
+    if (cqe->status == EFARM_E(DEV_RNR)) {
+        rnr_handle(ep, st, tx);
+        return;
+    }
+    if (cqe->status == 0)
+        st->rnr_streak = 0;
+    else
+        efarm_log_ratelimited(EFARM_LOG_WARN, "%s to peer %u failed: %s (vendor error %u)",
+                              efarm_pkt_type_info(tx->type)->name, tx->peer,
+                              efarm_strerror(cqe->status), cqe->vendor_err);
+    txpkt_done(ep, tx, cqe->status);
+}
+
+void efarm_tx_progress(struct efarm_ep *ep)
+{
+    struct efarm_link *link, *tmp;
+
+    if (!efarm_list_empty(&ep->backoff_peers)) {
+        uint64_t now = efarm_now_ns();
+
+        efarm_list_foreach_safe(link, tmp, &ep->backoff_peers)
+        {
+            struct efarm_peer_state *st =
+                efarm_container_of(link, struct efarm_peer_state, backoff_link);
+            struct efarm_link *q;
+
+            if (now < st->backoff_until_ns)
+                continue;
+            efarm_list_remove(link);
+            st->flags &= ~EFARM_PS_IN_BACKOFF;
+            while ((q = efarm_list_first(&st->rnr_queue)) != NULL) {
+                efarm_list_remove(q);
+                efarm_list_append(&ep->tx_queue, q);
+                ep->cnt.retransmits++;
+            }
+        }
+    }
+    while ((link = efarm_list_first(&ep->tx_queue)) != NULL) {
+        struct efarm_txpkt *tx = efarm_container_of(link, struct efarm_txpkt, link);
+        struct efarm_peer_state *st = ep->peers[tx->peer].st;
+        int ret;
+
+        if (st->flags & EFARM_PS_IN_BACKOFF) {
+            efarm_list_remove(link);
+            efarm_list_append(&st->rnr_queue, link);
+            continue;
+        }
+        ret = post_one(ep, tx);
+        if (ret == -EAGAIN)
+            return;
+        efarm_list_remove(link);
+        tx->queued = 0;
+        if (ret)
+            txpkt_done(ep, tx, ret);
+    }
+}

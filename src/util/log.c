@@ -1,0 +1,68 @@
+/* Logging (see efarm_log.h). */
+#include "efarm_log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "efarm_config.h"
+
+int g_efarm_log_level;
+
+static const char *const g_level_names[] = {"none",  "error", "warn", "info",
+                                            "debug", "trace", "data"};
+
+int efarm_log_level_init(void)
+{
+    const char *want = efarm_config()->log_level;
+    int level = EFARM_LOG_WARN;
+    unsigned i;
+
+    for (i = 1; i < sizeof(g_level_names) / sizeof(g_level_names[0]); i++) {
+        if (!strcasecmp(want, g_level_names[i]))
+            break;
+    }
+    if (i < sizeof(g_level_names) / sizeof(g_level_names[0]))
+        level = (int)i;
+    else
+        fprintf(stderr,
+                "efarm: EFARM_LOG_LEVEL=%s ignored: expected error, warn, info, debug, "
+                "trace or data\n",
+                want);
+    g_efarm_log_level = level;
+    return level;
+}
+
+void efarm_log_emit(int level, const char *file, int line, const char *fmt, ...)
+{
+    const char *base = strrchr(file, '/');
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "efarm[%d] %s %s:%d: %s\n", (int)getpid(),
+            level >= 1 && level <= EFARM_LOG_DATA ? g_level_names[level] : "?",
+            base ? base + 1 : file, line, msg);
+}
+
+int efarm_log_limit_pass(struct efarm_log_limit *limit, uint64_t *held_p)
+{
+    struct timespec ts;
+    uint64_t now;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    if (limit->last_ns != 0 && now - limit->last_ns < 1000000000ull) {
+        limit->held++;
+        return 0;
+    }
+    *held_p = limit->held;
+    limit->held = 0;
+    limit->last_ns = now;
+    return 1;
+}
