@@ -66,6 +66,7 @@ struct efarm_peer {
 #define EFARM_PS_TRIGGER        0x40u  /* a trigger EAGER_RTW is out or queued */
 #define EFARM_PS_HS_OWED        0x80u  /* a packet came from the peer: it gets our HANDSHAKE */
 #define EFARM_PS_TRIGGER_WANTED 0x100u /* a trigger found no send buffer: retry from progress */
+#define EFARM_PS_RETRY          0x200u /* progress is retrying the stalled message */
 
 struct efarm_rxpkt;
 

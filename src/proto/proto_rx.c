@@ -333,13 +333,13 @@ static void overflow_refill(struct efarm_ep *ep, struct efarm_peer_state *st)
     }
 }
 
+/* The peer's in-order message waits for room; progress retries it. */
 static void stall(struct efarm_ep *ep, struct efarm_peer_state *st)
 {
     if (st->flags & EFARM_PS_STALLED)
         return;
     st->flags |= EFARM_PS_STALLED;
     efarm_list_append(&ep->stalled_peers, &st->stalled_link);
-    ep->cnt.deferred++;
 }
 
 /* The in-order message was processed: move on and run the successors that wait. */
@@ -360,6 +360,8 @@ static void window_advance(struct efarm_ep *ep, struct efarm_peer_state *st)
         rxpkt_decode(head, &pkt);
         ret = req_process(ep, st, &pkt, head, head->rx_id);
         if (ret == -EAGAIN) {
+            if (!(st->flags & EFARM_PS_RETRY))
+                ep->cnt.deferred++;
             stall(ep, st); /* rx_msg_id stays: it is still this message's turn */
             return;
         }
@@ -414,6 +416,7 @@ static int rx_ordered(struct efarm_ep *ep, struct efarm_peer_state *st, const st
             return keep(ep, st, pkt, cqe, false); /* its message waits for room: join it */
         ret = req_process(ep, st, pkt, NULL, cqe->rx_id);
         if (ret == -EAGAIN) {
+            ep->cnt.deferred++;
             ret = keep(ep, st, pkt, cqe, false);
             stall(ep, st);
             return ret;
@@ -479,8 +482,9 @@ void efarm_rx_progress(struct efarm_ep *ep)
             efarm_container_of(link, struct efarm_peer_state, stalled_link);
 
         efarm_list_remove(link);
-        st->flags &= ~EFARM_PS_STALLED;
+        st->flags = (st->flags & ~EFARM_PS_STALLED) | EFARM_PS_RETRY;
         st->rx_msg_id--; /* window_advance steps back onto the stalled id first */
         window_advance(ep, st);
+        st->flags &= ~EFARM_PS_RETRY;
     }
 }

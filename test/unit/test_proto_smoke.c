@@ -1,0 +1,51 @@
+/*
+ * The protocol engine's first check: one tagged message of every
+ * subprotocol between two endpoints on efasim, receive posted first and
+ * after, with data checked. The exhaustive suites are test_proto*.c.
+ */
+#include <stdlib.h>
+
+#include "efarm_errno.h"
+#include "efarm_test.h"
+#include "proto_common.h"
+
+EFARM_TEST_TIMEOUT(proto_smoke_every_subprotocol, 60)
+{
+    static const uint64_t sizes[] = {0, 100, 20000, 300000, 2u << 20};
+    static const uint8_t protos[] = {EFARM_PROTO_EAGER, EFARM_PROTO_EAGER, EFARM_PROTO_MEDIUM,
+                                     EFARM_PROTO_LONGCTS, EFARM_PROTO_RUNTREAD};
+    struct proto_pair p;
+
+    proto_use_efasim();
+    proto_pair_open(&p, NULL, NULL);
+    for (unsigned posted_first = 0; posted_first < 2; posted_first++) {
+        for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+            uint8_t *src = malloc(sizes[i] + 1), *dst = calloc(1, sizes[i] + 1);
+            struct efarm_req sreq = {0}, rreq = {0};
+            struct efarm_req *reqs[] = {&sreq, &rreq};
+
+            efarm_test_context("size %llu, receive %s", (unsigned long long)sizes[i],
+                               posted_first ? "posted first" : "posted after");
+            proto_fill(src, sizes[i], i);
+            if (posted_first)
+                EXPECT_RET(efarm_trecv(p.b, dst, sizes[i], 1, 2, 3, &rreq), 0);
+            EXPECT_RET(efarm_tsend(p.a, p.a_to_b, src, sizes[i], 1, 2, 3, 0, 0, &sreq), 0);
+            if (!posted_first) {
+                proto_pair_spin(&p, 2000);
+                EXPECT_RET(efarm_trecv(p.b, dst, sizes[i], 1, 2, 3, &rreq), 0);
+            }
+            proto_pair_wait(&p, reqs, 2, 20);
+            EXPECT_RET(sreq.status, 0);
+            EXPECT_RET(rreq.status, 0);
+            EXPECT_EQ(sreq.proto, protos[i]);
+            EXPECT_EQ(rreq.length, sizes[i]);
+            EXPECT_EQ(rreq.source, 2);
+            EXPECT_EQ(rreq.tag, 3);
+            EXPECT_EQ(rreq.peer, p.b_to_a);
+            proto_expect_pattern(dst, sizes[i], i);
+            free(src);
+            free(dst);
+        }
+    }
+    proto_pair_close(&p);
+}
