@@ -13,7 +13,9 @@ test_unit_efarm_unit_SOURCES = \
 	test/unit/test_tm.c \
 	test/unit/proto_common.h \
 	test/unit/proto_common.c \
-	test/unit/test_proto_smoke.c
+	test/unit/test_proto_smoke.c \
+	test/unit/test_proto.c \
+	test/unit/test_proto_wire.c
 test_unit_efarm_unit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test/unit $(IBVERBS_CFLAGS) \
 	$(HWLOC_CFLAGS) -DEFARM_TEST_EFASIM_PATH=\"$(abs_builddir)/src/efasim/.libs\"
 test_unit_efarm_unit_LDADD = libefarm.la
