@@ -425,9 +425,10 @@ static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
             efarm_op_map_remove(ep, op);
         op->req = NULL;
         efarm_req_complete(ep, op, req, status);
-        if (op->flags & owed)
+        if (op->flags & owed) {
             efarm_rx_op_work(ep, op);
-        return; /* efarm_rx_op_work ends in another check */
+            return; /* efarm_rx_op_work ends in another check */
+        }
     }
     if ((op->flags & EFARM_OPF_COMPLETED) && !(op->flags & owed) && op->pkts_inflight == 0 &&
         op->reads_inflight == 0)
