@@ -192,3 +192,70 @@ EFARM_TEST(type_table_names)
     EXPECT_EQ((uint32_t)efarm_pkt_type_lookup("NOPE"), (uint32_t)-1);
     EXPECT_TRUE(strcmp(efarm_pkt_type_info(200)->name, "UNKNOWN") == 0);
 }
+
+/*
+ * A message over 4 GiB: every 64-bit length and offset the engine puts in a
+ * header (msg_length, seg_offset, runt_length, recv_length) must cross the
+ * wire whole, at its table offset, little-endian, with the high word intact.
+ */
+EFARM_TEST(pkt_headers_of_a_message_over_4gib)
+{
+    static const struct {
+        uint8_t type;
+        enum efarm_pkt_field field;
+        size_t offset; /* of the field in the mandatory header */
+    } cases[] = {
+        {EFARM_PKT_LONGCTS_TAGRTM, EFARM_PKT_F_MSG_LENGTH, 8},
+        {EFARM_PKT_DC_LONGCTS_TAGRTM, EFARM_PKT_F_MSG_LENGTH, 8},
+        {EFARM_PKT_LONGREAD_TAGRTM, EFARM_PKT_F_MSG_LENGTH, 8},
+        {EFARM_PKT_MEDIUM_TAGRTM, EFARM_PKT_F_MSG_LENGTH, 8},
+        {EFARM_PKT_MEDIUM_TAGRTM, EFARM_PKT_F_SEG_OFFSET, 16},
+        {EFARM_PKT_DC_MEDIUM_TAGRTM, EFARM_PKT_F_SEG_OFFSET, 24},
+        {EFARM_PKT_RUNTREAD_TAGRTM, EFARM_PKT_F_MSG_LENGTH, 8},
+        {EFARM_PKT_RUNTREAD_TAGRTM, EFARM_PKT_F_SEG_OFFSET, 24},
+        {EFARM_PKT_RUNTREAD_TAGRTM, EFARM_PKT_F_RUNT_LENGTH, 32},
+        {EFARM_PKT_CTSDATA, EFARM_PKT_F_SEG_OFFSET, 16},
+        {EFARM_PKT_CTS, EFARM_PKT_F_RECV_LENGTH, 16},
+    };
+    const uint64_t big = (5ull << 30) + 7; /* 5 GiB + 7 */
+    uint8_t buf[RT_BUF], iov[24] = {0};
+
+    for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const uint8_t type = cases[i].type;
+        struct efarm_pkt pkt, back;
+        size_t hdr_len, len;
+        uint64_t v = big, seen = 0;
+
+        efarm_test_context("%s field %s", efarm_pkt_type_info(type)->name,
+                           efarm_pkt_field_name(cases[i].field));
+        efarm_pkt_init(&pkt, type);
+        if (efarm_pkt_type_info(type)->traits & EFARM_PKT_T_REQ)
+            pkt.flags = EFARM_REQ_MSG | EFARM_REQ_TAGGED;
+        /* A coherent message: total 5 GiB + 7; segments near its end, runt inside it. */
+        efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, big);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_OFFSET, big - 16);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_RUNT_LENGTH, big);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_LENGTH, big);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_LENGTH, 16);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_READ_IOV_COUNT, 1);
+        if (cases[i].field == EFARM_PKT_F_SEG_OFFSET)
+            v = big - 16;
+        EXPECT_RET(efarm_pkt_encode(&pkt, buf, sizeof(buf), &hdr_len), 0);
+        len = hdr_len;
+        if (efarm_pkt_type_info(type)->traits & EFARM_PKT_T_READ_IOV) {
+            memcpy(buf + len, iov, sizeof(iov));
+            len += sizeof(iov);
+        }
+        /* 16 bytes of data: the segment that ends the message. */
+        if (type != EFARM_PKT_CTS && type != EFARM_PKT_LONGREAD_TAGRTM &&
+            type != EFARM_PKT_LONGCTS_TAGRTM && type != EFARM_PKT_DC_LONGCTS_TAGRTM) {
+            memset(buf + len, 0xab, 16);
+            len += 16;
+        }
+        for (unsigned b = 0; b < 8; b++)
+            seen |= (uint64_t)buf[cases[i].offset + b] << (8 * b);
+        EXPECT_EQ(seen, v);
+        EXPECT_RET(efarm_pkt_decode(buf, len, &back), 0);
+        EXPECT_EQ(efarm_pkt_get(&back, cases[i].field), v);
+    }
+}
