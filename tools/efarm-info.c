@@ -1,19 +1,30 @@
 /*
  * efarm-info: every efarm tunable (EFARM_*) with its default, the value in
- * force and why it exists; then the devices efarm sees and their capabilities.
+ * force and why it exists; the protocol engine's per-object sizes and its
+ * counters; then the devices efarm sees and their capabilities.
  */
 #include <stdio.h>
 
 #include "efarm_config.h"
 #include "efarm_device.h"
 #include "efarm_errno.h"
+#include "efarm_proto.h"
 
 int main(void)
 {
     struct efarm_device_caps caps[16];
     int n;
 
+    struct efarm_proto_sizes sizes;
+
     efarm_config_print(stdout);
+    efarm_proto_sizes(NULL, &sizes);
+    printf("\nprotocol engine memory: %u bytes per address-vector entry (every peer), %u per "
+           "peer state (created on first contact, reorder window included), %u per operation, "
+           "%u per send buffer descriptor, %u per stored packet descriptor\n",
+           sizes.peer, sizes.peer_state, sizes.op, sizes.tx_pkt, sizes.rx_pkt);
+    printf("\nprotocol engine counters:\n");
+    efarm_counters_describe(stdout);
     n = efarm_device_query_all(caps, 16);
     if (n < 0) {
         printf("\nno devices: %s\n", efarm_strerror(n));

@@ -272,7 +272,13 @@ const struct efarm_counters *efarm_ep_counters(const struct efarm_ep *ep);
 /* Print the nonzero counters, one per line. */
 void efarm_counters_print(FILE *out, const struct efarm_counters *counters);
 
-/* Sizes of the hot structures, pinned by tests and reported by tools. */
+/* Print every counter's name and meaning (efarm-info). */
+void efarm_counters_describe(FILE *out);
+
+/*
+ * Sizes of the hot structures, pinned by tests and printed by efarm-info.
+ * With ep NULL the peer state is sized for the EFARM_RECVWIN tunable.
+ */
 struct efarm_proto_sizes {
     uint32_t peer;       /* address-vector entry, every peer */
     uint32_t peer_state; /* created on first contact, reorder window included */

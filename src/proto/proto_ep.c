@@ -307,10 +307,21 @@ void efarm_counters_print(FILE *out, const struct efarm_counters *c)
     }
 }
 
+void efarm_counters_describe(FILE *out)
+{
+#define EFARM_COUNTER_DESCRIBE_(name, doc) fprintf(out, "  %-20s %s\n", #name, doc);
+    EFARM_COUNTER_LIST(EFARM_COUNTER_DESCRIBE_)
+#undef EFARM_COUNTER_DESCRIBE_
+    fprintf(out, "  %-20s %s\n", "<packet type>", "packets posted and received, by type");
+}
+
 void efarm_proto_sizes(const struct efarm_ep *ep, struct efarm_proto_sizes *sizes_p)
 {
+    uint64_t recvwin = ep ? ep->p.recvwin : efarm_config()->recvwin;
+
     sizes_p->peer = sizeof(struct efarm_peer);
-    sizes_p->peer_state = (uint32_t)ep->peer_state_size;
+    sizes_p->peer_state =
+        (uint32_t)(sizeof(struct efarm_peer_state) + recvwin * sizeof(struct efarm_rxpkt *));
     sizes_p->op = sizeof(struct efarm_op);
     sizes_p->tx_pkt = sizeof(struct efarm_txpkt);
     sizes_p->rx_pkt = sizeof(struct efarm_rxpkt);
