@@ -16,3 +16,4 @@ libefarm_la_SOURCES += \
 	src/proto/proto_select.c \
 	src/proto/msg_send.c \
 	src/proto/msg_recv.c
+EXTRA_DIST += src/proto/README.md
