@@ -92,6 +92,8 @@ suite efasim-tsan env TSAN_OPTIONS=halt_on_error=1 LD_LIBRARY_PATH="$root/tsan/s
 suite ibv-devinfo sh "$top/test/unit/test_ibv_devinfo.sh" "$root/gcc/src/efasim/.libs"
 suite efasim-netns sh "$top/test/unit/test_efasim_netns.sh" "$root/gcc/test/unit/efasim-pingpong" \
     "$root/gcc/src/efasim/.libs"
+suite proto-procs sh "$top/test/unit/test_proto_procs.sh" "$root/gcc/tools/efarm-pingpong" \
+    "$root/gcc/src/efasim/.libs"
 step bench-efasim-runs env LD_LIBRARY_PATH="$root/gcc/src/efasim/.libs" \
     "$root/gcc/bench/bench-efasim" 200
 step bench-device-runs env EFARM_DEVICE=sim EFARM_EFASIM_PATH="$root/gcc/src/efasim/.libs" \

@@ -13,3 +13,8 @@ tools_efasim_info_LDADD = src/efasim/libibverbs.la
 bin_PROGRAMS += tools/efarm-info
 tools_efarm_info_SOURCES = tools/efarm-info.c
 tools_efarm_info_LDADD = libefarm.la
+
+# efarm-pingpong: two-process ping-pong through the protocol engine, its user-facing example.
+bin_PROGRAMS += tools/efarm-pingpong
+tools_efarm_pingpong_SOURCES = tools/efarm_pingpong.c
+tools_efarm_pingpong_LDADD = libefarm.la
