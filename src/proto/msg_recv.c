@@ -179,8 +179,10 @@ static int cts_send(struct efarm_ep *ep, struct efarm_op *op)
     efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, op->id);
     efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_LENGTH, grant);
     ret = ctrl_send(ep, op->peer, op, &pkt);
-    if (ret == 0)
-        op->window_end = grant; /* bytes still to come in this round */
+    if (ret == 0) {
+        op->offset = op->done_bytes; /* where this round's grant starts */
+        op->window_end = grant;      /* bytes still to come in this round */
+    }
     return ret;
 }
 
@@ -670,10 +672,15 @@ void efarm_ctsdata_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
         efarm_op_find(ep, (uint32_t)pkt->value[EFARM_PKT_F_RECV_ID], EFARM_OP_RX, peer);
     uint64_t offset = pkt->value[EFARM_PKT_F_SEG_OFFSET], n = pkt->value[EFARM_PKT_F_SEG_LENGTH];
 
+    /*
+     * The data must lie inside the message and inside the current grant,
+     * which runs from op->offset to done_bytes + window_end.
+     */
     if (op == NULL || op->proto != EFARM_PROTO_LONGCTS ||
         (op->flags & (EFARM_OPF_COMPLETED | EFARM_OPF_NEED_CTS)) ||
         !(op->flags & EFARM_OPF_MATCHED) || offset > op->msg_length ||
-        n > op->msg_length - offset || n > op->window_end) {
+        n > op->msg_length - offset || n > op->window_end || offset < op->offset ||
+        offset + n > op->done_bytes + op->window_end) {
         ep->cnt.stale_ids++;
         return;
     }

@@ -178,7 +178,8 @@ struct efarm_op {
     uint8_t *buf;        /* user buffer */
     uint64_t len;        /* tx: message length; rx: buffer length */
     uint64_t msg_length; /* rx: the sender's length */
-    uint64_t offset;     /* tx: next byte to put in a packet; rx: next byte to read */
+    uint64_t offset;     /* tx: next byte to put in a packet; rx: next byte to read, or
+                            where the current CTS grant starts (long-CTS) */
     uint64_t window_end; /* tx: bytes granted by CTS (or allowed); rx: end of the CTS grant */
     uint64_t done_bytes; /* tx: bytes whose packets completed; rx: bytes received */
     uint64_t runt_length;
