@@ -40,6 +40,7 @@ extern char **environ;
     X(ACK_DELAY_US, ack_delay_us, U32, "20", "how long an ACK waits to ride on a datagram back")  \
     X(SERVICE_US, service_us, U32, "500", "service thread period (timers, idle serving)")         \
     X(RDMA_CHUNK, rdma_chunk, U32, "8192", "payload bytes per RDMA datagram")                     \
+    X(QPN, qpn, U32, "0", "port (QPN) of the process's first QP, next ones +1 each; 0 = any")     \
     X(LOSS, loss, PROB, "0", "probability a datagram is dropped (below reliability)")             \
     X(DUP, dup, PROB, "0", "probability a datagram is sent twice")                                \
     X(REORDER, reorder, PROB, "0", "probability a datagram is held back behind later ones")       \
@@ -126,6 +127,10 @@ static void config_read(void)
         c->max_peers = 8;
     if (!c->rto_us)
         c->rto_us = 1;
+    if (c->qpn > 0xffff) {
+        fprintf(stderr, "efasim: EFASIM_QPN=%u is not a UDP port; using 0 (any)\n", c->qpn);
+        c->qpn = 0;
+    }
 
     /* A misspelt knob silently doing nothing is worse than a warning. */
     for (char **e = environ; e && *e; e++) {

@@ -24,6 +24,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/uio.h>
@@ -81,6 +82,7 @@ struct efasim_config {
     uint32_t ack_delay_us;   /* how long an ACK may wait for a datagram to ride on */
     uint32_t service_us;     /* service thread period */
     uint32_t rdma_chunk;     /* payload bytes per RDMA datagram */
+    uint32_t qpn;            /* port of the process's first QP; 0 = the kernel chooses */
     double loss, dup, reorder, delay;
     uint32_t delay_us;
     uint64_t seed;
@@ -200,7 +202,7 @@ bool efasim_gid_to_addr(const union ibv_gid *gid, struct in_addr *addr_p);
 
 #define EFASIM_MAX_SGE      4
 #define EFASIM_RX_BATCH     16   /* datagrams read per QP per progress call */
-#define EFASIM_RX_WINDOW    512  /* duplicate-suppression window per peer, in sequence numbers */
+#define EFASIM_RX_WINDOW    512  /* sequence numbers unsettled per peer and direction, at most */
 #define EFASIM_NACK_MEMORY  4    /* recent NACKs per peer, to answer retransmissions alike */
 #define EFASIM_INFLIGHT_MAX 1024 /* datagrams awaiting a response, per QP */
 #define EFASIM_RDMA_WINDOW  32   /* chunks of one RDMA WR in flight at once */
@@ -221,13 +223,24 @@ enum efasim_pkt {
 #define EFASIM_F_IMM    0x1 /* carries immediate data (DATA, last WRITE chunk) */
 #define EFASIM_F_ACKREQ 0x2
 
-/* Header of every datagram, in the host's byte order: both ends are this library. */
+/*
+ * Header of every datagram, in the host's byte order: both ends are this library.
+ *
+ * A QP number (UDP port) outlives the QP that held it, so every datagram names
+ * its sender's incarnation (a random id drawn when the QP was created) and the
+ * incarnation of the receiver that its answers are for. A receiver that sees a
+ * new incarnation at an address forgets what it knew of the old one; answers
+ * (ACK entries, NACK, READ_RESP) are applied only when they name the receiver's
+ * own incarnation. Sequence numbers run per (sender QP, receiver address) across
+ * the receiver's incarnations; `low` lets a receiver that never heard of the
+ * sender, or just forgot it, place its duplicate window.
+ */
 struct efasim_hdr {
     uint8_t magic;
     uint8_t type;
     uint16_t flags;
     uint32_t qkey;   /* DATA, WRITE, READ_REQ: the destination QP's Q-Key */
-    uint64_t seq;    /* per (sender QP, receiver QP) sequence number */
+    uint64_t seq;    /* per (sender QP, receiver address) sequence number */
     uint32_t cookie; /* sender's in-flight slot; echoed in ACK, NACK and READ_RESP */
     uint32_t imm;
     uint64_t raddr;  /* WRITE, READ_REQ: remote address of this chunk */
@@ -238,8 +251,12 @@ struct efasim_hdr {
     uint32_t status; /* NACK: enum efasim_status */
     uint16_t nacks;  /* struct efasim_ack entries between this header and the payload */
     uint16_t pad;
+    uint32_t src_inc; /* every datagram: the sending QP's incarnation, never 0 */
+    uint32_t dst_inc; /* the incarnation the ACK entries, NACK or READ_RESP answer; 0 if none */
+    uint64_t low;     /* DATA, WRITE, READ_REQ: the sender settled every seq below this */
 };
-_Static_assert(sizeof(struct efasim_hdr) == 64, "efasim header is 64 bytes");
+_Static_assert(sizeof(struct efasim_hdr) == 80, "efasim header is 80 bytes");
+_Static_assert(offsetof(struct efasim_hdr, src_inc) == 64, "incarnations follow the v1 header");
 
 struct efasim_ack {
     uint64_t seq;
@@ -282,15 +299,27 @@ struct efasim_inflight {
     uint32_t rto_us;
 };
 
-/* Reliability state for one remote QP (ip, port). */
+/* Sequence numbers below base are settled; bit i is set when base + i is. */
+struct efasim_seqwin {
+    uint64_t base;
+    uint64_t bits[EFASIM_RX_WINDOW / 64];
+};
+
+/*
+ * Reliability state for one remote address (ip, port), whichever QP holds it:
+ * the receive side belongs to the incarnation `inc` and is reset when another
+ * one speaks from that address; the send side's sequence numbers never restart.
+ */
 struct efasim_peer {
     bool used;
     bool heard; /* something came back from it at least once */
     struct in_addr ip;
     uint16_t port;
+    uint32_t inc;      /* incarnation last heard from at this address; 0 = none yet */
+    uint32_t prev_inc; /* the one it replaced: its late requests are dropped */
     uint64_t tx_seq;
-    uint64_t rx_base; /* every sequence number below this was received */
-    uint64_t rx_bits[EFASIM_RX_WINDOW / 64];
+    struct efasim_seqwin tx; /* our datagrams to it: base is the `low` we send */
+    struct efasim_seqwin rx; /* its datagrams to us received (the duplicate window) */
     struct efasim_ack pend[EFASIM_ACK_PIGGY]; /* ACKs owed, sent with the next datagram */
     unsigned npend;
     uint64_t pend_since_ns;
@@ -312,6 +341,7 @@ struct efasim_qp {
     struct efasim_cq *send_cq, *recv_cq;
     int fd;
     uint16_t qpn;
+    uint32_t inc; /* this QP's incarnation: random, never 0 */
     uint32_t qkey;
     uint8_t rnr_retry;
     enum ibv_qp_state state;
@@ -355,6 +385,16 @@ void efasim_qp_issue(struct efasim_qp *qp);
 
 /* wire.c: complete a WR (push its CQE if signaled or failed) and free its slot. */
 void efasim_swqe_finish(struct efasim_qp *qp, uint32_t idx);
+
+/* wire.c: every in-flight slot was dropped (flush): settle every peer's sequence numbers. */
+void efasim_peers_settle_all(struct efasim_qp *qp);
+
+/* Bytes of a receive buffer for one datagram: header, piggybacked ACKs, payload. */
+static inline size_t efasim_datagram_max(const struct efasim_config *cfg)
+{
+    return sizeof(struct efasim_hdr) + EFASIM_ACK_PIGGY * sizeof(struct efasim_ack) +
+           (cfg->mtu > cfg->rdma_chunk ? cfg->mtu : cfg->rdma_chunk);
+}
 
 /* wire.c: send one datagram from a QP through the fault injector. */
 void efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,11 +18,46 @@
 
 /* ---- Creation and state ----------------------------------------------------- */
 
+/* With EFASIM_QPN set, the process's QPs take consecutive ports; this counts them. */
+static pthread_mutex_t g_qpn_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t g_qpn_taken;
+
+/*
+ * Bind the QP's socket. Its port is the QP number: the kernel's choice, or with
+ * EFASIM_QPN the next of the process's consecutive numbers. A number some other
+ * socket holds fails with EADDRINUSE and is not consumed, so a retry (after the
+ * old holder exited) asks for it again.
+ */
+static int qp_bind(int fd, struct sockaddr_in *sin)
+{
+    const struct efasim_config *cfg = efasim_config();
+    socklen_t len = sizeof(*sin);
+    int err = 0;
+
+    if (!cfg->qpn) {
+        if (bind(fd, (struct sockaddr *)sin, sizeof(*sin)))
+            return -errno;
+        return getsockname(fd, (struct sockaddr *)sin, &len) ? -errno : 0;
+    }
+    pthread_mutex_lock(&g_qpn_lock);
+    if (cfg->qpn + g_qpn_taken > 0xffff) {
+        err = -EADDRINUSE; /* the numbers above EFASIM_QPN are used up */
+    } else {
+        sin->sin_port = htons((uint16_t)(cfg->qpn + g_qpn_taken));
+        if (bind(fd, (struct sockaddr *)sin, sizeof(*sin)))
+            err = -errno;
+        else
+            g_qpn_taken++;
+    }
+    pthread_mutex_unlock(&g_qpn_lock);
+    return err;
+}
+
 static int qp_open_socket(struct efasim_qp *qp)
 {
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr = qp->ctx->dev->addr};
-    socklen_t len = sizeof(sin);
     int buf = 4 << 20;
+    int err;
 
     qp->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (qp->fd < 0)
@@ -29,15 +65,34 @@ static int qp_open_socket(struct efasim_qp *qp)
     /* Big kernel buffers make drops rare; the reliability layer covers the rest. */
     setsockopt(qp->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
     setsockopt(qp->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
-    if (bind(qp->fd, (struct sockaddr *)&sin, sizeof(sin)) ||
-        getsockname(qp->fd, (struct sockaddr *)&sin, &len)) {
-        int err = -errno;
-
+    err = qp_bind(qp->fd, &sin);
+    if (err) {
         close(qp->fd);
+        qp->fd = -1;
         return err;
     }
     qp->qpn = ntohs(sin.sin_port);
     return 0;
+}
+
+/*
+ * A fresh incarnation id: peers tell this QP from an earlier holder of its
+ * number by it, so it must differ between processes (unlike EFASIM_SEED's
+ * stream, which repeats by design). Never 0, which means "none".
+ */
+static uint32_t qp_incarnation(const struct efasim_qp *qp)
+{
+    static uint32_t fallback;
+    uint32_t inc = 0;
+
+    if (getrandom(&inc, sizeof(inc), GRND_NONBLOCK) != (ssize_t)sizeof(inc)) {
+        uint64_t x = efasim_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)qp ^
+                     __atomic_add_fetch(&fallback, 1, __ATOMIC_RELAXED);
+
+        x = (x ^ (x >> 31)) * 0x9e3779b97f4a7c15ull;
+        inc = (uint32_t)(x >> 32);
+    }
+    return inc ? inc : 1;
 }
 
 static void qp_free(struct efasim_qp *qp)
@@ -92,8 +147,7 @@ struct ibv_qp *efasim_qp_create(struct efasim_context *ctx, struct ibv_qp_init_a
     qp->issue_fifo = calloc(qp->cap.max_send_wr, sizeof(*qp->issue_fifo));
     qp->rq = calloc(qp->cap.max_recv_wr, sizeof(*qp->rq));
     qp->peers = calloc(cfg->max_peers, sizeof(*qp->peers));
-    qp->rxbuf_size =
-        sizeof(struct efasim_hdr) + (cfg->mtu > cfg->rdma_chunk ? cfg->mtu : cfg->rdma_chunk) + 64;
+    qp->rxbuf_size = efasim_datagram_max(cfg) + 64;
     qp->rxbuf = malloc(EFASIM_RX_BATCH * qp->rxbuf_size);
     if (!qp->sq || !qp->inline_pool || !qp->issue_fifo || !qp->rq || !qp->peers || !qp->rxbuf)
         goto err_free;
@@ -102,6 +156,7 @@ struct ibv_qp *efasim_qp_create(struct efasim_context *ctx, struct ibv_qp_init_a
     err = -qp_open_socket(qp);
     if (err)
         goto err_free;
+    qp->inc = qp_incarnation(qp);
 
     qp->state = IBV_QPS_RESET;
     qp->ibv.qp_base.context = &ctx->vctx.context;
@@ -162,6 +217,7 @@ static void qp_flush(struct efasim_qp *qp)
     for (uint32_t i = 0; i < EFASIM_INFLIGHT_MAX; i++)
         qp->inflight[i].used = false;
     qp->ninflight = 0;
+    efasim_peers_settle_all(qp);
     qp->fifo_count = 0;
     for (uint32_t i = 0; i < qp->cap.max_send_wr; i++) {
         struct efasim_swqe *w = &qp->sq[i];

@@ -11,6 +11,16 @@
  * RDMA requests are checked against the target MR's key, bounds and access
  * before a byte is read or written. The fault injector sits below all this:
  * it drops, duplicates, delays and reorders datagrams on their way out.
+ *
+ * A QP number can pass to a new QP (in this process or another) while peers
+ * still hold state for the old one. Each datagram names its sender's
+ * incarnation; a new one at an address resets what the receiver knew of that
+ * address (duplicate window, ACKs owed, NACKs remembered), and answers count
+ * only when they name the incarnation they answer. Sequence numbers toward an
+ * address never restart: each request carries the sender's low-water mark, so
+ * a new receiver places its window where the sender is. WRs that were meant
+ * for the old QP reach the new one with the old Q-Key and fail its Q-Key check
+ * (IBV_WC_REM_INV_RD_REQ_ERR), as on EFA.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -96,8 +106,7 @@ static bool delayq_hold(struct efasim_context *ctx, int fd, const struct sockadd
         q = ctx->delayq = calloc(1, sizeof(*q));
         if (!q)
             return false;
-        q->buf_size =
-            sizeof(struct efasim_hdr) + (cfg->mtu > cfg->rdma_chunk ? cfg->mtu : cfg->rdma_chunk);
+        q->buf_size = efasim_datagram_max(cfg);
     }
     for (unsigned i = 0; i < DELAYQ_SLOTS && !d; i++)
         if (!q->slot[i].used)
@@ -189,32 +198,105 @@ static struct efasim_peer *peer_get(struct efasim_qp *qp, struct in_addr ip, uin
     return NULL; /* every slot taken: bounded state, the datagram is dropped */
 }
 
+#define SEQWIN_WORDS (EFASIM_RX_WINDOW / 64)
+
+/* Move the window's base up by n, forgetting what lies below the new base. */
+static void seqwin_shift(struct efasim_seqwin *w, uint64_t n)
+{
+    unsigned words = (unsigned)(n / 64), bits = (unsigned)(n % 64);
+
+    if (n >= EFASIM_RX_WINDOW) {
+        memset(w->bits, 0, sizeof(w->bits));
+    } else {
+        for (unsigned i = 0; i < SEQWIN_WORDS; i++) {
+            uint64_t lo = i + words < SEQWIN_WORDS ? w->bits[i + words] : 0;
+            uint64_t hi = i + words + 1 < SEQWIN_WORDS ? w->bits[i + words + 1] : 0;
+
+            w->bits[i] = bits ? lo >> bits | hi << (64 - bits) : lo;
+        }
+    }
+    w->base += n;
+}
+
+/* Slide the base past every settled sequence number at the bottom of the window. */
+static void seqwin_slide(struct efasim_seqwin *w)
+{
+    uint64_t n = 0;
+
+    for (unsigned i = 0; i < SEQWIN_WORDS; i++) {
+        if (w->bits[i] != UINT64_MAX) {
+            n += (uint64_t)__builtin_ctzll(~w->bits[i]);
+            break;
+        }
+        n += 64;
+    }
+    if (n)
+        seqwin_shift(w, n);
+}
+
+/* Settle seq, which lies in [base, base + EFASIM_RX_WINDOW). */
+static void seqwin_mark(struct efasim_seqwin *w, uint64_t seq)
+{
+    uint64_t off = seq - w->base;
+
+    w->bits[off / 64] |= 1ull << (off % 64);
+    if (!off)
+        seqwin_slide(w);
+}
+
+/* Everything below `base` is settled (the sender's low-water mark says so). */
+static void seqwin_advance(struct efasim_seqwin *w, uint64_t base)
+{
+    if (base <= w->base)
+        return;
+    seqwin_shift(w, base - w->base);
+    seqwin_slide(w);
+}
+
 /* 1 = new, 0 = duplicate, -1 = beyond the window (drop silently; it will come again). */
 static int peer_rx_check(const struct efasim_peer *p, uint64_t seq)
 {
     uint64_t off;
 
-    if (seq < p->rx_base)
+    if (seq < p->rx.base)
         return 0;
-    off = seq - p->rx_base;
+    off = seq - p->rx.base;
     if (off >= EFASIM_RX_WINDOW)
         return -1;
-    return (p->rx_bits[off / 64] >> (off % 64)) & 1 ? 0 : 1;
+    return (p->rx.bits[off / 64] >> (off % 64)) & 1 ? 0 : 1;
 }
 
-static void peer_rx_mark(struct efasim_peer *p, uint64_t seq)
+/*
+ * A datagram from p's address names another incarnation than the one on
+ * record. Either a new QP holds the number now: forget what the old one had
+ * sent (its duplicate window, ACKs owed to it, NACKs remembered for it); our
+ * own sequence numbers toward the address go on, and the new QP learns where
+ * they are from `low`. Or it is a late datagram of the QP it replaced: its
+ * requests are dropped, while its answers, which name our incarnation and our
+ * own in-flight slots, stay good. Returns false to drop the datagram.
+ */
+static bool peer_incarnation(struct efasim_peer *p, uint32_t inc, bool request)
 {
-    uint64_t off = seq - p->rx_base;
+    if (p->inc && inc == p->prev_inc)
+        return !request;
+    if (p->inc) {
+        p->prev_inc = p->inc;
+        memset(&p->rx, 0, sizeof(p->rx));
+        p->npend = 0;
+        memset(p->nack_status, 0, sizeof(p->nack_status));
+        p->nack_next = 0;
+    }
+    p->inc = inc;
+    return true;
+}
 
-    p->rx_bits[off / 64] |= 1ull << (off % 64);
-    /* Slide the window past every sequence number received in order. */
-    while (p->rx_bits[0] & 1) {
-        for (unsigned w = 0; w < EFASIM_RX_WINDOW / 64; w++) {
-            uint64_t carry = w + 1 < EFASIM_RX_WINDOW / 64 ? p->rx_bits[w + 1] & 1 : 0;
+void efasim_peers_settle_all(struct efasim_qp *qp)
+{
+    for (uint32_t i = 0; i < efasim_config()->max_peers; i++) {
+        struct efasim_peer *p = &qp->peers[i];
 
-            p->rx_bits[w] = (p->rx_bits[w] >> 1) | (carry << 63);
-        }
-        p->rx_base++;
+        if (p->used)
+            seqwin_advance(&p->tx, p->tx_seq);
     }
 }
 
@@ -246,7 +328,9 @@ static void send_nack(struct efasim_qp *qp, const struct rx_src *src, uint32_t s
                            .type = EFASIM_PKT_NACK,
                            .seq = src->hdr->seq,
                            .cookie = src->hdr->cookie,
-                           .status = status};
+                           .status = status,
+                           .src_inc = qp->inc,
+                           .dst_inc = src->hdr->src_inc};
     struct iovec iov = {.iov_base = &h, .iov_len = sizeof(h)};
 
     efasim_xmit(qp->ctx, qp->fd, &src->addr, &iov, 1);
@@ -261,8 +345,11 @@ static void send_nack(struct efasim_qp *qp, const struct rx_src *src, uint32_t s
 static void ack_send_pending(struct efasim_qp *qp, struct efasim_peer *p)
 {
     struct sockaddr_in dst = {.sin_family = AF_INET, .sin_addr = p->ip, .sin_port = htons(p->port)};
-    struct efasim_hdr h = {
-        .magic = EFASIM_MAGIC, .type = EFASIM_PKT_ACK, .nacks = (uint16_t)p->npend};
+    struct efasim_hdr h = {.magic = EFASIM_MAGIC,
+                           .type = EFASIM_PKT_ACK,
+                           .nacks = (uint16_t)p->npend,
+                           .src_inc = qp->inc,
+                           .dst_inc = p->inc};
     struct iovec iov[2] = {{&h, sizeof(h)}, {p->pend, p->npend * sizeof(struct efasim_ack)}};
 
     efasim_xmit(qp->ctx, qp->fd, &dst, iov, 2);
@@ -371,10 +458,14 @@ static void chunk_range(const struct efasim_swqe *w, uint32_t chunk, uint64_t *o
 static void inflight_send(struct efasim_qp *qp, struct efasim_inflight *f, uint32_t slot)
 {
     struct efasim_swqe *w = &qp->sq[f->wqe];
+    struct efasim_peer *p = &qp->peers[f->peer];
     struct efasim_hdr h = {.magic = EFASIM_MAGIC,
                            .qkey = w->dst_qkey,
                            .seq = f->seq,
-                           .cookie = slot | (uint32_t)f->gen << 16};
+                           .cookie = slot | (uint32_t)f->gen << 16,
+                           .src_inc = qp->inc,
+                           .dst_inc = p->inc,
+                           .low = p->tx.base};
     struct iovec iov[1 + EFASIM_MAX_SGE];
     uint64_t off, len;
     int n = 0;
@@ -405,7 +496,6 @@ static void inflight_send(struct efasim_qp *qp, struct efasim_inflight *f, uint3
         h.imm = w->imm;
     }
     /* ACKs this peer is owed ride along, between the header and the payload. */
-    struct efasim_peer *p = &qp->peers[f->peer];
     struct iovec out[2 + EFASIM_MAX_SGE];
 
     h.nacks = (uint16_t)p->npend;
@@ -459,7 +549,8 @@ static bool swqe_issue_chunk(struct efasim_qp *qp, uint32_t idx)
         w->next_chunk = w->nchunks;
         return false;
     }
-    if (!inflight_alloc(qp, &slot))
+    /* Beyond the receiver's duplicate window it would be dropped: wait for settlements. */
+    if (p->tx_seq - p->tx.base >= EFASIM_RX_WINDOW || !inflight_alloc(qp, &slot))
         return false;
     f = &qp->inflight[slot];
     f->wqe = idx;
@@ -528,6 +619,7 @@ static void chunk_done(struct efasim_qp *qp, uint32_t slot, enum ibv_wc_status s
     uint32_t idx = f->wqe;
     struct efasim_swqe *w = &qp->sq[idx];
 
+    seqwin_mark(&qp->peers[f->peer].tx, f->seq);
     w->chunks_inflight--;
     w->chunks_done++;
     if (status != IBV_WC_SUCCESS && w->status == IBV_WC_SUCCESS) {
@@ -647,22 +739,17 @@ static bool rx_addressed_ok(struct efasim_qp *qp, const struct rx_src *src)
     return false;
 }
 
-/* DATA and WRITE: checked, de-duplicated, applied, answered. */
-static void rx_request(struct efasim_qp *qp, const struct rx_src *src, const uint8_t *payload,
-                       size_t plen)
+/* DATA and WRITE from peer p (slot pidx): checked, de-duplicated, applied, answered. */
+static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pidx,
+                       const struct rx_src *src, const uint8_t *payload, size_t plen)
 {
     const struct efasim_hdr *h = src->hdr;
     bool is_write = h->type == EFASIM_PKT_WRITE;
     bool wants_recv = !is_write || (h->flags & EFASIM_F_IMM);
     uint32_t nack = EFASIM_ST_OK;
-    struct efasim_peer *p;
-    uint32_t pidx;
     int fresh;
 
     if (!rx_addressed_ok(qp, src))
-        return;
-    p = peer_get(qp, src->addr.sin_addr, ntohs(src->addr.sin_port), true, &pidx);
-    if (!p)
         return;
     fresh = peer_rx_check(p, h->seq);
     if (fresh < 0)
@@ -693,7 +780,7 @@ static void rx_request(struct efasim_qp *qp, const struct rx_src *src, const uin
         rx_consume_recv(qp, src, is_write ? NULL : payload, is_write ? 0 : plen,
                         is_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
                         is_write ? (uint32_t)h->rtotal : (uint32_t)plen, &nack);
-    peer_rx_mark(p, h->seq);
+    seqwin_mark(&p->rx, h->seq);
     if (nack) {
         peer_remember_nack(p, h->seq, nack);
         send_nack(qp, src, nack);
@@ -710,7 +797,9 @@ static void rx_read_req(struct efasim_qp *qp, const struct rx_src *src)
                            .type = EFASIM_PKT_READ_RESP,
                            .seq = h->seq,
                            .cookie = h->cookie,
-                           .len = h->len};
+                           .len = h->len,
+                           .src_inc = qp->inc,
+                           .dst_inc = h->src_inc};
     struct iovec iov[2] = {{&r, sizeof(r)}, {(void *)(uintptr_t)h->raddr, h->len}};
 
     if (!rx_addressed_ok(qp, src))
@@ -784,6 +873,9 @@ static void rx_datagram(struct efasim_qp *qp, const struct sockaddr_in *from, co
     struct rx_src src = {.addr = *from, .hdr = &h};
     const uint8_t *payload;
     size_t plen, acks_len;
+    struct efasim_peer *p;
+    bool request, for_us;
+    uint32_t pidx;
 
     if (len < sizeof(h))
         return;
@@ -793,23 +885,37 @@ static void rx_datagram(struct efasim_qp *qp, const struct sockaddr_in *from, co
         return;
     payload = buf + sizeof(h) + acks_len;
     plen = len - sizeof(h) - acks_len;
-    if (h.nacks)
+    /* Answers come only from addresses this QP sent to; requests may come from anyone. */
+    request =
+        h.type == EFASIM_PKT_DATA || h.type == EFASIM_PKT_WRITE || h.type == EFASIM_PKT_READ_REQ;
+    p = peer_get(qp, from->sin_addr, ntohs(from->sin_port), request, &pidx);
+    if (!p)
+        return;
+    if (h.src_inc != p->inc && !peer_incarnation(p, h.src_inc, request))
+        return;
+    if (request)
+        seqwin_advance(&p->rx, h.low);
+    /* Answers meant for an earlier QP with this number name slots that are not ours. */
+    for_us = h.dst_inc == qp->inc;
+    if (h.nacks && for_us)
         rx_acks(qp, &src, buf + sizeof(h), h.nacks);
     switch (h.type) {
     case EFASIM_PKT_DATA:
     case EFASIM_PKT_WRITE:
-        rx_request(qp, &src, payload, plen);
+        rx_request(qp, p, pidx, &src, payload, plen);
         break;
     case EFASIM_PKT_READ_REQ:
         rx_read_req(qp, &src);
         break;
     case EFASIM_PKT_READ_RESP:
-        rx_read_resp(qp, &src, payload, plen);
+        if (for_us)
+            rx_read_resp(qp, &src, payload, plen);
         break;
     case EFASIM_PKT_ACK: /* its entries were taken above */
         break;
     case EFASIM_PKT_NACK:
-        rx_nack(qp, &src);
+        if (for_us)
+            rx_nack(qp, &src);
         break;
     default:
         break;

@@ -6,7 +6,6 @@
  * parent's polling, must answer the RDMA read.
  */
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,7 +19,6 @@
 #define PROCS_RECVS       4
 #define PROCS_REGION_LEN  (1u << 20)
 #define PROCS_REGION_SEED 0x7777u
-#define PROCS_PIPE_WAIT_S 30
 
 /* What one process tells the other; both run the same binary on the same host. */
 struct peer_info {
@@ -43,48 +41,6 @@ struct side {
     struct peer_info peer;
     struct efasim_dest to_peer;
 };
-
-static void write_full(int fd, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-
-    while (len) {
-        ssize_t n = write(fd, p, len);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            efarm_test_fail(__FILE__, __LINE__, "write to the other process: %s", strerror(errno));
-        p += n;
-        len -= (size_t)n;
-    }
-}
-
-static void read_full(int fd, void *buf, size_t len, const char *what)
-{
-    uint8_t *p = buf;
-
-    while (len) {
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int rc = poll(&pfd, 1, PROCS_PIPE_WAIT_S * 1000);
-        ssize_t n;
-
-        if (rc < 0 && errno == EINTR)
-            continue;
-        if (rc == 0)
-            efarm_test_fail(__FILE__, __LINE__, "no %s from the other process within %d s", what,
-                            PROCS_PIPE_WAIT_S);
-        n = read(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n == 0)
-            efarm_test_fail(__FILE__, __LINE__, "the other process exited before sending %s", what);
-        if (n < 0)
-            efarm_test_fail(__FILE__, __LINE__, "read of %s: %s", what, strerror(errno));
-        p += n;
-        len -= (size_t)n;
-    }
-}
 
 static void side_open(struct side *s)
 {
@@ -110,16 +66,16 @@ static void side_open(struct side *s)
     me.rkey = s->region.mr->rkey;
     me.addr = (uintptr_t)s->region.addr;
     me.len = PROCS_REGION_LEN;
-    write_full(s->wfd, &me, sizeof(me));
-    read_full(s->rfd, &s->peer, sizeof(s->peer), "its address");
+    efasim_pipe_write(s->wfd, &me, sizeof(me));
+    efasim_pipe_read(s->rfd, &s->peer, sizeof(s->peer), "its address");
     memcpy(gid.raw, s->peer.gid, 16);
     s->to_peer.ah = efasim_ah_create(&s->dev, &gid);
     s->to_peer.qpn = s->peer.qpn;
     s->to_peer.qkey = s->peer.qkey;
 
     /* Nothing is sent before both have their AH: a receive's slid depends on it. */
-    write_full(s->wfd, "A", 1);
-    read_full(s->rfd, &ready, 1, "its AH-ready byte");
+    efasim_pipe_write(s->wfd, "A", 1);
+    efasim_pipe_read(s->rfd, &ready, 1, "its AH-ready byte");
     EXPECT_EQ(ready, 'A');
 }
 
@@ -207,7 +163,7 @@ static _Noreturn void run_child(int rfd, int wfd, pid_t parent)
         efarm_test_fail(__FILE__, __LINE__, "RDMA read data differs at byte %zu", bad);
     efasim_buf_free(&local);
 
-    write_full(wfd, &done, 1);
+    efasim_pipe_write(wfd, &done, 1);
     side_close(&s);
     fflush(NULL);
     _exit(0);
@@ -244,7 +200,7 @@ EFARM_TEST_TIMEOUT(efasim_two_processes, 90)
 
     /* Block without polling while the child reads s.region. */
     efarm_test_context("parent, waiting for the child's RDMA read");
-    read_full(s.rfd, &done, 1, "the result of its RDMA read");
+    efasim_pipe_read(s.rfd, &done, 1, "the result of its RDMA read");
     EXPECT_EQ(done, 'K');
     while (waitpid(child, &status, 0) < 0)
         EXPECT_EQ(errno, EINTR);

@@ -296,3 +296,41 @@ EFARM_TEST(efasim_rdma_write_access_errors)
 {
     rdma_bounds(true);
 }
+
+/*
+ * RDMA reads take sequence numbers from the same space as sends but are never
+ * recorded by the target's duplicate window: the requester's low-water mark
+ * must carry the target's window past them, or sends stall once they are a
+ * window (512) beyond the read.
+ */
+EFARM_TEST(efasim_rdma_read_then_many_sends)
+{
+    const unsigned nsend = 600;
+    struct efasim_buf local, remote, rbuf;
+    struct rdma_fixture f;
+    struct efasim_wc wc;
+
+    rdma_open(&f, false);
+    efasim_buf_alloc(&f.dev[1], 4096, IBV_ACCESS_LOCAL_WRITE, &local);
+    efasim_buf_alloc(&f.dev[0], 4096, EFASIM_ACCESS_ALL, &remote);
+    efasim_buf_alloc(&f.dev[0], 64, IBV_ACCESS_LOCAL_WRITE, &rbuf);
+    EXPECT_EQ(efasim_rdma_read(&f.req, &f.to_tgt, 1, &local, 0, 64, remote.mr->rkey,
+                               (uintptr_t)remote.addr),
+              0);
+    efasim_wait_wc(f.req.send_cq, &wc, "the RDMA read");
+    EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+    for (unsigned i = 0; i < nsend; i++) {
+        efarm_test_context("send %u after the read", i);
+        efasim_post_recv(&f.tgt, i, &rbuf, 0, 64);
+        EXPECT_EQ(efasim_send(&f.req, &f.to_tgt, i, &local, 0, 8), 0);
+        efasim_wait_wc(f.req.send_cq, &wc, "a send after the read");
+        EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+        efasim_wait_wc(f.tgt.recv_cq, &wc, "a receive after the read");
+        EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+        EXPECT_EQ(wc.wr_id, i);
+    }
+    efasim_buf_free(&local);
+    efasim_buf_free(&remote);
+    efasim_buf_free(&rbuf);
+    rdma_close(&f);
+}
