@@ -1413,3 +1413,1063 @@ EFARM_TEST(wire_stale_ids_to_receiver)
     free(src);
     free(mem);
 }
+
+/* ---- 5. Subprotocol flows driven from the wire (sections 3.2, 4.1, 4.5, 4.7) ---------- */
+
+/* RDMA-read [raddr, raddr + len) of the engine's memory into dst (registered for it). */
+static void wp_read(struct wp *w, void *dst, struct efarm_dev_mr *mr, uint64_t len, uint64_t raddr,
+                    uint64_t rkey)
+{
+    unsigned before = w->reads_done;
+
+    EXPECT_TRUE(rkey <= UINT32_MAX);
+    EXPECT_RET(efarm_dev_post_read(w->dev, w->ah, g_eng_qpn, g_eng_connid, dst, (uint32_t)len,
+                                   efarm_dev_mr_lkey(mr), raddr, (uint32_t)rkey, 1000 + before),
+               0);
+    PUMP_UNTIL(w->reads_done > before);
+    EXPECT_RET(w->read_status, 0);
+}
+
+/* One RUNTREAD_TAGRTM segment: read_iov (one entry, none if iov is NULL), then [off, off + n). */
+static void send_runtread(struct wp *w, uint32_t msg_id, uint64_t tag, uint32_t send_id,
+                          uint64_t len, const struct efarm_rma_iov *iov, uint64_t runt,
+                          uint64_t off, const uint8_t *src, uint64_t n)
+{
+    uint8_t arr[sizeof(struct efarm_wire_rma_iov)];
+    uint32_t niov = iov != NULL;
+    struct efarm_pkt pkt;
+
+    if (niov)
+        efarm_rma_iov_store(arr, 0, iov);
+    wp_req(w, &pkt, EFARM_PKT_RUNTREAD_TAGRTM, msg_id, tag);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, len);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, send_id);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_READ_IOV_COUNT, niov);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_OFFSET, off);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_RUNT_LENGTH, runt);
+    wp_send_settle(w, &pkt, arr, niov * (uint32_t)sizeof(arr), src + off, n);
+}
+
+/* The engine's read_iov (one entry, the whole send buffer) in a LONGREAD or RUNTREAD. */
+static void expect_read_iov(const struct wp_pkt *p, const uint8_t *src, uint64_t len,
+                            struct efarm_rma_iov *iov)
+{
+    EXPECT_EQ(get(p, EFARM_PKT_F_READ_IOV_COUNT), 1);
+    EXPECT_TRUE(p->pkt.payload_length >= sizeof(struct efarm_wire_rma_iov));
+    efarm_rma_iov_load(p->pkt.payload, 0, iov);
+    EXPECT_EQ(iov->addr, (uintptr_t)src);
+    EXPECT_EQ(iov->len, len);
+    EXPECT_TRUE(iov->key <= UINT32_MAX);
+}
+
+/* The engine as long-CTS sender: CTSDATA exactly within each grant, whatever its size. */
+EFARM_TEST(wire_longcts_sender_follows_grants)
+{
+    const uint64_t len = 200000;
+    uint8_t *src = malloc(len);
+    struct efarm_req sreq = {0};
+    uint64_t per, off, grants[] = {0, 1000, 1, 0, 1ull << 40};
+    uint32_t send_id, mtu;
+    struct wp_pkt p;
+    struct wp w;
+
+    engine_open(NULL);
+    wp_open(&w);
+    wp_connect(&w, FEAT_NO_READ);
+    mtu = efarm_ep_caps(g_ep)->max_msg_size;
+    per = mtu - CTSDATA_HDR_LEN - EFARM_OPT_FIELD_LEN;
+    grants[0] = per;     /* exactly one packet */
+    grants[3] = 3 * per; /* three */
+    proto_fill(src, len, 51);
+
+    EXPECT_RET(efarm_tsend(g_ep, w.peer, src, len, 1, 2, 3, 0, 0, &sreq), 0);
+    wp_expect(&w, EFARM_PKT_LONGCTS_TAGRTM, &p);
+    EXPECT_EQ(p.pkt.flags, EFARM_REQ_MSG | EFARM_REQ_TAGGED | EFARM_PKT_FLAG_CONNID_HDR);
+    expect_req_opts(&p, false, true);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_MSG_ID), 0);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_TAG), efarm_tag_pack(1, 2, 3));
+    EXPECT_EQ(get(&p, EFARM_PKT_F_MSG_LENGTH), len);
+    send_id = (uint32_t)get(&p, EFARM_PKT_F_SEND_ID);
+    off = p.pkt.payload_length;
+    EXPECT_EQ(off, mtu - p.pkt.hdr_length);
+    EXPECT_MEM_EQ(p.pkt.payload, src, off);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_CREDIT_REQUEST), (len - off + per - 1) / per);
+    wp_expect_none(&w, EFARM_PKT_CTSDATA); /* nothing before a CTS */
+
+    for (unsigned k = 0; k < sizeof(grants) / sizeof(grants[0]); k++) {
+        uint64_t g = grants[k] < len - off ? grants[k] : len - off;
+
+        efarm_test_context("grant %u of %llu bytes at %llu", k, (unsigned long long)grants[k],
+                           (unsigned long long)off);
+        send_cts(&w, send_id, 0x300 + k, grants[k]);
+        take_ctsdata(&w, 0x300 + k, src, &off, g, true);
+        if (off == len)
+            break;
+        wp_expect_none(&w, EFARM_PKT_CTSDATA); /* not a byte beyond the grant */
+        EXPECT_TRUE(!sreq.done);
+    }
+    EXPECT_EQ(off, len);
+    wait_req(&sreq);
+    EXPECT_RET(sreq.status, 0);
+    EXPECT_EQ(sreq.proto, EFARM_PROTO_LONGCTS);
+    EXPECT_EQ(cnt()->proto_longcts, 1);
+    EXPECT_EQ(cnt()->stale_ids, 0);
+    wp_expect_none(&w, -1);
+    wp_close(&w);
+    engine_close();
+    free(src);
+}
+
+/* The engine as long-CTS receiver: CTS echoes send_id, grants > 0, honours credit_request. */
+EFARM_TEST(wire_longcts_receiver_grants)
+{
+    const uint64_t len = 300000;
+    uint8_t *src = malloc(len), *dst = calloc(1, len);
+    struct efarm_req rreq = {0};
+    uint64_t per, n0, grant, end, off;
+    struct wp_pkt p;
+    uint32_t recv_id;
+    struct wp w;
+
+    engine_open(NULL);
+    wp_open(&w);
+    wp_connect(&w, FEAT_ALL);
+    per = efarm_ep_caps(g_ep)->max_msg_size - CTSDATA_HDR_LEN - EFARM_OPT_FIELD_LEN;
+    proto_fill(src, len, 52);
+
+    EXPECT_RET(efarm_trecv(g_ep, dst, len, 1, 2, 3, &rreq), 0);
+    n0 = send_longcts(&w, EFARM_PKT_LONGCTS_TAGRTM, 0, tag_of(3), 0x1234, src, len, 4, 0);
+    wp_expect(&w, EFARM_PKT_CTS, &p);
+    expect_ctrl_connid(&p, true);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x1234);
+    grant = get(&p, EFARM_PKT_F_RECV_LENGTH);
+    EXPECT_EQ(grant, 4 * per); /* the sender asked for 4 packets */
+    recv_id = (uint32_t)get(&p, EFARM_PKT_F_RECV_ID);
+    for (off = n0, end = n0 + grant; off < end; off += wp_ctsdata_room(&w))
+        send_ctsdata(&w, recv_id, off, src + off,
+                     end - off < wp_ctsdata_room(&w) ? end - off : wp_ctsdata_room(&w));
+    EXPECT_TRUE(feed_ctsdata(&w, 0x1234, src, end, len, true) >= 2);
+    wait_req(&rreq);
+    EXPECT_RET(rreq.status, 0);
+    EXPECT_EQ(rreq.length, len);
+    EXPECT_MEM_EQ(dst, src, len);
+
+    /* DC, credit_request 0: the engine's own window; a RECEIPT once delivered. */
+    memset(dst, 0, len);
+    EXPECT_RET(efarm_trecv(g_ep, dst, len, 1, 2, 3, &rreq), 0);
+    n0 = send_longcts(&w, EFARM_PKT_DC_LONGCTS_TAGRTM, 1, tag_of(3), 0x1235, src, len, 0, 0);
+    wp_expect(&w, EFARM_PKT_CTS, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x1235);
+    grant = get(&p, EFARM_PKT_F_RECV_LENGTH);
+    EXPECT_TRUE(grant > 0 && grant <= len - n0);
+    recv_id = (uint32_t)get(&p, EFARM_PKT_F_RECV_ID);
+    for (off = n0, end = n0 + grant; off < end; off += wp_ctsdata_room(&w))
+        send_ctsdata(&w, recv_id, off, src + off,
+                     end - off < wp_ctsdata_room(&w) ? end - off : wp_ctsdata_room(&w));
+    feed_ctsdata(&w, 0x1235, src, end, len, true);
+    wait_req(&rreq);
+    EXPECT_RET(rreq.status, 0);
+    EXPECT_MEM_EQ(dst, src, len);
+    wp_expect(&w, EFARM_PKT_RECEIPT, &p);
+    expect_ctrl_connid(&p, true);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x1235);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_MSG_ID), 1);
+    wp_expect_none(&w, -1);
+    wp_close(&w);
+    engine_close();
+    free(src);
+    free(dst);
+}
+
+/* The engine as long-read and runting-read receiver: RDMA reads of the read_iov, then EOR. */
+EFARM_TEST(wire_read_receiver)
+{
+    const uint64_t len = (2u << 20) + 123, first = (1u << 20) + 100, rlen = 1u << 20,
+                   runt = 3 * 8000;
+    uint8_t *src = malloc(len), *src2 = malloc(len - first), *dst = calloc(1, len);
+    struct efarm_dev_mr *mr, *mr2;
+    struct efarm_rma_iov iov[2];
+    struct efarm_req rreq = {0};
+    struct wp_pkt p;
+    struct wp w;
+
+    engine_open(NULL);
+    wp_open(&w);
+    wp_connect(&w, FEAT_ALL);
+    proto_fill(src, len, 53);
+    memcpy(src2, src + first, len - first);
+    EXPECT_RET(efarm_dev_mr_reg(w.dev, src, first, true, false, &mr), 0);
+    EXPECT_RET(efarm_dev_mr_reg(w.dev, src2, len - first, true, false, &mr2), 0);
+    /* Two entries from two registrations: the engine walks the iov. */
+    iov[0] = (struct efarm_rma_iov){(uintptr_t)src, first, efarm_dev_mr_rkey(mr)};
+    iov[1] = (struct efarm_rma_iov){(uintptr_t)src2, len - first, efarm_dev_mr_rkey(mr2)};
+
+    EXPECT_RET(efarm_trecv(g_ep, dst, len, 1, 2, 3, &rreq), 0);
+    send_longread(&w, EFARM_PKT_LONGREAD_TAGRTM, 0, tag_of(3), 0x700, len, iov, 2);
+    wp_expect(&w, EFARM_PKT_EOR, &p);
+    expect_ctrl_connid(&p, true);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x700);
+    EXPECT_TRUE(rreq.done); /* EOR goes once the data is in the buffer */
+    EXPECT_RET(rreq.status, 0);
+    EXPECT_EQ(rreq.length, len);
+    EXPECT_MEM_EQ(dst, src, len);
+    EXPECT_TRUE(cnt()->reads_posted >= 2);
+
+    /* Runting read: the runt segments in any order, the rest read. */
+    memset(dst, 0, len);
+    iov[0].len = rlen;
+    EXPECT_RET(efarm_trecv(g_ep, dst, len, 1, 2, 3, &rreq), 0);
+    send_runtread(&w, 1, tag_of(3), 0x701, rlen, &iov[0], runt, 8000, src, 8000);
+    send_runtread(&w, 1, tag_of(3), 0x701, rlen, &iov[0], runt, 16000, src, 8000);
+    wp_expect_none(&w, EFARM_PKT_EOR);
+    send_runtread(&w, 1, tag_of(3), 0x701, rlen, &iov[0], runt, 0, src, 8000);
+    wp_expect(&w, EFARM_PKT_EOR, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x701);
+    EXPECT_TRUE(rreq.done);
+    EXPECT_RET(rreq.status, 0);
+    EXPECT_EQ(rreq.length, rlen);
+    EXPECT_MEM_EQ(dst, src, rlen);
+    EXPECT_EQ(cnt()->stale_ids, 0);
+    wp_expect_none(&w, -1);
+    efarm_dev_mr_dereg(mr);
+    efarm_dev_mr_dereg(mr2);
+    wp_close(&w);
+    engine_close();
+    free(src);
+    free(src2);
+    free(dst);
+}
+
+/* The engine as long-read sender: a read_iov the peer can read with; done at EOR only. */
+EFARM_TEST(wire_longread_sender)
+{
+    const uint64_t len = 2u << 20;
+    uint8_t *src = malloc(len), *dst = calloc(1, len);
+    struct efarm_req sreq = {0};
+    struct efarm_rma_iov iov;
+    struct efarm_dev_mr *mr;
+    struct wp_pkt p;
+    uint32_t send_id;
+    struct wp w;
+
+    engine_open(NULL);
+    wp_open(&w);
+    wp_connect(&w, EFARM_EXTRA_FEATURE_RDMA_READ | FEAT_NO_READ);
+    proto_fill(src, len, 54);
+    EXPECT_RET(efarm_dev_mr_reg(w.dev, dst, len, false, false, &mr), 0);
+
+    EXPECT_RET(efarm_tsend(g_ep, w.peer, src, len, 1, 2, 3, 0, 0, &sreq), 0);
+    wp_expect(&w, EFARM_PKT_LONGREAD_TAGRTM, &p);
+    EXPECT_EQ(p.pkt.flags, EFARM_REQ_MSG | EFARM_REQ_TAGGED | EFARM_PKT_FLAG_CONNID_HDR);
+    expect_req_opts(&p, false, true);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_MSG_ID), 0);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_MSG_LENGTH), len);
+    send_id = (uint32_t)get(&p, EFARM_PKT_F_SEND_ID);
+    EXPECT_EQ(p.pkt.payload_length, sizeof(struct efarm_wire_rma_iov));
+    expect_read_iov(&p, src, len, &iov);
+    wp_read(&w, dst, mr, len, iov.addr, iov.key);
+    EXPECT_MEM_EQ(dst, src, len);
+    pump_for(WP_QUIET_US);
+    EXPECT_TRUE(!sreq.done);
+    send_reply(&w, EFARM_PKT_EOR, send_id, 0x99);
+    EXPECT_TRUE(sreq.done);
+    EXPECT_RET(sreq.status, 0);
+    EXPECT_EQ(sreq.proto, EFARM_PROTO_LONGREAD);
+    EXPECT_EQ(cnt()->proto_longread, 1);
+    wp_expect_none(&w, -1);
+    efarm_dev_mr_dereg(mr);
+    wp_close(&w);
+    engine_close();
+    free(src);
+    free(dst);
+}
+
+/*
+ * Collect the engine's RUNTREAD packets of one message (any order); returns
+ * runt_length and the read_iov, checks every field and the runt data.
+ */
+static uint64_t take_runt(struct wp *w, const uint8_t *src, uint64_t len, uint32_t *send_id_p,
+                          uint32_t *msg_id_p, struct efarm_rma_iov *iov)
+{
+    uint64_t runt = 0, got = 0;
+    unsigned n = 0;
+
+    do {
+        struct wp_pkt p;
+        const uint8_t *data;
+        uint64_t off, dlen;
+
+        wp_expect(w, EFARM_PKT_RUNTREAD_TAGRTM, &p);
+        expect_req_opts(&p, false, true);
+        expect_read_iov(&p, src, len, iov);
+        EXPECT_EQ(get(&p, EFARM_PKT_F_MSG_LENGTH), len);
+        if (n++ == 0) {
+            *send_id_p = (uint32_t)get(&p, EFARM_PKT_F_SEND_ID);
+            *msg_id_p = (uint32_t)get(&p, EFARM_PKT_F_MSG_ID);
+            runt = get(&p, EFARM_PKT_F_RUNT_LENGTH);
+            EXPECT_TRUE(runt > 0 && runt < len);
+        }
+        EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), *send_id_p);
+        EXPECT_EQ(get(&p, EFARM_PKT_F_MSG_ID), *msg_id_p);
+        EXPECT_EQ(get(&p, EFARM_PKT_F_RUNT_LENGTH), runt);
+        off = get(&p, EFARM_PKT_F_SEG_OFFSET);
+        data = p.pkt.payload + sizeof(struct efarm_wire_rma_iov);
+        dlen = p.pkt.payload_length - sizeof(struct efarm_wire_rma_iov);
+        EXPECT_TRUE(dlen > 0 && off + dlen <= runt);
+        EXPECT_MEM_EQ(data, src + off, dlen);
+        got += dlen;
+    } while (got < runt);
+    EXPECT_EQ(got, runt);
+    return runt;
+}
+
+/* The engine as runting-read sender: runt packets, then the peer reads the rest; EOR. */
+EFARM_TEST(wire_runtread_sender)
+{
+    const uint64_t len = 2u << 20;
+    uint8_t *src = malloc(len), *dst = calloc(1, len);
+    struct efarm_req sreq = {0};
+    struct efarm_rma_iov iov;
+    struct efarm_dev_mr *mr;
+    uint32_t send_id, msg_id;
+    uint64_t runt;
+    struct wp w;
+
+    engine_open(NULL);
+    wp_open(&w);
+    wp_connect(&w, FEAT_ALL);
+    proto_fill(src, len, 55);
+    EXPECT_RET(efarm_dev_mr_reg(w.dev, dst, len, false, false, &mr), 0);
+    EXPECT_RET(efarm_tsend(g_ep, w.peer, src, len, 1, 2, 3, 0, 0, &sreq), 0);
+    runt = take_runt(&w, src, len, &send_id, &msg_id, &iov);
+    EXPECT_EQ(runt, 307200); /* EFARM_RUNT_SIZE, nothing else in flight to this peer */
+    EXPECT_EQ(msg_id, 0);
+    wp_read(&w, dst + runt, mr, len - runt, iov.addr + runt, iov.key);
+    EXPECT_MEM_EQ(dst + runt, src + runt, len - runt);
+    pump_for(WP_QUIET_US);
+    EXPECT_TRUE(!sreq.done);
+    send_reply(&w, EFARM_PKT_EOR, send_id, 0x98);
+    EXPECT_TRUE(sreq.done);
+    EXPECT_RET(sreq.status, 0);
+    EXPECT_EQ(sreq.proto, EFARM_PROTO_RUNTREAD);
+    wp_expect_none(&w, -1);
+    efarm_dev_mr_dereg(mr);
+    wp_close(&w);
+    engine_close();
+    free(src);
+    free(dst);
+}
+
+/* The data-less LONGCTS REQ (flag 0x2000) the engine sends after a READ_NACK. */
+static void expect_nack_longcts(struct wp *w, uint32_t msg_id, uint32_t send_id, uint64_t len)
+{
+    struct wp_pkt p;
+
+    wp_expect(w, EFARM_PKT_LONGCTS_TAGRTM, &p);
+    EXPECT_EQ(p.pkt.flags,
+              EFARM_REQ_MSG | EFARM_REQ_TAGGED | EFARM_PKT_FLAG_CONNID_HDR | EFARM_REQ_READ_NACK);
+    expect_req_opts(&p, false, true);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_MSG_ID), msg_id);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), send_id);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_MSG_LENGTH), len);
+    EXPECT_TRUE(get(&p, EFARM_PKT_F_CREDIT_REQUEST) > 0);
+    EXPECT_EQ(p.pkt.payload_length, 0);
+}
+
+/* Section 4.7, sender side: READ_NACK turns long-read and runting read into long-CTS. */
+EFARM_TEST(wire_read_nack_to_sender)
+{
+    const uint64_t len = 2u << 20;
+    uint8_t *src = malloc(len);
+    struct efarm_req sreq = {0};
+    struct efarm_rma_iov iov;
+    uint32_t send_id, msg_id;
+    uint64_t off, runt;
+    struct wp_pkt p;
+    struct wp w, w2;
+
+    engine_open(NULL);
+    wp_open(&w);
+    wp_open(&w2);
+    wp_connect(&w, EFARM_EXTRA_FEATURE_RDMA_READ | EFARM_EXTRA_FEATURE_READ_NACK | FEAT_NO_READ);
+    wp_connect(&w2, FEAT_ALL);
+    proto_fill(src, len, 56);
+
+    efarm_test_context("long-read");
+    EXPECT_RET(efarm_tsend(g_ep, w.peer, src, 100, 1, 2, 3, 0, 0, &sreq), 0); /* msg_id 0 */
+    wait_req(&sreq);
+    wp_expect(&w, EFARM_PKT_EAGER_TAGRTM, &p);
+    EXPECT_RET(efarm_tsend(g_ep, w.peer, src, len, 1, 2, 3, 0, 0, &sreq), 0);
+    wp_expect(&w, EFARM_PKT_LONGREAD_TAGRTM, &p);
+    send_id = (uint32_t)get(&p, EFARM_PKT_F_SEND_ID);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_MSG_ID), 1);
+    send_reply(&w, EFARM_PKT_READ_NACK, send_id, 0x31);
+    EXPECT_EQ(cnt()->read_nacks_recv, 1);
+    expect_nack_longcts(&w, 1, send_id, len);
+    wp_expect_none(&w, EFARM_PKT_CTSDATA);
+    off = 0; /* long-CTS from the first byte */
+    send_cts(&w, send_id, 0x32, 100000);
+    take_ctsdata(&w, 0x32, src, &off, 100000, true);
+    send_cts(&w, send_id, 0x32, len);
+    take_ctsdata(&w, 0x32, src, &off, len - 100000, true);
+    wait_req(&sreq);
+    EXPECT_RET(sreq.status, 0);
+    send_reply(&w, EFARM_PKT_READ_NACK, send_id, 0x31); /* the send is over */
+    EXPECT_EQ(cnt()->stale_ids, 1);
+
+    efarm_test_context("runting read");
+    EXPECT_RET(efarm_tsend(g_ep, w2.peer, src, len, 1, 2, 3, 0, 0, &sreq), 0);
+    runt = take_runt(&w2, src, len, &send_id, &msg_id, &iov);
+    send_reply(&w2, EFARM_PKT_READ_NACK, send_id, 0x41);
+    EXPECT_EQ(cnt()->read_nacks_recv, 2);
+    expect_nack_longcts(&w2, msg_id, send_id, len);
+    off = runt; /* the CTSDATA stream resumes where the runt stopped */
+    send_cts(&w2, send_id, 0x42, len);
+    take_ctsdata(&w2, 0x42, src, &off, len - runt, true);
+    wait_req(&sreq);
+    EXPECT_RET(sreq.status, 0);
+    wp_expect_none(&w, -1);
+    wp_expect_none(&w2, -1);
+    wp_close(&w2);
+    wp_close(&w);
+    engine_close();
+    free(src);
+}
+
+/*
+ * Section 4.7, receiver side. EFASIM_MAX_MR=2 lets the engine register its
+ * two pools (send and receive buffers) and nothing more, so registering a
+ * receive buffer for an RDMA read fails (the limit is per device context;
+ * each wire peer has its own, and needs two as well). To a peer with
+ * READ_NACK the engine answers READ_NACK (after the whole runt), then takes
+ * the data-less LONGCTS REQ and grants CTS; to a peer without it, the receive
+ * fails and EOR still releases the sender.
+ */
+EFARM_TEST(wire_read_nack_from_receiver)
+{
+    const uint64_t len = 2u << 20, rlen = 1u << 20, seg = 8000, runt = 3 * seg;
+    uint8_t *src = malloc(len), *dst = calloc(1, len);
+    struct efarm_rma_iov iov = {0, len, 0x1234};
+    struct efarm_req rreq = {0};
+    struct wp_pkt p;
+    struct wp w, w2;
+
+    setenv("EFASIM_MAX_MR", "2", 1);
+    engine_open(NULL);
+    wp_open(&w);
+    wp_open(&w2);
+    wp_connect(&w, FEAT_ALL);
+    wp_connect(&w2, FEAT_ALL & ~EFARM_EXTRA_FEATURE_READ_NACK);
+    proto_fill(src, len, 57);
+    iov.addr = (uintptr_t)src;
+
+    efarm_test_context("long-read");
+    EXPECT_RET(efarm_trecv(g_ep, dst, len, 1, 2, 3, &rreq), 0);
+    send_longread(&w, EFARM_PKT_LONGREAD_TAGRTM, 0, tag_of(3), 0x55, len, &iov, 1);
+    wp_expect(&w, EFARM_PKT_READ_NACK, &p);
+    expect_ctrl_connid(&p, true);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x55);
+    EXPECT_EQ(cnt()->read_nacks_sent, 1);
+    EXPECT_EQ(cnt()->reads_posted, 0);
+    wp_expect_none(&w, EFARM_PKT_EOR);
+    EXPECT_TRUE(!rreq.done);
+    send_longcts(&w, EFARM_PKT_LONGCTS_TAGRTM, 0, tag_of(3), 0x55, src, len, 64,
+                 EFARM_REQ_READ_NACK);
+    EXPECT_TRUE(feed_ctsdata(&w, 0x55, src, 0, len, true) >= 2);
+    wait_req(&rreq);
+    EXPECT_RET(rreq.status, 0);
+    EXPECT_EQ(rreq.length, len);
+    EXPECT_MEM_EQ(dst, src, len);
+    wp_expect_none(&w, EFARM_PKT_EOR);
+
+    efarm_test_context("runting read: READ_NACK only after the whole runt");
+    memset(dst, 0, len);
+    iov.len = rlen;
+    EXPECT_RET(efarm_trecv(g_ep, dst, len, 1, 2, 3, &rreq), 0);
+    send_runtread(&w, 1, tag_of(3), 0x66, rlen, &iov, runt, 0, src, seg);
+    send_runtread(&w, 1, tag_of(3), 0x66, rlen, &iov, runt, 2 * seg, src, seg);
+    wp_expect_none(&w, EFARM_PKT_READ_NACK);
+    send_runtread(&w, 1, tag_of(3), 0x66, rlen, &iov, runt, seg, src, seg);
+    wp_expect(&w, EFARM_PKT_READ_NACK, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x66);
+    EXPECT_EQ(cnt()->read_nacks_sent, 2);
+    send_longcts(&w, EFARM_PKT_LONGCTS_TAGRTM, 1, tag_of(3), 0x66, src, rlen, 64,
+                 EFARM_REQ_READ_NACK);
+    feed_ctsdata(&w, 0x66, src, runt, rlen, true); /* the rest, from the end of the runt */
+    wait_req(&rreq);
+    EXPECT_RET(rreq.status, 0);
+    EXPECT_EQ(rreq.length, rlen);
+    EXPECT_MEM_EQ(dst, src, rlen);
+
+    efarm_test_context("a peer without READ_NACK");
+    EXPECT_RET(efarm_trecv(g_ep, dst, len, 1, 2, 3, &rreq), 0);
+    iov.len = len;
+    send_longread(&w2, EFARM_PKT_LONGREAD_TAGRTM, 0, tag_of(3), 0x77, len, &iov, 1);
+    wp_expect(&w2, EFARM_PKT_EOR, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x77);
+    EXPECT_TRUE(rreq.done);
+    EXPECT_RET(rreq.status, EFARM_E(PROTO_READ_FAILED));
+    EXPECT_EQ(cnt()->read_nacks_sent, 2);
+    EXPECT_EQ(cnt()->stale_ids, 0);
+    wp_expect_none(&w, -1);
+    wp_expect_none(&w2, -1);
+    wp_close(&w2);
+    wp_close(&w);
+    engine_close();
+    free(src);
+    free(dst);
+}
+
+/* ---- 6. Feature negotiation (sections 2.1, 4.1, 4.2) --------------------------------- */
+
+/* A peer without RDMA read gets long-CTS, however long the message. */
+EFARM_TEST(wire_no_rdma_read_means_longcts)
+{
+    const uint64_t len = 4u << 20;
+    uint8_t *src = malloc(len);
+    struct efarm_req sreq = {0};
+    uint32_t send_id;
+    struct wp_pkt p;
+    uint64_t off;
+    struct wp w;
+
+    engine_open(NULL);
+    wp_open(&w);
+    wp_connect(&w, FEAT_NO_READ | EFARM_EXTRA_FEATURE_RUNT_READ | EFARM_EXTRA_FEATURE_READ_NACK);
+    proto_fill(src, len, 61);
+    EXPECT_RET(efarm_tsend(g_ep, w.peer, src, len, 1, 2, 3, 0, 0, &sreq), 0);
+    wp_expect(&w, EFARM_PKT_LONGCTS_TAGRTM, &p);
+    send_id = (uint32_t)get(&p, EFARM_PKT_F_SEND_ID);
+    off = p.pkt.payload_length;
+    while (off < len) {
+        uint64_t g = len - off < (1u << 20) ? len - off : 1u << 20;
+
+        send_cts(&w, send_id, 0x600, 1u << 20);
+        take_ctsdata(&w, 0x600, src, &off, g, true);
+    }
+    wait_req(&sreq);
+    EXPECT_RET(sreq.status, 0);
+    EXPECT_EQ(sreq.proto, EFARM_PROTO_LONGCTS);
+    EXPECT_EQ(cnt()->proto_longread + cnt()->proto_runtread, 0);
+    EXPECT_EQ(cnt()->tx_by_type[EFARM_PKT_LONGREAD_TAGRTM] +
+                  cnt()->tx_by_type[EFARM_PKT_RUNTREAD_TAGRTM],
+              0);
+    wp_expect_none(&w, -1);
+    wp_close(&w);
+    engine_close();
+    free(src);
+}
+
+/*
+ * A peer without delivery complete: a DC send fails with PROTO_NO_DC and
+ * sends nothing, whether the peer's HANDSHAKE was already in or the send had
+ * to wait for it; a send queued behind it takes the msg_id it did not use.
+ */
+EFARM_TEST(wire_dc_refused_without_delivery_complete)
+{
+    struct efarm_req dc = {0}, later = {0};
+    uint8_t data[100] = {1, 2, 3};
+    struct wp_pkt p;
+    uint64_t tx;
+    struct wp w, w2;
+
+    engine_open(NULL);
+    wp_open(&w);
+    wp_open(&w2);
+    wp_connect(&w, EFARM_EXTRA_REQUEST_CONNID_HEADER);
+    tx = cnt()->tx_pkts;
+    EXPECT_RET(efarm_tsend(g_ep, w.peer, data, 100, 1, 2, 3, EFARM_SEND_DC, 0, &dc), 0);
+    pump_for(WP_QUIET_US);
+    EXPECT_TRUE(dc.done);
+    EXPECT_RET(dc.status, EFARM_E(PROTO_NO_DC));
+    EXPECT_EQ(cnt()->tx_pkts, tx);
+    EXPECT_EQ(cnt()->send_errors, 1);
+    wp_expect_none(&w, -1);
+
+    /* Before the HANDSHAKE: a trigger, then the refusal when it comes. */
+    EXPECT_RET(efarm_av_insert(g_ep, w2.raw, &w2.peer), 0);
+    EXPECT_RET(efarm_tsend(g_ep, w2.peer, data, 100, 1, 2, 3, EFARM_SEND_DC, 0, &dc), 0);
+    EXPECT_RET(efarm_tsend(g_ep, w2.peer, data, 50, 1, 2, 3, 0, 0, &later), 0);
+    wp_expect(&w2, EFARM_PKT_EAGER_RTW, &p);
+    wp_expect_none(&w2, EFARM_PKT_EAGER_TAGRTM);
+    EXPECT_TRUE(!dc.done && !later.done);
+    wp_send_handshake(&w2, EFARM_EXTRA_REQUEST_CONNID_HEADER);
+    wp_expect(&w2, EFARM_PKT_HANDSHAKE, &p);
+    EXPECT_TRUE(dc.done);
+    EXPECT_RET(dc.status, EFARM_E(PROTO_NO_DC));
+    wp_expect(&w2, EFARM_PKT_EAGER_TAGRTM, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_MSG_ID), 0);
+    EXPECT_EQ(p.pkt.payload_length, 50);
+    wait_req(&later);
+    EXPECT_RET(later.status, 0);
+    wp_expect_none(&w2, -1);
+    wp_close(&w2);
+    wp_close(&w);
+    engine_close();
+}
+
+/*
+ * A DC send to a peer that never spoke: the 0-byte EAGER_RTW trigger (no
+ * rma_iov, raw-address header), nothing else until the peer's HANDSHAKE; then
+ * DC_EAGER with send_id, complete only at its RECEIPT; the sends queued
+ * behind it keep their order.
+ */
+EFARM_TEST(wire_dc_send_waits_for_handshake)
+{
+    struct efarm_req dc = {0}, s1 = {0}, s2 = {0};
+    uint8_t data[300];
+    uint32_t send_id;
+    struct wp_pkt p;
+    struct wp w;
+
+    engine_open(NULL);
+    wp_open(&w);
+    proto_fill(data, sizeof(data), 62);
+    EXPECT_RET(efarm_av_insert(g_ep, w.raw, &w.peer), 0);
+    EXPECT_RET(efarm_tsend(g_ep, w.peer, data, 100, 1, 2, 3, EFARM_SEND_DC, 0, &dc), 0);
+    EXPECT_RET(efarm_tsend(g_ep, w.peer, data + 1, 200, 1, 2, 3, 0, 0, &s1), 0);
+    EXPECT_RET(efarm_tsend(g_ep, w.peer, data + 2, 250, 1, 2, 3, 0, 0, &s2), 0);
+    wp_expect(&w, EFARM_PKT_EAGER_RTW, &p);
+    EXPECT_EQ(p.pkt.flags, EFARM_REQ_RMA | EFARM_REQ_OPT_RAW_ADDR_HDR);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_RMA_IOV_COUNT), 0);
+    expect_req_opts(&p, true, false);
+    EXPECT_EQ(p.len, 8 + 40);
+    EXPECT_EQ(cnt()->handshake_triggers, 1);
+    wp_expect_none(&w, -1);
+    EXPECT_TRUE(!dc.done && !s1.done && !s2.done);
+
+    wp_send_handshake(&w, FEAT_ALL);
+    wp_expect(&w, EFARM_PKT_HANDSHAKE, &p);
+    wp_expect(&w, EFARM_PKT_DC_EAGER_TAGRTM, &p);
+    EXPECT_EQ(p.pkt.flags, EFARM_REQ_MSG | EFARM_REQ_TAGGED | EFARM_PKT_FLAG_CONNID_HDR);
+    expect_req_opts(&p, false, true);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_MSG_ID), 0);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_TAG), efarm_tag_pack(1, 2, 3));
+    EXPECT_EQ(p.pkt.payload_length, 100);
+    EXPECT_MEM_EQ(p.pkt.payload, data, 100);
+    EXPECT_EQ(p.pkt.hdr_length, 24 + 4);
+    EXPECT_EQ(efarm_load_le32(p.data + 12), 0); /* padding */
+    send_id = (uint32_t)get(&p, EFARM_PKT_F_SEND_ID);
+    wp_expect(&w, EFARM_PKT_EAGER_TAGRTM, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_MSG_ID), 1);
+    EXPECT_MEM_EQ(p.pkt.payload, data + 1, 200);
+    wp_expect(&w, EFARM_PKT_EAGER_TAGRTM, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_MSG_ID), 2);
+    EXPECT_MEM_EQ(p.pkt.payload, data + 2, 250);
+    wait_req(&s1);
+    wait_req(&s2);
+    pump_for(WP_QUIET_US);
+    EXPECT_TRUE(!dc.done);
+    send_reply(&w, EFARM_PKT_RECEIPT, send_id, 0);
+    EXPECT_TRUE(dc.done);
+    EXPECT_RET(dc.status, 0);
+    EXPECT_EQ(cnt()->proto_dc, 1);
+    EXPECT_EQ(cnt()->handshake_triggers, 1);
+    wp_expect_none(&w, -1);
+    wp_close(&w);
+    engine_close();
+}
+
+/* ---- 7. Ordering from the wire (section 3.2, msg_id) --------------------------------- */
+
+#define ORD_LEN 40
+
+/* Payload of message `id` in the ordering tests: names its msg_id. */
+static void ord_payload(uint8_t *buf, uint32_t id)
+{
+    for (unsigned i = 0; i < ORD_LEN; i++)
+        buf[i] = (uint8_t)(id * 7 + i);
+}
+
+static void ord_send(struct wp *w, uint32_t id)
+{
+    uint8_t data[ORD_LEN];
+
+    ord_payload(data, id);
+    send_eager(w, EFARM_PKT_EAGER_TAGRTM, id, tag_of(7), data, ORD_LEN);
+}
+
+static void ord_expect(const struct efarm_req *req, const uint8_t *buf, uint32_t id)
+{
+    uint8_t want[ORD_LEN];
+
+    ord_payload(want, id);
+    EXPECT_TRUE(req->done);
+    EXPECT_RET(req->status, 0);
+    EXPECT_EQ(req->length, ORD_LEN);
+    EXPECT_MEM_EQ(buf, want, ORD_LEN);
+}
+
+/* Out of order and duplicated msg_ids: delivered once each, in msg_id order. */
+EFARM_TEST(wire_ordering_out_of_order_and_duplicates)
+{
+    static const uint32_t order[] = {2, 0, 1, 5, 3, 4};
+    static const unsigned delivered[] = {0, 1, 3, 3, 4, 6}; /* after each arrival */
+    uint8_t buf[10][ORD_LEN];
+    struct efarm_req req[10];
+    unsigned done = 0;
+    struct wp w;
+
+    engine_open(NULL);
+    wp_open(&w);
+    wp_connect(&w, FEAT_ALL);
+    memset(req, 0, sizeof(req));
+    for (unsigned i = 0; i < 10; i++)
+        EXPECT_RET(efarm_trecv(g_ep, buf[i], ORD_LEN, 1, 2, 7, &req[i]), 0);
+    for (unsigned k = 0; k < 6; k++) {
+        efarm_test_context("msg_id %u", order[k]);
+        ord_send(&w, order[k]);
+        /* Everything up to the first gap is delivered, in order, at once. */
+        while (done < 10 && req[done].done)
+            done++;
+        EXPECT_EQ(done, delivered[k]);
+    }
+    for (unsigned i = 0; i < 6; i++)
+        ord_expect(&req[i], buf[i], i);
+    EXPECT_EQ(cnt()->out_of_order, 2);
+
+    efarm_test_context("duplicates");
+    ord_send(&w, 3); /* already delivered */
+    ord_send(&w, 0);
+    EXPECT_EQ(cnt()->stale_ids, 2);
+    ord_send(&w, 8); /* ahead, twice */
+    ord_send(&w, 8);
+    ord_send(&w, 7);
+    EXPECT_TRUE(!req[6].done);
+    ord_send(&w, 6);
+    for (unsigned i = 6; i < 9; i++)
+        ord_expect(&req[i], buf[i], i);
+    EXPECT_TRUE(!req[9].done); /* the second 8 went nowhere */
+    EXPECT_EQ(cnt()->stale_ids, 3);
+    ord_send(&w, 9);
+    ord_expect(&req[9], buf[9], 9);
+    wp_close(&w);
+    engine_close();
+}
+
+/* msg_id wraps from 2^32 - 1 to 0 as an ordinary step, both ways. */
+EFARM_TEST(wire_ordering_msg_id_wraparound)
+{
+    static const uint32_t order[] = {0xffffffffu, 0xfffffffeu, 1, 0};
+    struct efarm_ep_attr attr = {.first_msg_id = 0xfffffffeu};
+    uint8_t buf[4][ORD_LEN], data[8] = {0};
+    struct efarm_req req[4], sreq = {0};
+    struct wp_pkt p;
+    struct wp w;
+
+    engine_open(&attr);
+    wp_open(&w);
+    wp_connect(&w, FEAT_ALL);
+    memset(req, 0, sizeof(req));
+    for (unsigned i = 0; i < 4; i++)
+        EXPECT_RET(efarm_trecv(g_ep, buf[i], ORD_LEN, 1, 2, 7, &req[i]), 0);
+    ord_send(&w, order[0]);
+    ord_send(&w, order[2]);
+    EXPECT_TRUE(!req[0].done);
+    ord_send(&w, order[1]);
+    EXPECT_TRUE(req[0].done && req[1].done && !req[2].done);
+    ord_send(&w, order[3]);
+    ord_expect(&req[0], buf[0], 0xfffffffeu);
+    ord_expect(&req[1], buf[1], 0xffffffffu);
+    ord_expect(&req[2], buf[2], 0);
+    ord_expect(&req[3], buf[3], 1);
+    ord_send(&w, 0xffffffffu); /* behind, after the wrap */
+    EXPECT_EQ(cnt()->stale_ids, 1);
+
+    for (uint32_t k = 0; k < 3; k++) {
+        EXPECT_RET(efarm_tsend(g_ep, w.peer, data, sizeof(data), 1, 2, 3, 0, 0, &sreq), 0);
+        wp_expect(&w, EFARM_PKT_EAGER_TAGRTM, &p);
+        EXPECT_EQ(get(&p, EFARM_PKT_F_MSG_ID), 0xfffffffeu + k);
+        wait_req(&sreq);
+    }
+    wp_close(&w);
+    engine_close();
+}
+
+/*
+ * Far beyond a small reorder window (recvwin 4): everything lands on the
+ * overflow list and still comes out in msg_id order, with receives posted
+ * before and after the messages arrive.
+ */
+EFARM_TEST(wire_ordering_overflow_beyond_window)
+{
+    struct efarm_ep_attr attr = {.recvwin = 4};
+    enum { N = 41 };
+    uint8_t buf[N][ORD_LEN];
+    struct efarm_req req[N];
+    struct wp w;
+
+    engine_open(&attr);
+    wp_open(&w);
+    wp_connect(&w, FEAT_ALL);
+    for (unsigned round = 0; round < 2; round++) {
+        uint32_t base = round * N;
+
+        efarm_test_context("receives posted %s", round ? "after" : "before");
+        memset(req, 0, sizeof(req));
+        if (round == 0)
+            for (unsigned i = 0; i < N; i++)
+                EXPECT_RET(efarm_trecv(g_ep, buf[i], ORD_LEN, 1, 2, 7, &req[i]), 0);
+        for (uint32_t id = N - 1; id >= 1; id--)
+            ord_send(&w, base + id);
+        EXPECT_EQ(cnt()->overflow, (round + 1) * (N - 4));
+        EXPECT_TRUE(!req[0].done);
+        ord_send(&w, base);
+        if (round == 1)
+            for (unsigned i = 0; i < N; i++)
+                EXPECT_RET(efarm_trecv(g_ep, buf[i], ORD_LEN, 1, 2, 7, &req[i]), 0);
+        for (unsigned i = 0; i < N; i++)
+            ord_expect(&req[i], buf[i], base + i);
+    }
+    EXPECT_EQ(cnt()->out_of_order, 2 * (N - 1));
+    EXPECT_EQ(cnt()->stale_ids, 0);
+    wp_close(&w);
+    engine_close();
+}
+
+/* One MEDIUM segment from the wire peer: [off, off + n) of a len-byte message. */
+static void send_medium(struct wp *w, uint32_t msg_id, const uint8_t *src, uint64_t len,
+                        uint64_t off, uint64_t n)
+{
+    struct efarm_pkt pkt;
+
+    wp_req(w, &pkt, EFARM_PKT_MEDIUM_TAGRTM, msg_id, tag_of(7));
+    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, len);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_OFFSET, off);
+    wp_send_settle(w, &pkt, NULL, 0, src + off, n);
+}
+
+/* MEDIUM segments of messages out of order, interleaved with each other and an eager one. */
+EFARM_TEST(wire_ordering_medium_segments_interleaved)
+{
+    const uint64_t l0 = 15000, l1 = 20000, l3 = 18000, seg = 8000;
+    uint8_t *m0 = malloc(l0), *m1 = malloc(l1), *m3 = malloc(l3), e2[ORD_LEN];
+    uint8_t *d[4];
+    struct efarm_req req[4];
+    struct wp w;
+
+    engine_open(NULL);
+    wp_open(&w);
+    wp_connect(&w, FEAT_ALL);
+    proto_fill(m0, l0, 70);
+    proto_fill(m1, l1, 71);
+    proto_fill(m3, l3, 73);
+    ord_payload(e2, 2);
+    memset(req, 0, sizeof(req));
+    for (unsigned i = 0; i < 4; i++) {
+        d[i] = calloc(1, l1);
+        EXPECT_RET(efarm_trecv(g_ep, d[i], l1, 1, 2, 7, &req[i]), 0);
+    }
+    /* Message 1's segments and message 2 wait for message 0 in the reorder window. */
+    send_medium(&w, 1, m1, l1, 2 * seg, l1 - 2 * seg);
+    send_medium(&w, 1, m1, l1, 0, seg);
+    send_eager(&w, EFARM_PKT_EAGER_TAGRTM, 2, tag_of(7), e2, ORD_LEN);
+    EXPECT_TRUE(!req[0].done && !req[1].done && !req[2].done);
+    /* Message 0's last segment first: all three match, in msg_id order; 2 is complete. */
+    send_medium(&w, 0, m0, l0, seg, l0 - seg);
+    EXPECT_TRUE(!req[0].done && !req[1].done && req[2].done);
+    ord_expect(&req[2], d[2], 2);
+    send_medium(&w, 1, m1, l1, seg, seg);
+    EXPECT_TRUE(!req[0].done && req[1].done);
+    send_medium(&w, 0, m0, l0, 0, seg);
+    EXPECT_TRUE(req[0].done);
+    /* A message in progress: later segments go straight to its operation. */
+    send_medium(&w, 3, m3, l3, 0, seg);
+    EXPECT_TRUE(!req[3].done);
+    send_medium(&w, 3, m3, l3, 2 * seg, l3 - 2 * seg);
+    send_medium(&w, 3, m3, l3, seg, seg);
+    EXPECT_TRUE(req[3].done);
+    EXPECT_EQ(req[0].length, l0);
+    EXPECT_MEM_EQ(d[0], m0, l0);
+    EXPECT_EQ(req[1].length, l1);
+    EXPECT_MEM_EQ(d[1], m1, l1);
+    ord_expect(&req[2], d[2], 2);
+    EXPECT_EQ(req[3].length, l3);
+    EXPECT_MEM_EQ(d[3], m3, l3);
+    EXPECT_EQ(cnt()->stale_ids, 0);
+    wp_close(&w);
+    engine_close();
+    for (unsigned i = 0; i < 4; i++)
+        free(d[i]);
+    free(m0);
+    free(m1);
+    free(m3);
+}
+
+/* ---- 8. Malformed input ---------------------------------------------------------------- */
+
+/* Encode pkt with n bytes of data into buf; returns the packet's length. */
+static uint32_t encode_into(const struct efarm_pkt *pkt, const void *data, uint64_t n, uint8_t *buf)
+{
+    size_t hdr;
+
+    EXPECT_RET(efarm_pkt_encode(pkt, buf, WP_MAX_PKT, &hdr), 0);
+    if (n)
+        memcpy(buf + hdr, data, n);
+    return (uint32_t)(hdr + n);
+}
+
+static void send_raw_settle(struct wp *w, const uint8_t *bytes, uint32_t len)
+{
+    uint64_t before = cnt()->rx_pkts;
+
+    wp_send_bytes(w, bytes, len);
+    PUMP_UNTIL(cnt()->rx_pkts > before);
+}
+
+/* Undecodable packets are dropped and counted; the endpoint keeps working. */
+EFARM_TEST(wire_malformed_dropped)
+{
+    static const uint8_t short_hs[] = {EFARM_PKT_HANDSHAKE, 4, 0, 0, 2, 0, 0, 0};
+    uint8_t buf[WP_MAX_PKT], data[ORD_LEN], rbuf[ORD_LEN];
+    struct efarm_req rreq = {0};
+    struct efarm_pkt pkt;
+    uint32_t n, bad = 0;
+    struct wp w;
+
+    engine_open(NULL);
+    wp_open(&w);
+    wp_connect(&w, FEAT_ALL);
+    ord_payload(data, 0);
+    EXPECT_RET(efarm_trecv(g_ep, rbuf, ORD_LEN, 1, 2, 7, &rreq), 0);
+
+    efarm_test_context("empty and 2-byte packets");
+    send_raw_settle(&w, buf, 0);
+    buf[0] = EFARM_PKT_EAGER_TAGRTM;
+    buf[1] = 4;
+    send_raw_settle(&w, buf, 2);
+    bad += 2;
+    efarm_test_context("bad version, unknown, retired and reserved types");
+    wp_req(&w, &pkt, EFARM_PKT_EAGER_TAGRTM, 0, tag_of(7));
+    n = encode_into(&pkt, data, ORD_LEN, buf);
+    buf[1] = 3;
+    send_raw_settle(&w, buf, n);
+    buf[1] = 4;
+    for (unsigned t = 0; t < 4; t++) {
+        static const uint8_t types[] = {200, EFARM_PKT_RETIRED_RTS, EFARM_PKT_RESERVED_6,
+                                        EFARM_PKT_RESERVED_132};
+
+        buf[0] = types[t];
+        send_raw_settle(&w, buf, n);
+    }
+    buf[0] = EFARM_PKT_EAGER_TAGRTM;
+    send_raw_settle(&w, buf, 10); /* shorter than its mandatory header */
+    bad += 6;
+    efarm_test_context("bad flags");
+    efarm_store_le16(buf + 2, EFARM_REQ_MSG | EFARM_REQ_TAGGED | EFARM_REQ_READ_NACK |
+                                  EFARM_PKT_FLAG_CONNID_HDR);
+    send_raw_settle(&w, buf, n); /* READ_NACK on an eager REQ */
+    w.req_raw_addr = true;
+    wp_req(&w, &pkt, EFARM_PKT_EAGER_TAGRTM, 0, tag_of(7));
+    w.req_raw_addr = false;
+    n = encode_into(&pkt, data, ORD_LEN, buf);
+    efarm_store_le16(buf + 2, pkt.flags | EFARM_PKT_FLAG_CONNID_HDR);
+    send_raw_settle(&w, buf, n); /* raw address and connid header at once */
+    efarm_store_le16(buf + 2, pkt.flags);
+    efarm_store_le32(buf + 16, 20);
+    send_raw_settle(&w, buf, n); /* raw address shorter than 32 bytes */
+    bad += 3;
+    efarm_test_context("bad lengths");
+    send_raw_settle(&w, short_hs, sizeof(short_hs)); /* nextra_p3 below 3 */
+    wp_ctrl(&w, &pkt, EFARM_PKT_CTS);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, 1);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, 1);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_LENGTH, 0);
+    send_raw_settle(&w, buf, encode_into(&pkt, NULL, 0, buf)); /* a CTS granting nothing */
+    wp_req(&w, &pkt, EFARM_PKT_MEDIUM_TAGRTM, 0, tag_of(7));
+    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, 30);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_OFFSET, 20);
+    send_raw_settle(&w, buf, encode_into(&pkt, data, 20, buf)); /* past msg_length */
+    wp_req(&w, &pkt, EFARM_PKT_LONGREAD_TAGRTM, 0, tag_of(7));
+    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, 1000);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, 1);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_READ_IOV_COUNT, 3);
+    send_raw_settle(&w, buf, encode_into(&pkt, data, 24, buf)); /* 3 iovs, room for 1 */
+    wp_ctrl(&w, &pkt, EFARM_PKT_CTSDATA);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, 1);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_LENGTH, 100);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_OFFSET, 0);
+    send_raw_settle(&w, buf, encode_into(&pkt, data, 10, buf)); /* seg_length past the data */
+    bad += 5;
+
+    EXPECT_EQ(cnt()->decode_errors, bad);
+    EXPECT_EQ(cnt()->stale_ids + cnt()->connid_mismatch + cnt()->unknown_sender, 0);
+    EXPECT_TRUE(!rreq.done);
+    wp_expect_none(&w, -1);
+    efarm_test_context("the endpoint still works");
+    ord_send(&w, 0);
+    ord_expect(&rreq, rbuf, 0);
+    wp_flush(&w);
+    wp_close(&w);
+    engine_close();
+}
+
+/*
+ * A LONGREAD or RUNTREAD whose read_iov cannot describe the message: the
+ * matching receive completes with PROTO_BAD_READ_IOV, and EOR still goes so
+ * the sender is not left waiting; posted before or after it arrives.
+ */
+EFARM_TEST(wire_bad_read_iov)
+{
+    const uint64_t len = 100000;
+    uint8_t *src = malloc(len), *dst = calloc(1, len);
+    struct efarm_rma_iov iov[4];
+    struct efarm_req rreq = {0};
+    struct wp_pkt p;
+    uint32_t id = 0;
+    struct wp w;
+
+    engine_open(NULL);
+    wp_open(&w);
+    wp_connect(&w, FEAT_ALL);
+    proto_fill(src, len, 81);
+    for (unsigned i = 0; i < 4; i++)
+        iov[i] = (struct efarm_rma_iov){(uintptr_t)src + i * (len / 4), len / 4, 0x42};
+    for (unsigned k = 0; k < 8; k++) {
+        bool after = k & 1;
+        uint32_t send_id = 0x900 + k;
+        struct efarm_rma_iov wrap = {UINT64_MAX - 10, len, 0x42};
+
+        efarm_test_context("case %u, receive posted %s", k / 2, after ? "after" : "before");
+        memset(&rreq, 0, sizeof(rreq));
+        if (!after)
+            EXPECT_RET(efarm_trecv(g_ep, dst, len, 1, 2, 3, &rreq), 0);
+        switch (k / 2) {
+        case 0: /* no read_iov at all */
+            send_longread(&w, EFARM_PKT_LONGREAD_TAGRTM, id, tag_of(3), send_id, len, iov, 0);
+            break;
+        case 1: /* covers one byte less than the message */
+            iov[3].len--;
+            send_longread(&w, EFARM_PKT_LONGREAD_TAGRTM, id, tag_of(3), send_id, len, iov, 4);
+            iov[3].len++;
+            break;
+        case 2: /* an address range that wraps around */
+            send_longread(&w, EFARM_PKT_LONGREAD_TAGRTM, id, tag_of(3), send_id, len, &wrap, 1);
+            break;
+        default: /* a runting read without read_iov */
+            send_runtread(&w, id, tag_of(3), send_id, len, NULL, 500, 0, src, 500);
+            break;
+        }
+        id++;
+        if (after) {
+            pump_for(WP_QUIET_US);
+            EXPECT_TRUE(!rreq.done);
+            EXPECT_RET(efarm_trecv(g_ep, dst, len, 1, 2, 3, &rreq), 0);
+        }
+        wp_expect(&w, EFARM_PKT_EOR, &p);
+        EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), send_id);
+        EXPECT_TRUE(rreq.done);
+        EXPECT_RET(rreq.status, EFARM_E(PROTO_BAD_READ_IOV));
+        EXPECT_EQ(cnt()->reads_posted, 0);
+    }
+    EXPECT_EQ(cnt()->recv_errors, 8);
+    wp_expect_none(&w, -1);
+    EXPECT_RET(efarm_trecv(g_ep, dst, len, 1, 2, 3, &rreq), 0);
+    send_eager(&w, EFARM_PKT_EAGER_TAGRTM, id, tag_of(3), src, 100);
+    EXPECT_TRUE(rreq.done);
+    EXPECT_RET(rreq.status, 0);
+    wp_close(&w);
+    engine_close();
+    free(src);
+    free(dst);
+}
