@@ -19,3 +19,9 @@ EXTRA_DIST += bench/run-device-bench.sh
 noinst_PROGRAMS += bench/bench-tm
 bench_bench_tm_SOURCES = bench/bench_tm.c
 bench_bench_tm_LDADD = libefarm.la
+
+# The protocol engine's cost, next to bench-device's device layer (run-proto-bench.sh).
+noinst_PROGRAMS += bench/bench-proto
+bench_bench_proto_SOURCES = bench/bench_proto.c
+bench_bench_proto_LDADD = libefarm.la
+EXTRA_DIST += bench/run-proto-bench.sh

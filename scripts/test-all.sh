@@ -98,6 +98,8 @@ step bench-efasim-runs env LD_LIBRARY_PATH="$root/gcc/src/efasim/.libs" \
     "$root/gcc/bench/bench-efasim" 200
 step bench-device-runs env EFARM_DEVICE=sim EFARM_EFASIM_PATH="$root/gcc/src/efasim/.libs" \
     "$root/gcc/bench/bench-device" 200
+step bench-proto-runs env EFARM_DEVICE=sim EFARM_EFASIM_PATH="$root/gcc/src/efasim/.libs" \
+    "$root/gcc/bench/bench-proto" 200
 
 fuzz_build() {
     mkdir -p "$root/fuzz" && cd "$root/fuzz" &&
