@@ -14,6 +14,7 @@ test_unit_efarm_unit_SOURCES = \
 	test/unit/proto_common.h \
 	test/unit/proto_common.c \
 	test/unit/test_proto_smoke.c \
+	test/unit/test_proto_restart.c \
 	test/unit/test_proto.c \
 	test/unit/test_proto_wire.c
 test_unit_efarm_unit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test/unit $(IBVERBS_CFLAGS) \
