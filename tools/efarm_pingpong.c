@@ -450,7 +450,8 @@ static int server_hello(struct efarm_ep *ep, const struct pp_opts *o, efarm_peer
  * Echo loop with two buffers: the receive of the next message is posted into
  * one before the echo of the current one leaves from the other.
  */
-static int server_echo(struct efarm_ep *ep, const struct pp_opts *o, uint64_t max)
+static int server_echo(struct efarm_ep *ep, const struct pp_opts *o, uint64_t max,
+                       uint64_t *echoed_p)
 {
     struct efarm_req rreq[2] = {{0}}, sreq = {.done = true};
     uint8_t *buf[2] = {malloc(max ? max : 1), malloc(max ? max : 1)};
@@ -482,6 +483,7 @@ static int server_echo(struct efarm_ep *ep, const struct pp_opts *o, uint64_t ma
         sreq = (struct efarm_req){0};
         ret = efarm_tsend(ep, rreq[cur].peer, buf[cur], rreq[cur].length, PP_CONTEXT, PP_SRC_SERVER,
                           PP_TAG_DATA, 0, 0, &sreq);
+        (*echoed_p)++;
         cur ^= 1;
     }
     if (ret == 0)
@@ -494,12 +496,13 @@ out:
     return ret;
 }
 
-static int run_server(const struct pp_opts *o)
+/* `verbose` (a server of its own, not the forked one) says what happens, and the counters. */
+static int run_server(const struct pp_opts *o, bool verbose)
 {
     uint8_t raw[EFARM_RAW_ADDR_LEN];
+    uint64_t max = 0, echoed = 0;
     struct efarm_ep *ep;
-    efarm_peer_t client;
-    uint64_t max = 0;
+    efarm_peer_t client = EFARM_PEER_NONE;
     int ret;
 
     ret = ep_open(&ep);
@@ -510,10 +513,28 @@ static int run_server(const struct pp_opts *o)
     if (ret == 0) {
         g_server_file = o->server_file;
         atexit(server_cleanup);
+        if (verbose) {
+            printf("efarm-pingpong: server address ");
+            for (int i = 0; i < EFARM_RAW_ADDR_LEN; i++)
+                printf("%02x", raw[i]);
+            printf(" in %s, waiting up to %g s for a client\n", o->server_file, o->timeout_s);
+            fflush(stdout);
+        }
         ret = server_hello(ep, o, &client, &max);
     }
+    if (ret == 0 && verbose) {
+        printf("efarm-pingpong: client connected (peer %u, learnt from its raw-address header), "
+               "messages up to %" PRIu64 " bytes\n",
+               client, max);
+        fflush(stdout);
+    }
     if (ret == 0)
-        ret = server_echo(ep, o, max);
+        ret = server_echo(ep, o, max, &echoed);
+    if (verbose) {
+        printf("efarm-pingpong: %" PRIu64 " messages echoed%s\n\nengine counters (server):\n",
+               echoed, ret ? ", then failed" : "; the client said goodbye");
+        efarm_counters_print(stdout, efarm_ep_counters(ep));
+    }
     efarm_ep_close(ep);
     return ret ? 1 : 0;
 }
@@ -731,7 +752,7 @@ static int run_both(struct pp_opts *o)
     if (child == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the client */
         o->server_file = path;
-        exit(run_server(o));
+        exit(run_server(o, false));
     }
     o->client_file = path;
     ret = run_client(o, child);
@@ -758,7 +779,7 @@ int main(int argc, char **argv)
     if (ret)
         return ret == 1 ? 0 : 2;
     if (o.server_file)
-        return run_server(&o);
+        return run_server(&o, true);
     if (o.client_file)
         return run_client(&o, 0);
     return run_both(&o);
