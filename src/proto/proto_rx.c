@@ -357,6 +357,8 @@ static void window_advance(struct efarm_ep *ep, struct efarm_peer_state *st)
         head = *slot;
         if (head == NULL)
             return;
+        /* Read the chain first: a handler that takes head links it into its op's list. */
+        rest = head->next;
         rxpkt_decode(head, &pkt);
         ret = req_process(ep, st, &pkt, head, head->rx_id);
         if (ret == -EAGAIN) {
@@ -366,8 +368,6 @@ static void window_advance(struct efarm_ep *ep, struct efarm_peer_state *st)
             return;
         }
         *slot = NULL;
-        rest = head->next;
-        head->next = NULL;
         if (ret == 0)
             efarm_rxpkt_release(ep, head);
         /* Further packets of the same message (medium, runting read) follow it. */
