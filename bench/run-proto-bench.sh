@@ -43,6 +43,13 @@ awk '!($1 in l) || $2 < l[$1] {l[$1] = $2} END {for (s in l) print s, l[s]}' "$t
     sort -k1,1 >"$tmp/lat.txt"
 awk '!($1 in b) || $2 > b[$1] {b[$1] = $2} END {for (s in b) print s, b[s]}' "$tmp/bw.all" |
     sort -k1,1 >"$tmp/bw.txt"
+echo "engine alone, best of $runs runs (ping-pong: lowest median one-way; stream: highest):"
+printf '%8s | %14s | %14s\n' bytes "lat med us" "stream MB/s"
+join -a 1 -a 2 -e - -o 0,1.2,2.2 "$tmp/lat.txt" "$tmp/bw.txt" | sort -n |
+    awk '{printf "%8s | %14s | %14s\n", $1, $2, $3}'
+printf '%8s | %14s | %14s\n' 8 "" "$(awk '$2 > m {m = $2} END {printf "%.0f msgs/s", m}' \
+    "$tmp/rate.all")"
+echo
 echo "engine vs device layer (same efasim, same machine, best of $runs alternating runs," \
     "$iters iterations):"
 printf '%8s | %14s %14s | %s\n' bytes "device lat us" "engine lat us" \
