@@ -460,7 +460,7 @@ static int server_echo(struct efarm_ep *ep, const struct pp_opts *o, uint64_t ma
 
     if (!buf[0] || !buf[1]) {
         fprintf(stderr, "efarm-pingpong: cannot allocate 2 x %" PRIu64 " bytes\n", max);
-        goto out;
+        goto free_buffers;
     }
     ret = efarm_trecv(ep, buf[0], max, PP_CONTEXT, EFARM_ANY_SOURCE, EFARM_ANY_TAG, &rreq[0]);
     for (;;) {
@@ -490,7 +490,7 @@ static int server_echo(struct efarm_ep *ep, const struct pp_opts *o, uint64_t ma
         ret = wait_reqs(ep, &sreq, NULL, now_s() + o->timeout_s, "echoing the last message");
     if (ret == 0)
         ret = req_status(&sreq, "echoing the last message");
-out:
+free_buffers:
     free(buf[0]);
     free(buf[1]);
     return ret;
@@ -631,10 +631,16 @@ static void protos_format(unsigned protos, char *out, size_t len)
     }
 }
 
+/* Untimed round trips before each size's timed ones: a tenth, at least 1, at most 100. */
+static long warmup_iters(const struct pp_opts *o)
+{
+    return o->iters / 10 < 1 ? 1 : o->iters / 10 > 100 ? 100 : o->iters / 10;
+}
+
 static int client_size(struct efarm_ep *ep, efarm_peer_t server, const struct pp_opts *o,
                        const struct pp_buffers *b, uint64_t size)
 {
-    long warmup = o->iters / 10 < 1 ? 1 : o->iters / 10 > 100 ? 100 : o->iters / 10;
+    long warmup = warmup_iters(o);
     double sum = 0, us;
     unsigned protos = 0;
     char names[64];
@@ -685,42 +691,38 @@ static int run_client(const struct pp_opts *o, pid_t server_pid)
     if (!b.send || !b.recv || !b.lat) {
         fprintf(stderr, "efarm-pingpong: out of memory\n");
         ret = -ENOMEM;
-        goto err_free;
+        goto free_buffers;
     }
     memset(b.send, 0x5a, max);
     ret = addrfile_read(o->client_file, o->timeout_s, server_pid, raw);
     if (ret)
-        goto err_free;
+        goto free_buffers;
     ret = ep_open(&ep);
     if (ret)
-        goto err_free;
+        goto free_buffers;
     ret = efarm_av_insert(ep, raw, &server);
     if (ret) {
         fprintf(stderr, "efarm-pingpong: cannot insert the server's address: %s\n",
                 efarm_strerror(ret));
-        goto err_close;
+        goto close_ep;
     }
     ret = client_hello(ep, server, o, max);
     if (ret)
-        goto err_close;
+        goto close_ep;
     printf("efarm-pingpong: %ld round trips per size after %ld warm-up, %s, one-way = "
            "round trip / 2\n"
            "%10s | %-17s | %21s | %10s\n",
-           o->iters,
-           o->iters / 10 < 1     ? 1
-           : o->iters / 10 > 100 ? 100
-                                 : o->iters / 10,
-           o->check ? "every byte checked" : "data not checked", "bytes", "proto", "lat med/p99 us",
-           "MB/s");
+           o->iters, warmup_iters(o), o->check ? "every byte checked" : "data not checked", "bytes",
+           "proto", "lat med/p99 us", "MB/s");
     for (unsigned i = 0; i < o->nsizes && ret == 0; i++)
         ret = client_size(ep, server, o, &b, o->sizes[i]);
     if (ret == 0)
         ret = client_bye(ep, server, o);
     printf("\nengine counters (client):\n");
     efarm_counters_print(stdout, efarm_ep_counters(ep));
-err_close:
+close_ep:
     efarm_ep_close(ep);
-err_free:
+free_buffers:
     free(b.lat);
     free(b.recv);
     free(b.send);
