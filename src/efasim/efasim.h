@@ -203,7 +203,6 @@ bool efasim_gid_to_addr(const union ibv_gid *gid, struct in_addr *addr_p);
 #define EFASIM_MAX_SGE      4
 #define EFASIM_RX_BATCH     16   /* datagrams read per QP per progress call */
 #define EFASIM_RX_WINDOW    512  /* sequence numbers unsettled per peer and direction, at most */
-#define EFASIM_NACK_MEMORY  4    /* recent NACKs per peer, to answer retransmissions alike */
 #define EFASIM_INFLIGHT_MAX 1024 /* datagrams awaiting a response, per QP */
 #define EFASIM_RDMA_WINDOW  32   /* chunks of one RDMA WR in flight at once */
 #define EFASIM_ACK_PIGGY    16   /* ACKs a peer may be owed before they go out on their own */
@@ -222,6 +221,12 @@ enum efasim_pkt {
 #define EFASIM_MAGIC    0xe5
 #define EFASIM_F_IMM    0x1 /* carries immediate data (DATA, last WRITE chunk) */
 #define EFASIM_F_ACKREQ 0x2
+/*
+ * DATA, WRITE: the sender has no RNR retry left, so a refusal of this datagram
+ * is final and the receiver settles it. NACK (RNR): the receiver settled this
+ * refusal and will never take the datagram; only such a NACK fails the WR.
+ */
+#define EFASIM_F_RNR_FINAL 0x4
 
 /*
  * Header of every datagram, in the host's byte order: both ends are this library.
@@ -247,10 +252,10 @@ struct efasim_hdr {
     uint64_t rbase;  /* WRITE, READ_REQ: start of the whole remote range of the WR */
     uint64_t rtotal; /* WRITE, READ_REQ: length of that range, checked before any chunk */
     uint32_t rkey;
-    uint32_t len;    /* WRITE, READ_REQ: bytes of this chunk */
-    uint32_t status; /* NACK: enum efasim_status */
-    uint16_t nacks;  /* struct efasim_ack entries between this header and the payload */
-    uint16_t pad;
+    uint32_t len;     /* WRITE, READ_REQ: bytes of this chunk */
+    uint32_t status;  /* NACK: enum efasim_status */
+    uint16_t nacks;   /* struct efasim_ack entries between this header and the payload */
+    uint16_t attempt; /* DATA, WRITE: the sender's RNR attempt; NACK: the one it answers */
     uint32_t src_inc; /* every datagram: the sending QP's incarnation, never 0 */
     uint32_t dst_inc; /* the incarnation the ACK entries, NACK or READ_RESP answer; 0 if none */
     uint64_t low;     /* DATA, WRITE, READ_REQ: the sender settled every seq below this */
@@ -297,12 +302,31 @@ struct efasim_inflight {
     uint64_t seq;
     uint64_t first_ns, deadline_ns;
     uint32_t rto_us;
+    uint16_t attempt; /* RNR refusals counted so far; copies carry it, NACKs echo it */
+    bool rnr_backoff; /* the deadline is an RNR backoff, not a retransmission timeout */
 };
 
 /* Sequence numbers below base are settled; bit i is set when base + i is. */
 struct efasim_seqwin {
     uint64_t base;
     uint64_t bits[EFASIM_RX_WINDOW / 64];
+};
+
+/*
+ * The receive side of a peer: which of its sequence numbers this QP settled
+ * (took, or refused for good) and how it answered each, for every number the
+ * sender may still ask about again. base is the sender's low-water mark (it
+ * holds the answer to everything below), and the sender never runs
+ * EFASIM_RX_WINDOW past it, so a ring of that many entries, indexed by
+ * seq % EFASIM_RX_WINDOW, is exact: a copy is always answered as its original
+ * was, however many answers were lost. Entry bits: `settled`, and the NACK
+ * status as a 2-bit code (0 = ACK) in `code_lo`/`code_hi`.
+ */
+struct efasim_rxwin {
+    uint64_t base;
+    struct {
+        uint64_t settled, code_lo, code_hi;
+    } word[EFASIM_RX_WINDOW / 64];
 };
 
 /*
@@ -318,14 +342,11 @@ struct efasim_peer {
     uint32_t inc;      /* incarnation last heard from at this address; 0 = none yet */
     uint32_t prev_inc; /* the one it replaced: its late requests are dropped */
     uint64_t tx_seq;
-    struct efasim_seqwin tx; /* our datagrams to it: base is the `low` we send */
-    struct efasim_seqwin rx; /* its datagrams to us received (the duplicate window) */
+    struct efasim_seqwin tx;                  /* our datagrams to it: base is the `low` we send */
+    struct efasim_rxwin rx;                   /* its datagrams to us settled, and our answers */
     struct efasim_ack pend[EFASIM_ACK_PIGGY]; /* ACKs owed, sent with the next datagram */
     unsigned npend;
     uint64_t pend_since_ns;
-    uint64_t nack_seq[EFASIM_NACK_MEMORY];
-    uint32_t nack_status[EFASIM_NACK_MEMORY];
-    unsigned nack_next;
 };
 
 struct efasim_rwqe {

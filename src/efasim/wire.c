@@ -4,10 +4,27 @@
  * Every datagram that needs an answer (DATA, WRITE, READ_REQ) occupies an
  * in-flight slot until its ACK, NACK or READ_RESP arrives; a timer resends it
  * with exponential backoff, and a peer silent for EFASIM_TIMEOUT_MS fails the
- * WR. Receivers suppress duplicates with a per-peer window and answer a
- * duplicate the way they answered the original. A receive queue with nothing
- * posted answers RNR, which the sender retries within its QP's rnr_retry
- * budget (7 = forever) before completing with IBV_WC_RNR_RETRY_EXC_ERR.
+ * WR. Receivers settle each sequence number once (take the datagram, or
+ * refuse it for good) and keep the answer until the sender's low-water mark
+ * passes it, so every copy (a retransmission, a duplicate, a late reordered
+ * one) is answered exactly as the first settlement was.
+ *
+ * RNR: a receive queue with nothing posted refuses a DATA (or a WRITE with
+ * immediate) with an RNR NACK, which the sender retries after
+ * EFASIM_RNR_BACKOFF_US within its QP's rnr_retry budget (7 = forever, so
+ * never final, below). An
+ * RNR error completion must mean the message was not delivered, while copies
+ * of an attempt may still be in flight when a refusal comes back; so exactly
+ * one party decides, the receiver. While the sender has retries left, a
+ * refusal settles nothing: a later copy is fresh and may find a receive. Once
+ * it has none, its copies carry EFASIM_F_RNR_FINAL; the receiver settles such
+ * a datagram at its first copy, taken or refused, and answers a refusal with
+ * an RNR NACK that carries EFASIM_F_RNR_FINAL too. Only that NACK fails the WR
+ * with IBV_WC_RNR_RETRY_EXC_ERR; if it is lost, the sender's retransmission
+ * draws the same answer. Refusals of non-final copies count against the
+ * budget once per attempt (requests carry the attempt, NACKs echo it), so
+ * duplicated or retransmitted copies do not use it up.
+ *
  * RDMA requests are checked against the target MR's key, bounds and access
  * before a byte is read or written. The fault injector sits below all this:
  * it drops, duplicates, delays and reorders datagrams on their way out.
@@ -15,12 +32,12 @@
  * A QP number can pass to a new QP (in this process or another) while peers
  * still hold state for the old one. Each datagram names its sender's
  * incarnation; a new one at an address resets what the receiver knew of that
- * address (duplicate window, ACKs owed, NACKs remembered), and answers count
- * only when they name the incarnation they answer. Sequence numbers toward an
- * address never restart: each request carries the sender's low-water mark, so
- * a new receiver places its window where the sender is. WRs that were meant
- * for the old QP reach the new one with the old Q-Key and fail its Q-Key check
- * (IBV_WC_REM_INV_RD_REQ_ERR), as on EFA.
+ * address (its receive window with the answers kept, ACKs owed), and answers
+ * count only when they name the incarnation they answer. Sequence numbers
+ * toward an address never restart: each request carries the sender's
+ * low-water mark, so a new receiver places its window where the sender is.
+ * WRs that were meant for the old QP reach the new one with the old Q-Key and
+ * fail its Q-Key check (IBV_WC_REM_INV_RD_REQ_ERR), as on EFA.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -253,23 +270,87 @@ static void seqwin_advance(struct efasim_seqwin *w, uint64_t base)
     seqwin_slide(w);
 }
 
-/* 1 = new, 0 = duplicate, -1 = beyond the window (drop silently; it will come again). */
-static int peer_rx_check(const struct efasim_peer *p, uint64_t seq)
-{
-    uint64_t off;
+/* ---- The receive window: what each of a peer's datagrams got from us --------------- */
 
-    if (seq < p->rx.base)
+#define RXWIN_WORDS (EFASIM_RX_WINDOW / 64)
+
+/* NACK statuses a settled datagram can have, by their 2-bit code in the window; 0 is ACK. */
+static const uint32_t rxwin_status[4] = {EFASIM_ST_OK, EFASIM_ST_REMOTE_RNR,
+                                         EFASIM_ST_REMOTE_BAD_LENGTH, EFASIM_ST_REMOTE_BAD_ADDRESS};
+
+/* Forget the entries of `count` sequence numbers from `from`; count < EFASIM_RX_WINDOW. */
+static void rxwin_clear(struct efasim_rxwin *w, uint64_t from, uint64_t count)
+{
+    while (count) {
+        unsigned bit = (unsigned)(from % 64);
+        uint64_t take = 64 - bit < count ? 64 - bit : count;
+        uint64_t keep = ~((take == 64 ? UINT64_MAX : (1ull << take) - 1) << bit);
+        unsigned i = (unsigned)(from / 64 % RXWIN_WORDS);
+
+        w->word[i].settled &= keep;
+        w->word[i].code_lo &= keep;
+        w->word[i].code_hi &= keep;
+        from += take;
+        count -= take;
+    }
+}
+
+/*
+ * The sender holds the answer to every sequence number below `low`: their
+ * entries are free for the numbers EFASIM_RX_WINDOW above. The base moves only
+ * with the sender's mark, never with what this QP settled, so an answer stays
+ * until the sender has it.
+ */
+static void rxwin_advance(struct efasim_rxwin *w, uint64_t low)
+{
+    if (low <= w->base)
+        return;
+    if (low - w->base >= EFASIM_RX_WINDOW)
+        memset(w->word, 0, sizeof(w->word));
+    else
+        rxwin_clear(w, w->base, low - w->base);
+    w->base = low;
+}
+
+/* 1 = fresh, 0 = settled (a copy), -1 = beyond the window (dropped; it will come again). */
+static int rxwin_check(const struct efasim_rxwin *w, uint64_t seq)
+{
+    if (seq < w->base)
         return 0;
-    off = seq - p->rx.base;
-    if (off >= EFASIM_RX_WINDOW)
+    if (seq - w->base >= EFASIM_RX_WINDOW)
         return -1;
-    return (p->rx.bits[off / 64] >> (off % 64)) & 1 ? 0 : 1;
+    return (w->word[seq / 64 % RXWIN_WORDS].settled >> (seq % 64)) & 1 ? 0 : 1;
+}
+
+/* Settle seq, which lies in the window, with the answer it got (EFASIM_ST_OK: an ACK). */
+static void rxwin_settle(struct efasim_rxwin *w, uint64_t seq, uint32_t status)
+{
+    unsigned i = (unsigned)(seq / 64 % RXWIN_WORDS);
+    uint64_t bit = 1ull << (seq % 64);
+    unsigned code = 0;
+
+    while (code < 3 && rxwin_status[code] != status) /* status is one of them */
+        code++;
+    w->word[i].settled |= bit;
+    w->word[i].code_lo |= code & 1 ? bit : 0;
+    w->word[i].code_hi |= code & 2 ? bit : 0;
+}
+
+/* The answer a settled seq got; below the base the sender has it already, and ACK will do. */
+static uint32_t rxwin_answer(const struct efasim_rxwin *w, uint64_t seq)
+{
+    unsigned i = (unsigned)(seq / 64 % RXWIN_WORDS);
+
+    if (seq < w->base)
+        return EFASIM_ST_OK;
+    return rxwin_status[((w->word[i].code_lo >> (seq % 64)) & 1) |
+                        ((w->word[i].code_hi >> (seq % 64)) & 1) << 1];
 }
 
 /*
  * A datagram from p's address names another incarnation than the one on
  * record. Either a new QP holds the number now: forget what the old one had
- * sent (its duplicate window, ACKs owed to it, NACKs remembered for it); our
+ * sent (its receive window with our answers, and ACKs owed to it); our
  * own sequence numbers toward the address go on, and the new QP learns where
  * they are from `low`. Or it is a late datagram of the QP it replaced: its
  * requests are dropped, while its answers, which name our incarnation and our
@@ -283,8 +364,6 @@ static bool peer_incarnation(struct efasim_peer *p, uint32_t inc, bool request)
         p->prev_inc = p->inc;
         memset(&p->rx, 0, sizeof(p->rx));
         p->npend = 0;
-        memset(p->nack_status, 0, sizeof(p->nack_status));
-        p->nack_next = 0;
     }
     p->inc = inc;
     return true;
@@ -300,21 +379,6 @@ void efasim_peers_settle_all(struct efasim_qp *qp)
     }
 }
 
-static void peer_remember_nack(struct efasim_peer *p, uint64_t seq, uint32_t status)
-{
-    p->nack_seq[p->nack_next] = seq;
-    p->nack_status[p->nack_next] = status;
-    p->nack_next = (p->nack_next + 1) % EFASIM_NACK_MEMORY;
-}
-
-static uint32_t peer_recall_nack(const struct efasim_peer *p, uint64_t seq)
-{
-    for (unsigned i = 0; i < EFASIM_NACK_MEMORY; i++)
-        if (p->nack_status[i] && p->nack_seq[i] == seq)
-            return p->nack_status[i];
-    return EFASIM_ST_OK;
-}
-
 /* ---- Responses -------------------------------------------------------------------- */
 
 struct rx_src {
@@ -322,10 +386,14 @@ struct rx_src {
     const struct efasim_hdr *hdr;
 };
 
-static void send_nack(struct efasim_qp *qp, const struct rx_src *src, uint32_t status)
+/* flags: EFASIM_F_RNR_FINAL on an RNR refusal this QP settled. */
+static void send_nack(struct efasim_qp *qp, const struct rx_src *src, uint32_t status,
+                      uint16_t flags)
 {
     struct efasim_hdr h = {.magic = EFASIM_MAGIC,
                            .type = EFASIM_PKT_NACK,
+                           .flags = flags,
+                           .attempt = src->hdr->attempt,
                            .seq = src->hdr->seq,
                            .cookie = src->hdr->cookie,
                            .status = status,
@@ -495,6 +563,10 @@ static void inflight_send(struct efasim_qp *qp, struct efasim_inflight *f, uint3
         h.flags |= EFASIM_F_IMM;
         h.imm = w->imm;
     }
+    /* No RNR retry left: the receiver's refusal of this copy is final (see rx_request). */
+    h.attempt = f->attempt;
+    if (!w->rnr_left && w->op != EFASIM_OP_READ)
+        h.flags |= EFASIM_F_RNR_FINAL;
     /* ACKs this peer is owed ride along, between the header and the payload. */
     struct iovec out[2 + EFASIM_MAX_SGE];
 
@@ -559,6 +631,8 @@ static bool swqe_issue_chunk(struct efasim_qp *qp, uint32_t idx)
     f->seq = p->tx_seq++;
     f->first_ns = efasim_now_ns();
     f->rto_us = cfg->rto_us;
+    f->attempt = 0;
+    f->rnr_backoff = false;
     f->deadline_ns = f->first_ns + (uint64_t)f->rto_us * 1000;
     if (f->deadline_ns < qp->next_deadline_ns || qp->ninflight == 1)
         qp->next_deadline_ns = f->deadline_ns;
@@ -735,11 +809,30 @@ static bool rx_addressed_ok(struct efasim_qp *qp, const struct rx_src *src)
 {
     if ((qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS) && src->hdr->qkey == qp->qkey)
         return true;
-    send_nack(qp, src, EFASIM_ST_REMOTE_BAD_DEST_QPN);
+    send_nack(qp, src, EFASIM_ST_REMOTE_BAD_DEST_QPN, 0);
     return false;
 }
 
-/* DATA and WRITE from peer p (slot pidx): checked, de-duplicated, applied, answered. */
+/* Answer a settled datagram (or a copy of one) as it was settled. */
+static void answer_settled(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pidx,
+                           const struct rx_src *src, uint32_t status)
+{
+    if (status == EFASIM_ST_OK)
+        ack_add(qp, p, pidx, src);
+    else
+        send_nack(qp, src, status, status == EFASIM_ST_REMOTE_RNR ? EFASIM_F_RNR_FINAL : 0);
+}
+
+/*
+ * DATA and WRITE from peer p (slot pidx): checked, de-duplicated, applied, answered.
+ *
+ * Each sequence number is settled here exactly once, and every copy of it is
+ * answered the way the first settlement was. With no receive posted, a copy
+ * from a sender that still has RNR retries is refused without settling (a
+ * later copy is fresh and may find a receive); a copy marked EFASIM_F_RNR_FINAL
+ * settles the number as refused, and no later copy can be taken. So the
+ * sender's RNR error and the datagram's fate are one decision, made here.
+ */
 static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pidx,
                        const struct rx_src *src, const uint8_t *payload, size_t plen)
 {
@@ -751,27 +844,24 @@ static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pid
 
     if (!rx_addressed_ok(qp, src))
         return;
-    fresh = peer_rx_check(p, h->seq);
+    fresh = rxwin_check(&p->rx, h->seq);
     if (fresh < 0)
         return;
     if (!fresh) {
-        /* A retransmission: answer it as the original was answered. */
-        nack = peer_recall_nack(p, h->seq);
-        if (nack)
-            send_nack(qp, src, nack);
-        else
-            ack_add(qp, p, pidx, src);
+        answer_settled(qp, p, pidx, src, rxwin_answer(&p->rx, h->seq));
         return;
     }
     if (is_write && (!efasim_config()->rdma_write || plen != h->len ||
                      !rdma_range_ok(qp, h, IBV_ACCESS_REMOTE_WRITE)))
         nack = EFASIM_ST_REMOTE_BAD_ADDRESS;
     if (!nack && wants_recv) {
-        if (!qp->rq_count) {
-            send_nack(qp, src, EFASIM_ST_REMOTE_RNR); /* not marked: the retry is fresh */
+        if (!qp->rq_count && !(h->flags & EFASIM_F_RNR_FINAL)) {
+            send_nack(qp, src, EFASIM_ST_REMOTE_RNR, 0); /* not settled: a retry is fresh */
             return;
         }
-        if (efasim_cq_full(qp->recv_cq))
+        if (!qp->rq_count)
+            nack = EFASIM_ST_REMOTE_RNR; /* the last attempt: refused for good */
+        else if (efasim_cq_full(qp->recv_cq))
             return; /* no room to complete it: let the sender retransmit */
     }
     if (!nack && is_write)
@@ -780,13 +870,8 @@ static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pid
         rx_consume_recv(qp, src, is_write ? NULL : payload, is_write ? 0 : plen,
                         is_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
                         is_write ? (uint32_t)h->rtotal : (uint32_t)plen, &nack);
-    seqwin_mark(&p->rx, h->seq);
-    if (nack) {
-        peer_remember_nack(p, h->seq, nack);
-        send_nack(qp, src, nack);
-    } else {
-        ack_add(qp, p, pidx, src);
-    }
+    rxwin_settle(&p->rx, h->seq, nack);
+    answer_settled(qp, p, pidx, src, nack);
 }
 
 /* READ_REQ: stateless; the target's memory is only read, after every check. */
@@ -806,7 +891,7 @@ static void rx_read_req(struct efasim_qp *qp, const struct rx_src *src)
         return;
     if (!efasim_config()->rdma_read || h->len > efasim_config()->rdma_chunk ||
         !rdma_range_ok(qp, h, IBV_ACCESS_REMOTE_READ)) {
-        send_nack(qp, src, EFASIM_ST_REMOTE_BAD_ADDRESS);
+        send_nack(qp, src, EFASIM_ST_REMOTE_BAD_ADDRESS, 0);
         return;
     }
     efasim_xmit(qp->ctx, qp->fd, &src->addr, iov, 2);
@@ -842,28 +927,42 @@ static void rx_acks(struct efasim_qp *qp, const struct rx_src *src, const uint8_
     }
 }
 
+/*
+ * A NACK fails the WR, except an RNR refusal the receiver did not settle
+ * (no EFASIM_F_RNR_FINAL): the receiver may still take a later copy, so the
+ * WR is resent after the backoff, and the resend carries EFASIM_F_RNR_FINAL
+ * once the retries are used up. Every copy of one attempt can draw a refusal
+ * (duplicates, retransmissions); only the first answer to the current attempt
+ * counts against rnr_retry.
+ */
 static void rx_nack(struct efasim_qp *qp, const struct rx_src *src)
 {
-    const struct efasim_config *cfg = efasim_config();
+    const struct efasim_hdr *h = src->hdr;
     struct efasim_inflight *f;
     struct efasim_swqe *w;
     uint32_t slot;
 
-    if (inflight_lookup(qp, src, src->hdr->seq, src->hdr->cookie, &slot))
+    if (inflight_lookup(qp, src, h->seq, h->cookie, &slot))
         return;
     f = &qp->inflight[slot];
     w = &qp->sq[f->wqe];
-    if (src->hdr->status == EFASIM_ST_REMOTE_RNR && w->rnr_left) {
-        if (w->rnr_left != UINT32_MAX)
+    if (h->status == EFASIM_ST_REMOTE_RNR && !(h->flags & EFASIM_F_RNR_FINAL)) {
+        uint64_t now = efasim_now_ns();
+
+        if (h->attempt != f->attempt)
+            return; /* a late refusal of an earlier attempt's copy */
+        f->attempt++;
+        if (w->rnr_left && w->rnr_left != UINT32_MAX)
             w->rnr_left--;
-        /* Not a loss: resend after the RNR backoff without growing the RTO. */
-        f->deadline_ns = efasim_now_ns() + (uint64_t)cfg->rnr_backoff_us * 1000;
+        /* Not a loss: resend after the RNR backoff, then with a fresh RTO. */
+        f->rnr_backoff = true;
+        f->deadline_ns = now + (uint64_t)efasim_config()->rnr_backoff_us * 1000;
         if (f->deadline_ns < qp->next_deadline_ns)
             qp->next_deadline_ns = f->deadline_ns;
-        f->first_ns = efasim_now_ns();
+        f->first_ns = now;
         return;
     }
-    chunk_done(qp, slot, status_to_wc(src->hdr->status), src->hdr->status);
+    chunk_done(qp, slot, status_to_wc(h->status), h->status);
 }
 
 static void rx_datagram(struct efasim_qp *qp, const struct sockaddr_in *from, const uint8_t *buf,
@@ -894,7 +993,7 @@ static void rx_datagram(struct efasim_qp *qp, const struct sockaddr_in *from, co
     if (h.src_inc != p->inc && !peer_incarnation(p, h.src_inc, request))
         return;
     if (request)
-        seqwin_advance(&p->rx, h.low);
+        rxwin_advance(&p->rx, h.low);
     /* Answers meant for an earlier QP with this number name slots that are not ours. */
     for_us = h.dst_inc == qp->inc;
     if (h.nacks && for_us)
@@ -948,7 +1047,11 @@ static void qp_timers(struct efasim_qp *qp, uint64_t now)
             chunk_done(qp, i, IBV_WC_RESP_TIMEOUT_ERR, st);
             continue;
         }
-        f->rto_us = f->rto_us * 2 < cfg->rto_max_us ? f->rto_us * 2 : cfg->rto_max_us;
+        if (f->rnr_backoff)
+            f->rto_us = cfg->rto_us; /* a new attempt, to a peer that just answered */
+        else
+            f->rto_us = f->rto_us * 2 < cfg->rto_max_us ? f->rto_us * 2 : cfg->rto_max_us;
+        f->rnr_backoff = false;
         f->deadline_ns = now + (uint64_t)f->rto_us * 1000;
         next = f->deadline_ns < next ? f->deadline_ns : next;
         inflight_send(qp, f, i);

@@ -45,6 +45,7 @@ test_unit_efasim_unit_SOURCES = \
 	test/unit/test_efasim_device.c \
 	test/unit/test_efasim_send.c \
 	test/unit/test_efasim_srd.c \
+	test/unit/test_efasim_rnr.c \
 	test/unit/test_efasim_rdma.c \
 	test/unit/test_efasim_reuse.c \
 	test/unit/test_efasim_procs.c
