@@ -417,7 +417,7 @@ static inline size_t efasim_datagram_max(const struct efasim_config *cfg)
            (cfg->mtu > cfg->rdma_chunk ? cfg->mtu : cfg->rdma_chunk);
 }
 
-/* wire.c: send one datagram from a QP through the fault injector. */
+/* fault.c: send one datagram from a QP through the fault injector. */
 void efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
                  struct iovec *iov, int iovcnt);
 
@@ -442,7 +442,7 @@ struct efadv_cq *efasim_cq_efadv(struct ibv_cq_ex *cq);
 /* Make progress on every QP of the context: read datagrams, run timers. Lock held. */
 void efasim_progress(struct efasim_context *ctx);
 
-/* Flush datagrams held by the fault injector whose time has come. Lock held. */
+/* fault.c: flush datagrams held by the fault injector whose time has come. Lock held. */
 void efasim_delayq_flush(struct efasim_context *ctx, bool all);
 void efasim_delayq_free(struct efasim_context *ctx);
 

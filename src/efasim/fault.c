@@ -1,0 +1,151 @@
+/*
+ * efasim's fault injector, below the reliability layer (wire.c): every
+ * datagram a QP sends goes through efasim_xmit, which drops, duplicates,
+ * reorders or delays it with the probabilities EFASIM_LOSS, EFASIM_DUP,
+ * EFASIM_REORDER and EFASIM_DELAY, drawn from the context's EFASIM_SEED
+ * stream. Held datagrams wait in a bounded per-context queue (64 slots); a
+ * datagram that finds no slot goes out at once.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "efasim.h"
+
+/* ---- Fault injector: datagrams held back to reorder or delay them --------------- */
+
+#define DELAYQ_SLOTS 64
+
+struct delayed {
+    bool used;
+    int fd;
+    struct sockaddr_in dst;
+    uint64_t due_ns;
+    unsigned hold; /* released after this many later datagrams, or at due_ns */
+    size_t len;
+    uint8_t *buf;
+};
+
+struct efasim_delayq {
+    struct delayed slot[DELAYQ_SLOTS];
+    size_t buf_size;
+};
+
+static void raw_send(int fd, const struct sockaddr_in *dst, struct iovec *iov, int iovcnt)
+{
+    struct msghdr msg = {.msg_name = (void *)dst,
+                         .msg_namelen = sizeof(*dst),
+                         .msg_iov = iov,
+                         .msg_iovlen = (size_t)iovcnt};
+
+    /* A full socket buffer or any other failure is loss; retransmission covers it. */
+    (void)sendmsg(fd, &msg, 0);
+}
+
+static void delayed_release(struct delayed *d)
+{
+    struct iovec iov = {.iov_base = d->buf, .iov_len = d->len};
+
+    if (d->fd >= 0)
+        raw_send(d->fd, &d->dst, &iov, 1);
+    d->used = false;
+}
+
+void efasim_delayq_flush(struct efasim_context *ctx, bool all)
+{
+    uint64_t now;
+
+    if (!ctx->delayq)
+        return;
+    now = efasim_now_ns();
+    for (unsigned i = 0; i < DELAYQ_SLOTS; i++) {
+        struct delayed *d = &ctx->delayq->slot[i];
+
+        if (d->used && (all || now >= d->due_ns))
+            delayed_release(d);
+    }
+}
+
+void efasim_delayq_free(struct efasim_context *ctx)
+{
+    if (!ctx->delayq)
+        return;
+    for (unsigned i = 0; i < DELAYQ_SLOTS; i++)
+        free(ctx->delayq->slot[i].buf);
+    free(ctx->delayq);
+    ctx->delayq = NULL;
+}
+
+/* Hold a copy of the datagram; false when no slot is free (then it goes out now). */
+static bool delayq_hold(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
+                        struct iovec *iov, int iovcnt, bool by_time_only)
+{
+    const struct efasim_config *cfg = efasim_config();
+    struct efasim_delayq *q = ctx->delayq;
+    struct delayed *d = NULL;
+
+    if (!q) {
+        q = ctx->delayq = calloc(1, sizeof(*q));
+        if (!q)
+            return false;
+        q->buf_size = efasim_datagram_max(cfg);
+    }
+    for (unsigned i = 0; i < DELAYQ_SLOTS && !d; i++)
+        if (!q->slot[i].used)
+            d = &q->slot[i];
+    if (!d || (!d->buf && !(d->buf = malloc(q->buf_size))))
+        return false;
+    d->len = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        if (d->len + iov[i].iov_len > q->buf_size)
+            return false;
+        memcpy(d->buf + d->len, iov[i].iov_base, iov[i].iov_len);
+        d->len += iov[i].iov_len;
+    }
+    d->used = true;
+    d->fd = fd;
+    d->dst = *dst;
+    /* Reordering: behind 1-4 later datagrams (or 200 us); delay: EFASIM_DELAY_US. */
+    d->hold = by_time_only ? UINT32_MAX : 1 + (unsigned)(efasim_rand01(ctx) * 4);
+    d->due_ns = efasim_now_ns() + (by_time_only ? (uint64_t)cfg->delay_us * 1000 : 200000);
+    return true;
+}
+
+/* One more datagram went out: release held ones whose turn has come. */
+static void delayq_tick(struct efasim_context *ctx)
+{
+    uint64_t now = efasim_now_ns();
+
+    for (unsigned i = 0; i < DELAYQ_SLOTS; i++) {
+        struct delayed *d = &ctx->delayq->slot[i];
+
+        if (d->used && d->hold != UINT32_MAX)
+            d->hold--;
+        if (d->used && (d->hold == 0 || now >= d->due_ns))
+            delayed_release(d);
+    }
+}
+
+void efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
+                 struct iovec *iov, int iovcnt)
+{
+    const struct efasim_config *cfg = efasim_config();
+
+    if (!cfg->loss && !cfg->dup && !cfg->reorder && !cfg->delay) {
+        raw_send(fd, dst, iov, iovcnt);
+        return;
+    }
+    if (ctx->delayq)
+        delayq_tick(ctx);
+    if (cfg->loss && efasim_rand01(ctx) < cfg->loss)
+        return;
+    if (cfg->delay && efasim_rand01(ctx) < cfg->delay &&
+        delayq_hold(ctx, fd, dst, iov, iovcnt, true))
+        return;
+    if (cfg->reorder && efasim_rand01(ctx) < cfg->reorder &&
+        delayq_hold(ctx, fd, dst, iov, iovcnt, false))
+        return;
+    raw_send(fd, dst, iov, iovcnt);
+    if (cfg->dup && efasim_rand01(ctx) < cfg->dup && !delayq_hold(ctx, fd, dst, iov, iovcnt, false))
+        raw_send(fd, dst, iov, iovcnt);
+}
