@@ -48,7 +48,12 @@ EFARM_TEST(config_table_printed_whole)
     fclose(out);
     for (size_t i = 0; i < len; i++)
         lines += text[i] == '\n';
-    EXPECT_EQ(lines, 1 + 8); /* the header and one line per tunable */
-    EXPECT_TRUE(strstr(text, "EFARM_DEVICE") && strstr(text, "EFARM_MR_CACHE_MAX_BYTES"));
+#define CONFIG_COUNT_(name, member, kind, def, why) +1
+    EXPECT_EQ(lines, 1 + (0 EFARM_CONFIG_LIST(CONFIG_COUNT_))); /* the header, one per tunable */
+#undef CONFIG_COUNT_
+#define CONFIG_PRINTED_(name, member, kind, def, why) \
+    EXPECT_TRUE(strstr(text, "EFARM_" #name " ") != NULL);
+    EFARM_CONFIG_LIST(CONFIG_PRINTED_)
+#undef CONFIG_PRINTED_
     free(text);
 }
