@@ -125,8 +125,8 @@ struct efarm_ep_attr {
     uint32_t av_size;
     uint32_t sq_depth, rx_buffers, tx_pkts, max_ops;
     uint32_t max_posted, max_unexpected;
-    uint64_t unexp_bytes;
-    uint32_t recvwin;
+    uint64_t unexp_bytes, unexp_max_bytes;
+    uint32_t rx_reserve, recvwin;
     uint64_t eager_max, medium_max, read_min, runt_size;
     uint32_t max_reads, cts_credits, rx_window;
     uint32_t rnr_retry, rnr_backoff_us, rnr_backoff_max_us;
@@ -234,6 +234,7 @@ int efarm_cancel_recv(struct efarm_ep *ep, struct efarm_req *req);
     X(out_of_order, "REQ packets that arrived ahead of their msg_id")                     \
     X(overflow, "REQ packets beyond the reorder window (overflow list)")                  \
     X(held_rx, "receive buffers held unposted for back-pressure")                         \
+    X(copy_overdraft, "packets copied past EFARM_UNEXP_BYTES to keep RX_RESERVE posted")  \
     X(deferred, "in-order messages deferred: no room for an unexpected message")          \
     X(decode_errors, "packets that failed to decode (dropped)")                           \
     X(unknown_sender, "packets from an unknown sender without raw address (dropped)")     \

@@ -76,6 +76,10 @@ static int params_resolve(const struct efarm_ep_attr *a, struct efarm_ep_params 
     p->max_posted = pick_u32(a->max_posted, c->max_posted);
     p->max_unexpected = pick_u32(a->max_unexpected, c->max_unexpected);
     p->unexp_bytes = pick_u64(a->unexp_bytes, c->unexp_bytes);
+    p->unexp_max_bytes = pick_u64(a->unexp_max_bytes, c->unexp_max_bytes);
+    if (p->unexp_max_bytes < p->unexp_bytes)
+        p->unexp_max_bytes = p->unexp_bytes;
+    p->rx_reserve = pick_u32(a->rx_reserve, c->rx_reserve);
     p->recvwin = pick_u32(a->recvwin, c->recvwin);
     p->eager_max = pick_u64(a->eager_max, c->eager_max);
     p->medium_max = pick_u64(a->medium_max, c->medium_max);
@@ -91,13 +95,16 @@ static int params_resolve(const struct efarm_ep_attr *a, struct efarm_ep_params 
     p->connid_header = c->connid_header && !a->no_connid_header;
     p->dc = !a->no_dc;
     p->first_msg_id = a->first_msg_id;
+    if (p->rx_reserve == 0)
+        p->rx_reserve = p->rx_buffers / 4 ? p->rx_buffers / 4 : 1;
 
     if (p->av_size == 0 || p->av_size >= EFARM_PEER_NONE / 2 || p->sq_depth == 0 ||
         p->rx_buffers < 2 || p->tx_pkts < 4 || p->max_ops == 0 || p->max_ops > 0xffff ||
         p->max_posted == 0 || p->max_unexpected == 0 || p->recvwin == 0 ||
-        p->recvwin > (1u << 16) || (p->recvwin & (p->recvwin - 1)) || p->cts_credits == 0 ||
-        p->rx_window == 0 || p->rnr_retry > 7 || p->rnr_backoff_us == 0 ||
-        p->rnr_backoff_max_us < p->rnr_backoff_us || p->max_reads == 0) {
+        p->rx_reserve >= p->rx_buffers || p->recvwin > (1u << 16) ||
+        (p->recvwin & (p->recvwin - 1)) || p->cts_credits == 0 || p->rx_window == 0 ||
+        p->rnr_retry > 7 || p->rnr_backoff_us == 0 || p->rnr_backoff_max_us < p->rnr_backoff_us ||
+        p->max_reads == 0) {
         efarm_log(EFARM_LOG_ERROR,
                   "endpoint parameters out of range (EFARM_RECVWIN must be a power of 2 up to "
                   "65536, EFARM_MAX_OPS at most 65535, EFARM_RNR_RETRY at most 7)");

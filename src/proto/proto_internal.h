@@ -193,8 +193,8 @@ struct efarm_op {
 /* Resolved parameters (attribute, else tunable). */
 struct efarm_ep_params {
     uint32_t av_size, sq_depth, rx_buffers, tx_pkts, max_ops, max_posted, max_unexpected;
-    uint64_t unexp_bytes;
-    uint32_t recvwin, first_msg_id;
+    uint64_t unexp_bytes, unexp_max_bytes;
+    uint32_t rx_reserve, recvwin, first_msg_id;
     uint64_t eager_max, medium_max, read_min, runt_size;
     uint32_t max_reads, cts_credits, rx_window;
     uint32_t rnr_retry, rnr_backoff_us, rnr_backoff_max_us;
@@ -334,8 +334,6 @@ void efarm_rx_progress(struct efarm_ep *ep);
 struct efarm_rxpkt *efarm_rxpkt_store(struct efarm_ep *ep, const uint8_t *data, uint32_t len,
                                       uint32_t rx_id, bool *held_p);
 void efarm_rxpkt_release(struct efarm_ep *ep, struct efarm_rxpkt *pkt);
-bool efarm_rx_can_store(const struct efarm_ep *ep, uint32_t len);
-void efarm_rx_window_drop(struct efarm_ep *ep, struct efarm_peer_state *st);
 
 /*
  * Handlers of in-order REQs and of the packets that follow them. Each gets a

@@ -19,8 +19,11 @@
  * Storage and back-pressure. A packet that must wait is copied into a buffer
  * sized to it (four size classes) as long as the copy budget
  * (EFARM_UNEXP_BYTES) lasts; after that the device's receive buffer itself is
- * held, not reposted, so the device runs out of posted buffers and answers
- * senders with RNR. When the in-order message finds no room in the unexpected
+ * held, not reposted, so the device runs short of posted buffers and answers
+ * senders with RNR. The last EFARM_RX_RESERVE buffers are never held while
+ * copies stay under EFARM_UNEXP_MAX_BYTES: the packet that fills a hole in
+ * msg_id order, or a CTSDATA the application waits for, must find a buffer.
+ * When the in-order message finds no room in the unexpected
  * queue (EFARM_MAX_UNEXPECTED, or no operation slot), it stays in its slot,
  * the peer is marked stalled and progress retries it once room appears. No
  * message is ever dropped and nothing grows beyond its bound.
@@ -50,7 +53,7 @@ int efarm_rx_init(struct efarm_ep *ep)
         return -ENOMEM;
     for (unsigned c = 0; c < EFARM_RX_COPY_CLASSES; c++) {
         uint32_t size = class_size(ep, c);
-        uint64_t max = ep->p.unexp_bytes / size;
+        uint64_t max = ep->p.unexp_max_bytes / size;
 
         if (max == 0)
             max = 1;
@@ -85,8 +88,31 @@ struct efarm_rxpkt *efarm_rxpkt_store(struct efarm_ep *ep, const uint8_t *data, 
         if (sizeof(*pkt) + len <= class_size(ep, cls))
             break;
     }
-    if (cls < EFARM_RX_COPY_CLASSES && ep->copy_bytes + class_size(ep, cls) <= ep->p.unexp_bytes)
-        pkt = efarm_pool_alloc(&ep->copy_pool[cls]);
+    /*
+     * Copy within the budget. Past it, hold the device buffer while enough
+     * stay posted: that is the back-pressure (senders see RNR). But never
+     * hold the last rx_reserve buffers while the hard cap allows a copy: a
+     * packet ahead of a missing one must not take the buffer the missing one
+     * needs to land in, nor may waiting messages starve the CTSDATA of a
+     * receive the application already waits for.
+     */
+    if (cls < EFARM_RX_COPY_CLASSES) {
+        uint64_t after = ep->copy_bytes + class_size(ep, cls);
+
+        if (after <= ep->p.unexp_bytes) {
+            pkt = efarm_pool_alloc(&ep->copy_pool[cls]);
+        } else if (ep->nheld + ep->p.rx_reserve >= ep->p.rx_buffers &&
+                   after <= ep->p.unexp_max_bytes) {
+            pkt = efarm_pool_alloc(&ep->copy_pool[cls]);
+            ep->cnt.copy_overdraft += pkt != NULL;
+        }
+    }
+    if (pkt == NULL && ep->nheld + 1 >= ep->p.rx_buffers)
+        efarm_log_ratelimited(EFARM_LOG_WARN,
+                              "every receive buffer holds a waiting packet and the copy cap "
+                              "(EFARM_UNEXP_MAX_BYTES %llu) is reached: nothing more arrives until "
+                              "receives are posted",
+                              (unsigned long long)ep->p.unexp_max_bytes);
     if (pkt != NULL) {
         pkt->data = (uint8_t *)(pkt + 1);
         memcpy(pkt->data, data, len);

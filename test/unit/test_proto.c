@@ -1338,31 +1338,27 @@ static void stream_free(struct msg *m, unsigned n)
 }
 
 /*
- * The receiver has 8 receive buffers, room for 4 unexpected messages and
- * 16 KiB of copies, and posts no receive for 100 ms while 300 messages come:
- * the unexpected queue fills, the in-order message is deferred, later
- * packets hold the receive buffers, and the device refuses the rest (RNR).
- * Once the receives are posted everything arrives, in order; nothing is lost.
- *
- * The sender keeps one packet in flight and lets its device retry RNR
- * forever, so packets arrive in send order. With many packets in flight and
- * RNR completions reaching the engine, packets of later messages arrive
- * first, can take every receive buffer once the copy budget is spent, and
- * the message the receiver needs next can then never land: the engine
- * deadlocks even with every receive posted (reported; not tested here).
+ * The receiver has 8 receive buffers, room for 4 unexpected messages,
+ * 16 KiB of copies and a hard cap of 64 KiB, and posts no receive for
+ * 100 ms while 300 messages come: the unexpected queue fills, the in-order
+ * message is deferred, later packets are copied, then hold the receive
+ * buffers, the last two (the reserve) are copied past the budget up to the
+ * cap, and then the device refuses the rest (RNR). Once the receives are
+ * posted everything arrives, in order; nothing is lost.
  */
-EFARM_TEST_TIMEOUT(proto_backpressure_no_receives, 60)
+static void backpressure_no_receives(const struct efarm_ep_attr *attr_a, uint64_t unexp_max,
+                                     bool stuck)
 {
     enum { N = 300 };
-    struct efarm_ep_attr attr_a = {.sq_depth = 1, .rnr_retry = 7};
-    struct efarm_ep_attr attr_b = {.rx_buffers = 8, .max_unexpected = 4, .unexp_bytes = 16384};
+    struct efarm_ep_attr attr_b = {
+        .rx_buffers = 8, .max_unexpected = 4, .unexp_bytes = 16384, .unexp_max_bytes = unexp_max};
     const struct efarm_counters *b;
     struct rig r;
     struct msg *m;
     unsigned sent_done = 0;
 
     setenv("EFASIM_RNR_BACKOFF_US", "200", 1);
-    rig_open(&r, &attr_a, &attr_b);
+    rig_open(&r, attr_a, &attr_b);
     rig_handshake(&r);
     b = cnt(r.p.b);
     m = stream_init(&r, N);
@@ -1373,15 +1369,40 @@ EFARM_TEST_TIMEOUT(proto_backpressure_no_receives, 60)
         EXPECT_TRUE(!m[i].rreq.done);
         sent_done += m[i].sreq.done;
     }
-    EXPECT_TRUE(sent_done < 20); /* the receiver is full: the stream is stuck */
+    if (stuck)
+        EXPECT_TRUE(sent_done < N - 20); /* the receiver is full: the stream is stuck */
     EXPECT_EQ(b->unexpected, 4);
     EXPECT_TRUE(b->deferred > 0);
     EXPECT_TRUE(b->held_rx > 0);
+    EXPECT_TRUE(b->copy_overdraft > 0);
     for (unsigned i = 0; i < N; i++)
         msg_post(&r, &m[i]);
     msgs_wait_check(&r, m, N);
     stream_free(m, N);
     rig_close(&r);
+}
+
+/* The sender keeps one packet in flight and its device retries RNR forever: arrival in order. */
+EFARM_TEST_TIMEOUT(proto_backpressure_no_receives, 60)
+{
+    struct efarm_ep_attr attr_a = {.sq_depth = 1, .rnr_retry = 7};
+
+    backpressure_no_receives(&attr_a, 65536, true);
+}
+
+/*
+ * A sender with many packets in flight whose RNR completions reach the
+ * engine: retries land after later packets, so the receiver keeps packets
+ * ahead of a missing one. They must not take the buffers the missing one
+ * needs: the reserve keeps some posted (copying past the budget, up to a cap
+ * larger than what the sender can put ahead of the hole), and everything
+ * drains once the receives are posted.
+ */
+EFARM_TEST_TIMEOUT(proto_backpressure_reordered_by_rnr, 60)
+{
+    struct efarm_ep_attr attr_a = {.tx_pkts = 32, .rnr_retry = 1, .rnr_backoff_us = 100};
+
+    backpressure_no_receives(&attr_a, 4u << 20, false);
 }
 
 /*
@@ -1400,14 +1421,6 @@ EFARM_TEST_TIMEOUT(proto_rnr_receiver_not_progressed, 60)
     struct msg *m;
 
     setenv("EFASIM_RNR_BACKOFF_US", "200", 1);
-    /*
-     * efasim can complete a send with an RNR error after a retransmitted
-     * copy of it was delivered (the engine then resends it: a duplicate
-     * segment completes a medium receive early). A long retransmission
-     * timeout keeps a second copy from being in flight during RNR retries;
-     * drop this once efasim's RNR fix (test_efasim_rnr.c) is in.
-     */
-    setenv("EFASIM_RTO_US", "1000000", 1);
     rig_open(&r, &attr_a, &attr_b);
     rig_handshake(&r);
     a = cnt(r.p.a);
