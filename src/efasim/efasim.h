@@ -401,6 +401,9 @@ static inline struct efasim_qp *efasim_qp(struct ibv_qp *qp)
     return (struct efasim_qp *)qp;
 }
 
+/* wire.c: before a QP is destroyed, receive what reached it and send every ACK owed. */
+void efasim_qp_quiesce(struct efasim_qp *qp);
+
 /* wire.c: put chunks of queued WRs on the wire while in-flight slots last. */
 void efasim_qp_issue(struct efasim_qp *qp);
 

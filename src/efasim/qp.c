@@ -201,6 +201,8 @@ int efasim_qp_destroy(struct ibv_qp *ibv)
     struct efasim_context *ctx = qp->ctx;
 
     pthread_mutex_lock(&ctx->lock);
+    if (qp->fd >= 0)
+        efasim_qp_quiesce(qp);
     for (uint32_t i = 0; i < efasim_config()->max_qp; i++)
         if (ctx->qps[i] == qp)
             ctx->qps[i] = NULL;

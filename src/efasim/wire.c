@@ -973,6 +973,17 @@ static void qp_progress(struct efasim_qp *qp, uint64_t now)
     ack_flush(qp, efasim_now_ns(), false);
 }
 
+void efasim_qp_quiesce(struct efasim_qp *qp)
+{
+    /*
+     * A NIC acknowledges what it delivered before the host destroys the QP:
+     * take in what already reached the socket and send every ACK still owed,
+     * so a peer never times out on data that arrived.
+     */
+    qp_progress(qp, efasim_now_ns());
+    ack_flush(qp, 0, true);
+}
+
 void efasim_progress(struct efasim_context *ctx)
 {
     uint64_t now = efasim_now_ns();

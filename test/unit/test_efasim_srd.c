@@ -363,3 +363,31 @@ EFARM_TEST(efasim_many_qps_all_to_all)
         efasim_dev_close(&dev[d]);
     }
 }
+
+/*
+ * A receiver that takes a message and destroys its QP at once still
+ * acknowledges it (a NIC has, before the host tears the QP down): the send
+ * completes with success, not with a timeout. ACKs are made to wait far
+ * longer than the sender's timeout, so only the destroy can send this one.
+ */
+EFARM_TEST(efasim_destroy_acknowledges_what_arrived)
+{
+    struct efasim_pair p;
+    struct efasim_wc wc;
+
+    efasim_setenv("EFASIM_ACK_DELAY_US", "10000000");
+    efasim_setenv("EFASIM_TIMEOUT_MS", "1500");
+    efasim_pair_open(&p, NULL, NULL);
+    efasim_post_recv(&p.rx, 1, &p.rbuf, 0, 4096);
+    EXPECT_EQ(efasim_send(&p.tx, &p.to_rx, 2, &p.sbuf, 0, 64), 0);
+    efasim_wait_wc(p.rx.recv_cq, &wc, "the receive");
+    EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+    efasim_qp_close(&p.rx);
+    efasim_wait_wc_for(p.tx.send_cq, &wc, 1.0, "the send, acknowledged by the destroy");
+    EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+    efasim_buf_free(&p.sbuf);
+    efasim_buf_free(&p.rbuf);
+    EXPECT_EQ(ibv_destroy_ah(p.to_rx.ah), 0);
+    efasim_qp_close(&p.tx);
+    efasim_dev_close(&p.dev);
+}
