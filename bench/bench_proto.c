@@ -132,9 +132,10 @@ static void pingpong_block(struct side *s, uint32_t len, int n, double *lat)
     for (int i = 0; i < n; i++) {
         double t = now_us();
 
+        /* As osu_latency: each side posts its next receive after its send. */
         if (s->initiator) {
-            post_recv(s, len, TAG_DATA, &rreq);
             post_send(s, len, TAG_DATA, &sreq);
+            post_recv(s, len, TAG_DATA, &rreq);
             wait_req(s, &rreq);
             send_done(s, &sreq);
             if (lat)
@@ -142,9 +143,9 @@ static void pingpong_block(struct side *s, uint32_t len, int n, double *lat)
         } else {
             wait_req(s, &rreq);
             send_done(s, &sreq);
+            post_send(s, len, TAG_DATA, &sreq);
             if (i + 1 < n)
                 post_recv(s, len, TAG_DATA, &rreq);
-            post_send(s, len, TAG_DATA, &sreq);
         }
     }
     send_done(s, &sreq);
