@@ -731,8 +731,9 @@ static void req_start(struct efarm_req *req, void *buf, uint64_t len)
     req->tm_handle = 0;
 }
 
+/* Post a receive; the request is written only once the receive is taken. */
 static int recv_post(struct efarm_ep *ep, uint32_t context, int32_t source, int32_t tag,
-                     struct efarm_req *req)
+                     struct efarm_req *req, void *buf, uint64_t len)
 {
     efarm_tm_handle_t handle = 0;
     void *user = NULL;
@@ -742,6 +743,7 @@ static int recv_post(struct efarm_ep *ep, uint32_t context, int32_t source, int3
         return -EAGAIN;
     if (ret < 0)
         return ret;
+    req_start(req, buf, len);
     if (ret == EFARM_TM_QUEUED) {
         req->tm_handle = handle;
         return 0;
@@ -757,8 +759,7 @@ int efarm_trecv(struct efarm_ep *ep, void *buf, uint64_t len, uint32_t context, 
         source < EFARM_ANY_SOURCE || source > EFARM_SOURCE_MAX || tag < EFARM_ANY_TAG ||
         tag > EFARM_TAG_MAX)
         return -EINVAL;
-    req_start(req, buf, len);
-    return recv_post(ep, context, source, tag, req);
+    return recv_post(ep, context, source, tag, req, buf, len);
 }
 
 int efarm_recv(struct efarm_ep *ep, void *buf, uint64_t len, efarm_peer_t peer,
@@ -766,9 +767,8 @@ int efarm_recv(struct efarm_ep *ep, void *buf, uint64_t len, efarm_peer_t peer,
 {
     if (req == NULL || (len && buf == NULL) || (peer != EFARM_PEER_NONE && peer >= ep->npeers))
         return -EINVAL;
-    req_start(req, buf, len);
     return recv_post(ep, EFARM_CTX_MSG, peer == EFARM_PEER_NONE ? EFARM_ANY_SOURCE : (int32_t)peer,
-                     0, req);
+                     0, req, buf, len);
 }
 
 int efarm_tprobe(struct efarm_ep *ep, uint32_t context, int32_t source, int32_t tag, bool claim,

@@ -238,27 +238,31 @@ const struct efarm_device_caps *efarm_ep_caps(const struct efarm_ep *ep)
     return &ep->caps;
 }
 
-/* Run operations waiting for send buffers, the send queue or a HANDSHAKE, in order. */
+/*
+ * Run the operations waiting for send buffers, the send queue or read slots,
+ * each once, in order: one that is still blocked goes back on ep->work for
+ * the next call, behind nothing new.
+ */
 static void work_progress(struct efarm_ep *ep)
 {
-    struct efarm_link *link;
-    unsigned budget = ep->p.max_ops;
+    struct efarm_link todo, *link;
 
-    /*
-     * An op that is still blocked goes back to the tail; the budget stops
-     * the loop after one pass over what was there when it started.
-     */
-    while (budget-- > 0 && (link = efarm_list_first(&ep->work)) != NULL) {
+    efarm_list_init(&todo);
+    efarm_list_splice_tail(&todo, &ep->work);
+    while ((link = efarm_list_first(&todo)) != NULL) {
         struct efarm_op *op = efarm_container_of(link, struct efarm_op, link);
 
+        if (ep->ntx_free == 0) {
+            /* Nothing more can be built until packets complete: keep the rest, in order. */
+            efarm_list_splice_tail(&ep->work, &todo);
+            return;
+        }
         efarm_list_remove(link);
         op->flags &= ~EFARM_OPF_IN_WORK;
         if (op->kind == EFARM_OP_TX)
             efarm_tx_op_work(ep, op);
         else
             efarm_rx_op_work(ep, op);
-        if (ep->ntx_free == 0)
-            break; /* nothing more can be built until packets complete */
     }
 }
 

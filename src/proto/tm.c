@@ -12,6 +12,8 @@
  */
 #include "efarm_tm.h"
 
+#include "efarm_pool.h"
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -277,22 +279,22 @@ int efarm_tm_open(unsigned max_posted, unsigned max_unexpected, struct efarm_tm 
     for (n_buckets = 16; n_buckets < n_queues; n_buckets *= 2)
         ;
 
-    tm = calloc(1, sizeof(*tm));
+    _Static_assert(_Alignof(struct efarm_tm_bucket) <= EFARM_CACHE_LINE, "buckets fit the line");
+    tm = efarm_calloc(1, sizeof(*tm));
     if (tm == NULL)
         goto err;
-    tm->buckets = aligned_alloc(_Alignof(struct efarm_tm_bucket), n_buckets * sizeof(*tm->buckets));
+    tm->buckets = efarm_aligned_calloc(n_buckets, sizeof(*tm->buckets));
     if (tm->buckets == NULL)
         goto err_free_tm;
-    memset(tm->buckets, 0, n_buckets * sizeof(*tm->buckets));
     for (uint64_t i = 0; i < n_buckets; i++)
         tm->buckets[i].queue.kind = EFARM_TM_KIND_UNUSED;
-    tm->recvs = calloc(max_posted, sizeof(*tm->recvs));
+    tm->recvs = efarm_calloc(max_posted, sizeof(*tm->recvs));
     if (tm->recvs == NULL)
         goto err_free_buckets;
-    tm->msgs = calloc(max_unexpected, sizeof(*tm->msgs));
+    tm->msgs = efarm_calloc(max_unexpected, sizeof(*tm->msgs));
     if (tm->msgs == NULL)
         goto err_free_recvs;
-    tm->queues = calloc(n_queues, sizeof(*tm->queues));
+    tm->queues = efarm_calloc(n_queues, sizeof(*tm->queues));
     if (tm->queues == NULL)
         goto err_free_msgs;
 

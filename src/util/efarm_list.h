@@ -58,6 +58,18 @@ static inline void efarm_list_remove(struct efarm_link *link)
     link->next = link->prev = link;
 }
 
+/* Move every entry of `from` to the end of `to`; `from` ends empty. */
+static inline void efarm_list_splice_tail(struct efarm_link *to, struct efarm_link *from)
+{
+    if (from->next == from)
+        return;
+    from->next->prev = to->prev;
+    to->prev->next = from->next;
+    from->prev->next = to;
+    to->prev = from->prev;
+    from->next = from->prev = from;
+}
+
 /* First entry or NULL. */
 static inline struct efarm_link *efarm_list_first(const struct efarm_link *head)
 {
