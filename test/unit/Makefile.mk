@@ -15,8 +15,21 @@ test_unit_efarm_unit_SOURCES = \
 	test/unit/proto_common.c \
 	test/unit/test_proto_smoke.c \
 	test/unit/test_proto_restart.c \
-	test/unit/test_proto.c \
-	test/unit/test_proto_wire.c
+	test/unit/proto_rig.h \
+	test/unit/proto_rig.c \
+	test/unit/test_proto_matrix.c \
+	test/unit/test_proto_match.c \
+	test/unit/test_proto_order.c \
+	test/unit/test_proto_resources.c \
+	test/unit/test_proto_memory.c \
+	test/unit/wire_peer.h \
+	test/unit/wire_peer.c \
+	test/unit/test_wire_handshake.c \
+	test/unit/test_wire_peers.c \
+	test/unit/test_wire_flows.c \
+	test/unit/test_wire_negotiation.c \
+	test/unit/test_wire_order.c \
+	test/unit/test_wire_malformed.c
 test_unit_efarm_unit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test/unit $(IBVERBS_CFLAGS) \
 	$(HWLOC_CFLAGS) -DEFARM_TEST_EFASIM_PATH=\"$(abs_builddir)/src/efasim/.libs\"
 test_unit_efarm_unit_LDADD = libefarm.la
