@@ -46,6 +46,8 @@ EXTRA_DIST += test/unit/test_pktdump.sh
 check-local: $(check_PROGRAMS) $(bin_PROGRAMS) $(efasim_LTLIBRARIES) check-efasim
 	./test/unit/efarm-unit
 	$(SHELL) $(top_srcdir)/test/unit/test_pktdump.sh ./tools/efarm-pktdump ./test/unit/golden-export
+	$(SHELL) $(top_srcdir)/test/unit/test_proto_procs.sh ./tools/efarm-pingpong \
+		$(abs_builddir)/src/efasim/.libs
 
 # efasim, through the verbs API only: built against the system's rdma-core and
 # run with efasim's libraries first on the loader path.

@@ -1,7 +1,8 @@
 /*
  * The protocol engine's first check: one tagged message of every
  * subprotocol between two endpoints on efasim, receive posted first and
- * after, with data checked. The exhaustive suites are test_proto*.c.
+ * after, with data checked. The exhaustive suites are test_proto_*.c (engine
+ * to engine) and test_wire_*.c (the wire, against a hand-driven peer).
  */
 #include <stdlib.h>
 
