@@ -124,26 +124,8 @@ static void copy_clip(uint8_t *buf, uint64_t buf_len, uint64_t offset, const uin
 static int ctrl_send(struct efarm_ep *ep, efarm_peer_t peer, struct efarm_op *op,
                      struct efarm_pkt *pkt)
 {
-    struct efarm_peer_state *st = ep->peers[peer].st;
-    struct efarm_txpkt *tx = efarm_txpkt_alloc(ep, true);
-    size_t hdr_len;
-    int ret;
-
-    if (tx == NULL)
-        return -EAGAIN;
-    efarm_pkt_set_connid(ep, st, pkt);
-    ret = efarm_txpkt_encode(ep, tx, pkt, &hdr_len);
-    if (ret) {
-        efarm_txpkt_release(ep, tx);
-        return ret;
-    }
-    tx->len = (uint32_t)hdr_len;
-    tx->peer = peer;
-    tx->op = op;
-    if (op != NULL)
-        op->pkts_inflight++;
-    efarm_txpkt_send(ep, tx);
-    return 0;
+    efarm_pkt_set_connid(ep, ep->peers[peer].st, pkt);
+    return efarm_ctrl_send(ep, peer, op, pkt);
 }
 
 static int receipt_send(struct efarm_ep *ep, efarm_peer_t peer, struct efarm_op *op,

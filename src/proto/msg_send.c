@@ -22,7 +22,6 @@
  */
 #include <errno.h>
 
-#include "efarm_byteorder.h"
 #include "proto_internal.h"
 
 static uint8_t req_type(enum efarm_proto_kind proto, bool tagged, bool dc)
@@ -64,14 +63,8 @@ static void req_init(struct efarm_ep *ep, struct efarm_peer_state *st, struct ef
 {
     efarm_pkt_init(pkt, type);
     pkt->flags = EFARM_REQ_MSG | (op->flags & EFARM_OPF_TAGGED ? EFARM_REQ_TAGGED : 0);
-    if (efarm_peer_needs_raw_addr(st)) {
-        pkt->flags |= EFARM_REQ_OPT_RAW_ADDR_HDR;
-        memcpy(pkt->raw_addr.gid, ep->raw_addr, EFARM_GID_LEN);
-        pkt->raw_addr.qpn =
-            efarm_load_le16(ep->raw_addr + offsetof(struct efarm_wire_raw_addr, qpn));
-        pkt->raw_addr.connid = ep->connid;
-        pkt->raw_addr_size = EFARM_REQ_OPT_RAW_ADDR_SIZE_FIELD;
-    }
+    if (efarm_peer_needs_raw_addr(st))
+        efarm_pkt_set_raw_addr(ep, pkt);
     if (op->flags & EFARM_OPF_CQ_DATA) {
         pkt->flags |= EFARM_REQ_OPT_CQ_DATA_HDR;
         efarm_pkt_set(pkt, EFARM_PKT_F_CQ_DATA, op->cq_data);

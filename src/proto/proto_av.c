@@ -252,14 +252,10 @@ efarm_peer_t efarm_peer_identify(struct efarm_ep *ep, const struct efarm_dev_cqe
 
 static int handshake_post(struct efarm_ep *ep, struct efarm_peer_state *st)
 {
-    struct efarm_txpkt *tx = efarm_txpkt_alloc(ep, true);
     uint8_t extra[8];
     struct efarm_pkt pkt;
-    size_t hdr_len;
     int ret;
 
-    if (tx == NULL)
-        return -EAGAIN;
     efarm_store_le64(extra, ep->extra_info);
     efarm_pkt_init(&pkt, EFARM_PKT_HANDSHAKE);
     /* Like the reference: always our connid, and the device version. */
@@ -268,18 +264,12 @@ static int handshake_post(struct efarm_ep *ep, struct efarm_peer_state *st)
     pkt.extra_info = extra;
     efarm_pkt_set(&pkt, EFARM_PKT_F_CONNID, ep->connid);
     efarm_pkt_set(&pkt, EFARM_PKT_F_DEVICE_VERSION, ep->caps.device_version);
-    ret = efarm_txpkt_encode(ep, tx, &pkt, &hdr_len);
-    if (ret) {
-        efarm_txpkt_release(ep, tx);
-        return ret;
+    ret = efarm_ctrl_send(ep, st->peer, NULL, &pkt);
+    if (ret == 0) {
+        st->flags |= EFARM_PS_HS_SENT;
+        ep->cnt.handshakes_sent++;
     }
-    tx->len = (uint32_t)hdr_len;
-    tx->peer = st->peer;
-    tx->op = NULL;
-    st->flags |= EFARM_PS_HS_SENT;
-    ep->cnt.handshakes_sent++;
-    efarm_txpkt_send(ep, tx);
-    return 0;
+    return ret;
 }
 
 static void hs_queue(struct efarm_ep *ep, struct efarm_peer_state *st)
@@ -344,34 +334,20 @@ void efarm_handshake_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct e
 
 int efarm_handshake_trigger(struct efarm_ep *ep, struct efarm_peer_state *st)
 {
-    struct efarm_txpkt *tx;
     struct efarm_pkt pkt;
-    size_t hdr_len;
     int ret;
 
     if (st->flags & (EFARM_PS_HS_RECEIVED | EFARM_PS_REQ_SENT | EFARM_PS_TRIGGER))
         return 0;
-    tx = efarm_txpkt_alloc(ep, true);
-    if (tx == NULL)
-        return -EAGAIN;
     /* A 0-byte emulated write with no rma_iov: the peer writes nothing and answers. */
     efarm_pkt_init(&pkt, EFARM_PKT_EAGER_RTW);
-    pkt.flags = EFARM_REQ_RMA | EFARM_REQ_OPT_RAW_ADDR_HDR;
+    pkt.flags = EFARM_REQ_RMA;
     efarm_pkt_set(&pkt, EFARM_PKT_F_RMA_IOV_COUNT, 0);
-    memcpy(pkt.raw_addr.gid, ep->raw_addr, EFARM_GID_LEN);
-    pkt.raw_addr.qpn = efarm_load_le16(ep->raw_addr + offsetof(struct efarm_wire_raw_addr, qpn));
-    pkt.raw_addr.connid = ep->connid;
-    pkt.raw_addr_size = EFARM_REQ_OPT_RAW_ADDR_SIZE_FIELD;
-    ret = efarm_txpkt_encode(ep, tx, &pkt, &hdr_len);
-    if (ret) {
-        efarm_txpkt_release(ep, tx);
-        return ret;
+    efarm_pkt_set_raw_addr(ep, &pkt);
+    ret = efarm_ctrl_send(ep, st->peer, NULL, &pkt);
+    if (ret == 0) {
+        st->flags |= EFARM_PS_TRIGGER;
+        ep->cnt.handshake_triggers++;
     }
-    tx->len = (uint32_t)hdr_len;
-    tx->peer = st->peer;
-    tx->op = NULL;
-    st->flags |= EFARM_PS_TRIGGER;
-    ep->cnt.handshake_triggers++;
-    efarm_txpkt_send(ep, tx);
-    return 0;
+    return ret;
 }

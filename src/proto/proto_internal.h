@@ -309,6 +309,14 @@ void efarm_txpkt_send(struct efarm_ep *ep, struct efarm_txpkt *pkt);
 void efarm_tx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe);
 void efarm_tx_progress(struct efarm_ep *ep);
 void efarm_pkt_set_connid(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_pkt *pkt);
+void efarm_pkt_set_raw_addr(const struct efarm_ep *ep, struct efarm_pkt *pkt);
+/*
+ * Encode a control packet (HANDSHAKE, CTS, EOR, ...) into a send buffer and
+ * send it; -EAGAIN when no buffer is free. A non-NULL op counts it among its
+ * packets in flight.
+ */
+int efarm_ctrl_send(struct efarm_ep *ep, efarm_peer_t peer, struct efarm_op *op,
+                    const struct efarm_pkt *pkt);
 int efarm_txpkt_encode(struct efarm_ep *ep, struct efarm_txpkt *tx, const struct efarm_pkt *pkt,
                        size_t *hdr_len_p);
 

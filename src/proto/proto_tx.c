@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "efarm_byteorder.h"
 #include "proto_internal.h"
 
 int efarm_tx_init(struct efarm_ep *ep)
@@ -98,6 +99,38 @@ int efarm_txpkt_encode(struct efarm_ep *ep, struct efarm_txpkt *tx, const struct
         fprintf(stderr, "efarm: tx %s to peer\n", efarm_pkt_type_info(pkt->type)->name);
         efarm_pkt_print_text(stderr, pkt);
     }
+    return 0;
+}
+
+void efarm_pkt_set_raw_addr(const struct efarm_ep *ep, struct efarm_pkt *pkt)
+{
+    pkt->flags |= EFARM_REQ_OPT_RAW_ADDR_HDR;
+    memcpy(pkt->raw_addr.gid, ep->raw_addr, EFARM_GID_LEN);
+    pkt->raw_addr.qpn = efarm_load_le16(ep->raw_addr + offsetof(struct efarm_wire_raw_addr, qpn));
+    pkt->raw_addr.connid = ep->connid;
+    pkt->raw_addr_size = EFARM_REQ_OPT_RAW_ADDR_SIZE_FIELD;
+}
+
+int efarm_ctrl_send(struct efarm_ep *ep, efarm_peer_t peer, struct efarm_op *op,
+                    const struct efarm_pkt *pkt)
+{
+    struct efarm_txpkt *tx = efarm_txpkt_alloc(ep, true);
+    size_t hdr_len;
+    int ret;
+
+    if (tx == NULL)
+        return -EAGAIN;
+    ret = efarm_txpkt_encode(ep, tx, pkt, &hdr_len);
+    if (ret) {
+        efarm_txpkt_release(ep, tx);
+        return ret;
+    }
+    tx->len = (uint32_t)hdr_len;
+    tx->peer = peer;
+    tx->op = op;
+    if (op != NULL)
+        op->pkts_inflight++;
+    efarm_txpkt_send(ep, tx);
     return 0;
 }
 

@@ -43,6 +43,14 @@ void proto_pair_close(struct proto_pair *p)
 void proto_pair_wait(struct proto_pair *p, struct efarm_req *const *reqs, unsigned n,
                      double timeout_s)
 {
+    struct efarm_ep *const eps[] = {p->a, p->b};
+
+    proto_wait(eps, 2, reqs, n, timeout_s);
+}
+
+void proto_wait(struct efarm_ep *const *eps, unsigned neps, struct efarm_req *const *reqs,
+                unsigned n, double timeout_s)
+{
     double deadline = proto_now_s() + timeout_s;
 
     for (;;) {
@@ -55,8 +63,8 @@ void proto_pair_wait(struct proto_pair *p, struct efarm_req *const *reqs, unsign
         if (proto_now_s() > deadline)
             efarm_test_fail(__FILE__, __LINE__, "%u of %u requests done after %.0f s", done, n,
                             timeout_s);
-        EXPECT_TRUE(efarm_ep_progress(p->a) >= 0);
-        EXPECT_TRUE(efarm_ep_progress(p->b) >= 0);
+        for (unsigned i = 0; i < neps; i++)
+            EXPECT_TRUE(efarm_ep_progress(eps[i]) >= 0);
     }
 }
 

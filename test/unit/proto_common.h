@@ -25,7 +25,9 @@ void proto_pair_open(struct proto_pair *p, const struct efarm_ep_attr *attr_a,
                      const struct efarm_ep_attr *attr_b);
 void proto_pair_close(struct proto_pair *p);
 
-/* Progress both endpoints until every request is done; fails the test after timeout_s. */
+/* Progress the endpoints until every request is done; fails the test after timeout_s. */
+void proto_wait(struct efarm_ep *const *eps, unsigned neps, struct efarm_req *const *reqs,
+                unsigned n, double timeout_s);
 void proto_pair_wait(struct proto_pair *p, struct efarm_req *const *reqs, unsigned n,
                      double timeout_s);
 

@@ -98,20 +98,7 @@ static void ctl_recv(int fd, uint32_t cmd, const char *from, uint8_t *raw)
 
 static void wait_all(struct efarm_ep *ep, struct efarm_req *const *reqs, unsigned n)
 {
-    double deadline = proto_now_s() + RESTART_TIMEOUT;
-
-    for (;;) {
-        unsigned done = 0;
-
-        for (unsigned i = 0; i < n; i++)
-            done += reqs[i]->done;
-        if (done == n)
-            return;
-        if (proto_now_s() > deadline)
-            efarm_test_fail(__FILE__, __LINE__, "%u of %u requests done after %.0f s", done, n,
-                            RESTART_TIMEOUT);
-        EXPECT_TRUE(efarm_ep_progress(ep) >= 0);
-    }
+    proto_wait(&ep, 1, reqs, n, RESTART_TIMEOUT);
 }
 
 static void wait_one(struct efarm_ep *ep, struct efarm_req *req)
