@@ -73,6 +73,7 @@ for b in gcc clang asan; do
         "$root/$b/test/unit/golden-export"
 done
 step bench-codec-runs "$root/gcc/bench/bench-codec" 20000
+step bench-tm-runs "$root/gcc/bench/bench-tm"
 
 # efasim: the verbs-level suite in every tree (under ASan+UBSan too), Debian's
 # ibv_devinfo on it, two network namespaces, and the efasim/UDP bench once.
