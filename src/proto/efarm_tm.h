@@ -33,16 +33,55 @@
  * goes stale and every later use of it fails with -ENOENT (it is never reused
  * for another entry for 2^32 reuses of its slot).
  *
- * Offload hook (RDMA hardware tag matching, RFC "Hardware tag matching"): a
- * device may hold a bounded PREFIX, in posting order, of the posted receives.
- * The place for it is efarm_tm_post(): after the unexpected queue has been
- * searched and before the receive is queued in software, a receive may be
- * handed to the device only while no receive is held in software (otherwise
- * the device could match a message that an earlier software receive should
- * take). Device matches are then reported through a completion path that
- * removes the receive from the prefix; device "unexpected" messages go through
- * efarm_tm_arrive() as now, and the software sequence numbers keep the order
- * across both. Not implemented: every receive is held in software here.
+ * Offload (RDMA hardware tag matching, ../shared/spec/rdma_hw_tag_matching_rfc.txt):
+ * a device may hold a bounded PREFIX of the posted receives and match arriving
+ * messages against it itself. efarm_tm_offload_attach() connects one through
+ * struct efarm_tm_offload_ops; without one, every receive is held in software
+ * and nothing below applies. The matcher keeps three rules:
+ *
+ * 1. Prefix: the receives the device holds are exactly the oldest posted
+ *    receives, in posting order. A receive goes to the device (ops->add) only
+ *    from efarm_tm_post(), when it matched no unexpected message, no older
+ *    receive waits in software, the device holds fewer than `capacity`, and
+ *    the matcher believes the device is in sync (below). Otherwise it is held
+ *    in software, and so is every later receive until software holds none.
+ *    A device that matches in its list order therefore picks the
+ *    earliest-posted matching receive overall.
+ * 2. Count: every message the device did not match ("unexpected" to the
+ *    device, delivered to software) must be given to efarm_tm_arrive() or
+ *    efarm_tm_match_posted(), and only such messages. The matcher counts the
+ *    ones it handled: queued as unexpected, or matched to a software receive
+ *    (a -EAGAIN or a miss of efarm_tm_match_posted() is not handled; the same
+ *    message is counted once, when it is). Every add, del and sync carries
+ *    that count (mod 2^32), the RFC's unexpected_cnt.
+ * 3. Sync: the device refuses an add (-EAGAIN) while its own count of the
+ *    messages it passed to software differs from the count carried. After a
+ *    refusal, or after efarm_tm_offload_sync_required() (a completion flagged
+ *    like IBV_WC_TM_SYNC_REQ), the matcher adds nothing until an ops->sync
+ *    with its current count has returned 0; it tries that sync at the next
+ *    post that could go to the device. Order rests on the device's check;
+ *    the pause spares adds it would refuse and sends the sync it waits for.
+ *
+ * Why messages the device passed up need only the software receives: an add
+ * succeeds only when software has handled every message the device passed
+ * up, so between the moment the device passes message m up and the moment
+ * software handles it no receive is added: the device then holds a subset of
+ * the receives it held when m arrived, none of which matched m. The
+ * earliest-posted receive matching m, if any, is in software. This is the
+ * RFC's m1/m2 race: if b1 is posted after m1 reached the device but before
+ * software handled m1, b1's add is refused and b1 stays in software, so m2
+ * cannot take b1 in the device; software handles m1 first and gives it b1.
+ * A message the device matches may be taken before earlier messages still on
+ * their way to software, but never ahead of one that its receive also
+ * matches: that receive was in the device when they arrived and did not
+ * match them. The result is MPI's matching, each message taken when the
+ * device matched it or when software handled it.
+ *
+ * Completions: a device match is reported with efarm_tm_offload_matched(),
+ * which returns the receive's user pointer. A cancel of a device-held receive
+ * goes through ops->del; when the device has already consumed the receive,
+ * the cancel fails with -ENOENT and the match completion follows. Probes and
+ * claims look only at unexpected messages, which are all in software.
  */
 #ifndef EFARM_TM_H
 #define EFARM_TM_H
@@ -119,12 +158,75 @@ int efarm_tm_claim(struct efarm_tm *tm, efarm_tm_handle_t msg, void **msg_user_p
 
 /*
  * Cancel a posted receive. Returns 0 and its user pointer in *recv_user_p, or
- * -ENOENT if it was already matched or cancelled.
+ * -ENOENT if it was already matched or cancelled. A receive held by a device
+ * is cancelled through ops->del: -ENOENT when the device has matched it (the
+ * match completion follows), or del's other error.
  */
 int efarm_tm_cancel(struct efarm_tm *tm, efarm_tm_handle_t recv, void **recv_user_p);
 
-/* Number of queued posted receives and unexpected messages. */
+/*
+ * Number of posted receives (in software or held by the device, including
+ * device matches not yet reported) and of queued unexpected messages.
+ */
 unsigned efarm_tm_posted_count(const struct efarm_tm *tm);
 unsigned efarm_tm_unexpected_count(const struct efarm_tm *tm);
+
+/*
+ * A tag-matching device (see "Offload" above). Every function gets the ctx
+ * given to efarm_tm_offload_attach() and the matcher's count of handled
+ * unexpected messages; each is called from inside a matcher call, on its
+ * thread. No slot may be NULL: a device without an operation points it at a
+ * function that fails.
+ */
+struct efarm_tm_offload_ops {
+    /*
+     * Append a receive for key (context, source, tag), wildcards -1, to the
+     * end of the device's list. When the device matches it, it reports `recv`
+     * (the verbs recv_wr_id) to efarm_tm_offload_matched(). Returns 0 and the
+     * device's own handle in *hw_handle_p, or a negative errno and the list is
+     * unchanged: -EAGAIN when the device is not in sync (its count of messages
+     * passed to software differs from unexpected_count, or it waits for a
+     * sync); any other error leaves the receive in software as well.
+     */
+    int (*add)(void *ctx, uint32_t context, int32_t source, int32_t tag, efarm_tm_handle_t recv,
+               uint32_t unexpected_count, uint32_t *hw_handle_p);
+    /*
+     * Remove the receive added with hw_handle. Returns 0, -ENOENT when the
+     * device has already matched it (its match completion is on its way), or
+     * another negative errno (the receive stays in the device).
+     */
+    int (*del)(void *ctx, uint32_t hw_handle, uint32_t unexpected_count);
+    /*
+     * Report the count. Returns 0 when the device is in sync afterwards (its
+     * count equals unexpected_count), -EAGAIN when not yet.
+     */
+    int (*sync)(void *ctx, uint32_t unexpected_count);
+};
+
+/*
+ * Attach a device that holds at most `capacity` receives (0 is allowed: it
+ * then holds none), starting with an empty list and a count of 0. ops and ctx
+ * stay the caller's and must outlive the matcher; efarm_tm_close() does not
+ * call them (the caller tears the device down). Returns 0, -EINVAL for a NULL
+ * slot, -EBUSY when a device is attached already or receives are posted.
+ */
+int efarm_tm_offload_attach(struct efarm_tm *tm, const struct efarm_tm_offload_ops *ops, void *ctx,
+                            unsigned capacity);
+
+/*
+ * The device matched the receive it was given as `recv` and delivered the
+ * message: the receive is removed. Returns 0 and its user pointer in
+ * *recv_user_p, or -ENOENT when recv names no receive held by the device.
+ */
+int efarm_tm_offload_matched(struct efarm_tm *tm, efarm_tm_handle_t recv, void **recv_user_p);
+
+/*
+ * A device completion asked for a sync (IBV_WC_TM_SYNC_REQ): add nothing more
+ * until a sync has succeeded. A no-op without a device.
+ */
+void efarm_tm_offload_sync_required(struct efarm_tm *tm);
+
+/* Receives held by the device, including matches not yet reported; 0 without a device. */
+unsigned efarm_tm_offload_count(const struct efarm_tm *tm);
 
 #endif /* EFARM_TM_H */

@@ -9,6 +9,11 @@
  * numbering of wildcards: bit 0 means "any source", bit 1 "any tag". A
  * receive of wildcard shape w therefore reads message list w, and a message
  * is linked into message lists 0..3.
+ *
+ * Receives held by an offload device are in no queue: their `queue` points at
+ * the marker tm->offload.held, they do not count in n_posted (which counts
+ * software receives only, so arrivals never look for them), and their slot
+ * keeps the device's handle where a free slot keeps its free-list link.
  */
 #include "efarm_tm.h"
 
@@ -60,11 +65,14 @@ struct efarm_tm_bucket {
 
 struct efarm_tm_recv {
     struct efarm_tm_link link;
-    struct efarm_tm_queue *queue; /* NULL while the slot is free. */
+    struct efarm_tm_queue *queue; /* NULL while free; &tm->offload.held: in the device. */
     uint64_t seq;                 /* Global posting order. */
     void *user;
     uint32_t gen;
-    uint32_t next_free;
+    union {
+        uint32_t next_free; /* While the slot is free. */
+        uint32_t hw_handle; /* While the device holds the receive. */
+    };
 };
 
 struct efarm_tm_msg {
@@ -75,21 +83,37 @@ struct efarm_tm_msg {
     uint32_t next_free;
 };
 
+/* The attached device (efarm_tm_offload_attach); only read when tm->offload_ops is set. */
+struct efarm_tm_offload {
+    void *ctx;
+    unsigned capacity;
+    unsigned n_held;            /* Receives the device holds, or matched and not yet reported. */
+    bool sync_pending;          /* Add nothing until ops->sync returns 0. */
+    struct efarm_tm_queue held; /* Marker only: recv->queue of a device-held receive. */
+};
+
+/*
+ * The offload fields fill the hole after msg_free and follow queues, so that
+ * every field the software paths use keeps its place and its cache line.
+ */
 struct efarm_tm {
     struct efarm_tm_bucket *buckets;
     uint64_t bucket_mask;
     uint64_t next_seq;
     unsigned n_wild_recv; /* Posted receives with a wildcard: 0 keeps arrivals to one lookup. */
-    unsigned n_posted;
+    unsigned n_posted;    /* Held in software. */
     unsigned n_unexpected;
     unsigned max_posted;
     unsigned max_unexpected;
     uint32_t recv_free;
     uint32_t msg_free;
+    uint32_t n_handled; /* Messages handled by arrive/match_posted: the RFC's unexpected_cnt. */
     struct efarm_tm_queue *queue_free;
     struct efarm_tm_recv *recvs;
     struct efarm_tm_msg *msgs;
     struct efarm_tm_queue *queues;
+    const struct efarm_tm_offload_ops *offload_ops; /* NULL: no device. */
+    struct efarm_tm_offload offload;
 };
 
 static inline void efarm_tm_link_append(struct efarm_tm_link *head, struct efarm_tm_link *link)
@@ -213,7 +237,20 @@ static inline uint32_t efarm_tm_shape(int32_t source, int32_t tag)
     return (source < 0 ? EFARM_TM_WILD_SOURCE : 0) | (tag < 0 ? EFARM_TM_WILD_TAG : 0);
 }
 
-/* Unlink a posted receive, free its slot and return its user pointer. */
+/* Free a receive's slot (its handle goes stale) and return its user pointer. */
+static inline void *efarm_tm_recv_free(struct efarm_tm *tm, struct efarm_tm_recv *recv)
+{
+    void *user = recv->user;
+
+    recv->queue = NULL;
+    recv->user = NULL;
+    recv->gen = efarm_tm_next_gen(recv->gen);
+    recv->next_free = tm->recv_free;
+    tm->recv_free = (uint32_t)(recv - tm->recvs);
+    return user;
+}
+
+/* Unlink a receive held in software, free its slot and return its user pointer. */
 static void *efarm_tm_recv_remove(struct efarm_tm *tm, struct efarm_tm_recv *recv)
 {
     struct efarm_tm_queue *queue = recv->queue;
@@ -231,6 +268,21 @@ static void *efarm_tm_recv_remove(struct efarm_tm *tm, struct efarm_tm_recv *rec
     tm->recv_free = (uint32_t)(recv - tm->recvs);
     tm->n_posted--;
     return user;
+}
+
+/* The live receive named by a handle, or NULL when the handle is stale. */
+static inline struct efarm_tm_recv *efarm_tm_recv_lookup(struct efarm_tm *tm,
+                                                         efarm_tm_handle_t recv)
+{
+    uint32_t index = (uint32_t)recv;
+    struct efarm_tm_recv *entry;
+
+    if (index >= tm->max_posted)
+        return NULL;
+    entry = &tm->recvs[index];
+    if (entry->queue == NULL || entry->gen != (uint32_t)(recv >> 32))
+        return NULL;
+    return entry;
 }
 
 /* Unlink an unexpected message from its four lists, free its slot and return its user pointer. */
@@ -338,8 +390,109 @@ void efarm_tm_close(struct efarm_tm *tm)
     free(tm);
 }
 
-int efarm_tm_post(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag, void *user,
-                  efarm_tm_handle_t *recv_p, void **msg_user_p)
+/* Calls through the device's ops table, each with the current unexpected count. */
+static inline int efarm_tm_device_add(struct efarm_tm *tm, uint32_t context, int32_t source,
+                                      int32_t tag, efarm_tm_handle_t recv, uint32_t *hw_handle_p)
+{
+    return tm->offload_ops->add(tm->offload.ctx, context, source, tag, recv, tm->n_handled,
+                                hw_handle_p);
+}
+
+static inline int efarm_tm_device_del(struct efarm_tm *tm, uint32_t hw_handle)
+{
+    return tm->offload_ops->del(tm->offload.ctx, hw_handle, tm->n_handled);
+}
+
+static inline int efarm_tm_device_sync(struct efarm_tm *tm)
+{
+    return tm->offload_ops->sync(tm->offload.ctx, tm->n_handled);
+}
+
+int efarm_tm_offload_attach(struct efarm_tm *tm, const struct efarm_tm_offload_ops *ops, void *ctx,
+                            unsigned capacity)
+{
+    if (ops == NULL || ops->add == NULL || ops->del == NULL || ops->sync == NULL)
+        return -EINVAL;
+    if (tm->offload_ops != NULL || tm->n_posted != 0)
+        return -EBUSY;
+    tm->offload = (struct efarm_tm_offload){.ctx = ctx, .capacity = capacity};
+    tm->n_handled = 0; /* The device starts counting from 0 too. */
+    tm->offload_ops = ops;
+    return 0;
+}
+
+/*
+ * Hand a receive that matched no unexpected message to the device, if the
+ * rules of efarm_tm.h allow it now. Returns true when the device took it (its
+ * handle is in *recv_p), false when it must be held in software.
+ */
+static bool efarm_tm_offload_post(struct efarm_tm *tm, uint32_t context, int32_t source,
+                                  int32_t tag, void *user, efarm_tm_handle_t *recv_p)
+{
+    struct efarm_tm_offload *offload = &tm->offload;
+    uint32_t index = tm->recv_free, hw_handle;
+    struct efarm_tm_recv *recv = &tm->recvs[index];
+    efarm_tm_handle_t handle = efarm_tm_handle(recv->gen, index);
+    int ret;
+
+    /* Prefix rule: no older receive may wait in software. */
+    if (tm->n_posted != 0 || offload->n_held >= offload->capacity)
+        return false;
+    if (offload->sync_pending) {
+        if (efarm_tm_device_sync(tm) != 0)
+            return false; /* Messages the device passed up are still on their way. */
+        offload->sync_pending = false;
+    }
+    ret = efarm_tm_device_add(tm, context, source, tag, handle, &hw_handle);
+    if (ret != 0) {
+        if (ret == -EAGAIN)
+            offload->sync_pending = true;
+        return false;
+    }
+    tm->recv_free = recv->next_free;
+    recv->queue = &offload->held;
+    recv->seq = tm->next_seq++;
+    recv->user = user;
+    recv->hw_handle = hw_handle;
+    offload->n_held++;
+    *recv_p = handle;
+    return true;
+}
+
+/* Free the slot of a device-held receive and return its user pointer. */
+static void *efarm_tm_offload_remove(struct efarm_tm *tm, struct efarm_tm_recv *recv)
+{
+    tm->offload.n_held--;
+    return efarm_tm_recv_free(tm, recv);
+}
+
+int efarm_tm_offload_matched(struct efarm_tm *tm, efarm_tm_handle_t recv, void **recv_user_p)
+{
+    struct efarm_tm_recv *entry = efarm_tm_recv_lookup(tm, recv);
+
+    if (entry == NULL || entry->queue != &tm->offload.held)
+        return -ENOENT;
+    *recv_user_p = efarm_tm_offload_remove(tm, entry);
+    return 0;
+}
+
+void efarm_tm_offload_sync_required(struct efarm_tm *tm)
+{
+    tm->offload.sync_pending = tm->offload_ops != NULL;
+}
+
+unsigned efarm_tm_offload_count(const struct efarm_tm *tm)
+{
+    return tm->offload.n_held;
+}
+
+/*
+ * efarm_tm_post() for both cases; `offload` is a constant in each of the two
+ * copies, so the copy without a device is the software matcher alone.
+ */
+static inline __attribute__((always_inline)) int
+efarm_tm_post_common(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag, void *user,
+                     efarm_tm_handle_t *recv_p, void **msg_user_p, bool offload)
 {
     struct efarm_tm_recv *recv;
     struct efarm_tm_msg *msg;
@@ -352,14 +505,10 @@ int efarm_tm_post(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t
         *msg_user_p = efarm_tm_msg_remove(tm, msg);
         return EFARM_TM_MATCHED;
     }
-
-    /*
-     * Offload hook: this receive matched nothing already here. If no receive
-     * were held in software (tm->n_posted == 0) and a device had room, it
-     * could take the receive instead of the software queue below.
-     */
     if (tm->recv_free == EFARM_TM_NO_FREE)
         return -ENOMEM;
+    if (offload && efarm_tm_offload_post(tm, context, source, tag, user, recv_p))
+        return EFARM_TM_QUEUED;
     index = tm->recv_free;
     recv = &tm->recvs[index];
     tm->recv_free = recv->next_free;
@@ -373,6 +522,22 @@ int efarm_tm_post(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t
     tm->n_posted++;
     *recv_p = efarm_tm_handle(recv->gen, index);
     return EFARM_TM_QUEUED;
+}
+
+__attribute__((noinline)) static int efarm_tm_post_offload(struct efarm_tm *tm, uint32_t context,
+                                                           int32_t source, int32_t tag, void *user,
+                                                           efarm_tm_handle_t *recv_p,
+                                                           void **msg_user_p)
+{
+    return efarm_tm_post_common(tm, context, source, tag, user, recv_p, msg_user_p, true);
+}
+
+int efarm_tm_post(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag, void *user,
+                  efarm_tm_handle_t *recv_p, void **msg_user_p)
+{
+    if (tm->offload_ops != NULL)
+        return efarm_tm_post_offload(tm, context, source, tag, user, recv_p, msg_user_p);
+    return efarm_tm_post_common(tm, context, source, tag, user, recv_p, msg_user_p, false);
 }
 
 int efarm_tm_match_posted(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag,
@@ -398,6 +563,7 @@ int efarm_tm_match_posted(struct efarm_tm *tm, uint32_t context, int32_t source,
             best = head;
     }
     if (best != NULL) {
+        tm->n_handled++;
         *recv_user_p = efarm_tm_recv_remove(tm, best);
         return EFARM_TM_MATCHED;
     }
@@ -429,6 +595,7 @@ int efarm_tm_arrive(struct efarm_tm *tm, uint32_t context, int32_t source, int32
     }
     msg->user = user;
     tm->n_unexpected++;
+    tm->n_handled++;
     return EFARM_TM_QUEUED;
 }
 
@@ -463,21 +630,26 @@ int efarm_tm_claim(struct efarm_tm *tm, efarm_tm_handle_t msg, void **msg_user_p
 
 int efarm_tm_cancel(struct efarm_tm *tm, efarm_tm_handle_t recv, void **recv_user_p)
 {
-    uint32_t index = (uint32_t)recv;
-    struct efarm_tm_recv *entry;
+    struct efarm_tm_recv *entry = efarm_tm_recv_lookup(tm, recv);
+    int ret;
 
-    if (index >= tm->max_posted)
+    if (entry == NULL)
         return -ENOENT;
-    entry = &tm->recvs[index];
-    if (entry->queue == NULL || entry->gen != (uint32_t)(recv >> 32))
-        return -ENOENT;
+    if (entry->queue == &tm->offload.held) {
+        /* -ENOENT: the device consumed it; efarm_tm_offload_matched() will report it. */
+        ret = efarm_tm_device_del(tm, entry->hw_handle);
+        if (ret != 0)
+            return ret;
+        *recv_user_p = efarm_tm_offload_remove(tm, entry);
+        return 0;
+    }
     *recv_user_p = efarm_tm_recv_remove(tm, entry);
     return 0;
 }
 
 unsigned efarm_tm_posted_count(const struct efarm_tm *tm)
 {
-    return tm->n_posted;
+    return tm->n_posted + tm->offload.n_held;
 }
 
 unsigned efarm_tm_unexpected_count(const struct efarm_tm *tm)

@@ -11,6 +11,11 @@ test_unit_efarm_unit_SOURCES = \
 	test/unit/test_device.c \
 	test/unit/test_config.c \
 	test/unit/test_tm.c \
+	test/unit/tm_model.h \
+	test/unit/tm_model.c \
+	test/unit/tm_offload_mock.h \
+	test/unit/tm_offload_mock.c \
+	test/unit/test_tm_offload.c \
 	test/unit/proto_common.h \
 	test/unit/proto_common.c \
 	test/unit/test_proto_smoke.c \

@@ -1,7 +1,7 @@
 /*
  * Tests for the software tag matcher (efarm_tm.h): ordering corner cases,
- * handles, pool exhaustion, and a model-based randomized test against a
- * reference matcher made of two plain arrays searched linearly.
+ * handles, pool exhaustion, and a model-based randomized test against the
+ * reference matcher of tm_model.h (two plain arrays searched linearly).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -11,15 +11,10 @@
 #include "efarm_errno.h"
 #include "efarm_test.h"
 #include "efarm_tm.h"
+#include "tm_model.h"
 
 #define ANY_SRC EFARM_TM_ANY_SOURCE
 #define ANY_TAG EFARM_TM_ANY_TAG
-
-/* Distinct user pointers for small integers (never dereferenced). */
-static void *user_of(uintptr_t id)
-{
-    return (void *)(id + 1);
-}
 
 static struct efarm_tm *open_tm(unsigned max_posted, unsigned max_unexpected)
 {
@@ -45,12 +40,12 @@ EFARM_TEST(tm_any_source_posted_first_wins)
     efarm_tm_handle_t h1, h2;
     void *got = NULL;
 
-    EXPECT_RET(efarm_tm_post(tm, 0, ANY_SRC, 5, user_of(1), &h1, &got), EFARM_TM_QUEUED);
-    EXPECT_RET(efarm_tm_post(tm, 0, 3, 5, user_of(2), &h2, &got), EFARM_TM_QUEUED);
-    EXPECT_RET(efarm_tm_arrive(tm, 0, 3, 5, user_of(100), &got), EFARM_TM_MATCHED);
-    EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(1));
-    EXPECT_RET(efarm_tm_arrive(tm, 0, 3, 5, user_of(101), &got), EFARM_TM_MATCHED);
-    EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(2));
+    EXPECT_RET(efarm_tm_post(tm, 0, ANY_SRC, 5, tm_user_of(1), &h1, &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_post(tm, 0, 3, 5, tm_user_of(2), &h2, &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 3, 5, tm_user_of(100), &got), EFARM_TM_MATCHED);
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(1));
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 3, 5, tm_user_of(101), &got), EFARM_TM_MATCHED);
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(2));
     EXPECT_EQ(efarm_tm_posted_count(tm), 0);
     efarm_tm_close(tm);
 }
@@ -61,17 +56,17 @@ EFARM_TEST(tm_exact_posted_first_wins_over_wildcards)
     efarm_tm_handle_t h;
     void *got = NULL;
 
-    EXPECT_RET(efarm_tm_post(tm, 0, 3, 5, user_of(1), &h, &got), EFARM_TM_QUEUED);
-    EXPECT_RET(efarm_tm_post(tm, 0, ANY_SRC, ANY_TAG, user_of(2), &h, &got), EFARM_TM_QUEUED);
-    EXPECT_RET(efarm_tm_post(tm, 0, 3, ANY_TAG, user_of(3), &h, &got), EFARM_TM_QUEUED);
-    EXPECT_RET(efarm_tm_arrive(tm, 0, 3, 5, user_of(100), &got), EFARM_TM_MATCHED);
-    EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(1));
-    EXPECT_RET(efarm_tm_arrive(tm, 0, 3, 5, user_of(101), &got), EFARM_TM_MATCHED);
-    EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(2));
+    EXPECT_RET(efarm_tm_post(tm, 0, 3, 5, tm_user_of(1), &h, &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_post(tm, 0, ANY_SRC, ANY_TAG, tm_user_of(2), &h, &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_post(tm, 0, 3, ANY_TAG, tm_user_of(3), &h, &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 3, 5, tm_user_of(100), &got), EFARM_TM_MATCHED);
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(1));
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 3, 5, tm_user_of(101), &got), EFARM_TM_MATCHED);
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(2));
     /* Another context matches nothing. */
-    EXPECT_RET(efarm_tm_arrive(tm, 1, 3, 5, user_of(102), &got), EFARM_TM_QUEUED);
-    EXPECT_RET(efarm_tm_arrive(tm, 0, 3, 9, user_of(103), &got), EFARM_TM_MATCHED);
-    EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(3));
+    EXPECT_RET(efarm_tm_arrive(tm, 1, 3, 5, tm_user_of(102), &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 3, 9, tm_user_of(103), &got), EFARM_TM_MATCHED);
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(3));
     efarm_tm_close(tm);
 }
 
@@ -81,15 +76,15 @@ EFARM_TEST(tm_receive_takes_earliest_arrived)
     efarm_tm_handle_t h;
     void *got = NULL;
 
-    EXPECT_RET(efarm_tm_arrive(tm, 0, 1, 7, user_of(1), &got), EFARM_TM_QUEUED);
-    EXPECT_RET(efarm_tm_arrive(tm, 0, 2, 7, user_of(2), &got), EFARM_TM_QUEUED);
-    EXPECT_RET(efarm_tm_arrive(tm, 0, 2, 8, user_of(3), &got), EFARM_TM_QUEUED);
-    EXPECT_RET(efarm_tm_post(tm, 0, 2, ANY_TAG, user_of(10), &h, &got), EFARM_TM_MATCHED);
-    EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(2));
-    EXPECT_RET(efarm_tm_post(tm, 0, ANY_SRC, ANY_TAG, user_of(11), &h, &got), EFARM_TM_MATCHED);
-    EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(1));
-    EXPECT_RET(efarm_tm_post(tm, 0, ANY_SRC, 8, user_of(12), &h, &got), EFARM_TM_MATCHED);
-    EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(3));
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 1, 7, tm_user_of(1), &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 2, 7, tm_user_of(2), &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 2, 8, tm_user_of(3), &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_post(tm, 0, 2, ANY_TAG, tm_user_of(10), &h, &got), EFARM_TM_MATCHED);
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(2));
+    EXPECT_RET(efarm_tm_post(tm, 0, ANY_SRC, ANY_TAG, tm_user_of(11), &h, &got), EFARM_TM_MATCHED);
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(1));
+    EXPECT_RET(efarm_tm_post(tm, 0, ANY_SRC, 8, tm_user_of(12), &h, &got), EFARM_TM_MATCHED);
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(3));
     EXPECT_EQ(efarm_tm_unexpected_count(tm), 0);
     efarm_tm_close(tm);
 }
@@ -100,19 +95,19 @@ EFARM_TEST(tm_cancel_after_match_fails)
     efarm_tm_handle_t h1, h2;
     void *got = NULL;
 
-    EXPECT_RET(efarm_tm_post(tm, 0, 1, 1, user_of(1), &h1, &got), EFARM_TM_QUEUED);
-    EXPECT_RET(efarm_tm_arrive(tm, 0, 1, 1, user_of(100), &got), EFARM_TM_MATCHED);
+    EXPECT_RET(efarm_tm_post(tm, 0, 1, 1, tm_user_of(1), &h1, &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 1, 1, tm_user_of(100), &got), EFARM_TM_MATCHED);
     /* The slot is reused by the next receive; the old handle must stay stale. */
-    EXPECT_RET(efarm_tm_post(tm, 0, 1, 1, user_of(2), &h2, &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_post(tm, 0, 1, 1, tm_user_of(2), &h2, &got), EFARM_TM_QUEUED);
     EXPECT_TRUE(h1 != h2);
     EXPECT_RET(efarm_tm_cancel(tm, h1, &got), -ENOENT);
     EXPECT_EQ(efarm_tm_posted_count(tm), 1);
     EXPECT_RET(efarm_tm_cancel(tm, h2, &got), 0);
-    EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(2));
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(2));
     EXPECT_RET(efarm_tm_cancel(tm, h2, &got), -ENOENT);
     EXPECT_RET(efarm_tm_cancel(tm, 0, &got), -ENOENT);
     EXPECT_RET(efarm_tm_cancel(tm, UINT64_MAX, &got), -ENOENT);
-    EXPECT_RET(efarm_tm_arrive(tm, 0, 1, 1, user_of(101), &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 1, 1, tm_user_of(101), &got), EFARM_TM_QUEUED);
     efarm_tm_close(tm);
 }
 
@@ -123,27 +118,27 @@ EFARM_TEST(tm_probe_does_not_remove_and_claim_removes_that_entry)
     void *got = NULL;
 
     EXPECT_RET(efarm_tm_probe(tm, 0, ANY_SRC, ANY_TAG, &m1, &got), 0);
-    EXPECT_RET(efarm_tm_arrive(tm, 0, 1, 4, user_of(1), &got), EFARM_TM_QUEUED);
-    EXPECT_RET(efarm_tm_arrive(tm, 0, 2, 4, user_of(2), &got), EFARM_TM_QUEUED);
-    EXPECT_RET(efarm_tm_arrive(tm, 0, 1, 5, user_of(3), &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 1, 4, tm_user_of(1), &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 2, 4, tm_user_of(2), &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 1, 5, tm_user_of(3), &got), EFARM_TM_QUEUED);
     EXPECT_RET(efarm_tm_probe(tm, 0, ANY_SRC, 4, &m1, &got), 1);
-    EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(1));
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(1));
     EXPECT_RET(efarm_tm_probe(tm, 0, ANY_SRC, 4, &m2, &got), 1);
     EXPECT_EQ(m1, m2);
     EXPECT_EQ(efarm_tm_unexpected_count(tm), 3);
     EXPECT_RET(efarm_tm_probe(tm, 0, 2, ANY_TAG, &m2, &got), 1);
-    EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(2));
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(2));
     EXPECT_RET(efarm_tm_claim(tm, m2, &got), 0);
-    EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(2));
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(2));
     EXPECT_RET(efarm_tm_claim(tm, m2, &got), -ENOENT);
     EXPECT_EQ(efarm_tm_unexpected_count(tm), 2);
     /* The others are still there, in arrival order, in every list. */
     EXPECT_RET(efarm_tm_probe(tm, 0, 2, ANY_TAG, &m2, &got), 0);
-    EXPECT_RET(efarm_tm_post(tm, 0, ANY_SRC, ANY_TAG, user_of(10), &h, &got), EFARM_TM_MATCHED);
-    EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(1));
+    EXPECT_RET(efarm_tm_post(tm, 0, ANY_SRC, ANY_TAG, tm_user_of(10), &h, &got), EFARM_TM_MATCHED);
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(1));
     EXPECT_RET(efarm_tm_claim(tm, m1, &got), -ENOENT);
-    EXPECT_RET(efarm_tm_post(tm, 0, 1, 5, user_of(11), &h, &got), EFARM_TM_MATCHED);
-    EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(3));
+    EXPECT_RET(efarm_tm_post(tm, 0, 1, 5, tm_user_of(11), &h, &got), EFARM_TM_MATCHED);
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(3));
     efarm_tm_close(tm);
 }
 
@@ -153,28 +148,28 @@ EFARM_TEST(tm_pool_exhaustion_changes_nothing)
     efarm_tm_handle_t h, m;
     void *got = NULL;
 
-    EXPECT_RET(efarm_tm_post(tm, 0, 1, 1, user_of(1), &h, &got), EFARM_TM_QUEUED);
-    EXPECT_RET(efarm_tm_post(tm, 0, ANY_SRC, 2, user_of(2), &h, &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_post(tm, 0, 1, 1, tm_user_of(1), &h, &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_post(tm, 0, ANY_SRC, 2, tm_user_of(2), &h, &got), EFARM_TM_QUEUED);
     h = 77;
-    EXPECT_RET(efarm_tm_post(tm, 0, 1, 3, user_of(3), &h, &got), -ENOMEM);
+    EXPECT_RET(efarm_tm_post(tm, 0, 1, 3, tm_user_of(3), &h, &got), -ENOMEM);
     EXPECT_EQ(h, 77);
     EXPECT_EQ(efarm_tm_posted_count(tm), 2);
 
-    EXPECT_RET(efarm_tm_arrive(tm, 0, 5, 5, user_of(10), &got), EFARM_TM_QUEUED);
-    EXPECT_RET(efarm_tm_arrive(tm, 0, 5, 6, user_of(11), &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 5, 5, tm_user_of(10), &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 5, 6, tm_user_of(11), &got), EFARM_TM_QUEUED);
     got = NULL;
-    EXPECT_RET(efarm_tm_arrive(tm, 0, 5, 7, user_of(12), &got), -EAGAIN);
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 5, 7, tm_user_of(12), &got), -EAGAIN);
     EXPECT_TRUE(got == NULL);
     EXPECT_EQ(efarm_tm_unexpected_count(tm), 2);
     EXPECT_RET(efarm_tm_probe(tm, 0, 5, 7, &m, &got), 0);
 
     /* A full matcher still matches: nothing needs to be queued. */
-    EXPECT_RET(efarm_tm_arrive(tm, 0, 9, 2, user_of(13), &got), EFARM_TM_MATCHED);
-    EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(2));
-    EXPECT_RET(efarm_tm_post(tm, 0, ANY_SRC, ANY_TAG, user_of(4), &h, &got), EFARM_TM_MATCHED);
-    EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(10));
-    EXPECT_RET(efarm_tm_arrive(tm, 0, 1, 1, user_of(14), &got), EFARM_TM_MATCHED);
-    EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(1));
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 9, 2, tm_user_of(13), &got), EFARM_TM_MATCHED);
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(2));
+    EXPECT_RET(efarm_tm_post(tm, 0, ANY_SRC, ANY_TAG, tm_user_of(4), &h, &got), EFARM_TM_MATCHED);
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(10));
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 1, 1, tm_user_of(14), &got), EFARM_TM_MATCHED);
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(1));
     efarm_tm_close(tm);
 }
 
@@ -184,100 +179,19 @@ EFARM_TEST(tm_rejects_bad_keys)
     efarm_tm_handle_t h;
     void *got = NULL;
 
-    EXPECT_RET(efarm_tm_arrive(tm, 0, ANY_SRC, 1, user_of(1), &got), -EINVAL);
-    EXPECT_RET(efarm_tm_arrive(tm, 0, 1, ANY_TAG, user_of(1), &got), -EINVAL);
-    EXPECT_RET(efarm_tm_post(tm, 0, -2, 1, user_of(1), &h, &got), -EINVAL);
+    EXPECT_RET(efarm_tm_arrive(tm, 0, ANY_SRC, 1, tm_user_of(1), &got), -EINVAL);
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 1, ANY_TAG, tm_user_of(1), &got), -EINVAL);
+    EXPECT_RET(efarm_tm_post(tm, 0, -2, 1, tm_user_of(1), &h, &got), -EINVAL);
     EXPECT_RET(efarm_tm_probe(tm, 0, 1, -5, &h, &got), -EINVAL);
     EXPECT_EQ(efarm_tm_posted_count(tm) + efarm_tm_unexpected_count(tm), 0);
     efarm_tm_close(tm);
 }
 
-/*
- * The reference matcher: arrays in posting and arrival order, searched from
- * the front. Entries are named by their unique user id.
- */
-#define MODEL_MAX 64
-
-struct model_entry {
-    uint32_t context;
-    int32_t source;
-    int32_t tag;
-    uintptr_t id;
-    efarm_tm_handle_t handle;
-};
-
-struct model {
-    struct model_entry posted[MODEL_MAX];
-    struct model_entry unexpected[MODEL_MAX];
-    unsigned n_posted, n_unexpected;
-    unsigned max_posted, max_unexpected;
-};
-
-static bool model_match(const struct model_entry *recv, uint32_t context, int32_t source,
-                        int32_t tag)
-{
-    return recv->context == context && (recv->source == ANY_SRC || recv->source == source) &&
-           (recv->tag == ANY_TAG || recv->tag == tag);
-}
-
-static void model_delete(struct model_entry *array, unsigned *n, unsigned i)
-{
-    memmove(&array[i], &array[i + 1], (*n - i - 1) * sizeof(array[0]));
-    (*n)--;
-}
-
-static int model_find_unexpected(const struct model *m, uint32_t context, int32_t source,
-                                 int32_t tag)
-{
-    struct model_entry key = {.context = context, .source = source, .tag = tag};
-
-    for (unsigned i = 0; i < m->n_unexpected; i++) {
-        const struct model_entry *u = &m->unexpected[i];
-
-        if (model_match(&key, u->context, u->source, u->tag))
-            return (int)i;
-    }
-    return -1;
-}
-
-static int model_find_by_id(const struct model_entry *array, unsigned n, uintptr_t id)
-{
-    for (unsigned i = 0; i < n; i++) {
-        if (array[i].id == id)
-            return (int)i;
-    }
-    return -1;
-}
-
-/* Handles seen recently, live or stale, with the id they named. */
-#define RING 16
-
-struct handle_ring {
-    efarm_tm_handle_t handle[RING];
-    uintptr_t id[RING];
-    unsigned n;
-};
-
-static void ring_add(struct handle_ring *ring, efarm_tm_handle_t handle, uintptr_t id)
-{
-    unsigned slot = ring->n < RING ? ring->n++ : (unsigned)(efarm_test_rand() % RING);
-
-    ring->handle[slot] = handle;
-    ring->id[slot] = id;
-}
-
-static int32_t random_field(unsigned range, unsigned wild_percent)
-{
-    if (wild_percent != 0 && efarm_test_rand() % 100 < wild_percent)
-        return -1;
-    return (int32_t)(efarm_test_rand() % range);
-}
-
 static void run_model(unsigned max_posted, unsigned max_unexpected, unsigned steps,
                       unsigned n_contexts, unsigned n_sources, unsigned n_tags)
 {
-    static struct model m;
-    struct handle_ring recvs = {.n = 0}, msgs = {.n = 0};
+    static struct tm_model m;
+    struct tm_handle_ring recvs = {.n = 0}, msgs = {.n = 0};
     struct efarm_tm *tm = open_tm(max_posted, max_unexpected);
     uintptr_t next_id = 1;
 
@@ -287,8 +201,8 @@ static void run_model(unsigned max_posted, unsigned max_unexpected, unsigned ste
     for (unsigned step = 0; step < steps; step++) {
         uint32_t context = (uint32_t)(efarm_test_rand() % n_contexts);
         /* About 20% of receives and probes carry at least one wildcard. */
-        int32_t source = random_field(n_sources, 11);
-        int32_t tag = random_field(n_tags, 11);
+        int32_t source = tm_random_field(n_sources, 11);
+        int32_t tag = tm_random_field(n_tags, 11);
         unsigned op = (unsigned)(efarm_test_rand() % 100);
         efarm_tm_handle_t handle = 0;
         void *got = NULL;
@@ -298,47 +212,44 @@ static void run_model(unsigned max_posted, unsigned max_unexpected, unsigned ste
         efarm_test_context("step %u op %u key (%u,%d,%d) posted %u unexpected %u", step, op,
                            context, source, tag, m.n_posted, m.n_unexpected);
         if (op < 35) {
-            ret = efarm_tm_post(tm, context, source, tag, user_of(id), &handle, &got);
-            i = model_find_unexpected(&m, context, source, tag);
+            ret = efarm_tm_post(tm, context, source, tag, tm_user_of(id), &handle, &got);
+            i = tm_model_find_unexpected(&m, context, source, tag);
             if (i >= 0) {
                 EXPECT_RET(ret, EFARM_TM_MATCHED);
-                EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(m.unexpected[i].id));
-                model_delete(m.unexpected, &m.n_unexpected, (unsigned)i);
+                EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(m.unexpected[i].id));
+                tm_model_delete(m.unexpected, &m.n_unexpected, (unsigned)i);
             } else if (m.n_posted == m.max_posted) {
                 EXPECT_RET(ret, -ENOMEM);
             } else {
                 EXPECT_RET(ret, EFARM_TM_QUEUED);
-                m.posted[m.n_posted++] = (struct model_entry){context, source, tag, id, handle};
-                ring_add(&recvs, handle, id);
+                m.posted[m.n_posted++] = (struct tm_model_entry){context, source, tag, id, handle};
+                tm_ring_add(&recvs, handle, id);
             }
         } else if (op < 75) {
             if (source < 0)
                 source = (int32_t)(efarm_test_rand() % n_sources);
             if (tag < 0)
                 tag = (int32_t)(efarm_test_rand() % n_tags);
-            ret = efarm_tm_arrive(tm, context, source, tag, user_of(id), &got);
-            i = -1;
-            for (unsigned k = 0; k < m.n_posted && i < 0; k++) {
-                if (model_match(&m.posted[k], context, source, tag))
-                    i = (int)k;
-            }
+            ret = efarm_tm_arrive(tm, context, source, tag, tm_user_of(id), &got);
+            i = tm_model_find_posted(&m, context, source, tag);
             if (i >= 0) {
                 EXPECT_RET(ret, EFARM_TM_MATCHED);
-                EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(m.posted[i].id));
-                model_delete(m.posted, &m.n_posted, (unsigned)i);
+                EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(m.posted[i].id));
+                tm_model_delete(m.posted, &m.n_posted, (unsigned)i);
             } else if (m.n_unexpected == m.max_unexpected) {
                 EXPECT_RET(ret, -EAGAIN);
             } else {
                 EXPECT_RET(ret, EFARM_TM_QUEUED);
-                m.unexpected[m.n_unexpected++] = (struct model_entry){context, source, tag, id, 0};
+                m.unexpected[m.n_unexpected++] =
+                    (struct tm_model_entry){context, source, tag, id, 0};
             }
         } else if (op < 85) {
             ret = efarm_tm_probe(tm, context, source, tag, &handle, &got);
-            i = model_find_unexpected(&m, context, source, tag);
+            i = tm_model_find_unexpected(&m, context, source, tag);
             EXPECT_RET(ret, i >= 0 ? 1 : 0);
             if (i >= 0) {
-                EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(m.unexpected[i].id));
-                ring_add(&msgs, handle, m.unexpected[i].id);
+                EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(m.unexpected[i].id));
+                tm_ring_add(&msgs, handle, m.unexpected[i].id);
             }
         } else if (op < 93) {
             unsigned slot;
@@ -347,11 +258,11 @@ static void run_model(unsigned max_posted, unsigned max_unexpected, unsigned ste
                 continue;
             slot = (unsigned)(efarm_test_rand() % msgs.n);
             ret = efarm_tm_claim(tm, msgs.handle[slot], &got);
-            i = model_find_by_id(m.unexpected, m.n_unexpected, msgs.id[slot]);
+            i = tm_model_find_id(m.unexpected, m.n_unexpected, msgs.id[slot]);
             if (i >= 0) {
                 EXPECT_RET(ret, 0);
-                EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(msgs.id[slot]));
-                model_delete(m.unexpected, &m.n_unexpected, (unsigned)i);
+                EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(msgs.id[slot]));
+                tm_model_delete(m.unexpected, &m.n_unexpected, (unsigned)i);
             } else {
                 EXPECT_RET(ret, -ENOENT);
             }
@@ -362,11 +273,11 @@ static void run_model(unsigned max_posted, unsigned max_unexpected, unsigned ste
                 continue;
             slot = (unsigned)(efarm_test_rand() % recvs.n);
             ret = efarm_tm_cancel(tm, recvs.handle[slot], &got);
-            i = model_find_by_id(m.posted, m.n_posted, recvs.id[slot]);
+            i = tm_model_find_id(m.posted, m.n_posted, recvs.id[slot]);
             if (i >= 0) {
                 EXPECT_RET(ret, 0);
-                EXPECT_EQ((uintptr_t)got, (uintptr_t)user_of(recvs.id[slot]));
-                model_delete(m.posted, &m.n_posted, (unsigned)i);
+                EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(recvs.id[slot]));
+                tm_model_delete(m.posted, &m.n_posted, (unsigned)i);
             } else {
                 EXPECT_RET(ret, -ENOENT);
             }
@@ -385,11 +296,11 @@ EFARM_TEST_TIMEOUT(tm_model_random_small_pools, 120)
 
 EFARM_TEST_TIMEOUT(tm_model_random_deep_queues, 120)
 {
-    run_model(MODEL_MAX, MODEL_MAX, 1000000, 2, 4, 4);
+    run_model(TM_MODEL_MAX, TM_MODEL_MAX, 1000000, 2, 4, 4);
 }
 
 EFARM_TEST_TIMEOUT(tm_model_random_sparse_keys, 120)
 {
     /* More keys than entries: queues appear and vanish, hash chains get used. */
-    run_model(MODEL_MAX, 32, 300000, 3, 8, 16);
+    run_model(TM_MODEL_MAX, 32, 300000, 3, 8, 16);
 }
