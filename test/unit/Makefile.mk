@@ -3,6 +3,8 @@ check_PROGRAMS += test/unit/efarm-unit
 test_unit_efarm_unit_SOURCES = \
 	test/unit/efarm_test.h \
 	test/unit/runner.c \
+	test/unit/test_procs.h \
+	test/unit/test_procs.c \
 	test/unit/golden_vectors.h \
 	test/unit/golden_vectors.c \
 	test/unit/test_pkt_golden.c \
@@ -62,6 +64,8 @@ test_unit_efasim_unit_SOURCES = \
 	test/unit/runner.c \
 	test/unit/efasim_common.h \
 	test/unit/efasim_common.c \
+	test/unit/test_procs.h \
+	test/unit/test_procs.c \
 	test/unit/test_efasim_device.c \
 	test/unit/test_efasim_send.c \
 	test/unit/test_efasim_srd.c \

@@ -47,48 +47,6 @@ void efasim_sleep_ms(unsigned ms)
         ;
 }
 
-void efasim_pipe_write(int fd, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-
-    while (len) {
-        ssize_t n = write(fd, p, len);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            efarm_test_fail(__FILE__, __LINE__, "write to the other process: %s", strerror(errno));
-        p += n;
-        len -= (size_t)n;
-    }
-}
-
-void efasim_pipe_read(int fd, void *buf, size_t len, const char *what)
-{
-    uint8_t *p = buf;
-
-    while (len) {
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int rc = poll(&pfd, 1, EFASIM_PIPE_WAIT_S * 1000);
-        ssize_t n;
-
-        if (rc < 0 && errno == EINTR)
-            continue;
-        if (rc == 0)
-            efarm_test_fail(__FILE__, __LINE__, "no %s from the other process within %d s", what,
-                            EFASIM_PIPE_WAIT_S);
-        n = read(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n == 0)
-            efarm_test_fail(__FILE__, __LINE__, "the other process exited before sending %s", what);
-        if (n < 0)
-            efarm_test_fail(__FILE__, __LINE__, "read of %s: %s", what, strerror(errno));
-        p += n;
-        len -= (size_t)n;
-    }
-}
-
 const char *efasim_gid_str(const union ibv_gid *gid, char *buf)
 {
     if (!inet_ntop(AF_INET6, gid->raw, buf, 64))

@@ -20,6 +20,7 @@
 #include <infiniband/efadv.h>
 
 #include "efarm_test.h"
+#include "test_procs.h"
 
 /* efasim's defaults (and real EFA's on the instance types it models). */
 #define EFASIM_DEFAULT_MTU        8928
@@ -121,13 +122,6 @@ void efasim_expect_status(const char *file, int line, const struct efasim_wc *wc
 void efasim_setenv(const char *name, const char *value);
 double efasim_now(void);
 void efasim_sleep_ms(unsigned ms);
-
-/* How long a test waits for a word from another of its processes. */
-#define EFASIM_PIPE_WAIT_S 30
-
-/* Whole-buffer pipe I/O between a test's processes; a short or late read fails the test. */
-void efasim_pipe_write(int fd, const void *buf, size_t len);
-void efasim_pipe_read(int fd, void *buf, size_t len, const char *what);
 
 /* "::ffff:127.0.0.1"-style text for messages; buf holds at least 64 bytes. */
 const char *efasim_gid_str(const union ibv_gid *gid, char *buf);

@@ -66,16 +66,16 @@ static void side_open(struct side *s)
     me.rkey = s->region.mr->rkey;
     me.addr = (uintptr_t)s->region.addr;
     me.len = PROCS_REGION_LEN;
-    efasim_pipe_write(s->wfd, &me, sizeof(me));
-    efasim_pipe_read(s->rfd, &s->peer, sizeof(s->peer), "its address");
+    efarm_test_pipe_write(s->wfd, &me, sizeof(me));
+    efarm_test_pipe_read(s->rfd, &s->peer, sizeof(s->peer), "its address");
     memcpy(gid.raw, s->peer.gid, 16);
     s->to_peer.ah = efasim_ah_create(&s->dev, &gid);
     s->to_peer.qpn = s->peer.qpn;
     s->to_peer.qkey = s->peer.qkey;
 
     /* Nothing is sent before both have their AH: a receive's slid depends on it. */
-    efasim_pipe_write(s->wfd, "A", 1);
-    efasim_pipe_read(s->rfd, &ready, 1, "its AH-ready byte");
+    efarm_test_pipe_write(s->wfd, "A", 1);
+    efarm_test_pipe_read(s->rfd, &ready, 1, "its AH-ready byte");
     EXPECT_EQ(ready, 'A');
 }
 
@@ -163,7 +163,7 @@ static _Noreturn void run_child(int rfd, int wfd, pid_t parent)
         efarm_test_fail(__FILE__, __LINE__, "RDMA read data differs at byte %zu", bad);
     efasim_buf_free(&local);
 
-    efasim_pipe_write(wfd, &done, 1);
+    efarm_test_pipe_write(wfd, &done, 1);
     side_close(&s);
     fflush(NULL);
     _exit(0);
@@ -200,7 +200,7 @@ EFARM_TEST_TIMEOUT(efasim_two_processes, 90)
 
     /* Block without polling while the child reads s.region. */
     efarm_test_context("parent, waiting for the child's RDMA read");
-    efasim_pipe_read(s.rfd, &done, 1, "the result of its RDMA read");
+    efarm_test_pipe_read(s.rfd, &done, 1, "the result of its RDMA read");
     EXPECT_EQ(done, 'K');
     while (waitpid(child, &status, 0) < 0)
         EXPECT_EQ(errno, EINTR);

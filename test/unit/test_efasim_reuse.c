@@ -35,69 +35,6 @@
 
 /* ---- Ports ---------------------------------------------------------------------- */
 
-/* A UDP socket on 127.0.0.1:port (0 = any, its port stored in *port_p), or -1 if taken. */
-static int udp_bind(uint16_t port, uint16_t *port_p)
-{
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
-    socklen_t len = sizeof(sin);
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-    EXPECT_TRUE(fd >= 0);
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&sin, sizeof(sin))) {
-        close(fd);
-        return -1;
-    }
-    if (port_p) {
-        EXPECT_EQ(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-        *port_p = ntohs(sin.sin_port);
-    }
-    return fd;
-}
-
-/*
- * A port p with p .. p + n - 1 all free on 127.0.0.1 at the time of the call,
- * taken below the kernel's ephemeral range where it can be, so that no socket
- * bound to port 0 (ours or another program's) takes it before the test does.
- */
-static uint16_t free_ports(unsigned n)
-{
-    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
-    unsigned low = 0, high = 0, first = 1024, span = 0;
-    uint64_t pick = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull;
-    int fds[8];
-
-    EXPECT_TRUE(n >= 1 && n <= 8);
-    if (f) {
-        if (fscanf(f, "%u %u", &low, &high) != 2)
-            low = 0;
-        fclose(f);
-    }
-    if (low >= 2048 + n) {
-        first = low > 16384 + 1024 ? low - 16384 : 1024;
-        span = low - n - first;
-    }
-    for (unsigned attempt = 0; attempt < 200; attempt++) {
-        uint16_t base = 0;
-        unsigned k = 1;
-
-        pick = pick * 6364136223846793005ull + 1442695040888963407ull;
-        if (span)
-            fds[0] = udp_bind((uint16_t)(first + (pick >> 33) % span), &base);
-        else
-            fds[0] = udp_bind(0, &base);
-        if (fds[0] < 0)
-            continue;
-        while (k < n && base + k <= 0xffff && (fds[k] = udp_bind((uint16_t)(base + k), NULL)) >= 0)
-            k++;
-        for (unsigned i = 0; i < k; i++)
-            close(fds[i]);
-        if (k == n)
-            return base;
-    }
-    efarm_test_fail(__FILE__, __LINE__, "no run of %u free UDP ports found", n);
-}
-
 static unsigned open_fd_count(void)
 {
     DIR *d = opendir("/proc/self/fd");
@@ -130,7 +67,7 @@ static struct ibv_qp *qp_create_raw(struct efasim_dev *dev, struct ibv_cq_ex *cq
 EFARM_TEST(efasim_qpn_pins_first_qp)
 {
     const struct efasim_qp_opts opts = EFASIM_QP_OPTS_DEFAULT;
-    uint16_t base = free_ports(3);
+    uint16_t base = efarm_test_free_ports(3);
     struct efasim_dest to;
     struct efasim_dev dev;
     struct efasim_buf buf;
@@ -165,7 +102,7 @@ EFARM_TEST(efasim_qpn_pins_first_qp)
 
     /* The next number is held by another socket: EADDRINUSE, and nothing leaks. */
     efarm_test_context("QP creation on a taken number");
-    blocker = udp_bind((uint16_t)(base + 2), NULL);
+    blocker = efarm_test_udp_bind((uint16_t)(base + 2), NULL);
     EXPECT_TRUE(blocker >= 0);
     cq = efasim_cq_create(&dev, 64);
     fds = open_fd_count();
@@ -358,7 +295,7 @@ static _Noreturn void child_run(int rfd, int wfd, pid_t parent)
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
         _exit(3);
     for (;;) {
-        efasim_pipe_read(rfd, &cmd, sizeof(cmd), "a command");
+        efarm_test_pipe_read(rfd, &cmd, sizeof(cmd), "a command");
         memset(&reply, 0, sizeof(reply));
         switch (cmd.op) {
         case REUSE_OPEN:
@@ -380,13 +317,13 @@ static _Noreturn void child_run(int rfd, int wfd, pid_t parent)
             break;
         case REUSE_QUIT:
             side_close(&s);
-            efasim_pipe_write(wfd, &reply, sizeof(reply));
+            efarm_test_pipe_write(wfd, &reply, sizeof(reply));
             fflush(NULL);
             _exit(0);
         default:
             _exit(4);
         }
-        efasim_pipe_write(wfd, &reply, sizeof(reply));
+        efarm_test_pipe_write(wfd, &reply, sizeof(reply));
     }
 }
 
@@ -415,14 +352,14 @@ static void child_tell(struct child *c, uint32_t op, uint32_t n, uint64_t seed)
 {
     struct reuse_cmd cmd = {.op = op, .n = n, .seed = seed};
 
-    efasim_pipe_write(c->wfd, &cmd, sizeof(cmd));
+    efarm_test_pipe_write(c->wfd, &cmd, sizeof(cmd));
 }
 
 static void child_done(struct child *c, const char *what)
 {
     struct reuse_addr reply;
 
-    efasim_pipe_read(c->rfd, &reply, sizeof(reply), what);
+    efarm_test_pipe_read(c->rfd, &reply, sizeof(reply), what);
 }
 
 /* The child opens its QP on number qpn with qkey; returns its address. */
@@ -432,8 +369,8 @@ static void child_open(struct child *c, const struct side *parent, uint16_t qpn,
     struct reuse_cmd cmd = {.op = REUSE_OPEN, .n = prepost, .qpn = qpn, .qkey = qkey};
 
     side_address(parent, &cmd.peer);
-    efasim_pipe_write(c->wfd, &cmd, sizeof(cmd));
-    efasim_pipe_read(c->rfd, addr_p, sizeof(*addr_p), "its QP address");
+    efarm_test_pipe_write(c->wfd, &cmd, sizeof(cmd));
+    efarm_test_pipe_read(c->rfd, addr_p, sizeof(*addr_p), "its QP address");
     EXPECT_EQ(addr_p->qpn, qpn);
     EXPECT_EQ(addr_p->qkey, qkey);
 }
@@ -469,7 +406,7 @@ static void reuse_new_incarnation(void)
     child_start(&cb);
     child_start(&cb2);
     side_open(&a, REUSE_QKEY_A, REUSE_RECVS);
-    qpn = free_ports(1);
+    qpn = efarm_test_free_ports(1);
 
     efarm_test_context("B opens on QPN %u", qpn);
     child_open(&cb, &a, qpn, REUSE_QKEY_B, 0, &b);
@@ -528,7 +465,7 @@ EFARM_TEST_TIMEOUT(efasim_qpn_reuse_stale_wr_fails, 60)
     child_start(&cb);
     child_start(&cb2);
     side_open(&a, REUSE_QKEY_A, REUSE_RECVS);
-    qpn = free_ports(1);
+    qpn = efarm_test_free_ports(1);
 
     efarm_test_context("B opens on QPN %u", qpn);
     child_open(&cb, &a, qpn, REUSE_QKEY_B, 0, &b);

@@ -30,6 +30,7 @@
 #include "efarm_errno.h"
 #include "efarm_test.h"
 #include "proto_common.h"
+#include "test_procs.h"
 
 #define RESTART_MSGS     8  /* each way, per incarnation */
 #define RESTART_TAG_BASE 10 /* message i carries tag RESTART_TAG_BASE + i */
@@ -113,20 +114,6 @@ static void spin(struct efarm_ep *ep, unsigned us)
 
     while (proto_now_s() < end)
         EXPECT_TRUE(efarm_ep_progress(ep) >= 0);
-}
-
-/* A UDP port nobody holds right now: B's QP number. */
-static uint16_t free_port(void)
-{
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(sin);
-    int fd = socket(AF_INET, SOCK_DGRAM, 0);
-
-    EXPECT_TRUE(fd >= 0);
-    EXPECT_RET(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-    EXPECT_RET(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-    close(fd);
-    return ntohs(sin.sin_port);
 }
 
 static uint16_t raw_qpn(const uint8_t *raw)
@@ -435,7 +422,7 @@ EFARM_TEST_TIMEOUT(proto_restart_same_qpn_new_connid, 90)
     child_start(&a, "A", 0, a_entry, 0);
     ctl_recv(a.from_fd, CTL_ADDR, "A", raw_a);
 
-    qpn = free_port();
+    qpn = efarm_test_free_ports(1);
     efarm_test_context("B on QP number %u", qpn);
     child_start(&b, "B", qpn, peer_main, 1);
     ctl_recv(b.from_fd, CTL_ADDR, "B", raw_b);

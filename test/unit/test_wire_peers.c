@@ -20,6 +20,7 @@
 #include "efarm_proto.h"
 #include "efarm_test.h"
 #include "proto_common.h"
+#include "test_procs.h"
 #include "wire_peer.h"
 
 /* ---- 2. Unknown senders (section 2.2) ------------------------------------------------ */
@@ -284,52 +285,6 @@ EFARM_TEST(wire_connid_mismatch_dropped)
     free(dst);
 }
 
-/* A UDP socket bound to 127.0.0.1:port (0: any; its port in *port_p), or -1 if taken. */
-static int udp_bind(uint16_t port, uint16_t *port_p)
-{
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
-    socklen_t len = sizeof(sin);
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-    EXPECT_TRUE(fd >= 0);
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&sin, sizeof(sin))) {
-        close(fd);
-        return -1;
-    }
-    if (port_p) {
-        EXPECT_EQ(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-        *port_p = ntohs(sin.sin_port);
-    }
-    return fd;
-}
-
-/* Two consecutive free UDP ports on 127.0.0.1, for EFASIM_QPN. */
-static uint16_t two_free_ports(void)
-{
-    for (unsigned attempt = 0; attempt < 100; attempt++) {
-        uint16_t base;
-        int a = udp_bind(0, &base), b = base < 0xffff ? udp_bind((uint16_t)(base + 1), NULL) : -1;
-
-        close(a);
-        if (b >= 0) {
-            close(b);
-            return base;
-        }
-    }
-    efarm_test_fail(__FILE__, __LINE__, "no two consecutive free UDP ports");
-}
-
-static void pipe_write(int fd, const void *buf, size_t n)
-{
-    EXPECT_EQ(write(fd, buf, n), n);
-}
-
-static void pipe_read(int fd, void *buf, size_t n)
-{
-    EXPECT_EQ(read(fd, buf, n), n);
-}
-
 #define RESTART_TAG 4
 
 /*
@@ -348,12 +303,12 @@ static void restart_first_incarnation(uint16_t qpn, int in, int out)
     proto_use_efasim();
     snprintf(value, sizeof(value), "%u", qpn);
     setenv("EFASIM_QPN", value, 1);
-    pipe_read(in, g_eng_raw, sizeof(g_eng_raw));
+    efarm_test_pipe_read(in, g_eng_raw, sizeof(g_eng_raw), "the other process's address");
     g_eng_qpn = efarm_load_le16(g_eng_raw + offsetof(struct efarm_wire_raw_addr, qpn));
     g_eng_connid = efarm_load_le32(g_eng_raw + offsetof(struct efarm_wire_raw_addr, connid));
     wp_open(&w);
     EXPECT_EQ(w.qpn, qpn);
-    pipe_write(out, w.raw, sizeof(w.raw));
+    efarm_test_pipe_write(out, w.raw, sizeof(w.raw));
     for (uint32_t id = 0; id < 5; id++) {
         if (id == 3)
             continue;
@@ -367,7 +322,7 @@ static void restart_first_incarnation(uint16_t qpn, int in, int out)
     /* Linger: efasim sends the ACKs a QP owes only while it lives (not at destroy). */
     pump_for(100000);
     wp_close(&w);
-    pipe_write(out, "k", 1);
+    efarm_test_pipe_write(out, "k", 1);
 }
 
 /*
@@ -429,7 +384,7 @@ static void restart_second_incarnation(uint16_t qpn, const uint8_t *old_raw, efa
  */
 EFARM_TEST_TIMEOUT(wire_restarted_peer_is_a_new_peer, 60)
 {
-    uint16_t base = two_free_ports();
+    uint16_t base = efarm_test_free_ports(2);
     int to_child[2], to_parent[2], status;
     uint8_t buf[3][64], data[64] = {0}, old_raw[EFARM_RAW_ADDR_LEN], ok;
     struct efarm_req rreq[3], sreq = {0};
@@ -449,8 +404,8 @@ EFARM_TEST_TIMEOUT(wire_restarted_peer_is_a_new_peer, 60)
     setenv("EFASIM_QPN", value, 1);
     engine_open(NULL);
     EXPECT_EQ(g_eng_qpn, base);
-    pipe_write(to_child[1], g_eng_raw, sizeof(g_eng_raw));
-    pipe_read(to_parent[0], old_raw, sizeof(old_raw));
+    efarm_test_pipe_write(to_child[1], g_eng_raw, sizeof(g_eng_raw));
+    efarm_test_pipe_read(to_parent[0], old_raw, sizeof(old_raw), "the other process's address");
 
     memset(rreq, 0, sizeof(rreq));
     for (unsigned i = 0; i < 3; i++)
