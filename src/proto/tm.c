@@ -17,6 +17,7 @@
  */
 #include "efarm_tm.h"
 
+#include "efarm_list.h"
 #include "efarm_pool.h"
 
 #include <errno.h>
@@ -33,17 +34,8 @@
 #define EFARM_TM_NO_FREE     UINT32_MAX
 #define EFARM_TM_KIND_UNUSED UINT32_MAX
 
-#define efarm_tm_container_of(ptr, type, member) \
-    ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
-
-/* Intrusive circular doubly-linked list; a queue's head is its sentinel. */
-struct efarm_tm_link {
-    struct efarm_tm_link *prev;
-    struct efarm_tm_link *next;
-};
-
 struct efarm_tm_queue {
-    struct efarm_tm_link entries;   /* Oldest first. */
+    struct efarm_link entries;      /* Oldest first. */
     struct efarm_tm_queue *hnext;   /* Bucket chain, or free list. */
     struct efarm_tm_queue **hpprev; /* Where this queue is linked from; NULL when inline. */
     uint32_t context;
@@ -64,7 +56,7 @@ struct efarm_tm_bucket {
 };
 
 struct efarm_tm_recv {
-    struct efarm_tm_link link;
+    struct efarm_link link;
     struct efarm_tm_queue *queue; /* NULL while free; &tm->offload.held: in the device. */
     uint64_t seq;                 /* Global posting order. */
     void *user;
@@ -76,7 +68,7 @@ struct efarm_tm_recv {
 };
 
 struct efarm_tm_msg {
-    struct efarm_tm_link link[EFARM_TM_SHAPES];
+    struct efarm_link link[EFARM_TM_SHAPES];
     struct efarm_tm_queue *queue[EFARM_TM_SHAPES]; /* queue[0] NULL while free. */
     void *user;
     uint32_t gen;
@@ -115,20 +107,6 @@ struct efarm_tm {
     const struct efarm_tm_offload_ops *offload_ops; /* NULL: no device. */
     struct efarm_tm_offload offload;
 };
-
-static inline void efarm_tm_link_append(struct efarm_tm_link *head, struct efarm_tm_link *link)
-{
-    link->prev = head->prev;
-    link->next = head;
-    head->prev->next = link;
-    head->prev = link;
-}
-
-static inline void efarm_tm_link_remove(struct efarm_tm_link *link)
-{
-    link->prev->next = link->next;
-    link->next->prev = link->prev;
-}
 
 static inline bool efarm_tm_queue_empty(const struct efarm_tm_queue *queue)
 {
@@ -258,7 +236,7 @@ static void *efarm_tm_recv_remove(struct efarm_tm *tm, struct efarm_tm_recv *rec
 
     if (queue->kind != 0)
         tm->n_wild_recv--;
-    efarm_tm_link_remove(&recv->link);
+    efarm_list_remove(&recv->link);
     if (efarm_tm_queue_empty(queue))
         efarm_tm_queue_put(tm, queue);
     recv->queue = NULL;
@@ -291,7 +269,7 @@ static void *efarm_tm_msg_remove(struct efarm_tm *tm, struct efarm_tm_msg *msg)
     void *user = msg->user;
 
     for (uint32_t shape = 0; shape < EFARM_TM_SHAPES; shape++) {
-        efarm_tm_link_remove(&msg->link[shape]);
+        efarm_list_remove(&msg->link[shape]);
         if (efarm_tm_queue_empty(msg->queue[shape]))
             efarm_tm_queue_put(tm, msg->queue[shape]);
         msg->queue[shape] = NULL;
@@ -316,7 +294,7 @@ static inline struct efarm_tm_msg *efarm_tm_msg_find(const struct efarm_tm *tm, 
     queue = efarm_tm_queue_find(tm, EFARM_TM_KIND_MSG + shape, context, source, tag);
     if (queue == NULL)
         return NULL;
-    return efarm_tm_container_of(queue->entries.next, struct efarm_tm_msg, link[shape]);
+    return efarm_container_of(queue->entries.next, struct efarm_tm_msg, link[shape]);
 }
 
 int efarm_tm_open(unsigned max_posted, unsigned max_unexpected, struct efarm_tm **tm_p)
@@ -516,7 +494,7 @@ efarm_tm_post_common(struct efarm_tm *tm, uint32_t context, int32_t source, int3
     recv->queue = efarm_tm_queue_get(tm, shape, context, source, tag);
     recv->seq = tm->next_seq++;
     recv->user = user;
-    efarm_tm_link_append(&recv->queue->entries, &recv->link);
+    efarm_list_append(&recv->queue->entries, &recv->link);
     if (shape != 0)
         tm->n_wild_recv++;
     tm->n_posted++;
@@ -558,7 +536,7 @@ int efarm_tm_match_posted(struct efarm_tm *tm, uint32_t context, int32_t source,
         queue = efarm_tm_queue_find(tm, shape, context, shaped_source, shaped_tag);
         if (queue == NULL)
             continue;
-        head = efarm_tm_container_of(queue->entries.next, struct efarm_tm_recv, link);
+        head = efarm_container_of(queue->entries.next, struct efarm_tm_recv, link);
         if (best == NULL || head->seq < best->seq)
             best = head;
     }
@@ -591,7 +569,7 @@ int efarm_tm_arrive(struct efarm_tm *tm, uint32_t context, int32_t source, int32
         efarm_tm_key_shape(shape, &shaped_source, &shaped_tag);
         msg->queue[shape] =
             efarm_tm_queue_get(tm, EFARM_TM_KIND_MSG + shape, context, shaped_source, shaped_tag);
-        efarm_tm_link_append(&msg->queue[shape]->entries, &msg->link[shape]);
+        efarm_list_append(&msg->queue[shape]->entries, &msg->link[shape]);
     }
     msg->user = user;
     tm->n_unexpected++;
