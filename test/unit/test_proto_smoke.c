@@ -50,3 +50,40 @@ EFARM_TEST_TIMEOUT(proto_smoke_every_subprotocol, 60)
     }
     proto_pair_close(&p);
 }
+
+/*
+ * An endpoint sends to its own address (MPI does, on a multi-rank
+ * communicator): every subprotocol, through the device and back.
+ */
+EFARM_TEST_TIMEOUT(proto_smoke_send_to_self, 60)
+{
+    static const uint64_t sizes[] = {0, 100, 20000, 300000, 2u << 20};
+    uint8_t raw[EFARM_RAW_ADDR_LEN];
+    struct efarm_ep *ep;
+    efarm_peer_t self;
+
+    proto_use_efasim();
+    EXPECT_RET(efarm_ep_open(NULL, &ep), 0);
+    efarm_ep_addr(ep, raw);
+    EXPECT_RET(efarm_av_insert(ep, raw, &self), 0);
+    for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        uint8_t *src = malloc(sizes[i] + 1), *dst = calloc(1, sizes[i] + 1);
+        struct efarm_req sreq = {0}, rreq = {0};
+        struct efarm_req *reqs[] = {&sreq, &rreq};
+
+        efarm_test_context("size %llu", (unsigned long long)sizes[i]);
+        proto_fill(src, sizes[i], i + 10);
+        EXPECT_RET(efarm_tsend(ep, self, src, sizes[i], 4, 0, 1, 0, 0, &sreq), 0);
+        EXPECT_RET(efarm_trecv(ep, dst, sizes[i], 4, 0, 1, &rreq), 0);
+        proto_wait(&ep, 1, reqs, 2, 20);
+        EXPECT_RET(sreq.status, 0);
+        EXPECT_RET(rreq.status, 0);
+        EXPECT_EQ(rreq.peer, self);
+        EXPECT_EQ(rreq.length, sizes[i]);
+        proto_expect_pattern(dst, sizes[i], i + 10);
+        free(src);
+        free(dst);
+    }
+    EXPECT_EQ(efarm_ep_counters(ep)->implicit_peers, 0);
+    efarm_ep_close(ep);
+}
