@@ -208,7 +208,15 @@ int efarm_trecv(struct efarm_ep *ep, void *buf, uint64_t len, uint32_t context, 
 int efarm_tprobe(struct efarm_ep *ep, uint32_t context, int32_t source, int32_t tag, bool claim,
                  struct efarm_probe_info *info);
 
-/* Receive a message claimed by efarm_tprobe(). Returns 0, -ENOENT, -EAGAIN. */
+/*
+ * The same for untagged messages, from one peer or any (EFARM_PEER_NONE);
+ * info->context is EFARM_CTX_UNTAGGED, info->source the peer, info->tag 0.
+ * A claimed one is received with efarm_tmrecv() too.
+ */
+#define EFARM_CTX_UNTAGGED 0xffffffffu
+int efarm_probe(struct efarm_ep *ep, efarm_peer_t peer, bool claim, struct efarm_probe_info *info);
+
+/* Receive a message claimed by efarm_tprobe() or efarm_probe(). Returns 0, -ENOENT, -EAGAIN. */
 int efarm_tmrecv(struct efarm_ep *ep, efarm_tm_handle_t handle, void *buf, uint64_t len,
                  struct efarm_req *req);
 

@@ -753,23 +753,21 @@ int efarm_recv(struct efarm_ep *ep, void *buf, uint64_t len, efarm_peer_t peer,
                      0, req, buf, len);
 }
 
-int efarm_tprobe(struct efarm_ep *ep, uint32_t context, int32_t source, int32_t tag, bool claim,
+/* Probe the matcher; fill *info from the waiting op and claim it if asked. */
+static int probe(struct efarm_ep *ep, uint32_t context, int32_t source, int32_t tag, bool claim,
                  struct efarm_probe_info *info)
 {
     efarm_tm_handle_t handle;
     struct efarm_op *op;
     void *user;
-    int ret;
+    int ret = efarm_tm_probe(ep->tm, context, source, tag, &handle, &user);
 
-    if (info == NULL || context > EFARM_CONTEXT_MAX || source < EFARM_ANY_SOURCE ||
-        source > EFARM_SOURCE_MAX || tag < EFARM_ANY_TAG || tag > EFARM_TAG_MAX)
-        return -EINVAL;
-    ret = efarm_tm_probe(ep->tm, context, source, tag, &handle, &user);
     if (ret <= 0)
         return ret;
     op = user;
     info->peer = op->peer;
-    msg_key(op->wire_tag, true, op->peer, &info->context, &info->source, &info->tag);
+    msg_key(op->wire_tag, op->flags & EFARM_OPF_TAGGED, op->peer, &info->context, &info->source,
+            &info->tag);
     info->msg_length = op->msg_length;
     info->handle = 0;
     if (claim) {
@@ -778,6 +776,23 @@ int efarm_tprobe(struct efarm_ep *ep, uint32_t context, int32_t source, int32_t 
         info->handle = op->id;
     }
     return 1;
+}
+
+int efarm_tprobe(struct efarm_ep *ep, uint32_t context, int32_t source, int32_t tag, bool claim,
+                 struct efarm_probe_info *info)
+{
+    if (info == NULL || context > EFARM_CONTEXT_MAX || source < EFARM_ANY_SOURCE ||
+        source > EFARM_SOURCE_MAX || tag < EFARM_ANY_TAG || tag > EFARM_TAG_MAX)
+        return -EINVAL;
+    return probe(ep, context, source, tag, claim, info);
+}
+
+int efarm_probe(struct efarm_ep *ep, efarm_peer_t peer, bool claim, struct efarm_probe_info *info)
+{
+    if (info == NULL || (peer != EFARM_PEER_NONE && peer >= ep->npeers))
+        return -EINVAL;
+    return probe(ep, EFARM_CTX_MSG, peer == EFARM_PEER_NONE ? EFARM_ANY_SOURCE : (int32_t)peer, 0,
+                 claim, info);
 }
 
 int efarm_tmrecv(struct efarm_ep *ep, efarm_tm_handle_t handle, void *buf, uint64_t len,

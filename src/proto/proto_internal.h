@@ -35,7 +35,7 @@
 #include "efarm_tm.h"
 
 /* Matcher context of untagged messages: above every 16-bit MPI context. */
-#define EFARM_CTX_MSG 0xffffffffu
+#define EFARM_CTX_MSG EFARM_CTX_UNTAGGED
 
 /* ---- Peers ----------------------------------------------------------------------- */
 

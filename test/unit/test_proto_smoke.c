@@ -4,6 +4,7 @@
  * after, with data checked. The exhaustive suites are test_proto_*.c (engine
  * to engine) and test_wire_*.c (the wire, against a hand-driven peer).
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "efarm_errno.h"
@@ -86,4 +87,51 @@ EFARM_TEST_TIMEOUT(proto_smoke_send_to_self, 60)
     }
     EXPECT_EQ(efarm_ep_counters(ep)->implicit_peers, 0);
     efarm_ep_close(ep);
+}
+
+/*
+ * Untagged probes: peek from any peer and from one, claim, then receive the
+ * claimed message (eager and medium) with efarm_tmrecv; a claimed message no
+ * longer matches a posted receive.
+ */
+EFARM_TEST_TIMEOUT(proto_smoke_untagged_probe_claim, 30)
+{
+    static const uint64_t sizes[] = {64, 30000};
+    struct efarm_probe_info info;
+    struct proto_pair p;
+
+    proto_use_efasim();
+    proto_pair_open(&p, NULL, NULL);
+    for (unsigned i = 0; i < 2; i++) {
+        uint8_t *src = malloc(sizes[i]), *dst = calloc(1, sizes[i]);
+        struct efarm_req sreq = {0}, rreq = {0}, other = {0};
+        struct efarm_req *reqs[] = {&sreq, &rreq};
+        double deadline = proto_now_s() + 10;
+
+        efarm_test_context("size %llu", (unsigned long long)sizes[i]);
+        proto_fill(src, sizes[i], i + 20);
+        EXPECT_RET(efarm_probe(p.b, EFARM_PEER_NONE, false, &info), 0);
+        EXPECT_RET(efarm_send(p.a, p.a_to_b, src, sizes[i], 0, 0, &sreq), 0);
+        while (efarm_probe(p.b, EFARM_PEER_NONE, false, &info) == 0 && proto_now_s() < deadline)
+            proto_pair_spin(&p, 100);
+        EXPECT_EQ(info.peer, p.b_to_a);
+        EXPECT_EQ(info.context, EFARM_CTX_UNTAGGED);
+        EXPECT_EQ(info.msg_length, sizes[i]);
+        EXPECT_RET(efarm_probe(p.b, p.b_to_a, true, &info), 1);
+        EXPECT_TRUE(info.handle != 0);
+        /* Claimed: a posted receive does not get it, and a second claim finds nothing. */
+        EXPECT_RET(efarm_recv(p.b, dst, sizes[i], EFARM_PEER_NONE, &other), 0);
+        EXPECT_RET(efarm_probe(p.b, EFARM_PEER_NONE, false, &info), 0);
+        EXPECT_RET(efarm_tmrecv(p.b, info.handle, dst, sizes[i], &rreq), 0);
+        proto_pair_wait(&p, reqs, 2, 10);
+        EXPECT_RET(rreq.status, 0);
+        EXPECT_EQ(rreq.length, sizes[i]);
+        proto_expect_pattern(dst, sizes[i], i + 20);
+        EXPECT_TRUE(!other.done);
+        EXPECT_RET(efarm_cancel_recv(p.b, &other), 0);
+        EXPECT_RET(efarm_tmrecv(p.b, info.handle, dst, sizes[i], &rreq), -ENOENT);
+        free(src);
+        free(dst);
+    }
+    proto_pair_close(&p);
 }
