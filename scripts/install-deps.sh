@@ -9,6 +9,7 @@ packages=(
     libibverbs-dev    # libibverbs, libefa and infiniband/efadv.h (rdma-core)
     ibverbs-utils     # ibv_devinfo, run unmodified on efasim by the tests
     iproute2          # ip netns and veth for the two-host efasim test
+    ccache            # scripts/mpich-build.sh: recompiles of MPICH hit the cache
     clang clang-format libclang-rt-14-dev   # clang builds, check-format, libFuzzer, sanitizers
 )
 

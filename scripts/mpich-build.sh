@@ -1,0 +1,591 @@
+#!/usr/bin/env bash
+# Build MPICH 4.0.2 with efarm's netmod (--with-device=ch4:efarm) and install it.
+#
+#   scripts/mpich-build.sh [--source TARBALL|DIR] [--prefix DIR] [--jobs N] [--clean]
+#                          [--netmod efarm|ofi] [-- EXTRA-MPICH-CONFIGURE-ARGS...]
+#
+# Steps, each timed and logged to build/logs/mpich-STEP.log; the first failure stops
+# the script with the step's name and the end of its log:
+#   deps       the tools the build needs (scripts/install-deps.sh installs them)
+#   fetch      MPICH's source: Debian's `apt-get source` of mpich, or --source
+#   efarm      efarm's engine, built in CACHE/efarm-build and installed into PREFIX
+#   prepare    a copy of the pristine tree with src/netmod_efarm as
+#              src/mpid/ch4/netmod/efarm, MPICH's two netmod lists patched, autogen
+#   sync       netmod .c/.h files copied again when their content changed
+#   configure  MPICH's configure (VPATH build in CACHE/build)
+#   make, install, hello (mpicc compiles and links a hello world)
+#
+# Environment: EFARM_MPICH_CACHE (default build/mpich), EFARM_MPICH_PREFIX (default
+# CACHE/install), EFARM_BUILD_ROOT (default build; logs go to its logs/), CCACHE_DIR
+# (default CACHE/ccache when ccache is installed).
+#
+# Source. By default Debian's source package of mpich, downloaded with apt-get into
+# CACHE/dl through a private sources list (deb-src lines derived from this machine's
+# own deb entries for its release) and private list and cache directories: the
+# system's apt configuration and state are left untouched and no mirror is named
+# here. Only the upstream tarball (mpich_4.0.2.orig.tar.*) is used, not Debian's
+# patched tree: its one applied patch adds libfabric's confdb/fi_provider.m4 for a
+# full autogen of the embedded libfabric, which the quick autogen below never runs,
+# and its debian/ rules configure ch4:ucx; building from the pristine tree keeps
+# the patches below the only difference from upstream. `--download-only` means
+# dpkg-source (dpkg-dev) is not needed. --source takes a .tar.* or a directory of
+# MPICH 4.0.2 instead.
+#
+# How MPICH links efarm. efarm's own autotools build installs into PREFIX (the same
+# prefix as MPICH): lib/libefarm.so (the engine, src/netmod_efarm/install.mk),
+# include/efarm/ (the engine's public headers) and lib/efarm/efasim/ (the emulated
+# device). The netmod's subconfigure.m4 finds them with --with-efarm=PREFIX. So the
+# engine keeps its own compiler flags and config.h (compiling its sources inside
+# MPICH's build would mix the two configure results and MPICH's flags); libmpi.so
+# gets PREFIX/lib in its run path from libtool, as the programs mpicc links do; an
+# engine change needs no MPICH rebuild unless a public header changes, and the
+# headers are installed only when their content changed (install -C), so an
+# unchanged header never makes MPICH recompile.
+#
+# Run time: libefarm.so loads efasim from PREFIX/lib/efarm/efasim when
+# EFARM_DEVICE=sim, or with EFARM_DEVICE=auto (the default) on a machine without an
+# EFA device; EFARM_EFASIM_PATH=DIR picks another efasim build.
+#
+# Cache (CACHE = build/mpich): dl/ (the download), src/ (the pristine source),
+# tree/ (the prepared tree), build/, efarm-build/, ccache/, install/ (PREFIX), and
+# the keys that decide what to redo:
+#   prepare key  MPICH version, source identity, the patch functions of this
+#                script, and the netmod's file list plus the content of its
+#                build-affecting files (subconfigure.m4, Makefile.mk, errnames.txt):
+#                when it changes, the tree is copied afresh, patched and autogen'd.
+#   configure key  the prepare key, the configure arguments and the compiler:
+#                when it changes, the build directory is configured afresh.
+# Otherwise only changed netmod .c/.h files are copied (new content, new mtime;
+# unchanged files keep theirs), and make rebuilds what depends on them.
+# --clean removes everything but the download and the ccache first.
+#
+# --netmod ofi builds the same MPICH with ch4:ofi on Debian's libfabric instead, the
+# baseline bench/run-mpi-bench.sh measures efarm against. It uses the pristine tree
+# of the efarm cache (fetched there when missing; with --source, its own), skips the
+# efarm, prepare and sync steps (ch4:ofi needs no patch or autogen) and configures
+# that tree in place of --with-device=ch4:efarm --with-efarm=PREFIX with
+# --with-device=ch4:ofi --with-libfabric=/usr; every other argument is the efarm
+# build's, --disable-ch4-netmod-inline included, so both call their netmod through
+# ch4's function table and differ only in the netmod. Cache build/mpich-ofi
+# (EFARM_MPICH_OFI_CACHE), prefix CACHE/install (--prefix; EFARM_MPICH_PREFIX is the
+# efarm build's and is ignored), logs build/logs/mpich-ofi-STEP.log. libfabric-dev
+# and, for its static link flags that MPICH's configure takes, libpsm2-dev,
+# librdmacm-dev and libpsm-infinipath1-dev must be installed (the bench script
+# installs them; they are not CI dependencies).
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+mpich_version=4.0.2
+cache=${EFARM_MPICH_CACHE:-$top/build/mpich}
+prefix=${EFARM_MPICH_PREFIX:-}
+logs=${EFARM_BUILD_ROOT:-$top/build}/logs
+jobs=$(nproc 2>/dev/null || echo 2)
+source_arg=
+clean=no
+extra_configure=()
+netmod=efarm
+prefix_set=no
+
+usage() { sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; }
+
+while [ $# -gt 0 ]; do
+    case $1 in
+    --source) source_arg=${2:?--source needs a path}; shift 2 ;;
+    --prefix) prefix=${2:?--prefix needs a directory}; prefix_set=yes; shift 2 ;;
+    --jobs) jobs=${2:?--jobs needs a number}; shift 2 ;;
+    --clean) clean=yes; shift ;;
+    --netmod) netmod=${2:?--netmod needs efarm or ofi}; shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    --) shift; extra_configure=("$@"); break ;;
+    *) echo "mpich-build: unknown argument $1" >&2; usage >&2; exit 2 ;;
+    esac
+done
+
+logname=mpich
+srccache=$cache # dl/ and src/ (the download and the pristine tree) live there
+case $netmod in
+efarm) ;;
+ofi)
+    logname=mpich-ofi
+    cache=${EFARM_MPICH_OFI_CACHE:-$top/build/mpich-ofi}
+    [ "$prefix_set" = yes ] || prefix=
+    ;;
+*) echo "mpich-build: --netmod $netmod: efarm or ofi" >&2; exit 2 ;;
+esac
+
+mkdir -p "$cache" "$logs"
+cache=$(cd "$cache" && pwd)
+if [ "$netmod" = efarm ] || [ -n "$source_arg" ]; then
+    srccache=$cache
+else
+    mkdir -p "$srccache"
+    srccache=$(cd "$srccache" && pwd)
+fi
+prefix=${prefix:-$cache/install}
+mkdir -p "$prefix"
+prefix=$(cd "$prefix" && pwd)
+[ -z "$source_arg" ] || source_arg=$(realpath "$source_arg")
+
+netmod_src=$top/src/netmod_efarm
+tree=$cache/tree/mpich-$mpich_version
+builddir=$cache/build
+netmod_dst=$tree/src/mpid/ch4/netmod/efarm
+
+# ---- Steps: timing, logs, failure ------------------------------------------------
+
+t_total=$(date +%s)
+current_log=
+
+# step NAME FUNCTION: run FUNCTION with its output in build/logs/mpich-NAME.log.
+step() {
+    local name=$1 fn=$2 t0 rc
+    current_log=$logs/$logname-$name.log
+    t0=$(date +%s)
+    printf 'mpich-build: %-10s ' "$name"
+    set +e
+    (set -e; "$fn") >"$current_log" 2>&1
+    rc=$?
+    set -e
+    if [ $rc -ne 0 ]; then
+        echo "FAILED after $(($(date +%s) - t0)) s (log: $current_log)"
+        tail -n 30 "$current_log" | sed 's/^/    /'
+        echo "mpich-build: step '$name' failed" >&2
+        exit 1
+    fi
+    echo "$(($(date +%s) - t0)) s  $(tail -n 1 "$current_log")"
+}
+
+note() { echo "$*"; } # the last line a step prints is its summary
+
+sha() { sha256sum | cut -c1-16; }
+
+# ---- deps ------------------------------------------------------------------------
+
+do_deps() {
+    local missing=() t
+    for t in autoconf automake libtoolize m4 perl python3 make gcc pkg-config tar xz; do
+        command -v "$t" >/dev/null || missing+=("$t")
+    done
+    [ -n "$source_arg" ] || command -v apt-get >/dev/null || missing+=(apt-get)
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "missing: ${missing[*]} (run scripts/install-deps.sh)"
+        return 1
+    fi
+    pkg-config --exists hwloc || { echo "hwloc not found (libhwloc-dev)"; return 1; }
+    note "tools present${ccache:+, ccache}"
+}
+
+# ---- fetch -----------------------------------------------------------------------
+
+# deb-src lines for this release, derived from the machine's deb entries (deb822
+# .sources files and one-line .list files); entries for other suites are skipped.
+derive_deb_src() {
+    local codename
+    codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+    [ -n "$codename" ] || { echo "no VERSION_CODENAME in /etc/os-release" >&2; return 1; }
+    shopt -s nullglob
+    local f
+    for f in /etc/apt/sources.list.d/*.sources; do
+        awk -v codename="$codename" '
+            function flush(  n, s, i, suites, uris, u) {
+                if (types ~ /(^| )deb( |$)/ && enabled != "no" && urilist != "") {
+                    n = split(suitelist, suites, " ")
+                    split(urilist, uris, " ")
+                    for (i = 1; i <= n; i++)
+                        if (suites[i] == codename || index(suites[i], codename "-") == 1)
+                            for (u in uris)
+                                printf "deb-src %s%s %s %s\n", (signed != "" ? "[signed-by=" signed "] " : ""), uris[u], suites[i], comps
+                }
+                types = ""; urilist = ""; suitelist = ""; comps = ""; signed = ""; enabled = ""
+            }
+            /^[ \t]*#/ { next }
+            /^[ \t]*$/ { flush(); next }
+            tolower($1) == "types:" { $1 = ""; types = substr($0, 2) }
+            tolower($1) == "uris:" { $1 = ""; urilist = substr($0, 2) }
+            tolower($1) == "suites:" { $1 = ""; suitelist = substr($0, 2) }
+            tolower($1) == "components:" { $1 = ""; comps = substr($0, 2) }
+            tolower($1) == "signed-by:" && $2 ~ /^\// { signed = $2 }
+            tolower($1) == "enabled:" { enabled = tolower($2) }
+            END { flush() }' "$f"
+    done
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+        [ -f "$f" ] || continue
+        awk -v codename="$codename" '
+            $1 == "deb" {
+                i = 2; opts = ""
+                if ($2 ~ /^\[/) { while ($i !~ /\]$/) { opts = opts $i " "; i++ } opts = opts $i " "; i++ }
+                suite = $(i + 1)
+                if (suite == codename || index(suite, codename "-") == 1) {
+                    $1 = "deb-src"; print
+                }
+            }' "$f"
+    done
+}
+
+fetch_from_debian() {
+    local apt=$srccache/apt
+    mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$srccache/dl"
+    derive_deb_src | sort -u >"$apt/sources.list"
+    echo "deb-src entries (private to this download):"
+    cat "$apt/sources.list"
+    [ -s "$apt/sources.list" ] || { echo "no deb entries for this release to derive deb-src from"; return 1; }
+    local opts=(-o Dir::Etc::sourcelist="$apt/sources.list" -o Dir::Etc::sourceparts=/nonexistent
+        -o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" -o APT::Sandbox::User=root -q)
+    apt-get "${opts[@]}" update
+    (cd "$srccache/dl" && apt-get "${opts[@]}" source --download-only mpich)
+    rm -rf "$apt" # the temporary sources file and its lists
+}
+
+# Sets pristine (the extracted upstream tree) and source_id.
+do_fetch() {
+    local tarball= dir=
+    if [ -z "$source_arg" ]; then
+        tarball=$(ls "$srccache"/dl/mpich_"$mpich_version".orig.tar.* 2>/dev/null | head -n 1 || true)
+        if [ -z "$tarball" ]; then
+            fetch_from_debian
+            tarball=$(ls "$srccache"/dl/mpich_"$mpich_version".orig.tar.* 2>/dev/null | head -n 1 || true)
+            [ -n "$tarball" ] || { echo "Debian's mpich source is not $mpich_version (use --source)"; return 1; }
+        fi
+    elif [ -d "$source_arg" ]; then
+        dir=$source_arg
+    elif [ -f "$source_arg" ]; then
+        tarball=$source_arg
+    else
+        echo "--source $source_arg: no such file or directory"
+        return 1
+    fi
+
+    if [ -n "$dir" ]; then
+        grep -q "MPICH_VERSION_m4\],\[$mpich_version\]" "$dir/maint/version.m4" ||
+            { echo "$dir is not MPICH $mpich_version"; return 1; }
+        echo "$dir" >"$cache/pristine.path"
+        echo "dir:$dir" >"$srccache/source.id"
+        note "using the tree in $dir"
+        return 0
+    fi
+    local id
+    id="tarball:$(sha <"$tarball")"
+    if [ "$(cat "$srccache/source.id" 2>/dev/null)" != "$id" ] || [ ! -d "$srccache/src/mpich-$mpich_version" ]; then
+        rm -rf "$srccache/src"
+        mkdir -p "$srccache/src"
+        tar -xf "$tarball" -C "$srccache/src"
+        [ -d "$srccache/src/mpich-$mpich_version" ] || { echo "$tarball has no mpich-$mpich_version/"; return 1; }
+        grep -q "MPICH_VERSION_m4\],\[$mpich_version\]" "$srccache/src/mpich-$mpich_version/maint/version.m4" ||
+            { echo "$tarball is not MPICH $mpich_version"; return 1; }
+        chmod -R a-w "$srccache/src" # the pristine tree is only ever copied (or configured VPATH)
+        echo "$id" >"$srccache/source.id"
+        echo "$srccache/src/mpich-$mpich_version" >"$cache/pristine.path"
+        note "extracted $(basename "$tarball")"
+    else
+        echo "$srccache/src/mpich-$mpich_version" >"$cache/pristine.path"
+        note "cached $(basename "$tarball")"
+    fi
+}
+
+# ---- efarm -----------------------------------------------------------------------
+
+do_efarm() {
+    local b=$cache/efarm-build
+    if [ ! -x "$top/configure" ] || [ "$top/configure.ac" -nt "$top/configure" ] ||
+        [ "$top/Makefile.am" -nt "$top/configure" ]; then
+        (cd "$top" && ./autogen.sh)
+    fi
+    local args=(--prefix="$prefix" CC=gcc)
+    local key
+    key=$(printf '%s\n' "${args[@]}" | sha)
+    mkdir -p "$b"
+    if [ ! -f "$b/Makefile" ] || [ "$(cat "$b/.efarm-key" 2>/dev/null)" != "$key" ]; then
+        (cd "$b" && "$top/configure" -q "${args[@]}")
+        echo "$key" >"$b/.efarm-key"
+    fi
+    make -C "$b" -j"$jobs" all
+    # install -C leaves files whose content did not change alone (mtime included),
+    # so unchanged headers never make MPICH recompile.
+    make -C "$b" install INSTALL="$(command -v install) -C"
+    note "libefarm, headers and efasim in $prefix"
+}
+
+# ---- prepare: the tree MPICH is built from ---------------------------------------
+
+# The netmod's files, as they go into MPICH (our own install.mk and README stay).
+netmod_files() {
+    (cd "$netmod_src" && ls -1 | grep -v -x -e README.md -e install.mk | LC_ALL=C sort)
+}
+
+# P2: MPICH's list of netmod Makefile fragments includes efarm's.
+patch_netmod_makefile() {
+    local f=$tree/src/mpid/ch4/netmod/Makefile.mk
+    local anchor='include $(top_srcdir)/src/mpid/ch4/netmod/stubnm/Makefile.mk'
+    local line='include $(top_srcdir)/src/mpid/ch4/netmod/efarm/Makefile.mk'
+    grep -qxF "$line" "$f" && return 0
+    [ "$(grep -cxF "$anchor" "$f")" = 1 ] || { echo "P2: '$anchor' not found once in $f"; return 1; }
+    printf '%s\n' "$line" >>"$f"
+}
+
+# P3: maint/gen_ch4_api.py writes efarm's func_table.c and efarm_noinline.h, and
+# netmod_impl.h includes efarm/netmod_inline.h when NETMOD_INLINE names efarm
+# (without the dispatch every file would silently include stubnm's).
+patch_gen_ch4_api() {
+    python3 - "$tree/maint/gen_ch4_api.py" <<'EOF'
+import sys
+path = sys.argv[1]
+text = open(path).read()
+if "__netmod_inline_efarm__" in text:
+    sys.exit(0)
+
+def replace(old, new, count):
+    global text
+    found = text.count(old)
+    if found != count:
+        sys.exit("P3: expected %d of %r in %s, found %d" % (count, old, path, found))
+    text = text.replace(old, new)
+
+replace('for m in "ofi", "ucx", "stubnm":', 'for m in "ofi", "ucx", "stubnm", "efarm":', 2)
+define_ucx = '        print("#define __netmod_inline_ucx__   2", file=Out)\n'
+replace(define_ucx,
+        define_ucx + '        print("#define __netmod_inline_efarm__   3", file=Out)\n', 1)
+include_ucx = '        print("#include \\"../ucx/netmod_inline.h\\"", file=Out)\n'
+replace(include_ucx,
+        include_ucx
+        + '        print("#elif NETMOD_INLINE==__netmod_inline_efarm__", file=Out)\n'
+        + '        print("#include \\"../efarm/netmod_inline.h\\"", file=Out)\n', 1)
+open(path, "w").write(text)
+EOF
+}
+
+prepare_key() {
+    {
+        echo "mpich $mpich_version"
+        cat "$cache/source.id"
+        declare -f patch_netmod_makefile patch_gen_ch4_api autogen_tree
+        netmod_files
+        local f
+        for f in subconfigure.m4 Makefile.mk errnames.txt; do
+            [ -f "$netmod_src/$f" ] && { echo "== $f"; cat "$netmod_src/$f"; }
+        done
+    } | sha
+}
+
+autogen_tree() {
+    (cd "$tree" && ./autogen.sh -quick -without-hwloc -without-json -without-hydra -without-bindings)
+}
+
+# Copy the netmod files whose content differs (they get a new mtime, so make
+# rebuilds what depends on them); identical files are not touched. Prints the
+# names of the files copied.
+copy_netmod() {
+    local f
+    mkdir -p "$netmod_dst"
+    for f in $(netmod_files); do
+        if ! cmp -s "$netmod_src/$f" "$netmod_dst/$f"; then
+            cp "$netmod_src/$f" "$netmod_dst/$f"
+            echo "copied $f"
+        fi
+    done
+}
+
+do_prepare() {
+    local key pristine
+    key=$(prepare_key)
+    if [ -f "$cache/tree/.prepare-key" ] && [ "$(cat "$cache/tree/.prepare-key")" = "$key" ]; then
+        note "unchanged (key $key): no patch, no autogen"
+        return 0
+    fi
+    pristine=$(cat "$cache/pristine.path")
+    rm -rf "$cache/tree"
+    mkdir -p "$cache/tree"
+    cp -a "$pristine" "$tree"
+    chmod -R u+w "$tree"
+    copy_netmod
+    patch_netmod_makefile
+    patch_gen_ch4_api
+    autogen_tree
+    # What the patches must have produced.
+    if ! grep -q '__netmod_inline_efarm__' "$tree/src/mpid/ch4/netmod/include/netmod_impl.h" ||
+        [ ! -f "$netmod_dst/func_table.c" ] || [ ! -f "$netmod_dst/efarm_noinline.h" ]; then
+        echo "autogen did not generate efarm's func_table.c, efarm_noinline.h and dispatch"
+        return 1
+    fi
+    echo "$key" >"$cache/tree/.prepare-key"
+    note "patched and regenerated (key $key)"
+}
+
+do_sync() {
+    local copied
+    copied=$(copy_netmod)
+    [ -z "$copied" ] || echo "$copied"
+    note "$(echo -n "$copied" | grep -c . || true) of $(netmod_files | wc -l) netmod files changed"
+}
+
+# ---- configure, make, install ----------------------------------------------------
+
+cc=gcc
+command -v ccache >/dev/null && cc="ccache gcc" && ccache=yes || ccache=
+if [ -n "$ccache" ]; then
+    export CCACHE_DIR=${CCACHE_DIR:-$cache/ccache}
+    # Objects of a re-prepared tree hit the cache although its files are new copies.
+    export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-include_file_mtime,include_file_ctime,time_macros}
+fi
+
+configure_args=(
+    --prefix="$prefix"
+    --with-device=ch4:efarm
+    --with-efarm="$prefix"
+    --with-hwloc
+    --with-datatype-engine=dataloop
+    --disable-ch4-netmod-inline
+    --disable-fortran --disable-cxx
+    --enable-g=none
+    --disable-static
+    CC="$cc"
+)
+configure_args+=("${extra_configure[@]}")
+if [ "$netmod" = ofi ]; then
+    # The same arguments but the two that name the netmod (see --netmod ofi above).
+    for i in "${!configure_args[@]}"; do
+        case ${configure_args[i]} in
+        --with-device=ch4:efarm) configure_args[i]=--with-device=ch4:ofi ;;
+        --with-efarm=*) configure_args[i]=--with-libfabric=/usr ;;
+        esac
+    done
+fi
+
+do_configure() {
+    local key
+    key=$({ cat "$cache/tree/.prepare-key"; printf '%s\n' "${configure_args[@]}"; } | sha)
+    if [ -f "$builddir/Makefile" ] && [ "$(cat "$builddir/.configure-key" 2>/dev/null)" = "$key" ]; then
+        note "unchanged (key $key): not rerun"
+        return 0
+    fi
+    rm -rf "$builddir"
+    mkdir -p "$builddir"
+    (cd "$builddir" && "$tree/configure" "${configure_args[@]}")
+    # ch4 calls efarm through MPIDI_NM_efarm_funcs (func_table.c), so a netmod
+    # change recompiles efarm's files only; inline would rebuild most of libmpi.
+    if grep -q -- '-DNETMOD_INLINE=' "$builddir/Makefile"; then
+        echo "configure selected the inline netmod build; expected --disable-ch4-netmod-inline"
+        return 1
+    fi
+    grep -q 'MPIDI_NM_efarm_funcs' "$builddir/src/mpid/ch4/src/mpid_ch4_net_array.c" ||
+        { echo "configure did not put efarm in ch4's netmod table"; return 1; }
+    echo "$key" >"$builddir/.configure-key"
+    note "configured: ${configure_args[*]}"
+}
+
+# ---- --netmod ofi: libfabric, configure ---------------------------------------------
+
+do_libfabric() {
+    pkg-config --exists libfabric || { echo "libfabric not found (libfabric-dev)"; return 1; }
+    # MPICH's configure links libmpi with libfabric's static flags (-lpsm2 -lrdmacm ...).
+    local flags
+    read -ra flags <<<"$(pkg-config --libs --static libfabric)"
+    echo 'int main(void) { return 0; }' >"$cache/link-test.c"
+    if ! gcc "$cache/link-test.c" -o "$cache/link-test" "${flags[@]}"; then
+        echo "cannot link ${flags[*]}: install libfabric-dev libpsm2-dev librdmacm-dev libpsm-infinipath1-dev"
+        return 1
+    fi
+    rm -f "$cache/link-test.c" "$cache/link-test"
+    note "libfabric $(pkg-config --modversion libfabric), links ${flags[*]}"
+}
+
+# MPICH's configure on the pristine tree itself (a VPATH build writes only builddir).
+do_configure_ofi() {
+    local key src
+    src=$(cat "$cache/pristine.path")
+    key=$({ cat "$srccache/source.id"; echo "$src"; pkg-config --modversion libfabric
+        printf '%s\n' "${configure_args[@]}"; } | sha)
+    if [ -f "$builddir/Makefile" ] && [ "$(cat "$builddir/.configure-key" 2>/dev/null)" = "$key" ]; then
+        note "unchanged (key $key): not rerun"
+        return 0
+    fi
+    rm -rf "$builddir"
+    mkdir -p "$builddir"
+    (cd "$builddir" && "$src/configure" "${configure_args[@]}")
+    if grep -q -- '-DNETMOD_INLINE=' "$builddir/Makefile"; then
+        echo "configure selected the inline netmod build; expected --disable-ch4-netmod-inline"
+        return 1
+    fi
+    grep -q 'MPIDI_NM_ofi_funcs' "$builddir/src/mpid/ch4/src/mpid_ch4_net_array.c" ||
+        { echo "configure did not put ofi in ch4's netmod table"; return 1; }
+    echo "$key" >"$builddir/.configure-key"
+    note "configured: ${configure_args[*]}"
+}
+
+do_make() {
+    make -C "$builddir" -j"$jobs"
+    note "built"
+}
+
+do_install() {
+    make -C "$builddir" install
+    if [ ! -x "$prefix/bin/mpicc" ] || [ ! -x "$prefix/bin/mpiexec" ]; then
+        echo "no mpicc or mpiexec in $prefix/bin"
+        return 1
+    fi
+    note "installed mpicc, mpiexec ($(readlink "$prefix/bin/mpiexec" || echo mpiexec))"
+}
+
+do_hello() {
+    local d=$cache/hello
+    mkdir -p "$d"
+    cat >"$d/hello.c" <<'EOF'
+#include <mpi.h>
+#include <stdio.h>
+
+int main(int argc, char **argv)
+{
+    int rank, size;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    printf("hello from rank %d of %d\n", rank, size);
+    MPI_Finalize();
+    return 0;
+}
+EOF
+    "$prefix/bin/mpicc" -o "$d/hello" "$d/hello.c"
+    note "mpicc built $d/hello"
+}
+
+# ---- main --------------------------------------------------------------------------
+
+if [ "$netmod" = ofi ]; then
+    echo "mpich-build: MPICH $mpich_version with ch4:ofi (Debian's libfabric); cache $cache, prefix $prefix, source $srccache, logs $logs/$logname-*"
+else
+    echo "mpich-build: MPICH $mpich_version with ch4:efarm; cache $cache, prefix $prefix, logs $logs"
+fi
+if [ "$clean" = yes ]; then
+    echo "mpich-build: --clean: removing the cache but its download and ccache"
+    chmod -R u+w "$cache/src" 2>/dev/null || true
+    find "$cache" -mindepth 1 -maxdepth 1 ! -name dl ! -name ccache -exec rm -rf {} +
+    [ "$prefix" = "$cache/install" ] || echo "mpich-build: --prefix $prefix is not removed"
+fi
+
+if [ "$netmod" = ofi ]; then
+    step deps do_deps
+    step libfabric do_libfabric
+    step fetch do_fetch
+    step configure do_configure_ofi
+    step make do_make
+    step install do_install
+    step hello do_hello
+    echo "mpich-build: done in $(($(date +%s) - t_total)) s"
+    echo "mpich-build: run: FI_PROVIDER='tcp;ofi_rxm' $prefix/bin/mpiexec -n 2 ./a.out (MPIR_CVAR_NOLOCAL=1 routes local ranks through ofi)"
+    echo "mpich-build: prefix $prefix"
+    exit 0
+fi
+
+step deps do_deps
+step fetch do_fetch
+step efarm do_efarm
+step prepare do_prepare
+step sync do_sync
+step configure do_configure
+step make do_make
+step install do_install
+step hello do_hello
+
+echo "mpich-build: done in $(($(date +%s) - t_total)) s"
+echo "mpich-build: run: EFARM_DEVICE=sim $prefix/bin/mpiexec -n 2 ./a.out (MPIR_CVAR_NOLOCAL=1 routes local ranks through efarm)"
+echo "mpich-build: prefix $prefix"

@@ -1,0 +1,44 @@
+# src/netmod_efarm, efarm's side: what efarm installs for MPICH's ch4:efarm netmod.
+#
+# The other files of this directory are the netmod itself; scripts/mpich-build.sh
+# copies them into an MPICH tree as src/mpid/ch4/netmod/efarm (its Makefile.mk and
+# subconfigure.m4 are MPICH's, not ours, which is why this fragment has its own name).
+# The netmod links the engine from an installed prefix: libefarm.so, the same objects
+# as the in-tree libefarm.la, exporting only efarm_* names, and the public headers the
+# netmod includes, in PREFIX/include/efarm. efasim installs beside it (src/efasim).
+lib_LTLIBRARIES = src/netmod_efarm/libefarm.la
+src_netmod_efarm_libefarm_la_SOURCES =
+src_netmod_efarm_libefarm_la_LIBADD = libefarm.la
+src_netmod_efarm_libefarm_la_LDFLAGS = -version-info 0:0:0 -export-symbols-regex '^g?_?efarm_'
+
+pkginclude_HEADERS = \
+	src/proto/efarm_proto.h \
+	src/proto/efarm_tm.h \
+	src/device/efarm_device.h \
+	src/util/efarm_errno.h
+
+EXTRA_DIST += \
+	src/netmod_efarm/README.md \
+	src/netmod_efarm/subconfigure.m4 \
+	src/netmod_efarm/Makefile.mk \
+	src/netmod_efarm/errnames.txt \
+	src/netmod_efarm/efarm_pre.h \
+	src/netmod_efarm/efarm_impl.h \
+	src/netmod_efarm/netmod_inline.h \
+	src/netmod_efarm/efarm_am.h \
+	src/netmod_efarm/efarm_proc.h \
+	src/netmod_efarm/efarm_progress.h \
+	src/netmod_efarm/efarm_send.h \
+	src/netmod_efarm/efarm_recv.h \
+	src/netmod_efarm/efarm_probe.h \
+	src/netmod_efarm/efarm_am.c \
+	src/netmod_efarm/efarm_init.c \
+	src/netmod_efarm/efarm_win.c \
+	src/netmod_efarm/efarm_noinline.c
+
+# `make mpich`: MPICH 4.0.2 with this netmod, installed under build/mpich/install
+# (scripts/mpich-build.sh; caches under build/mpich, so a rerun redoes only what changed).
+mpich:
+	$(top_srcdir)/scripts/mpich-build.sh
+
+.PHONY: mpich
