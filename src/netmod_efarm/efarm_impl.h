@@ -1,0 +1,111 @@
+/*
+ * ch4:efarm's shared declarations: the netmod's global state, rank to peer
+ * lookup, and the two ways an efarm call ends in MPICH's error handling.
+ *
+ * The netmod is glue: it turns MPI objects into efarm_* calls on one engine
+ * endpoint (efarm_proto.h) and efarm's negative error codes into mpi_errno.
+ * Nothing below this layer knows MPICH.
+ */
+#ifndef EFARM_IMPL_H_INCLUDED
+#define EFARM_IMPL_H_INCLUDED
+
+#include <mpidimpl.h>
+
+#include "efarm_errno.h"
+#include "efarm_proto.h"
+
+/* The netmod's own counters (MPI_T pvars efarm_nm_*, beside the engine's efarm_*). */
+#define MPIDI_EFARM_NM_COUNTER_LIST(X)                                 \
+    X(send_msgs, "native point-to-point sends started")                \
+    X(send_bytes, "payload bytes of native point-to-point sends")      \
+    X(recv_msgs, "native point-to-point receives completed with data") \
+    X(recv_bytes, "payload bytes delivered by native point-to-point")  \
+    X(am_send, "active messages sent (MPIDIG over efarm)")             \
+    X(am_recv, "active messages received and dispatched to MPIDIG")    \
+    X(eagain_waits, "engine calls retried after progress (no free slot)")
+
+typedef struct {
+#define MPIDI_EFARM_NM_COUNTER_MEMBER_(name, doc) unsigned long long name;
+    MPIDI_EFARM_NM_COUNTER_LIST(MPIDI_EFARM_NM_COUNTER_MEMBER_)
+#undef MPIDI_EFARM_NM_COUNTER_MEMBER_
+} MPIDI_EFARM_nm_counters_t;
+
+struct MPIDI_EFARM_am_op;
+
+/* Process-wide netmod state. */
+typedef struct {
+    struct efarm_ep *ep; /* the endpoint of VCI 0, open from init_local to finalize */
+    MPIDI_EFARM_nm_counters_t nm_counters;
+    /* Engine counters as they were at finalize, for MPI_T reads after it. */
+    struct efarm_counters final_counters;
+    /* Active messages (efarm_am.c). */
+    struct MPIDI_EFARM_am_op *am_free;                     /* free operations */
+    struct MPIDI_EFARM_am_op *am_recv_head, *am_recv_tail; /* claimed, in arrival order */
+    struct MPIDI_EFARM_am_op *am_sent_head, *am_sent_tail; /* sends done, origin_cb due */
+    unsigned am_recv_pending;                              /* claimed, not yet dispatched */
+    bool am_dispatching;                                   /* inside a target handler */
+} MPIDI_EFARM_global_t;
+
+extern MPIDI_EFARM_global_t MPIDI_EFARM_global;
+
+/* The efarm address of an AV entry (MPIDIU_comm_rank_to_av gives the entry). */
+#define MPIDI_EFARM_AV(av) ((av)->netmod.efarm)
+
+/* The netmod part of a point-to-point request. */
+#define MPIDI_EFARM_REQ(req) ((req)->dev.ch4.netmod.efarm)
+
+/*
+ * MPICH reserves the top two bits of the tags it hands down for error flags
+ * (collectives after a failure). Matching ignores them: they travel in the
+ * message's CQ data and come back into the received status's tag.
+ */
+#define MPIDI_EFARM_TAG_ERROR_BITS ((int)(MPIR_TAG_ERROR_BIT | MPIR_TAG_PROC_FAILURE_BIT))
+
+/* ---- Active messages (efarm_am.c; the inline API is in efarm_am.h) ---- */
+
+/* Largest MPIDIG header one active message carries. */
+#define MPIDI_EFARM_AM_HDR_MAX 256
+/*
+ * Largest header plus packed data MPIDIG sends eagerly: the engine's largest
+ * medium message (EFARM_MEDIUM_MAX's default), within
+ * MPIR_CVAR_CH4_AM_PACK_BUFFER_SIZE (69632) as MPIDIG_am_check_init requires.
+ */
+#define MPIDI_EFARM_AM_EAGER_BUF_LIMIT 65536
+/* Largest payload of an eager active message: the buffer less the largest header. */
+#define MPIDI_EFARM_AM_EAGER_LIMIT (MPIDI_EFARM_AM_EAGER_BUF_LIMIT - MPIDI_EFARM_AM_HDR_MAX)
+
+/* Send one active message to rank of comm; sreq (may be NULL) gets its origin callback. */
+int MPIDI_EFARM_am_send(int rank, MPIR_Comm *comm, int handler_id, const void *am_hdr,
+                        MPI_Aint am_hdr_sz, const void *data, MPI_Aint count, MPI_Datatype datatype,
+                        int src_vci, int dst_vci, MPIR_Request *sreq);
+
+/* Claim, receive and dispatch active messages; run origin callbacks. */
+int MPIDI_EFARM_am_progress(void);
+void MPIDI_EFARM_am_finalize(void);
+
+/*
+ * Retry an engine call that returned -EAGAIN (no operation slot) after
+ * polling the engine, which frees slots as operations complete. Only the
+ * engine is polled, never MPICH's progress: no handler runs in between.
+ */
+int MPIDI_EFARM_wait_for_slot(void);
+
+/*
+ * An mpi_errno for an efarm call `what` that returned the negative code err.
+ * The message names the call and efarm's reason (errnames.txt: **efarm).
+ */
+#define MPIDI_EFARM_ERROR(err, what)                                                           \
+    MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__, MPI_ERR_OTHER, \
+                         "**efarm", "**efarm %s %s", (what), efarm_strerror(err))
+
+/*
+ * Abort in an API ch4:efarm does not provide yet. A stub that returned
+ * MPI_SUCCESS would make MPI calls succeed without doing anything (MPICH's
+ * own stub netmod lets cpi print pi = 0); this stops the job instead, naming
+ * the function, whether or not MPICH was built with error checking.
+ */
+#define MPIDI_EFARM_NOT_IMPLEMENTED()                                          \
+    MPIR_Assert_fail_fmt("ch4:efarm: not implemented yet", __FILE__, __LINE__, \
+                         "ch4:efarm does not implement %s yet", __func__)
+
+#endif /* EFARM_IMPL_H_INCLUDED */

@@ -1,0 +1,76 @@
+/*
+ * efarm's members of MPICH's objects.
+ *
+ * ch4's configure names these eight types from the netmod's name and places
+ * them in unions inside MPIR_Request, MPIR_Comm, MPIR_Datatype, MPIR_Win,
+ * MPIR_Op, MPIDI_av_entry_t and the partitioned request (netmodpre.h), so
+ * this header is part of nearly every MPICH translation unit: it stays small
+ * and includes nothing of efarm but the peer handle's type.
+ *
+ * The point-to-point request and the address entry have content; the
+ * others hold a placeholder because C has no empty structs.
+ */
+#ifndef EFARM_PRE_H_INCLUDED
+#define EFARM_PRE_H_INCLUDED
+
+#include <stdbool.h>
+
+#include "efarm_proto.h"
+
+/*
+ * Netmod state of an active-message request (MPIDIG): none. efarm's active
+ * messages keep their state in their own operations (efarm_am.c), since one
+ * MPIDIG request can have more than one message in flight.
+ */
+typedef struct {
+    int placeholder;
+} MPIDI_EFARM_am_request_t;
+
+/*
+ * Netmod state of a point-to-point request: the engine request and, for a
+ * noncontiguous datatype, the packed copy of the data and where it unpacks.
+ */
+typedef struct {
+    struct efarm_req ereq;
+    void *pack_buf;                  /* MPL_malloc'd packed data, or NULL when contiguous */
+    void *user_buf;                  /* receives into pack_buf: where the data unpacks */
+    MPI_Aint user_count;             /* ... how many of user_dt */
+    MPI_Datatype user_dt;            /* ... of which type (a reference is held) */
+    efarm_tm_handle_t mprobe_handle; /* a claimed message (MPI_Mprobe), for imrecv */
+    bool posting; /* inside efarm_trecv: ch4 completes an any-source pair itself */
+} MPIDI_EFARM_request_t;
+
+/* Netmod state of a communicator. */
+typedef struct {
+    int placeholder;
+} MPIDI_EFARM_comm_t;
+
+/* Netmod state of a datatype. */
+typedef struct {
+    int placeholder;
+} MPIDI_EFARM_dt_t;
+
+/* Netmod state of a window. */
+typedef struct {
+    int placeholder;
+} MPIDI_EFARM_win_t;
+
+/*
+ * One rank's address: its peer in the endpoint's address vector, set by
+ * MPIDI_EFARM_init_world for every rank of MPI_COMM_WORLD.
+ */
+typedef struct {
+    efarm_peer_t peer;
+} MPIDI_EFARM_addr_t;
+
+/* Netmod state of a reduction operation. */
+typedef struct {
+    int placeholder;
+} MPIDI_EFARM_op_t;
+
+/* Netmod state of a partitioned request (stubnm in MPICH 4.0.2 lacks this one). */
+typedef struct {
+    int placeholder;
+} MPIDI_EFARM_part_t;
+
+#endif /* EFARM_PRE_H_INCLUDED */

@@ -1,0 +1,77 @@
+/*
+ * MPI_Iprobe and MPI_Improbe: ask the engine's matcher for an unexpected
+ * tagged message on (context, source, tag). A matched probe claims the
+ * message (the engine takes it out of matching) and keeps its handle in the
+ * message request for MPI_Imrecv. ch4 polls progress between unsuccessful
+ * probes; MPI_PROC_NULL never reaches the netmod.
+ */
+#ifndef EFARM_PROBE_H_INCLUDED
+#define EFARM_PROBE_H_INCLUDED
+
+#include "efarm_impl.h"
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_probe(int source, int tag, MPIR_Comm *comm,
+                                               int context_offset, int *flag,
+                                               MPIR_Request **message, MPI_Status *status)
+{
+    int mpi_errno = MPI_SUCCESS;
+    struct efarm_probe_info info;
+    int ret;
+
+    ret = efarm_tprobe(MPIDI_EFARM_global.ep, (uint32_t)(comm->recvcontext_id + context_offset),
+                       source == MPI_ANY_SOURCE ? EFARM_ANY_SOURCE : source,
+                       tag == MPI_ANY_TAG ? EFARM_ANY_TAG : tag, message != NULL, &info);
+    if (unlikely(ret < 0)) {
+        mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_tprobe");
+        goto fn_fail;
+    }
+    *flag = ret;
+    if (!ret)
+        goto fn_exit;
+
+    if (message) {
+        MPIR_Request *mreq;
+
+        MPIDI_CH4_REQUEST_CREATE(mreq, MPIR_REQUEST_KIND__MPROBE, 0, 2);
+        MPIR_ERR_CHKANDSTMT(mreq == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
+        mreq->comm = comm;
+        MPIR_Comm_add_ref(comm);
+        mreq->status.MPI_SOURCE = info.source;
+        mreq->status.MPI_TAG = info.tag;
+        MPIR_STATUS_SET_COUNT(mreq->status, (MPI_Aint)info.msg_length);
+        MPIDI_EFARM_REQ(mreq).mprobe_handle = info.handle;
+        MPIDI_EFARM_REQ(mreq).pack_buf = NULL;
+        *message = mreq;
+    }
+    if (status != MPI_STATUS_IGNORE) {
+        status->MPI_SOURCE = info.source;
+        status->MPI_TAG = info.tag;
+        status->MPI_ERROR = MPI_SUCCESS;
+        MPIR_STATUS_SET_COUNT(*status, (MPI_Aint)info.msg_length);
+        MPIR_STATUS_SET_CANCEL_BIT(*status, FALSE);
+    }
+
+fn_exit:
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_iprobe(int source, int tag, MPIR_Comm *comm,
+                                                 int context_offset, MPIDI_av_entry_t *addr,
+                                                 int *flag, MPI_Status *status)
+{
+    (void)addr;
+    return MPIDI_EFARM_probe(source, tag, comm, context_offset, flag, NULL, status);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_improbe(int source, int tag, MPIR_Comm *comm,
+                                                  int context_offset, MPIDI_av_entry_t *addr,
+                                                  int *flag, MPIR_Request **message,
+                                                  MPI_Status *status)
+{
+    (void)addr;
+    return MPIDI_EFARM_probe(source, tag, comm, context_offset, flag, message, status);
+}
+
+#endif /* EFARM_PROBE_H_INCLUDED */

@@ -1,0 +1,40 @@
+/*
+ * Progress: ch4's progress engine (MPIDI_progress_test) calls this, and it is
+ * the only place efarm does its work. efarm has no thread of its own; efasim's
+ * service thread is the emulated NIC, not part of efarm.
+ */
+#ifndef EFARM_PROGRESS_H_INCLUDED
+#define EFARM_PROGRESS_H_INCLUDED
+
+#include "efarm_impl.h"
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, int blocking)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int ret;
+
+    MPL_UNREFERENCED_ARG(blocking);
+    /* efarm opens one endpoint; ch4 with more VCIs would need one per VCI. */
+    MPIR_Assert(vci == 0);
+
+    /* ch4 may poll before init_local or after finalize (no endpoint): nothing to do. */
+    if (unlikely(MPIDI_EFARM_global.ep == NULL))
+        goto fn_exit;
+
+    ret = efarm_ep_progress(MPIDI_EFARM_global.ep);
+    if (unlikely(ret < 0)) {
+        mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_ep_progress");
+        goto fn_fail;
+    }
+    /* Point-to-point requests completed inside the engine; active messages run here. */
+    mpi_errno = MPIDI_EFARM_am_progress();
+    if (mpi_errno)
+        goto fn_fail;
+
+fn_exit:
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
+}
+
+#endif /* EFARM_PROGRESS_H_INCLUDED */

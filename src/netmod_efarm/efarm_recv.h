@@ -1,0 +1,243 @@
+/*
+ * Native point-to-point receives: a tagged efarm receive on (context,
+ * source, tag), with MPI_ANY_SOURCE and MPI_ANY_TAG as the engine's
+ * wildcards. The engine's matcher keeps MPI's order (non-overtaking per
+ * sender, wildcards in posting order).
+ *
+ * A noncontiguous datatype receives into a packed buffer and unpacks when the
+ * message is complete. A message longer than the buffer is truncated by the
+ * engine (it writes only what fits, and still runs its protocol to the end);
+ * the status then carries MPI_ERR_TRUNCATE.
+ *
+ * With MPICH's shared-memory module built, an MPI_ANY_SOURCE receive is
+ * posted to both modules as a pair of "partner" requests (ch4_recv.h). The
+ * one that matches first cancels the other (MPIDI_anysrc_try_cancel_partner);
+ * when efarm matches from its unexpected queue while ch4 is still posting
+ * (inside efarm_trecv), ch4 sorts out the pair itself.
+ */
+#ifndef EFARM_RECV_H_INCLUDED
+#define EFARM_RECV_H_INCLUDED
+
+#include "efarm_impl.h"
+
+/* The engine finished a receive: fill the status, unpack, complete. */
+MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_recv_done(struct efarm_req *ereq)
+{
+    MPIR_Request *rreq = ereq->ctx;
+    MPIDI_EFARM_request_t *r = &MPIDI_EFARM_REQ(rreq);
+
+    if (unlikely(ereq->status == -ECANCELED)) {
+        MPIR_STATUS_SET_CANCEL_BIT(rreq->status, TRUE);
+        MPIR_STATUS_SET_COUNT(rreq->status, 0);
+    } else {
+        int tag = ereq->tag;
+
+        if (unlikely(ereq->has_cq_data))
+            tag |= (int)(ereq->cq_data & (uint64_t)(uint32_t)MPIDI_EFARM_TAG_ERROR_BITS);
+        rreq->status.MPI_SOURCE = ereq->source;
+        rreq->status.MPI_TAG = tag;
+        MPIR_STATUS_SET_COUNT(rreq->status, (MPI_Aint)ereq->length);
+        if (ereq->status == -EMSGSIZE) {
+            rreq->status.MPI_ERROR = MPIR_Err_create_code(
+                MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__, MPI_ERR_TRUNCATE,
+                "**truncate", "**truncate %d %d %d %d", ereq->source, ereq->tag,
+                (int)ereq->msg_length, (int)ereq->buf_len);
+        } else if (unlikely(ereq->status < 0)) {
+            rreq->status.MPI_ERROR = MPIDI_EFARM_ERROR(ereq->status, "receive");
+        }
+        if (r->pack_buf && ereq->length > 0) {
+            MPI_Aint unpacked = 0;
+            int err = MPIR_Typerep_unpack(r->pack_buf, (MPI_Aint)ereq->length, r->user_buf,
+                                          r->user_count, r->user_dt, 0, &unpacked);
+            if ((err || unpacked != (MPI_Aint)ereq->length) && !rreq->status.MPI_ERROR)
+                rreq->status.MPI_ERROR =
+                    MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                         MPI_ERR_TYPE, "**dtypemismatch", 0);
+        }
+        MPIDI_EFARM_global.nm_counters.recv_msgs++;
+        MPIDI_EFARM_global.nm_counters.recv_bytes += ereq->length;
+#ifndef MPIDI_CH4_DIRECT_NETMOD
+        if (!r->posting) {
+            int is_cancelled;
+            MPIDI_anysrc_try_cancel_partner(rreq, &is_cancelled);
+            /* efarm matched: the shared-memory partner has not, and its cancel always works. */
+            MPIR_Assert(is_cancelled);
+            MPIDI_anysrc_free_partner(rreq);
+        }
+#endif
+    }
+    if (r->pack_buf) {
+        MPL_free(r->pack_buf);
+        r->pack_buf = NULL;
+        MPIR_Datatype_release_if_not_builtin(r->user_dt);
+    }
+    MPIDIU_request_complete(rreq);
+}
+
+/*
+ * Prepare rreq's netmod part for a receive of count x datatype at buf:
+ * *recv_buf_p and *len_p are what the engine receives into.
+ */
+MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_recv_prepare(MPIR_Request *rreq, void *buf, MPI_Aint count,
+                                                      MPI_Datatype datatype, void **recv_buf_p,
+                                                      uint64_t *len_p)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_EFARM_request_t *r = &MPIDI_EFARM_REQ(rreq);
+    int dt_contig;
+    MPI_Aint data_sz, dt_true_lb;
+    MPIR_Datatype *dt_ptr;
+
+    r->pack_buf = NULL;
+    r->posting = false;
+    MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
+    if (dt_contig) {
+        *recv_buf_p = MPIR_get_contig_ptr(buf, dt_true_lb);
+    } else {
+        r->pack_buf = MPL_malloc(data_sz > 0 ? data_sz : 1, MPL_MEM_BUFFER);
+        MPIR_ERR_CHKANDJUMP1(r->pack_buf == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem", "**nomem %s",
+                             "efarm receive pack buffer");
+        r->user_buf = buf;
+        r->user_count = count;
+        r->user_dt = datatype;
+        MPIR_Datatype_add_ref_if_not_builtin(datatype);
+        *recv_buf_p = r->pack_buf;
+    }
+    *len_p = (uint64_t)data_sz;
+    r->ereq.cb = MPIDI_EFARM_recv_done;
+    r->ereq.ctx = rreq;
+
+fn_exit:
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
+}
+
+MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_recv_unprepare(MPIR_Request *rreq)
+{
+    MPIDI_EFARM_request_t *r = &MPIDI_EFARM_REQ(rreq);
+
+    if (r->pack_buf) {
+        MPL_free(r->pack_buf);
+        r->pack_buf = NULL;
+        MPIR_Datatype_release_if_not_builtin(r->user_dt);
+    }
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_irecv(void *buf, MPI_Aint count, MPI_Datatype datatype,
+                                                int rank, int tag, MPIR_Comm *comm,
+                                                int context_offset, MPIDI_av_entry_t *addr,
+                                                MPIR_Request **request, MPIR_Request *partner)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_Request *rreq = *request;
+    bool created = false;
+    void *recv_buf;
+    uint64_t len;
+    int ret;
+
+    MPIR_FUNC_ENTER;
+    (void)addr; /* NULL for MPI_ANY_SOURCE; the rank is the match key */
+
+    if (rreq == NULL) {
+        MPIDI_CH4_REQUEST_CREATE(rreq, MPIR_REQUEST_KIND__RECV, 0, 2);
+        MPIR_ERR_CHKANDSTMT(rreq == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
+        created = true;
+    } else {
+        MPIR_Request_add_ref(rreq);
+    }
+    rreq->status.MPI_SOURCE = MPI_UNDEFINED;
+    if (rreq->comm == NULL) {
+        rreq->comm = comm;
+        MPIR_Comm_add_ref(comm);
+    }
+    mpi_errno = MPIDI_EFARM_recv_prepare(rreq, buf, count, datatype, &recv_buf, &len);
+    MPIR_ERR_CHECK(mpi_errno);
+    MPIDI_REQUEST_SET_LOCAL(rreq, 0, partner);
+    *request = rreq;
+
+    MPIDI_EFARM_REQ(rreq).posting = true;
+    while ((ret = efarm_trecv(MPIDI_EFARM_global.ep, recv_buf, len,
+                              (uint32_t)(comm->recvcontext_id + context_offset),
+                              rank == MPI_ANY_SOURCE ? EFARM_ANY_SOURCE : rank,
+                              tag == MPI_ANY_TAG ? EFARM_ANY_TAG : tag,
+                              &MPIDI_EFARM_REQ(rreq).ereq)) == -EAGAIN) {
+        mpi_errno = MPIDI_EFARM_wait_for_slot();
+        if (mpi_errno)
+            break;
+    }
+    MPIDI_EFARM_REQ(rreq).posting = false;
+    MPIR_ERR_CHECK(mpi_errno);
+    if (unlikely(ret < 0)) {
+        mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_trecv");
+        goto fn_fail;
+    }
+
+fn_exit:
+    MPIR_FUNC_EXIT;
+    return mpi_errno;
+fn_fail:
+    if (rreq) {
+        MPIDI_EFARM_recv_unprepare(rreq);
+        if (created)
+            MPIDI_CH4_REQUEST_FREE(rreq);
+        MPIDI_CH4_REQUEST_FREE(rreq);
+        *request = NULL;
+    }
+    goto fn_exit;
+}
+
+/* Receive a message claimed by MPI_Mprobe/MPI_Improbe into buf. */
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_imrecv(void *buf, MPI_Aint count, MPI_Datatype datatype,
+                                                 MPIR_Request *message)
+{
+    int mpi_errno = MPI_SUCCESS;
+    efarm_tm_handle_t handle = MPIDI_EFARM_REQ(message).mprobe_handle;
+    void *recv_buf;
+    uint64_t len;
+    int ret;
+
+    MPIR_FUNC_ENTER;
+
+    mpi_errno = MPIDI_EFARM_recv_prepare(message, buf, count, datatype, &recv_buf, &len);
+    MPIR_ERR_CHECK(mpi_errno);
+    MPIDI_REQUEST_SET_LOCAL(message, 0, NULL);
+    MPIDI_EFARM_REQ(message).posting = true; /* no partner; skip the pair logic */
+    while ((ret = efarm_tmrecv(MPIDI_EFARM_global.ep, handle, recv_buf, len,
+                               &MPIDI_EFARM_REQ(message).ereq)) == -EAGAIN) {
+        mpi_errno = MPIDI_EFARM_wait_for_slot();
+        if (mpi_errno)
+            break;
+    }
+    MPIR_ERR_CHECK(mpi_errno);
+    if (unlikely(ret < 0)) {
+        MPIDI_EFARM_recv_unprepare(message);
+        mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_tmrecv");
+        goto fn_fail;
+    }
+
+fn_exit:
+    MPIR_FUNC_EXIT;
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
+}
+
+/*
+ * Cancel a receive that has not matched: the engine completes it as
+ * cancelled (MPIDI_EFARM_recv_done sets the cancel bit). A receive that has
+ * matched completes normally and the cancel has no effect.
+ */
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_cancel_recv(MPIR_Request *rreq)
+{
+    int ret;
+
+    if (MPIR_Request_is_complete(rreq))
+        return MPI_SUCCESS;
+    ret = efarm_cancel_recv(MPIDI_EFARM_global.ep, &MPIDI_EFARM_REQ(rreq).ereq);
+    if (ret < 0 && ret != -ENOENT)
+        return MPIDI_EFARM_ERROR(ret, "efarm_cancel_recv");
+    return MPI_SUCCESS;
+}
+
+#endif /* EFARM_RECV_H_INCLUDED */

@@ -1,0 +1,166 @@
+/*
+ * Native point-to-point sends: one tagged efarm message per MPI message.
+ *
+ * The wire tag is (context, source, tag) (efarm_proto.h): context is the
+ * communicator's context id plus MPICH's offset (point-to-point or
+ * collective traffic), source the sender's rank in the communicator, tag the
+ * MPI tag without MPICH's two error bits, which ride in CQ data when set.
+ * The engine picks eager, medium, long-CTS, long-read or runting read by
+ * size. MPI_Ssend asks for delivery complete: the receiver's RECEIPT (or EOR
+ * after an RDMA read) comes only once the message has matched a receive and
+ * its data is in the user's buffer, which is what a synchronous send needs.
+ *
+ * A noncontiguous datatype is packed into one buffer first: the engine sends
+ * from one contiguous buffer.
+ *
+ * MPI_PROC_NULL, sends to self on a size-1 communicator, and rsend/bsend/
+ * persistent requests are handled by ch4 and MPICH above this layer, which
+ * end in mpi_isend / mpi_issend.
+ */
+#ifndef EFARM_SEND_H_INCLUDED
+#define EFARM_SEND_H_INCLUDED
+
+#include "efarm_impl.h"
+
+/* Called by the engine when a send has completed: data sent (or delivered, for DC), or failed. */
+MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_send_done(struct efarm_req *ereq)
+{
+    MPIR_Request *sreq = ereq->ctx;
+
+    if (unlikely(ereq->status < 0))
+        sreq->status.MPI_ERROR = MPIDI_EFARM_ERROR(ereq->status, "send");
+    if (MPIDI_EFARM_REQ(sreq).pack_buf) {
+        MPL_free(MPIDI_EFARM_REQ(sreq).pack_buf);
+        MPIDI_EFARM_REQ(sreq).pack_buf = NULL;
+    }
+    MPIDIU_request_complete(sreq);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send(const void *buf, MPI_Aint count,
+                                              MPI_Datatype datatype, int rank, int tag,
+                                              MPIR_Comm *comm, int context_offset,
+                                              MPIDI_av_entry_t *addr, MPIR_Request **request,
+                                              uint32_t flags)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_Request *sreq;
+    int dt_contig;
+    MPI_Aint data_sz, dt_true_lb;
+    MPIR_Datatype *dt_ptr;
+    const void *send_buf;
+    uint64_t cq_data = 0;
+    int ret;
+
+    MPIR_FUNC_ENTER;
+
+    MPIDI_CH4_REQUEST_CREATE(sreq, MPIR_REQUEST_KIND__SEND, 0, 2);
+    MPIR_ERR_CHKANDSTMT(sreq == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
+    *request = sreq;
+    MPIDI_EFARM_REQ(sreq).pack_buf = NULL;
+
+    MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
+    if (dt_contig) {
+        send_buf = MPIR_get_contig_ptr(buf, dt_true_lb);
+    } else {
+        MPI_Aint packed;
+        void *pack_buf = MPL_malloc(data_sz > 0 ? data_sz : 1, MPL_MEM_BUFFER);
+
+        MPIR_ERR_CHKANDJUMP1(pack_buf == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem", "**nomem %s",
+                             "efarm send pack buffer");
+        mpi_errno = MPIR_Typerep_pack(buf, count, datatype, 0, pack_buf, data_sz, &packed);
+        if (mpi_errno) {
+            MPL_free(pack_buf);
+            goto fn_fail;
+        }
+        MPIR_Assert(packed == data_sz);
+        MPIDI_EFARM_REQ(sreq).pack_buf = pack_buf;
+        send_buf = pack_buf;
+    }
+
+    if (unlikely(tag & MPIDI_EFARM_TAG_ERROR_BITS)) {
+        cq_data = (uint64_t)(uint32_t)(tag & MPIDI_EFARM_TAG_ERROR_BITS);
+        tag &= ~MPIDI_EFARM_TAG_ERROR_BITS;
+        flags |= EFARM_SEND_CQ_DATA;
+    }
+
+    struct efarm_req *ereq = &MPIDI_EFARM_REQ(sreq).ereq;
+    ereq->cb = MPIDI_EFARM_send_done;
+    ereq->ctx = sreq;
+    while ((ret = efarm_tsend(MPIDI_EFARM_global.ep, MPIDI_EFARM_AV(addr).peer, send_buf,
+                              (uint64_t)data_sz, (uint32_t)(comm->context_id + context_offset),
+                              comm->rank, tag, flags, cq_data, ereq)) == -EAGAIN) {
+        mpi_errno = MPIDI_EFARM_wait_for_slot();
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+    if (unlikely(ret < 0)) {
+        mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_tsend");
+        goto fn_fail;
+    }
+    MPIDI_EFARM_global.nm_counters.send_msgs++;
+    MPIDI_EFARM_global.nm_counters.send_bytes += (unsigned long long)data_sz;
+
+fn_exit:
+    MPIR_FUNC_EXIT;
+    return mpi_errno;
+fn_fail:
+    if (sreq) {
+        MPL_free(MPIDI_EFARM_REQ(sreq).pack_buf);
+        MPIDI_EFARM_REQ(sreq).pack_buf = NULL;
+        /* Both references: nothing will complete it. */
+        MPIDI_CH4_REQUEST_FREE(sreq);
+        MPIDI_CH4_REQUEST_FREE(sreq);
+        *request = NULL;
+    }
+    goto fn_exit;
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_isend(const void *buf, MPI_Aint count,
+                                                MPI_Datatype datatype, int rank, int tag,
+                                                MPIR_Comm *comm, int context_offset,
+                                                MPIDI_av_entry_t *addr, MPIR_Request **request)
+{
+    return MPIDI_EFARM_send(buf, count, datatype, rank, tag, comm, context_offset, addr, request,
+                            0);
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_issend(const void *buf, MPI_Aint count,
+                                                 MPI_Datatype datatype, int rank, int tag,
+                                                 MPIR_Comm *comm, int context_offset,
+                                                 MPIDI_av_entry_t *addr, MPIR_Request **request)
+{
+    return MPIDI_EFARM_send(buf, count, datatype, rank, tag, comm, context_offset, addr, request,
+                            EFARM_SEND_DC);
+}
+
+/* A collective's send: MPICH flags an earlier failure in the tag's error bits. */
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_isend_coll(const void *buf, MPI_Aint count,
+                                                 MPI_Datatype datatype, int rank, int tag,
+                                                 MPIR_Comm *comm, int context_offset,
+                                                 MPIDI_av_entry_t *addr, MPIR_Request **request,
+                                                 MPIR_Errflag_t *errflag)
+{
+    switch (*errflag) {
+    case MPIR_ERR_NONE:
+        break;
+    case MPIR_ERR_PROC_FAILED:
+        MPIR_TAG_SET_PROC_FAILURE_BIT(tag);
+        break;
+    default:
+        MPIR_TAG_SET_ERROR_BIT(tag);
+    }
+    return MPIDI_EFARM_send(buf, count, datatype, rank, tag, comm, context_offset, addr, request,
+                            0);
+}
+
+/*
+ * Cancelling a send is not supported (MPI allows a cancel to fail; MPI 4.0
+ * deprecates it): the send completes normally and MPI_Test_cancelled says
+ * false.
+ */
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_cancel_send(MPIR_Request *sreq)
+{
+    (void)sreq;
+    return MPI_SUCCESS;
+}
+
+#endif /* EFARM_SEND_H_INCLUDED */
