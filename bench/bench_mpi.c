@@ -74,8 +74,10 @@ struct bench {
     int rank, peer;
     struct opts o;
     unsigned char *sbuf, *rbuf;
-    MPI_Request *reqs;                        /* 2 * window */
-    double *lat;                              /* rank 0's one-way times of one latency size */
+    MPI_Request *reqs; /* 2 * window */
+    MPI_Status *stats; /* 2 * window: MPICH's MPI_STATUSES_IGNORE trips gcc 12's
+                        * -Wstringop-overflow in MPI_Waitall */
+    double *lat;       /* rank 0's one-way times of one latency size */
     unsigned long long sent_msgs, sent_bytes; /* every message this rank sent, acks included */
 };
 
@@ -413,7 +415,7 @@ static void stream(struct bench *b, size_t size, int n)
                 MPI_Irecv(b->rbuf, (int)size, MPI_BYTE, b->peer, TAG_DATA, MPI_COMM_WORLD,
                           &b->reqs[j]);
         }
-        MPI_Waitall(w, b->reqs, MPI_STATUSES_IGNORE);
+        MPI_Waitall(w, b->reqs, b->stats);
         if (b->rank == 0)
             MPI_Recv(NULL, 0, MPI_BYTE, b->peer, TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         else
@@ -436,7 +438,7 @@ static void bistream(struct bench *b, size_t size, int n)
         for (int j = 0; j < w; j++)
             MPI_Isend(b->sbuf, (int)size, MPI_BYTE, b->peer, TAG_DATA, MPI_COMM_WORLD,
                       &b->reqs[w + j]);
-        MPI_Waitall(2 * w, b->reqs, MPI_STATUSES_IGNORE);
+        MPI_Waitall(2 * w, b->reqs, b->stats);
     }
     note_sends(b, (unsigned long long)n * w, size);
 }
@@ -649,9 +651,10 @@ int main(int argc, char **argv)
     }
     b.peer = 1 - b.rank;
     b.reqs = malloc(2 * (size_t)b.o.window * sizeof(*b.reqs));
+    b.stats = malloc(2 * (size_t)b.o.window * sizeof(*b.stats));
     b.lat = malloc((size_t)iterations(&b, TEST_LATENCY, 0) * sizeof(*b.lat));
     if (posix_memalign(&s, 4096, b.o.max_size + 1) || posix_memalign(&r, 4096, b.o.max_size + 1) ||
-        b.reqs == NULL || b.lat == NULL) {
+        b.reqs == NULL || b.stats == NULL || b.lat == NULL) {
         fprintf(stderr, "bench-mpi: rank %d: out of memory for %zu-byte buffers\n", b.rank,
                 b.o.max_size);
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -662,6 +665,7 @@ int main(int argc, char **argv)
     memset(b.rbuf, 0, b.o.max_size + 1);
     ret = run(&b);
     free(b.lat);
+    free(b.stats);
     free(b.reqs);
     free(r);
     free(s);
