@@ -1,2 +1,12 @@
 # test/mpi: MPI programs run over ch4:efarm (issue 6). See test/mpi/README.md.
-EXTRA_DIST += test/mpi/README.md
+# They are built with MPICH's mpicc by run-mpi-tests.sh, not by this tree.
+EXTRA_DIST += test/mpi/README.md test/mpi/run-mpi-tests.sh \
+	test/mpi/efarm_mpitest.h test/mpi/efarm_mpitest.c \
+	test/mpi/pt2pt_sizes.c test/mpi/wildcard_order.c test/mpi/probe.c \
+	test/mpi/cancel_status.c test/mpi/ssend.c test/mpi/datatypes.c \
+	test/mpi/collectives.c
+
+# `make check-mpi`: the MPI tests against the MPICH that scripts/mpich-build.sh installed.
+check-mpi:
+	$(top_srcdir)/test/mpi/run-mpi-tests.sh
+.PHONY: check-mpi

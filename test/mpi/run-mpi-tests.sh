@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Build the MPI test programs of test/mpi with MPICH's mpicc and run each with
+# `mpiexec -n 2` and `-n 4` over ch4:efarm on efasim (EFARM_DEVICE=sim,
+# MPIR_CVAR_NOLOCAL=1 so every byte crosses efarm), each under timeout(1).
+# Prints one PASS/FAIL line per build failure and per run, then
+# "N passed, N failed"; exits nonzero if anything failed.
+#
+# Usage: run-mpi-tests.sh [--prefix PREFIX] [--timeout SECONDS] [NAME...]
+#   PREFIX   MPICH install with ch4:efarm (default: where scripts/mpich-build.sh
+#            installs, EFARM_MPICH_PREFIX or build/mpich/install)
+#   NAME     run only the runs whose name starts with NAME (e.g. probe,
+#            pt2pt_sizes-faults); see the table below
+# Programs and logs go to build/mpitest (MPITEST_BUILD_DIR to change).
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+prefix=${EFARM_MPICH_PREFIX:-${EFARM_MPICH_CACHE:-$top/build/mpich}/install}
+out=${MPITEST_BUILD_DIR:-$top/build/mpitest}
+timeout_s=120
+filters=()
+
+while [ $# -gt 0 ]; do
+    case $1 in
+    --prefix) prefix=${2:?--prefix needs a directory}; shift 2 ;;
+    --prefix=*) prefix=${1#--prefix=}; shift ;;
+    --timeout) timeout_s=${2:?--timeout needs seconds}; shift 2 ;;
+    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "run-mpi-tests: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) filters+=("$1"); shift ;;
+    esac
+done
+
+passed=0
+failed=0
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { # NAME LOG
+    echo "FAIL $1 (log: $2)"
+    [ -f "$2" ] && tail -n 15 "$2" | sed 's/^/    /'
+    failed=$((failed + 1))
+}
+finish() {
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+    exit
+}
+
+mpicc=$prefix/bin/mpicc
+mpiexec=$prefix/bin/mpiexec
+if [ ! -x "$mpicc" ] || [ ! -x "$mpiexec" ]; then
+    echo "FAIL mpi-tests: no $mpicc or $mpiexec (build MPICH with scripts/mpich-build.sh)"
+    failed=1
+    finish
+fi
+mkdir -p "$out/logs"
+
+# Runs: NAME PROGRAM RANKS [VAR=VALUE...]. The -faults runs turn on efasim's
+# datagram loss and reordering (below its reliability layer: every message
+# must still arrive, intact and in MPI order) with smaller messages to bound
+# the time; the -tuned and -noread runs move efarm's thresholds (the program
+# reads the same variables, so every boundary it checks moves with them).
+faults="EFASIM_LOSS=0.02 EFASIM_REORDER=0.05 EFASIM_SEED=7"
+runs=(
+    "pt2pt_sizes-n2 pt2pt_sizes 2"
+    "pt2pt_sizes-n4 pt2pt_sizes 4"
+    "wildcard_order-n2 wildcard_order 2"
+    "wildcard_order-n4 wildcard_order 4"
+    "probe-n2 probe 2"
+    "probe-n4 probe 4"
+    "cancel_status-n2 cancel_status 2"
+    "cancel_status-n4 cancel_status 4"
+    "ssend-n2 ssend 2"
+    "ssend-n4 ssend 4"
+    "datatypes-n2 datatypes 2"
+    "datatypes-n4 datatypes 4"
+    "collectives-n2 collectives 2"
+    "collectives-n4 collectives 4"
+    "pt2pt_sizes-tuned-n2 pt2pt_sizes 2 EFARM_EAGER_MAX=1000 EFARM_MEDIUM_MAX=20000 EFARM_READ_MIN=300000 MPITEST_MAX_SIZE=2097152"
+    "pt2pt_sizes-noread-n2 pt2pt_sizes 2 EFARM_RDMA_READ=0 MPITEST_MAX_SIZE=4194304"
+    "pt2pt_sizes-faults-n2 pt2pt_sizes 2 $faults MPITEST_MAX_SIZE=4194304"
+    "pt2pt_sizes-faults-n4 pt2pt_sizes 4 $faults MPITEST_MAX_SIZE=2097152"
+    "wildcard_order-faults-n2 wildcard_order 2 $faults MPITEST_EXPECT_REORDER=1"
+    "wildcard_order-faults-n4 wildcard_order 4 $faults MPITEST_EXPECT_REORDER=1 MPITEST_MAX_SIZE=2097152"
+)
+
+selected() { # NAME
+    [ ${#filters[@]} -eq 0 ] && return 0
+    local f
+    for f in "${filters[@]}"; do
+        case $1 in "$f"*) return 0 ;; esac
+    done
+    return 1
+}
+
+# Build every program a selected run needs.
+declare -A built=()
+for r in "${runs[@]}"; do
+    read -r name prog _ <<<"$r"
+    selected "$name" || continue
+    [ -n "${built[$prog]:-}" ] && continue
+    log=$out/logs/build-$prog.log
+    if "$mpicc" -std=c11 -O2 -g -Wall -Wextra -Werror -I"$top/test/mpi" -o "$out/$prog" \
+        "$top/test/mpi/$prog.c" "$top/test/mpi/efarm_mpitest.c" >"$log" 2>&1; then
+        built[$prog]=ok
+    else
+        built[$prog]=failed
+        fail "build-$prog" "$log"
+    fi
+done
+
+for r in "${runs[@]}"; do
+    read -r name prog ranks vars <<<"$r"
+    selected "$name" || continue
+    log=$out/logs/$name.log
+    if [ "${built[$prog]}" != ok ]; then
+        echo "FAIL $name (not built)"
+        failed=$((failed + 1))
+        continue
+    fi
+    start=$(date +%s.%N)
+    # shellcheck disable=SC2086 # $vars is a list of VAR=VALUE words
+    timeout -k 10 "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 $vars \
+        "$mpiexec" -n "$ranks" "$out/$prog" >"$log" 2>&1
+    status=$?
+    secs=$(echo "$start $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
+    if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+        echo "(timed out after $timeout_s s)" >>"$log"
+        fail "$name (timeout ${timeout_s} s)" "$log"
+    elif [ "$status" -ne 0 ]; then
+        fail "$name (exit $status, ${secs} s)" "$log"
+    elif ! grep -q "^$prog: OK ($ranks ranks)" "$log"; then
+        fail "$name (no OK line, ${secs} s)" "$log"
+    else
+        pass "$name (${secs} s)"
+    fi
+done
+finish
