@@ -113,5 +113,16 @@ step build-fuzz fuzz_build
 FUZZ_ARTIFACTS=$logs/ step "fuzz-pkt-decode-${fuzz_seconds}s" sh "$top/test/fuzz/run-fuzz.sh" \
     "$root/fuzz/test/fuzz/fuzz-pkt-decode" "$root/fuzz/test/unit/golden-export" "$fuzz_seconds"
 
+# ---- MPI tests over ch4:efarm (test/mpi) ----------------------------------------------------
+# Only where scripts/mpich-build.sh has installed MPICH with efarm (a fresh tree, as
+# CI's, has none): every program with 2 and 4 ranks through efarm on efasim.
+mpich_prefix=${EFARM_MPICH_PREFIX:-${EFARM_MPICH_CACHE:-$top/build/mpich}/install}
+if [ -x "$mpich_prefix/bin/mpicc" ]; then
+    suite mpi bash "$top/test/mpi/run-mpi-tests.sh" --prefix "$mpich_prefix"
+else
+    echo "SKIP mpi: no $mpich_prefix/bin/mpicc (scripts/mpich-build.sh builds MPICH with efarm)"
+fi
+# ---- end of the MPI tests ----------------------------------------------------------------------
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
