@@ -11,6 +11,7 @@
 
 #include <mpidimpl.h>
 
+#include "efarm_config.h"
 #include "efarm_errno.h"
 #include "efarm_proto.h"
 
@@ -44,6 +45,10 @@ typedef struct {
     struct MPIDI_EFARM_am_op *am_sent_head, *am_sent_tail; /* sends done, origin_cb due */
     unsigned am_recv_pending;                              /* claimed, not yet dispatched */
     bool am_dispatching;                                   /* inside a target handler */
+    /* Progress calls in a row that found nothing, and how many make it yield (EFARM_YIELD_POLLS).
+     */
+    unsigned idle_polls;
+    unsigned yield_polls;
 } MPIDI_EFARM_global_t;
 
 extern MPIDI_EFARM_global_t MPIDI_EFARM_global;

@@ -127,6 +127,8 @@ int MPIDI_EFARM_init_local(int *tag_bits)
         goto fn_fail;
     }
     MPIDI_EFARM_global.ep = ep;
+    MPIDI_EFARM_global.yield_polls = (unsigned)efarm_config()->yield_polls;
+    MPIDI_EFARM_global.idle_polls = 0;
     register_pvars();
 
     /* The wire tag packs context, source and tag; MPI_TAG_UB follows from this. */

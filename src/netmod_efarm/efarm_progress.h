@@ -6,6 +6,8 @@
 #ifndef EFARM_PROGRESS_H_INCLUDED
 #define EFARM_PROGRESS_H_INCLUDED
 
+#include <sched.h>
+
 #include "efarm_impl.h"
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, int blocking)
@@ -30,6 +32,18 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, int blocking)
     mpi_errno = MPIDI_EFARM_am_progress();
     if (mpi_errno)
         goto fn_fail;
+
+    if (ret > 0 || MPIDI_EFARM_global.am_recv_head) {
+        MPIDI_EFARM_global.idle_polls = 0;
+    } else if (++MPIDI_EFARM_global.idle_polls == MPIDI_EFARM_global.yield_polls) {
+        /*
+         * Nothing arrived for a while: let another process on this core run
+         * (ranks outnumbering cores otherwise spin through each other's
+         * time slices). Never on a call that found work.
+         */
+        MPIDI_EFARM_global.idle_polls = 0;
+        sched_yield();
+    }
 
 fn_exit:
     return mpi_errno;

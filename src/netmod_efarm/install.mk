@@ -15,7 +15,8 @@ pkginclude_HEADERS = \
 	src/proto/efarm_proto.h \
 	src/proto/efarm_tm.h \
 	src/device/efarm_device.h \
-	src/util/efarm_errno.h
+	src/util/efarm_errno.h \
+	src/util/efarm_config.h
 
 EXTRA_DIST += \
 	src/netmod_efarm/README.md \
