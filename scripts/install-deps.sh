@@ -10,6 +10,7 @@ packages=(
     ibverbs-utils     # ibv_devinfo, run unmodified on efasim by the tests
     iproute2          # ip netns and veth for the two-host efasim test
     ccache            # scripts/mpich-build.sh: recompiles of MPICH hit the cache
+    python3 xz-utils  # MPICH's autogen (python3) and its source tarball (.tar.xz)
     clang clang-format libclang-rt-14-dev   # clang builds, check-format, libFuzzer, sanitizers
 )
 
