@@ -141,6 +141,7 @@ int MPIDI_EFARM_am_send(int rank, MPIR_Comm *comm, int handler_id, const void *a
     struct MPIDI_EFARM_am_op *op = NULL;
     MPI_Aint data_sz = 0;
     MPIDI_av_entry_t *av;
+    unsigned long waits = 0;
     int ret;
 
     MPIR_Assert(am_hdr_sz >= 0 && am_hdr_sz <= MPIDI_EFARM_AM_HDR_MAX);
@@ -182,7 +183,7 @@ int MPIDI_EFARM_am_send(int rank, MPIR_Comm *comm, int handler_id, const void *a
     av = MPIDIU_comm_rank_to_av(comm, rank);
     while ((ret = efarm_send(MPIDI_EFARM_global.ep, MPIDI_EFARM_AV(av).peer, op->buf, op->len, 0, 0,
                              &op->ereq)) == -EAGAIN) {
-        mpi_errno = MPIDI_EFARM_wait_for_slot();
+        mpi_errno = MPIDI_EFARM_wait_for_slot(&waits);
         MPIR_ERR_CHECK(mpi_errno);
     }
     if (ret < 0) {
@@ -363,9 +364,20 @@ void MPIDI_EFARM_am_finalize(void)
     g->am_recv_pending = 0;
 }
 
-int MPIDI_EFARM_wait_for_slot(void)
+int MPIDI_EFARM_wait_for_slot(unsigned long *waits_p)
 {
     int ret = efarm_ep_progress(MPIDI_EFARM_global.ep);
+
+    if (++*waits_p == 10000000) {
+        const struct efarm_config *c = efarm_config();
+
+        MPL_internal_error_printf("ch4:efarm: rank %d has waited for a free engine slot for %lu "
+                                  "polls: more operations or posted receives than "
+                                  "EFARM_MAX_OPS=%llu / EFARM_MAX_POSTED=%llu allow; still "
+                                  "waiting (raise them if this persists)\n",
+                                  MPIR_Process.rank, *waits_p, (unsigned long long)c->max_ops,
+                                  (unsigned long long)c->max_posted);
+    }
 
     MPIDI_EFARM_global.nm_counters.eagain_waits++;
     if (ret < 0)

@@ -92,8 +92,11 @@ void MPIDI_EFARM_am_finalize(void);
  * Retry an engine call that returned -EAGAIN (no operation slot) after
  * polling the engine, which frees slots as operations complete. Only the
  * engine is polled, never MPICH's progress: no handler runs in between.
+ * *waits_p counts the caller's retries (start at 0); a wait that lasts
+ * prints one warning naming the limits, since only more posted receives'
+ * messages arriving, or larger limits, can end it.
  */
-int MPIDI_EFARM_wait_for_slot(void);
+int MPIDI_EFARM_wait_for_slot(unsigned long *waits_p);
 
 /*
  * An mpi_errno for an efarm call `what` that returned the negative code err.

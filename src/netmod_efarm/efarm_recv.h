@@ -134,6 +134,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_irecv(void *buf, MPI_Aint count, MPI_D
     bool created = false;
     void *recv_buf;
     uint64_t len;
+    unsigned long waits = 0;
     int ret;
 
     MPIR_FUNC_ENTER;
@@ -162,7 +163,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_irecv(void *buf, MPI_Aint count, MPI_D
                               rank == MPI_ANY_SOURCE ? EFARM_ANY_SOURCE : rank,
                               tag == MPI_ANY_TAG ? EFARM_ANY_TAG : tag,
                               &MPIDI_EFARM_REQ(rreq).ereq)) == -EAGAIN) {
-        mpi_errno = MPIDI_EFARM_wait_for_slot();
+        mpi_errno = MPIDI_EFARM_wait_for_slot(&waits);
         if (mpi_errno)
             break;
     }
@@ -195,6 +196,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_imrecv(void *buf, MPI_Aint count, MPI_
     efarm_tm_handle_t handle = MPIDI_EFARM_REQ(message).mprobe_handle;
     void *recv_buf;
     uint64_t len;
+    unsigned long waits = 0;
     int ret;
 
     MPIR_FUNC_ENTER;
@@ -205,7 +207,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_imrecv(void *buf, MPI_Aint count, MPI_
     MPIDI_EFARM_REQ(message).posting = true; /* no partner; skip the pair logic */
     while ((ret = efarm_tmrecv(MPIDI_EFARM_global.ep, handle, recv_buf, len,
                                &MPIDI_EFARM_REQ(message).ereq)) == -EAGAIN) {
-        mpi_errno = MPIDI_EFARM_wait_for_slot();
+        mpi_errno = MPIDI_EFARM_wait_for_slot(&waits);
         if (mpi_errno)
             break;
     }

@@ -49,6 +49,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send(const void *buf, MPI_Aint count,
     MPIR_Datatype *dt_ptr;
     const void *send_buf;
     uint64_t cq_data = 0;
+    unsigned long waits = 0;
     int ret;
 
     MPIR_FUNC_ENTER;
@@ -89,7 +90,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send(const void *buf, MPI_Aint count,
     while ((ret = efarm_tsend(MPIDI_EFARM_global.ep, MPIDI_EFARM_AV(addr).peer, send_buf,
                               (uint64_t)data_sz, (uint32_t)(comm->context_id + context_offset),
                               comm->rank, tag, flags, cq_data, ereq)) == -EAGAIN) {
-        mpi_errno = MPIDI_EFARM_wait_for_slot();
+        mpi_errno = MPIDI_EFARM_wait_for_slot(&waits);
         MPIR_ERR_CHECK(mpi_errno);
     }
     if (unlikely(ret < 0)) {
