@@ -72,7 +72,7 @@
       "longest RNR backoff, as FI_EFA_MAX_TIMEOUT")                                             \
     X(CONNID_HEADER, connid_header, BOOL, "1",                                                  \
       "ask peers for the connid header (extra request 3) to drop packets of dead QPs")          \
-    X(YIELD_POLLS, yield_polls, U64, "64",                                                     \
+    X(YIELD_POLLS, yield_polls, U64, "64",                                                      \
       "MPI progress: sched_yield after this many empty polls, so ranks sharing cores run (0: "  \
       "never)")                                                                                 \
     X(TEST_SEED, test_seed, U64, "0", "seed of the unit-test runner's random streams (tests only)")
