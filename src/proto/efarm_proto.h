@@ -79,6 +79,14 @@ const char *efarm_proto_name(enum efarm_proto_kind proto);
 /* Send flags. */
 #define EFARM_SEND_DC      0x1u /* complete only once delivered (DC variants, RECEIPT/EOR) */
 #define EFARM_SEND_CQ_DATA 0x2u /* carry cq_data in the REQ CQ-data header */
+/*
+ * Complete a send as soon as all its data is copied into send packets (the
+ * buffer is free again), before the peer acknowledges it, like libfabric's
+ * inject: eager and medium sends at once when the send queue has room. A
+ * failure after that is counted (send_errors) and logged, not reported.
+ * Ignored with EFARM_SEND_DC; read protocols still complete at EOR.
+ */
+#define EFARM_SEND_INJECT 0x4u
 
 struct efarm_req;
 typedef void (*efarm_req_cb_fn)(struct efarm_req *req);

@@ -271,6 +271,12 @@ static void tx_op_check(struct efarm_ep *ep, struct efarm_op *op)
     const uint32_t waits = EFARM_OPF_NEED_REQ | EFARM_OPF_WAIT_EOR | EFARM_OPF_WAIT_RCPT;
     bool sent;
 
+    /* Inject: the data is in packets, so the caller's buffer is free. */
+    if ((op->flags & EFARM_OPF_INJECT) && op->req != NULL && op->status == 0 &&
+        !(op->flags & waits) && op->offset >= op->len) {
+        efarm_req_complete(ep, op, op->req, 0);
+        op->req = NULL;
+    }
     if (op->pkts_inflight != 0)
         return;
     if (op->proto == EFARM_PROTO_LONGREAD)
@@ -284,7 +290,14 @@ static void tx_op_check(struct efarm_ep *ep, struct efarm_op *op)
         return;
     if (op->proto == EFARM_PROTO_RUNTREAD)
         runt_release(ep, op);
-    efarm_req_complete(ep, op, op->req, op->status);
+    if (op->req != NULL) {
+        efarm_req_complete(ep, op, op->req, op->status);
+    } else if (op->status) {
+        /* An injected send already completed: the failure can only be counted. */
+        ep->cnt.send_errors++;
+        efarm_log(EFARM_LOG_WARN, "injected send to peer %u failed after completion: %s", op->peer,
+                  efarm_strerror(op->status));
+    }
     efarm_op_release(ep, op);
 }
 
@@ -430,7 +443,7 @@ static int send_start(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, u
     struct efarm_op *op;
 
     if (req == NULL || peer >= ep->npeers || (len && buf == NULL) ||
-        (flags & ~(EFARM_SEND_DC | EFARM_SEND_CQ_DATA)))
+        (flags & ~(EFARM_SEND_DC | EFARM_SEND_CQ_DATA | EFARM_SEND_INJECT)))
         return -EINVAL;
     st = efarm_peer_state_get(ep, peer);
     if (st == NULL)
@@ -448,8 +461,10 @@ static int send_start(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, u
     op->len = len;
     op->wire_tag = wire_tag;
     op->cq_data = cq_data;
-    op->flags = (tagged ? EFARM_OPF_TAGGED : 0) | (flags & EFARM_SEND_DC ? EFARM_OPF_DC : 0) |
-                (flags & EFARM_SEND_CQ_DATA ? EFARM_OPF_CQ_DATA : 0);
+    op->flags =
+        (tagged ? EFARM_OPF_TAGGED : 0) | (flags & EFARM_SEND_DC ? EFARM_OPF_DC : 0) |
+        (flags & EFARM_SEND_CQ_DATA ? EFARM_OPF_CQ_DATA : 0) |
+        ((flags & (EFARM_SEND_INJECT | EFARM_SEND_DC)) == EFARM_SEND_INJECT ? EFARM_OPF_INJECT : 0);
     /* Behind a send that waits for the HANDSHAKE, or itself waiting for it (DC). */
     if (!efarm_list_empty(&st->hs_waiters) ||
         ((flags & EFARM_SEND_DC) && !(st->flags & EFARM_PS_HS_RECEIVED))) {

@@ -136,23 +136,24 @@ enum efarm_op_kind { EFARM_OP_FREE, EFARM_OP_TX, EFARM_OP_RX };
 #define EFARM_OPF_TAGGED     0x00001u
 #define EFARM_OPF_DC         0x00002u
 #define EFARM_OPF_CQ_DATA    0x00004u
-#define EFARM_OPF_IN_WORK    0x00008u /* on ep->work */
-#define EFARM_OPF_NEED_REQ   0x00010u /* tx: REQ packet(s) not built yet */
-#define EFARM_OPF_WAIT_CTS   0x00020u /* tx: waiting for a CTS */
-#define EFARM_OPF_WAIT_EOR   0x00040u /* tx: waiting for EOR (reads) */
-#define EFARM_OPF_WAIT_RCPT  0x00080u /* tx: waiting for RECEIPT (DC) */
-#define EFARM_OPF_WAIT_HS    0x00100u /* tx: waiting for the peer's HANDSHAKE */
-#define EFARM_OPF_NACKED     0x00200u /* long-CTS after READ_NACK */
-#define EFARM_OPF_UNEXPECTED 0x00400u /* rx: in the matcher's unexpected queue */
-#define EFARM_OPF_CLAIMED    0x00800u /* rx: claimed by a matched probe */
-#define EFARM_OPF_MATCHED    0x01000u /* rx: has a request and buffer */
-#define EFARM_OPF_MAPPED     0x02000u /* rx: in the (peer, msg_id) map */
-#define EFARM_OPF_NEED_CTS   0x04000u /* rx: owes a CTS */
-#define EFARM_OPF_NEED_EOR   0x08000u /* rx: owes an EOR */
-#define EFARM_OPF_NEED_RCPT  0x10000u /* rx: owes a RECEIPT */
-#define EFARM_OPF_NEED_NACK  0x20000u /* rx: owes a READ_NACK */
-#define EFARM_OPF_NEED_READ  0x40000u /* rx: reads to post */
-#define EFARM_OPF_COMPLETED  0x80000u /* the request was completed */
+#define EFARM_OPF_IN_WORK    0x00008u  /* on ep->work */
+#define EFARM_OPF_NEED_REQ   0x00010u  /* tx: REQ packet(s) not built yet */
+#define EFARM_OPF_WAIT_CTS   0x00020u  /* tx: waiting for a CTS */
+#define EFARM_OPF_WAIT_EOR   0x00040u  /* tx: waiting for EOR (reads) */
+#define EFARM_OPF_WAIT_RCPT  0x00080u  /* tx: waiting for RECEIPT (DC) */
+#define EFARM_OPF_WAIT_HS    0x00100u  /* tx: waiting for the peer's HANDSHAKE */
+#define EFARM_OPF_NACKED     0x00200u  /* long-CTS after READ_NACK */
+#define EFARM_OPF_UNEXPECTED 0x00400u  /* rx: in the matcher's unexpected queue */
+#define EFARM_OPF_CLAIMED    0x00800u  /* rx: claimed by a matched probe */
+#define EFARM_OPF_MATCHED    0x01000u  /* rx: has a request and buffer */
+#define EFARM_OPF_MAPPED     0x02000u  /* rx: in the (peer, msg_id) map */
+#define EFARM_OPF_NEED_CTS   0x04000u  /* rx: owes a CTS */
+#define EFARM_OPF_NEED_EOR   0x08000u  /* rx: owes an EOR */
+#define EFARM_OPF_NEED_RCPT  0x10000u  /* rx: owes a RECEIPT */
+#define EFARM_OPF_NEED_NACK  0x20000u  /* rx: owes a READ_NACK */
+#define EFARM_OPF_NEED_READ  0x40000u  /* rx: reads to post */
+#define EFARM_OPF_COMPLETED  0x80000u  /* the request was completed */
+#define EFARM_OPF_INJECT     0x100000u /* tx: complete once the data is in packets */
 
 #define EFARM_MAX_READ_IOV 4 /* read_iov entries kept (the reference sends at most 4) */
 
