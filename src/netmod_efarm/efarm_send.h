@@ -10,6 +10,10 @@
  * after an RDMA read) comes only once the message has matched a receive and
  * its data is in the user's buffer, which is what a synchronous send needs.
  *
+ * Standard sends complete as soon as their data is in send packets
+ * (EFARM_SEND_INJECT: eager and medium sizes at once), as MPI allows once the
+ * buffer is free, instead of when the peer's device acknowledges them.
+ *
  * A noncontiguous datatype is packed into one buffer first: the engine sends
  * from one contiguous buffer.
  *
@@ -121,7 +125,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_isend(const void *buf, MPI_Aint count,
                                                 MPIDI_av_entry_t *addr, MPIR_Request **request)
 {
     return MPIDI_EFARM_send(buf, count, datatype, rank, tag, comm, context_offset, addr, request,
-                            0);
+                            EFARM_SEND_INJECT);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_issend(const void *buf, MPI_Aint count,
@@ -150,7 +154,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_isend_coll(const void *buf, MPI_Aint count
         MPIR_TAG_SET_ERROR_BIT(tag);
     }
     return MPIDI_EFARM_send(buf, count, datatype, rank, tag, comm, context_offset, addr, request,
-                            0);
+                            EFARM_SEND_INJECT);
 }
 
 /*
