@@ -1,0 +1,604 @@
+#!/usr/bin/env bash
+# Run MPICH's own test suite (test/mpi of the MPICH source) against an installed MPICH.
+#
+#   scripts/mpich-testsuite.sh [--prefix PREFIX] [--dirs "pt2pt basic comm coll datatype"]
+#                              [--subset ci|full] [--shm] [--source DIR] [--maxnp N]
+#                              [--timeout S] [--max-timeout S] [--budget S] [--jobs N]
+#                              [--xfail FILE] [--testlists DIR] [--list] [--build-only]
+#
+# Prints one line per test and ends with "N passed, N failed" (the format the
+# `suite` function of scripts/test-all.sh reads); exits 0 only when nothing failed.
+#   PASS  <id> (np N, T s)
+#   FAIL  <id>: <reason>       "timeout after S s", "build failed: ...", the first
+#                              relevant line of the output, or a missing "No Errors"
+#   XFAIL <id>: <reason>       failed and listed in the xfail file (not counted)
+#   XPASS <id>: ...            passed although listed in the xfail file (counted as a
+#                              failure, so that the list cannot go stale)
+#   SKIP  <id>: <reason>       not run (memory annotation larger than this machine)
+# A test's <id> is "DIR/PROGRAM NP ARGS... ENV..." as in the test list (NP as listed,
+# before --maxnp; runtests' junit output names tests the same way).
+#
+# Steps. (1) configure: test/mpi is copied out of the MPICH source into
+# build/mpich-testsuite/obj-KEY and configured there with --with-mpi=PREFIX (no
+# Fortran, C++, spawn, ROMIO or fault-tolerance tests), once per KEY, a hash of the
+# prefix, the installed MPICH's `mpichversion` (version, device, configure options)
+# and these configure arguments. (2) build: MTest's library, DTPools, and then only
+# the programs the chosen test lists name, `make -k -jN` (each MPICH install
+# refreshes PREFIX/include/mpi.h, so make then rebuilds them). (3) run: each test in
+# turn.
+# Steps print their time; logs go to build/mpich-testsuite/logs (configure.log,
+# build-DIR.log, and one DIR/ID.log per test with the command and its output).
+#
+# What a test is and when it passes follows MPICH's runtests. A test list line is
+# "PROGRAM NP [key=value...]" (arg=, env=, timeLimit=, mem=, xfail=, strict=, mpix=,
+# mpiexecarg=). NP above --maxnp (default 4, for 2 cores) runs with --maxnp
+# processes. test/mpich-testlists/overrides changes that for named tests (np=keep:
+# those that abort unless they get the count their list gives, one that divides 10,
+# or 33) and gives longer time limits to tests too slow for theirs on efasim on 2
+# cores (timeLimit=S). A test passes when mpiexec exits 0 and the output holds a "No Errors" line
+# and nothing but "Test Passed" lines besides. Tests MPICH's lists mark xfail=TICKET
+# run too (as with --enable-xfail): failing, they are XFAIL with MPICH's ticket as the
+# reason (unless the xfail file gives efarm's); passing, PASS.
+#
+# runtests itself is not used: it names failed tests without their arguments, stops
+# after five timeouts, builds each program alone, and MPICH has no test list for
+# basic, whose programs print what they did rather than "No Errors". For basic,
+# test/mpich-testlists/basic uses keys of efarm's: pass=exit replaces the rule above
+# with "mpiexec exits 0, every expect=ERE matches a line of the output and no
+# reject=ERE does" (both may repeat; an ERE has no spaces: [[:space:]] or .).
+#
+# Environment of every test: EFARM_DEVICE=sim and MPIR_CVAR_NOLOCAL=1, so ranks on
+# this one machine talk through ch4:efarm on efasim, not MPICH's shared memory (the
+# first test, efarm-traffic-check, is test/mpich-efarm-check.c: two ranks exchange
+# messages and every rank's efarm MPI_T counters must have moved); the
+# test list's env= entries; MPIEXEC_TIMEOUT (hydra kills the job and prints
+# "APPLICATION TIMED OUT"; `timeout` is the backstop). --shm leaves MPIR_CVAR_NOLOCAL
+# unset: ranks use MPICH's shared memory and efarm carries nothing, a check of the
+# harness and of MPICH only, never a result for efarm; its lines say so and the xfail
+# file is ignored.
+#
+# Subsets.
+#   ci    test/mpich-testlists/basic and test/mpich-testlists/ci-DIR: a fixed subset
+#         chosen to run in under 10 minutes on 2 cores (see the lists' headers)
+#   full  every test of MPICH's lists for the directories (DIR/testlist and, where
+#         configure generated one, DIR/testlist.dtp, as MPICH's `make testing` runs
+#         them; the collective-algorithm sweep coll/testlist.cvar is left out) and
+#         test/mpich-testlists/basic
+# Time limits: a test's timeLimit= or else --timeout (ci 60 s, full 180 s as runtests),
+# at most --max-timeout (300 s), unless test/mpich-testlists/overrides sets one. After 5 timeouts in a row, or once --budget seconds
+# (ci 900; full unlimited) have passed, the tests left are reported as FAIL "not run".
+#
+# Known failures: test/mpich-xfail.txt, lines "ID-GLOB: reason" (a bash pattern over
+# the test id, then ": " and the reason; # starts a comment).
+#
+# Commands (one per subset; the last line is the summary):
+#   scripts/mpich-testsuite.sh --subset ci
+#   scripts/mpich-testsuite.sh --subset full
+#   scripts/mpich-testsuite.sh --subset full --dirs pt2pt     # one directory
+#   scripts/mpich-testsuite.sh --shm --dirs basic             # harness check only
+# Environment: EFARM_MPICH_PREFIX (default build/mpich/install), EFARM_MPICH_CACHE
+# (default build/mpich; the source is CACHE/tree/mpich-VERSION, else the pristine
+# tree CACHE/pristine.path names), EFARM_MPICH_TESTSUITE_DIR (default
+# build/mpich-testsuite).
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cache=${EFARM_MPICH_CACHE:-$top/build/mpich}
+prefix=${EFARM_MPICH_PREFIX:-$cache/install}
+out=${EFARM_MPICH_TESTSUITE_DIR:-$top/build/mpich-testsuite}
+dirs="pt2pt basic comm coll datatype"
+# The tests must not see this script's own settings: libefarm warns on stderr about
+# EFARM_* variables it does not know, and a test's stray output fails it.
+for v in $(compgen -e EFARM_MPICH_); do unset "$v"; done
+subset=ci
+shm=0
+source_dir=
+maxnp=4
+timeout_default=
+timeout_max=300
+budget=
+jobs=2
+xfail_file=$top/test/mpich-xfail.txt
+lists_dir=$top/test/mpich-testlists
+list_only=0
+build_only=0
+consecutive_timeouts_max=5
+
+die() {
+    echo "mpich-testsuite: $*" >&2
+    exit 2
+}
+usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; }
+
+need_arg() { if [ $# -lt 2 ] || [ -z "$2" ]; then die "$1 needs a value"; fi; }
+while [ $# -gt 0 ]; do
+    case $1 in
+    --prefix) need_arg "$@"; prefix=$2; shift ;;
+    --dirs) need_arg "$@"; dirs=$2; shift ;;
+    --subset) need_arg "$@"; subset=$2; shift ;;
+    --shm) shm=1 ;;
+    --source) need_arg "$@"; source_dir=$2; shift ;;
+    --maxnp) need_arg "$@"; maxnp=$2; shift ;;
+    --timeout) need_arg "$@"; timeout_default=$2; shift ;;
+    --max-timeout) need_arg "$@"; timeout_max=$2; shift ;;
+    --budget) need_arg "$@"; budget=$2; shift ;;
+    --jobs) need_arg "$@"; jobs=$2; shift ;;
+    --xfail) need_arg "$@"; xfail_file=$2; shift ;;
+    --testlists) need_arg "$@"; lists_dir=$2; shift ;;
+    --list) list_only=1 ;;
+    --build-only) build_only=1 ;;
+    -h | --help) usage; exit 0 ;;
+    *) usage >&2; die "unknown argument '$1'" ;;
+    esac
+    shift
+done
+
+case $subset in
+ci) : "${timeout_default:=60}" "${budget:=900}" ;;
+full) : "${timeout_default:=180}" "${budget:=0}" ;;
+*) die "--subset must be ci or full, not '$subset'" ;;
+esac
+for v in maxnp timeout_default timeout_max budget jobs; do
+    [[ ${!v} =~ ^[0-9]+$ ]] || die "--${v//_/-} must be a whole number, not '${!v}'"
+done
+[ "$maxnp" -ge 1 ] || die "--maxnp must be at least 1"
+for d in $dirs; do
+    case $d in
+    pt2pt | basic | comm | coll | datatype) ;;
+    *) die "unknown directory '$d' (choose from pt2pt basic comm coll datatype)" ;;
+    esac
+done
+[ -n "$dirs" ] || die "--dirs is empty"
+[ "$shm" = 1 ] || [ -r "$xfail_file" ] || die "xfail file $xfail_file is not readable"
+
+prefix=$(cd "$prefix" 2>/dev/null && pwd) || die "prefix does not exist (build MPICH with scripts/mpich-build.sh or pass --prefix)"
+for t in mpicc mpiexec mpichversion; do
+    [ -x "$prefix/bin/$t" ] || die "$prefix/bin/$t is missing: is MPICH installed in $prefix?"
+done
+mpichversion_out=$("$prefix/bin/mpichversion") || die "$prefix/bin/mpichversion failed"
+mpich_version=$(sed -n 's/^MPICH Version:[[:space:]]*//p' <<<"$mpichversion_out")
+mpich_device=$(sed -n 's/^MPICH Device:[[:space:]]*//p' <<<"$mpichversion_out")
+[ -n "$mpich_version" ] || die "cannot read the MPICH version from $prefix/bin/mpichversion"
+
+if [ -z "$source_dir" ]; then
+    source_dir=$cache/tree/mpich-$mpich_version
+    if [ ! -f "$source_dir/test/mpi/configure" ] && [ -r "$cache/pristine.path" ]; then
+        source_dir=$(cat "$cache/pristine.path")
+    fi
+fi
+[ -f "$source_dir/test/mpi/configure" ] ||
+    die "no MPICH source with test/mpi/configure at '$source_dir' (pass --source DIR)"
+
+configure_args=(--with-mpi="$prefix" --enable-fortran=no --disable-cxx --disable-spawn
+    --disable-romio --disable-ft-tests --disable-maintainer-mode)
+key=$({
+    echo "$prefix"
+    echo "$mpichversion_out"
+    printf '%s\n' "${configure_args[@]}"
+} | sha256sum | cut -c1-12)
+obj=$out/obj-$key
+logs=$out/logs
+mpiexec=$prefix/bin/mpiexec
+
+now() { date +%s; }
+step_note() { printf 'mpich-testsuite: %-9s %4d s  %s\n' "$1" "$2" "$3"; }
+
+# ---- configure ---------------------------------------------------------------------
+configure_suite() {
+    local t0
+    t0=$(now)
+    if [ -f "$obj/.configured" ]; then
+        step_note configure 0 "cached ($obj, key $key)"
+        return 0
+    fi
+    rm -rf "$obj"
+    mkdir -p "$out" "$logs" || return 1
+    cp -a "$source_dir/test/mpi" "$obj" && chmod -R u+w "$obj" || return 1
+    if ! (cd "$obj" && ./configure "${configure_args[@]}") >"$logs/configure.log" 2>&1; then
+        echo "mpich-testsuite: configure failed; the end of $logs/configure.log:" >&2
+        tail -n 15 "$logs/configure.log" >&2
+        return 1
+    fi
+    touch "$obj/.configured"
+    step_note configure $(($(now) - t0)) "configured $obj from $source_dir/test/mpi"
+}
+
+# ---- test lists ----------------------------------------------------------------------
+# Prints the list files of directory $1 for the chosen subset.
+lists_of() {
+    local d=$1
+    if [ "$d" = basic ]; then
+        echo "$lists_dir/basic"
+    elif [ "$subset" = ci ]; then
+        echo "$lists_dir/ci-$d"
+    else
+        echo "$obj/$d/testlist"
+        [ -f "$obj/$d/testlist.dtp" ] && echo "$obj/$d/testlist.dtp"
+    fi
+    return 0
+}
+
+# Prints the test lines of a list file: comments and blank lines removed.
+list_lines() {
+    sed -e 's/#.*//' -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' "$1" | grep -v '^$'
+}
+
+# ---- build ---------------------------------------------------------------------------
+build_dir() { # DIR: builds the programs its lists name; log build-DIR.log
+    local d=$1 f progs
+    progs=$(for f in $(lists_of "$d"); do list_lines "$f" | awk '$1 !~ /^!/ { print $1 }'; done |
+        sort -u)
+    [ -n "$progs" ] || return 0
+    # shellcheck disable=SC2086 # one word per program
+    make -k -j"$jobs" -C "$obj/$d" $progs >"$logs/build-$d.log" 2>&1
+}
+
+
+build_suite() {
+    local t0 d status=0
+    t0=$(now)
+    mkdir -p "$logs"
+    if ! { make -j"$jobs" -C "$obj/util" libmtest_single.la &&
+        make -j"$jobs" -C "$obj/dtpools"; } >"$logs/build-support.log" 2>&1; then
+        echo "mpich-testsuite: building MTest or DTPools failed; see $logs/build-support.log" >&2
+        tail -n 15 "$logs/build-support.log" >&2
+        return 1
+    fi
+    for d in $dirs; do
+        build_dir "$d" || status=1
+    done
+    step_note build $(($(now) - t0)) \
+        "$([ $status = 0 ] && echo "programs built" || echo "some programs failed to build (reported per test)")"
+    return 0
+}
+
+# ---- xfail list ------------------------------------------------------------------------
+xfail_globs=()
+xfail_reasons=()
+load_xfail() {
+    local line glob reason
+    [ "$shm" = 0 ] || return 0
+    while IFS= read -r line || [ -n "$line" ]; do
+        line=${line%%#*}
+        [[ $line =~ [^[:space:]] ]] || continue
+        [[ $line == *": "* ]] || die "$xfail_file: line without ': reason': $line"
+        glob=${line%%: *}
+        reason=${line#*: }
+        reason=${reason%"${reason##*[![:space:]]}"}
+        [ -n "$reason" ] || die "$xfail_file: entry without a reason: $glob"
+        xfail_globs+=("$glob")
+        xfail_reasons+=("$reason")
+    done <"$xfail_file"
+}
+
+# Per-test settings that override the test list and the options:
+# test/mpich-testlists/overrides, lines "ID-GLOB: KEY=VALUE..." with np=keep (run with
+# the listed process count even above --maxnp) and timeLimit=S (also above
+# --max-timeout).
+override_globs=()
+override_settings=()
+load_overrides() {
+    local line f=$lists_dir/overrides setting
+    [ -r "$f" ] || die "$f is missing"
+    while IFS= read -r line || [ -n "$line" ]; do
+        line=${line%%#*}
+        [[ $line =~ [^[:space:]] ]] || continue
+        [[ $line == *": "* ]] || die "$f: line without ': KEY=VALUE': $line"
+        for setting in ${line#*: }; do
+            [[ $setting =~ ^(np=keep|timeLimit=[0-9]+)$ ]] ||
+                die "$f: unknown setting '$setting' (np=keep, timeLimit=S)"
+        done
+        override_globs+=("${line%%: *}")
+        override_settings+=("${line#*: }")
+    done <"$f"
+}
+
+glob_match() { # ID GLOB...: true when a pattern matches ID
+    local id=$1 glob
+    shift
+    for glob in "$@"; do
+        # shellcheck disable=SC2053 # the entry is a pattern
+        [[ $id == $glob ]] && return 0
+    done
+    return 1
+}
+
+xfail_reason_of() { # ID: prints the xfail reason of the first matching entry
+    local i
+    for i in "${!xfail_globs[@]}"; do
+        # shellcheck disable=SC2053 # the entry is a pattern
+        if [[ $1 == ${xfail_globs[$i]} ]]; then
+            printf '%s\n' "${xfail_reasons[$i]}"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# ---- results -----------------------------------------------------------------------------
+n_pass=0
+n_fail=0
+n_xfail=0
+n_xpass=0
+n_skip=0
+consecutive_timeouts=0
+stop_reason=
+
+# First relevant line of a failed test's output: a crash or MPI error (with the
+# innermost line of MPICH's error stack), else the first line a passing test would
+# not print; hydra's banner and the proxies' follow-up messages are not relevant.
+reason_from_output() { # LOG
+    awk '
+        function noise(s) {
+            return s ~ /^[[:space:]]*$/ || s ~ /^=+$/ || s ~ /^\[(proxy|mpiexec)[^]]*\]/ ||
+                s ~ /BAD TERMINATION|RUNNING AT|EXIT CODE:|CLEANING UP REMAINING|YOU CAN IGNORE/ ||
+                s ~ /^[[:space:]]*No [Ee]rrors[[:space:]]*$/ || s ~ /^[[:space:]]*Test Passed[[:space:]]*$/ ||
+                s ~ /^(YOUR APPLICATION TERMINATED|This typically refers|Please see the FAQ)/
+        }
+        /^\+ / { next }                 # the command line and exit status the harness logged
+        {
+            line = $0
+            sub(/^[[:space:]]+/, "", line)
+            if (in_stack) {
+                if (line ~ /^[A-Za-z_][A-Za-z0-9_]*\([0-9]*\)/) { last_stack = line; next }
+                in_stack = 0
+            }
+            p = 0
+            if (line ~ /does not implement/) p = 3
+            else if (line ~ /Assertion failed|Fatal error|Segmentation fault|Bus error|signal [0-9]|Other MPI error/) p = 2
+            else if (line ~ /Abort\(|Internal error|[Kk]illed/) p = 1
+            if (p > prio) {
+                prio = p
+                crash = line
+                last_stack = ""
+                if (line ~ /error stack:$/) in_stack = 1
+                next
+            }
+            if (other == "" && !noise(line)) other = line
+        }
+        END {
+            if (prio == 1 && crash ~ /application called MPI_Abort/ && other != "") {
+                print other " (then MPI_Abort)"
+            } else if (crash != "") {
+                if (last_stack != "") crash = crash " ... " last_stack
+                print crash
+            } else if (other != "") {
+                print "unexpected output: " other
+            }
+        }' "$1" | cut -c1-300
+}
+
+report() { # KIND ID TEXT
+    printf '%s %s%s\n' "$1" "$2" "$3"
+}
+
+# Records the outcome of one test: OK (0/1) and the failure reason.
+finish() { # ID OK REASON MPICH_XFAIL TIME NP
+    local id=$1 ok=$2 reason=$3 mpich_xfail=$4 secs=$5 np=$6 listed
+    if [ "$shm" = 0 ] && listed=$(xfail_reason_of "$id"); then
+        if [ "$ok" = 1 ]; then
+            n_xpass=$((n_xpass + 1))
+            report XPASS "$id" ": passed but listed in $(basename "$xfail_file") ($listed)"
+        else
+            n_xfail=$((n_xfail + 1))
+            report XFAIL "$id" ": $listed [this run: $reason]"
+        fi
+    elif [ "$ok" = 1 ]; then
+        n_pass=$((n_pass + 1))
+        report PASS "$id" " (np $np, $secs s)"
+    elif [ -n "$mpich_xfail" ]; then
+        n_xfail=$((n_xfail + 1))
+        report XFAIL "$id" ": MPICH's test list marks it xfail=$mpich_xfail [this run: $reason]"
+    else
+        n_fail=$((n_fail + 1))
+        report FAIL "$id" ": $reason"
+    fi
+}
+
+# ---- one test --------------------------------------------------------------------------------
+mem_total_gb=$(awk '/^MemTotal:/ { printf "%d", $2 / 1048576 }' /proc/meminfo 2>/dev/null || echo 0)
+
+run_line() { # DIR LINE
+    local d=$1 line=$2 prog np word key value id log limit rc t0 secs ok reason
+    local -a args=() envs=() mpiexec_args=()
+    local time_limit='' mem='' mpich_xfail='' spec re pass_rule=noerrors
+    local -a expect=() reject=()
+    local -a words
+    read -r -a words <<<"$line"
+    prog=${words[0]}
+    np=${words[1]:-2}
+    if [[ $prog == !* ]]; then
+        # "!DIR:TARGET": a prerequisite runtests makes first.
+        spec=${prog#!}
+        make -C "$obj/$d/${spec%%:*}" "${spec#*:}" >>"$logs/build-$d.log" 2>&1
+        return 0
+    fi
+    for word in "${words[@]:2}"; do
+        [[ $word == *=* ]] || continue # runtests ignores words that are not key=value
+        key=${word%%=*}
+        value=${word#*=}
+        case $key in
+        arg) args+=("$value") ;;
+        env) envs+=("$value") ;;
+        mpiexecarg) mpiexec_args+=("$value") ;;
+        timeLimit) time_limit=$value ;;
+        mem) mem=$value ;;
+        xfail) mpich_xfail=${mpich_xfail:+$mpich_xfail,}$value ;;
+        expect) expect+=("$value") ;;
+        reject) reject+=("$value") ;;
+        pass) [ "$value" = exit ] || die "pass= takes only 'exit' (in '$line' of $d)"; pass_rule="exit" ;;
+        strict | mpix | lock) ;; # this MPI is MPICH: not strict, has MPIX
+        *) die "unknown key '$key' in test line '$line' of $d" ;;
+        esac
+    done
+    id="$d/$prog $np${args[*]:+ ${args[*]}}${envs[*]:+ ${envs[*]}}"
+    [[ $np =~ ^[0-9]+$ ]] || die "bad process count in test line '$line' of $d"
+    local keep_np=0 limit_override='' i setting
+    for i in "${!override_globs[@]}"; do
+        glob_match "$id" "${override_globs[$i]}" || continue
+        for setting in ${override_settings[$i]}; do
+            case $setting in
+            np=keep) keep_np=1 ;;
+            timeLimit=*) limit_override=${setting#timeLimit=} ;;
+            esac
+        done
+    done
+    [ "$np" -le "$maxnp" ] || [ "$keep_np" = 1 ] || np=$maxnp
+
+    if [ "$list_only" = 1 ]; then
+        echo "$id"
+        return 0
+    fi
+    if [ -n "$stop_reason" ]; then
+        n_fail=$((n_fail + 1))
+        report FAIL "$id" ": not run ($stop_reason)"
+        return 0
+    fi
+    if [ -n "$mem" ] && awk -v m="$mem" -v t="$mem_total_gb" 'BEGIN { exit !(m > t) }'; then
+        n_skip=$((n_skip + 1))
+        report SKIP "$id" ": needs ${mem} GB, this machine has ${mem_total_gb} GB"
+        return 0
+    fi
+
+    limit=${time_limit:-$timeout_default}
+    [[ $limit =~ ^[0-9]+$ ]] || limit=$timeout_default
+    [ "$limit" -le "$timeout_max" ] || limit=$timeout_max
+    [ -z "$limit_override" ] || limit=$limit_override
+    mkdir -p "$logs/$d"
+    log=$logs/$d/$(printf '%s' "${id#*/}" | tr -c 'A-Za-z0-9._=+,-' '_' | cut -c1-150).log
+
+    if [ ! -x "$obj/$d/$prog" ]; then
+        reason=$(grep -m1 -E "(error|Error|\*\*\*).*" "$logs/build-$d.log" 2>/dev/null |
+            grep -m1 -F "$prog" || true)
+        finish "$id" 0 "build failed: ${reason:-no $prog after make; see $logs/build-$d.log}" \
+            "$mpich_xfail" 0 "$np"
+        return 0
+    fi
+
+    local -a env_run=()
+    if [ "$shm" = 1 ]; then env_run+=(-u MPIR_CVAR_NOLOCAL); else env_run+=(MPIR_CVAR_NOLOCAL=1); fi
+    env_run+=(EFARM_DEVICE=sim MPIEXEC_TIMEOUT="$limit" "${envs[@]}")
+    t0=$(date +%s.%N)
+    {
+        echo "+ cd $obj/$d && env ${env_run[*]} $mpiexec -n $np ${mpiexec_args[*]} ./$prog ${args[*]}"
+        (cd "$obj/$d" && exec env "${env_run[@]}" timeout -k 10 $((limit + 30)) \
+            "$mpiexec" -n "$np" "${mpiexec_args[@]}" "./$prog" "${args[@]}" </dev/null 2>&1)
+        rc=$?
+        echo "+ exit status $rc"
+    } >"$log" 2>&1
+    secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+
+    ok=0
+    reason=
+    local body
+    body=$(sed -e '1d' -e '$d' "$log")
+    if grep -q 'APPLICATION TIMED OUT' <<<"$body" || [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+        reason="timeout after $limit s"
+        consecutive_timeouts=$((consecutive_timeouts + 1))
+    else
+        consecutive_timeouts=0
+        if [ "$pass_rule" = exit ]; then
+            ok=$([ "$rc" = 0 ] && echo 1 || echo 0)
+            for re in "${reject[@]}"; do
+                if [ "$ok" = 1 ] && grep -Eq -- "$re" <<<"$body"; then
+                    ok=0
+                    reason="output matches $re: $(grep -E -m1 -- "$re" <<<"$body" | cut -c1-200)"
+                fi
+            done
+            for re in "${expect[@]}"; do
+                if [ "$ok" = 1 ] && ! grep -Eq -- "$re" <<<"$body"; then
+                    ok=0
+                    reason="no output line matches $re"
+                fi
+            done
+        elif [ "$rc" = 0 ] && grep -Eq '^[[:space:]]*No [Ee]rrors[[:space:]]*$' <<<"$body" &&
+            ! grep -Evq '^[[:space:]]*(No [Ee]rrors|Test Passed)[[:space:]]*$|^[[:space:]]*$' <<<"$body"; then
+            ok=1
+        fi
+        if [ "$ok" = 0 ] && [ -z "$reason" ]; then
+            reason=$(reason_from_output "$log")
+            if [ -z "$reason" ] && [ "$rc" != 0 ]; then
+                reason="exit status $rc, no output"
+            elif [ -z "$reason" ]; then
+                reason="no 'No Errors' line"
+            elif [ "$rc" != 0 ]; then
+                reason="$reason (exit status $rc)"
+            fi
+        fi
+    fi
+    finish "$id" "$ok" "$reason" "$mpich_xfail" "$secs" "$np"
+
+    if [ "$consecutive_timeouts" -ge "$consecutive_timeouts_max" ]; then
+        stop_reason="stopped after $consecutive_timeouts timeouts in a row"
+    elif [ "$budget" -gt 0 ] && [ $(($(now) - run_t0)) -ge "$budget" ]; then
+        stop_reason="time budget of $budget s used up"
+    fi
+    return 0
+}
+
+# ---- pre-flight: does the traffic cross efarm? -----------------------------------------------
+# test/mpich-efarm-check.c exchanges messages between two ranks and reads efarm's MPI_T
+# counters: a run whose ranks talk through shared memory (or another netmod) fails it,
+# so no result below is mistaken for efarm's.
+traffic_check() {
+    local id=efarm-traffic-check exe=$obj/mpich-efarm-check log=$logs/efarm-traffic-check.log
+    if [ "$shm" = 1 ]; then
+        n_skip=$((n_skip + 1))
+        report SKIP "$id" ": --shm (efarm carries nothing)"
+        return 0
+    fi
+    if ! "$prefix/bin/mpicc" -O2 -o "$exe" "$top/test/mpich-efarm-check.c" >"$log" 2>&1; then
+        n_fail=$((n_fail + 1))
+        report FAIL "$id" ": does not compile: $(grep -m1 -i error "$log" | cut -c1-200)"
+        return 0
+    fi
+    if env MPIR_CVAR_NOLOCAL=1 EFARM_DEVICE=sim MPIEXEC_TIMEOUT=60 \
+        timeout -k 10 90 "$mpiexec" -n 2 "$exe" </dev/null >>"$log" 2>&1; then
+        n_pass=$((n_pass + 1))
+        report PASS "$id" " ($(grep -m1 'efarm carries' "$log" | sed 's/^mpich-efarm-check: //'))"
+    else
+        n_fail=$((n_fail + 1))
+        report FAIL "$id" ": $(grep -m1 -e 'mpich-efarm-check: rank' -e 'TIMED OUT' -e 'Fatal' "$log" |
+            cut -c1-200) (results below may not be efarm's; see $log)"
+    fi
+}
+
+# ---- main ------------------------------------------------------------------------------------
+mode_note="ch4:efarm on efasim, MPIR_CVAR_NOLOCAL=1"
+if [ "$shm" = 1 ]; then
+    mode_note="HARNESS CHECK ONLY: MPICH shared memory, efarm not involved, not a result"
+fi
+echo "mpich-testsuite: MPICH $mpich_version ($mpich_device) in $prefix; subset $subset;" \
+    "dirs $dirs; maxnp $maxnp; $mode_note"
+
+configure_suite || exit 2
+load_overrides
+for d in $dirs; do
+    for f in $(lists_of "$d"); do
+        [ -r "$f" ] || die "test list $f is missing"
+    done
+done
+if [ "$list_only" = 1 ]; then
+    for d in $dirs; do
+        for f in $(lists_of "$d"); do
+            while IFS= read -r line; do run_line "$d" "$line"; done < <(list_lines "$f")
+        done
+    done
+    exit 0
+fi
+build_suite || exit 2
+[ "$build_only" = 1 ] && exit 0
+load_xfail
+
+run_t0=$(now)
+traffic_check
+for d in $dirs; do
+    rm -rf "${logs:?}/$d"
+    for f in $(lists_of "$d"); do
+        while IFS= read -r line; do run_line "$d" "$line"; done < <(list_lines "$f")
+    done
+done
+step_note run $(($(now) - run_t0)) "$n_xfail xfail, $n_xpass xpass, $n_skip skipped; logs in $logs"
+[ "$shm" = 0 ] || echo "mpich-testsuite: HARNESS CHECK ONLY (shared memory, efarm not involved)"
+echo "$n_pass passed, $((n_fail + n_xpass)) failed"
+[ $((n_fail + n_xpass)) -eq 0 ]
