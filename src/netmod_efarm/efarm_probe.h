@@ -43,10 +43,10 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_probe(int source, int tag, MPIR_Comm *c
         MPIDI_EFARM_REQ(mreq).pack_buf = NULL;
         *message = mreq;
     }
+    /* A probe's status leaves MPI_ERROR as the caller had it. */
     if (status != MPI_STATUS_IGNORE) {
         status->MPI_SOURCE = info.source;
         status->MPI_TAG = info.tag;
-        status->MPI_ERROR = MPI_SUCCESS;
         MPIR_STATUS_SET_COUNT(*status, (MPI_Aint)info.msg_length);
         MPIR_STATUS_SET_CANCEL_BIT(*status, FALSE);
     }
