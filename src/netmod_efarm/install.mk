@@ -43,3 +43,11 @@ mpich:
 	$(top_srcdir)/scripts/mpich-build.sh
 
 .PHONY: mpich
+
+# `make check-mpich`: MPICH's own test suite (pt2pt, basic, comm, coll, datatype), all of
+# it, against that MPICH (scripts/mpich-testsuite.sh --subset full; test-all runs the
+# "ci" subset). Takes about an hour on 2 cores.
+check-mpich:
+	$(top_srcdir)/scripts/mpich-testsuite.sh --subset full
+
+.PHONY: check-mpich
