@@ -663,6 +663,14 @@ static int client_size(struct efarm_ep *ep, efarm_peer_t server, const struct pp
     return 0;
 }
 
+/*
+ * Tell the server to exit. The server closes its endpoint as soon as the
+ * goodbye arrives, so when the device's acknowledgement of it is lost (efasim
+ * with EFASIM_LOSS, or a real network) the retransmission finds no QP and the
+ * send fails as unreachable although the server got it: the last-ACK problem.
+ * Every message before was checked, and the test checks the server's own exit
+ * status, so a failed goodbye is reported but not an error.
+ */
 static int client_bye(struct efarm_ep *ep, efarm_peer_t server, const struct pp_opts *o)
 {
     struct efarm_req sreq = {0};
@@ -671,7 +679,12 @@ static int client_bye(struct efarm_ep *ep, efarm_peer_t server, const struct pp_
     ret = efarm_tsend(ep, server, NULL, 0, PP_CONTEXT, PP_SRC_CLIENT, PP_TAG_EXIT, 0, 0, &sreq);
     if (ret == 0)
         ret = wait_reqs(ep, &sreq, NULL, now_s() + o->timeout_s, "telling the server to exit");
-    return ret ? ret : req_status(&sreq, "telling the server to exit");
+    if (ret == 0 && sreq.status != 0)
+        fprintf(stderr,
+                "efarm-pingpong: note: the goodbye was not acknowledged (%s); the server may "
+                "have exited before its acknowledgement arrived\n",
+                efarm_strerror(sreq.status));
+    return ret;
 }
 
 static int run_client(const struct pp_opts *o, pid_t server_pid)
