@@ -450,26 +450,32 @@ if [ "$netmod" = ofi ]; then
     done
 fi
 
-do_configure() {
-    local key
-    key=$({ cat "$cache/tree/.prepare-key"; printf '%s\n' "${configure_args[@]}"; } | sha)
+# configure_tree SRC KEY NETMOD: configure MPICH from SRC into builddir unless KEY
+# matches the last configure, then check that ch4 calls NETMOD through its table.
+configure_tree() {
+    local src=$1 key=$2 nm=$3
     if [ -f "$builddir/Makefile" ] && [ "$(cat "$builddir/.configure-key" 2>/dev/null)" = "$key" ]; then
         note "unchanged (key $key): not rerun"
         return 0
     fi
     rm -rf "$builddir"
     mkdir -p "$builddir"
-    (cd "$builddir" && "$tree/configure" "${configure_args[@]}")
-    # ch4 calls efarm through MPIDI_NM_efarm_funcs (func_table.c), so a netmod
-    # change recompiles efarm's files only; inline would rebuild most of libmpi.
+    (cd "$builddir" && "$src/configure" "${configure_args[@]}")
+    # ch4 calls the netmod through MPIDI_NM_<nm>_funcs (func_table.c), so a netmod
+    # change recompiles the netmod's files only; inline would rebuild most of libmpi.
     if grep -q -- '-DNETMOD_INLINE=' "$builddir/Makefile"; then
         echo "configure selected the inline netmod build; expected --disable-ch4-netmod-inline"
         return 1
     fi
-    grep -q 'MPIDI_NM_efarm_funcs' "$builddir/src/mpid/ch4/src/mpid_ch4_net_array.c" ||
-        { echo "configure did not put efarm in ch4's netmod table"; return 1; }
+    grep -q "MPIDI_NM_${nm}_funcs" "$builddir/src/mpid/ch4/src/mpid_ch4_net_array.c" ||
+        { echo "configure did not put $nm in ch4's netmod table"; return 1; }
     echo "$key" >"$builddir/.configure-key"
     note "configured: ${configure_args[*]}"
+}
+
+do_configure() {
+    configure_tree "$tree" \
+        "$({ cat "$cache/tree/.prepare-key"; printf '%s\n' "${configure_args[@]}"; } | sha)" efarm
 }
 
 # ---- --netmod ofi: libfabric, configure ---------------------------------------------
@@ -490,25 +496,10 @@ do_libfabric() {
 
 # MPICH's configure on the pristine tree itself (a VPATH build writes only builddir).
 do_configure_ofi() {
-    local key src
+    local src
     src=$(cat "$cache/pristine.path")
-    key=$({ cat "$srccache/source.id"; echo "$src"; pkg-config --modversion libfabric
-        printf '%s\n' "${configure_args[@]}"; } | sha)
-    if [ -f "$builddir/Makefile" ] && [ "$(cat "$builddir/.configure-key" 2>/dev/null)" = "$key" ]; then
-        note "unchanged (key $key): not rerun"
-        return 0
-    fi
-    rm -rf "$builddir"
-    mkdir -p "$builddir"
-    (cd "$builddir" && "$src/configure" "${configure_args[@]}")
-    if grep -q -- '-DNETMOD_INLINE=' "$builddir/Makefile"; then
-        echo "configure selected the inline netmod build; expected --disable-ch4-netmod-inline"
-        return 1
-    fi
-    grep -q 'MPIDI_NM_ofi_funcs' "$builddir/src/mpid/ch4/src/mpid_ch4_net_array.c" ||
-        { echo "configure did not put ofi in ch4's netmod table"; return 1; }
-    echo "$key" >"$builddir/.configure-key"
-    note "configured: ${configure_args[*]}"
+    configure_tree "$src" "$({ cat "$srccache/source.id"; echo "$src"; pkg-config --modversion libfabric
+        printf '%s\n' "${configure_args[@]}"; } | sha)" ofi
 }
 
 do_make() {
