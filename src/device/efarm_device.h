@@ -138,7 +138,17 @@ int efarm_dev_post_write(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah, uint3
                          uint32_t qkey, const void *local, uint32_t len, uint32_t lkey,
                          uint64_t raddr, uint32_t rkey, uint64_t wr_id);
 
-enum efarm_dev_op { EFARM_DEV_OP_SEND, EFARM_DEV_OP_RECV, EFARM_DEV_OP_READ, EFARM_DEV_OP_WRITE };
+/*
+ * What a completion belongs to. EFA reports every send-queue completion that is
+ * not an RDMA write as a send, RDMA reads included (rdma-core providers/efa,
+ * efa_wc_read_opcode), so the device layer never tells sends, reads and writes
+ * apart by the opcode: all three complete as EFARM_DEV_OP_SEND and the caller
+ * routes them by the wr_id it chose when it posted them.
+ */
+enum efarm_dev_op {
+    EFARM_DEV_OP_SEND, /* a send-queue WR: send, RDMA read or RDMA write (see wr_id) */
+    EFARM_DEV_OP_RECV, /* a receive, or the receive an RDMA write with immediate consumed */
+};
 
 #define EFARM_DEV_AHN_UNKNOWN 0xffff
 

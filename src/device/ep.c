@@ -626,13 +626,8 @@ static void cqe_fill(struct efarm_dev_ep *ep, struct efarm_dev_cqe *c)
             c->has_sgid = !efadv_wc_read_sgid(ep->efadv_cq, (union ibv_gid *)c->sgid);
         ep->rx_posted--;
         return;
-    case IBV_WC_RDMA_READ:
-        c->op = EFARM_DEV_OP_READ;
-        break;
-    case IBV_WC_RDMA_WRITE:
-        c->op = EFARM_DEV_OP_WRITE;
-        break;
     default:
+        /* Send, RDMA read or write: EFA reports reads as IBV_WC_SEND, so only wr_id tells. */
         c->op = EFARM_DEV_OP_SEND;
         break;
     }

@@ -522,9 +522,13 @@ void efasim_qp_issue(struct efasim_qp *qp)
 
 void efasim_swqe_finish(struct efasim_qp *qp, uint32_t idx)
 {
+    /*
+     * As rdma-core's EFA provider reports them (efa_wc_read_opcode, efa_process_cqe):
+     * every send-queue completion that is not an RDMA write is IBV_WC_SEND, reads included.
+     */
     static const enum ibv_wc_opcode opcode[] = {
         [EFASIM_OP_SEND] = IBV_WC_SEND,
-        [EFASIM_OP_READ] = IBV_WC_RDMA_READ,
+        [EFASIM_OP_READ] = IBV_WC_SEND,
         [EFASIM_OP_WRITE] = IBV_WC_RDMA_WRITE,
     };
     struct efasim_swqe *w = &qp->sq[idx];

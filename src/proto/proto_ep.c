@@ -279,12 +279,12 @@ int efarm_ep_progress(struct efarm_ep *ep)
         case EFARM_DEV_OP_RECV:
             efarm_rx_completion(ep, cqe);
             break;
-        case EFARM_DEV_OP_READ:
-            efarm_read_completion(ep, cqe);
-            break;
         case EFARM_DEV_OP_SEND:
-        case EFARM_DEV_OP_WRITE:
-            efarm_tx_completion(ep, cqe);
+            /* Routed by our own wr_id: the device reports RDMA reads as sends. */
+            if ((cqe->wr_id & EFARM_WR_KIND) == EFARM_WR_READ)
+                efarm_read_completion(ep, cqe);
+            else
+                efarm_tx_completion(ep, cqe);
             break;
         }
     }

@@ -334,7 +334,8 @@ EFARM_TEST(device_rdma_read_write_and_bad_key)
                                    efarm_dev_mr_lkey(mdst), (uintptr_t)src, efarm_dev_mr_rkey(msrc),
                                    1),
                0);
-    wait_cqe(p.a, EFARM_DEV_OP_READ, &c);
+    wait_cqe(p.a, EFARM_DEV_OP_SEND, &c); /* EFA reports an RDMA read as a send */
+    EXPECT_EQ(c.wr_id, 1);
     EXPECT_RET(c.status, 0);
     EXPECT_MEM_EQ(dst, src, LEN);
 
@@ -343,7 +344,8 @@ EFARM_TEST(device_rdma_read_write_and_bad_key)
                                     efarm_dev_mr_lkey(mdst), (uintptr_t)src,
                                     efarm_dev_mr_rkey(msrc), 2),
                0);
-    wait_cqe(p.a, EFARM_DEV_OP_WRITE, &c);
+    wait_cqe(p.a, EFARM_DEV_OP_SEND, &c);
+    EXPECT_EQ(c.wr_id, 2);
     EXPECT_RET(c.status, 0);
     EXPECT_MEM_EQ(src, dst, LEN);
 
@@ -351,7 +353,8 @@ EFARM_TEST(device_rdma_read_write_and_bad_key)
                                    efarm_dev_mr_lkey(mdst), (uintptr_t)src,
                                    efarm_dev_mr_rkey(msrc) ^ 0x100, 3),
                0);
-    wait_cqe(p.a, EFARM_DEV_OP_READ, &c);
+    wait_cqe(p.a, EFARM_DEV_OP_SEND, &c);
+    EXPECT_EQ(c.wr_id, 3);
     EXPECT_RET(c.status, EFARM_E(DEV_REMOTE_ACCESS));
     EXPECT_EQ(c.vendor_err, 7);
     efarm_dev_mr_dereg(msrc);
@@ -459,7 +462,8 @@ EFARM_TEST(device_mr_cache_on_efasim)
     EXPECT_RET(efarm_dev_post_read(p.a, p.a_to_b, p.b_qpn, p.b_qkey, dst, 1000,
                                    efarm_dev_mr_lkey(mdst), (uintptr_t)(src + 100), r2.rkey, 9),
                0);
-    wait_cqe(p.a, EFARM_DEV_OP_READ, &c);
+    wait_cqe(p.a, EFARM_DEV_OP_SEND, &c);
+    EXPECT_EQ(c.wr_id, 9);
     EXPECT_RET(c.status, 0);
     EXPECT_MEM_EQ(dst, src + 100, 1000);
     efarm_mr_cache_put(cache, &r2);

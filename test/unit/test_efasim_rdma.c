@@ -87,7 +87,7 @@ EFARM_TEST_TIMEOUT(efasim_rdma_read_sizes, 60)
         efasim_wait_wc_for(f.req.send_cq, &wc, 30, "the RDMA read");
         EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
         EXPECT_EQ(wc.wr_id, i);
-        EXPECT_EQ(wc.opcode, IBV_WC_RDMA_READ);
+        EXPECT_EQ(wc.opcode, IBV_WC_SEND); /* EFA reports reads as sends */
         EXPECT_MEM_EQ(local.addr + loff, remote.addr + roff, len);
         expect_guard(local.addr, loff, "the guard before the read's destination");
         expect_guard(local.addr + loff + len, RDMA_GUARD, "the guard after the read's destination");

@@ -26,7 +26,8 @@ static void wp_read(struct wp *w, void *dst, struct efarm_dev_mr *mr, uint64_t l
 
     EXPECT_TRUE(rkey <= UINT32_MAX);
     EXPECT_RET(efarm_dev_post_read(w->dev, w->ah, g_eng_qpn, g_eng_connid, dst, (uint32_t)len,
-                                   efarm_dev_mr_lkey(mr), raddr, (uint32_t)rkey, 1000 + before),
+                                   efarm_dev_mr_lkey(mr), raddr, (uint32_t)rkey,
+                                   WP_WR_READ | before),
                0);
     PUMP_UNTIL(w->reads_done > before);
     EXPECT_RET(w->read_status, 0);

@@ -43,12 +43,13 @@ static void wp_poll(struct wp *w)
             w->q[w->nq++].len = c[i].len;
             efarm_dev_rx_release(w->dev, c[i].rx_id);
             break;
-        case EFARM_DEV_OP_READ:
-            w->reads_done++;
-            if (c[i].status && !w->read_status)
-                w->read_status = c[i].status;
-            break;
         default:
+            if (c[i].wr_id & WP_WR_READ) { /* routed by wr_id: EFA reports reads as sends */
+                w->reads_done++;
+                if (c[i].status && !w->read_status)
+                    w->read_status = c[i].status;
+                break;
+            }
             EXPECT_TRUE(c[i].wr_id < WP_TX_SLOTS && w->slot_busy[c[i].wr_id]);
             w->slot_busy[c[i].wr_id] = false;
             w->tx_inflight--;

@@ -32,6 +32,7 @@
 #include "proto_common.h"
 
 #define WP_TX_SLOTS  64
+#define WP_WR_READ   (1ull << 63) /* wr_id bit of the RDMA reads a wire peer posts */
 #define WP_QUEUE_MAX 4096
 #define WP_MAX_PKT   9216
 #define WP_TIMEOUT_S 10.0
