@@ -79,16 +79,22 @@ EFASIM_EXPORT int efadv_query_ah(struct ibv_ah *ibvah, struct efadv_ah_attr *att
     return 0;
 }
 
+/* As rdma-core 44: compatibility problems are EINVAL, unknown wc_flags EOPNOTSUPP. */
 EFASIM_EXPORT struct ibv_cq_ex *efadv_create_cq(struct ibv_context *ibvctx,
                                                 struct ibv_cq_init_attr_ex *attr_ex,
                                                 struct efadv_cq_init_attr *efa_attr, uint32_t inlen)
 {
-    if (efa_attr && inlen >= sizeof(*efa_attr) && (efa_attr->wc_flags & ~EFADV_WC_EX_WITH_SGID)) {
+    if (!efa_attr || inlen < offsetof(struct efadv_cq_init_attr, wc_flags) + sizeof(uint64_t) ||
+        efa_attr->comp_mask) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (efa_attr->wc_flags & ~(uint64_t)EFADV_WC_EX_WITH_SGID) {
         errno = EOPNOTSUPP;
         return NULL;
     }
     return efasim_cq_create(efasim_ctx(ibvctx), attr_ex,
-                            efa_attr && (efa_attr->wc_flags & EFADV_WC_EX_WITH_SGID));
+                            efa_attr->wc_flags & EFADV_WC_EX_WITH_SGID);
 }
 
 EFASIM_EXPORT struct efadv_cq *efadv_cq_from_ibv_cq_ex(struct ibv_cq_ex *ibvcqx)

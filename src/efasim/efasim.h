@@ -146,14 +146,24 @@ struct efasim_cqe {
     union ibv_gid sgid;
 };
 
+/*
+ * A CQ. The ring belongs to the context lock (producers run under it); the
+ * consumer side has its own lock, held from a successful ibv_start_poll to
+ * ibv_end_poll as rdma-core's EFA provider holds its CQ spinlock, so the
+ * application may post, register and create objects of the same context
+ * inside the poll section (libfabric does). The entry being read stays in the
+ * ring, reserved, until next_poll or end_poll consumes it; the accessors read
+ * a copy of it.
+ */
 struct efasim_cq {
     struct ibv_cq_ex ibv;  /* begins with the struct ibv_cq fields (ibv_cq_ex_to_cq) */
     struct efadv_cq efadv; /* for efadv_cq_from_ibv_cq_ex / efadv_wc_read_sgid */
     struct efasim_context *ctx;
+    pthread_mutex_t poll_lock; /* the consumer: one poll section at a time */
     struct efasim_cqe *ring;
-    uint32_t size, head, count;
-    struct efasim_cqe *cur; /* entry between start_poll and end_poll */
-    bool polling;
+    uint32_t size, head, count; /* under ctx->lock */
+    struct efasim_cqe cur;      /* copy of the ring's head entry during a poll section */
+    bool has_cur;
 };
 
 struct efasim_context {
