@@ -379,8 +379,9 @@ struct efasim_qp {
     uint32_t qkey;
     uint8_t rnr_retry;
     enum ibv_qp_state state;
-    struct ibv_qp_cap cap;
-    uint64_t send_ops_flags;
+    struct ibv_qp_cap cap; /* as returned at creation; max_inline_data is this QP's limit */
+    bool sq_sig_all;       /* every WR completes, whatever its IBV_SEND_SIGNALED */
+    bool has_qp_ex;        /* created with send_ops_flags: ibv_qp_to_qp_ex and ibv_wr_* work */
 
     struct efasim_swqe *sq; /* cap.max_send_wr entries */
     uint8_t *inline_pool;   /* cap.max_send_wr * inline_size bytes */
