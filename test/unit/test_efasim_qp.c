@@ -60,23 +60,25 @@ static void raw_close(struct raw_qp *r)
     EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(r->rcq)), 0);
 }
 
-static const struct ibv_qp_cap g_cap = {
-    .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 1, .max_recv_sge = 1,
-    .max_inline_data = 32};
+static const struct ibv_qp_cap g_cap = {.max_send_wr = 64,
+                                        .max_recv_wr = 64,
+                                        .max_send_sge = 1,
+                                        .max_recv_sge = 1,
+                                        .max_inline_data = 32};
 
 /* A legacy send WR of len bytes of buf to dest, with the given flags. */
 static struct ibv_send_wr legacy_wr(struct ibv_sge *sge, const struct efasim_buf *buf, size_t len,
                                     const struct efasim_dest *to, uint64_t wr_id, unsigned flags)
 {
-    *sge = (struct ibv_sge){.addr = (uintptr_t)buf->addr, .length = (uint32_t)len,
-                            .lkey = buf->mr->lkey};
-    return (struct ibv_send_wr){.wr_id = wr_id,
-                                .sg_list = sge,
-                                .num_sge = 1,
-                                .opcode = IBV_WR_SEND,
-                                .send_flags = flags,
-                                .wr.ud = {.ah = to->ah, .remote_qpn = to->qpn,
-                                          .remote_qkey = to->qkey}};
+    *sge = (struct ibv_sge){
+        .addr = (uintptr_t)buf->addr, .length = (uint32_t)len, .lkey = buf->mr->lkey};
+    return (struct ibv_send_wr){
+        .wr_id = wr_id,
+        .sg_list = sge,
+        .num_sge = 1,
+        .opcode = IBV_WR_SEND,
+        .send_flags = flags,
+        .wr.ud = {.ah = to->ah, .remote_qpn = to->qpn, .remote_qkey = to->qkey}};
 }
 
 EFARM_TEST(efasim_qp_unsignaled_refused)
@@ -199,8 +201,8 @@ EFARM_TEST(efasim_qp_legacy_post_send_as_efa)
 
 EFARM_TEST(efasim_qp_creation_as_efa)
 {
-    struct ibv_qp_cap cap = {.max_send_wr = 100, .max_recv_wr = 1000, .max_send_sge = 1,
-                             .max_inline_data = 16};
+    struct ibv_qp_cap cap = {
+        .max_send_wr = 100, .max_recv_wr = 1000, .max_send_sge = 1, .max_inline_data = 16};
     struct efadv_qp_init_attr efa = {.driver_qp_type = EFADV_QP_DRIVER_TYPE_SRD};
     struct efasim_dev dev;
     struct raw_qp r;
@@ -218,9 +220,9 @@ EFARM_TEST(efasim_qp_creation_as_efa)
         rq_desc *= 2;
     EXPECT_TRUE(raw_create(&dev, &r, &cap, 0, IBV_QP_EX_WITH_SEND,
                            IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, NULL) != NULL);
-    EXPECT_EQ(r.cap.max_send_wr, 128);       /* rounded up to a power of two */
+    EXPECT_EQ(r.cap.max_send_wr, 128);                        /* rounded up to a power of two */
     EXPECT_EQ(r.cap.max_recv_wr, rq_desc / cap.max_recv_sge); /* sge * wr descriptors, 2^n */
-    EXPECT_EQ(r.cap.max_inline_data, 16);    /* as asked: the QP's inline limit */
+    EXPECT_EQ(r.cap.max_inline_data, 16);                     /* as asked: the QP's inline limit */
     r.qpx = ibv_qp_to_qp_ex(r.qp);
     EXPECT_TRUE(r.qpx != NULL);
     /* Only the operations asked for exist. */
