@@ -131,6 +131,17 @@ struct efasim_ah {
     bool live;
 };
 
+/*
+ * An address handle number. As on EFA, the device keeps one per (PD, GID):
+ * every ibv_create_ah for the same PD and GID gets the same number, which
+ * lives until the last of those AHs is destroyed. Receives report it as slid.
+ */
+struct efasim_ahnum {
+    struct ibv_pd *pd;
+    union ibv_gid gid;
+    uint32_t refs; /* live AHs that carry this number; 0 = free */
+};
+
 /* One completion as the CQ hands it out. */
 struct efasim_cqe {
     uint64_t wr_id;
@@ -170,12 +181,13 @@ struct efasim_context {
     struct verbs_context vctx; /* ibv_context at its end, as verbs_get_ctx expects */
     struct efasim_device *dev;
     pthread_mutex_t lock;
-    struct efasim_qp **qps; /* max_qp slots */
-    struct efasim_mr **mrs; /* indexed by key - 1 */
-    struct efasim_ah **ahs; /* indexed by ahn - 1 */
+    struct efasim_qp **qps;      /* max_qp slots */
+    struct efasim_mr **mrs;      /* indexed by key - 1 */
+    struct efasim_ah **ahs;      /* AH objects, max_ah slots, reused once destroyed */
+    struct efasim_ahnum *ahnums; /* AH numbers, indexed by ahn - 1 */
+    uint32_t ahnum_slots_used;   /* every number in use sits below this index */
     uint32_t nqp, nmr, nah;
     uint32_t qp_slots_used; /* every QP sits below this slot index */
-    uint32_t ah_slots_used; /* likewise for AHs */
     pthread_t service;
     bool service_running, stop;
     uint64_t last_app_poll_ns;
@@ -197,8 +209,9 @@ double efasim_rand01(struct efasim_context *ctx);
 struct efasim_mr *efasim_mr_check(struct efasim_context *ctx, uint32_t key, uint64_t addr,
                                   uint64_t len, unsigned access);
 
-/* AH number for a GID in this context, or EFASIM_AHN_UNKNOWN. */
-uint16_t efasim_ahn_for_gid(struct efasim_context *ctx, const union ibv_gid *gid);
+/* The AH number of (pd, gid) in this context, or EFASIM_AHN_UNKNOWN. */
+uint16_t efasim_ahn_for_gid(struct efasim_context *ctx, const struct ibv_pd *pd,
+                            const union ibv_gid *gid);
 
 /* Append a completion; returns -EAGAIN when the CQ is full. */
 int efasim_cq_push(struct efasim_cq *cq, const struct efasim_cqe *cqe);
