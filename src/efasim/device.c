@@ -494,6 +494,22 @@ EFASIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, siz
         errno = EINVAL; /* EFA's kernel driver refuses an MR beyond max_mr_size */
         return NULL;
     }
+    /*
+     * As EFA's kernel driver: optional flags (relaxed ordering) are dropped, a
+     * flag the device does not offer is EOPNOTSUPP, and remote write without
+     * local write is EINVAL (ib_check_mr_access). Nothing is granted unasked.
+     */
+    access &= ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE;
+    if (access &
+        ~(unsigned)(IBV_ACCESS_LOCAL_WRITE | (cfg->rdma_read ? IBV_ACCESS_REMOTE_READ : 0) |
+                    (cfg->rdma_write ? IBV_ACCESS_REMOTE_WRITE : 0))) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    if ((access & IBV_ACCESS_REMOTE_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE)) {
+        errno = EINVAL;
+        return NULL;
+    }
     pthread_mutex_lock(&ctx->lock);
     for (slot = 0; slot < cfg->max_mr; slot++)
         if (!ctx->mrs[slot] || !ctx->mrs[slot]->live)
@@ -518,7 +534,7 @@ EFASIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, siz
     mr->ibv.length = length;
     mr->ibv.lkey = (gen << MR_SLOT_BITS) | (slot + 1);
     mr->ibv.rkey = mr->ibv.lkey;
-    mr->access = access | IBV_ACCESS_LOCAL_WRITE;
+    mr->access = access;
     mr->live = true;
     ctx->nmr++;
     pthread_mutex_unlock(&ctx->lock);

@@ -7,6 +7,11 @@
 
 #include "efasim.h"
 
+/*
+ * As rdma-core 44: inlen must reach inline_buf_size (EINVAL); device_caps is
+ * filled only if inlen reaches it, max_rdma_size and the RDMA read capability
+ * only if inlen reaches max_rdma_size; the rest of attr is zeroed.
+ */
 EFASIM_EXPORT int efadv_query_device(struct ibv_context *ibvctx, struct efadv_device_attr *attr,
                                      uint32_t inlen)
 {
@@ -14,7 +19,7 @@ EFASIM_EXPORT int efadv_query_device(struct ibv_context *ibvctx, struct efadv_de
     struct efadv_device_attr a;
 
     (void)ibvctx;
-    if (inlen < offsetof(struct efadv_device_attr, max_sq_sge))
+    if (inlen < offsetof(struct efadv_device_attr, inline_buf_size) + sizeof(a.inline_buf_size))
         return EINVAL;
     memset(&a, 0, sizeof(a));
     a.max_sq_wr = cfg->max_sq_wr;
@@ -22,12 +27,17 @@ EFASIM_EXPORT int efadv_query_device(struct ibv_context *ibvctx, struct efadv_de
     a.max_sq_sge = (uint16_t)cfg->max_sq_sge;
     a.max_rq_sge = (uint16_t)cfg->max_rq_sge;
     a.inline_buf_size = (uint16_t)cfg->inline_size;
-    a.device_caps = EFADV_DEVICE_ATTR_CAPS_RNR_RETRY | EFADV_DEVICE_ATTR_CAPS_CQ_WITH_SGID;
-    if (cfg->rdma_read)
-        a.device_caps |= EFADV_DEVICE_ATTR_CAPS_RDMA_READ;
-    if (cfg->rdma_write)
-        a.device_caps |= EFASIM_CAPS_RDMA_WRITE;
-    a.max_rdma_size = cfg->max_rdma_size > UINT32_MAX ? UINT32_MAX : (uint32_t)cfg->max_rdma_size;
+    if (inlen >= offsetof(struct efadv_device_attr, device_caps) + sizeof(a.device_caps)) {
+        a.device_caps = EFADV_DEVICE_ATTR_CAPS_RNR_RETRY | EFADV_DEVICE_ATTR_CAPS_CQ_WITH_SGID;
+        if (cfg->rdma_write)
+            a.device_caps |= EFASIM_CAPS_RDMA_WRITE;
+    }
+    if (inlen >= offsetof(struct efadv_device_attr, max_rdma_size) + sizeof(a.max_rdma_size)) {
+        a.max_rdma_size =
+            cfg->max_rdma_size > UINT32_MAX ? UINT32_MAX : (uint32_t)cfg->max_rdma_size;
+        if (cfg->rdma_read)
+            a.device_caps |= EFADV_DEVICE_ATTR_CAPS_RDMA_READ;
+    }
     memset(attr, 0, inlen);
     memcpy(attr, &a, inlen < sizeof(a) ? inlen : sizeof(a));
     return 0;

@@ -197,9 +197,20 @@ void efasim_qp_close(struct efasim_qp *qp)
     memset(qp, 0, sizeof(*qp));
 }
 
+int efasim_access_offered(const struct efasim_dev *dev, int access)
+{
+    if (!(dev->efa.device_caps & EFASIM_CAPS_RDMA_WRITE))
+        access &= ~IBV_ACCESS_REMOTE_WRITE;
+    if (!(dev->efa.device_caps & EFADV_DEVICE_ATTR_CAPS_RDMA_READ))
+        access &= ~IBV_ACCESS_REMOTE_READ;
+    return access;
+}
+
 void efasim_buf_alloc(struct efasim_dev *dev, size_t len, int access, struct efasim_buf *buf)
 {
     size_t map_len = len ? len : 1;
+
+    access = efasim_access_offered(dev, access);
     void *p = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
     if (p == MAP_FAILED)

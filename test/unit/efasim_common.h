@@ -139,7 +139,9 @@ void efasim_qp_close(struct efasim_qp *qp);
 /* INIT, RTR, RTS with the given Q-Key and RNR retry count. */
 void efasim_qp_to_rts(struct ibv_qp *qp, uint32_t qkey, uint8_t rnr_retry);
 
-/* A page-aligned buffer of len bytes, registered with access. */
+/* access without the remote access the device does not offer (EFA refuses to register it). */
+int efasim_access_offered(const struct efasim_dev *dev, int access);
+/* A page-aligned buffer of len bytes, registered with access (less what the device lacks). */
 void efasim_buf_alloc(struct efasim_dev *dev, size_t len, int access, struct efasim_buf *buf);
 void efasim_buf_free(struct efasim_buf *buf);
 #define EFASIM_ACCESS_ALL \

@@ -273,3 +273,64 @@ EFARM_TEST(efasim_unsupported_verbs_fail_cleanly)
     efasim_pair_roundtrip(&p, 100, EFASIM_API_WR);
     efasim_pair_close(&p);
 }
+
+/* ibv_reg_mr's access flags and efadv_query_device's inlen, as EFA checks them. */
+EFARM_TEST(efasim_device_access_and_query_as_efa)
+{
+    static char region[4096];
+    struct efadv_device_attr attr;
+    struct efasim_dev dev;
+    struct ibv_mr *mr;
+
+    efasim_dev_open(0, &dev);
+    /* Remote write is not offered (RDMA write off): EOPNOTSUPP; no local write granted unasked. */
+    errno = 0;
+    EXPECT_TRUE(ibv_reg_mr(dev.pd, region, sizeof(region),
+                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) == NULL);
+    EXPECT_EQ(errno, EOPNOTSUPP);
+    errno = 0;
+    EXPECT_TRUE(ibv_reg_mr(dev.pd, region, sizeof(region),
+                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC) == NULL);
+    EXPECT_EQ(errno, EOPNOTSUPP);
+    mr = ibv_reg_mr(dev.pd, region, sizeof(region), IBV_ACCESS_REMOTE_READ);
+    EXPECT_TRUE(mr != NULL);
+    EXPECT_EQ(ibv_dereg_mr(mr), 0);
+    mr = ibv_reg_mr(dev.pd, region, sizeof(region),
+                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING);
+    EXPECT_TRUE(mr != NULL); /* an optional flag is dropped, not refused */
+    EXPECT_EQ(ibv_dereg_mr(mr), 0);
+
+    /* inlen must reach inline_buf_size; shorter structures get no caps or RDMA size. */
+    EXPECT_EQ(efadv_query_device(dev.ctx, &attr, offsetof(struct efadv_device_attr, max_sq_sge)),
+              EINVAL);
+    memset(&attr, 0xff, sizeof(attr));
+    EXPECT_EQ(efadv_query_device(dev.ctx, &attr, offsetof(struct efadv_device_attr, device_caps)),
+              0);
+    EXPECT_EQ(attr.inline_buf_size, EFASIM_DEFAULT_INLINE);
+    EXPECT_EQ(attr.device_caps, 0xffffffffu); /* beyond inlen: untouched */
+    memset(&attr, 0, sizeof(attr));
+    EXPECT_EQ(efadv_query_device(dev.ctx, &attr, offsetof(struct efadv_device_attr, max_rdma_size)),
+              0);
+    EXPECT_EQ(attr.device_caps & EFADV_DEVICE_ATTR_CAPS_RDMA_READ, 0);
+    EXPECT_TRUE(attr.device_caps & EFADV_DEVICE_ATTR_CAPS_RNR_RETRY);
+    efasim_dev_close(&dev);
+}
+
+/* With RDMA write offered, remote write needs local write too (EINVAL), as ib_check_mr_access. */
+EFARM_TEST(efasim_device_remote_write_needs_local_write)
+{
+    static char region[4096];
+    struct efasim_dev dev;
+    struct ibv_mr *mr;
+
+    efasim_setenv("EFASIM_RDMA_WRITE", "1");
+    efasim_dev_open(0, &dev);
+    errno = 0;
+    EXPECT_TRUE(ibv_reg_mr(dev.pd, region, sizeof(region), IBV_ACCESS_REMOTE_WRITE) == NULL);
+    EXPECT_EQ(errno, EINVAL);
+    mr = ibv_reg_mr(dev.pd, region, sizeof(region),
+                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    EXPECT_TRUE(mr != NULL);
+    EXPECT_EQ(ibv_dereg_mr(mr), 0);
+    efasim_dev_close(&dev);
+}

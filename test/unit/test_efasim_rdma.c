@@ -189,7 +189,8 @@ static void bounds_open(struct bounds_target *t, struct efasim_dev *dev, int nop
     t->mem = mmap(NULL, t->mem_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     EXPECT_TRUE(t->mem != MAP_FAILED);
     efasim_fill(t->mem, t->mem_len, 0xb0b0);
-    t->mr = ibv_reg_mr(dev->pd, t->mem + RDMA_GUARD, REGION_LEN, EFASIM_ACCESS_ALL);
+    t->mr = ibv_reg_mr(dev->pd, t->mem + RDMA_GUARD, REGION_LEN,
+                       efasim_access_offered(dev, EFASIM_ACCESS_ALL));
     t->mr_nope = ibv_reg_mr(dev->pd, t->mem + 2 * RDMA_GUARD + REGION_LEN, REGION_LEN, nope_access);
     EXPECT_TRUE(t->mr && t->mr_nope);
     t->snapshot = malloc(t->mem_len);
