@@ -34,9 +34,25 @@ static void cq_load_current(struct efasim_cq *cq)
     cq->ibv.status = cq->cur.status;
 }
 
+void efasim_cqe_consumed(struct efasim_context *ctx, const struct efasim_cqe *cqe)
+{
+    for (uint32_t i = 0; i < ctx->qp_slots_used; i++) {
+        struct efasim_qp *qp = ctx->qps[i];
+
+        if (qp && qp->qpn == cqe->qp_num) {
+            if (cqe->sq && qp->sq_in_cq)
+                qp->sq_in_cq--;
+            else if (!cqe->sq && qp->rq_in_cq)
+                qp->rq_in_cq--;
+            return;
+        }
+    }
+}
+
 /* Consume the head entry. Context lock held. */
 static void cq_pop(struct efasim_cq *cq)
 {
+    efasim_cqe_consumed(cq->ctx, &cq->ring[cq->head]);
     cq->head = (cq->head + 1) % cq->size;
     cq->count--;
     cq->has_cur = false;

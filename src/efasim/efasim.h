@@ -157,6 +157,7 @@ struct efasim_cqe {
     unsigned wc_flags;
     uint16_t slid;
     union ibv_gid sgid;
+    bool sq; /* a send-queue completion (else a receive's) */
 };
 
 /*
@@ -216,6 +217,9 @@ struct efasim_mr *efasim_mr_check(struct efasim_context *ctx, uint32_t key, uint
 /* The AH number of (pd, gid) in this context, or EFASIM_AHN_UNKNOWN. */
 uint16_t efasim_ahn_for_gid(struct efasim_context *ctx, const struct ibv_pd *pd,
                             const union ibv_gid *gid);
+
+/* A polled completion leaves the queue it came from: its slot is free for a new WR. */
+void efasim_cqe_consumed(struct efasim_context *ctx, const struct efasim_cqe *cqe);
 
 /* Append a completion; returns -EAGAIN when the CQ is full. */
 int efasim_cq_push(struct efasim_cq *cq, const struct efasim_cqe *cqe);
@@ -420,6 +424,13 @@ struct efasim_qp {
 
     struct efasim_rwqe *rq; /* ring of cap.max_recv_wr entries */
     uint32_t rq_head, rq_count;
+    /*
+     * Completions pushed to the CQ but not yet polled. As on EFA, a WR's queue
+     * slot is free again only when its completion is polled (rdma-core returns
+     * the wrid index in next_poll/end_poll), so these still count against the
+     * queue depth.
+     */
+    uint32_t sq_in_cq, rq_in_cq;
 
     struct efasim_inflight inflight[EFASIM_INFLIGHT_MAX];
     uint32_t ninflight;

@@ -302,6 +302,7 @@ static void qp_flush(struct efasim_qp *qp)
         efasim_cq_push(qp->recv_cq, &cqe);
         qp->rq_head = (qp->rq_head + 1) % qp->cap.max_recv_wr;
         qp->rq_count--;
+        qp->rq_in_cq++;
     }
 }
 
@@ -372,6 +373,8 @@ int efasim_qp_modify(struct ibv_qp *ibv, struct ibv_qp_attr *attr, int mask)
         if (mask & IBV_QP_STATE) {
             if (attr->qp_state == IBV_QPS_ERR || attr->qp_state == IBV_QPS_RESET)
                 qp_flush(qp);
+            if (attr->qp_state == IBV_QPS_RESET) /* rdma-core's efa_qp_init_indices */
+                qp->sq_in_cq = qp->rq_in_cq = 0;
             qp->state = attr->qp_state;
             qp->ibv.qp_base.state = attr->qp_state;
         }
@@ -447,8 +450,8 @@ static int wr_validate(const struct efasim_qp *qp, unsigned int wr_flags)
         return EINVAL;
     if (wr_flags & ~(unsigned)(IBV_SEND_SIGNALED | IBV_SEND_INLINE))
         return EINVAL;
-    if (qp->sq_used == qp->cap.max_send_wr)
-        return ENOMEM;
+    if (qp->sq_used + qp->sq_in_cq >= qp->cap.max_send_wr)
+        return ENOMEM; /* full, counting completions not yet polled, as on EFA */
     return 0;
 }
 
@@ -798,7 +801,7 @@ int efasim_post_recv(struct ibv_qp *ibv, struct ibv_recv_wr *wr, struct ibv_recv
 
         if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_ERR) {
             err = EINVAL;
-        } else if (qp->rq_count == qp->cap.max_recv_wr) {
+        } else if (qp->rq_count + qp->rq_in_cq >= qp->cap.max_recv_wr) {
             err = ENOMEM;
         } else if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge ||
                    wr->num_sge > EFASIM_MAX_SGE) {

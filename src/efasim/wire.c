@@ -571,13 +571,15 @@ void efasim_swqe_finish(struct efasim_qp *qp, uint32_t idx)
                                  .opcode = opcode[w->op],
                                  .vendor_err = w->vendor_err,
                                  .byte_len = w->op == EFASIM_OP_READ ? (uint32_t)w->length : 0,
-                                 .qp_num = qp->qpn};
+                                 .qp_num = qp->qpn,
+                                 .sq = true};
 
         /* Send completions are bounded by the SQ depth, which the CQ must cover. */
         if (efasim_cq_push(qp->send_cq, &cqe)) {
             qp->finish_pending = true; /* retried by qp_retry_finish */
             return;
         }
+        qp->sq_in_cq++; /* its slot counts until the completion is polled */
     }
     w->used = false;
     qp->sq_used--;
@@ -699,6 +701,7 @@ static void rx_consume_recv(struct efasim_qp *qp, const struct rx_src *src, cons
     efasim_cq_push(qp->recv_cq, &cqe);
     qp->rq_head = (qp->rq_head + 1) % qp->cap.max_recv_wr;
     qp->rq_count--;
+    qp->rq_in_cq++;
 }
 
 /*

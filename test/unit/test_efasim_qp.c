@@ -372,3 +372,45 @@ EFARM_TEST(efasim_qp_modify_as_efa)
     EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(r.rcq)), 0);
     efasim_dev_close(&dev);
 }
+
+/*
+ * A WR's queue slot is free again only when its completion is polled, as on
+ * EFA (rdma-core returns the slot in next_poll/end_poll): a full send or
+ * receive queue whose completions sit unpolled refuses new WRs with ENOMEM.
+ */
+EFARM_TEST(efasim_qp_slots_free_when_polled)
+{
+    struct efasim_qp_opts opts = EFASIM_QP_OPTS_DEFAULT;
+    struct ibv_recv_wr rwr, *rbad;
+    struct ibv_sge sge;
+    struct efasim_pair p;
+    struct efasim_wc wc;
+    uint32_t sq, rq;
+
+    opts.max_send_wr = 4;
+    opts.max_recv_wr = 4;
+    efasim_pair_open(&p, &opts, &opts);
+    sq = 4; /* powers of two, with one SGE per receive: the depths as asked */
+    rq = 4;
+    for (uint32_t i = 0; i < rq; i++)
+        efasim_post_recv(&p.rx, i, &p.rbuf, 0, p.dev.mtu);
+    for (uint32_t i = 0; i < sq; i++)
+        EXPECT_EQ(efasim_send(&p.tx, &p.to_rx, i, &p.sbuf, 0, 16), 0);
+    /* Let everything arrive and be acknowledged (efasim's service thread), polling no CQ. */
+    efasim_sleep_ms(500);
+    EXPECT_EQ(efasim_send(&p.tx, &p.to_rx, 99, &p.sbuf, 0, 16), ENOMEM);
+    sge = (struct ibv_sge){.addr = (uintptr_t)p.rbuf.addr, .length = 64, .lkey = p.rbuf.mr->lkey};
+    rwr = (struct ibv_recv_wr){.wr_id = 99, .sg_list = &sge, .num_sge = 1};
+    EXPECT_EQ(ibv_post_recv(p.rx.qp, &rwr, &rbad), ENOMEM);
+
+    /* Polling one completion frees one slot on each side. */
+    efasim_wait_wc(p.tx.send_cq, &wc, "a send completion");
+    EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+    efasim_wait_wc(p.rx.recv_cq, &wc, "a receive completion");
+    EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+    EXPECT_EQ(ibv_post_recv(p.rx.qp, &rwr, &rbad), 0);
+    EXPECT_EQ(efasim_send(&p.tx, &p.to_rx, 100, &p.sbuf, 0, 16), 0);
+    for (int i = 0; i < 4; i++)
+        efasim_wait_wc(p.tx.send_cq, &wc, "the remaining send completions");
+    efasim_pair_close(&p);
+}
