@@ -157,7 +157,7 @@ static void t_send(struct transport *t, size_t len)
     }
     ibv_wr_start(t->qpx);
     t->qpx->wr_id = 1;
-    t->qpx->wr_flags = 0; /* unsignaled: errors still complete */
+    t->qpx->wr_flags = IBV_SEND_SIGNALED; /* EFA refuses unsignaled WRs; t_recv drains them */
     ibv_wr_send(t->qpx);
     ibv_wr_set_ud_addr(t->qpx, t->ah, t->peer_qpn, QKEY);
     ibv_wr_set_sge(t->qpx, t->mr->lkey, (uintptr_t)src, (uint32_t)len);
@@ -177,7 +177,9 @@ static size_t t_recv(struct transport *t)
         }
     }
     for (;;) {
-        if (ibv_start_poll(t->cq, NULL))
+        struct ibv_poll_cq_attr attr = {.comp_mask = 0}; /* EFA reads it: never NULL */
+
+        if (ibv_start_poll(t->cq, &attr))
             continue;
         do {
             if (t->cq->status != IBV_WC_SUCCESS) {
