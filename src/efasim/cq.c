@@ -6,6 +6,7 @@
  * without blocking, so the application thread drives its own latency path.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,8 +65,16 @@ static int cq_start_poll(struct ibv_cq_ex *ibv, struct ibv_poll_cq_attr *attr)
     struct efasim_context *ctx = cq->ctx;
     int ret = 0;
 
-    if (attr && attr->comp_mask)
+    if (!attr) {
+        /* rdma-core's efa_start_poll reads attr->comp_mask: on EFA this call crashes. */
+        static bool warned;
+
+        if (!__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
+            fprintf(stderr, "efasim: ibv_start_poll() with a NULL attr: rdma-core's EFA provider "
+                            "dereferences it, so this program would crash on EFA\n");
+    } else if (attr->comp_mask) {
         return EINVAL;
+    }
     pthread_mutex_lock(&cq->poll_lock);
     pthread_mutex_lock(&ctx->lock);
     ctx->last_app_poll_ns = efasim_now_ns();

@@ -33,6 +33,9 @@ struct ep {
     uint8_t *buf; /* NRECV receive slots, then the send slot */
 };
 
+/* ibv_start_poll's attribute: rdma-core's EFA provider reads it, so never NULL. */
+static struct ibv_poll_cq_attr g_poll_attr = {.comp_mask = 0};
+
 static void fail(const char *what)
 {
     fprintf(stderr, "efasim-pingpong: %s: %s\n", what, strerror(errno));
@@ -131,7 +134,7 @@ static size_t ep_recv(struct ep *e, uint8_t *out, double timeout_s, struct ibv_c
     double deadline = now_s() + timeout_s;
 
     while (now_s() < deadline) {
-        if (ibv_start_poll(cq, NULL))
+        if (ibv_start_poll(cq, &g_poll_attr))
             continue;
         do {
             if (cq->status != IBV_WC_SUCCESS) {
@@ -161,7 +164,7 @@ static void ep_wait_send(struct ep *e, double timeout_s)
     double deadline = now_s() + timeout_s;
 
     while (now_s() < deadline) {
-        if (ibv_start_poll(e->cq, NULL))
+        if (ibv_start_poll(e->cq, &g_poll_attr))
             continue;
         do {
             if (e->cq->status != IBV_WC_SUCCESS) {
@@ -186,7 +189,7 @@ static void ep_drain(struct ep *e, double secs)
     double end = now_s() + secs;
 
     while (now_s() < end) {
-        if (ibv_start_poll(e->cq, NULL))
+        if (ibv_start_poll(e->cq, &g_poll_attr))
             continue;
         do {
             if (e->cq->status != IBV_WC_SUCCESS) {
