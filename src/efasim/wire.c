@@ -967,6 +967,16 @@ static void qp_timers(struct efasim_qp *qp, uint64_t now, uint64_t nic_now)
 {
     const struct efasim_config *cfg = efasim_config();
     uint64_t next = UINT64_MAX;
+    /*
+     * Backoff stops at EFASIM_RTO_MAX_US, and at a 32nd of EFASIM_TIMEOUT_MS:
+     * a peer is found silent only after at least 32 unanswered copies, so a
+     * short timeout (tests) does not turn ordinary loss into a dead peer.
+     */
+    uint32_t rto_cap = cfg->timeout_ms * 1000u / 32 < cfg->rto_max_us ? cfg->timeout_ms * 1000u / 32
+                                                                      : cfg->rto_max_us;
+
+    if (rto_cap < cfg->rto_us)
+        rto_cap = cfg->rto_us;
 
     /* Most passes end here: no timer is due yet. */
     if (!qp->ninflight || now < qp->next_deadline_ns)
@@ -1000,7 +1010,7 @@ static void qp_timers(struct efasim_qp *qp, uint64_t now, uint64_t nic_now)
         if (f->rnr_backoff)
             f->rto_us = cfg->rto_us; /* a new attempt, to a peer that just answered */
         else
-            f->rto_us = f->rto_us * 2 < cfg->rto_max_us ? f->rto_us * 2 : cfg->rto_max_us;
+            f->rto_us = f->rto_us * 2 < rto_cap ? f->rto_us * 2 : rto_cap;
         f->rnr_backoff = false;
         f->deadline_ns = now + (uint64_t)f->rto_us * 1000;
         next = f->deadline_ns < next ? f->deadline_ns : next;

@@ -214,11 +214,9 @@ EFARM_TEST_TIMEOUT(efasim_faults_buffer_deregistered_in_flight, 60)
 }
 
 /*
- * Both QPs stream to each other at 30% loss with a 400 ms timeout. Datagrams
- * regularly go unanswered for longer than that (eight attempts in 400 ms,
- * each round trip lost with probability 0.51), yet each peer keeps talking:
- * no WR may fail. (Timing out each datagram on its own age failed about one
- * WR in 200 here.)
+ * Both QPs stream to each other at 30% loss with a 400 ms timeout: every WR
+ * completes. (With the retransmission backoff capped at a 32nd of the
+ * timeout, a peer is found silent only after 32 unanswered copies.)
  */
 EFARM_TEST_TIMEOUT(efasim_faults_live_peer_never_unresponsive, 120)
 {
@@ -509,5 +507,60 @@ EFARM_TEST_TIMEOUT(efasim_faults_stopped_process_not_unresponsive, 60)
     }
     kill(waker, SIGKILL);
     EXPECT_EQ(waitpid(waker, &status, 0), waker);
+    efasim_pair_close(&p);
+}
+
+/*
+ * A live peer that does not take one datagram for longer than the timeout
+ * (its receive CQ is full and nobody polls it) while it keeps sending: the WR
+ * waits and completes once the receiver makes room. Timing each datagram out
+ * on its own age failed it after EFASIM_TIMEOUT_MS with vendor error 13.
+ */
+EFARM_TEST_TIMEOUT(efasim_faults_live_peer_one_datagram_waits, 60)
+{
+    struct efasim_qp_opts opts = EFASIM_QP_OPTS_DEFAULT;
+    struct efasim_pair p;
+    struct efasim_dest to_tx;
+    struct efasim_wc wc;
+    unsigned got = 0, done = 0;
+    double until;
+
+    efasim_setenv("EFASIM_TIMEOUT_MS", "300");
+    opts.cqe = 4; /* the receiver's CQ holds 4 completions */
+    efasim_pair_open(&p, NULL, &opts);
+    efasim_dest_to(&p.dev, &p.tx, &to_tx);
+    for (unsigned i = 0; i < 8; i++) {
+        efasim_post_recv(&p.rx, i, &p.rbuf, 0, p.dev.mtu);
+        efasim_post_recv(&p.tx, 100 + i, &p.rbuf, p.dev.mtu, p.dev.mtu);
+    }
+    for (unsigned i = 0; i < 6; i++) /* the 5th and 6th find the receiver's CQ full */
+        EXPECT_EQ(efasim_send(&p.tx, &p.to_rx, i, &p.sbuf, 0, 16), 0);
+    /* For a second the receiver polls nothing but keeps sending to the sender. */
+    until = efasim_now() + 1.0;
+    while (efasim_now() < until) {
+        EXPECT_EQ(efasim_send(&p.rx, &to_tx, 1000 + got, &p.sbuf, 0, 8), 0);
+        efasim_wait_wc(p.rx.send_cq, &wc, "the receiver's own send");
+        EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+        efasim_wait_wc(p.tx.recv_cq, &wc, "the receiver's message at the sender");
+        efasim_post_recv(&p.tx, wc.wr_id, &p.rbuf, p.dev.mtu, p.dev.mtu);
+        got++;
+        while (efasim_poll_one(p.tx.send_cq, &wc)) {
+            EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+            done++;
+        }
+        efasim_sleep_ms(20);
+    }
+    EXPECT_EQ(done, 4); /* two are still waiting for room */
+    for (unsigned n = 0; n < 6; n++) {
+        efasim_wait_wc(p.rx.recv_cq, &wc, "a message at the receiver");
+        EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+    }
+    while (done < 6) {
+        efasim_wait_wc(p.tx.send_cq, &wc, "a send that waited for room");
+        efarm_test_context("send %" PRIu64, wc.wr_id);
+        EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+        done++;
+    }
+    EXPECT_EQ(ibv_destroy_ah(to_tx.ah), 0);
     efasim_pair_close(&p);
 }
