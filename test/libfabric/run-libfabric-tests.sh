@@ -164,12 +164,18 @@ listening() {
 }
 
 port_base=$((20000 + ($$ % 4000) * 8))
+fabric=()
+"$fi_pingpong" -h 2>&1 | grep -q -- '^ *-f <fabric>' && fabric=(-f efa)
 run_no=0
 
-# pingpong NAME ENV... -- FI_PINGPONG_ARGS...: server and client; both must exit 0.
+# pingpong NAME LARGEST ENV... -- FI_PINGPONG_ARGS...: server and client; both must exit 0
+# and the client must have printed a result line for a size of at least LARGEST bytes
+# (a run that exits 0 having measured nothing is a failure, not a pass). `-f efa`, where
+# fi_pingpong has -f (2.x), names the fabric of the RDM protocol: libfabric 2.x lists its
+# efa-direct fabric first, whose messages stop at the MTU.
 pingpong() {
-    local name=$1 envs=() args port s_status c_status tries=0
-    shift
+    local name=$1 want=$2 envs=() args port s_status c_status tries=0 largest
+    shift 2
     while [ $# -gt 0 ] && [ "$1" != -- ]; do
         envs+=("$1")
         shift
@@ -179,7 +185,7 @@ pingpong() {
     while :; do
         run_no=$((run_no + 1))
         port=$((port_base + run_no))
-        env "${envs[@]}" timeout "$per_run" "$fi_pingpong" -p efa -e rdm -c -B "$port" "${args[@]}" \
+        env "${envs[@]}" timeout "$per_run" "$fi_pingpong" -p efa "${fabric[@]}" -e rdm -c -B "$port" "${args[@]}" \
             >"$tmp/server.out" 2>&1 &
         server_pid=$!
         local waited=0
@@ -198,13 +204,18 @@ pingpong() {
             return
         fi
     done
-    env "${envs[@]}" timeout "$per_run" "$fi_pingpong" -p efa -e rdm -c -P "$port" "${args[@]}" \
+    env "${envs[@]}" timeout "$per_run" "$fi_pingpong" -p efa "${fabric[@]}" -e rdm -c -P "$port" "${args[@]}" \
         127.0.0.1 >"$tmp/client.out" 2>&1
     c_status=$?
     wait "$server_pid"
     s_status=$?
     server_pid=
-    if [ $c_status -eq 0 ] && [ $s_status -eq 0 ]; then
+    largest=$(awk 'NR > 1 && NF >= 8 && $1 ~ /^[0-9]+/ { v = $1; sub(/k$/, "", v)
+        if ($1 ~ /k$/) v *= 1024; if ($1 ~ /m$/) v *= 1048576; if (v > m) m = v } END { print m + 0 }' \
+        "$tmp/client.out")
+    if [ $c_status -eq 0 ] && [ $s_status -eq 0 ] && [ "$largest" -lt "$want" ]; then
+        fail "$name" "both exited 0 but the client measured no size of $want bytes or more (largest: $largest): $(tail -c 300 "$tmp/client.out" | tr '\n' ' ')"
+    elif [ $c_status -eq 0 ] && [ $s_status -eq 0 ]; then
         pass "$name ($(awk 'NR > 1 && NF >= 8 { n++; last = $1 " " $7 " us" } END {
             printf "%d sizes, largest %s", n, last }' "$tmp/client.out"))"
     else
@@ -215,20 +226,21 @@ pingpong() {
 }
 
 faults=(EFASIM_LOSS=0.05 EFASIM_DUP=0.05 EFASIM_REORDER=0.1 EFASIM_SEED=7)
+all=6291456 # the largest of fi_pingpong's 'all' sizes
 for rdma in 0 1; do
-    pingpong "fi_pingpong rdm 0 B..6 MiB, FI_EFA_USE_DEVICE_RDMA=$rdma" \
+    pingpong "fi_pingpong rdm 0 B..6 MiB, FI_EFA_USE_DEVICE_RDMA=$rdma" $all \
         FI_EFA_USE_DEVICE_RDMA=$rdma -- -S all
-    pingpong "fi_pingpong rdm 8 MiB, FI_EFA_USE_DEVICE_RDMA=$rdma" \
+    pingpong "fi_pingpong rdm 8 MiB, FI_EFA_USE_DEVICE_RDMA=$rdma" 8388608 \
         FI_EFA_USE_DEVICE_RDMA=$rdma -- -S 8388608
-    pingpong "fi_pingpong rdm 16 MiB, FI_EFA_USE_DEVICE_RDMA=$rdma" \
+    pingpong "fi_pingpong rdm 16 MiB, FI_EFA_USE_DEVICE_RDMA=$rdma" 16777216 \
         FI_EFA_USE_DEVICE_RDMA=$rdma -- -S 16777216
 done
 pingpong "fi_pingpong rdm 0 B..6 MiB under efasim faults (5% loss, 5% dup, 10% reorder), RDMA read" \
-    FI_EFA_USE_DEVICE_RDMA=1 "${faults[@]}" -- -S all
+    $all FI_EFA_USE_DEVICE_RDMA=1 "${faults[@]}" -- -S all
 if [ $full -eq 1 ]; then
-    pingpong "fi_pingpong rdm 0 B..6 MiB under efasim faults, no RDMA" \
+    pingpong "fi_pingpong rdm 0 B..6 MiB under efasim faults, no RDMA" $all \
         FI_EFA_USE_DEVICE_RDMA=0 "${faults[@]}" -- -S all
-    pingpong "fi_pingpong rdm 16 MiB under efasim faults, RDMA read" \
+    pingpong "fi_pingpong rdm 16 MiB under efasim faults, RDMA read" 16777216 \
         FI_EFA_USE_DEVICE_RDMA=1 "${faults[@]}" -- -S 16777216
 fi
 
