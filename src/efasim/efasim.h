@@ -20,8 +20,11 @@
 #define EFASIM_H
 
 #include <infiniband/efadv.h>
+#include <infiniband/sa.h>
 #include <infiniband/verbs.h>
 #include <netinet/in.h>
+#include <rdma/ib_user_sa.h>
+#include <rdma/ib_user_verbs.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -441,6 +444,10 @@ int ibv_dontfork_range(void *base, size_t size);
 int ibv_dofork_range(void *base, size_t size);
 int ctx_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 struct efadv_cq *efasim_cq_efadv(struct ibv_cq_ex *cq);
+void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst, struct ib_uverbs_ah_attr *src);
+void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst, struct ib_uverbs_qp_attr *src);
+void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src);
+void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_rec *src);
 
 /* Make progress on every QP of the context: read datagrams, run timers. Lock held. */
 void efasim_progress(struct efasim_context *ctx);

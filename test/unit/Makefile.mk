@@ -72,19 +72,21 @@ test_unit_efasim_unit_SOURCES = \
 	test/unit/test_efasim_rnr.c \
 	test/unit/test_efasim_rdma.c \
 	test/unit/test_efasim_reuse.c \
-	test/unit/test_efasim_procs.c
+	test/unit/test_efasim_procs.c \
+	test/unit/test_efasim_abi.c
 test_unit_efasim_unit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test/unit $(IBVERBS_CFLAGS)
 test_unit_efasim_unit_LDADD = libefarm.la $(EFA_LIBS) $(IBVERBS_LIBS)
 test_unit_efasim_pingpong_SOURCES = test/unit/efasim_pingpong.c
 test_unit_efasim_pingpong_CPPFLAGS = $(AM_CPPFLAGS) $(IBVERBS_CFLAGS)
 test_unit_efasim_pingpong_LDADD = $(EFA_LIBS) $(IBVERBS_LIBS)
 EXTRA_DIST += test/unit/test_ibv_devinfo.sh test/unit/test_efasim_netns.sh \
-	test/unit/test_proto_procs.sh
+	test/unit/test_proto_procs.sh test/unit/test_efasim_symbols.sh
 
 EFASIM_ENV = LD_LIBRARY_PATH=$(abs_builddir)/src/efasim/.libs
 check-efasim: $(check_PROGRAMS) $(efasim_LTLIBRARIES)
 	$(EFASIM_ENV) ./test/unit/efasim-unit
 	$(SHELL) $(top_srcdir)/test/unit/test_ibv_devinfo.sh $(abs_builddir)/src/efasim/.libs || test $$? -eq 77
+	$(SHELL) $(top_srcdir)/test/unit/test_efasim_symbols.sh $(abs_builddir)/src/efasim/.libs || test $$? -eq 77
 	$(SHELL) $(top_srcdir)/test/unit/test_efasim_netns.sh ./test/unit/efasim-pingpong \
 		$(abs_builddir)/src/efasim/.libs
 .PHONY: check-efasim
