@@ -40,6 +40,10 @@
 # An unchanged rerun is fetch (cached), make (nothing to do), install and check: seconds.
 # --clean removes everything but the download and the ccache first.
 #
+# Exit status: 0 built and checked; 3 the source could not be downloaded (no deb
+# entries, no network, or neither suite has 2.1.0 any more: callers such as
+# scripts/test-all.sh skip what needs it, saying so); 1 any other failure; 2 usage.
+#
 # What 2.1.0's efa provider needs from rdma-core newer than 44. prov/efa/configure.m4
 # checks these in <infiniband/efadv.h> and <infiniband/verbs.h>; rdma-core 44 has
 # efadv_device_attr.max_rdma_size, EFADV_DEVICE_ATTR_CAPS_RNR_RETRY, the extended CQ
@@ -111,6 +115,7 @@ step() {
         echo "FAILED after $(($(date +%s) - t0)) s (log: $log)"
         tail -n 30 "$log" | sed 's/^/    /'
         echo "libfabric-build: step '$name' failed" >&2
+        [ $rc -eq 3 ] && exit 3 # fetch: the source could not be downloaded
         exit 1
     fi
     echo "$(($(date +%s) - t0)) s  $(tail -n 1 "$log")"
@@ -166,7 +171,8 @@ do_fetch() {
         mkdir -p "$cache/dl"
         tarball=$(find "$cache/dl" -maxdepth 1 -name "libfabric_$lf_version.orig.tar.*" 2>/dev/null | sed -n 1p)
         if [ -z "$tarball" ]; then
-            debsrc_download "$cache/apt" "$cache/dl" libfabric "libfabric_$lf_version.orig.tar." "${suites[@]}"
+            debsrc_download "$cache/apt" "$cache/dl" libfabric "libfabric_$lf_version.orig.tar." "${suites[@]}" ||
+                { echo "cannot download libfabric $lf_version's source from Debian (${suites[*]})"; return 3; }
             tarball=$(find "$cache/dl" -maxdepth 1 -name "libfabric_$lf_version.orig.tar.*" | sed -n 1p)
             [ -n "$tarball" ] || { echo "no libfabric_$lf_version.orig.tar.* after the download"; return 1; }
         fi
