@@ -3,21 +3,134 @@
  * its default, the value in force and what it is for, then the devices the
  * emulator presents. Links efasim's libibverbs directly, so it describes the
  * emulator even when the system's rdma-core is first on the loader path.
+ *
+ *   efasim-info                 knobs and devices
+ *   efasim-info --env           the environment that runs an unmodified program
+ *                               on efasim, as shell lines: eval "$(efasim-info --env)"
+ *   efasim-info --run CMD ...   run CMD in that environment
+ *
+ * The environment: LD_LIBRARY_PATH with efasim's libibverbs.so.1/libefa.so.1
+ * first, SYSFS_PATH naming efasim's sysfs view (libfabric reads sysfs itself),
+ * and FI_EFA_ENABLE_SHM_TRANSFER=0: processes on one host share efasim's
+ * loopback GID, so libfabric would otherwise send between them through its
+ * shared-memory provider instead of the (emulated) device.
  */
 #include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
 #include <infiniband/verbs.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "../src/efasim/efasim.h"
 
-int main(void)
+/* The directory of the libibverbs.so.1 this program runs on (efasim's), or NULL. */
+static const char *efasim_libdir(char *buf, size_t size)
+{
+    Dl_info info;
+    char *slash;
+
+    if (!dladdr((void *)ibv_get_device_list, &info) || !info.dli_fname ||
+        !realpath(info.dli_fname, buf))
+        return NULL;
+    (void)size;
+    slash = strrchr(buf, '/');
+    if (!slash)
+        return NULL;
+    *slash = '\0';
+    return buf;
+}
+
+struct env_var {
+    const char *name;
+    char value[PATH_MAX * 2];
+    const char *why;
+};
+
+/* Fills vars[3]; returns 0, or -1 if efasim's library directory is unknown. */
+static int efasim_env(struct env_var vars[3])
+{
+    char dir[PATH_MAX];
+    const char *old = getenv("LD_LIBRARY_PATH");
+    struct ibv_device **list;
+
+    if (!efasim_libdir(dir, sizeof(dir))) {
+        fprintf(stderr, "efasim-info: cannot tell where efasim's libibverbs.so.1 is\n");
+        return -1;
+    }
+    /* Listing the devices writes efasim's sysfs view. */
+    list = ibv_get_device_list(NULL);
+    ibv_free_device_list(list);
+    vars[0].name = "LD_LIBRARY_PATH";
+    if (old && !strncmp(old, dir, strlen(dir)) && (!old[strlen(dir)] || old[strlen(dir)] == ':'))
+        snprintf(vars[0].value, sizeof(vars[0].value), "%s", old); /* already first */
+    else
+        snprintf(vars[0].value, sizeof(vars[0].value), "%s%s%s", dir, old && *old ? ":" : "",
+                 old ? old : "");
+    vars[0].why = "efasim's libibverbs.so.1 and libefa.so.1 before the system's rdma-core";
+    vars[1].name = "SYSFS_PATH";
+    snprintf(vars[1].value, sizeof(vars[1].value), "%s", ibv_get_sysfs_path());
+    vars[1].why = "efasim's sysfs view (libfabric and rdma-core read sysfs there)";
+    vars[2].name = "FI_EFA_ENABLE_SHM_TRANSFER";
+    snprintf(vars[2].value, sizeof(vars[2].value), "0");
+    vars[2].why = "processes on one host share efasim's GID; keep libfabric on the device";
+    return 0;
+}
+
+/* Single-quoted for the shell. */
+static void print_quoted(const char *s)
+{
+    putchar('\'');
+    for (; *s; s++) {
+        if (*s == '\'')
+            fputs("'\\''", stdout);
+        else
+            putchar(*s);
+    }
+    putchar('\'');
+}
+
+static int print_env(void)
+{
+    struct env_var vars[3];
+
+    if (efasim_env(vars))
+        return 1;
+    for (int i = 0; i < 3; i++) {
+        printf("# %s\nexport %s=", vars[i].why, vars[i].name);
+        print_quoted(vars[i].value);
+        putchar('\n');
+    }
+    return 0;
+}
+
+static int run(char **argv)
+{
+    struct env_var vars[3];
+
+    if (efasim_env(vars))
+        return 1;
+    for (int i = 0; i < 3; i++)
+        if (setenv(vars[i].name, vars[i].value, 1)) {
+            perror("efasim-info: setenv");
+            return 1;
+        }
+    execvp(argv[0], argv);
+    fprintf(stderr, "efasim-info: %s: %s\n", argv[0], strerror(errno));
+    return 127;
+}
+
+static int describe(void)
 {
     struct ibv_device **list;
     int n = 0;
 
     efasim_config_print(stdout);
     list = ibv_get_device_list(&n);
-    printf("\n%d emulated device(s):\n", n);
+    printf("\n%d emulated device(s), sysfs view under %s:\n", n, ibv_get_sysfs_path());
     for (int i = 0; list && i < n; i++) {
         struct ibv_context *ctx = ibv_open_device(list[i]);
         union ibv_gid gid;
@@ -31,4 +144,16 @@ int main(void)
     }
     ibv_free_device_list(list);
     return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 1)
+        return describe();
+    if (argc == 2 && !strcmp(argv[1], "--env"))
+        return print_env();
+    if (argc >= 3 && !strcmp(argv[1], "--run"))
+        return run(argv + 2);
+    fprintf(stderr, "usage: efasim-info [--env | --run COMMAND [ARG...]]\n");
+    return 2;
 }

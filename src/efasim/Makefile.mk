@@ -13,7 +13,8 @@ src_efasim_libibverbs_la_SOURCES = \
 	src/efasim/wire.c \
 	src/efasim/fault.c \
 	src/efasim/kabi.c \
-	src/efasim/service.c
+	src/efasim/service.c \
+	src/efasim/sysfs.c
 src_efasim_libibverbs_la_CFLAGS = $(AM_CFLAGS) $(IBVERBS_CFLAGS) -pthread
 src_efasim_libibverbs_la_LDFLAGS = -version-info 1:0:0 -no-undefined -pthread \
 	-Wl,--version-script=$(top_srcdir)/src/efasim/libibverbs.map

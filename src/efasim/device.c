@@ -7,6 +7,8 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,12 +87,12 @@ static void devices_init(void)
         d->ibv.transport_type = IBV_TRANSPORT_UNSPECIFIED;
         snprintf(d->ibv.name, sizeof(d->ibv.name), "%s", d->name);
         snprintf(d->ibv.dev_name, sizeof(d->ibv.dev_name), "uverbs%u", i);
-        snprintf(d->ibv.dev_path, sizeof(d->ibv.dev_path), "/sys/class/infiniband_verbs/uverbs%u",
-                 i);
-        snprintf(d->ibv.ibdev_path, sizeof(d->ibv.ibdev_path), "/sys/class/infiniband/%s", d->name);
+        efasim_sysfs_paths(i, d->name, d->ibv.dev_path, d->ibv.ibdev_path);
         g_device_ptrs[i] = &d->ibv;
     }
     g_device_ptrs[cfg->ndev] = NULL;
+    /* What libfabric and rdma-core's tools read about the devices (sysfs.c). */
+    efasim_sysfs_write(g_devices, cfg->ndev);
 }
 
 static struct efasim_device *to_dev(struct ibv_device *device)
@@ -796,12 +798,33 @@ EFASIM_UNSUPPORTED_INT(ibv_resolve_eth_l2_from_gid,
                        (struct ibv_context * c, struct ibv_ah_attr *a, uint8_t m[6], uint16_t *v),
                        (void)c;
                        (void)a; (void)m; (void)v)
-/* No sysfs behind an emulated device: -1 as for a missing file. */
+/*
+ * Read dir/file (efasim's sysfs view, or any other) into buf as a string
+ * without its trailing newline; the length, or -1 with errno set, as
+ * rdma-core's does.
+ */
 EFASIM_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
 {
-    (void)dir, (void)file, (void)buf, (void)size;
-    errno = ENOENT;
-    return -1;
+    char path[PATH_MAX];
+    ssize_t len;
+    int fd;
+
+    if (!size || snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    len = read(fd, buf, size);
+    close(fd);
+    if (len < 0)
+        return -1;
+    if (len > 0 && buf[len - 1] == '\n')
+        buf[--len] = '\0';
+    else if ((size_t)len < size)
+        buf[len] = '\0';
+    return (int)len;
 }
 
 EFASIM_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
@@ -859,9 +882,10 @@ EFASIM_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opco
     return 0; /* SRD guarantees no ordering */
 }
 
+/* SYSFS_PATH as rdma-core honours it, but never the kernel's /sys (sysfs.c). */
 EFASIM_EXPORT const char *ibv_get_sysfs_path(void)
 {
-    return "/sys";
+    return efasim_sysfs_root();
 }
 
 EFASIM_EXPORT int ibv_rate_to_mult(enum ibv_rate rate)

@@ -456,6 +456,11 @@ void efasim_progress(struct efasim_context *ctx);
 void efasim_delayq_flush(struct efasim_context *ctx, bool all);
 void efasim_delayq_free(struct efasim_context *ctx);
 
+/* sysfs view (sysfs.c): the root ibv_get_sysfs_path() reports, the per-device paths, the tree. */
+const char *efasim_sysfs_root(void);
+void efasim_sysfs_paths(unsigned i, const char *name, char *dev_path, char *ibdev_path);
+bool efasim_sysfs_write(const struct efasim_device *devs, unsigned ndev);
+
 /* Service thread (service.c). */
 int efasim_service_start(struct efasim_context *ctx);
 void efasim_service_stop(struct efasim_context *ctx);

@@ -30,11 +30,12 @@ EFASIM_EXPORT void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst,
 }
 
 /* Fields of struct ib_uverbs_qp_attr and struct ibv_qp_attr with the same name and meaning. */
-#define EFASIM_QP_ATTR_SCALARS(X)                                                                 \
-    X(cur_qp_state) X(path_mtu) X(path_mig_state) X(qkey) X(rq_psn) X(sq_psn) X(dest_qp_num)      \
-        X(qp_access_flags) X(pkey_index) X(alt_pkey_index) X(en_sqd_async_notify) X(sq_draining) \
-            X(max_rd_atomic) X(max_dest_rd_atomic) X(min_rnr_timer) X(port_num) X(timeout)       \
-                X(retry_cnt) X(rnr_retry) X(alt_port_num) X(alt_timeout)
+#define EFASIM_QP_ATTR_SCALARS(X)                                                               \
+    X(cur_qp_state)                                                                             \
+    X(path_mtu) X(path_mig_state) X(qkey) X(rq_psn) X(sq_psn) X(dest_qp_num) X(qp_access_flags) \
+        X(pkey_index) X(alt_pkey_index) X(en_sqd_async_notify) X(sq_draining) X(max_rd_atomic)  \
+            X(max_dest_rd_atomic) X(min_rnr_timer) X(port_num) X(timeout) X(retry_cnt)          \
+                X(rnr_retry) X(alt_port_num) X(alt_timeout)
 
 EFASIM_EXPORT void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst,
                                               struct ib_uverbs_qp_attr *src)
@@ -53,10 +54,11 @@ EFASIM_EXPORT void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst,
 }
 
 /* Path record fields both structures share (the GIDs differ in type and are copied apart). */
-#define EFASIM_PATH_REC_SCALARS(X)                                                          \
-    X(dlid) X(slid) X(raw_traffic) X(flow_label) X(hop_limit) X(traffic_class) X(reversible) \
-        X(numb_path) X(pkey) X(sl) X(mtu_selector) X(mtu) X(rate_selector) X(rate)          \
-            X(packet_life_time_selector) X(packet_life_time) X(preference)
+#define EFASIM_PATH_REC_SCALARS(X)                                                                 \
+    X(dlid)                                                                                        \
+    X(slid) X(raw_traffic) X(flow_label) X(hop_limit) X(traffic_class) X(reversible) X(numb_path)  \
+        X(pkey) X(sl) X(mtu_selector) X(mtu) X(rate_selector) X(rate) X(packet_life_time_selector) \
+            X(packet_life_time) X(preference)
 
 EFASIM_EXPORT void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst,
                                                struct ib_user_path_rec *src)

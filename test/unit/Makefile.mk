@@ -73,7 +73,8 @@ test_unit_efasim_unit_SOURCES = \
 	test/unit/test_efasim_rdma.c \
 	test/unit/test_efasim_reuse.c \
 	test/unit/test_efasim_procs.c \
-	test/unit/test_efasim_abi.c
+	test/unit/test_efasim_abi.c \
+	test/unit/test_efasim_sysfs.c
 test_unit_efasim_unit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test/unit $(IBVERBS_CFLAGS)
 test_unit_efasim_unit_LDADD = libefarm.la $(EFA_LIBS) $(IBVERBS_LIBS)
 test_unit_efasim_pingpong_SOURCES = test/unit/efasim_pingpong.c
