@@ -25,101 +25,110 @@ int efasim_cq_push(struct efasim_cq *cq, const struct efasim_cqe *cqe)
     return 0;
 }
 
+/* Copy the ring's head entry for the accessors; it stays in the ring until consumed. */
 static void cq_load_current(struct efasim_cq *cq)
 {
-    cq->cur = &cq->ring[cq->head];
-    cq->ibv.wr_id = cq->cur->wr_id;
-    cq->ibv.status = cq->cur->status;
+    cq->cur = cq->ring[cq->head];
+    cq->has_cur = true;
+    cq->ibv.wr_id = cq->cur.wr_id;
+    cq->ibv.status = cq->cur.status;
 }
 
+/* Consume the head entry. Context lock held. */
 static void cq_pop(struct efasim_cq *cq)
 {
     cq->head = (cq->head + 1) % cq->size;
     cq->count--;
-    cq->cur = NULL;
+    cq->has_cur = false;
 }
 
 static int cq_start_poll(struct ibv_cq_ex *ibv, struct ibv_poll_cq_attr *attr)
 {
     struct efasim_cq *cq = to_cq(ibv);
     struct efasim_context *ctx = cq->ctx;
+    int ret = 0;
 
     if (attr && attr->comp_mask)
         return EINVAL;
+    pthread_mutex_lock(&cq->poll_lock);
     pthread_mutex_lock(&ctx->lock);
     ctx->last_app_poll_ns = efasim_now_ns();
     efasim_progress(ctx);
-    if (!cq->count) {
-        pthread_mutex_unlock(&ctx->lock);
-        return ENOENT;
-    }
-    cq->polling = true;
-    cq_load_current(cq);
-    return 0; /* the lock is held until end_poll */
+    if (cq->count)
+        cq_load_current(cq);
+    else
+        ret = ENOENT;
+    pthread_mutex_unlock(&ctx->lock);
+    if (ret)
+        pthread_mutex_unlock(&cq->poll_lock);
+    return ret; /* on success poll_lock is held until end_poll, as EFA holds its CQ lock */
 }
 
 static int cq_next_poll(struct ibv_cq_ex *ibv)
 {
     struct efasim_cq *cq = to_cq(ibv);
+    int ret = 0;
 
-    if (cq->cur)
+    pthread_mutex_lock(&cq->ctx->lock);
+    if (cq->has_cur)
         cq_pop(cq);
-    if (!cq->count)
-        return ENOENT;
-    cq_load_current(cq);
-    return 0;
+    if (cq->count)
+        cq_load_current(cq);
+    else
+        ret = ENOENT;
+    pthread_mutex_unlock(&cq->ctx->lock);
+    return ret;
 }
 
 static void cq_end_poll(struct ibv_cq_ex *ibv)
 {
     struct efasim_cq *cq = to_cq(ibv);
 
-    if (!cq->polling)
-        return;
-    if (cq->cur)
+    pthread_mutex_lock(&cq->ctx->lock);
+    if (cq->has_cur)
         cq_pop(cq);
-    cq->polling = false;
     pthread_mutex_unlock(&cq->ctx->lock);
+    pthread_mutex_unlock(&cq->poll_lock);
 }
 
 static enum ibv_wc_opcode cq_read_opcode(struct ibv_cq_ex *ibv)
 {
-    return to_cq(ibv)->cur->opcode;
+    return to_cq(ibv)->cur.opcode;
 }
 
 static uint32_t cq_read_vendor_err(struct ibv_cq_ex *ibv)
 {
-    return to_cq(ibv)->cur->vendor_err;
+    return to_cq(ibv)->cur.vendor_err;
 }
 
 static uint32_t cq_read_byte_len(struct ibv_cq_ex *ibv)
 {
-    return to_cq(ibv)->cur->byte_len;
+    return to_cq(ibv)->cur.byte_len;
 }
 
 static __be32 cq_read_imm_data(struct ibv_cq_ex *ibv)
 {
-    return htobe32(to_cq(ibv)->cur->imm);
+    return htobe32(to_cq(ibv)->cur.imm);
 }
 
 static uint32_t cq_read_qp_num(struct ibv_cq_ex *ibv)
 {
-    return to_cq(ibv)->cur->qp_num;
+    return to_cq(ibv)->cur.qp_num;
 }
 
 static uint32_t cq_read_src_qp(struct ibv_cq_ex *ibv)
 {
-    return to_cq(ibv)->cur->src_qp;
+    return to_cq(ibv)->cur.src_qp;
 }
 
 static unsigned int cq_read_wc_flags(struct ibv_cq_ex *ibv)
 {
-    return to_cq(ibv)->cur->wc_flags;
+    return to_cq(ibv)->cur.wc_flags;
 }
 
 static uint32_t cq_read_slid(struct ibv_cq_ex *ibv)
 {
-    return to_cq(ibv)->cur->slid;
+    return to_cq(ibv)->cur.slid;
 }
 
 static uint8_t cq_read_zero_u8(struct ibv_cq_ex *ibv)
@@ -128,39 +137,15 @@ static uint8_t cq_read_zero_u8(struct ibv_cq_ex *ibv)
     return 0;
 }
 
-static uint16_t cq_read_zero_u16(struct ibv_cq_ex *ibv)
-{
-    (void)ibv;
-    return 0;
-}
-
-static uint32_t cq_read_zero_u32(struct ibv_cq_ex *ibv)
-{
-    (void)ibv;
-    return 0;
-}
-
-static uint64_t cq_read_zero_u64(struct ibv_cq_ex *ibv)
-{
-    (void)ibv;
-    return 0;
-}
-
-static void cq_read_no_tm_info(struct ibv_cq_ex *ibv, struct ibv_wc_tm_info *info)
-{
-    (void)ibv;
-    memset(info, 0, sizeof(*info));
-}
-
 /* efadv: the sender's GID, available only when the receiver has no AH for it. */
 static int cq_wc_read_sgid(struct efadv_cq *efadv, union ibv_gid *sgid)
 {
     struct efasim_cq *cq =
         (struct efasim_cq *)((uint8_t *)efadv - offsetof(struct efasim_cq, efadv));
 
-    if (!cq->cur || cq->cur->slid != EFASIM_AHN_UNKNOWN)
+    if (!cq->has_cur || cq->cur.slid != EFASIM_AHN_UNKNOWN)
         return -ENOENT;
-    *sgid = cq->cur->sgid;
+    *sgid = cq->cur.sgid;
     return 0;
 }
 
@@ -171,6 +156,7 @@ int ctx_poll_cq(struct ibv_cq *ibv, int n, struct ibv_wc *wc)
     struct efasim_context *ctx = cq->ctx;
     int got = 0;
 
+    pthread_mutex_lock(&cq->poll_lock);
     pthread_mutex_lock(&ctx->lock);
     ctx->last_app_poll_ns = efasim_now_ns();
     efasim_progress(ctx);
@@ -192,29 +178,54 @@ int ctx_poll_cq(struct ibv_cq *ibv, int n, struct ibv_wc *wc)
         cq_pop(cq);
     }
     pthread_mutex_unlock(&ctx->lock);
+    pthread_mutex_unlock(&cq->poll_lock);
     return got;
 }
 
+static uint32_t roundup_pow2(uint32_t v)
+{
+    uint32_t p = 1;
+
+    while (p < v && p < (1u << 31))
+        p <<= 1;
+    return p;
+}
+
+/*
+ * As rdma-core 44's create_cq and EFA's kernel driver: no comp_mask and no
+ * wc_flags beyond the standard ones (EOPNOTSUPP), no completion channel
+ * (EOPNOTSUPP, EFA without CQ notifications), 1..max_cqe entries after
+ * rounding up to a power of two (EINVAL). Only the accessors the wc_flags ask
+ * for are installed; the others stay NULL, as on EFA.
+ */
 struct ibv_cq_ex *efasim_cq_create(struct efasim_context *ctx, struct ibv_cq_init_attr_ex *attr,
                                    bool with_sgid)
 {
     struct efasim_cq *cq;
+    uint32_t cqe;
 
-    if (!attr->cqe || attr->cqe > efasim_config()->max_cqe || attr->channel) {
-        errno = attr->channel ? EOPNOTSUPP : EINVAL;
+    if (attr->comp_mask || (attr->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS) || attr->channel) {
+        errno = EOPNOTSUPP;
         return NULL;
     }
+    cqe = roundup_pow2(attr->cqe);
+    if (!attr->cqe || cqe > efasim_config()->max_cqe) {
+        errno = EINVAL;
+        return NULL;
+    }
+    attr->cqe = cqe;
     cq = calloc(1, sizeof(*cq));
     if (!cq)
         goto err;
-    cq->ring = calloc(attr->cqe, sizeof(*cq->ring));
+    cq->ring = calloc(cqe, sizeof(*cq->ring));
     if (!cq->ring)
         goto err_free;
-    cq->size = attr->cqe;
+    cq->size = cqe;
     cq->ctx = ctx;
+    pthread_mutex_init(&cq->poll_lock, NULL);
     cq->ibv.context = &ctx->vctx.context;
     cq->ibv.cq_context = attr->cq_context;
-    cq->ibv.cqe = (int)attr->cqe;
+    cq->ibv.cqe = (int)cqe;
     pthread_mutex_init(&cq->ibv.mutex, NULL);
     pthread_cond_init(&cq->ibv.cond, NULL);
     cq->ibv.start_poll = cq_start_poll;
@@ -222,22 +233,24 @@ struct ibv_cq_ex *efasim_cq_create(struct efasim_context *ctx, struct ibv_cq_ini
     cq->ibv.end_poll = cq_end_poll;
     cq->ibv.read_opcode = cq_read_opcode;
     cq->ibv.read_vendor_err = cq_read_vendor_err;
-    cq->ibv.read_byte_len = cq_read_byte_len;
-    cq->ibv.read_imm_data = cq_read_imm_data;
-    cq->ibv.read_qp_num = cq_read_qp_num;
-    cq->ibv.read_src_qp = cq_read_src_qp;
     cq->ibv.read_wc_flags = cq_read_wc_flags;
-    cq->ibv.read_slid = cq_read_slid;
-    cq->ibv.read_sl = cq_read_zero_u8;
-    cq->ibv.read_dlid_path_bits = cq_read_zero_u8;
-    cq->ibv.read_completion_ts = cq_read_zero_u64;
-    cq->ibv.read_completion_wallclock_ns = cq_read_zero_u64;
-    cq->ibv.read_cvlan = cq_read_zero_u16;
-    cq->ibv.read_flow_tag = cq_read_zero_u32;
-    cq->ibv.read_tm_info = cq_read_no_tm_info;
+    if (attr->wc_flags & IBV_WC_EX_WITH_BYTE_LEN)
+        cq->ibv.read_byte_len = cq_read_byte_len;
+    if (attr->wc_flags & IBV_WC_EX_WITH_IMM)
+        cq->ibv.read_imm_data = cq_read_imm_data;
+    if (attr->wc_flags & IBV_WC_EX_WITH_QP_NUM)
+        cq->ibv.read_qp_num = cq_read_qp_num;
+    if (attr->wc_flags & IBV_WC_EX_WITH_SRC_QP)
+        cq->ibv.read_src_qp = cq_read_src_qp;
+    if (attr->wc_flags & IBV_WC_EX_WITH_SLID)
+        cq->ibv.read_slid = cq_read_slid;
+    if (attr->wc_flags & IBV_WC_EX_WITH_SL)
+        cq->ibv.read_sl = cq_read_zero_u8;
+    if (attr->wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
+        cq->ibv.read_dlid_path_bits = cq_read_zero_u8;
     cq->efadv.comp_mask = 0;
-    cq->efadv.wc_read_sgid = cq_wc_read_sgid;
-    (void)with_sgid; /* every efasim CQ can report the SGID */
+    if (with_sgid)
+        cq->efadv.wc_read_sgid = cq_wc_read_sgid;
     return &cq->ibv;
 
 err_free:
@@ -251,6 +264,7 @@ int efasim_cq_destroy(struct ibv_cq *ibv)
 {
     struct efasim_cq *cq = (struct efasim_cq *)ibv;
 
+    pthread_mutex_destroy(&cq->poll_lock);
     free(cq->ring);
     free(cq);
     return 0;

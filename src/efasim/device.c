@@ -275,7 +275,8 @@ EFASIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     ctx->qps = calloc(cfg->max_qp, sizeof(*ctx->qps));
     ctx->mrs = calloc(cfg->max_mr, sizeof(*ctx->mrs));
     ctx->ahs = calloc(cfg->max_ah, sizeof(*ctx->ahs));
-    if (!ctx->qps || !ctx->mrs || !ctx->ahs)
+    ctx->ahnums = calloc(cfg->max_ah, sizeof(*ctx->ahnums));
+    if (!ctx->qps || !ctx->mrs || !ctx->ahs || !ctx->ahnums)
         goto err_free;
     if (pthread_mutex_init(&ctx->lock, NULL))
         goto err_free;
@@ -314,6 +315,7 @@ err_free:
     free(ctx->qps);
     free(ctx->mrs);
     free(ctx->ahs);
+    free(ctx->ahnums);
     free(ctx);
 err:
     errno = ENOMEM;
@@ -338,6 +340,7 @@ EFASIM_EXPORT int ibv_close_device(struct ibv_context *context)
     free(ctx->qps);
     free(ctx->mrs);
     free(ctx->ahs);
+    free(ctx->ahnums);
     free(ctx);
     return 0;
 }
@@ -537,15 +540,37 @@ EFASIM_EXPORT int ibv_dereg_mr(struct ibv_mr *ibv_mr)
 
 /* ---- AH ----------------------------------------------------------------------- */
 
-uint16_t efasim_ahn_for_gid(struct efasim_context *ctx, const union ibv_gid *gid)
+uint16_t efasim_ahn_for_gid(struct efasim_context *ctx, const struct ibv_pd *pd,
+                            const union ibv_gid *gid)
 {
-    for (uint32_t i = 0; i < ctx->ah_slots_used; i++) {
-        struct efasim_ah *ah = ctx->ahs[i];
+    for (uint32_t i = 0; i < ctx->ahnum_slots_used; i++) {
+        const struct efasim_ahnum *n = &ctx->ahnums[i];
 
-        if (ah && ah->live && !memcmp(ah->gid.raw, gid->raw, sizeof(gid->raw)))
-            return ah->ahn;
+        if (n->refs && n->pd == pd && !memcmp(n->gid.raw, gid->raw, sizeof(gid->raw)))
+            return (uint16_t)(i + 1);
     }
     return EFASIM_AHN_UNKNOWN;
+}
+
+/* The number for (pd, gid): the existing one, or a free one. 0 when the table is full. */
+static uint16_t ahnum_get(struct efasim_context *ctx, struct ibv_pd *pd, const union ibv_gid *gid)
+{
+    uint32_t n = efasim_config()->max_ah < 0xfffe ? efasim_config()->max_ah : 0xfffe;
+    uint16_t ahn = efasim_ahn_for_gid(ctx, pd, gid);
+    uint32_t i;
+
+    if (ahn != EFASIM_AHN_UNKNOWN) {
+        ctx->ahnums[ahn - 1].refs++;
+        return ahn;
+    }
+    for (i = 0; i < n && ctx->ahnums[i].refs; i++)
+        ;
+    if (i == n)
+        return 0;
+    ctx->ahnums[i] = (struct efasim_ahnum){.pd = pd, .gid = *gid, .refs = 1};
+    if (i >= ctx->ahnum_slots_used)
+        ctx->ahnum_slots_used = i + 1;
+    return (uint16_t)(i + 1);
 }
 
 EFASIM_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
@@ -555,6 +580,7 @@ EFASIM_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr
     struct efasim_ah *ah;
     struct in_addr unused;
     uint32_t slot;
+    uint16_t ahn;
 
     if (!attr->is_global || attr->port_num != EFASIM_PORT ||
         !efasim_gid_to_addr(&attr->grh.dgid, &unused)) {
@@ -562,28 +588,28 @@ EFASIM_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr
         return NULL;
     }
     pthread_mutex_lock(&ctx->lock);
-    for (slot = 0; slot < cfg->max_ah && slot < 0xfffe; slot++)
+    for (slot = 0; slot < cfg->max_ah; slot++)
         if (!ctx->ahs[slot] || !ctx->ahs[slot]->live)
             break;
-    if (slot == cfg->max_ah || slot == 0xfffe) {
+    ahn = slot < cfg->max_ah ? ahnum_get(ctx, pd, &attr->grh.dgid) : 0;
+    if (!ahn) {
         pthread_mutex_unlock(&ctx->lock);
-        errno = ENOMEM;
+        errno = ENOMEM; /* the device's AH table is full */
         return NULL;
     }
     ah = ctx->ahs[slot] ? ctx->ahs[slot] : calloc(1, sizeof(*ah));
     if (!ah) {
+        ctx->ahnums[ahn - 1].refs--;
         pthread_mutex_unlock(&ctx->lock);
         errno = ENOMEM;
         return NULL;
     }
     ctx->ahs[slot] = ah;
-    if (slot >= ctx->ah_slots_used)
-        ctx->ah_slots_used = slot + 1;
     ah->ibv.context = pd->context;
     ah->ibv.pd = pd;
     ah->ibv.handle = slot + 1;
     ah->gid = attr->grh.dgid;
-    ah->ahn = (uint16_t)(slot + 1);
+    ah->ahn = ahn;
     ah->live = true;
     ctx->nah++;
     pthread_mutex_unlock(&ctx->lock);
@@ -596,8 +622,11 @@ EFASIM_EXPORT int ibv_destroy_ah(struct ibv_ah *ibv_ah)
     struct efasim_ah *ah = (struct efasim_ah *)ibv_ah;
 
     pthread_mutex_lock(&ctx->lock);
-    ah->live = false;
-    ctx->nah--;
+    if (ah->live) {
+        ah->live = false;
+        ctx->ahnums[ah->ahn - 1].refs--;
+        ctx->nah--;
+    }
     pthread_mutex_unlock(&ctx->lock);
     return 0;
 }

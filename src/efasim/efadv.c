@@ -33,13 +33,35 @@ EFASIM_EXPORT int efadv_query_device(struct ibv_context *ibvctx, struct efadv_de
     return 0;
 }
 
+/* True when bytes [from, len) of p are all zero (an extension this library does not know). */
+static bool tail_cleared(const void *p, size_t from, size_t len)
+{
+    const uint8_t *b = p;
+
+    for (size_t i = from; i < len; i++)
+        if (b[i])
+            return false;
+    return true;
+}
+
+/*
+ * As rdma-core 44: a compatibility problem (not a driver QP, inlen too short,
+ * comp_mask, reserved or unknown trailing bytes set) is EINVAL; a driver QP
+ * type other than SRD is EOPNOTSUPP; then the QP checks of qp.c.
+ */
 EFASIM_EXPORT struct ibv_qp *efadv_create_qp_ex(struct ibv_context *ibvctx,
                                                 struct ibv_qp_init_attr_ex *attr_ex,
                                                 struct efadv_qp_init_attr *efa_attr, uint32_t inlen)
 {
-    if (!efa_attr || inlen < offsetof(struct efadv_qp_init_attr, reserved) ||
-        efa_attr->driver_qp_type != EFADV_QP_DRIVER_TYPE_SRD ||
-        attr_ex->qp_type != IBV_QPT_DRIVER) {
+    size_t need = offsetof(struct efadv_qp_init_attr, driver_qp_type) + sizeof(uint32_t);
+
+    if (attr_ex->qp_type != IBV_QPT_DRIVER || !efa_attr || inlen < need || efa_attr->comp_mask ||
+        !tail_cleared(efa_attr->reserved, 0, sizeof(efa_attr->reserved)) ||
+        (inlen > sizeof(*efa_attr) && !tail_cleared(efa_attr, sizeof(*efa_attr), inlen))) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (efa_attr->driver_qp_type != EFADV_QP_DRIVER_TYPE_SRD) {
         errno = EOPNOTSUPP;
         return NULL;
     }
@@ -52,12 +74,18 @@ efadv_create_driver_qp(struct ibv_pd *ibvpd, struct ibv_qp_init_attr *attr, uint
     struct ibv_qp_init_attr_ex ex = {.qp_context = attr->qp_context,
                                      .send_cq = attr->send_cq,
                                      .recv_cq = attr->recv_cq,
+                                     .srq = attr->srq,
                                      .cap = attr->cap,
                                      .qp_type = IBV_QPT_DRIVER,
+                                     .sq_sig_all = attr->sq_sig_all,
                                      .comp_mask = IBV_QP_INIT_ATTR_PD,
                                      .pd = ibvpd};
     struct ibv_qp *qp;
 
+    if (attr->qp_type != IBV_QPT_DRIVER) {
+        errno = EINVAL;
+        return NULL;
+    }
     if (driver_qp_type != EFADV_QP_DRIVER_TYPE_SRD) {
         errno = EOPNOTSUPP;
         return NULL;
@@ -79,16 +107,22 @@ EFASIM_EXPORT int efadv_query_ah(struct ibv_ah *ibvah, struct efadv_ah_attr *att
     return 0;
 }
 
+/* As rdma-core 44: compatibility problems are EINVAL, unknown wc_flags EOPNOTSUPP. */
 EFASIM_EXPORT struct ibv_cq_ex *efadv_create_cq(struct ibv_context *ibvctx,
                                                 struct ibv_cq_init_attr_ex *attr_ex,
                                                 struct efadv_cq_init_attr *efa_attr, uint32_t inlen)
 {
-    if (efa_attr && inlen >= sizeof(*efa_attr) && (efa_attr->wc_flags & ~EFADV_WC_EX_WITH_SGID)) {
+    if (!efa_attr || inlen < offsetof(struct efadv_cq_init_attr, wc_flags) + sizeof(uint64_t) ||
+        efa_attr->comp_mask) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (efa_attr->wc_flags & ~(uint64_t)EFADV_WC_EX_WITH_SGID) {
         errno = EOPNOTSUPP;
         return NULL;
     }
     return efasim_cq_create(efasim_ctx(ibvctx), attr_ex,
-                            efa_attr && (efa_attr->wc_flags & EFADV_WC_EX_WITH_SGID));
+                            efa_attr->wc_flags & EFADV_WC_EX_WITH_SGID);
 }
 
 EFASIM_EXPORT struct efadv_cq *efadv_cq_from_ibv_cq_ex(struct ibv_cq_ex *ibvcqx)

@@ -131,6 +131,17 @@ struct efasim_ah {
     bool live;
 };
 
+/*
+ * An address handle number. As on EFA, the device keeps one per (PD, GID):
+ * every ibv_create_ah for the same PD and GID gets the same number, which
+ * lives until the last of those AHs is destroyed. Receives report it as slid.
+ */
+struct efasim_ahnum {
+    struct ibv_pd *pd;
+    union ibv_gid gid;
+    uint32_t refs; /* live AHs that carry this number; 0 = free */
+};
+
 /* One completion as the CQ hands it out. */
 struct efasim_cqe {
     uint64_t wr_id;
@@ -146,26 +157,37 @@ struct efasim_cqe {
     union ibv_gid sgid;
 };
 
+/*
+ * A CQ. The ring belongs to the context lock (producers run under it); the
+ * consumer side has its own lock, held from a successful ibv_start_poll to
+ * ibv_end_poll as rdma-core's EFA provider holds its CQ spinlock, so the
+ * application may post, register and create objects of the same context
+ * inside the poll section (libfabric does). The entry being read stays in the
+ * ring, reserved, until next_poll or end_poll consumes it; the accessors read
+ * a copy of it.
+ */
 struct efasim_cq {
     struct ibv_cq_ex ibv;  /* begins with the struct ibv_cq fields (ibv_cq_ex_to_cq) */
     struct efadv_cq efadv; /* for efadv_cq_from_ibv_cq_ex / efadv_wc_read_sgid */
     struct efasim_context *ctx;
+    pthread_mutex_t poll_lock; /* the consumer: one poll section at a time */
     struct efasim_cqe *ring;
-    uint32_t size, head, count;
-    struct efasim_cqe *cur; /* entry between start_poll and end_poll */
-    bool polling;
+    uint32_t size, head, count; /* under ctx->lock */
+    struct efasim_cqe cur;      /* copy of the ring's head entry during a poll section */
+    bool has_cur;
 };
 
 struct efasim_context {
     struct verbs_context vctx; /* ibv_context at its end, as verbs_get_ctx expects */
     struct efasim_device *dev;
     pthread_mutex_t lock;
-    struct efasim_qp **qps; /* max_qp slots */
-    struct efasim_mr **mrs; /* indexed by key - 1 */
-    struct efasim_ah **ahs; /* indexed by ahn - 1 */
+    struct efasim_qp **qps;      /* max_qp slots */
+    struct efasim_mr **mrs;      /* indexed by key - 1 */
+    struct efasim_ah **ahs;      /* AH objects, max_ah slots, reused once destroyed */
+    struct efasim_ahnum *ahnums; /* AH numbers, indexed by ahn - 1 */
+    uint32_t ahnum_slots_used;   /* every number in use sits below this index */
     uint32_t nqp, nmr, nah;
     uint32_t qp_slots_used; /* every QP sits below this slot index */
-    uint32_t ah_slots_used; /* likewise for AHs */
     pthread_t service;
     bool service_running, stop;
     uint64_t last_app_poll_ns;
@@ -187,8 +209,9 @@ double efasim_rand01(struct efasim_context *ctx);
 struct efasim_mr *efasim_mr_check(struct efasim_context *ctx, uint32_t key, uint64_t addr,
                                   uint64_t len, unsigned access);
 
-/* AH number for a GID in this context, or EFASIM_AHN_UNKNOWN. */
-uint16_t efasim_ahn_for_gid(struct efasim_context *ctx, const union ibv_gid *gid);
+/* The AH number of (pd, gid) in this context, or EFASIM_AHN_UNKNOWN. */
+uint16_t efasim_ahn_for_gid(struct efasim_context *ctx, const struct ibv_pd *pd,
+                            const union ibv_gid *gid);
 
 /* Append a completion; returns -EAGAIN when the CQ is full. */
 int efasim_cq_push(struct efasim_cq *cq, const struct efasim_cqe *cqe);
@@ -369,8 +392,9 @@ struct efasim_qp {
     uint32_t qkey;
     uint8_t rnr_retry;
     enum ibv_qp_state state;
-    struct ibv_qp_cap cap;
-    uint64_t send_ops_flags;
+    struct ibv_qp_cap cap; /* as returned at creation; max_inline_data is this QP's limit */
+    bool sq_sig_all;       /* every WR completes, whatever its IBV_SEND_SIGNALED */
+    bool has_qp_ex;        /* created with send_ops_flags: ibv_qp_to_qp_ex and ibv_wr_* work */
 
     struct efasim_swqe *sq; /* cap.max_send_wr entries */
     uint8_t *inline_pool;   /* cap.max_send_wr * inline_size bytes */

@@ -108,19 +108,79 @@ static void qp_free(struct efasim_qp *qp)
     free(qp);
 }
 
-static void qp_install_wr_ops(struct efasim_qp *qp);
+static void qp_install_wr_ops(struct efasim_qp *qp, uint64_t send_ops_flags);
+
+static uint32_t roundup_pow2(uint32_t v)
+{
+    uint32_t p = 1;
+
+    while (p < v && p < (1u << 31))
+        p <<= 1;
+    return p;
+}
+
+/* The send operations an SRD QP may ask for: rdma-core 44's, plus RDMA write where offered. */
+static uint64_t qp_supported_send_ops(void)
+{
+    const struct efasim_config *cfg = efasim_config();
+
+    return IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+           (cfg->rdma_read ? IBV_QP_EX_WITH_RDMA_READ : 0) |
+           (cfg->rdma_write ? IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM : 0);
+}
+
+/*
+ * The checks of rdma-core 44's efa_check_qp_attr/efa_check_qp_limits and of
+ * EFA's kernel driver, with their errno values: unknown comp_mask bits or send
+ * operations EOPNOTSUPP; no PD, no CQs, an SRQ, or a capability beyond the
+ * device EINVAL.
+ */
+static int qp_check_attr(const struct ibv_qp_init_attr_ex *attr)
+{
+    const struct efasim_config *cfg = efasim_config();
+
+    if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+        return EOPNOTSUPP;
+    if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd)
+        return EINVAL;
+    if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+        (attr->send_ops_flags & ~qp_supported_send_ops()))
+        return EOPNOTSUPP;
+    if (!attr->send_cq || !attr->recv_cq || attr->srq)
+        return EINVAL;
+    if (attr->cap.max_send_sge > cfg->max_sq_sge || attr->cap.max_recv_sge > cfg->max_rq_sge ||
+        attr->cap.max_send_wr > cfg->max_sq_wr || attr->cap.max_recv_wr > cfg->max_rq_wr ||
+        attr->cap.max_inline_data > cfg->inline_size)
+        return EINVAL;
+    return 0;
+}
+
+/*
+ * Queue sizes as rdma-core 44's efa_setup_qp computes them and returns them in
+ * the caller's cap: the send queue rounded up to a power of two; the receive
+ * ring of max_recv_sge * max_recv_wr descriptors rounded up to a power of
+ * two, which holds that many divided by max_recv_sge WRs. max_inline_data
+ * stays what was asked for and is the QP's inline limit.
+ */
+static struct ibv_qp_cap qp_sizes(const struct ibv_qp_cap *want)
+{
+    struct ibv_qp_cap cap = *want;
+    uint32_t rsge = want->max_recv_sge ? want->max_recv_sge : 1;
+
+    cap.max_send_wr = roundup_pow2(want->max_send_wr ? want->max_send_wr : 1);
+    cap.max_recv_wr = roundup_pow2(rsge * (want->max_recv_wr ? want->max_recv_wr : 1)) / rsge;
+    return cap;
+}
 
 struct ibv_qp *efasim_qp_create(struct efasim_context *ctx, struct ibv_qp_init_attr_ex *attr)
 {
     const struct efasim_config *cfg = efasim_config();
     struct efasim_qp *qp;
     uint32_t slot;
-    int err = EINVAL;
+    int err;
 
-    if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->send_cq || !attr->recv_cq || attr->srq ||
-        attr->cap.max_send_wr > cfg->max_sq_wr || attr->cap.max_recv_wr > cfg->max_rq_wr ||
-        attr->cap.max_send_sge > cfg->max_sq_sge || attr->cap.max_recv_sge > cfg->max_rq_sge ||
-        attr->cap.max_inline_data > cfg->inline_size)
+    err = qp_check_attr(attr);
+    if (err)
         goto err;
     err = ENOMEM;
     qp = calloc(1, sizeof(*qp));
@@ -128,20 +188,12 @@ struct ibv_qp *efasim_qp_create(struct efasim_context *ctx, struct ibv_qp_init_a
         goto err;
     qp->fd = -1;
     qp->ctx = ctx;
-    qp->cap = attr->cap;
-    if (!qp->cap.max_send_wr)
-        qp->cap.max_send_wr = 1;
-    if (!qp->cap.max_recv_wr)
-        qp->cap.max_recv_wr = 1;
-    qp->cap.max_inline_data = cfg->inline_size;
+    qp->cap = qp_sizes(&attr->cap);
+    qp->sq_sig_all = attr->sq_sig_all != 0;
     qp->send_cq = (struct efasim_cq *)attr->send_cq;
     qp->recv_cq = (struct efasim_cq *)attr->recv_cq;
-    /* Without send_ops_flags the QP takes every operation the device offers. */
-    qp->send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
-                         IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_RDMA_WRITE |
-                         IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
-    if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
-        qp->send_ops_flags = attr->send_ops_flags;
+    /* As on EFA, the ibv_wr_* API exists only on a QP created with send_ops_flags. */
+    qp->has_qp_ex = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
     qp->sq = calloc(qp->cap.max_send_wr, sizeof(*qp->sq));
     qp->inline_pool = calloc(qp->cap.max_send_wr, cfg->inline_size ? cfg->inline_size : 1);
     qp->issue_fifo = calloc(qp->cap.max_send_wr, sizeof(*qp->issue_fifo));
@@ -169,7 +221,8 @@ struct ibv_qp *efasim_qp_create(struct efasim_context *ctx, struct ibv_qp_init_a
     qp->ibv.qp_base.state = IBV_QPS_RESET;
     pthread_mutex_init(&qp->ibv.qp_base.mutex, NULL);
     pthread_cond_init(&qp->ibv.qp_base.cond, NULL);
-    qp_install_wr_ops(qp);
+    if (qp->has_qp_ex)
+        qp_install_wr_ops(qp, attr->send_ops_flags);
 
     pthread_mutex_lock(&ctx->lock);
     for (slot = 0; slot < cfg->max_qp; slot++)
@@ -331,28 +384,47 @@ static void swqe_release(struct efasim_qp *qp, uint32_t idx)
     qp->sq_used--;
 }
 
+/*
+ * What rdma-core 44's efa_post_send_validate checks for every WR, on both
+ * posting paths: the QP is in RTS, the WR is signaled (EFA cannot leave a WR
+ * without a completion; only sq_sig_all excuses the flag), no flag other than
+ * SIGNALED and INLINE, and the send queue has room.
+ */
+static int wr_validate(const struct efasim_qp *qp, unsigned int wr_flags)
+{
+    if (qp->state != IBV_QPS_RTS)
+        return EINVAL;
+    if (!(wr_flags & IBV_SEND_SIGNALED) && !qp->sq_sig_all)
+        return EINVAL;
+    if (wr_flags & ~(unsigned)(IBV_SEND_SIGNALED | IBV_SEND_INLINE))
+        return EINVAL;
+    if (qp->sq_used == qp->cap.max_send_wr)
+        return ENOMEM;
+    return 0;
+}
+
 /* Start a new WR in the current session with the QP's wr_id and wr_flags. */
-static struct efasim_swqe *wr_begin(struct ibv_qp_ex *qpx, enum efasim_op op, uint64_t needs)
+static struct efasim_swqe *wr_begin(struct ibv_qp_ex *qpx, enum efasim_op op)
 {
     struct efasim_qp *qp = (struct efasim_qp *)qpx;
     struct efasim_swqe *w;
     uint32_t idx;
+    int err;
 
     qp->building = NULL;
     if (qp->session_err)
         return NULL;
-    if (!(qp->send_ops_flags & needs)) {
-        qp->session_err = EOPNOTSUPP;
-        return NULL;
-    }
-    if (swqe_alloc(qp, &idx)) {
-        qp->session_err = ENOMEM;
+    err = wr_validate(qp, qpx->wr_flags);
+    if (!err)
+        err = swqe_alloc(qp, &idx);
+    if (err) {
+        qp->session_err = err;
         return NULL;
     }
     w = &qp->sq[idx];
     w->op = op;
     w->wr_id = qpx->wr_id;
-    w->signaled = qpx->wr_flags & IBV_SEND_SIGNALED;
+    w->signaled = true; /* unsignaled WRs were refused above */
     w->staged_next = UINT32_MAX;
     if (qp->nstaged)
         qp->sq[qp->staged_last].staged_next = idx;
@@ -366,12 +438,12 @@ static struct efasim_swqe *wr_begin(struct ibv_qp_ex *qpx, enum efasim_op op, ui
 
 static void wr_send(struct ibv_qp_ex *qpx)
 {
-    wr_begin(qpx, EFASIM_OP_SEND, IBV_QP_EX_WITH_SEND);
+    wr_begin(qpx, EFASIM_OP_SEND);
 }
 
 static void wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm)
 {
-    struct efasim_swqe *w = wr_begin(qpx, EFASIM_OP_SEND, IBV_QP_EX_WITH_SEND_WITH_IMM);
+    struct efasim_swqe *w = wr_begin(qpx, EFASIM_OP_SEND);
 
     if (w) {
         w->has_imm = true;
@@ -379,20 +451,10 @@ static void wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm)
     }
 }
 
-static void wr_rdma(struct ibv_qp_ex *qpx, enum efasim_op op, uint64_t needs, uint32_t rkey,
-                    uint64_t raddr)
+static void wr_rdma(struct ibv_qp_ex *qpx, enum efasim_op op, uint32_t rkey, uint64_t raddr)
 {
-    const struct efasim_config *cfg = efasim_config();
-    struct efasim_qp *qp = (struct efasim_qp *)qpx;
-    struct efasim_swqe *w;
+    struct efasim_swqe *w = wr_begin(qpx, op);
 
-    if ((op == EFASIM_OP_READ && !cfg->rdma_read) || (op == EFASIM_OP_WRITE && !cfg->rdma_write)) {
-        if (!qp->session_err)
-            qp->session_err = EOPNOTSUPP; /* the device does not claim it */
-        qp->building = NULL;
-        return;
-    }
-    w = wr_begin(qpx, op, needs);
     if (w) {
         w->rkey = rkey;
         w->raddr = raddr;
@@ -401,19 +463,19 @@ static void wr_rdma(struct ibv_qp_ex *qpx, enum efasim_op op, uint64_t needs, ui
 
 static void wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr)
 {
-    wr_rdma(qpx, EFASIM_OP_READ, IBV_QP_EX_WITH_RDMA_READ, rkey, raddr);
+    wr_rdma(qpx, EFASIM_OP_READ, rkey, raddr);
 }
 
 static void wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr)
 {
-    wr_rdma(qpx, EFASIM_OP_WRITE, IBV_QP_EX_WITH_RDMA_WRITE, rkey, raddr);
+    wr_rdma(qpx, EFASIM_OP_WRITE, rkey, raddr);
 }
 
 static void wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, __be32 imm)
 {
     struct efasim_qp *qp = (struct efasim_qp *)qpx;
 
-    wr_rdma(qpx, EFASIM_OP_WRITE, IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM, rkey, raddr);
+    wr_rdma(qpx, EFASIM_OP_WRITE, rkey, raddr);
     if (qp->building) {
         qp->building->has_imm = true;
         qp->building->imm = be32toh(imm);
@@ -445,7 +507,8 @@ static void wr_set_sge_list(struct ibv_qp_ex *qpx, size_t n, const struct ibv_sg
 
     if (!w)
         return;
-    if (n > qp->cap.max_send_sge || n > EFASIM_MAX_SGE) {
+    /* RDMA moves one local buffer (the device's max_sge_rd, 1); a send up to max_send_sge. */
+    if ((w->op != EFASIM_OP_SEND && n > 1) || n > qp->cap.max_send_sge || n > EFASIM_MAX_SGE) {
         qp->session_err = EINVAL;
         return;
     }
@@ -496,51 +559,13 @@ static void wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr, size_t length)
     wr_set_inline_data_list(qpx, 1, &b);
 }
 
-static void wr_unsupported(struct ibv_qp_ex *qpx)
-{
-    ((struct efasim_qp *)qpx)->session_err = EOPNOTSUPP;
-}
-
-static void wr_unsupported_atomic(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, uint64_t a,
-                                  uint64_t b)
-{
-    (void)rkey, (void)raddr, (void)a, (void)b;
-    wr_unsupported(qpx);
-}
-
-static void wr_unsupported_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr,
-                                     uint64_t a)
-{
-    (void)rkey, (void)raddr, (void)a;
-    wr_unsupported(qpx);
-}
-
-static void wr_unsupported_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
-                                   const struct ibv_mw_bind_info *info)
-{
-    (void)mw, (void)rkey, (void)info;
-    wr_unsupported(qpx);
-}
-
-static void wr_unsupported_u32(struct ibv_qp_ex *qpx, uint32_t v)
-{
-    (void)v;
-    wr_unsupported(qpx);
-}
-
-static void wr_unsupported_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, uint16_t mss)
-{
-    (void)hdr, (void)hdr_sz, (void)mss;
-    wr_unsupported(qpx);
-}
-
 static void wr_start(struct ibv_qp_ex *qpx)
 {
     struct efasim_qp *qp = (struct efasim_qp *)qpx;
 
     pthread_mutex_lock(&qp->ctx->lock);
     qp->in_session = true;
-    qp->session_err = qp->state == IBV_QPS_RTS ? 0 : EINVAL;
+    qp->session_err = 0;
     qp->nstaged = 0;
     qp->building = NULL;
 }
@@ -620,34 +645,57 @@ static void wr_abort(struct ibv_qp_ex *qpx)
     wr_complete(qpx);
 }
 
-static void qp_install_wr_ops(struct efasim_qp *qp)
+/* As rdma-core 44's efa_qp_fill_wr_pfns: the operations asked for, the rest stay NULL. */
+static void qp_install_wr_ops(struct efasim_qp *qp, uint64_t send_ops_flags)
 {
     struct ibv_qp_ex *x = &qp->ibv;
 
     x->wr_start = wr_start;
     x->wr_complete = wr_complete;
     x->wr_abort = wr_abort;
-    x->wr_send = wr_send;
-    x->wr_send_imm = wr_send_imm;
-    x->wr_rdma_read = wr_rdma_read;
-    x->wr_rdma_write = wr_rdma_write;
-    x->wr_rdma_write_imm = wr_rdma_write_imm;
+    if (send_ops_flags & IBV_QP_EX_WITH_SEND)
+        x->wr_send = wr_send;
+    if (send_ops_flags & IBV_QP_EX_WITH_SEND_WITH_IMM)
+        x->wr_send_imm = wr_send_imm;
+    if (send_ops_flags & IBV_QP_EX_WITH_RDMA_READ)
+        x->wr_rdma_read = wr_rdma_read;
+    if (send_ops_flags & IBV_QP_EX_WITH_RDMA_WRITE)
+        x->wr_rdma_write = wr_rdma_write;
+    if (send_ops_flags & IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+        x->wr_rdma_write_imm = wr_rdma_write_imm;
     x->wr_set_ud_addr = wr_set_ud_addr;
     x->wr_set_sge = wr_set_sge;
     x->wr_set_sge_list = wr_set_sge_list;
     x->wr_set_inline_data = wr_set_inline_data;
     x->wr_set_inline_data_list = wr_set_inline_data_list;
-    x->wr_atomic_cmp_swp = wr_unsupported_atomic;
-    x->wr_atomic_fetch_add = wr_unsupported_fetch_add;
-    x->wr_bind_mw = wr_unsupported_bind_mw;
-    x->wr_local_inv = wr_unsupported_u32;
-    x->wr_send_inv = wr_unsupported_u32;
-    x->wr_send_tso = wr_unsupported_tso;
-    x->wr_set_xrc_srqn = wr_unsupported_u32;
 }
 
 /* ---- Legacy posting ------------------------------------------------------------ */
 
+/* rdma-core 44's efa_post_send_validate_wr: the common checks, then what the legacy path allows. */
+static int post_send_validate(const struct efasim_qp *qp, const struct ibv_send_wr *wr)
+{
+    int err = wr_validate(qp, wr->send_flags);
+    uint64_t inline_len = 0;
+
+    if (err)
+        return err;
+    if (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM)
+        return EINVAL; /* RDMA needs the ibv_wr_* API on EFA */
+    if (wr->num_sge < 0)
+        return EINVAL;
+    if (wr->send_flags & IBV_SEND_INLINE) {
+        for (int i = 0; i < wr->num_sge; i++)
+            inline_len += wr->sg_list[i].length;
+        return inline_len > qp->cap.max_inline_data ? EINVAL : 0;
+    }
+    return (uint32_t)wr->num_sge > qp->cap.max_send_sge ? EINVAL : 0;
+}
+
+/*
+ * Each WR is checked as EFA checks it; the first bad one stops the chain with
+ * its errno and *bad pointing at it, and the WRs before it are posted.
+ */
 int efasim_post_send(struct ibv_qp *ibv, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
     struct ibv_qp_ex *qpx = &efasim_qp(ibv)->ibv;
@@ -655,38 +703,24 @@ int efasim_post_send(struct ibv_qp *ibv, struct ibv_send_wr *wr, struct ibv_send
     int err = 0;
 
     for (; wr; wr = wr->next) {
+        wr_start(qpx);
+        err = post_send_validate(qp, wr);
+        if (err) {
+            qp->session_err = err;
+            wr_complete(qpx);
+            *bad = wr;
+            return err;
+        }
         qpx->wr_id = wr->wr_id;
         qpx->wr_flags = wr->send_flags;
-        wr_start(qpx);
-        switch (wr->opcode) {
-        case IBV_WR_SEND:
+        if (wr->opcode == IBV_WR_SEND)
             wr_send(qpx);
-            break;
-        case IBV_WR_SEND_WITH_IMM:
+        else
             wr_send_imm(qpx, wr->imm_data);
-            break;
-        case IBV_WR_RDMA_READ:
-            wr_rdma_read(qpx, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
-            break;
-        case IBV_WR_RDMA_WRITE:
-            wr_rdma_write(qpx, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
-            break;
-        case IBV_WR_RDMA_WRITE_WITH_IMM:
-            wr_rdma_write_imm(qpx, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, wr->imm_data);
-            break;
-        default:
-            qp->session_err = EINVAL;
-            break;
-        }
-        /* For RDMA, wr.rdma overlays wr.ud: EFA's legacy path takes the AH from wr.ud only
-         * for sends; RDMA needs the extended API to name the AH. */
-        if (wr->opcode == IBV_WR_SEND || wr->opcode == IBV_WR_SEND_WITH_IMM)
-            wr_set_ud_addr(qpx, wr->wr.ud.ah, wr->wr.ud.remote_qpn, wr->wr.ud.remote_qkey);
-        else if (!qp->session_err)
-            qp->session_err = EOPNOTSUPP;
+        wr_set_ud_addr(qpx, wr->wr.ud.ah, wr->wr.ud.remote_qpn, wr->wr.ud.remote_qkey);
         if (wr->send_flags & IBV_SEND_INLINE) {
             struct ibv_data_buf bufs[EFASIM_MAX_SGE];
-            size_t n = wr->num_sge < EFASIM_MAX_SGE ? (size_t)wr->num_sge : EFASIM_MAX_SGE;
+            size_t n = (size_t)wr->num_sge < EFASIM_MAX_SGE ? (size_t)wr->num_sge : EFASIM_MAX_SGE;
 
             for (size_t i = 0; i < n; i++)
                 bufs[i] = (struct ibv_data_buf){(void *)(uintptr_t)wr->sg_list[i].addr,
@@ -739,7 +773,8 @@ int efasim_post_recv(struct ibv_qp *ibv, struct ibv_recv_wr *wr, struct ibv_recv
     return err;
 }
 
+/* NULL for a QP created without send_ops_flags, as rdma-core returns it. */
 EFASIM_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
-    return &efasim_qp(qp)->ibv;
+    return efasim_qp(qp)->has_qp_ex ? &efasim_qp(qp)->ibv : NULL;
 }

@@ -100,11 +100,12 @@ static void root_choose(void)
         } else if (!is_kernel_fs(g_root)) {
             return;
         } else {
-            fprintf(stderr,
+            fprintf(
+                stderr,
                 "efasim: SYSFS_PATH=%s is the kernel's sysfs (or /); efasim never writes there and "
                 "uses its own tree instead (programs that read SYSFS_PATH themselves, such as "
                 "libfabric, will not find efasim's devices: see efasim-info --env)\n",
-                    env);
+                env);
         }
     }
     if (xdg && strlen(xdg) + 64 + 16 > IBV_SYSFS_PATH_MAX)

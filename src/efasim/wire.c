@@ -635,7 +635,7 @@ static void rx_consume_recv(struct efasim_qp *qp, const struct rx_src *src, cons
     union ibv_gid gid;
 
     efasim_gid_from_addr(src->addr.sin_addr, &gid);
-    cqe.slid = efasim_ahn_for_gid(qp->ctx, &gid);
+    cqe.slid = efasim_ahn_for_gid(qp->ctx, qp->ibv.qp_base.pd, &gid);
     cqe.sgid = gid;
     if (src->hdr->flags & EFASIM_F_IMM) {
         cqe.wc_flags |= IBV_WC_WITH_IMM;

@@ -97,7 +97,8 @@ static void check_tree(const char *root, int ndev)
 
         /* efa_device_get_pci_attr: realpath(<ibdev_path>/device), a PCI address. */
         snprintf(path, sizeof(path), "%s/device", d->ibdev_path);
-        EXPECT_EQ(sscanf(resolved_name(path, real), "%hx:%hhx:%hhx.%hhx", &dom, &bus, &dev, &fn), 4);
+        EXPECT_EQ(sscanf(resolved_name(path, real), "%hx:%hhx:%hhx.%hhx", &dom, &bus, &dev, &fn),
+                  4);
         expect_file(path, "vendor", "0x1d0f");
         /* efa_device_get_driver: realpath(<ibdev_path>/device/driver), the driver's name. */
         snprintf(path, sizeof(path), "%s/device/driver", d->ibdev_path);
