@@ -1,6 +1,7 @@
 /*
  * efasim's knobs: one table, read once from the environment on first use.
- * Device attributes default to those of a current EFA device; every one can
+ * Device attributes default to what EFA devices report (ibv_devinfo -v and
+ * efadv_query_device on EC2; sources in src/efasim/README.md); every one can
  * be overridden. `efasim-info` prints the table with the values in force.
  */
 #include <arpa/inet.h>
@@ -19,15 +20,17 @@ extern char **environ;
     X(NDEV, ndev, U32, "1", "number of emulated EFA devices (efasim_0, efasim_1, ...)")           \
     X(ADDR, addr, ADDR, "127.0.0.1", "IPv4 address of device 0; device i uses the next ones")     \
     X(MTU, mtu, U32, "8928", "max message size of one send (port max_msg_sz), like EFA")          \
-    X(INLINE, inline_size, U32, "32", "inline data bytes per send WR")                            \
-    X(MAX_SQ_WR, max_sq_wr, U32, "4096", "send queue depth limit")                                \
-    X(MAX_RQ_WR, max_rq_wr, U32, "32768", "receive queue depth limit")                            \
+    X(INLINE, inline_size, U32, "32", "inline data bytes per send WR (efadv inline_buf_size)")    \
+    X(MAX_SQ_WR, max_sq_wr, U32, "4096", "send queue depth limit (efadv max_sq_wr)")              \
+    X(MAX_RQ_WR, max_rq_wr, U32, "32768", "receive queue descriptors (efadv max_rq_wr)")          \
     X(MAX_SQ_SGE, max_sq_sge, U32, "2", "SGEs per send WR")                                       \
-    X(MAX_RQ_SGE, max_rq_sge, U32, "1", "SGEs per receive WR")                                    \
-    X(MAX_CQE, max_cqe, U32, "65536", "entries per CQ")                                           \
+    X(MAX_RQ_SGE, max_rq_sge, U32, "3", "SGEs per receive WR")                                    \
+    X(MAX_CQE, max_cqe, U32, "32768", "entries per CQ")                                           \
     X(MAX_QP, max_qp, U32, "256", "QPs per device context")                                       \
-    X(MAX_MR, max_mr, U32, "65536", "registered regions per context (ibv_reg_mr fails beyond)")   \
-    X(MAX_AH, max_ah, U32, "4096", "address handles per context")                                 \
+    X(MAX_CQ, max_cq, U32, "512", "CQs per device context (reported)")                            \
+    X(MAX_MR, max_mr, U32, "262144", "registered regions per context (ibv_reg_mr fails beyond)")  \
+    X(MAX_MR_SIZE, max_mr_size, U64, "103079215104", "largest MR, 96 GiB like EFA")               \
+    X(MAX_AH, max_ah, U32, "1024", "address handle numbers per context")                          \
     X(MAX_RDMA_SIZE, max_rdma_size, U64, "1073741824", "largest RDMA read/write, 1 GiB like EFA") \
     X(RDMA_READ, rdma_read, BOOL, "1", "advertise and serve RDMA read")                           \
     X(RDMA_WRITE, rdma_write, BOOL, "0", "advertise and serve RDMA write (newer EFA only)")       \
@@ -123,6 +126,16 @@ static void config_read(void)
         c->max_sq_sge = 1;
     if (!c->max_rq_sge)
         c->max_rq_sge = 1;
+    if (c->max_sq_sge > EFASIM_MAX_SGE || c->max_rq_sge > EFASIM_MAX_SGE) {
+        fprintf(stderr, "efasim: EFASIM_MAX_SQ_SGE/MAX_RQ_SGE above %d; using %d\n", EFASIM_MAX_SGE,
+                EFASIM_MAX_SGE);
+        c->max_sq_sge = c->max_sq_sge > EFASIM_MAX_SGE ? EFASIM_MAX_SGE : c->max_sq_sge;
+        c->max_rq_sge = c->max_rq_sge > EFASIM_MAX_SGE ? EFASIM_MAX_SGE : c->max_rq_sge;
+    }
+    if (c->max_mr >= (1u << 18) + 1) {
+        fprintf(stderr, "efasim: EFASIM_MAX_MR above %u; using %u\n", 1u << 18, 1u << 18);
+        c->max_mr = 1u << 18;
+    }
     if (c->max_peers < 8)
         c->max_peers = 8;
     if (!c->rto_us)

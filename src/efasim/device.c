@@ -142,24 +142,29 @@ EFASIM_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 
 /* ---- Context ops ------------------------------------------------------------ */
 
+/*
+ * As EFA's kernel driver (efa_query_device) reports a device: max_qp_wr is the
+ * smaller of the two queue depths, max_sge the smaller SGE count, max_sge_rd
+ * the RDMA read SGEs (1); no atomics, SRQs, memory windows or multicast.
+ */
 static void fill_device_attr(struct efasim_context *ctx, struct ibv_device_attr *a)
 {
     const struct efasim_config *cfg = efasim_config();
 
     memset(a, 0, sizeof(*a));
-    snprintf(a->fw_ver, sizeof(a->fw_ver), "efasim-0.1");
+    snprintf(a->fw_ver, sizeof(a->fw_ver), "0.0.0.0");
     a->node_guid = ibv_get_device_guid(&ctx->dev->ibv);
     a->sys_image_guid = a->node_guid;
-    a->max_mr_size = cfg->max_rdma_size;
-    a->page_size_cap = 4096;
+    a->max_mr_size = cfg->max_mr_size;
+    a->page_size_cap = 0xfffff000; /* 4 KiB to 2 GiB pages, as EFA reports */
     a->vendor_id = EFASIM_VENDOR_ID;
     a->vendor_part_id = EFASIM_DEVICE_ID;
     a->hw_ver = cfg->device_version;
     a->max_qp = (int)cfg->max_qp;
-    a->max_qp_wr = (int)(cfg->max_sq_wr > cfg->max_rq_wr ? cfg->max_sq_wr : cfg->max_rq_wr);
-    a->max_sge = (int)cfg->max_sq_sge;
+    a->max_qp_wr = (int)(cfg->max_sq_wr < cfg->max_rq_wr ? cfg->max_sq_wr : cfg->max_rq_wr);
+    a->max_sge = (int)(cfg->max_sq_sge < cfg->max_rq_sge ? cfg->max_sq_sge : cfg->max_rq_sge);
     a->max_sge_rd = 1;
-    a->max_cq = (int)cfg->max_qp * 2;
+    a->max_cq = (int)cfg->max_cq;
     a->max_cqe = (int)cfg->max_cqe;
     a->max_mr = (int)cfg->max_mr;
     a->max_pd = 256;
@@ -198,7 +203,9 @@ static void fill_port_attr(struct ibv_port_attr *p)
     p->max_msg_sz = efasim_config()->mtu;
     p->pkey_tbl_len = 1;
     p->lid = 0;
-    p->active_width = 1;
+    p->lmc = 1;
+    p->max_vl_num = 1;
+    p->active_width = 2; /* 4X, as EFA reports */
     p->active_speed = 32;
     p->phys_state = 5; /* LinkUp */
     p->link_layer = IBV_LINK_LAYER_UNSPECIFIED;
@@ -447,7 +454,7 @@ EFASIM_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
  * Keys carry a generation so a key from a deregistered MR never matches a new
  * one. The counter is shared by every context in the process, hence atomic.
  */
-#define MR_SLOT_BITS 17
+#define MR_SLOT_BITS 18 /* EFASIM_MAX_MR up to 2^18 (EFA's 262144) */
 static uint32_t g_mr_generation;
 
 struct efasim_mr *efasim_mr_check(struct efasim_context *ctx, uint32_t key, uint64_t addr,
@@ -482,6 +489,10 @@ EFASIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, siz
         errno = EINVAL; /* efasim maps RDMA addresses 1:1 to virtual addresses */
         return NULL;
     }
+    if (length > cfg->max_mr_size) {
+        errno = EINVAL; /* EFA's kernel driver refuses an MR beyond max_mr_size */
+        return NULL;
+    }
     pthread_mutex_lock(&ctx->lock);
     for (slot = 0; slot < cfg->max_mr; slot++)
         if (!ctx->mrs[slot] || !ctx->mrs[slot]->live)
@@ -498,7 +509,8 @@ EFASIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, siz
         return NULL;
     }
     ctx->mrs[slot] = mr;
-    gen = __atomic_add_fetch(&g_mr_generation, 1, __ATOMIC_RELAXED) & 0x7fff;
+    gen = __atomic_add_fetch(&g_mr_generation, 1, __ATOMIC_RELAXED) &
+          ((1u << (31 - MR_SLOT_BITS)) - 1);
     mr->ibv.context = pd->context;
     mr->ibv.pd = pd;
     mr->ibv.addr = addr;

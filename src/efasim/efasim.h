@@ -71,7 +71,9 @@ struct efasim_config {
     uint32_t max_rq_sge;
     uint32_t max_cqe;
     uint32_t max_qp;
+    uint32_t max_cq;
     uint32_t max_mr;
+    uint64_t max_mr_size;
     uint32_t max_ah;
     uint64_t max_rdma_size;
     bool rdma_read;

@@ -78,6 +78,70 @@ EFARM_TEST(efasim_device_defaults)
     efasim_dev_close(&dev);
 }
 
+/*
+ * The device limits an EFA device reports (ibv_devinfo -v / efadv_query_device
+ * on EC2, see src/efasim/README.md), which consumers size their pools from:
+ * libfabric's receive pool is max_rq_wr / max_rq_sge rounded down to a power
+ * of two (8192), not 32768.
+ */
+EFARM_TEST(efasim_device_limits_as_efa)
+{
+    struct ibv_device_attr a;
+    struct efasim_dev dev;
+
+    efasim_dev_open(0, &dev);
+    memset(&a, 0, sizeof(a));
+    EXPECT_EQ(ibv_query_device(dev.ctx, &a), 0);
+    EXPECT_EQ(a.vendor_id, 0x1d0f);
+    EXPECT_EQ(a.max_qp, 256);
+    EXPECT_EQ(a.max_qp_wr, 4096); /* the smaller of max_sq_wr and max_rq_wr */
+    EXPECT_EQ(a.max_sge, 2);
+    EXPECT_EQ(a.max_sge_rd, 1);
+    EXPECT_EQ(a.max_cq, 512);
+    EXPECT_EQ(a.max_cqe, 32768);
+    EXPECT_EQ(a.max_mr, 262144);
+    EXPECT_EQ(a.max_mr_size, 103079215104ull);
+    EXPECT_EQ(a.page_size_cap, 0xfffff000ull);
+    EXPECT_EQ(a.max_pd, 256);
+    EXPECT_EQ(a.max_ah, 1024);
+    EXPECT_EQ(a.atomic_cap, IBV_ATOMIC_NONE);
+    EXPECT_EQ(a.max_srq, 0);
+    EXPECT_EQ(a.phys_port_cnt, 1);
+    EXPECT_EQ(dev.efa.max_rq_sge, 3);
+    EXPECT_EQ(dev.port.max_msg_sz, 8928);
+    EXPECT_EQ(dev.port.active_width, 2);
+    EXPECT_EQ(dev.port.active_speed, 32);
+    EXPECT_EQ(dev.port.lmc, 1);
+    EXPECT_EQ(dev.port.gid_tbl_len, 1);
+    /* libfabric 1.17 efa_prov_info_set_tx_rx_attr: rounddown_pow2(max_rq_wr / max_rq_sge). */
+    {
+        uint32_t per_wr = dev.efa.max_rq_wr / dev.efa.max_rq_sge, rx_size = 1;
+
+        while (rx_size * 2 <= per_wr)
+            rx_size *= 2;
+        EXPECT_EQ(rx_size, 8192);
+    }
+    efasim_dev_close(&dev);
+}
+
+/* An MR beyond max_mr_size is refused with EINVAL, as EFA's kernel driver refuses it. */
+EFARM_TEST(efasim_device_mr_size_limit)
+{
+    static char region[3 << 20];
+    struct efasim_dev dev;
+    struct ibv_mr *mr;
+
+    efasim_setenv("EFASIM_MAX_MR_SIZE", "2097152");
+    efasim_dev_open(0, &dev);
+    mr = ibv_reg_mr(dev.pd, region, 2u << 20, IBV_ACCESS_LOCAL_WRITE);
+    EXPECT_TRUE(mr != NULL);
+    EXPECT_EQ(ibv_dereg_mr(mr), 0);
+    errno = 0;
+    EXPECT_TRUE(ibv_reg_mr(dev.pd, region, (2u << 20) + 1, IBV_ACCESS_LOCAL_WRITE) == NULL);
+    EXPECT_EQ(errno, EINVAL);
+    efasim_dev_close(&dev);
+}
+
 EFARM_TEST(efasim_device_env_overrides)
 {
     struct efasim_qp_opts opts = EFASIM_QP_OPTS_DEFAULT;
