@@ -8,6 +8,7 @@ packages=(
     libhwloc-dev      # NIC selection (required by configure)
     libibverbs-dev    # libibverbs, libefa and infiniband/efadv.h (rdma-core)
     ibverbs-utils     # ibv_devinfo, run unmodified on efasim by the tests
+    libfabric-bin libfabric-dev  # fi_info, fi_pingpong: libfabric's EFA provider on efasim
     iproute2          # ip netns and veth for the two-host efasim test
     ccache            # scripts/mpich-build.sh: recompiles of MPICH hit the cache
     python3 xz-utils  # MPICH's autogen (python3) and its source tarball (.tar.xz)

@@ -93,6 +93,9 @@ step build-tsan-efasim tsan_build
 suite efasim-tsan env TSAN_OPTIONS=halt_on_error=1 LD_LIBRARY_PATH="$root/tsan/src/efasim/.libs" \
     "$root/tsan/test/unit/efasim-unit"
 suite ibv-devinfo sh "$top/test/unit/test_ibv_devinfo.sh" "$root/gcc/src/efasim/.libs"
+suite efasim-symbols sh "$top/test/unit/test_efasim_symbols.sh" "$root/gcc/src/efasim/.libs"
+# libfabric's own fi_info and fi_pingpong (Debian's 1.17), unmodified, on efasim.
+suite libfabric bash "$top/test/libfabric/run-libfabric-tests.sh" "$root/gcc"
 suite efasim-netns sh "$top/test/unit/test_efasim_netns.sh" "$root/gcc/test/unit/efasim-pingpong" \
     "$root/gcc/src/efasim/.libs"
 suite proto-procs sh "$top/test/unit/test_proto_procs.sh" "$root/gcc/tools/efarm-pingpong" \

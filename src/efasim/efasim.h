@@ -255,6 +255,14 @@ enum efasim_pkt {
  * refusal and will never take the datagram; only such a NACK fails the WR.
  */
 #define EFASIM_F_RNR_FINAL 0x4
+/*
+ * DATA, WRITE: a retransmission whose payload the sender can no longer read
+ * (its MR was deregistered or its memory unmapped while the WR was in
+ * flight). It carries no payload: a receiver that settled the datagram answers
+ * as it did; one that never got it settles it as refused (the sender's WR
+ * fails with IBV_WC_LOC_PROT_ERR) and no later copy is taken.
+ */
+#define EFASIM_F_PROBE 0x8
 
 /*
  * Header of every datagram, in the host's byte order: both ends are this library.
@@ -296,6 +304,9 @@ struct efasim_ack {
     uint32_t cookie;
     uint32_t pad;
 };
+
+/* ACK and NACK cookie of a departing QP's answers: match the in-flight datagram by seq. */
+#define EFASIM_COOKIE_ANY UINT32_MAX
 
 enum efasim_op { EFASIM_OP_SEND, EFASIM_OP_READ, EFASIM_OP_WRITE };
 
@@ -348,12 +359,12 @@ struct efasim_seqwin {
  * EFASIM_RX_WINDOW past it, so a ring of that many entries, indexed by
  * seq % EFASIM_RX_WINDOW, is exact: a copy is always answered as its original
  * was, however many answers were lost. Entry bits: `settled`, and the NACK
- * status as a 2-bit code (0 = ACK) in `code_lo`/`code_hi`.
+ * status as a 3-bit code (0 = ACK) in the bit planes `code[0..2]`.
  */
 struct efasim_rxwin {
     uint64_t base;
     struct {
-        uint64_t settled, code_lo, code_hi;
+        uint64_t settled, code[3];
     } word[EFASIM_RX_WINDOW / 64];
 };
 
@@ -364,7 +375,8 @@ struct efasim_rxwin {
  */
 struct efasim_peer {
     bool used;
-    bool heard; /* something came back from it at least once */
+    bool heard;             /* something came back from it at least once */
+    uint64_t last_heard_ns; /* when it last sent this QP anything (its liveness) */
     struct in_addr ip;
     uint16_t port;
     uint32_t inc;      /* incarnation last heard from at this address; 0 = none yet */
@@ -449,9 +461,15 @@ static inline size_t efasim_datagram_max(const struct efasim_config *cfg)
            (cfg->mtu > cfg->rdma_chunk ? cfg->mtu : cfg->rdma_chunk);
 }
 
-/* fault.c: send one datagram from a QP through the fault injector. */
-void efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
-                 struct iovec *iov, int iovcnt);
+/*
+ * fault.c: send one datagram from a QP through the fault injector. 0, or
+ * -EFAULT when its memory cannot be read (the datagram is neither sent nor
+ * held); any other failure is loss, which retransmission covers.
+ */
+int efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
+                struct iovec *iov, int iovcnt);
+/* fault.c: send one datagram as it is, never dropped or held by the fault injector. */
+int efasim_xmit_raw(int fd, const struct sockaddr_in *dst, struct iovec *iov, int iovcnt);
 
 struct ibv_qp *efasim_qp_create(struct efasim_context *ctx, struct ibv_qp_init_attr_ex *attr);
 int efasim_qp_destroy(struct ibv_qp *qp);

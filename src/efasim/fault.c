@@ -4,11 +4,17 @@
  * reorders or delays it with the probabilities EFASIM_LOSS, EFASIM_DUP,
  * EFASIM_REORDER and EFASIM_DELAY, drawn from the context's EFASIM_SEED
  * stream. Held datagrams wait in a bounded per-context queue (64 slots); a
- * datagram that finds no slot goes out at once.
+ * datagram that finds no slot goes out at once. A held datagram is a copy,
+ * taken through the kernel: the application's memory behind an in-flight WR
+ * may be gone (that used to crash the service thread in the copy), which is
+ * reported to the caller as -EFAULT, as sendmsg reports it.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "efasim.h"
 
@@ -31,15 +37,43 @@ struct efasim_delayq {
     size_t buf_size;
 };
 
-static void raw_send(int fd, const struct sockaddr_in *dst, struct iovec *iov, int iovcnt)
+/* 0 or -EFAULT (memory unreadable); a full socket buffer or any other failure is loss. */
+static int raw_send(int fd, const struct sockaddr_in *dst, struct iovec *iov, int iovcnt)
 {
     struct msghdr msg = {.msg_name = (void *)dst,
                          .msg_namelen = sizeof(*dst),
                          .msg_iov = iov,
                          .msg_iovlen = (size_t)iovcnt};
 
-    /* A full socket buffer or any other failure is loss; retransmission covers it. */
-    (void)sendmsg(fd, &msg, 0);
+    return sendmsg(fd, &msg, 0) < 0 && errno == EFAULT ? -EFAULT : 0;
+}
+
+int efasim_xmit_raw(int fd, const struct sockaddr_in *dst, struct iovec *iov, int iovcnt)
+{
+    return raw_send(fd, dst, iov, iovcnt);
+}
+
+/*
+ * Copy the datagram's pieces into buf (len bytes in all). Payloads are the
+ * application's memory, which may have gone away under an in-flight WR, so the
+ * copy goes through the kernel (process_vm_readv on this process) and reports
+ * -EFAULT instead of crashing; where the kernel refuses that call (seccomp), a
+ * plain copy.
+ */
+static int gather(uint8_t *buf, size_t len, const struct iovec *iov, int iovcnt)
+{
+    struct iovec local = {.iov_base = buf, .iov_len = len};
+    ssize_t n = process_vm_readv(getpid(), &local, 1, iov, (unsigned long)iovcnt, 0);
+
+    if (n == (ssize_t)len)
+        return 0;
+    if (n >= 0 || errno == EFAULT)
+        return -EFAULT;
+    for (int i = 0; i < iovcnt; i++) { /* ENOSYS, EPERM: no kernel help */
+        memcpy(buf, iov[i].iov_base, iov[i].iov_len);
+        buf += iov[i].iov_len;
+    }
+    return 0;
 }
 
 static void delayed_release(struct delayed *d)
@@ -47,7 +81,7 @@ static void delayed_release(struct delayed *d)
     struct iovec iov = {.iov_base = d->buf, .iov_len = d->len};
 
     if (d->fd >= 0)
-        raw_send(d->fd, &d->dst, &iov, 1);
+        (void)raw_send(d->fd, &d->dst, &iov, 1); /* our own copy: always readable */
     d->used = false;
 }
 
@@ -76,39 +110,43 @@ void efasim_delayq_free(struct efasim_context *ctx)
     ctx->delayq = NULL;
 }
 
-/* Hold a copy of the datagram; false when no slot is free (then it goes out now). */
-static bool delayq_hold(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
-                        struct iovec *iov, int iovcnt, bool by_time_only)
+/*
+ * Hold a copy of the datagram: 1 when held, 0 when no slot is free (then it
+ * goes out now), -EFAULT when its memory cannot be read.
+ */
+static int delayq_hold(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
+                       struct iovec *iov, int iovcnt, bool by_time_only)
 {
     const struct efasim_config *cfg = efasim_config();
     struct efasim_delayq *q = ctx->delayq;
     struct delayed *d = NULL;
+    size_t len = 0;
 
     if (!q) {
         q = ctx->delayq = calloc(1, sizeof(*q));
         if (!q)
-            return false;
+            return 0;
         q->buf_size = efasim_datagram_max(cfg);
     }
+    for (int i = 0; i < iovcnt; i++)
+        len += iov[i].iov_len;
+    if (len > q->buf_size)
+        return 0; /* cannot happen: datagrams are built within efasim_datagram_max */
     for (unsigned i = 0; i < DELAYQ_SLOTS && !d; i++)
         if (!q->slot[i].used)
             d = &q->slot[i];
     if (!d || (!d->buf && !(d->buf = malloc(q->buf_size))))
-        return false;
-    d->len = 0;
-    for (int i = 0; i < iovcnt; i++) {
-        if (d->len + iov[i].iov_len > q->buf_size)
-            return false;
-        memcpy(d->buf + d->len, iov[i].iov_base, iov[i].iov_len);
-        d->len += iov[i].iov_len;
-    }
+        return 0;
+    if (gather(d->buf, len, iov, iovcnt))
+        return -EFAULT;
+    d->len = len;
     d->used = true;
     d->fd = fd;
     d->dst = *dst;
     /* Reordering: behind 1-4 later datagrams (or 200 us); delay: EFASIM_DELAY_US. */
     d->hold = by_time_only ? UINT32_MAX : 1 + (unsigned)(efasim_rand01(ctx) * 4);
     d->due_ns = efasim_now_ns() + (by_time_only ? (uint64_t)cfg->delay_us * 1000 : 200000);
-    return true;
+    return 1;
 }
 
 /* One more datagram went out: release held ones whose turn has come. */
@@ -126,26 +164,27 @@ static void delayq_tick(struct efasim_context *ctx)
     }
 }
 
-void efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
-                 struct iovec *iov, int iovcnt)
+int efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
+                struct iovec *iov, int iovcnt)
 {
     const struct efasim_config *cfg = efasim_config();
+    int held;
 
-    if (!cfg->loss && !cfg->dup && !cfg->reorder && !cfg->delay) {
-        raw_send(fd, dst, iov, iovcnt);
-        return;
-    }
+    if (!cfg->loss && !cfg->dup && !cfg->reorder && !cfg->delay)
+        return raw_send(fd, dst, iov, iovcnt);
     if (ctx->delayq)
         delayq_tick(ctx);
     if (cfg->loss && efasim_rand01(ctx) < cfg->loss)
-        return;
+        return 0;
     if (cfg->delay && efasim_rand01(ctx) < cfg->delay &&
-        delayq_hold(ctx, fd, dst, iov, iovcnt, true))
-        return;
+        (held = delayq_hold(ctx, fd, dst, iov, iovcnt, true)))
+        return held < 0 ? held : 0;
     if (cfg->reorder && efasim_rand01(ctx) < cfg->reorder &&
-        delayq_hold(ctx, fd, dst, iov, iovcnt, false))
-        return;
-    raw_send(fd, dst, iov, iovcnt);
+        (held = delayq_hold(ctx, fd, dst, iov, iovcnt, false)))
+        return held < 0 ? held : 0;
+    if (raw_send(fd, dst, iov, iovcnt))
+        return -EFAULT;
     if (cfg->dup && efasim_rand01(ctx) < cfg->dup && !delayq_hold(ctx, fd, dst, iov, iovcnt, false))
-        raw_send(fd, dst, iov, iovcnt);
+        (void)raw_send(fd, dst, iov, iovcnt);
+    return 0;
 }

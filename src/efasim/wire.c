@@ -136,9 +136,12 @@ static void seqwin_advance(struct efasim_seqwin *w, uint64_t base)
 
 #define RXWIN_WORDS (EFASIM_RX_WINDOW / 64)
 
-/* NACK statuses a settled datagram can have, by their 2-bit code in the window; 0 is ACK. */
-static const uint32_t rxwin_status[4] = {EFASIM_ST_OK, EFASIM_ST_REMOTE_RNR,
-                                         EFASIM_ST_REMOTE_BAD_LENGTH, EFASIM_ST_REMOTE_BAD_ADDRESS};
+/* The answers a settled datagram can have, by their 3-bit code in the window; 0 is ACK. */
+static const uint32_t rxwin_status[] = {EFASIM_ST_OK, EFASIM_ST_REMOTE_RNR,
+                                        EFASIM_ST_REMOTE_BAD_LENGTH, EFASIM_ST_REMOTE_BAD_ADDRESS,
+                                        EFASIM_ST_LOCAL_INVALID_LKEY};
+#define RXWIN_CODES (sizeof(rxwin_status) / sizeof(rxwin_status[0]))
+_Static_assert(RXWIN_CODES <= 8, "answers fit the window's 3 code bits");
 
 /* Forget the entries of `count` sequence numbers from `from`; count < EFASIM_RX_WINDOW. */
 static void rxwin_clear(struct efasim_rxwin *w, uint64_t from, uint64_t count)
@@ -150,8 +153,8 @@ static void rxwin_clear(struct efasim_rxwin *w, uint64_t from, uint64_t count)
         unsigned i = (unsigned)(from / 64 % RXWIN_WORDS);
 
         w->word[i].settled &= keep;
-        w->word[i].code_lo &= keep;
-        w->word[i].code_hi &= keep;
+        for (unsigned b = 0; b < 3; b++)
+            w->word[i].code[b] &= keep;
         from += take;
         count -= take;
     }
@@ -191,11 +194,11 @@ static void rxwin_settle(struct efasim_rxwin *w, uint64_t seq, uint32_t status)
     uint64_t bit = 1ull << (seq % 64);
     unsigned code = 0;
 
-    while (code < 3 && rxwin_status[code] != status) /* status is one of them */
+    while (code < RXWIN_CODES - 1 && rxwin_status[code] != status) /* status is one of them */
         code++;
     w->word[i].settled |= bit;
-    w->word[i].code_lo |= code & 1 ? bit : 0;
-    w->word[i].code_hi |= code & 2 ? bit : 0;
+    for (unsigned b = 0; b < 3; b++)
+        w->word[i].code[b] |= code >> b & 1 ? bit : 0;
 }
 
 /* The answer a settled seq got; below the base the sender has it already, and ACK will do. */
@@ -203,10 +206,13 @@ static uint32_t rxwin_answer(const struct efasim_rxwin *w, uint64_t seq)
 {
     unsigned i = (unsigned)(seq / 64 % RXWIN_WORDS);
 
+    unsigned code = 0;
+
     if (seq < w->base)
         return EFASIM_ST_OK;
-    return rxwin_status[((w->word[i].code_lo >> (seq % 64)) & 1) |
-                        ((w->word[i].code_hi >> (seq % 64)) & 1) << 1];
+    for (unsigned b = 0; b < 3; b++)
+        code |= (unsigned)(w->word[i].code[b] >> (seq % 64) & 1) << b;
+    return code < RXWIN_CODES ? rxwin_status[code] : EFASIM_ST_OK;
 }
 
 /*
@@ -385,7 +391,28 @@ static void chunk_range(const struct efasim_swqe *w, uint32_t chunk, uint64_t *o
     *len_p = w->length - off < size ? w->length - off : size;
 }
 
-static void inflight_send(struct efasim_qp *qp, struct efasim_inflight *f, uint32_t slot)
+/*
+ * Whether a WR's local memory is still registered as it was posted: a device
+ * translates lkeys whenever it reads, retransmissions included, and a WR whose
+ * MR went away meanwhile cannot be read again.
+ */
+static bool swqe_lkeys_live(const struct efasim_qp *qp, const struct efasim_swqe *w)
+{
+    for (uint32_t i = 0; i < w->nsge; i++)
+        if (!efasim_mr_check(qp->ctx, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length, 0))
+            return false;
+    return true;
+}
+
+/*
+ * Put one datagram of in-flight slot `slot` on the wire. A retransmission
+ * first checks the WR's lkeys; when its data cannot be read any more (MR gone,
+ * memory unmapped), a probe goes instead: the header alone with
+ * EFASIM_F_PROBE, which the receiver answers as it settled the datagram, or
+ * refuses for good if it never got it (see rx_request).
+ */
+static void inflight_send(struct efasim_qp *qp, struct efasim_inflight *f, uint32_t slot,
+                          bool retransmit)
 {
     struct efasim_swqe *w = &qp->sq[f->wqe];
     struct efasim_peer *p = &qp->peers[f->peer];
@@ -436,7 +463,12 @@ static void inflight_send(struct efasim_qp *qp, struct efasim_inflight *f, uint3
     out[0] = (struct iovec){&h, sizeof(h)};
     out[1] = (struct iovec){p->pend, p->npend * sizeof(struct efasim_ack)};
     memcpy(out + 2, iov + 1, (size_t)n * sizeof(struct iovec));
-    efasim_xmit(qp->ctx, qp->fd, &w->dst, out, n + 2);
+    if (n && retransmit && !w->is_inline && !swqe_lkeys_live(qp, w))
+        n = -1; /* the MR went away: nothing of it is read */
+    if (n < 0 || efasim_xmit(qp->ctx, qp->fd, &w->dst, out, n + 2) == -EFAULT) {
+        h.flags |= EFASIM_F_PROBE;
+        (void)efasim_xmit(qp->ctx, qp->fd, &w->dst, out, 2);
+    }
     p->npend = 0;
 }
 
@@ -499,7 +531,7 @@ static bool swqe_issue_chunk(struct efasim_qp *qp, uint32_t idx)
     if (f->deadline_ns < qp->next_deadline_ns || qp->ninflight == 1)
         qp->next_deadline_ns = f->deadline_ns;
     w->chunks_inflight++;
-    inflight_send(qp, f, slot);
+    inflight_send(qp, f, slot, false);
     return true;
 }
 
@@ -587,6 +619,19 @@ static int inflight_lookup(struct efasim_qp *qp, const struct rx_src *src, uint6
     struct efasim_inflight *f;
     struct efasim_peer *p;
 
+    if (cookie == EFASIM_COOKIE_ANY) { /* a departing QP's answer: match by address and seq */
+        uint32_t pidx;
+
+        if (!peer_get(qp, src->addr.sin_addr, ntohs(src->addr.sin_port), false, &pidx))
+            return -1;
+        for (slot = 0; slot < EFASIM_INFLIGHT_MAX; slot++)
+            if (qp->inflight[slot].used && qp->inflight[slot].peer == pidx &&
+                qp->inflight[slot].seq == seq)
+                break;
+        if (slot == EFASIM_INFLIGHT_MAX)
+            return -1;
+        cookie = slot | (uint32_t)qp->inflight[slot].gen << 16;
+    }
     if (slot >= EFASIM_INFLIGHT_MAX)
         return -1;
     f = &qp->inflight[slot];
@@ -613,6 +658,8 @@ static enum ibv_wc_status status_to_wc(uint32_t st)
         return IBV_WC_REM_INV_REQ_ERR;
     case EFASIM_ST_REMOTE_BAD_ADDRESS:
         return IBV_WC_REM_ACCESS_ERR;
+    case EFASIM_ST_LOCAL_INVALID_LKEY: /* the sender's own data was unreadable (probe) */
+        return IBV_WC_LOC_PROT_ERR;
     case EFASIM_ST_UNRESP_REMOTE:
     case EFASIM_ST_UNREACH_REMOTE:
         return IBV_WC_RESP_TIMEOUT_ERR;
@@ -717,6 +764,12 @@ static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pid
         answer_settled(qp, p, pidx, src, rxwin_answer(&p->rx, h->seq));
         return;
     }
+    if (h->flags & EFASIM_F_PROBE) {
+        /* Never got it, and its data is gone at the sender: refused for good. */
+        rxwin_settle(&p->rx, h->seq, EFASIM_ST_LOCAL_INVALID_LKEY);
+        answer_settled(qp, p, pidx, src, EFASIM_ST_LOCAL_INVALID_LKEY);
+        return;
+    }
     if (is_write && (!efasim_config()->rdma_write || plen != h->len ||
                      !rdma_range_ok(qp, h, IBV_ACCESS_REMOTE_WRITE)))
         nack = EFASIM_ST_REMOTE_BAD_ADDRESS;
@@ -760,7 +813,9 @@ static void rx_read_req(struct efasim_qp *qp, const struct rx_src *src)
         send_nack(qp, src, EFASIM_ST_REMOTE_BAD_ADDRESS, 0);
         return;
     }
-    efasim_xmit(qp->ctx, qp->fd, &src->addr, iov, 2);
+    /* Registered but unmapped by the application: EFA would read the pinned pages; we cannot. */
+    if (efasim_xmit(qp->ctx, qp->fd, &src->addr, iov, 2) == -EFAULT)
+        send_nack(qp, src, EFASIM_ST_REMOTE_BAD_ADDRESS, 0);
 }
 
 static void rx_read_resp(struct efasim_qp *qp, const struct rx_src *src, const uint8_t *payload,
@@ -776,6 +831,14 @@ static void rx_read_resp(struct efasim_qp *qp, const struct rx_src *src, const u
     chunk_range(w, qp->inflight[slot].chunk, &off, &len);
     if (plen != len)
         return; /* malformed: not ours to trust; the timer asks again */
+    /* The destination must still be registered, writable, as the device checks its lkey. */
+    for (uint32_t i = 0; i < w->nsge; i++) {
+        if (!efasim_mr_check(qp->ctx, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length,
+                             IBV_ACCESS_LOCAL_WRITE)) {
+            chunk_done(qp, slot, IBV_WC_LOC_PROT_ERR, EFASIM_ST_LOCAL_INVALID_LKEY);
+            return;
+        }
+    }
     sge_copy(w->sge, w->nsge, off, (void *)payload, len, true);
     chunk_done(qp, slot, IBV_WC_SUCCESS, EFASIM_ST_OK);
 }
@@ -832,7 +895,7 @@ static void rx_nack(struct efasim_qp *qp, const struct rx_src *src)
 }
 
 static void rx_datagram(struct efasim_qp *qp, const struct sockaddr_in *from, const uint8_t *buf,
-                        size_t len)
+                        size_t len, uint64_t now)
 {
     struct efasim_hdr h;
     struct rx_src src = {.addr = *from, .hdr = &h};
@@ -858,6 +921,8 @@ static void rx_datagram(struct efasim_qp *qp, const struct sockaddr_in *from, co
         return;
     if (h.src_inc != p->inc && !peer_incarnation(p, h.src_inc, request))
         return;
+    if (h.src_inc == p->inc)
+        p->last_heard_ns = now; /* alive: its datagrams to us keep our WRs to it waiting */
     if (request)
         rxwin_advance(&p->rx, h.low);
     /* Answers meant for an earlier QP with this number name slots that are not ours. */
@@ -889,6 +954,11 @@ static void rx_datagram(struct efasim_qp *qp, const struct sockaddr_in *from, co
 
 /* ---- Timers and progress ------------------------------------------------------------ */
 
+static uint64_t peer_last_heard(const struct efasim_qp *qp, const struct efasim_inflight *f)
+{
+    return qp->peers[f->peer].last_heard_ns;
+}
+
 static void qp_timers(struct efasim_qp *qp, uint64_t now)
 {
     const struct efasim_config *cfg = efasim_config();
@@ -906,7 +976,15 @@ static void qp_timers(struct efasim_qp *qp, uint64_t now)
             next = f->deadline_ns < next ? f->deadline_ns : next;
             continue;
         }
-        if (now - f->first_ns > (uint64_t)cfg->timeout_ms * 1000000) {
+        /*
+         * As SRD: loss is retransmitted for as long as the peer lives. Only a peer
+         * that has said nothing at all since this datagram first went out, for
+         * EFASIM_TIMEOUT_MS, fails it: "unresponsive" if it ever answered, else
+         * "unreachable". One datagram lost many times to a peer that answers
+         * others is not a dead peer.
+         */
+        if (now - (f->first_ns > peer_last_heard(qp, f) ? f->first_ns : peer_last_heard(qp, f)) >
+            (uint64_t)cfg->timeout_ms * 1000000) {
             uint32_t st =
                 qp->peers[f->peer].heard ? EFASIM_ST_UNRESP_REMOTE : EFASIM_ST_UNREACH_REMOTE;
 
@@ -920,7 +998,7 @@ static void qp_timers(struct efasim_qp *qp, uint64_t now)
         f->rnr_backoff = false;
         f->deadline_ns = now + (uint64_t)f->rto_us * 1000;
         next = f->deadline_ns < next ? f->deadline_ns : next;
-        inflight_send(qp, f, i);
+        inflight_send(qp, f, i, true);
     }
     qp->next_deadline_ns = next;
 }
@@ -967,7 +1045,7 @@ static void qp_progress(struct efasim_qp *qp, uint64_t now)
             break;
         for (int i = 0; i < n; i++)
             if (!(msgs[i].msg_hdr.msg_flags & MSG_TRUNC))
-                rx_datagram(qp, &from[i], iovs[i].iov_base, msgs[i].msg_len);
+                rx_datagram(qp, &from[i], iovs[i].iov_base, msgs[i].msg_len, now);
         if (n < EFASIM_RX_BATCH)
             break;
     }
@@ -975,6 +1053,66 @@ static void qp_progress(struct efasim_qp *qp, uint64_t now)
     qp_retry_finish(qp);
     efasim_qp_issue(qp);
     ack_flush(qp, efasim_now_ns(), false);
+}
+
+/*
+ * A departing QP answers, once more and past the fault injector, every
+ * datagram it settled that its sender may not have the answer to yet (all of
+ * its receive window above the sender's low-water mark), matched by sequence
+ * number. EFA keeps SRD's state below the QPs, so a retransmission of data the
+ * NIC delivered is acknowledged even after the QP is destroyed; efasim's state
+ * dies with the socket, so it says everything now, on a path that only the
+ * kernel could drop (loopback and veth do not, with efasim's buffers).
+ */
+static void quiesce_answer_all(struct efasim_qp *qp)
+{
+    for (uint32_t i = 0; i < efasim_config()->max_peers; i++) {
+        struct efasim_peer *p = &qp->peers[i];
+        struct sockaddr_in dst = {
+            .sin_family = AF_INET, .sin_addr = p->ip, .sin_port = htons(p->port)};
+        struct efasim_ack acks[EFASIM_ACK_PIGGY];
+        struct efasim_hdr h = {
+            .magic = EFASIM_MAGIC, .type = EFASIM_PKT_ACK, .src_inc = qp->inc, .dst_inc = p->inc};
+        struct iovec iov[2] = {{&h, sizeof(h)}, {acks, 0}};
+        unsigned n = 0;
+
+        if (!p->used || !p->inc)
+            continue;
+        for (uint64_t seq = p->rx.base; seq < p->rx.base + EFASIM_RX_WINDOW; seq++) {
+            uint32_t st;
+
+            if (rxwin_check(&p->rx, seq) != 0)
+                continue; /* never settled: nothing to answer */
+            st = rxwin_answer(&p->rx, seq);
+            if (st != EFASIM_ST_OK) {
+                struct efasim_hdr nack = {.magic = EFASIM_MAGIC,
+                                          .type = EFASIM_PKT_NACK,
+                                          .flags =
+                                              st == EFASIM_ST_REMOTE_RNR ? EFASIM_F_RNR_FINAL : 0,
+                                          .seq = seq,
+                                          .cookie = EFASIM_COOKIE_ANY,
+                                          .status = st,
+                                          .src_inc = qp->inc,
+                                          .dst_inc = p->inc};
+                struct iovec one = {&nack, sizeof(nack)};
+
+                (void)efasim_xmit_raw(qp->fd, &dst, &one, 1);
+                continue;
+            }
+            acks[n++] = (struct efasim_ack){.seq = seq, .cookie = EFASIM_COOKIE_ANY};
+            if (n == EFASIM_ACK_PIGGY) {
+                h.nacks = (uint16_t)n;
+                iov[1].iov_len = n * sizeof(acks[0]);
+                (void)efasim_xmit_raw(qp->fd, &dst, iov, 2);
+                n = 0;
+            }
+        }
+        if (n) {
+            h.nacks = (uint16_t)n;
+            iov[1].iov_len = n * sizeof(acks[0]);
+            (void)efasim_xmit_raw(qp->fd, &dst, iov, 2);
+        }
+    }
 }
 
 void efasim_qp_quiesce(struct efasim_qp *qp)
@@ -986,6 +1124,7 @@ void efasim_qp_quiesce(struct efasim_qp *qp)
      */
     qp_progress(qp, efasim_now_ns());
     ack_flush(qp, 0, true);
+    quiesce_answer_all(qp);
 }
 
 void efasim_progress(struct efasim_context *ctx)

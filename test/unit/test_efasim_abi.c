@@ -37,7 +37,8 @@ static void expect_binds(const char *soname)
         efarm_test_fail(__FILE__, __LINE__, "dlopen(%s) on efasim: %s", soname,
                         why ? why : "(no reason)");
     }
-    EXPECT_EQ(dlclose(h), 0);
+    /* Left loaded: libfabric's constructors allocate what only its unloading would leak. */
+    (void)h;
 }
 
 /* The loader really uses efasim's libibverbs (not the system's) in this process. */
