@@ -122,12 +122,18 @@ FUZZ_ARTIFACTS=$logs/ step "fuzz-pkt-decode-${fuzz_seconds}s" sh "$top/test/fuzz
 # scripts/libfabric-build.sh builds Debian trixie's libfabric 2.1.0 (source fetched
 # through a private deb-src list) with only its efa provider against bookworm's
 # rdma-core 44 (about 40 s the first time on 2 cores, 1 s cached, under
-# build/libfabric). Skipped, saying why, only when the source cannot be downloaded.
+# build/libfabric), then runs test/libfabric's checks with its fi_info and
+# fi_pingpong. Skipped, saying why, only when the source cannot be downloaded.
 lf_prefix=${EFARM_LIBFABRIC_PREFIX:-${EFARM_LIBFABRIC_CACHE:-$top/build/libfabric}/install}
 lf_log=$logs/libfabric-build.log
 env EFARM_BUILD_ROOT="$root" "$top/scripts/libfabric-build.sh" --prefix "$lf_prefix" >"$lf_log" 2>&1
 case $? in
-0) pass libfabric-build ;;
+0)
+    pass libfabric-build
+    # The same fi_info/fi_pingpong checks as for Debian's 1.17, with 2.1.0's tools.
+    suite libfabric-2.1 bash "$top/test/libfabric/run-libfabric-tests.sh" --libfabric "$lf_prefix" \
+        "$root/gcc"
+    ;;
 3) echo "SKIP libfabric-build: $(grep -m 1 '^    cannot download' "$lf_log" | sed 's/^ *//') (log: $lf_log)" ;;
 *) fail libfabric-build "$lf_log" ;;
 esac
