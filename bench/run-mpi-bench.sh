@@ -286,7 +286,7 @@ for r in $(seq 1 "$runs"); do
             awk -v v="$v" '$1 == "RESULT" {print v, $2, $3, $4}' "$out/mpi-$v.$r.out" \
                 >>"$out/mpi-results.txt"
         else
-            [[ " ${failed[*]} " == *" $v "* ]] || failed+=("$v")
+            failed+=("$(label_of "$v")/run$r")
         fi
     done
 done
@@ -301,7 +301,8 @@ echo "MPI point-to-point, 2 ranks on $(hostname), $(nproc) cores; MPICH 4.0.2, s
 echo "efarm: ch4:efarm on efasim; efa, udp, tcp: ch4:ofi, libfabric" \
     "$(pkg-config --modversion libfabric 2>/dev/null || echo '?') FI_PROVIDER=efa (on the same" \
     "efasim, FI_EFA_ENABLE_SHM_TRANSFER=0), udp;ofi_rxd, tcp;ofi_rxm; all with MPIR_CVAR_NOLOCAL=1"
-[ ${#failed[@]} -eq 0 ] || echo "FAILED: ${failed[*]} (their columns are '-')"
+[ ${#failed[@]} -eq 0 ] ||
+    echo "FAILED: ${failed[*]} (figures come from the runs that completed; '-' where none did)"
 [ ${#unverified[@]} -eq 0 ] || echo "UNVERIFIED (the netmod check failed, see above): ${unverified[*]}"
 
 # Best figure per variant, test and size; then one table per test with a column per
