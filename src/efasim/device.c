@@ -289,6 +289,7 @@ EFASIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
         goto err_free;
     ctx->dev = to_dev(device);
     ctx->rng = cfg->seed * 0x9e3779b97f4a7c15ull + (uint64_t)getpid() + 1;
+    ctx->last_progress_ns = efasim_now_ns(); /* the NIC's clock starts running now */
 
     ctx->vctx.sz = sizeof(ctx->vctx);
     ctx->vctx.query_port = ctx_query_port;

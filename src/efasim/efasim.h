@@ -193,6 +193,8 @@ struct efasim_context {
     pthread_t service;
     bool service_running, stop;
     uint64_t last_app_poll_ns;
+    uint64_t last_progress_ns; /* the emulated NIC last ran (efasim_progress) */
+    uint64_t stalled_ns;       /* time it did not run at all: off its liveness clock */
     uint64_t rng;
     struct efasim_delayq *delayq;
 };
@@ -495,6 +497,8 @@ void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_
 
 /* Make progress on every QP of the context: read datagrams, run timers. Lock held. */
 void efasim_progress(struct efasim_context *ctx);
+/* The emulated NIC's clock: monotonic time without the stretches it did not run. */
+uint64_t efasim_nic_now(const struct efasim_context *ctx);
 
 /* fault.c: flush datagrams held by the fault injector whose time has come. Lock held. */
 void efasim_delayq_flush(struct efasim_context *ctx, bool all);

@@ -152,6 +152,14 @@ static int qp_check_attr(const struct ibv_qp_init_attr_ex *attr)
         attr->cap.max_send_wr > cfg->max_sq_wr || attr->cap.max_recv_wr > cfg->max_rq_wr ||
         attr->cap.max_inline_data > cfg->inline_size)
         return EINVAL;
+    /*
+     * The receive ring holds max_recv_sge * max_recv_wr descriptors, rounded up to
+     * 2^n, counted in 16 bits by rdma-core 44 (efa_setup_qp): beyond 32768 the
+     * count wraps to 0 and the QP is left without a receive queue. Refused here.
+     */
+    if (roundup_pow2((attr->cap.max_recv_sge ? attr->cap.max_recv_sge : 1) *
+                     (attr->cap.max_recv_wr ? attr->cap.max_recv_wr : 1)) > cfg->max_rq_wr)
+        return EINVAL;
     return 0;
 }
 
@@ -297,34 +305,75 @@ static void qp_flush(struct efasim_qp *qp)
     }
 }
 
+/*
+ * The state transitions an EFA QP takes and the attributes each requires and
+ * allows: the kernel's table for UD QPs (ib_modify_qp_is_ok), which EFA's driver
+ * applies to SRD QPs too, plus IBV_QP_RNR_RETRY where EFA adds it (towards RTS).
+ * Transitions to RESET and ERR are valid from every state and take nothing.
+ */
+struct qp_transition {
+    enum ibv_qp_state from, to;
+    int required, optional;
+};
+
+static const struct qp_transition g_qp_transitions[] = {
+    {IBV_QPS_RESET, IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, 0},
+    {IBV_QPS_INIT, IBV_QPS_INIT, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY},
+    {IBV_QPS_INIT, IBV_QPS_RTR, 0, IBV_QP_PKEY_INDEX | IBV_QP_QKEY},
+    {IBV_QPS_RTR, IBV_QPS_RTS, IBV_QP_SQ_PSN, IBV_QP_CUR_STATE | IBV_QP_QKEY | IBV_QP_RNR_RETRY},
+    {IBV_QPS_RTS, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY | IBV_QP_RNR_RETRY},
+};
+
+/* 0, or the errno EFA's driver returns for this modify (EINVAL, EOPNOTSUPP). */
+static int qp_modify_check(const struct efasim_qp *qp, const struct ibv_qp_attr *attr, int mask)
+{
+    const int supported = IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY |
+                          IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY | IBV_QP_SQ_PSN |
+                          IBV_QP_RNR_RETRY;
+    enum ibv_qp_state cur = mask & IBV_QP_CUR_STATE ? attr->cur_qp_state : qp->state;
+    enum ibv_qp_state to = mask & IBV_QP_STATE ? attr->qp_state : cur;
+    int rest = mask & ~(IBV_QP_STATE | IBV_QP_CUR_STATE);
+
+    if (mask & ~supported)
+        return EOPNOTSUPP;
+    if (cur != qp->state)
+        return EINVAL; /* a stale cur_qp_state */
+    if ((mask & IBV_QP_PORT) && attr->port_num != EFASIM_PORT)
+        return EINVAL;
+    if ((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index)
+        return EINVAL;
+    if (to == IBV_QPS_RESET || to == IBV_QPS_ERR)
+        return rest ? EINVAL : 0;
+    for (size_t i = 0; i < sizeof(g_qp_transitions) / sizeof(g_qp_transitions[0]); i++) {
+        const struct qp_transition *t = &g_qp_transitions[i];
+
+        if (t->from != cur || t->to != to)
+            continue;
+        if ((mask & t->required) != t->required ||
+            (mask & ~(IBV_QP_STATE | t->required | t->optional)))
+            return EINVAL;
+        return 0;
+    }
+    return EINVAL;
+}
+
 int efasim_qp_modify(struct ibv_qp *ibv, struct ibv_qp_attr *attr, int mask)
 {
     struct efasim_qp *qp = efasim_qp(ibv);
-    int ret = 0;
+    int ret;
 
     pthread_mutex_lock(&qp->ctx->lock);
-    if (mask & IBV_QP_QKEY)
-        qp->qkey = attr->qkey;
-    if (mask & IBV_QP_RNR_RETRY)
-        qp->rnr_retry = attr->rnr_retry;
-    if (mask & IBV_QP_PORT && attr->port_num != EFASIM_PORT)
-        ret = EINVAL;
-    if (!ret && (mask & IBV_QP_STATE)) {
-        enum ibv_qp_state cur = mask & IBV_QP_CUR_STATE ? attr->cur_qp_state : qp->state;
-        enum ibv_qp_state to = attr->qp_state;
-        bool ok = to == IBV_QPS_RESET || to == IBV_QPS_ERR ||
-                  (cur == IBV_QPS_RESET && to == IBV_QPS_INIT) ||
-                  (cur == IBV_QPS_INIT && (to == IBV_QPS_INIT || to == IBV_QPS_RTR)) ||
-                  (cur == IBV_QPS_RTR && to == IBV_QPS_RTS) ||
-                  (cur == IBV_QPS_RTS && to == IBV_QPS_RTS);
-
-        if (!ok) {
-            ret = EINVAL;
-        } else {
-            if (to == IBV_QPS_ERR || to == IBV_QPS_RESET)
+    ret = qp_modify_check(qp, attr, mask);
+    if (!ret) {
+        if (mask & IBV_QP_QKEY)
+            qp->qkey = attr->qkey;
+        if (mask & IBV_QP_RNR_RETRY)
+            qp->rnr_retry = attr->rnr_retry;
+        if (mask & IBV_QP_STATE) {
+            if (attr->qp_state == IBV_QPS_ERR || attr->qp_state == IBV_QPS_RESET)
                 qp_flush(qp);
-            qp->state = to;
-            qp->ibv.qp_base.state = to;
+            qp->state = attr->qp_state;
+            qp->ibv.qp_base.state = attr->qp_state;
         }
     }
     pthread_mutex_unlock(&qp->ctx->lock);

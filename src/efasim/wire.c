@@ -523,11 +523,11 @@ static bool swqe_issue_chunk(struct efasim_qp *qp, uint32_t idx)
     f->chunk = w->next_chunk++;
     f->peer = pidx;
     f->seq = p->tx_seq++;
-    f->first_ns = efasim_now_ns();
+    f->first_ns = efasim_nic_now(qp->ctx);
     f->rto_us = cfg->rto_us;
     f->attempt = 0;
     f->rnr_backoff = false;
-    f->deadline_ns = f->first_ns + (uint64_t)f->rto_us * 1000;
+    f->deadline_ns = efasim_now_ns() + (uint64_t)f->rto_us * 1000;
     if (f->deadline_ns < qp->next_deadline_ns || qp->ninflight == 1)
         qp->next_deadline_ns = f->deadline_ns;
     w->chunks_inflight++;
@@ -888,7 +888,7 @@ static void rx_nack(struct efasim_qp *qp, const struct rx_src *src)
         f->deadline_ns = now + (uint64_t)efasim_config()->rnr_backoff_us * 1000;
         if (f->deadline_ns < qp->next_deadline_ns)
             qp->next_deadline_ns = f->deadline_ns;
-        f->first_ns = now;
+        f->first_ns = efasim_nic_now(qp->ctx);
         return;
     }
     chunk_done(qp, slot, status_to_wc(h->status), h->status);
@@ -959,7 +959,8 @@ static uint64_t peer_last_heard(const struct efasim_qp *qp, const struct efasim_
     return qp->peers[f->peer].last_heard_ns;
 }
 
-static void qp_timers(struct efasim_qp *qp, uint64_t now)
+/* now: the wall clock for retransmission deadlines; nic_now: the NIC's clock for liveness. */
+static void qp_timers(struct efasim_qp *qp, uint64_t now, uint64_t nic_now)
 {
     const struct efasim_config *cfg = efasim_config();
     uint64_t next = UINT64_MAX;
@@ -983,8 +984,10 @@ static void qp_timers(struct efasim_qp *qp, uint64_t now)
          * "unreachable". One datagram lost many times to a peer that answers
          * others is not a dead peer.
          */
-        if (now - (f->first_ns > peer_last_heard(qp, f) ? f->first_ns : peer_last_heard(qp, f)) >
-            (uint64_t)cfg->timeout_ms * 1000000) {
+        uint64_t since =
+            f->first_ns > peer_last_heard(qp, f) ? f->first_ns : peer_last_heard(qp, f);
+
+        if (nic_now > since && nic_now - since > (uint64_t)cfg->timeout_ms * 1000000) {
             uint32_t st =
                 qp->peers[f->peer].heard ? EFASIM_ST_UNRESP_REMOTE : EFASIM_ST_UNREACH_REMOTE;
 
@@ -1027,6 +1030,7 @@ static void qp_retry_finish(struct efasim_qp *qp)
 
 static void qp_progress(struct efasim_qp *qp, uint64_t now)
 {
+    uint64_t nic_now = now - qp->ctx->stalled_ns;
     struct mmsghdr msgs[EFASIM_RX_BATCH];
     struct iovec iovs[EFASIM_RX_BATCH];
     struct sockaddr_in from[EFASIM_RX_BATCH];
@@ -1045,11 +1049,11 @@ static void qp_progress(struct efasim_qp *qp, uint64_t now)
             break;
         for (int i = 0; i < n; i++)
             if (!(msgs[i].msg_hdr.msg_flags & MSG_TRUNC))
-                rx_datagram(qp, &from[i], iovs[i].iov_base, msgs[i].msg_len, now);
+                rx_datagram(qp, &from[i], iovs[i].iov_base, msgs[i].msg_len, nic_now);
         if (n < EFASIM_RX_BATCH)
             break;
     }
-    qp_timers(qp, now);
+    qp_timers(qp, now, nic_now);
     qp_retry_finish(qp);
     efasim_qp_issue(qp);
     ack_flush(qp, efasim_now_ns(), false);
@@ -1127,10 +1131,35 @@ void efasim_qp_quiesce(struct efasim_qp *qp)
     quiesce_answer_all(qp);
 }
 
+/*
+ * The emulated NIC runs only when its process does (the application's polls
+ * and the service thread). When neither ran for a while (the process was
+ * stopped or starved of CPU), the NIC was off: that time is taken out of the
+ * NIC's clock, by which peers' silence is measured, so a peer is not found
+ * unresponsive for the time this side was not listening. A real NIC runs on.
+ * A gap longer than 20 service periods plus 20 ms counts as off, beyond that.
+ */
+static uint64_t nic_pending_stall(const struct efasim_context *ctx, uint64_t now)
+{
+    uint64_t gap = now - ctx->last_progress_ns;
+    uint64_t allowed = 20 * (uint64_t)efasim_config()->service_us * 1000 + 20000000;
+
+    return gap > allowed ? gap - allowed : 0;
+}
+
+uint64_t efasim_nic_now(const struct efasim_context *ctx)
+{
+    uint64_t now = efasim_now_ns();
+
+    return now - ctx->stalled_ns - nic_pending_stall(ctx, now);
+}
+
 void efasim_progress(struct efasim_context *ctx)
 {
     uint64_t now = efasim_now_ns();
 
+    ctx->stalled_ns += nic_pending_stall(ctx, now);
+    ctx->last_progress_ns = now;
     for (uint32_t i = 0; i < ctx->qp_slots_used; i++)
         if (ctx->qps[i])
             qp_progress(ctx->qps[i], now);

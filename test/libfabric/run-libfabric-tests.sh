@@ -6,7 +6,7 @@
 # EFASIM_BUILD_DIR is a configured efarm build tree (its src/efasim/.libs holds
 # efasim's libibverbs.so.1 and libefa.so.1). Without --libfabric the system's
 # libfabric is used (Debian's 1.17: fi_info and fi_pingpong from libfabric-bin);
-# with it, PREFIX/bin/fi_info, PREFIX/bin/fi_pingpong and PREFIX/lib/libfabric.so.1
+# with it, PREFIX/bin/fi_info, PREFIX/bin/fi_pingpong and PREFIX/lib{,64}/libfabric.so.1
 # (another libfabric build, such as 2.1 from scripts/libfabric-build.sh).
 #
 # Checks:
@@ -68,7 +68,7 @@ fi
 if [ -n "$prefix" ]; then
     fi_info=$prefix/bin/fi_info
     fi_pingpong=$prefix/bin/fi_pingpong
-    libpath=$efasim_libs:$prefix/lib
+    libpath=$efasim_libs:$prefix/lib:$prefix/lib64
 else
     fi_info=$(command -v fi_info || true)
     fi_pingpong=$(command -v fi_pingpong || true)

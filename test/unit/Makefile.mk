@@ -85,7 +85,8 @@ test_unit_efasim_pingpong_SOURCES = test/unit/efasim_pingpong.c
 test_unit_efasim_pingpong_CPPFLAGS = $(AM_CPPFLAGS) $(IBVERBS_CFLAGS)
 test_unit_efasim_pingpong_LDADD = $(EFA_LIBS) $(IBVERBS_LIBS)
 EXTRA_DIST += test/unit/test_ibv_devinfo.sh test/unit/test_efasim_netns.sh \
-	test/unit/test_proto_procs.sh test/unit/test_efasim_symbols.sh
+	test/unit/test_proto_procs.sh test/unit/test_efasim_symbols.sh \
+	test/libfabric/run-libfabric-tests.sh
 
 EFASIM_ENV = LD_LIBRARY_PATH=$(abs_builddir)/src/efasim/.libs
 check-efasim: $(check_PROGRAMS) $(efasim_LTLIBRARIES)

@@ -320,8 +320,15 @@ static _Noreturn void child_receiver(int wfd, pid_t parent, unsigned exit_after)
     }
 }
 
-static pid_t fork_receiver(struct efasim_dest *to, struct efasim_dev *dev, unsigned exit_after)
+/*
+ * Forks the receiver before this process touches verbs (a forked child must
+ * not inherit efasim's threads), then opens dev and the QP, and makes `to`
+ * address the child.
+ */
+static pid_t fork_receiver(struct efasim_dest *to, struct efasim_dev *dev, struct efasim_qp *qp,
+                           unsigned exit_after)
 {
+    struct efasim_qp_opts opts = EFASIM_QP_OPTS_DEFAULT;
     pid_t parent = getpid(), child;
     struct peer_addr peer;
     union ibv_gid gid;
@@ -338,6 +345,8 @@ static pid_t fork_receiver(struct efasim_dest *to, struct efasim_dev *dev, unsig
     close(fds[1]);
     efarm_test_pipe_read(fds[0], &peer, sizeof(peer), "the child's address");
     close(fds[0]);
+    efasim_dev_open(0, dev);
+    efasim_qp_open(dev, &opts, qp);
     memcpy(gid.raw, peer.gid, 16);
     to->ah = efasim_ah_create(dev, &gid);
     to->qpn = peer.qpn;
@@ -352,7 +361,6 @@ static pid_t fork_receiver(struct efasim_dest *to, struct efasim_dev *dev, unsig
 EFARM_TEST_TIMEOUT(efasim_faults_killed_peer_unresponsive, 60)
 {
     const unsigned timeout_ms = 700;
-    struct efasim_qp_opts opts = EFASIM_QP_OPTS_DEFAULT;
     struct efasim_dev dev;
     struct efasim_qp qp;
     struct efasim_buf sbuf;
@@ -363,10 +371,8 @@ EFARM_TEST_TIMEOUT(efasim_faults_killed_peer_unresponsive, 60)
     int status;
 
     efasim_setenv("EFASIM_TIMEOUT_MS", "700");
-    efasim_dev_open(0, &dev);
-    efasim_qp_open(&dev, &opts, &qp);
+    child = fork_receiver(&to, &dev, &qp, 0);
     efasim_buf_alloc(&dev, 256, IBV_ACCESS_LOCAL_WRITE, &sbuf);
-    child = fork_receiver(&to, &dev, 0);
     for (unsigned i = 0; i < 10; i++) {
         EXPECT_EQ(efasim_send(&qp, &to, i, &sbuf, 0, 64), 0);
         efasim_wait_wc(qp.send_cq, &wc, "a send to the live child");
@@ -434,7 +440,6 @@ EFARM_TEST(efasim_faults_never_heard_unreachable)
 EFARM_TEST_TIMEOUT(efasim_faults_peer_exits_after_delivery, 60)
 {
     enum { N = 300 };
-    struct efasim_qp_opts opts = EFASIM_QP_OPTS_DEFAULT;
     struct efasim_dev dev;
     struct efasim_qp qp;
     struct efasim_buf sbuf;
@@ -448,10 +453,8 @@ EFARM_TEST_TIMEOUT(efasim_faults_peer_exits_after_delivery, 60)
     efasim_setenv("EFASIM_DUP", "0.1");
     efasim_setenv("EFASIM_REORDER", "0.2");
     efasim_setenv("EFASIM_TIMEOUT_MS", "1000");
-    efasim_dev_open(0, &dev);
-    efasim_qp_open(&dev, &opts, &qp);
+    child = fork_receiver(&to, &dev, &qp, N);
     efasim_buf_alloc(&dev, 256, IBV_ACCESS_LOCAL_WRITE, &sbuf);
-    child = fork_receiver(&to, &dev, N);
     while (done < N) {
         while (sent < N && sent - done < 32) {
             EXPECT_EQ(efasim_send(&qp, &to, sent, &sbuf, 0, 64), 0);
@@ -468,4 +471,43 @@ EFARM_TEST_TIMEOUT(efasim_faults_peer_exits_after_delivery, 60)
     efasim_buf_free(&sbuf);
     efasim_qp_close(&qp);
     efasim_dev_close(&dev);
+}
+
+/*
+ * The process (so the emulated NIC) is stopped for longer than the timeout
+ * with WRs in flight: nobody could answer or listen meanwhile, and no WR may
+ * fail for that silence once it runs again.
+ */
+EFARM_TEST_TIMEOUT(efasim_faults_stopped_process_not_unresponsive, 60)
+{
+    enum { N = 64 };
+    struct efasim_pair p;
+    struct efasim_wc wc;
+    pid_t self = getpid(), waker;
+    int status;
+
+    efasim_setenv("EFASIM_TIMEOUT_MS", "300");
+    fflush(NULL);
+    waker = fork(); /* before any verbs call: it only wakes this process up */
+    EXPECT_TRUE(waker >= 0);
+    if (!waker) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (;;) {
+            efasim_sleep_ms(1000);
+            kill(self, SIGCONT);
+        }
+    }
+    efasim_pair_open(&p, NULL, NULL);
+    for (unsigned i = 0; i < N; i++)
+        efasim_post_recv(&p.rx, i, &p.rbuf, 0, p.dev.mtu);
+    for (unsigned i = 0; i < N; i++)
+        EXPECT_EQ(efasim_send(&p.tx, &p.to_rx, i, &p.sbuf, 0, 64), 0);
+    kill(self, SIGSTOP); /* until the waker's next SIGCONT, up to a second */
+    for (unsigned i = 0; i < N; i++) {
+        efasim_wait_wc(p.tx.send_cq, &wc, "a send in flight while the process was stopped");
+        EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+    }
+    kill(waker, SIGKILL);
+    EXPECT_EQ(waitpid(waker, &status, 0), waker);
+    efasim_pair_close(&p);
 }

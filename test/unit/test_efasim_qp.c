@@ -270,6 +270,12 @@ EFARM_TEST(efasim_qp_creation_as_efa)
     errno = 0;
     EXPECT_TRUE(raw_create(&dev, &r, &cap, 0, 0, IBV_QP_INIT_ATTR_PD, NULL) == NULL);
     EXPECT_EQ(errno, EINVAL);
+    cap = g_cap; /* more receive descriptors (sge * wr) than the device's max_rq_wr */
+    cap.max_recv_sge = dev.efa.max_rq_sge;
+    cap.max_recv_wr = dev.efa.max_rq_wr / dev.efa.max_rq_sge + 1;
+    errno = 0;
+    EXPECT_TRUE(raw_create(&dev, &r, &cap, 0, 0, IBV_QP_INIT_ATTR_PD, NULL) == NULL);
+    EXPECT_EQ(errno, EINVAL);
     cap = g_cap;
     cap.max_send_wr = dev.efa.max_sq_wr + 1;
     errno = 0;
@@ -299,4 +305,70 @@ EFARM_TEST(efasim_qp_rdma_read_one_sge)
     ibv_wr_set_sge_list(p.tx.qpx, 2, sge);
     EXPECT_EQ(ibv_wr_complete(p.tx.qpx), EINVAL);
     efasim_pair_close(&p);
+}
+
+/* ibv_modify_qp as EFA's driver takes it: the UD transition table, RNR retry towards RTS. */
+EFARM_TEST(efasim_qp_modify_as_efa)
+{
+    struct efasim_dev dev;
+    struct ibv_qp_attr a;
+    struct raw_qp r;
+
+    efasim_dev_open(0, &dev);
+    memset(&r, 0, sizeof(r));
+    r.scq = efasim_cq_create(&dev, 64);
+    r.rcq = efasim_cq_create(&dev, 64);
+    EXPECT_TRUE(raw_create(&dev, &r, &g_cap, 0, IBV_QP_EX_WITH_SEND,
+                           IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, NULL) != NULL);
+
+    /* RESET -> INIT needs PKEY_INDEX, PORT and QKEY; port 1, pkey index 0 only. */
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qkey = 0x1234;
+    EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_QKEY), EINVAL);
+    a.port_num = 2;
+    EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY),
+              EINVAL);
+    a.port_num = 1;
+    a.pkey_index = 1;
+    EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY),
+              EINVAL);
+    a.pkey_index = 0;
+    /* An attribute EFA does not take at all. */
+    a.timeout = 14;
+    EXPECT_EQ(ibv_modify_qp(r.qp, &a,
+                            IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY |
+                                IBV_QP_TIMEOUT),
+              EOPNOTSUPP);
+    EXPECT_EQ(r.qp->state, IBV_QPS_RESET);
+    EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY),
+              0);
+
+    /* INIT -> RTS skips RTR; RNR retry belongs to the move to RTS. */
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_RTS;
+    EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), EINVAL);
+    a.qp_state = IBV_QPS_RTR;
+    a.rnr_retry = 3;
+    EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_STATE | IBV_QP_RNR_RETRY), EINVAL);
+    EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_STATE), 0);
+    /* RTR -> RTS needs SQ_PSN. */
+    a.qp_state = IBV_QPS_RTS;
+    EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_STATE | IBV_QP_RNR_RETRY), EINVAL);
+    EXPECT_EQ(r.qp->state, IBV_QPS_RTR);
+    EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RNR_RETRY), 0);
+    EXPECT_EQ(r.qp->state, IBV_QPS_RTS);
+    /* In RTS the Q-Key may change; the transition to ERR takes no attributes. */
+    a.qkey = 0x5678;
+    EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_QKEY), 0);
+    a.qp_state = IBV_QPS_ERR;
+    EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_STATE | IBV_QP_QKEY), EINVAL);
+    EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_STATE), 0);
+    EXPECT_EQ(r.qp->state, IBV_QPS_ERR);
+
+    EXPECT_EQ(ibv_destroy_qp(r.qp), 0);
+    EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(r.scq)), 0);
+    EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(r.rcq)), 0);
+    efasim_dev_close(&dev);
 }
