@@ -2,17 +2,28 @@
 # MPI point-to-point over efarm on efasim next to MPICH's ch4:ofi on Debian's libfabric:
 # the same MPICH 4.0.2 built with the same flags, the same benchmark (bench/bench_mpi.c,
 # OSU-style latency, bw, bibw and msgrate), two ranks on this machine, one after the
-# other. Prints the figures and the ratios efarm/udp and efarm/tcp per size, and draws
-# build/bench/mpi-bench.png (latency and bandwidth, log axes).
+# other. Prints the figures and the ratios efarm/efa, efarm/udp and efarm/tcp per size,
+# and draws build/bench/mpi-bench.png (latency and bandwidth, log axes).
 #
-#   bench/run-mpi-bench.sh [--runs N] [--quick] [--only efarm,udp,tcp] [--timeout S]
+#   bench/run-mpi-bench.sh [--runs N] [--quick] [--only efarm,efa,udp,tcp] [--timeout S]
 #                          [--no-install] [-- BENCH-MPI-ARGS...]
 #
 #   efarm  build/mpich/install (EFARM_MPICH_PREFIX), scripts/mpich-build.sh builds it;
 #          EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1
-#   udp    build/mpich-ofi/install (EFARM_MPICH_OFI_CACHE/install), built here with
-#          scripts/mpich-build.sh --netmod ofi when missing; FI_PROVIDER="udp;ofi_rxd"
+#   efa    build/mpich-ofi/install (EFARM_MPICH_OFI_CACHE/install), built here with
+#          scripts/mpich-build.sh --netmod ofi when missing; libfabric's own EFA
+#          provider on the same efasim as efarm (the same-device anchor):
+#          FI_PROVIDER=efa FI_EFA_ENABLE_SHM_TRANSFER=0 MPIR_CVAR_NOLOCAL=1, with
+#          efasim's libibverbs/libefa first on LD_LIBRARY_PATH (EFARM_EFASIM_PATH, by
+#          default the efasim efarm's prefix installed, PREFIX/lib/efarm/efasim) and
+#          SYSFS_PATH at efasim's sysfs view (as `efasim-info --env` prints them)
+#   udp    the same MPICH with FI_PROVIDER="udp;ofi_rxd"
 #   tcp    the same MPICH with FI_PROVIDER="tcp;ofi_rxm"
+#
+# efarm and efa run the same efasim build, so their ratio compares the two EFA RDM
+# protocol implementations (efarm's engine and netmod against libfabric's efa provider
+# under ch4:ofi) on one device; udp and tcp put that in the light of libfabric's
+# socket providers, which need no device.
 #
 # MPIR_CVAR_NOLOCAL=1 makes ch4 treat the two ranks as remote, so every message goes
 # through the netmod instead of shared memory. That the netmod carried the traffic is
@@ -40,11 +51,12 @@ out=${EFARM_BUILD_ROOT:-$top/build}/bench
 efarm_prefix=${EFARM_MPICH_PREFIX:-$top/build/mpich/install}
 ofi_prefix=${EFARM_MPICH_OFI_CACHE:-$top/build/mpich-ofi}/install
 runs=1
-only=efarm,udp,tcp
+only=efarm,efa,udp,tcp
+efasim_dir=${EFARM_EFASIM_PATH:-$efarm_prefix/lib/efarm/efasim}
 timeout_s=1800
 install=yes
 bench_args=()
-deps=(gnuplot-nox libfabric-dev libpsm2-dev librdmacm-dev libpsm-infinipath1-dev)
+deps=(gnuplot-nox libfabric-dev libpsm2-dev librdmacm-dev libpsm-infinipath1-dev hwloc-nox)
 
 usage() { sed -n '8,9p' "$0" | sed 's/^# \{0,1\}//'; }
 
@@ -65,8 +77,8 @@ case $timeout_s in '' | *[!0-9]* | 0) echo "run-mpi-bench: --timeout $timeout_s:
 variants=()
 for v in ${only//,/ }; do
     case $v in
-    efarm | udp | tcp) variants+=("$v") ;;
-    *) echo "run-mpi-bench: --only: unknown variant '$v' (efarm, udp, tcp)" >&2; exit 2 ;;
+    efarm | efa | udp | tcp) variants+=("$v") ;;
+    *) echo "run-mpi-bench: --only: unknown variant '$v' (efarm, efa, udp, tcp)" >&2; exit 2 ;;
     esac
 done
 [ ${#variants[@]} -gt 0 ] || { echo "run-mpi-bench: --only names no variant" >&2; exit 2; }
@@ -98,7 +110,7 @@ if wants efarm && [ ! -x "$efarm_prefix/bin/mpicc" ]; then
     log "no $efarm_prefix/bin/mpicc: run scripts/mpich-build.sh first"
     exit 1
 fi
-if { wants udp || wants tcp; } && [ ! -x "$ofi_prefix/bin/mpicc" ]; then
+if { wants efa || wants udp || wants tcp; } && [ ! -x "$ofi_prefix/bin/mpicc" ]; then
     log "no $ofi_prefix/bin/mpicc: building MPICH ch4:ofi (15-25 minutes on 2 cores)"
     "$top/scripts/mpich-build.sh" --netmod ofi --prefix "$ofi_prefix"
 fi
@@ -110,6 +122,7 @@ binary_of() { if [ "$1" = efarm ]; then echo "$out/efarm/bench-mpi"; else echo "
 label_of() {
     case $1 in
     efarm) echo "efarm" ;;
+    efa) echo "efa" ;;
     udp) echo "udp;ofi_rxd" ;;
     tcp) echo "tcp;ofi_rxm" ;;
     esac
@@ -125,6 +138,80 @@ for v in "${variants[@]}"; do
     log "built $bin"
 done
 
+# ---- efasim, for efarm and for libfabric's efa provider --------------------------------
+
+# efasim_topology SYSFS XML: this machine's hwloc topology (lstopo) with a host bridge
+# holding one PCI function per efasim device of efasim's sysfs view (its PCI address,
+# vendor and device ids) and the device under it, as hwloc shows an EFA NIC.
+efasim_topology() {
+    local sysfs=$1 xml=$2 d devs=()
+    for d in "$sysfs"/class/infiniband/*; do
+        [ -e "$d/device/vendor" ] || continue
+        devs+=("$(basename "$d") $(basename "$(readlink -f "$d/device")") $(cat "$d/device/vendor") $(cat "$d/device/device")")
+    done
+    [ ${#devs[@]} -gt 0 ] || { echo "no efasim device in $sysfs" >&2; return 1; }
+    lstopo-no-graphics --of xml >"$xml.host" || return 1
+    # Insert before the Machine object's closing tag (the last one at its indentation),
+    # with gp_index values above every one in use.
+    awk -v devs="$(printf '%s\n' "${devs[@]}")" '
+        { line[NR] = $0; if ($0 ~ /^  <\/object>$/) last = NR
+          if (match($0, /gp_index="[0-9]+"/)) { g = substr($0, RSTART + 10, RLENGTH - 11) + 0; if (g > gp) gp = g } }
+        END {
+            if (!last) exit 1
+            n = split(devs, d, "\n")
+            for (i = 1; i <= NR; i++) {
+                if (i == last) {
+                    printf "    <object type=\"Bridge\" gp_index=\"%d\" bridge_type=\"0-1\" depth=\"0\">\n", ++gp
+                    for (k = 1; k <= n; k++) {
+                        split(d[k], f, " "); sub(/^0x/, "", f[3]); sub(/^0x/, "", f[4])
+                        printf "      <object type=\"PCIDev\" gp_index=\"%d\" pci_busid=\"%s\" pci_type=\"0200 [%s:%s] [0000:0000] 00\" pci_link_speed=\"0.000000\">\n", ++gp, f[2], f[3], f[4]
+                        printf "        <object type=\"OSDev\" gp_index=\"%d\" name=\"%s\" osdev_type=\"3\"/>\n", ++gp, f[1]
+                        printf "      </object>\n"
+                    }
+                    printf "    </object>\n"
+                }
+                print line[i]
+            }
+        }' "$xml.host" >"$xml" && rm -f "$xml.host"
+}
+
+# Programs linked against Debian's rdma-core (libfabric's efa provider) reach efasim by
+# its libibverbs.so.1 and libefa.so.1 coming first on the loader path, and libfabric
+# reads sysfs itself (the device's driver and PCI address, the verbs ABI version):
+# efasim-info --run prints that environment (LD_LIBRARY_PATH, SYSFS_PATH at efasim's
+# sysfs view, FI_EFA_ENABLE_SHM_TRANSFER=0). efarm loads the same directory itself
+# (EFARM_EFASIM_PATH), so both variants run one efasim build.
+efasim_env=()
+if wants efa || wants efarm; then
+    if [ ! -e "$efasim_dir/libibverbs.so.1" ] || [ ! -e "$efasim_dir/libefa.so.1" ]; then
+        log "no efasim in $efasim_dir (libibverbs.so.1, libefa.so.1): set EFARM_EFASIM_PATH"
+        exit 1
+    fi
+fi
+if wants efa; then
+    efasim_info=$efarm_prefix/bin/efasim-info
+    [ -x "$efasim_info" ] || { log "no $efasim_info: run scripts/mpich-build.sh first"; exit 1; }
+    while IFS= read -r line; do
+        case $line in LD_LIBRARY_PATH=* | SYSFS_PATH=* | FI_EFA_ENABLE_SHM_TRANSFER=*) efasim_env+=("$line") ;; esac
+    done < <(LD_LIBRARY_PATH="$efasim_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$efasim_info" --run env 2>/dev/null || true)
+    if ! printf '%s\n' "${efasim_env[@]}" | grep -q '^SYSFS_PATH='; then
+        log "$efasim_info --run gave no SYSFS_PATH: this efasim has no sysfs view for libfabric"
+        exit 1
+    fi
+    # MPICH's ch4:ofi places each NIC libfabric reports in hwloc's topology by its PCI
+    # address and asserts that it is there (MPIR_hwtopo_get_dev_parent_by_pci, from
+    # ofi_nic.c). hwloc reads the real /sys, where efasim's PCI functions (in its sysfs
+    # view) do not exist: give hwloc this machine's topology with them added, as on a
+    # host with EFA NICs, unless efasim's environment already names one.
+    if ! printf '%s\n' "${efasim_env[@]}" | grep -q '^HWLOC_XMLFILE='; then
+        topo=$out/efasim-topology.xml
+        efasim_topology "$(printf '%s\n' "${efasim_env[@]}" | sed -n 's/^SYSFS_PATH=//p')" "$topo" ||
+            { log "cannot write $topo (lstopo-no-graphics from hwloc-nox)"; exit 1; }
+        efasim_env+=(HWLOC_XMLFILE="$topo" HWLOC_THISSYSTEM=1)
+    fi
+    log "efa: efasim's environment: ${efasim_env[*]}"
+fi
+
 # ---- Runs ----------------------------------------------------------------------------
 
 efarm_pvars=(-p efarm_nm_send_msgs -p efarm_nm_am_send -p efarm_nm_send_bytes -p efarm_tx_pkts
@@ -136,8 +223,14 @@ run_one() {
     prefix=$(prefix_of "$v")
     case $v in
     efarm)
-        env_args=(EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1)
+        env_args=(EFARM_DEVICE=sim EFARM_EFASIM_PATH="$efasim_dir" MPIR_CVAR_NOLOCAL=1)
         extra=("${efarm_pvars[@]}")
+        ;;
+    efa)
+        # FI_EFA_ENABLE_SHM_TRANSFER=0 last, whatever efasim-info says: the two ranks
+        # share efasim's GID, and libfabric would send through its shm provider.
+        env_args=("${efasim_env[@]}" FI_PROVIDER=efa FI_EFA_ENABLE_SHM_TRANSFER=0
+            MPIR_CVAR_NOLOCAL=1 MPIR_CVAR_DEBUG_SUMMARY=1)
         ;;
     *) env_args=(FI_PROVIDER="$(label_of "$v")" MPIR_CVAR_NOLOCAL=1 MPIR_CVAR_DEBUG_SUMMARY=1) ;;
     esac
@@ -193,7 +286,7 @@ for r in $(seq 1 "$runs"); do
             awk -v v="$v" '$1 == "RESULT" {print v, $2, $3, $4}' "$out/mpi-$v.$r.out" \
                 >>"$out/mpi-results.txt"
         else
-            [[ " ${failed[*]} " == *" $v "* ]] || failed+=("$v")
+            failed+=("$(label_of "$v")/run$r")
         fi
     done
 done
@@ -201,18 +294,27 @@ touch "$out/mpi-results.txt"
 
 # ---- Table ---------------------------------------------------------------------------
 
+all_variants=(efarm efa udp tcp) # column order of the tables and of the .dat files
 echo
 echo "MPI point-to-point, 2 ranks on $(hostname), $(nproc) cores; MPICH 4.0.2, same flags;" \
     "best of $runs run(s); bench-mpi ${bench_args[*]:-(defaults)}"
-echo "efarm: ch4:efarm on efasim; udp, tcp: ch4:ofi, libfabric" \
-    "$(pkg-config --modversion libfabric 2>/dev/null || echo '?') FI_PROVIDER=udp;ofi_rxd," \
-    "tcp;ofi_rxm; all with MPIR_CVAR_NOLOCAL=1"
-[ ${#failed[@]} -eq 0 ] || echo "FAILED: ${failed[*]} (their columns are '-')"
+echo "efarm: ch4:efarm on efasim; efa, udp, tcp: ch4:ofi, libfabric" \
+    "$(pkg-config --modversion libfabric 2>/dev/null || echo '?') FI_PROVIDER=efa (on the same" \
+    "efasim, FI_EFA_ENABLE_SHM_TRANSFER=0), udp;ofi_rxd, tcp;ofi_rxm; all with MPIR_CVAR_NOLOCAL=1"
+[ ${#failed[@]} -eq 0 ] ||
+    echo "FAILED: ${failed[*]} (figures come from the runs that completed; '-' where none did)"
 [ ${#unverified[@]} -eq 0 ] || echo "UNVERIFIED (the netmod check failed, see above): ${unverified[*]}"
 
-# Best figure per variant, test and size; then one table per test, and gnuplot's data
-# (bytes efarm udp tcp, '?' when missing) in $out/mpi-TEST.dat.
-awk -v out="$out" '
+# Best figure per variant, test and size; then one table per test with a column per
+# variant run and the ratios efarm/x, and gnuplot's data (bytes efarm efa udp tcp, '?'
+# when missing) in $out/mpi-TEST.dat.
+labels=()
+for v in "${all_variants[@]}"; do labels+=("$(label_of "$v")"); done
+awk -v out="$out" -v all="${all_variants[*]}" -v shown="${variants[*]}" -v labels="${labels[*]}" '
+    BEGIN { nall = split(all, av, " "); split(labels, lab, " ")
+            for (i = 1; i <= nall; i++) label[av[i]] = lab[i]
+            nshown = 0
+            for (i = 1; i <= nall; i++) if (index(" " shown " ", " " av[i] " ")) col[++nshown] = av[i] }
     { key = $2 " " $3; v = $1; x = $4 + 0; tests[$2] = 1; sizes[$2, $3] = 1
       if (!((v, key) in best) || ($2 ~ /^latency/ ? x < best[v, key] : x > best[v, key]))
           best[v, key] = x }
@@ -220,22 +322,30 @@ awk -v out="$out" '
     function ratio(v, w, key) {
         if (!((v, key) in best) || !((w, key) in best) || best[w, key] <= 0) return "-"
         return sprintf("%.2f", best[v, key] / best[w, key]) }
-    function table(test, title, unit, fmt,    n, s, i, j, t, key, list) {
+    function table(test, title, unit, fmt,    n, s, i, j, t, key, list, line, dline) {
         if (!(test in tests)) return
         n = 0
         for (i in sizes) { split(i, s, SUBSEP); if (s[1] == test) list[++n] = s[2] + 0 }
         for (i = 2; i <= n; i++)
             for (j = i; j > 1 && list[j - 1] > list[j]; j--) { t = list[j]; list[j] = list[j - 1]; list[j - 1] = t }
         printf "\n%s\n", title
-        printf "%10s | %12s %12s %12s | %9s %9s\n", "bytes", "efarm", "udp;ofi_rxd", "tcp;ofi_rxm", "efarm/udp", "efarm/tcp"
+        line = sprintf("%10s |", "bytes")
+        for (c = 1; c <= nshown; c++) line = line sprintf(" %12s", label[col[c]])
+        line = line " |"
+        for (c = 1; c <= nshown; c++) if (col[c] != "efarm") line = line sprintf(" %10s", "efarm/" col[c])
+        print line
         dat = out "/mpi-" test ".dat"
-        printf "# bytes efarm udp tcp (%s)\n", unit > dat
+        printf "# bytes %s (%s)\n", all, unit > dat
         for (i = 1; i <= n; i++) {
             key = test " " list[i]
-            printf "%10d | %12s %12s %12s | %9s %9s\n", list[i], fmtc(cell("efarm", key), fmt),
-                fmtc(cell("udp", key), fmt), fmtc(cell("tcp", key), fmt),
-                ratio("efarm", "udp", key), ratio("efarm", "tcp", key)
-            printf "%d %s %s %s\n", list[i], dq(cell("efarm", key)), dq(cell("udp", key)), dq(cell("tcp", key)) > dat
+            line = sprintf("%10d |", list[i])
+            for (c = 1; c <= nshown; c++) line = line sprintf(" %12s", fmtc(cell(col[c], key), fmt))
+            line = line " |"
+            for (c = 1; c <= nshown; c++) if (col[c] != "efarm") line = line sprintf(" %10s", ratio("efarm", col[c], key))
+            print line
+            dline = list[i]
+            for (c = 1; c <= nall; c++) dline = dline " " dq(cell(av[c], key))
+            print dline > dat
         }
         close(dat)
     }
@@ -250,6 +360,13 @@ awk -v out="$out" '
 
 # ---- Plot ----------------------------------------------------------------------------
 
+# gnuplot's title of a variant (underscores escaped) and its column in the .dat files.
+gp_title() { label_of "$1" | sed 's/_/\\_/g'; }
+gp_col() {
+    local i
+    for i in "${!all_variants[@]}"; do [ "${all_variants[i]}" != "$1" ] || echo $((i + 2)); done
+}
+
 png=$out/mpi-bench.png
 if [ -s "$out/mpi-latency_p50.dat" ] || [ -s "$out/mpi-bw.dat" ]; then
     {
@@ -261,19 +378,29 @@ if [ -s "$out/mpi-latency_p50.dat" ] || [ -s "$out/mpi-bw.dat" ]; then
         echo "set multiplot layout 1,2 title 'MPICH 4.0.2, 2 ranks, $(hostname): efarm on efasim vs ch4:ofi (libfabric)'"
         if [ -s "$out/mpi-latency_p50.dat" ]; then
             echo "set title 'latency (one-way, median)'; set ylabel 'us'"
-            echo "plot '$out/mpi-latency_p50.dat' using (\$1 > 0 ? \$1 : 1/0):2 with linespoints lw 2 title 'efarm', \\"
-            echo "     '' using (\$1 > 0 ? \$1 : 1/0):3 with linespoints lw 2 title 'udp;ofi\\_rxd', \\"
-            echo "     '' using (\$1 > 0 ? \$1 : 1/0):4 with linespoints lw 2 title 'tcp;ofi\\_rxm'"
+            sep="plot '$out/mpi-latency_p50.dat'"
+            for v in "${variants[@]}"; do
+                printf "%s using (\$1 > 0 ? \$1 : 1/0):%s with linespoints lw 2 lc %s title '%s'" \
+                    "$sep" "$(gp_col "$v")" "$(($(gp_col "$v") - 1))" "$(gp_title "$v")"
+                sep=", ''"
+            done
+            echo
         fi
         if [ -s "$out/mpi-bw.dat" ]; then
             echo "set title 'bandwidth (solid: bw, dashed: bibw)'; set ylabel 'MB/s'; set key top left"
-            printf "plot '%s' using 1:2 with linespoints lw 2 lc 1 title 'efarm bw', " "$out/mpi-bw.dat"
-            printf "'' using 1:3 with linespoints lw 2 lc 2 title 'udp;ofi\\\\_rxd bw', "
-            printf "'' using 1:4 with linespoints lw 2 lc 3 title 'tcp;ofi\\\\_rxm bw'"
+            sep="plot '$out/mpi-bw.dat'"
+            for v in "${variants[@]}"; do
+                printf "%s using 1:%s with linespoints lw 2 lc %s title '%s bw'" \
+                    "$sep" "$(gp_col "$v")" "$(($(gp_col "$v") - 1))" "$(gp_title "$v")"
+                sep=", ''"
+            done
             if [ -s "$out/mpi-bibw.dat" ]; then
-                printf ", '%s' using 1:2 with lines dt 2 lw 2 lc 1 title 'efarm bibw', " "$out/mpi-bibw.dat"
-                printf "'' using 1:3 with lines dt 2 lw 2 lc 2 title 'udp;ofi\\\\_rxd bibw', "
-                printf "'' using 1:4 with lines dt 2 lw 2 lc 3 title 'tcp;ofi\\\\_rxm bibw'"
+                sep=", '$out/mpi-bibw.dat'"
+                for v in "${variants[@]}"; do
+                    printf "%s using 1:%s with lines dt 2 lw 2 lc %s title '%s bibw'" \
+                        "$sep" "$(gp_col "$v")" "$(($(gp_col "$v") - 1))" "$(gp_title "$v")"
+                    sep=", ''"
+                done
             fi
             echo
         fi

@@ -177,63 +177,13 @@ do_deps() {
 
 # ---- fetch -----------------------------------------------------------------------
 
-# deb-src lines for this release, derived from the machine's deb entries (deb822
-# .sources files and one-line .list files); entries for other suites are skipped.
-derive_deb_src() {
-    local codename
-    codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-    [ -n "$codename" ] || { echo "no VERSION_CODENAME in /etc/os-release" >&2; return 1; }
-    shopt -s nullglob
-    local f
-    for f in /etc/apt/sources.list.d/*.sources; do
-        awk -v codename="$codename" '
-            function flush(  n, s, i, suites, uris, u) {
-                if (types ~ /(^| )deb( |$)/ && enabled != "no" && urilist != "") {
-                    n = split(suitelist, suites, " ")
-                    split(urilist, uris, " ")
-                    for (i = 1; i <= n; i++)
-                        if (suites[i] == codename || index(suites[i], codename "-") == 1)
-                            for (u in uris)
-                                printf "deb-src %s%s %s %s\n", (signed != "" ? "[signed-by=" signed "] " : ""), uris[u], suites[i], comps
-                }
-                types = ""; urilist = ""; suitelist = ""; comps = ""; signed = ""; enabled = ""
-            }
-            /^[ \t]*#/ { next }
-            /^[ \t]*$/ { flush(); next }
-            tolower($1) == "types:" { $1 = ""; types = substr($0, 2) }
-            tolower($1) == "uris:" { $1 = ""; urilist = substr($0, 2) }
-            tolower($1) == "suites:" { $1 = ""; suitelist = substr($0, 2) }
-            tolower($1) == "components:" { $1 = ""; comps = substr($0, 2) }
-            tolower($1) == "signed-by:" && $2 ~ /^\// { signed = $2 }
-            tolower($1) == "enabled:" { enabled = tolower($2) }
-            END { flush() }' "$f"
-    done
-    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-        [ -f "$f" ] || continue
-        awk -v codename="$codename" '
-            $1 == "deb" {
-                i = 2; opts = ""
-                if ($2 ~ /^\[/) { while ($i !~ /\]$/) { opts = opts $i " "; i++ } opts = opts $i " "; i++ }
-                suite = $(i + 1)
-                if (suite == codename || index(suite, codename "-") == 1) {
-                    $1 = "deb-src"; print
-                }
-            }' "$f"
-    done
-}
+# scripts/debsrc.sh: deb-src entries derived from the machine's own, in a private
+# apt configuration.
+# shellcheck source=scripts/debsrc.sh
+. "$top/scripts/debsrc.sh"
 
 fetch_from_debian() {
-    local apt=$srccache/apt
-    mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$srccache/dl"
-    derive_deb_src | sort -u >"$apt/sources.list"
-    echo "deb-src entries (private to this download):"
-    cat "$apt/sources.list"
-    [ -s "$apt/sources.list" ] || { echo "no deb entries for this release to derive deb-src from"; return 1; }
-    local opts=(-o Dir::Etc::sourcelist="$apt/sources.list" -o Dir::Etc::sourceparts=/nonexistent
-        -o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" -o APT::Sandbox::User=root -q)
-    apt-get "${opts[@]}" update
-    (cd "$srccache/dl" && apt-get "${opts[@]}" source --download-only mpich)
-    rm -rf "$apt" # the temporary sources file and its lists
+    debsrc_download "$srccache/apt" "$srccache/dl" mpich "mpich_${mpich_version}.orig.tar."
 }
 
 # Sets pristine (the extracted upstream tree) and source_id.

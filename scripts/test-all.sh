@@ -2,9 +2,9 @@
 # Quick start, step 2: run every test. Builds efarm with gcc and clang
 # (-Werror), checks formatting, runs the unit tests (gcc, clang, and clang with
 # ASan+UBSan), the dissector round trip over every golden vector (also under
-# ASan), the decoder fuzzer for a bounded time, then builds MPICH 4.0.2 with
-# ch4:efarm and runs the MPI tests over it (test/mpi, and a subset of MPICH's own
-# test suite). The last line is
+# ASan), the decoder fuzzer for a bounded time, builds libfabric 2.1.0 with only
+# its efa provider, then builds MPICH 4.0.2 with ch4:efarm and runs the MPI tests
+# over it (test/mpi, and a subset of MPICH's own test suite). The last line is
 # "N passed, N failed"; the exit status is nonzero if anything failed.
 #
 # Environment: EFARM_BUILD_ROOT (default ./build), EFARM_FUZZ_SECONDS (default 60).
@@ -117,6 +117,26 @@ fuzz_build() {
 step build-fuzz fuzz_build
 FUZZ_ARTIFACTS=$logs/ step "fuzz-pkt-decode-${fuzz_seconds}s" sh "$top/test/fuzz/run-fuzz.sh" \
     "$root/fuzz/test/fuzz/fuzz-pkt-decode" "$root/fuzz/test/unit/golden-export" "$fuzz_seconds"
+
+# ---- libfabric 2.1.0, efa provider only --------------------------------------------------
+# scripts/libfabric-build.sh builds Debian trixie's libfabric 2.1.0 (source fetched
+# through a private deb-src list) with only its efa provider against bookworm's
+# rdma-core 44 (about 40 s the first time on 2 cores, 1 s cached, under
+# build/libfabric), then runs test/libfabric's checks with its fi_info and
+# fi_pingpong. Skipped, saying why, only when the source cannot be downloaded.
+lf_prefix=${EFARM_LIBFABRIC_PREFIX:-${EFARM_LIBFABRIC_CACHE:-$top/build/libfabric}/install}
+lf_log=$logs/libfabric-build.log
+env EFARM_BUILD_ROOT="$root" "$top/scripts/libfabric-build.sh" --prefix "$lf_prefix" >"$lf_log" 2>&1
+case $? in
+0)
+    pass libfabric-build
+    # The same fi_info/fi_pingpong checks as for Debian's 1.17, with 2.1.0's tools.
+    suite libfabric-2.1 bash "$top/test/libfabric/run-libfabric-tests.sh" --libfabric "$lf_prefix" \
+        "$root/gcc"
+    ;;
+3) echo "SKIP libfabric-build: $(grep -m 1 '^    cannot download' "$lf_log" | sed 's/^ *//') (log: $lf_log)" ;;
+*) fail libfabric-build "$lf_log" ;;
+esac
 
 # ---- MPICH 4.0.2 with ch4:efarm, and the MPI tests over it ----------------------------------
 # scripts/mpich-build.sh builds and installs MPICH with efarm's netmod (15-25 minutes

@@ -88,8 +88,9 @@ static const char g_usage[] =
     "                     address file, the server's answer or a client (default 30)\n"
     "\n"
     "Per size the client prints the subprotocol(s) its sends used, the median and 99th\n"
-    "percentile one-way latency (half the round trip) and the bandwidth (bytes of one\n"
-    "message over the mean one-way time), then its endpoint's counters. Over efasim:\n"
+    "percentile one-way latency (half the round trip), the bandwidth (bytes of one\n"
+    "message over the mean one-way time) and that mean (as fi_pingpong's usec/xfer),\n"
+    "then its endpoint's counters. Over efasim:\n"
     "EFARM_DEVICE=sim EFARM_EFASIM_PATH=<build>/src/efasim/.libs. Between two hosts\n"
     "ADDRFILE must be on a file system both see.\n";
 
@@ -657,8 +658,9 @@ static int client_size(struct efarm_ep *ep, efarm_peer_t server, const struct pp
     }
     qsort(b->lat, (size_t)o->iters, sizeof(b->lat[0]), cmp_double);
     protos_format(protos, names, sizeof(names));
-    printf("%10" PRIu64 " | %-17s | %10.2f %10.2f | %10.1f\n", size, names, b->lat[o->iters / 2],
-           b->lat[o->iters * 99 / 100], (double)size * o->iters / sum);
+    printf("%10" PRIu64 " | %-17s | %10.2f %10.2f | %10.1f | %10.2f\n", size, names,
+           b->lat[o->iters / 2], b->lat[o->iters * 99 / 100], (double)size * o->iters / sum,
+           sum / (double)o->iters);
     fflush(stdout);
     return 0;
 }
@@ -724,9 +726,9 @@ static int run_client(const struct pp_opts *o, pid_t server_pid)
         goto close_ep;
     printf("efarm-pingpong: %ld round trips per size after %ld warm-up, %s, one-way = "
            "round trip / 2\n"
-           "%10s | %-17s | %21s | %10s\n",
+           "%10s | %-17s | %21s | %10s | %10s\n",
            o->iters, warmup_iters(o), o->check ? "every byte checked" : "data not checked", "bytes",
-           "proto", "lat med/p99 us", "MB/s");
+           "proto", "lat med/p99 us", "MB/s", "mean us");
     for (unsigned i = 0; i < o->nsizes && ret == 0; i++)
         ret = client_size(ep, server, o, &b, o->sizes[i]);
     if (ret == 0)
