@@ -100,6 +100,9 @@ suite efasim-netns sh "$top/test/unit/test_efasim_netns.sh" "$root/gcc/test/unit
     "$root/gcc/src/efasim/.libs"
 suite proto-procs sh "$top/test/unit/test_proto_procs.sh" "$root/gcc/tools/efarm-pingpong" \
     "$root/gcc/src/efasim/.libs"
+# efarm's engine against libfabric's EFA provider (Debian's 1.17), both on efasim.
+step build-interop make -C "$root/gcc" -j"$jobs" test/interop/interop-efarm test/interop/interop-fi
+suite interop-libfabric bash "$top/test/interop/run-interop.sh" "$root/gcc" --label libfabric-1.17
 step bench-efasim-runs env LD_LIBRARY_PATH="$root/gcc/src/efasim/.libs" \
     "$root/gcc/bench/bench-efasim" 200
 step bench-device-runs env EFARM_DEVICE=sim EFARM_EFASIM_PATH="$root/gcc/src/efasim/.libs" \

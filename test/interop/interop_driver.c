@@ -1,0 +1,291 @@
+/*
+ * The case driver of the interop programs (interop_driver.h).
+ */
+#include "interop_driver.h"
+
+#include <stdlib.h>
+
+#define IC_GUARD      64 /* bytes after each receive buffer that must stay untouched */
+#define IC_GUARD_BYTE 0xa5
+
+struct ic_ctx {
+    const struct ic_side_ops *ops;
+    void *side;
+    int ctl;
+    const struct ic_run_opts *opts;
+    double deadline;
+    /* Control messages that arrived ahead of the one being waited for. */
+    struct ic_msg pending[8];
+    unsigned npending;
+};
+
+static int ic_fail(const struct ic_ctx *x, const struct ic_case *c, const char *what, int err)
+{
+    fprintf(stderr, "interop(%s): case %u (%s, %s, %u message(s), first %llu B, %s%s): %s%s%s\n",
+            x->ops->name, c->index, ic_dir_name(c->dir), c->tagged ? "tagged" : "untagged", c->nmsg,
+            (unsigned long long)c->size[0], c->after ? "receive after arrival" : "receive first",
+            c->dc ? ", delivery complete" : "", what, err ? ": " : "",
+            err ? (err == -ETIMEDOUT ? "timed out" : x->ops->strerror(err)) : "");
+    return err ? err : -EPROTO;
+}
+
+/* Progress once; look for a control message of `kind` for case `ci` without blocking. */
+static int ic_poll(struct ic_ctx *x, uint32_t kind, uint32_t ci, struct ic_msg *out, bool *got)
+{
+    struct ic_msg m;
+    int ret = x->ops->progress(x->side);
+
+    *got = false;
+    if (ret)
+        return ret;
+    for (unsigned i = 0; i < x->npending; i++) {
+        if (x->pending[i].kind == kind && x->pending[i].a == ci) {
+            *out = x->pending[i];
+            x->pending[i] = x->pending[--x->npending];
+            *got = true;
+            return 0;
+        }
+    }
+    ret = ic_read(x->ctl, &m, sizeof(m), 0);
+    if (ret == -EAGAIN)
+        return 0;
+    if (ret)
+        return ret;
+    if (m.kind == kind && m.a == ci) {
+        *out = m;
+        *got = true;
+        return 0;
+    }
+    if (m.kind == IC_BYE || x->npending == sizeof(x->pending) / sizeof(x->pending[0]))
+        return -EPROTO;
+    x->pending[x->npending++] = m;
+    return 0;
+}
+
+/* Progress until a control message of `kind` for case ci arrives, or the deadline. */
+static int ic_wait_ctl(struct ic_ctx *x, uint32_t kind, uint32_t ci, struct ic_msg *out)
+{
+    for (unsigned spins = 0;; spins++) {
+        bool got;
+        int ret = ic_poll(x, kind, ci, out, &got);
+
+        if (ret || got)
+            return ret;
+        if (spins % 256 == 0 && ic_now() > x->deadline)
+            return -ETIMEDOUT;
+    }
+}
+
+/* Progress until every op is done, or the deadline. */
+static int ic_wait_ops(struct ic_ctx *x, const struct ic_op *ops, uint32_t n)
+{
+    for (unsigned spins = 0;; spins++) {
+        uint32_t done = 0;
+        int ret;
+
+        for (uint32_t i = 0; i < n; i++)
+            done += ops[i].done;
+        if (done == n)
+            return 0;
+        ret = x->ops->progress(x->side);
+        if (ret)
+            return ret;
+        if (spins % 256 == 0 && ic_now() > x->deadline)
+            return -ETIMEDOUT;
+    }
+}
+
+/* Post with retries while the side says -EAGAIN. */
+static int ic_post(struct ic_ctx *x, bool send, const struct ic_case *c, uint32_t m, uint8_t *buf,
+                   uint64_t len, struct ic_op *op)
+{
+    for (unsigned spins = 0;; spins++) {
+        int ret = send ? x->ops->send(x->side, c, m, buf, len, op)
+                       : x->ops->recv(x->side, c, m, buf, len, op);
+
+        if (ret != -EAGAIN)
+            return ret;
+        ret = x->ops->progress(x->side);
+        if (ret)
+            return ret;
+        if (spins % 256 == 0 && ic_now() > x->deadline)
+            return -ETIMEDOUT;
+    }
+}
+
+static int ic_sender(struct ic_ctx *x, const struct ic_case *c, uint8_t **bufs, struct ic_op *ops)
+{
+    struct ic_msg m;
+    int ret;
+
+    for (uint32_t i = 0; i < c->nmsg; i++)
+        ic_fill(bufs[i], c->index, i, c->size[i]);
+    if (!c->after && (ret = ic_wait_ctl(x, IC_POSTED, c->index, &m)))
+        return ic_fail(x, c, "waiting for the receiver to post", ret);
+    for (uint32_t i = 0; i < c->nmsg; i++)
+        if ((ret = ic_post(x, true, c, i, bufs[i], c->size[i], &ops[i])))
+            return ic_fail(x, c, "posting a send", ret);
+    if (c->after && (ret = ic_send(x->ctl, IC_SENT, c->index, 0)))
+        return ic_fail(x, c, "control channel", ret);
+    if ((ret = ic_wait_ops(x, ops, c->nmsg)))
+        return ic_fail(x, c, "waiting for the send completions", ret);
+    if ((ret = ic_wait_ctl(x, IC_DONE, c->index, &m)))
+        return ic_fail(x, c, "waiting for the receiver's verdict", ret);
+    for (uint32_t i = 0; i < c->nmsg; i++)
+        if (ops[i].status) {
+            fprintf(stderr, "interop(%s): case %u: send %u of %llu B completed with %s\n",
+                    x->ops->name, c->index, i, (unsigned long long)c->size[i],
+                    x->ops->strerror(ops[i].status));
+            m.b++;
+        }
+    return (int)m.b; /* the receiver's defects plus ours */
+}
+
+static unsigned ic_check_recv(struct ic_ctx *x, const struct ic_case *c, uint32_t i,
+                              const uint8_t *buf, const struct ic_op *op)
+{
+    uint64_t len = c->size[i], off;
+    unsigned defects = 0;
+
+#define IC_DEFECT(...)                                                                           \
+    do {                                                                                         \
+        fprintf(stderr, "interop(%s): case %u message %u (%llu B): ", x->ops->name, c->index, i, \
+                (unsigned long long)len);                                                        \
+        fprintf(stderr, __VA_ARGS__);                                                            \
+        fputc('\n', stderr);                                                                     \
+        defects++;                                                                               \
+    } while (0)
+
+    if (op->status) {
+        IC_DEFECT("receive completed with %s", x->ops->strerror(op->status));
+        return defects;
+    }
+    if (op->len != len)
+        IC_DEFECT("%llu bytes delivered", (unsigned long long)op->len);
+    if (c->tagged && op->tag != ic_tag(c))
+        IC_DEFECT("tag %#llx, sent %#llx", (unsigned long long)op->tag,
+                  (unsigned long long)ic_tag(c));
+    if (c->cqdata) {
+        bool fi_sent = c->dir == IC_FI_TO_EFARM, fi_recv = !fi_sent;
+        uint64_t want = IC_CQ_DATA(c->index);
+        bool has = op->has_cq_data;
+
+        if (fi_sent && c->tagged && (x->opts->fi_bugs & IC_BUG_TAGGED_CQ_DATA_32)) {
+            want = (uint32_t)want; /* libfabric < 1.18 sends 32 bits (interop.h) */
+            ++*x->opts->tolerated;
+        }
+        if (fi_recv && c->after && !has && op->cq_data == want &&
+            (x->opts->fi_bugs & IC_BUG_UNEXP_CQ_DATA_FLAG)) {
+            has = true; /* libfabric < 1.19 drops the flag, not the data (interop.h) */
+            ++*x->opts->tolerated;
+        }
+        if (!has || op->cq_data != want)
+            IC_DEFECT("CQ data %s%#llx, sent %#llx", has ? "" : "flag missing, ",
+                      (unsigned long long)op->cq_data, (unsigned long long)want);
+    } else if (op->has_cq_data) {
+        IC_DEFECT("CQ data %#llx where none was sent", (unsigned long long)op->cq_data);
+    }
+    if ((off = ic_check(buf, c->index, i, len)) != len) {
+        /* Say whose message it is if it is another one of this case (order broken). */
+        for (uint32_t j = 0; j < c->nmsg; j++)
+            if (j != i && c->size[j] == len && ic_check(buf, c->index, j, len) == len) {
+                IC_DEFECT("holds message %u of the case: send-after-send order broken", j);
+                off = len;
+                break;
+            }
+        if (off != len)
+            IC_DEFECT("byte %llu differs (0x%02x, expected 0x%02x)", (unsigned long long)off,
+                      buf[off], ic_byte(c->index, i, off));
+    }
+    for (unsigned g = 0; g < IC_GUARD; g++)
+        if (buf[len + g] != IC_GUARD_BYTE) {
+            IC_DEFECT("written past its end (guard byte %u)", g);
+            break;
+        }
+#undef IC_DEFECT
+    return defects;
+}
+
+static int ic_receiver(struct ic_ctx *x, const struct ic_case *c, uint8_t **bufs, struct ic_op *ops)
+{
+    unsigned defects = 0;
+    struct ic_msg m;
+    int ret;
+
+    for (uint32_t i = 0; i < c->nmsg; i++)
+        memset(bufs[i], IC_GUARD_BYTE, c->size[i] + IC_GUARD);
+    if (c->after) {
+        double since;
+
+        if ((ret = ic_wait_ctl(x, IC_SENT, c->index, &m)))
+            return ic_fail(x, c, "waiting for the sender", ret);
+        since = ic_now();
+        for (unsigned spins = 0; !x->ops->arrived(x->side, c, since); spins++) {
+            if ((ret = x->ops->progress(x->side)))
+                return ic_fail(x, c, "waiting for the messages to arrive", ret);
+            if (spins % 256 == 0 && ic_now() > x->deadline)
+                return ic_fail(x, c, "waiting for the messages to arrive", -ETIMEDOUT);
+        }
+    }
+    for (uint32_t i = 0; i < c->nmsg; i++)
+        if ((ret = ic_post(x, false, c, i, bufs[i], c->size[i], &ops[i])))
+            return ic_fail(x, c, "posting a receive", ret);
+    if (!c->after && (ret = ic_send(x->ctl, IC_POSTED, c->index, 0)))
+        return ic_fail(x, c, "control channel", ret);
+    if ((ret = ic_wait_ops(x, ops, c->nmsg)))
+        return ic_fail(x, c, "waiting for the receive completions", ret);
+    for (uint32_t i = 0; i < c->nmsg; i++)
+        defects += ic_check_recv(x, c, i, bufs[i], &ops[i]);
+    if ((ret = ic_send(x->ctl, IC_DONE, c->index, defects)))
+        return ic_fail(x, c, "control channel", ret);
+    return (int)defects;
+}
+
+int ic_run(const struct ic_side_ops *ops, void *side, bool i_am_efarm, int ctl,
+           const struct ic_case *cases, unsigned ncases, const struct ic_run_opts *opts)
+{
+    struct ic_ctx x = {.ops = ops, .side = side, .ctl = ctl, .opts = opts};
+    uint8_t *bufs[IC_BURST] = {0};
+    struct ic_op cops[IC_BURST];
+    unsigned defects = 0;
+    int ret = 0;
+
+    for (unsigned k = 0; k < ncases; k++) {
+        const struct ic_case *c = &cases[k];
+        bool sender = (c->dir == IC_EFARM_TO_FI) == i_am_efarm;
+        double t0 = ic_now();
+
+        for (uint32_t i = 0; i < c->nmsg; i++) {
+            bufs[i] = malloc(c->size[i] + IC_GUARD);
+            if (bufs[i] == NULL) {
+                ret = ic_fail(&x, c, "out of memory", -ENOMEM);
+                goto out;
+            }
+        }
+        memset(cops, 0, sizeof(cops));
+        x.deadline = t0 + opts->case_timeout_s;
+        if (ops->case_begin)
+            ops->case_begin(side, c);
+        ret = sender ? ic_sender(&x, c, bufs, cops) : ic_receiver(&x, c, bufs, cops);
+        if (ret < 0)
+            goto out;
+        defects += (unsigned)ret;
+        if (ops->case_end)
+            defects += ops->case_end(side, c);
+        if (opts->verbose)
+            printf("case %u %s %s n=%u size=%llu %s%s%s: %s (%.1f ms)\n", c->index,
+                   ic_dir_name(c->dir), c->tagged ? "tagged" : "untagged", c->nmsg,
+                   (unsigned long long)c->size[0], c->after ? "after" : "before",
+                   c->dc ? " dc" : "", c->cqdata ? " cqdata" : "", ret ? "DEFECTS" : "ok",
+                   (ic_now() - t0) * 1e3);
+        for (uint32_t i = 0; i < c->nmsg; i++) {
+            free(bufs[i]);
+            bufs[i] = NULL;
+        }
+    }
+    ret = (int)defects;
+out:
+    for (uint32_t i = 0; i < IC_BURST; i++)
+        free(bufs[i]);
+    return ret;
+}

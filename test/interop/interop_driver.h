@@ -1,0 +1,56 @@
+/*
+ * The case driver both interop programs run (interop_driver.c): it walks the
+ * case list, paces the two sides over the control channel, posts the sends or
+ * receives through a side's ops and checks what arrived. A side supplies only
+ * its fabric operations.
+ */
+#ifndef EFARM_INTEROP_DRIVER_H
+#define EFARM_INTEROP_DRIVER_H
+
+#include "interop.h"
+
+/* One send or receive in flight, as the side reports its completion. */
+struct ic_op {
+    bool done;
+    int status;   /* 0 or a negative error (the side's own code space) */
+    uint64_t len; /* receives: bytes delivered */
+    uint64_t tag; /* receives, tagged: the message's tag */
+    bool has_cq_data;
+    uint64_t cq_data;
+    void *impl; /* the side's own per-op state */
+};
+
+struct ic_side_ops {
+    const char *name; /* "efarm", "libfabric" */
+    /* Start a send or receive of message m of case c; -EAGAIN: progress and retry. */
+    int (*send)(void *side, const struct ic_case *c, uint32_t m, const void *buf, uint64_t len,
+                struct ic_op *op);
+    int (*recv)(void *side, const struct ic_case *c, uint32_t m, void *buf, uint64_t len,
+                struct ic_op *op);
+    /* Drive the fabric once, completing ops. Returns 0 or a fatal negative error. */
+    int (*progress)(void *side);
+    /* 1 once the case's n messages (as far as the side can tell) arrived unmatched, else 0. */
+    int (*arrived)(void *side, const struct ic_case *c, double since);
+    /* Around each case (counters, reports); may be NULL. Returns defects found. */
+    void (*case_begin)(void *side, const struct ic_case *c);
+    unsigned (*case_end)(void *side, const struct ic_case *c);
+    const char *(*strerror)(int err);
+};
+
+struct ic_run_opts {
+    double case_timeout_s;    /* one case may take at most this long */
+    bool verbose;             /* a line per case */
+    unsigned fi_bugs;         /* IC_BUG_* of the libfabric on the other side, tolerated */
+    unsigned long *tolerated; /* counts the defects tolerated for fi_bugs */
+};
+
+/*
+ * Run every case with `me` as one of the two sides (IC_FI_TO_EFARM: "fi" is the
+ * side named libfabric). Returns the number of defects (0: all good), or a negative
+ * error when the run could not go on (a timeout, a dead peer, a control-channel
+ * error), after printing why.
+ */
+int ic_run(const struct ic_side_ops *ops, void *side, bool i_am_efarm, int ctl,
+           const struct ic_case *cases, unsigned ncases, const struct ic_run_opts *opts);
+
+#endif /* EFARM_INTEROP_DRIVER_H */

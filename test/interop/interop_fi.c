@@ -1,0 +1,340 @@
+/*
+ * interop-fi: libfabric's side of the efarm <-> libfabric interoperability test
+ * (interop.h), written only against libfabric's public API.
+ *
+ *   interop-fi --connect SOCKET [--provider efa] [--timeout S] [-v]
+ *
+ * Opens an FI_EP_RDM endpoint with FI_MSG | FI_TAGGED (and send-after-send
+ * ordering) on the named provider, connects to interop-efarm's UNIX socket, takes
+ * the parameters and runs the same case list. libfabric's own environment decides
+ * its protocols (FI_EFA_USE_DEVICE_RDMA, FI_EFA_RUNT_SIZE, ...); interop-efarm is
+ * told what was set.
+ *
+ * Exit status: 0 when every case passed, 1 otherwise, 2 on bad usage.
+ */
+#include <getopt.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include "interop_driver.h"
+
+struct if_op {
+    struct fi_context2 ctx; /* first: the completion's op_context points here */
+    struct ic_op *op;
+};
+
+struct if_side {
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_av *av;
+    struct fid_cq *cq;
+    struct fid_ep *ep;
+    fi_addr_t peer;
+    struct if_op ops[IC_BURST];
+    struct fi_context2 peek_ctx;
+    int peek_state; /* 0 idle, 1 peek posted, 2 found, 3 not found */
+};
+
+static const char *if_strerror(int err)
+{
+    return fi_strerror(err < 0 ? -err : err);
+}
+
+static void if_bind(struct if_side *s, struct ic_op *op, uint32_t m)
+{
+    memset(&s->ops[m], 0, sizeof(s->ops[m]));
+    s->ops[m].op = op;
+    op->impl = &s->ops[m];
+}
+
+static int if_send(void *side, const struct ic_case *c, uint32_t m, const void *buf, uint64_t len,
+                   struct ic_op *op)
+{
+    struct if_side *s = side;
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    uint64_t flags =
+        FI_COMPLETION | (c->dc ? FI_DELIVERY_COMPLETE : 0) | (c->cqdata ? FI_REMOTE_CQ_DATA : 0);
+    ssize_t ret;
+
+    if_bind(s, op, m);
+    if (c->tagged) {
+        struct fi_msg_tagged msg = {.msg_iov = &iov,
+                                    .iov_count = 1,
+                                    .addr = s->peer,
+                                    .tag = ic_tag(c),
+                                    .context = &s->ops[m].ctx,
+                                    .data = IC_CQ_DATA(c->index)};
+
+        ret = fi_tsendmsg(s->ep, &msg, flags);
+    } else {
+        struct fi_msg msg = {.msg_iov = &iov,
+                             .iov_count = 1,
+                             .addr = s->peer,
+                             .context = &s->ops[m].ctx,
+                             .data = IC_CQ_DATA(c->index)};
+
+        ret = fi_sendmsg(s->ep, &msg, flags);
+    }
+    return (int)ret;
+}
+
+static int if_recv(void *side, const struct ic_case *c, uint32_t m, void *buf, uint64_t len,
+                   struct ic_op *op)
+{
+    struct if_side *s = side;
+
+    if_bind(s, op, m);
+    if (c->tagged)
+        return (int)fi_trecv(s->ep, buf, len, NULL, s->peer, ic_tag(c), 0, &s->ops[m].ctx);
+    return (int)fi_recv(s->ep, buf, len, NULL, s->peer, &s->ops[m].ctx);
+}
+
+static void if_complete(struct if_side *s, void *context, int status, uint64_t flags, uint64_t len,
+                        uint64_t tag, uint64_t data)
+{
+    struct ic_op *op;
+
+    if (context == &s->peek_ctx) {
+        s->peek_state = status ? 3 : 2;
+        return;
+    }
+    op = ((struct if_op *)context)->op;
+    op->status = status;
+    op->len = len;
+    op->tag = tag;
+    op->has_cq_data = !status && (flags & FI_REMOTE_CQ_DATA);
+    op->cq_data = status ? 0 : data; /* kept without the flag: see IC_BUG_UNEXP_CQ_DATA_FLAG */
+    op->done = true;
+}
+
+static int if_progress(void *side)
+{
+    struct if_side *s = side;
+    struct fi_cq_tagged_entry e[16];
+    ssize_t n = fi_cq_read(s->cq, e, 16);
+
+    if (n > 0) {
+        for (ssize_t i = 0; i < n; i++)
+            if_complete(s, e[i].op_context, 0, e[i].flags, e[i].len, e[i].tag, e[i].data);
+        return 0;
+    }
+    if (n == -FI_EAVAIL) {
+        struct fi_cq_err_entry err = {0};
+
+        if (fi_cq_readerr(s->cq, &err, 0) == 1) {
+            if (err.op_context != &s->peek_ctx)
+                fprintf(stderr, "interop(libfabric): completion error: %s (prov_errno %d: %s)\n",
+                        fi_strerror(err.err), err.prov_errno,
+                        fi_cq_strerror(s->cq, err.prov_errno, err.err_data, NULL, 0));
+            if_complete(s, err.op_context, -(err.err ? err.err : FI_EIO), err.flags, err.len,
+                        err.tag, err.data);
+        }
+        return 0;
+    }
+    return n == -FI_EAGAIN ? 0 : (int)n;
+}
+
+/*
+ * Tagged: FI_PEEK until the case's first message is there. Untagged (no peek for
+ * FI_MSG): progress 50 ms after the sender said it sent, on a fabric whose round
+ * trip is microseconds.
+ */
+static int if_arrived(void *side, const struct ic_case *c, double since)
+{
+    struct if_side *s = side;
+
+    if (!c->tagged)
+        return ic_now() - since > 0.05;
+    if (s->peek_state == 2) {
+        s->peek_state = 0;
+        return 1;
+    }
+    if (s->peek_state == 0 || s->peek_state == 3) {
+        struct fi_msg_tagged msg = {.addr = s->peer, .tag = ic_tag(c), .context = &s->peek_ctx};
+
+        if (fi_trecvmsg(s->ep, &msg, FI_PEEK) == 0)
+            s->peek_state = 1;
+    }
+    return 0;
+}
+
+static const struct ic_side_ops g_if_ops = {
+    .name = "libfabric",
+    .send = if_send,
+    .recv = if_recv,
+    .progress = if_progress,
+    .arrived = if_arrived,
+    .strerror = if_strerror,
+};
+
+static int if_open(struct if_side *s, const char *prov)
+{
+    struct fi_info *hints = fi_allocinfo();
+    struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+    struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED, .size = 1024};
+    int ret;
+
+    if (hints == NULL)
+        return -FI_ENOMEM;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->caps = FI_MSG | FI_TAGGED | FI_DIRECTED_RECV;
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->tx_attr->msg_order = FI_ORDER_SAS;
+    hints->rx_attr->msg_order = FI_ORDER_SAS;
+    hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    hints->fabric_attr->prov_name = strdup(prov);
+    ret = fi_getinfo(FI_VERSION(1, 14), NULL, NULL, 0, hints, &s->info);
+    fi_freeinfo(hints);
+    if (ret) {
+        fprintf(stderr, "interop-fi: fi_getinfo(provider %s, FI_EP_RDM, FI_MSG|FI_TAGGED): %s\n",
+                prov, fi_strerror(-ret));
+        return ret;
+    }
+    if ((ret = fi_fabric(s->info->fabric_attr, &s->fabric, NULL)) ||
+        (ret = fi_domain(s->fabric, s->info, &s->domain, NULL)) ||
+        (ret = fi_av_open(s->domain, &av_attr, &s->av, NULL)) ||
+        (ret = fi_cq_open(s->domain, &cq_attr, &s->cq, NULL)) ||
+        (ret = fi_endpoint(s->domain, s->info, &s->ep, NULL)) ||
+        (ret = fi_ep_bind(s->ep, &s->av->fid, 0)) ||
+        (ret = fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV)) || (ret = fi_enable(s->ep)))
+        fprintf(stderr, "interop-fi: opening the endpoint: %s\n", fi_strerror(-ret));
+    return ret;
+}
+
+static void if_close(struct if_side *s)
+{
+    if (s->ep)
+        fi_close(&s->ep->fid);
+    if (s->cq)
+        fi_close(&s->cq->fid);
+    if (s->av)
+        fi_close(&s->av->fid);
+    if (s->domain)
+        fi_close(&s->domain->fid);
+    if (s->fabric)
+        fi_close(&s->fabric->fid);
+    if (s->info)
+        fi_freeinfo(s->info);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"connect", required_argument, NULL, 'c'},
+        {"provider", required_argument, NULL, 'p'},
+        {"timeout", required_argument, NULL, 't'},
+        {"verbose", no_argument, NULL, 'v'},
+        {NULL, 0, NULL, 0},
+    };
+    static struct ic_case cases[IC_MAX_CASES];
+    struct ic_run_opts ropts = {.case_timeout_s = 60};
+    struct ic_params params = {0};
+    struct if_side s = {0};
+    const char *path = NULL, *prov = "efa";
+    uint8_t mine[IC_RAW_ADDR] = {0}, theirs[IC_RAW_ADDR];
+    size_t addrlen = sizeof(mine);
+    struct sockaddr_un sa;
+    struct ic_msg bye;
+    unsigned long tolerated = 0;
+    double deadline;
+    int c, fd, ret;
+
+    signal(SIGPIPE, SIG_IGN);
+    while ((c = getopt_long(argc, argv, "v", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            path = optarg;
+            break;
+        case 'p':
+            prov = optarg;
+            break;
+        case 't':
+            ropts.case_timeout_s = strtod(optarg, NULL);
+            if (!(ropts.case_timeout_s > 0))
+                return 2;
+            break;
+        case 'v':
+            ropts.verbose = true;
+            break;
+        default:
+            fprintf(stderr, "usage: interop-fi --connect SOCKET [--provider NAME] "
+                            "[--timeout S] [-v]\n");
+            return 2;
+        }
+    }
+    if (path == NULL || optind < argc || ic_unix_addr(path, &sa)) {
+        fprintf(stderr, "usage: interop-fi --connect SOCKET [--provider NAME] [--timeout S]\n");
+        return 2;
+    }
+    if (if_open(&s, prov))
+        goto err_close;
+    ret = fi_getname(&s.ep->fid, mine, &addrlen);
+    if (ret || addrlen != IC_RAW_ADDR) {
+        fprintf(stderr, "interop-fi: fi_getname: %s (%zu bytes; efarm's raw address is %d)\n",
+                ret ? fi_strerror(-ret) : "ok", addrlen, IC_RAW_ADDR);
+        goto err_close;
+    }
+
+    deadline = ic_now() + ropts.case_timeout_s;
+    for (;;) {
+        fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+            break;
+        if (fd >= 0)
+            close(fd);
+        if (ic_now() > deadline) {
+            fprintf(stderr, "interop-fi: cannot connect to %s: %s\n", path, strerror(errno));
+            goto err_close;
+        }
+        usleep(20000);
+    }
+    ret = ic_params_recv(fd, &params, (int)(ropts.case_timeout_s * 1000));
+    if (!ret)
+        ret = ic_send(fd, IC_INFO, fi_version(), 0);
+    ropts.fi_bugs = ic_fi_bugs(fi_version());
+    ropts.tolerated = &tolerated;
+    if (!ret)
+        ret = ic_addr_exchange(fd, mine, theirs, (int)(ropts.case_timeout_s * 1000));
+    if (!ret && fi_av_insert(s.av, theirs, 1, &s.peer, 0, NULL) != 1)
+        ret = -FI_EINVAL;
+    if (ret) {
+        fprintf(stderr, "interop-fi: setting up with interop-efarm failed: %s\n",
+                ret == -EPROTO ? "protocol error on the control channel" : if_strerror(ret));
+        goto err_close_fd;
+    }
+    ret = ic_run(&g_if_ops, &s, false, fd, cases, ic_cases(&params, cases, IC_MAX_CASES), &ropts);
+    if (ret >= 0) {
+        /* Keep the endpoint alive (acknowledging) until efarm says goodbye. */
+        int r;
+
+        deadline = ic_now() + ropts.case_timeout_s;
+        while ((r = ic_read(fd, &bye, sizeof(bye), 0)) == -EAGAIN && ic_now() < deadline)
+            if_progress(&s);
+        if (r || bye.kind != IC_BYE) {
+            fprintf(stderr, "interop-fi: no goodbye from interop-efarm\n");
+            ret = ret ? ret : 1;
+        }
+    }
+    printf("interop-fi: libfabric %u.%u, %s", FI_MAJOR(fi_version()), FI_MINOR(fi_version()),
+           ret == 0 ? "every case passed" : "defects found");
+    if (tolerated)
+        printf(" (%lu known libfabric defect(s) tolerated, see interop.h)", tolerated);
+    printf("\n");
+    close(fd);
+    if_close(&s);
+    return ret == 0 ? 0 : 1;
+
+err_close_fd:
+    close(fd);
+err_close:
+    if_close(&s);
+    return 1;
+}

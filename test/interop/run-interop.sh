@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# efarm's protocol engine against libfabric's EFA provider, both on efasim: every
+# case of interop.h (both directions, tagged and untagged, each size with the
+# receive posted before and after arrival, plain and delivery complete, bursts)
+# in several configurations of the libfabric side, with and without efasim faults.
+#
+#   test/interop/run-interop.sh BUILD_DIR [--libfabric PREFIX] [--label NAME]
+#                               [--quick] [--only NAME[,NAME...]] [--timeout S]
+#
+# BUILD_DIR is a configured efarm tree with test/interop/interop-efarm and
+# interop-fi built (make test/interop/interop-efarm test/interop/interop-fi) and
+# efasim in src/efasim/.libs. --libfabric PREFIX runs interop-fi against the
+# libfabric in PREFIX/lib (another build, e.g. scripts/libfabric-build.sh's)
+# instead of the system's; --label names it in the output. Prints one
+# "PASS NAME" / "FAIL NAME" line per configuration and ends with
+# "N passed, N failed"; logs go to $EFARM_BUILD_ROOT/logs/interop (default
+# build/logs/interop).
+#
+# Configurations (NAME: libfabric environment; what must be seen in both directions):
+#   rdma     FI_EFA_USE_DEVICE_RDMA=1            eager, medium, long-CTS, long-read and DC
+#   runt     ... and FI_EFA_RUNT_SIZE=307200     runting read too
+#   nordma   FI_EFA_USE_DEVICE_RDMA=0            long-CTS for every large message
+#   readnack FI_EFA_USE_DEVICE_RDMA=1, efarm with EFASIM_MAX_MR=2: READ_NACK seen
+#            (libfabric >= 1.20 only; SKIP with the reason otherwise)
+#   faults   rdma, with efasim loss 5%, duplication 5%, reordering 20%, delay 5%;
+#            efarm must have seen REQs out of order
+#   selfcheck  interop-efarm told the wrong thing (no RDMA) must report a defect
+set -u
+
+usage() { sed -n '7,8p' "$0" | sed 's/^# \{0,1\}//'; }
+
+build=${1:-}
+[ -n "$build" ] && [ -d "$build" ] || { usage >&2; exit 2; }
+build=$(cd "$build" && pwd)
+shift
+top=$(cd "$(dirname "$0")/../.." && pwd)
+lfprefix=
+label=
+quick=no
+only=
+timeout_s=300
+while [ $# -gt 0 ]; do
+    case $1 in
+    --libfabric) lfprefix=$(cd "${2:?}" && pwd) || exit 2; shift 2 ;;
+    --label) label=${2:?}; shift 2 ;;
+    --quick) quick=yes; shift ;;
+    --only) only=${2:?}; shift 2 ;;
+    --timeout) timeout_s=${2:?}; shift 2 ;;
+    *) usage >&2; exit 2 ;;
+    esac
+done
+label=${label:-$( [ -n "$lfprefix" ] && echo "libfabric-$(basename "$lfprefix")" || echo "libfabric-system")}
+
+efarm_bin=$build/test/interop/interop-efarm
+fi_bin=$build/test/interop/interop-fi
+simlib=$build/src/efasim/.libs
+logs=${EFARM_BUILD_ROOT:-$top/build}/logs/interop
+mkdir -p "$logs"
+passed=0
+failed=0
+
+if [ ! -x "$efarm_bin" ] || [ ! -x "$fi_bin" ]; then
+    echo "FAIL $label: interop programs not built in $build (make test/interop/interop-efarm test/interop/interop-fi; interop-fi needs libfabric-dev)"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+sizes=0,1,4096,8800,8850,8900,8928,8929,65535,65536,65537,1048575,1048576,16M
+[ "$quick" = yes ] && sizes=0,1,8928,8929,65536,65537,1048576
+
+# counter NAME LOG: the value of one of efarm's counters in a run's log (0 if absent).
+counter() {
+    awk -v n="$1" '$1 == n && $2 ~ /^[0-9]+$/ { v = $2 } END { print v + 0 }' "$2"
+}
+
+# run NAME FI-ENV EFARM-ARGS [CHECK]: one configuration; both sides under one timeout.
+# CHECK, when given, is a function called with the log that prints a reason and
+# returns nonzero when the run passed but did not show what the configuration is for.
+run() {
+    local name=$1 fienv=$2 efargs=$3 check=${4:-} log=$logs/$label-$1.log sock pe pf se sf why
+    case ",${only:-$name}," in *",$name,"*) ;; *) return ;; esac
+    sock=$(mktemp -u "${TMPDIR:-/tmp}/efarm-interop.XXXXXX")
+    {
+        echo "# libfabric side: $fienv"
+        echo "# efarm side: $efargs"
+    } >"$log"
+    # shellcheck disable=SC2086
+    env EFARM_DEVICE=sim EFARM_EFASIM_PATH="$simlib" $EFAULTS $EFARM_ENV \
+        timeout -k 5 "$timeout_s" "$efarm_bin" --listen "$sock" --sizes "$sizes" $efargs \
+        >"$log.efarm" 2>&1 &
+    pe=$!
+    # shellcheck disable=SC2086
+    (
+        eval "$fienv_sim"
+        [ -z "$lfprefix" ] || export LD_LIBRARY_PATH=$simlib:$lfprefix/lib
+        exec env $fienv $EFAULTS timeout -k 5 "$timeout_s" "$fi_bin" --connect "$sock"
+    ) >"$log.fi" 2>&1 &
+    pf=$!
+    wait $pe; se=$?
+    wait $pf; sf=$?
+    { echo "## interop-efarm (exit $se)"; cat "$log.efarm"; echo "## interop-fi (exit $sf)"; cat "$log.fi"; } >>"$log"
+    rm -f "$log.efarm" "$log.fi" "$sock"
+    why=
+    if [ $se -eq 0 ] && [ $sf -eq 0 ] && [ -n "$check" ]; then
+        why=$("$check" "$log") || { se=99; echo "# check: $why" >>"$log"; }
+    fi
+    if [ $se -eq 0 ] && [ $sf -eq 0 ]; then
+        echo "PASS $label/$name: $(grep -E '^(libfabric->efarm|efarm->libfabric):' "$log" | tr '\n' ' ')"
+        passed=$((passed + 1))
+    else
+        echo "FAIL $label/$name (efarm exit $se, libfabric exit $sf${why:+: $why}; log $log)"
+        grep -E 'interop|FAIL|error|Error' "$log" | head -n 15 | sed 's/^/    /'
+        failed=$((failed + 1))
+    fi
+}
+
+# The environment under which an unmodified libfabric program runs on efasim
+# (efasim's libraries first, its sysfs view, libfabric's shm transfer off).
+fienv_sim=$("$build/tools/efasim-info" --env) || {
+    echo "FAIL $label: $build/tools/efasim-info --env failed"
+    echo "0 passed, 1 failed"
+    exit 1
+}
+
+# libfabric's version, for the configurations that need a newer one.
+fi_info_bin=fi_info
+[ -z "$lfprefix" ] || fi_info_bin=$lfprefix/bin/fi_info
+fi_version=$("$fi_info_bin" --version 2>/dev/null | sed -n 's/^libfabric: \([0-9]*\.[0-9]*\).*/\1/p')
+fi_at_least() { # MAJOR.MINOR
+    [ -n "$fi_version" ] && [ "$(printf '%s\n%s\n' "$1" "$fi_version" | sort -V | head -n 1)" = "$1" ]
+}
+
+check_reordered() { # the faults reached efarm: REQs arrived out of order
+    [ "$(counter out_of_order "$1")" -gt 0 ] || { echo "no REQ arrived out of order: were efasim's faults on?"; return 1; }
+}
+check_read_nack() {
+    [ "$(counter read_nacks_sent "$1")" -gt 0 ] || { echo "efarm sent no READ_NACK"; return 1; }
+}
+# The checker can fail: told libfabric uses no RDMA while it does, interop-efarm must
+# report the long-read messages it receives as a subprotocol the sender may not pick.
+selfcheck() {
+    local log=$logs/$label-selfcheck.log sock pe
+    case ",${only:-selfcheck}," in *",selfcheck,"*) ;; *) return ;; esac
+    sock=$(mktemp -u "${TMPDIR:-/tmp}/efarm-interop.XXXXXX")
+    env EFARM_DEVICE=sim EFARM_EFASIM_PATH="$simlib" timeout -k 5 "$timeout_s" "$efarm_bin" \
+        --listen "$sock" --sizes 1048576 --no-bursts --no-dc --fi-rdma 0 >"$log" 2>&1 &
+    pe=$!
+    (
+        eval "$fienv_sim"
+        [ -z "$lfprefix" ] || export LD_LIBRARY_PATH=$simlib:$lfprefix/lib
+        exec env FI_EFA_USE_DEVICE_RDMA=1 timeout -k 5 "$timeout_s" "$fi_bin" --connect "$sock"
+    ) >>"$log" 2>&1
+    if ! wait $pe && grep -q 'subprotocol longread .* allowed longcts' "$log"; then
+        echo "PASS $label/selfcheck: a subprotocol the sender may not pick is reported"
+        passed=$((passed + 1))
+    else
+        echo "FAIL $label/selfcheck: interop-efarm did not report long-read where only long-CTS was allowed (log $log)"
+        failed=$((failed + 1))
+    fi
+    rm -f "$sock"
+}
+
+base="eager,medium,longcts,dc_eager,dc_medium,dc_longcts"
+EFAULTS=
+EFARM_ENV=
+run rdma "FI_EFA_USE_DEVICE_RDMA=1" "--fi-rdma 1 --expect $base,longread"
+run runt "FI_EFA_USE_DEVICE_RDMA=1 FI_EFA_RUNT_SIZE=307200" "--fi-rdma 1 --fi-runt 307200 --expect $base,longread,runtread"
+run nordma "FI_EFA_USE_DEVICE_RDMA=0" "--fi-rdma 0 --expect $base"
+if fi_at_least 1.20; then
+    # efarm's endpoint holds the only two registrations efasim allows: its receive
+    # side cannot register the buffer of a long-read message and answers READ_NACK
+    # (libfabric >= 1.20 has it); its read sends fall back to long-CTS.
+    EFARM_ENV="EFASIM_MAX_MR=2"
+    run readnack "FI_EFA_USE_DEVICE_RDMA=1" "--fi-rdma 1 --read-nack --no-bursts" check_read_nack
+    EFARM_ENV=
+else
+    echo "SKIP $label/readnack: libfabric ${fi_version:-(unknown version)} has no READ_NACK (it came with 1.20)"
+fi
+EFAULTS="EFASIM_LOSS=0.05 EFASIM_DUP=0.05 EFASIM_REORDER=0.2 EFASIM_DELAY=0.05 EFASIM_DELAY_US=500"
+run faults "FI_EFA_USE_DEVICE_RDMA=1" "--fi-rdma 1 --expect $base,longread" check_reordered
+EFAULTS=
+selfcheck
+
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
