@@ -136,6 +136,9 @@ case $? in
     # The same fi_info/fi_pingpong checks as for Debian's 1.17, with 2.1.0's tools.
     suite libfabric-2.1 bash "$top/test/libfabric/run-libfabric-tests.sh" --libfabric "$lf_prefix" \
         "$root/gcc"
+    # efarm's engine against 2.1.0's EFA provider (READ_NACK included), both on efasim.
+    suite interop-libfabric-2.1 bash "$top/test/interop/run-interop.sh" "$root/gcc" \
+        --libfabric "$lf_prefix" --label libfabric-2.1
     ;;
 3) echo "SKIP libfabric-build: $(grep -m 1 '^    cannot download' "$lf_log" | sed 's/^ *//') (log: $lf_log)" ;;
 *) fail libfabric-build "$lf_log" ;;

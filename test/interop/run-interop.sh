@@ -92,7 +92,7 @@ run() {
     # shellcheck disable=SC2086
     (
         eval "$fienv_sim"
-        [ -z "$lfprefix" ] || export LD_LIBRARY_PATH=$simlib:$lfprefix/lib
+        [ -z "$lfprefix" ] || export LD_LIBRARY_PATH=$simlib:$lfprefix/lib:$lfprefix/lib64
         exec env $fienv $EFAULTS timeout -k 5 "$timeout_s" "$fi_bin" --connect "$sock"
     ) >"$log.fi" 2>&1 &
     pf=$!
@@ -147,7 +147,7 @@ selfcheck() {
     pe=$!
     (
         eval "$fienv_sim"
-        [ -z "$lfprefix" ] || export LD_LIBRARY_PATH=$simlib:$lfprefix/lib
+        [ -z "$lfprefix" ] || export LD_LIBRARY_PATH=$simlib:$lfprefix/lib:$lfprefix/lib64
         exec env FI_EFA_USE_DEVICE_RDMA=1 timeout -k 5 "$timeout_s" "$fi_bin" --connect "$sock"
     ) >>"$log" 2>&1
     if ! wait $pe && grep -q 'subprotocol longread .* allowed longcts' "$log"; then
