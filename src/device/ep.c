@@ -593,10 +593,15 @@ static void rx_refill(struct efarm_dev_ep *ep, bool all)
     }
 }
 
+/*
+ * Reposted in batches, except when fewer than a batch are posted: then at
+ * once, so buffers the caller gives back while it holds most of the others
+ * (back-pressure) never sit unposted while the device has none.
+ */
 void efarm_dev_rx_release(struct efarm_dev_ep *ep, uint32_t rx_id)
 {
     ep->rx_free[ep->rx_nfree++] = rx_id;
-    rx_refill(ep, false);
+    rx_refill(ep, ep->rx_posted < ep->rx_refill);
 }
 
 unsigned efarm_dev_rx_posted(const struct efarm_dev_ep *ep)
