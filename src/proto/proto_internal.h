@@ -324,6 +324,7 @@ static inline struct efarm_peer *efarm_peer_get(struct efarm_ep *ep, efarm_peer_
 
 uint64_t efarm_now_ns(void);
 uint64_t efarm_ep_rand(struct efarm_ep *ep);
+uint16_t efarm_ep_qpn(const struct efarm_ep *ep); /* ours, as logs name the endpoint */
 
 /* proto_av.c */
 int efarm_av_init(struct efarm_ep *ep);

@@ -720,8 +720,8 @@ void efarm_rx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
     }
     ep->cnt.rx_by_type[pkt.type]++;
     if (efarm_log_level() >= EFARM_LOG_DATA) {
-        fprintf(stderr, "efarm: rx %s from QPN %u\n", efarm_pkt_type_info(pkt.type)->name,
-                cqe->src_qpn);
+        fprintf(stderr, "efarm: ep %u rx %s from QPN %u, %u bytes\n", efarm_ep_qpn(ep),
+                efarm_pkt_type_info(pkt.type)->name, cqe->src_qpn, cqe->len);
         efarm_pkt_print_text(stderr, &pkt);
     }
     peer = efarm_peer_identify(ep, cqe, &pkt);
