@@ -17,10 +17,12 @@
  *                (or READ_NACK once the runt has arrived).
  * DC messages answer with RECEIPT once the data is in the user buffer.
  *
- * A message that matches no receive becomes an unexpected operation holding
- * its packets (copies, or held receive buffers under pressure); later packets
- * of the same message join it. A receive posted later, or a matched probe,
- * replays them through the same code as live packets.
+ * A message that matches no receive waits as an unexpected record holding
+ * its packets (copies, or held receive buffers under pressure), with no
+ * operation; later packets of the same message join it. A receive posted
+ * later, or a matched probe, takes an operation then (a plain eager message
+ * needs none: it is copied from its packet) and replays the packets through
+ * the same code as live packets.
  *
  * Everything from the wire is checked before use: lengths against the
  * message and the buffer (writes are clipped to the buffer; a longer message

@@ -8,8 +8,10 @@
  * waited for resources: packets that found the send queue full, peers whose
  * RNR backoff ended, HANDSHAKEs that found no send buffer, operations with
  * packets still to build, and peers whose next in-order message waited for
- * room in the unexpected queue. Each of those steps is bounded, so one call
- * always returns.
+ * an operation or a record. Then it fails what waits on peers that failed
+ * since the last call, and watches an endpoint that can receive nothing
+ * (proto_rx.c). Each of those steps is bounded, so one call always returns.
+ * Once the endpoint failed (ep->fatal), every call returns that error.
  */
 #include <errno.h>
 #include <stdlib.h>
