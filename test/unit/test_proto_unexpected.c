@@ -254,7 +254,8 @@ EFARM_TEST_TIMEOUT(proto_unexpected_budget_exhausted, 60)
 {
     enum { N = 400 };
     char log_path[256];
-    struct efarm_ep_attr attr_b = {.rx_buffers = 16, .unexp_bytes = 16384, .unexp_max_bytes = 65536};
+    struct efarm_ep_attr attr_b = {
+        .rx_buffers = 16, .unexp_bytes = 16384, .unexp_max_bytes = 65536};
     uint8_t *buf = calloc(N, 2000);
     struct efarm_req *sreq = calloc(N + 1, sizeof(*sreq));
     struct efarm_req rr = {0};
@@ -344,8 +345,9 @@ EFARM_TEST(proto_unexpected_matcher_grows)
             if (was_claimed)
                 continue;
             got = NULL;
-            EXPECT_RET(efarm_tm_post(tm, 1, (int32_t)(i % 7), (int32_t)i, TM_USER(100000), &h, &got),
-                       EFARM_TM_MATCHED);
+            EXPECT_RET(
+                efarm_tm_post(tm, 1, (int32_t)(i % 7), (int32_t)i, TM_USER(100000), &h, &got),
+                EFARM_TM_MATCHED);
             EXPECT_EQ((uintptr_t)got, (uintptr_t)TM_USER(i));
         }
         EXPECT_EQ(efarm_tm_unexpected_count(tm), 0);
