@@ -80,8 +80,8 @@ EFARM_TEST(proto_failure_injected_send_lost)
     EXPECT_EQ(cnt(r.p.a)->lost_after_completion, 1);
     EXPECT_EQ(cnt(r.p.a)->peers_failed, 1);
     EXPECT_EQ(proto_file_count(path, "peer 0 (QPN"), 2);
-    EXPECT_EQ(proto_file_count(path, "lost the data of an injected send that had already completed"),
-              1);
+    EXPECT_EQ(
+        proto_file_count(path, "lost the data of an injected send that had already completed"), 1);
     EXPECT_EQ(proto_file_count(path, "remote unresponsive or unreachable"), 3);
     /* Nothing more goes to the failed peer: a new send ends with its error at once. */
     EXPECT_RET(efarm_tsend(r.p.a, r.p.a_to_b, data, 8, CTX, SRC, TAG, 0, 0, &later), 0);
