@@ -347,6 +347,14 @@ err_free:
     return ret;
 }
 
+void efarm_dev_ep_quiesce(struct efarm_dev_ep *ep)
+{
+    if (ep->qp == NULL)
+        return;
+    V->ibv_destroy_qp(ep->qp);
+    ep->qp = NULL;
+}
+
 void efarm_dev_ep_close(struct efarm_dev_ep *ep)
 {
     for (unsigned b = 0; b < AH_BUCKETS; b++) {
@@ -358,7 +366,7 @@ void efarm_dev_ep_close(struct efarm_dev_ep *ep)
             free(ah);
         }
     }
-    V->ibv_destroy_qp(ep->qp);
+    efarm_dev_ep_quiesce(ep);
     if (ep->rx_mr)
         V->ibv_dereg_mr(ep->rx_mr);
     free(ep->rx_mem);

@@ -220,6 +220,12 @@ void efarm_ep_close(struct efarm_ep *ep)
 {
     if (ep == NULL)
         return;
+    /*
+     * The QP goes first: the device may still be resending a packet from a
+     * send buffer, or serving a peer's read of a registered user buffer, and
+     * must not touch that memory once it is deregistered and freed below.
+     */
+    efarm_dev_ep_quiesce(ep->dev);
     /* Registrations held by operations go first: the cache closes before the PD. */
     efarm_ops_fini(ep);
     if (ep->mr_cache)
