@@ -156,9 +156,20 @@ int efarm_ep_open(const struct efarm_ep_attr *attr, struct efarm_ep **ep_p);
 
 /*
  * Close: every request still pending is dropped without completion (its
- * memory is the caller's again); packets in flight are abandoned.
+ * memory is the caller's again); packets in flight are abandoned. Call
+ * efarm_ep_flush() first so that the last sends arrive.
  */
 void efarm_ep_close(struct efarm_ep *ep);
+
+/*
+ * Progress until nothing this endpoint sends is queued or in flight: every
+ * packet of sends that completed at post (EFARM_SEND_INJECT) and every reply
+ * owed has been acknowledged by the device, or has failed. An injected send
+ * completes before its data arrived; closing without a flush abandons it, and
+ * its receiver waits forever. Returns 0, the endpoint's failure (a negative
+ * error, as efarm_ep_progress), or -ETIMEDOUT after timeout_ms (0: no limit).
+ */
+int efarm_ep_flush(struct efarm_ep *ep, uint64_t timeout_ms);
 
 /* This endpoint's 32-byte raw address (protocol v4 section 1.4). */
 void efarm_ep_addr(const struct efarm_ep *ep, uint8_t raw[EFARM_RAW_ADDR_LEN]);

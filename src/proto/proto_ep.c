@@ -313,6 +313,33 @@ int efarm_ep_progress(struct efarm_ep *ep)
     return ep->fatal ? ep->fatal : n;
 }
 
+/* Whether a packet of ours is queued, in flight, or still to be built (sends, owed replies). */
+static bool ep_sending(const struct efarm_ep *ep)
+{
+    return ep->ntx_free != ep->p.tx_pkts || !efarm_list_empty(&ep->work) ||
+           !efarm_list_empty(&ep->hs_queue);
+}
+
+int efarm_ep_flush(struct efarm_ep *ep, uint64_t timeout_ms)
+{
+    uint64_t deadline = efarm_now_ns() + timeout_ms * 1000000ull;
+    unsigned spins = 0;
+
+    while (ep_sending(ep)) {
+        int ret = efarm_ep_progress(ep);
+
+        if (ret < 0)
+            return ret;
+        if (timeout_ms && ++spins % 1024 == 0 && efarm_now_ns() > deadline) {
+            efarm_log(EFARM_LOG_WARN,
+                      "%u packets still unacknowledged after %llu ms (flush before close)",
+                      ep->p.tx_pkts - ep->ntx_free, (unsigned long long)timeout_ms);
+            return -ETIMEDOUT;
+        }
+    }
+    return ep->fatal;
+}
+
 void efarm_ep_fail(struct efarm_ep *ep, int status)
 {
     if (ep->fatal == 0)

@@ -16,6 +16,7 @@
  * Here the peer disappears: b closes its endpoint, and with EFASIM_TIMEOUT_MS
  * at 300 efasim reports a's packets to it as unanswered after 0.3 s.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -158,4 +159,57 @@ EFARM_TEST(proto_failure_handshake_waiter_ends)
     wait_a(p.a, &dc, "the DC send waiting for the HANDSHAKE");
     EXPECT_RET(dc.status, EFARM_E(DEV_TIMEOUT));
     efarm_ep_close(p.a);
+}
+
+/*
+ * Injected sends complete at post, before their data arrived. An endpoint
+ * closed right after them abandons packets the device still had to resend
+ * (efasim drops 30% of datagrams here), and their receiver waits forever:
+ * efarm_ep_flush must first wait until every packet was acknowledged. Then b
+ * receives all 300 messages although a is gone.
+ */
+EFARM_TEST(proto_flush_delivers_injected_sends)
+{
+    enum { N = 300 };
+    struct rig r;
+    struct proto_pair *p = &r.p;
+    static uint8_t src[N][100], dst[N][100];
+    struct efarm_req *s = calloc(N, sizeof(*s)), *rr = calloc(N, sizeof(*rr));
+    double deadline;
+    unsigned done = 0;
+
+    setenv("EFASIM_LOSS", "0.3", 1);
+    setenv("EFASIM_SEED", "11", 1);
+    rig_open(&r, NULL, NULL);
+    rig_handshake(&r);
+    for (unsigned i = 0; i < N; i++) {
+        proto_fill(src[i], sizeof(src[i]), 900 + i);
+        EXPECT_RET(efarm_trecv(p->b, dst[i], sizeof(dst[i]), CTX, SRC, TAG, &rr[i]), 0);
+    }
+    for (unsigned i = 0; i < N; i++) {
+        int ret;
+
+        while ((ret = efarm_tsend(p->a, p->a_to_b, src[i], sizeof(src[i]), CTX, SRC, TAG,
+                                  EFARM_SEND_INJECT, 0, &s[i])) == -EAGAIN)
+            EXPECT_TRUE(efarm_ep_progress(p->a) >= 0);
+        EXPECT_RET(ret, 0);
+    }
+    EXPECT_RET(efarm_ep_flush(p->a, 20000), 0);
+    for (unsigned i = 0; i < N; i++)
+        EXPECT_TRUE(s[i].done);
+    efarm_ep_close(p->a);
+    deadline = proto_now_s() + 10;
+    while (done < N && proto_now_s() < deadline) {
+        EXPECT_TRUE(efarm_ep_progress(p->b) >= 0);
+        for (done = 0; done < N && rr[done].done; done++)
+            ;
+    }
+    EXPECT_EQ(done, N);
+    for (unsigned i = 0; i < N; i++) {
+        EXPECT_RET(rr[i].status, 0);
+        proto_expect_pattern(dst[i], sizeof(dst[i]), 900 + i);
+    }
+    efarm_ep_close(p->b);
+    free(s);
+    free(rr);
 }
