@@ -82,6 +82,8 @@ runs=(
     "unexpected_flood-n2 unexpected_flood 2 MPITEST_FLOOD_N=20000"
     "unexpected_flood-100k-n2 unexpected_flood 2 MPITEST_FLOOD_N=100000"
     "unexpected_flood-n4 unexpected_flood 4 MPITEST_FLOOD_N=20000"
+    "finalize_flush-loss-n2 finalize_flush 2 EFASIM_LOSS=0.3 EFASIM_SEED=5"
+    "finalize_flush-loss-n4 finalize_flush 4 EFASIM_LOSS=0.3 EFASIM_SEED=6"
 )
 
 # Runs that must fail: NAME PROGRAM RANKS PATTERN [VAR=VALUE...]. They pass when
