@@ -19,10 +19,22 @@ int main(void)
 
     efarm_config_print(stdout);
     efarm_proto_sizes(NULL, &sizes);
+    const struct efarm_config *c = efarm_config();
+
     printf("\nprotocol engine memory: %u bytes per address-vector entry (every peer), %u per "
            "peer state (created on first contact, reorder window included), %u per operation, "
            "%u per send buffer descriptor, %u per stored packet descriptor\n",
            sizes.peer, sizes.peer_state, sizes.op, sizes.tx_pkt, sizes.rx_pkt);
+    printf("\nunexpected messages (arrived before their receive): no count limit and no "
+           "operation each; each costs a record of %u bytes (its matcher entry included) plus a "
+           "copy of its packets in blocks of 256 B, 1 KiB, 4 KiB or an MTU, all counted against "
+           "EFARM_UNEXP_BYTES (%llu, then receive buffers are held: senders see RNR) and "
+           "EFARM_UNEXP_MAX_BYTES (%llu, the memory budget); storage grows in chunks as messages "
+           "wait. When every receive buffer holds a waiting packet nothing more can arrive: a "
+           "warning names EFARM_UNEXP_MAX_BYTES, and after EFARM_RX_FULL_TIMEOUT_MS (%llu ms; 0: "
+           "never) of progress without a receive the endpoint fails (PROTO_RX_FULL)\n",
+           sizes.unexp, (unsigned long long)c->unexp_bytes, (unsigned long long)c->unexp_max_bytes,
+           (unsigned long long)c->rx_full_timeout_ms);
     printf("\nprotocol engine counters:\n");
     efarm_counters_describe(stdout);
     n = efarm_device_query_all(caps, 16);

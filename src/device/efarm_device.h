@@ -84,6 +84,15 @@ int efarm_dev_ep_open(const char *name, const struct efarm_dev_ep_attr *attr,
                       struct efarm_dev_ep **ep_p);
 void efarm_dev_ep_close(struct efarm_dev_ep *ep);
 
+/*
+ * Destroy the endpoint's QP now: the device reads and writes nothing more for
+ * it (sends still being retransmitted, RDMA reads, receives), so the caller
+ * may deregister and free the memory its work requests named before
+ * efarm_dev_ep_close(), which then only frees the rest. Nothing may be posted
+ * or polled afterwards.
+ */
+void efarm_dev_ep_quiesce(struct efarm_dev_ep *ep);
+
 /* The device's capabilities as the endpoint sees them (owned by the endpoint). */
 const struct efarm_device_caps *efarm_dev_ep_caps(const struct efarm_dev_ep *ep);
 

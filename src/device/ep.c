@@ -347,6 +347,14 @@ err_free:
     return ret;
 }
 
+void efarm_dev_ep_quiesce(struct efarm_dev_ep *ep)
+{
+    if (ep->qp == NULL)
+        return;
+    V->ibv_destroy_qp(ep->qp);
+    ep->qp = NULL;
+}
+
 void efarm_dev_ep_close(struct efarm_dev_ep *ep)
 {
     for (unsigned b = 0; b < AH_BUCKETS; b++) {
@@ -358,7 +366,7 @@ void efarm_dev_ep_close(struct efarm_dev_ep *ep)
             free(ah);
         }
     }
-    V->ibv_destroy_qp(ep->qp);
+    efarm_dev_ep_quiesce(ep);
     if (ep->rx_mr)
         V->ibv_dereg_mr(ep->rx_mr);
     free(ep->rx_mem);
@@ -593,10 +601,15 @@ static void rx_refill(struct efarm_dev_ep *ep, bool all)
     }
 }
 
+/*
+ * Reposted in batches, except when fewer than a batch are posted: then at
+ * once, so buffers the caller gives back while it holds most of the others
+ * (back-pressure) never sit unposted while the device has none.
+ */
 void efarm_dev_rx_release(struct efarm_dev_ep *ep, uint32_t rx_id)
 {
     ep->rx_free[ep->rx_nfree++] = rx_id;
-    rx_refill(ep, false);
+    rx_refill(ep, ep->rx_posted < ep->rx_refill);
 }
 
 unsigned efarm_dev_rx_posted(const struct efarm_dev_ep *ep)

@@ -201,22 +201,37 @@ int MPIDI_EFARM_post_init(void)
     return MPI_SUCCESS;
 }
 
+/* How long MPI_Finalize waits for this rank's last packets to be acknowledged. */
+#define MPIDI_EFARM_FLUSH_TIMEOUT_MS 60000
+
 /*
- * Close the endpoint; operations still in the engine are dropped with it.
- * MPI_Finalize has synchronized the ranks before this hook, so nothing of
- * the job's traffic is still in flight. The engine counters are kept for
- * MPI_T reads after finalize.
+ * Close the endpoint. MPI_Finalize does not synchronize the ranks first, and
+ * a send completes as soon as its data is in packets (EFARM_SEND_INJECT): so
+ * first wait until every packet this rank sent has been acknowledged (or
+ * failed: then the job fails, the data is lost), then a PMI barrier, so that
+ * no rank closes its QP while a peer may still have to resend to it (an
+ * acknowledgement lost on the way: the last-ACK problem). Then close; the
+ * engine counters are kept for MPI_T reads after finalize.
  */
 int MPIDI_EFARM_mpi_finalize_hook(void)
 {
+    int mpi_errno = MPI_SUCCESS;
+
     if (MPIDI_EFARM_global.ep) {
-        /* Let the last sends' completions (acks of what peers received) arrive. */
-        for (int i = 0; i < 100 && efarm_ep_progress(MPIDI_EFARM_global.ep) > 0; i++)
-            ;
+        int ret = efarm_ep_flush(MPIDI_EFARM_global.ep, MPIDI_EFARM_FLUSH_TIMEOUT_MS);
+
+        if (ret == -ETIMEDOUT)
+            MPL_internal_error_printf("ch4:efarm: rank %d: packets still unacknowledged %d s into "
+                                      "MPI_Finalize (a peer that receives nothing?); closing\n",
+                                      MPIR_Process.rank, MPIDI_EFARM_FLUSH_TIMEOUT_MS / 1000);
+        else if (ret < 0)
+            mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_ep_flush (MPI_Finalize)");
+        if (mpi_errno == MPI_SUCCESS && ret == 0)
+            mpi_errno = MPIR_pmi_barrier();
         MPIDI_EFARM_global.final_counters = *efarm_ep_counters(MPIDI_EFARM_global.ep);
         efarm_ep_close(MPIDI_EFARM_global.ep);
         MPIDI_EFARM_global.ep = NULL;
     }
     MPIDI_EFARM_am_finalize();
-    return MPI_SUCCESS;
+    return mpi_errno;
 }

@@ -132,17 +132,20 @@ struct efarm_ep_attr {
     const char *device; /* NULL: the first device */
     uint32_t av_size;
     uint32_t sq_depth, rx_buffers, tx_pkts, max_ops;
-    uint32_t max_posted, max_unexpected;
+    uint32_t max_posted;
     uint64_t unexp_bytes, unexp_max_bytes;
+    uint32_t rx_full_timeout_ms;
     uint32_t rx_reserve, recvwin;
     uint64_t eager_max, medium_max, read_min, runt_size;
     uint32_t max_reads, cts_credits, rx_window;
     uint32_t rnr_retry, rnr_backoff_us, rnr_backoff_max_us;
-    bool no_rdma_read;     /* advertise and use no RDMA read whatever the tunable says */
-    bool no_connid_header; /* do not ask peers for the connid header */
-    bool no_dc;            /* do not advertise delivery complete (tests of the refusal) */
-    uint32_t first_msg_id; /* tests only: where msg_ids start (both sides must agree; 0 on the
-                              wire of every other implementation) */
+    bool no_rdma_read;       /* advertise and use no RDMA read whatever the tunable says */
+    bool no_connid_header;   /* do not ask peers for the connid header */
+    bool no_dc;              /* do not advertise delivery complete (tests of the refusal) */
+    uint32_t first_msg_id;   /* tests only: where msg_ids start (both sides must agree; 0 on the
+                                wire of every other implementation) */
+    uint32_t max_unexpected; /* tests only: unexpected messages held at most (0: as many as the
+                                byte budget holds); beyond it in-order messages are deferred */
 };
 
 /*
@@ -153,9 +156,20 @@ int efarm_ep_open(const struct efarm_ep_attr *attr, struct efarm_ep **ep_p);
 
 /*
  * Close: every request still pending is dropped without completion (its
- * memory is the caller's again); packets in flight are abandoned.
+ * memory is the caller's again); packets in flight are abandoned. Call
+ * efarm_ep_flush() first so that the last sends arrive.
  */
 void efarm_ep_close(struct efarm_ep *ep);
+
+/*
+ * Progress until nothing this endpoint sends is queued or in flight: every
+ * packet of sends that completed at post (EFARM_SEND_INJECT) and every reply
+ * owed has been acknowledged by the device, or has failed. An injected send
+ * completes before its data arrived; closing without a flush abandons it, and
+ * its receiver waits forever. Returns 0, the endpoint's failure (a negative
+ * error, as efarm_ep_progress), or -ETIMEDOUT after timeout_ms (0: no limit).
+ */
+int efarm_ep_flush(struct efarm_ep *ep, uint64_t timeout_ms);
 
 /* This endpoint's 32-byte raw address (protocol v4 section 1.4). */
 void efarm_ep_addr(const struct efarm_ep *ep, uint8_t raw[EFARM_RAW_ADDR_LEN]);
@@ -178,7 +192,17 @@ int efarm_av_lookup(const struct efarm_ep *ep, efarm_peer_t peer, uint8_t raw[EF
 /*
  * Make progress: poll one batch of completions, run the protocol, retry
  * queued work. Returns the number of completions handled (>= 0), or a
- * negative error only when the device itself failed.
+ * negative error when the device itself failed or the endpoint failed, and
+ * then on every later call:
+ *   EFARM_E(PROTO_PEER_FAILED): a packet to a peer failed at the device and
+ *     what was lost cannot be reported through any request (the data of an
+ *     injected send that had completed, later messages behind a lost one, a
+ *     reply the peer waits for); the log names the peer and the device error;
+ *   EFARM_E(PROTO_RX_FULL): nothing could be received for
+ *     EFARM_RX_FULL_TIMEOUT_MS while progress was called (every receive
+ *     buffer holds a message waiting for a receive and the copies reached
+ *     EFARM_UNEXP_MAX_BYTES).
+ * MPI has no recovery for a lost message: the caller should end the job.
  */
 int efarm_ep_progress(struct efarm_ep *ep);
 
@@ -188,7 +212,10 @@ int efarm_ep_progress(struct efarm_ep *ep);
  * unchanged until the request completes. Returns 0 (request started),
  * -EAGAIN (no operation slot: progress and retry), -EINVAL, or, for
  * EFARM_SEND_DC to a peer without delivery complete, EFARM_E(PROTO_NO_DC)
- * through the request once the peer's handshake says so.
+ * through the request once the peer's handshake says so. To a peer that
+ * failed (a packet to it failed at the device) the request completes at
+ * once with that device error; so does every operation with the peer that
+ * was still waiting when it failed.
  */
 int efarm_send(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_t len,
                uint32_t flags, uint64_t cq_data, struct efarm_req *req);
@@ -224,7 +251,11 @@ int efarm_tprobe(struct efarm_ep *ep, uint32_t context, int32_t source, int32_t 
 #define EFARM_CTX_UNTAGGED 0xffffffffu
 int efarm_probe(struct efarm_ep *ep, efarm_peer_t peer, bool claim, struct efarm_probe_info *info);
 
-/* Receive a message claimed by efarm_tprobe() or efarm_probe(). Returns 0, -ENOENT, -EAGAIN. */
+/*
+ * Receive a message claimed by efarm_tprobe() or efarm_probe(). Returns 0,
+ * -ENOENT (a stale handle), -EAGAIN (no operation slot for a message that
+ * needs one: progress and retry).
+ */
 int efarm_tmrecv(struct efarm_ep *ep, efarm_tm_handle_t handle, void *buf, uint64_t len,
                  struct efarm_req *req);
 
@@ -238,42 +269,45 @@ int efarm_cancel_recv(struct efarm_ep *ep, struct efarm_req *req);
 /* ---- Counters ---------------------------------------------------------------- */
 
 /* X(name, doc): one counter each, plus per-type packet counts below. */
-#define EFARM_COUNTER_LIST(X)                                                             \
-    X(tx_pkts, "packets posted")                                                          \
-    X(rx_pkts, "packets received")                                                        \
-    X(rx_bytes, "bytes received in packets")                                              \
-    X(tx_queued, "packets queued because the send queue was full")                        \
-    X(rnr, "RNR completions (receiver had no buffer)")                                    \
-    X(rnr_backoff, "times a peer entered RNR backoff")                                    \
-    X(retransmits, "packets resent after RNR")                                            \
-    X(unexpected, "messages that arrived before their receive")                           \
-    X(out_of_order, "REQ packets that arrived ahead of their msg_id")                     \
-    X(overflow, "REQ packets beyond the reorder window (overflow list)")                  \
-    X(held_rx, "receive buffers held unposted for back-pressure")                         \
-    X(copy_overdraft, "packets copied past EFARM_UNEXP_BYTES to keep RX_RESERVE posted")  \
-    X(deferred, "in-order messages deferred: no room for an unexpected message")          \
-    X(decode_errors, "packets that failed to decode (dropped)")                           \
-    X(unknown_sender, "packets from an unknown sender without raw address (dropped)")     \
-    X(connid_mismatch, "packets whose connid names no live peer (dead QP, dropped)")      \
-    X(stale_ids, "packets naming no live operation or a past msg_id (dropped)")           \
-    X(unsupported, "REQ packets of features this engine does not serve (dropped)")        \
-    X(implicit_peers, "peers learnt from a raw-address header")                           \
-    X(handshakes_sent, "HANDSHAKE packets sent")                                          \
-    X(handshakes_recv, "HANDSHAKE packets received")                                      \
-    X(handshake_triggers, "0-byte EAGER_RTW sent to make a peer answer with a HANDSHAKE") \
-    X(proto_eager, "messages sent eager")                                                 \
-    X(proto_medium, "messages sent medium")                                               \
-    X(proto_longcts, "messages sent long-CTS")                                            \
-    X(proto_longread, "messages sent long-read")                                          \
-    X(proto_runtread, "messages sent runting-read")                                       \
-    X(proto_dc, "messages sent with delivery complete")                                   \
-    X(reg_fallbacks, "long/runt-read sends that fell back to long-CTS (registration)")    \
-    X(read_nacks_sent, "READ_NACK sent (receiver could not register)")                    \
-    X(read_nacks_recv, "READ_NACK received (fell back to long-CTS)")                      \
-    X(reads_posted, "RDMA reads posted")                                                  \
-    X(truncated, "receives shorter than the message")                                     \
-    X(send_errors, "send operations completed with an error")                             \
-    X(recv_errors, "receive operations completed with an error")
+#define EFARM_COUNTER_LIST(X)                                                                \
+    X(tx_pkts, "packets posted")                                                             \
+    X(rx_pkts, "packets received")                                                           \
+    X(rx_bytes, "bytes received in packets")                                                 \
+    X(tx_queued, "packets queued because the send queue was full")                           \
+    X(rnr, "RNR completions (receiver had no buffer)")                                       \
+    X(rnr_backoff, "times a peer entered RNR backoff")                                       \
+    X(retransmits, "packets resent after RNR")                                               \
+    X(unexpected, "messages that arrived before their receive")                              \
+    X(out_of_order, "REQ packets that arrived ahead of their msg_id")                        \
+    X(overflow, "REQ packets beyond the reorder window (overflow list)")                     \
+    X(held_rx, "receive buffers held unposted for back-pressure")                            \
+    X(copy_overdraft, "packets copied past EFARM_UNEXP_BYTES to keep RX_RESERVE posted")     \
+    X(deferred, "in-order messages deferred: no operation slot or no record for them")       \
+    X(rx_full, "times every receive buffer came to hold a waiting packet (none could land)") \
+    X(decode_errors, "packets that failed to decode (dropped)")                              \
+    X(unknown_sender, "packets from an unknown sender without raw address (dropped)")        \
+    X(connid_mismatch, "packets whose connid names no live peer (dead QP, dropped)")         \
+    X(stale_ids, "packets naming no live operation or a past msg_id (dropped)")              \
+    X(unsupported, "REQ packets of features this engine does not serve (dropped)")           \
+    X(implicit_peers, "peers learnt from a raw-address header")                              \
+    X(handshakes_sent, "HANDSHAKE packets sent")                                             \
+    X(handshakes_recv, "HANDSHAKE packets received")                                         \
+    X(handshake_triggers, "0-byte EAGER_RTW sent to make a peer answer with a HANDSHAKE")    \
+    X(proto_eager, "messages sent eager")                                                    \
+    X(proto_medium, "messages sent medium")                                                  \
+    X(proto_longcts, "messages sent long-CTS")                                               \
+    X(proto_longread, "messages sent long-read")                                             \
+    X(proto_runtread, "messages sent runting-read")                                          \
+    X(proto_dc, "messages sent with delivery complete")                                      \
+    X(reg_fallbacks, "long/runt-read sends that fell back to long-CTS (registration)")       \
+    X(read_nacks_sent, "READ_NACK sent (receiver could not register)")                       \
+    X(read_nacks_recv, "READ_NACK received (fell back to long-CTS)")                         \
+    X(reads_posted, "RDMA reads posted")                                                     \
+    X(truncated, "receives shorter than the message")                                        \
+    X(send_errors, "send operations completed with an error")                                \
+    X(recv_errors, "receive operations completed with an error")                             \
+    X(peers_failed, "peers marked failed after a packet to them failed at the device")       \
+    X(lost_after_completion, "injected sends whose data was lost after they completed")
 
 struct efarm_counters {
 #define EFARM_COUNTER_MEMBER_(name, doc) uint64_t name;
@@ -302,6 +336,7 @@ struct efarm_proto_sizes {
     uint32_t op;
     uint32_t tx_pkt;
     uint32_t rx_pkt;
+    uint32_t unexp; /* record of one unexpected message, its matcher entry included */
 };
 void efarm_proto_sizes(const struct efarm_ep *ep, struct efarm_proto_sizes *sizes_p);
 

@@ -22,9 +22,14 @@
  * (context, source), by (context)), so a receive or probe of any shape reads
  * the head of exactly one list.
  *
- * Memory: everything is allocated by efarm_tm_open(); entries come from two
- * bounded pools and nothing is allocated, freed or grown afterwards. Not
- * thread safe: one matcher per receiving context, used by one thread at a time.
+ * Memory: efarm_tm_open() allocates the hash table, every posted-receive
+ * entry and the first EFARM_TM_MSG_CHUNK (1024) unexpected-message entries.
+ * Unexpected entries are created a chunk at a time when all are in use (with
+ * the queues they may need), up to max_unexpected, and kept until close: a
+ * matcher that once held many waiting messages reuses their entries, and one
+ * that never does never grows. Matching, posting and queueing allocate
+ * nothing otherwise. Not thread safe: one matcher per receiving context, used
+ * by one thread at a time.
  *
  * Ownership: `user` pointers are the caller's and are never dereferenced; the
  * matcher hands each one back exactly once (on match, claim or cancel) or
@@ -86,6 +91,7 @@
 #ifndef EFARM_TM_H
 #define EFARM_TM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define EFARM_TM_ANY_SOURCE (-1)
@@ -102,9 +108,14 @@ struct efarm_tm;
 
 /*
  * Create a matcher holding at most max_posted receives and max_unexpected
- * messages (both 1 .. 2^24). Returns 0, -EINVAL or -ENOMEM.
+ * messages (both 1 .. 2^24). The hash table is sized for max_posted receives
+ * and up to 8192 waiting messages; more only make its chains longer. Returns
+ * 0, -EINVAL or -ENOMEM.
  */
 int efarm_tm_open(unsigned max_posted, unsigned max_unexpected, struct efarm_tm **tm_p);
+
+/* Bytes one unexpected-message entry costs, with its share of the queues (for budgets). */
+size_t efarm_tm_unexpected_entry_size(void);
 
 /* Free the matcher; entries still queued are dropped (their user pointers are not touched). */
 void efarm_tm_close(struct efarm_tm *tm);
@@ -126,7 +137,9 @@ int efarm_tm_post(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t
  * EFARM_TM_MATCHED. Otherwise the message is queued as unexpected: returns
  * EFARM_TM_QUEUED. Returns -EAGAIN when it would have to be queued and
  * max_unexpected messages are already queued (nothing changes; retry after a
- * receive is posted or a message claimed), -EINVAL for a negative source or tag.
+ * receive is posted or a message claimed), -ENOMEM when a new chunk of
+ * entries could not be allocated (nothing changes either), -EINVAL for a
+ * negative source or tag.
  */
 int efarm_tm_arrive(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag, void *user,
                     void **recv_user_p);
@@ -140,6 +153,13 @@ int efarm_tm_arrive(struct efarm_tm *tm, uint32_t context, int32_t source, int32
  */
 int efarm_tm_match_posted(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag,
                           void **recv_user_p);
+
+/*
+ * Whether efarm_tm_match_posted() would match a posted receive now: 1 or 0,
+ * changing nothing (-EINVAL for a negative source or tag). For a caller that
+ * must know before matching whether it can take the message.
+ */
+int efarm_tm_would_match(const struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag);
 
 /*
  * Look at the earliest-arrived unexpected message matching the key (wildcards

@@ -17,10 +17,12 @@
  *                (or READ_NACK once the runt has arrived).
  * DC messages answer with RECEIPT once the data is in the user buffer.
  *
- * A message that matches no receive becomes an unexpected operation holding
- * its packets (copies, or held receive buffers under pressure); later packets
- * of the same message join it. A receive posted later, or a matched probe,
- * replays them through the same code as live packets.
+ * A message that matches no receive waits as an unexpected record holding
+ * its packets (copies, or held receive buffers under pressure), with no
+ * operation; later packets of the same message join it. A receive posted
+ * later, or a matched probe, takes an operation then (a plain eager message
+ * needs none: it is copied from its packet) and replays the packets through
+ * the same code as live packets.
  *
  * Everything from the wire is checked before use: lengths against the
  * message and the buffer (writes are clipped to the buffer; a longer message
@@ -116,6 +118,14 @@ static void copy_clip(uint8_t *buf, uint64_t buf_len, uint64_t offset, const uin
     if (n > buf_len - offset)
         n = buf_len - offset;
     memcpy(buf + offset, src, n);
+}
+
+/* Decode a stored packet again (it decoded when it arrived, so this cannot fail). */
+static void rxpkt_first_decode(const struct efarm_rxpkt *stored, struct efarm_pkt *pkt)
+{
+    int ret = efarm_pkt_decode(stored->data, stored->len, pkt);
+
+    (void)ret;
 }
 
 /* ---- Control packets a receive sends -------------------------------------------------- */
@@ -334,30 +344,35 @@ static void rx_op_read_start(struct efarm_ep *ep, struct efarm_op *op)
 static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op);
 
 /*
- * The op has its request: replay what arrived before (and `pkt`, the packet
- * that matched, if any), then start the protocol.
+ * The op has its request: replay the packets that arrived before (`stored`,
+ * an unexpected message's, released here) and `pkt`, the packet that
+ * matched, if any; then start the protocol.
  */
 static void rx_op_matched(struct efarm_ep *ep, struct efarm_op *op, struct efarm_req *req,
-                          const struct efarm_pkt *pkt)
+                          struct efarm_rxpkt *stored, const struct efarm_pkt *pkt)
 {
-    struct efarm_rxpkt *rp = op->pkts;
+    struct efarm_peer_state *st = ep->peers[op->peer].st;
 
-    op->flags = (op->flags & ~(EFARM_OPF_UNEXPECTED | EFARM_OPF_CLAIMED)) | EFARM_OPF_MATCHED;
+    op->flags |= EFARM_OPF_MATCHED;
     op->req = req;
     op->buf = req->buf;
     op->len = req->buf_len;
-    op->pkts = NULL;
-    while (rp != NULL) {
-        struct efarm_rxpkt *next = rp->next;
-        struct efarm_pkt stored;
+    while (stored != NULL) {
+        struct efarm_rxpkt *next = stored->next;
+        struct efarm_pkt spkt;
 
-        if (efarm_pkt_decode(rp->data, rp->len, &stored) == 0)
-            rx_op_data(op, &stored);
-        efarm_rxpkt_release(ep, rp);
-        rp = next;
+        if (efarm_pkt_decode(stored->data, stored->len, &spkt) == 0)
+            rx_op_data(op, &spkt);
+        efarm_rxpkt_release(ep, stored);
+        stored = next;
     }
     if (pkt != NULL)
         rx_op_data(op, pkt);
+    if (op->status == 0 && efarm_peer_failed(st) && op->done_bytes < op->msg_length) {
+        /* The rest would have to come from (or be asked of) a peer that failed. */
+        efarm_rx_op_peer_failed(ep, op, st->fail_status);
+        return;
+    }
     if (op->status == 0) {
         switch (op->proto) {
         case EFARM_PROTO_LONGCTS:
@@ -474,10 +489,48 @@ static int rx_op_post_reads(struct efarm_ep *ep, struct efarm_op *op)
     return 0;
 }
 
+/*
+ * The peer failed: nothing more comes from it and nothing goes to it. A
+ * receive still waiting for data completes with the peer's error once its
+ * reads are back; replies it still owes are dropped, and if the receive had
+ * completed well the peer's send may be waiting for them: that is a loss no
+ * request reports, and the endpoint fails (unless the peer's QP is gone).
+ */
+void efarm_rx_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int status)
+{
+    const uint32_t sends =
+        EFARM_OPF_NEED_CTS | EFARM_OPF_NEED_EOR | EFARM_OPF_NEED_RCPT | EFARM_OPF_NEED_NACK;
+
+    if (op->flags & EFARM_OPF_IN_WORK) {
+        efarm_list_remove(&op->link);
+        op->flags &= ~EFARM_OPF_IN_WORK;
+    }
+    if (!(op->flags & EFARM_OPF_MATCHED))
+        return;
+    if (!(op->flags & EFARM_OPF_COMPLETED)) {
+        if (op->status == 0)
+            op->status = status;
+        op->flags &= ~(sends | EFARM_OPF_NEED_READ | EFARM_OPF_NACKED);
+        if (op->done_bytes < op->msg_length)
+            op->done_bytes = op->msg_length;
+    } else if (op->flags & sends) {
+        op->flags &= ~sends;
+        if (op->status == 0 && status != EFARM_E(DEV_REMOTE_QP))
+            efarm_peer_fail(ep, op->peer, status, EFARM_PKT_EOR,
+                            "a reply (EOR or RECEIPT) its send waits for");
+    }
+    rx_op_check(ep, op);
+}
+
 void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
 {
+    const struct efarm_peer_state *st = ep->peers[op->peer].st;
     bool blocked = false;
 
+    if (efarm_peer_failed(st)) {
+        efarm_rx_op_peer_failed(ep, op, st->fail_status);
+        return;
+    }
     if ((op->flags & EFARM_OPF_NEED_READ) && rx_op_post_reads(ep, op) == -EAGAIN)
         blocked = true;
     if (op->flags & EFARM_OPF_NEED_CTS) {
@@ -542,11 +595,10 @@ void efarm_read_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
 
 /* ---- In-order REQs and their later packets ------------------------------------------ */
 
-/* Keep a packet of an unmatched message with its op; returns what the caller must do. */
-static int rx_op_store(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt,
+/* Keep a packet of an unexpected message with its record; returns what the caller must do. */
+static int unexp_store(struct efarm_ep *ep, struct efarm_unexp *ux, const struct efarm_pkt *pkt,
                        struct efarm_rxpkt *stored, uint32_t rx_id)
 {
-    struct efarm_rxpkt **tail = &op->pkts;
     bool held = false;
 
     if (stored == NULL) {
@@ -555,13 +607,31 @@ static int rx_op_store(struct efarm_ep *ep, struct efarm_op *op, const struct ef
         stored = efarm_rxpkt_store(ep, data, (uint32_t)(pkt->hdr_length + pkt->payload_length),
                                    rx_id, &held);
     } else {
-        held = true; /* the caller must not release it: it is the op's now */
+        held = true; /* the caller must not release it: it is the record's now */
     }
-    while (*tail != NULL)
-        tail = &(*tail)->next;
     stored->next = NULL;
-    *tail = stored;
+    if (ux->last != NULL)
+        ux->last->next = stored;
+    else
+        ux->pkts = stored;
+    ux->last = stored;
     return held ? EFARM_RX_KEEP : 0;
+}
+
+/* Count a stored segment's data; a message with nothing more to come leaves the map. */
+static void unexp_seg_count(struct efarm_ep *ep, struct efarm_unexp *ux,
+                            const struct efarm_pkt *pkt)
+{
+    const uint8_t *data;
+    uint64_t offset, len, want;
+
+    if (ux->proto != EFARM_PROTO_MEDIUM && ux->proto != EFARM_PROTO_RUNTREAD)
+        return;
+    pkt_data(pkt, &data, &offset, &len);
+    ux->seg_bytes += len;
+    want = ux->proto == EFARM_PROTO_MEDIUM ? ux->msg_length : ux->runt_length;
+    if (ux->seg_bytes >= want && (ux->flags & EFARM_UXF_MAPPED))
+        efarm_unexp_map_remove(ep, ux);
 }
 
 static void eager_deliver(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
@@ -577,10 +647,87 @@ static void eager_deliver(struct efarm_ep *ep, efarm_peer_t peer, const struct e
         ep->cnt.truncated++;
     }
     /* A control buffer was checked free before matching: the RECEIPT cannot be refused. */
-    if (k->dc)
+    if (k->dc && !efarm_peer_failed(ep->peers[peer].st))
         receipt_send(ep, peer, NULL, (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID],
                      (uint32_t)pkt->value[EFARM_PKT_F_MSG_ID]);
     efarm_req_complete(ep, NULL, req, status);
+}
+
+/* Whether receiving an unexpected message takes an operation (all but plain eager do). */
+static bool unexp_needs_op(const struct efarm_unexp *ux)
+{
+    return ux->proto != EFARM_PROTO_EAGER || (ux->flags & EFARM_UXF_DC);
+}
+
+/*
+ * A receive matched (or claimed and received) an unexpected message: deliver
+ * a plain eager one from its stored packet, or give the message an operation
+ * (the caller made sure one is free) and replay what is stored. The record
+ * is released.
+ */
+static void unexp_receive(struct efarm_ep *ep, struct efarm_unexp *ux, struct efarm_req *req)
+{
+    struct efarm_rxpkt *stored = ux->pkts;
+    struct efarm_pkt first;
+    struct rtm_kind k;
+    struct efarm_op *op;
+
+    rxpkt_first_decode(stored, &first);
+    rtm_kind(first.type, &k);
+    if (!unexp_needs_op(ux)) {
+        eager_deliver(ep, ux->peer, &first, &k, req);
+        efarm_unexp_release(ep, ux);
+        return;
+    }
+    op = efarm_op_alloc(ep, EFARM_OP_RX);
+    op->status = rx_op_init(op, ux->peer, &first, &k);
+    if (op->status)
+        efarm_log_ratelimited(EFARM_LOG_WARN, "%s from peer %u: %s",
+                              efarm_pkt_type_info(first.type)->name, ux->peer,
+                              efarm_strerror(op->status));
+    if (ux->flags & EFARM_UXF_MAPPED)
+        efarm_unexp_map_remove(ep, ux);
+    if (k.proto != EFARM_PROTO_LONGCTS && k.proto != EFARM_PROTO_EAGER)
+        efarm_op_map_insert(ep, op); /* later segments, or the long-CTS after a NACK */
+    ux->pkts = ux->last = NULL;
+    efarm_unexp_release(ep, ux);
+    rx_op_matched(ep, op, req, stored, NULL);
+}
+
+/* An in-order message that matched no receive: keep it with a record, no operation. */
+static int unexp_arrive(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
+                        const struct rtm_kind *k, uint32_t context, int32_t source, int32_t tag,
+                        struct efarm_rxpkt *stored, uint32_t rx_id)
+{
+    struct efarm_unexp *ux;
+    void *user = NULL;
+    int ret;
+
+    if (ep->p.max_unexpected && ep->unexp_live >= ep->p.max_unexpected)
+        return -EAGAIN;
+    ux = efarm_unexp_alloc(ep);
+    if (ux == NULL)
+        return -EAGAIN;
+    ux->peer = peer;
+    ux->msg_id = (uint32_t)pkt->value[EFARM_PKT_F_MSG_ID];
+    ux->proto = k->proto;
+    ux->flags |= (k->tagged ? EFARM_UXF_TAGGED : 0) | (k->dc ? EFARM_UXF_DC : 0);
+    ux->wire_tag = k->tagged ? pkt->value[EFARM_PKT_F_TAG] : 0;
+    ux->msg_length =
+        k->proto == EFARM_PROTO_EAGER ? pkt->payload_length : pkt->value[EFARM_PKT_F_MSG_LENGTH];
+    ux->runt_length = k->proto == EFARM_PROTO_RUNTREAD ? pkt->value[EFARM_PKT_F_RUNT_LENGTH] : 0;
+    ret = efarm_tm_arrive(ep->tm, context, source, tag, ux, &user);
+    if (ret != EFARM_TM_QUEUED) {
+        /* The caller saw no posted receive match: only a full matcher ends here. */
+        efarm_unexp_release(ep, ux);
+        return -EAGAIN;
+    }
+    ep->cnt.unexpected++;
+    if (k->proto == EFARM_PROTO_MEDIUM || k->proto == EFARM_PROTO_RUNTREAD)
+        efarm_unexp_map_insert(ep, ux); /* its other segments join it */
+    ret = unexp_store(ep, ux, pkt, stored, rx_id);
+    unexp_seg_count(ep, ux, pkt);
+    return ret;
 }
 
 int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
@@ -596,56 +743,79 @@ int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pk
     if (!rtm_kind(pkt->type, &k))
         return 0;
     msg_key(k.tagged ? pkt->value[EFARM_PKT_F_TAG] : 0, k.tagged, peer, &context, &source, &tag);
-    /* Everything matching may need must be there first: matching cannot be undone. */
-    if (k.proto == EFARM_PROTO_EAGER ? (k.dc && ep->ntx_free == 0) : ep->nop_free == 0)
-        return -EAGAIN;
+    /*
+     * Everything matching may need must be there first: matching cannot be
+     * undone. An eager DC message needs a control buffer for its RECEIPT,
+     * anything longer that matches needs an operation; a message that
+     * matches nothing needs neither.
+     */
+    if (k.proto == EFARM_PROTO_EAGER) {
+        if (k.dc && ep->ntx_free == 0)
+            return -EAGAIN;
+    } else if (ep->nop_free == 0) {
+        if (efarm_tm_would_match(ep->tm, context, source, tag) > 0)
+            return -EAGAIN;
+        return unexp_arrive(ep, peer, pkt, &k, context, source, tag, stored, rx_id);
+    }
     ret = efarm_tm_match_posted(ep->tm, context, source, tag, &user);
-    if (ret == EFARM_TM_MATCHED && k.proto == EFARM_PROTO_EAGER) {
+    if (ret != EFARM_TM_MATCHED)
+        return unexp_arrive(ep, peer, pkt, &k, context, source, tag, stored, rx_id);
+    if (k.proto == EFARM_PROTO_EAGER) {
         eager_deliver(ep, peer, pkt, &k, user);
         return 0;
     }
-    if (ret != EFARM_TM_MATCHED && ep->nop_free == 0)
-        return -EAGAIN;
     op = efarm_op_alloc(ep, EFARM_OP_RX);
     op->status = rx_op_init(op, peer, pkt, &k);
     if (op->status)
         efarm_log_ratelimited(EFARM_LOG_WARN, "%s from peer %u: %s",
                               efarm_pkt_type_info(pkt->type)->name, peer,
                               efarm_strerror(op->status));
-    if (ret == EFARM_TM_MATCHED) {
-        if (k.proto != EFARM_PROTO_LONGCTS)
-            efarm_op_map_insert(ep, op); /* later segments, or the long-CTS after a NACK */
-        rx_op_matched(ep, op, user, pkt);
-        return 0;
-    }
-    ret = efarm_tm_arrive(ep->tm, context, source, tag, op, &user);
-    if (ret != EFARM_TM_QUEUED) {
-        efarm_op_release(ep, op);
-        return -EAGAIN; /* the unexpected queue is full: back-pressure */
-    }
-    op->flags |= EFARM_OPF_UNEXPECTED;
-    ep->cnt.unexpected++;
-    if (k.proto != EFARM_PROTO_LONGCTS && k.proto != EFARM_PROTO_EAGER)
-        efarm_op_map_insert(ep, op);
-    return rx_op_store(ep, op, pkt, stored, rx_id);
+    if (k.proto != EFARM_PROTO_LONGCTS)
+        efarm_op_map_insert(ep, op); /* later segments, or the long-CTS after a NACK */
+    rx_op_matched(ep, op, user, NULL, pkt);
+    return 0;
 }
 
 int efarm_rtm_segment(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt,
                       struct efarm_rxpkt *stored, uint32_t rx_id)
 {
+    (void)stored, (void)rx_id;
     if (op->kind != EFARM_OP_RX || (op->flags & EFARM_OPF_COMPLETED) ||
-        !rx_op_same_message(op, pkt)) {
+        !(op->flags & EFARM_OPF_MATCHED) || !rx_op_same_message(op, pkt)) {
         ep->cnt.stale_ids++;
         return 0;
     }
-    if (!(op->flags & EFARM_OPF_MATCHED))
-        return rx_op_store(ep, op, pkt, stored, rx_id);
     rx_op_data(op, pkt);
     if (op->flags & EFARM_OPF_NEED_NACK)
         efarm_rx_op_work(ep, op); /* the runt may be complete now: the READ_NACK can go */
     else
         rx_op_check(ep, op);
     return 0;
+}
+
+/* Whether a later packet belongs to the same message as the record (a peer could lie). */
+static bool unexp_same_message(const struct efarm_unexp *ux, const struct efarm_pkt *pkt)
+{
+    struct rtm_kind k;
+
+    return rtm_kind(pkt->type, &k) && k.proto == ux->proto &&
+           pkt->value[EFARM_PKT_F_MSG_LENGTH] == ux->msg_length &&
+           (k.proto != EFARM_PROTO_RUNTREAD ||
+            pkt->value[EFARM_PKT_F_RUNT_LENGTH] == ux->runt_length);
+}
+
+int efarm_unexp_segment(struct efarm_ep *ep, struct efarm_unexp *ux, const struct efarm_pkt *pkt,
+                        struct efarm_rxpkt *stored, uint32_t rx_id)
+{
+    int ret;
+
+    if (!unexp_same_message(ux, pkt)) {
+        ep->cnt.stale_ids++;
+        return 0;
+    }
+    ret = unexp_store(ep, ux, pkt, stored, rx_id);
+    unexp_seg_count(ep, ux, pkt);
+    return ret;
 }
 
 void efarm_ctsdata_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
@@ -719,8 +889,13 @@ static int recv_post(struct efarm_ep *ep, uint32_t context, int32_t source, int3
 {
     efarm_tm_handle_t handle = 0;
     void *user = NULL;
-    int ret = efarm_tm_post(ep->tm, context, source, tag, req, &handle, &user);
+    int ret;
 
+    /* Matching cannot be undone: a waiting message that needs an operation needs a free one. */
+    if (ep->nop_free == 0 && efarm_tm_probe(ep->tm, context, source, tag, &handle, &user) == 1 &&
+        unexp_needs_op(user))
+        return -EAGAIN;
+    ret = efarm_tm_post(ep->tm, context, source, tag, req, &handle, &user);
     if (ret == -ENOMEM)
         return -EAGAIN;
     if (ret < 0)
@@ -730,7 +905,7 @@ static int recv_post(struct efarm_ep *ep, uint32_t context, int32_t source, int3
         req->tm_handle = handle;
         return 0;
     }
-    rx_op_matched(ep, user, req, NULL);
+    unexp_receive(ep, user, req);
     return 0;
 }
 
@@ -753,27 +928,27 @@ int efarm_recv(struct efarm_ep *ep, void *buf, uint64_t len, efarm_peer_t peer,
                      0, req, buf, len);
 }
 
-/* Probe the matcher; fill *info from the waiting op and claim it if asked. */
+/* Probe the matcher; fill *info from the waiting message and claim it if asked. */
 static int probe(struct efarm_ep *ep, uint32_t context, int32_t source, int32_t tag, bool claim,
                  struct efarm_probe_info *info)
 {
     efarm_tm_handle_t handle;
-    struct efarm_op *op;
+    struct efarm_unexp *ux;
     void *user;
     int ret = efarm_tm_probe(ep->tm, context, source, tag, &handle, &user);
 
     if (ret <= 0)
         return ret;
-    op = user;
-    info->peer = op->peer;
-    msg_key(op->wire_tag, op->flags & EFARM_OPF_TAGGED, op->peer, &info->context, &info->source,
+    ux = user;
+    info->peer = ux->peer;
+    msg_key(ux->wire_tag, ux->flags & EFARM_UXF_TAGGED, ux->peer, &info->context, &info->source,
             &info->tag);
-    info->msg_length = op->msg_length;
+    info->msg_length = ux->msg_length;
     info->handle = 0;
     if (claim) {
         efarm_tm_claim(ep->tm, handle, &user);
-        op->flags = (op->flags & ~EFARM_OPF_UNEXPECTED) | EFARM_OPF_CLAIMED;
-        info->handle = op->id;
+        ux->flags |= EFARM_UXF_CLAIMED;
+        info->handle = efarm_unexp_handle(ux);
     }
     return 1;
 }
@@ -798,15 +973,17 @@ int efarm_probe(struct efarm_ep *ep, efarm_peer_t peer, bool claim, struct efarm
 int efarm_tmrecv(struct efarm_ep *ep, efarm_tm_handle_t handle, void *buf, uint64_t len,
                  struct efarm_req *req)
 {
-    struct efarm_op *op;
+    struct efarm_unexp *ux;
 
-    if (req == NULL || (len && buf == NULL) || handle > UINT32_MAX)
+    if (req == NULL || (len && buf == NULL))
         return -EINVAL;
-    op = efarm_op_find(ep, (uint32_t)handle, EFARM_OP_RX, EFARM_PEER_NONE);
-    if (op == NULL || !(op->flags & EFARM_OPF_CLAIMED))
+    ux = efarm_unexp_find(ep, handle);
+    if (ux == NULL || !(ux->flags & EFARM_UXF_CLAIMED))
         return -ENOENT;
+    if (ep->nop_free == 0 && unexp_needs_op(ux))
+        return -EAGAIN;
     req_start(req, buf, len);
-    rx_op_matched(ep, op, req, NULL);
+    unexp_receive(ep, ux, req);
     return 0;
 }
 

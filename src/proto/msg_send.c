@@ -290,14 +290,10 @@ static void tx_op_check(struct efarm_ep *ep, struct efarm_op *op)
         return;
     if (op->proto == EFARM_PROTO_RUNTREAD)
         runt_release(ep, op);
-    if (op->req != NULL) {
+    if (op->req != NULL)
         efarm_req_complete(ep, op, op->req, op->status);
-    } else if (op->status) {
-        /* An injected send already completed: the failure can only be counted. */
-        ep->cnt.send_errors++;
-        efarm_log(EFARM_LOG_WARN, "injected send to peer %u failed after completion: %s", op->peer,
-                  efarm_strerror(op->status));
-    }
+    else if (op->status)
+        ep->cnt.send_errors++; /* an injected send: its loss failed the peer and the endpoint */
     efarm_op_release(ep, op);
 }
 
@@ -341,6 +337,26 @@ void efarm_tx_op_work(struct efarm_ep *ep, struct efarm_op *op)
         op->status = ret;
         op->flags &= ~EFARM_OPF_NEED_REQ;
     }
+    tx_op_check(ep, op);
+}
+
+/*
+ * The peer failed: a send still waiting (to be built, for a CTS, EOR or
+ * RECEIPT) completes with the peer's error once its packets are back. An
+ * injected send that already completed is left to its packets: if one of
+ * them fails, the endpoint fails.
+ */
+void efarm_tx_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int status)
+{
+    if (op->req == NULL && (op->flags & EFARM_OPF_INJECT))
+        return;
+    if (op->flags & EFARM_OPF_IN_WORK) {
+        efarm_list_remove(&op->link);
+        op->flags &= ~EFARM_OPF_IN_WORK;
+    }
+    if (op->status == 0)
+        op->status = status;
+    op->flags &= ~(EFARM_OPF_NEED_REQ | EFARM_OPF_WAIT_EOR | EFARM_OPF_WAIT_RCPT);
     tx_op_check(ep, op);
 }
 
@@ -448,6 +464,17 @@ static int send_start(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, u
     st = efarm_peer_state_get(ep, peer);
     if (st == NULL)
         return -ENOMEM;
+    if (efarm_peer_failed(st)) {
+        /* Nothing more goes to a failed peer: the send ends with its error. */
+        req->length = len;
+        req->peer = peer;
+        req->status = st->fail_status;
+        req->done = true;
+        ep->cnt.send_errors++;
+        if (req->cb)
+            req->cb(req);
+        return 0;
+    }
     op = efarm_op_alloc(ep, EFARM_OP_TX);
     if (op == NULL)
         return -EAGAIN;

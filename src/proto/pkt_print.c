@@ -6,6 +6,7 @@
 #include "efarm_pkt.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 
 struct flag_name {
     uint16_t bit;
@@ -73,11 +74,46 @@ static void print_hex(FILE *out, const uint8_t *p, size_t n)
         fprintf(out, "%02x", p[i]);
 }
 
+/*
+ * The read_iov entries at the start of the payload. A packet described for
+ * encoding has no payload yet (the sender appends the read_iov after the
+ * headers): then there is nothing to print, whatever read_iov_count says.
+ */
 static size_t read_iov_count(const struct efarm_pkt *pkt)
 {
-    if (!(efarm_pkt_type_info(pkt->type)->traits & EFARM_PKT_T_READ_IOV))
+    size_t n;
+
+    if (!(efarm_pkt_type_info(pkt->type)->traits & EFARM_PKT_T_READ_IOV) || pkt->payload == NULL)
         return 0;
-    return (size_t)pkt->value[EFARM_PKT_F_READ_IOV_COUNT];
+    n = (size_t)pkt->value[EFARM_PKT_F_READ_IOV_COUNT];
+    if (n > pkt->payload_length / sizeof(struct efarm_wire_rma_iov))
+        n = pkt->payload_length / sizeof(struct efarm_wire_rma_iov);
+    return n;
+}
+
+/* extra_info words to print: a decoded HANDSHAKE's, or those a packet to encode points at. */
+static uint64_t extra_info_count(const struct efarm_pkt *pkt)
+{
+    if (pkt->type != EFARM_PKT_HANDSHAKE || pkt->extra_info == NULL ||
+        !(pkt->present & EFARM_PKT_HAS(NEXTRA_P3)) || pkt->value[EFARM_PKT_F_NEXTRA_P3] < 3)
+        return 0;
+    return pkt->value[EFARM_PKT_F_NEXTRA_P3] - 3;
+}
+
+/* Whether the raw-address header is there: decoded, or asked for by a REQ's flags. */
+static bool has_raw_addr(const struct efarm_pkt *pkt)
+{
+    return (pkt->present & EFARM_PKT_HAS_RAW_ADDR) ||
+           ((efarm_pkt_type_info(pkt->type)->traits & EFARM_PKT_T_REQ) &&
+            (pkt->flags & EFARM_REQ_OPT_RAW_ADDR_HDR));
+}
+
+/* rma_iov entries: the count, if the array is there. */
+static size_t rma_iov_count(const struct efarm_pkt *pkt)
+{
+    if (pkt->rma_iov == NULL || !(pkt->present & EFARM_PKT_HAS(RMA_IOV_COUNT)))
+        return 0;
+    return (size_t)pkt->value[EFARM_PKT_F_RMA_IOV_COUNT];
 }
 
 /* Scalar fields in wire order: the fixed header first, then optional fields. */
@@ -136,16 +172,13 @@ void efarm_pkt_print_text(FILE *out, const struct efarm_pkt *pkt)
     fprintf(out, "version: %u\n", pkt->version);
     print_flags(out, pkt);
     for_each_scalar(pkt, text_scalar, out);
-    if (pkt->present & EFARM_PKT_HAS_RMA_IOV)
-        text_iovs(out, "rma_iov", pkt->rma_iov, (size_t)pkt->value[EFARM_PKT_F_RMA_IOV_COUNT]);
-    if (pkt->present & EFARM_PKT_HAS_EXTRA_INFO) {
-        for (uint64_t i = 0; i + 3 < pkt->value[EFARM_PKT_F_NEXTRA_P3]; i++)
-            fprintf(out, "extra_info[%" PRIu64 "]: 0x%016" PRIx64 "\n", i,
-                    efarm_pkt_extra_info(pkt, (uint32_t)i));
-    }
+    text_iovs(out, "rma_iov", pkt->rma_iov, rma_iov_count(pkt));
+    for (uint64_t i = 0; i < extra_info_count(pkt); i++)
+        fprintf(out, "extra_info[%" PRIu64 "]: 0x%016" PRIx64 "\n", i,
+                efarm_pkt_extra_info(pkt, (uint32_t)i));
     if (pkt->present & EFARM_PKT_HAS_USER_RECV_QP)
         fprintf(out, "user_recv_qp: qpn=%u qkey=0x%08x\n", pkt->user_recv_qpn, pkt->user_recv_qkey);
-    if (pkt->present & EFARM_PKT_HAS_RAW_ADDR) {
+    if (has_raw_addr(pkt)) {
         fputs("raw_addr.gid: ", out);
         print_hex(out, pkt->raw_addr.gid, EFARM_GID_LEN);
         fprintf(out, "\nraw_addr.qpn: %u\nraw_addr.connid: %u\n", pkt->raw_addr.qpn,
@@ -153,7 +186,7 @@ void efarm_pkt_print_text(FILE *out, const struct efarm_pkt *pkt)
     }
     text_iovs(out, "read_iov", pkt->payload, nread);
     fprintf(out, "payload_length: %zu\n", pkt->payload_length);
-    if (pkt->payload_length) {
+    if (pkt->payload_length && pkt->payload != NULL) {
         size_t n = pkt->payload_length < TEXT_PAYLOAD_MAX ? pkt->payload_length : TEXT_PAYLOAD_MAX;
 
         fputs("payload: ", out);
@@ -190,17 +223,17 @@ void efarm_pkt_print_json(FILE *out, const struct efarm_pkt *pkt)
             efarm_pkt_type_info(pkt->type)->name, pkt->version, pkt->flags);
     for_each_scalar(pkt, json_scalar, out);
     if (pkt->present & EFARM_PKT_HAS_RMA_IOV)
-        json_iovs(out, "rma_iov", pkt->rma_iov, (size_t)pkt->value[EFARM_PKT_F_RMA_IOV_COUNT]);
-    if (pkt->present & EFARM_PKT_HAS_EXTRA_INFO) {
+        json_iovs(out, "rma_iov", pkt->rma_iov, rma_iov_count(pkt));
+    if ((pkt->present & EFARM_PKT_HAS_EXTRA_INFO) || extra_info_count(pkt)) {
         fputs(",\"extra_info\":[", out);
-        for (uint64_t i = 0; i + 3 < pkt->value[EFARM_PKT_F_NEXTRA_P3]; i++)
+        for (uint64_t i = 0; i < extra_info_count(pkt); i++)
             fprintf(out, "%s%" PRIu64, i ? "," : "", efarm_pkt_extra_info(pkt, (uint32_t)i));
         fputc(']', out);
     }
     if (pkt->present & EFARM_PKT_HAS_USER_RECV_QP)
         fprintf(out, ",\"user_recv_qp\":{\"qpn\":%u,\"qkey\":%u}", pkt->user_recv_qpn,
                 pkt->user_recv_qkey);
-    if (pkt->present & EFARM_PKT_HAS_RAW_ADDR) {
+    if (has_raw_addr(pkt)) {
         fputs(",\"raw_addr\":{\"gid\":\"", out);
         print_hex(out, pkt->raw_addr.gid, EFARM_GID_LEN);
         fprintf(out, "\",\"qpn\":%u,\"connid\":%u", pkt->raw_addr.qpn, pkt->raw_addr.connid);
@@ -210,6 +243,7 @@ void efarm_pkt_print_json(FILE *out, const struct efarm_pkt *pkt)
         fputc('}', out);
     }
     fprintf(out, ",\"payload_length\":%zu,\"payload_hex\":\"", pkt->payload_length);
-    print_hex(out, pkt->payload, pkt->payload_length);
+    if (pkt->payload != NULL)
+        print_hex(out, pkt->payload, pkt->payload_length);
     fputs("\"}\n", out);
 }

@@ -18,6 +18,7 @@
  * so the peer answers with its HANDSHAKE.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -256,6 +257,8 @@ static int handshake_post(struct efarm_ep *ep, struct efarm_peer_state *st)
     struct efarm_pkt pkt;
     int ret;
 
+    if (efarm_peer_failed(st))
+        return 0; /* nothing goes to a failed peer */
     efarm_store_le64(extra, ep->extra_info);
     efarm_pkt_init(&pkt, EFARM_PKT_HANDSHAKE);
     /* Like the reference: always our connid, and the device version. */
@@ -337,7 +340,7 @@ int efarm_handshake_trigger(struct efarm_ep *ep, struct efarm_peer_state *st)
     struct efarm_pkt pkt;
     int ret;
 
-    if (st->flags & (EFARM_PS_HS_RECEIVED | EFARM_PS_REQ_SENT | EFARM_PS_TRIGGER))
+    if (st->flags & (EFARM_PS_HS_RECEIVED | EFARM_PS_REQ_SENT | EFARM_PS_TRIGGER | EFARM_PS_FAILED))
         return 0;
     /* A 0-byte emulated write with no rma_iov: the peer writes nothing and answers. */
     efarm_pkt_init(&pkt, EFARM_PKT_EAGER_RTW);
@@ -350,4 +353,79 @@ int efarm_handshake_trigger(struct efarm_ep *ep, struct efarm_peer_state *st)
         ep->cnt.handshake_triggers++;
     }
     return ret;
+}
+
+/* ---- Failed peers ------------------------------------------------------------------ */
+
+/* "peer 3 (QPN 1234, connid 0x5678, GID ...)" for logs. */
+static void peer_describe(const struct efarm_ep *ep, efarm_peer_t peer, char *out, size_t n)
+{
+    const struct efarm_peer *p = &ep->peers[peer];
+    int len = snprintf(out, n, "peer %u (QPN %u, connid %#x, GID ", peer, p->qpn, p->connid);
+
+    for (unsigned i = 0; i < EFARM_GID_LEN && len > 0 && (size_t)len + 3 < n; i++)
+        len += snprintf(out + len, n - (size_t)len, "%02x", p->gid[i]);
+    if (len > 0 && (size_t)len + 2 < n)
+        snprintf(out + len, n - (size_t)len, ")");
+}
+
+void efarm_peer_fail(struct efarm_ep *ep, efarm_peer_t peer, int status, uint8_t pkt_type,
+                     const char *lost)
+{
+    struct efarm_peer_state *st = ep->peers[peer].st;
+    char who[96];
+
+    peer_describe(ep, peer, who, sizeof(who));
+    if (!(st->flags & EFARM_PS_FAILED)) {
+        st->flags |= EFARM_PS_FAILED | EFARM_PS_FAIL_PENDING;
+        st->fail_status = status;
+        efarm_list_append(&ep->failed_peers, &st->fail_link);
+        ep->cnt.peers_failed++;
+        efarm_log(
+            EFARM_LOG_WARN,
+            "%s failed: a packet to it (%s) failed at the device: %s; every operation with it ends "
+            "with this error",
+            who, efarm_pkt_type_info(pkt_type)->name, efarm_strerror(status));
+    }
+    if (ep->fatal)
+        return;
+    if (status == EFARM_E(DEV_FLUSHED)) {
+        efarm_log(EFARM_LOG_ERROR,
+                  "the device flushed a %s to %s: our QP is in the error state, "
+                  "nothing can be sent or received; the endpoint fails",
+                  efarm_pkt_type_info(pkt_type)->name, who);
+        efarm_ep_fail(ep, status);
+        return;
+    }
+    if (lost == NULL)
+        return;
+    efarm_log(EFARM_LOG_ERROR,
+              "%s: lost %s (%s: %s); a lost message cannot be recovered: the endpoint fails", who,
+              lost, efarm_pkt_type_info(pkt_type)->name, efarm_strerror(status));
+    efarm_ep_fail(ep, EFARM_E(PROTO_PEER_FAILED));
+}
+
+/* Fail what waits on each newly failed peer (from progress, outside any handler). */
+void efarm_failed_peers_progress(struct efarm_ep *ep)
+{
+    struct efarm_link *link;
+
+    while ((link = efarm_list_first(&ep->failed_peers)) != NULL) {
+        struct efarm_peer_state *st = efarm_container_of(link, struct efarm_peer_state, fail_link);
+
+        efarm_list_remove(link);
+        st->flags &= ~(EFARM_PS_FAIL_PENDING | EFARM_PS_TRIGGER_WANTED);
+        efarm_tx_drop_peer(ep, st);
+        efarm_hs_waiters_fail(ep, st, st->fail_status);
+        for (uint32_t i = 0; i < ep->p.max_ops; i++) {
+            struct efarm_op *op = &ep->ops[i];
+
+            if (op->kind == EFARM_OP_FREE || op->peer != st->peer)
+                continue;
+            if (op->kind == EFARM_OP_TX)
+                efarm_tx_op_peer_failed(ep, op, st->fail_status);
+            else
+                efarm_rx_op_peer_failed(ep, op, st->fail_status);
+        }
+    }
 }

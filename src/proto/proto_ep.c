@@ -8,8 +8,10 @@
  * waited for resources: packets that found the send queue full, peers whose
  * RNR backoff ended, HANDSHAKEs that found no send buffer, operations with
  * packets still to build, and peers whose next in-order message waited for
- * room in the unexpected queue. Each of those steps is bounded, so one call
- * always returns.
+ * an operation or a record. Then it fails what waits on peers that failed
+ * since the last call, and watches an endpoint that can receive nothing
+ * (proto_rx.c). Each of those steps is bounded, so one call always returns.
+ * Once the endpoint failed (ep->fatal), every call returns that error.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -74,9 +76,10 @@ static int params_resolve(const struct efarm_ep_attr *a, struct efarm_ep_params 
     p->tx_pkts = pick_u32(a->tx_pkts, c->tx_pkts);
     p->max_ops = pick_u32(a->max_ops, c->max_ops);
     p->max_posted = pick_u32(a->max_posted, c->max_posted);
-    p->max_unexpected = pick_u32(a->max_unexpected, c->max_unexpected);
+    p->max_unexpected = a->max_unexpected; /* tests only; 0: the byte budget alone */
     p->unexp_bytes = pick_u64(a->unexp_bytes, c->unexp_bytes);
     p->unexp_max_bytes = pick_u64(a->unexp_max_bytes, c->unexp_max_bytes);
+    p->rx_full_timeout_ms = pick_u64(a->rx_full_timeout_ms, c->rx_full_timeout_ms);
     if (p->unexp_max_bytes < p->unexp_bytes)
         p->unexp_max_bytes = p->unexp_bytes;
     p->rx_reserve = pick_u32(a->rx_reserve, c->rx_reserve);
@@ -100,11 +103,10 @@ static int params_resolve(const struct efarm_ep_attr *a, struct efarm_ep_params 
 
     if (p->av_size == 0 || p->av_size >= EFARM_PEER_NONE / 2 || p->sq_depth == 0 ||
         p->rx_buffers < 2 || p->tx_pkts < 4 || p->max_ops == 0 || p->max_ops > 0xffff ||
-        p->max_posted == 0 || p->max_unexpected == 0 || p->recvwin == 0 ||
-        p->rx_reserve >= p->rx_buffers || p->recvwin > (1u << 16) ||
-        (p->recvwin & (p->recvwin - 1)) || p->cts_credits == 0 || p->rx_window == 0 ||
-        p->rnr_retry > 7 || p->rnr_backoff_us == 0 || p->rnr_backoff_max_us < p->rnr_backoff_us ||
-        p->max_reads == 0) {
+        p->max_posted == 0 || p->recvwin == 0 || p->rx_reserve >= p->rx_buffers ||
+        p->recvwin > (1u << 16) || (p->recvwin & (p->recvwin - 1)) || p->cts_credits == 0 ||
+        p->rx_window == 0 || p->rnr_retry > 7 || p->rnr_backoff_us == 0 ||
+        p->rnr_backoff_max_us < p->rnr_backoff_us || p->max_reads == 0) {
         efarm_log(EFARM_LOG_ERROR,
                   "endpoint parameters out of range (EFARM_RECVWIN must be a power of 2 up to "
                   "65536, EFARM_MAX_OPS at most 65535, EFARM_RNR_RETRY at most 7)");
@@ -146,6 +148,7 @@ int efarm_ep_open(const struct efarm_ep_attr *attr, struct efarm_ep **ep_p)
     efarm_list_init(&ep->hs_queue);
     efarm_list_init(&ep->backoff_peers);
     efarm_list_init(&ep->stalled_peers);
+    efarm_list_init(&ep->failed_peers);
 
     dattr.sq_depth = ep->p.sq_depth;
     dattr.rx_buffers = ep->p.rx_buffers;
@@ -175,34 +178,35 @@ int efarm_ep_open(const struct efarm_ep_attr *attr, struct efarm_ep **ep_p)
     ret = efarm_av_init(ep);
     if (ret)
         goto err_close_dev;
-    ret = efarm_tm_open(ep->p.max_posted, ep->p.max_unexpected, &ep->tm);
-    if (ret)
-        goto err_fini_av;
     ret = efarm_ops_init(ep);
     if (ret)
-        goto err_close_tm;
+        goto err_fini_av;
     ret = efarm_tx_init(ep);
     if (ret)
         goto err_fini_ops;
     ret = efarm_rx_init(ep);
     if (ret)
         goto err_fini_tx;
+    /* As many waiting messages as the records the byte budget allows (efarm_rx_init). */
+    ret = efarm_tm_open(ep->p.max_posted, ep->unexp_max, &ep->tm);
+    if (ret)
+        goto err_fini_rx;
     if (ep->extra_info & EFARM_EXTRA_FEATURE_RDMA_READ) {
         ret = efarm_dev_mr_cache_open(ep->dev, &ep->mr_cache);
         if (ret)
-            goto err_fini_rx;
+            goto err_close_tm;
     }
     *ep_p = ep;
     return 0;
 
+err_close_tm:
+    efarm_tm_close(ep->tm);
 err_fini_rx:
     efarm_rx_fini(ep);
 err_fini_tx:
     efarm_tx_fini(ep);
 err_fini_ops:
     efarm_ops_fini(ep);
-err_close_tm:
-    efarm_tm_close(ep->tm);
 err_fini_av:
     efarm_av_fini(ep);
 err_close_dev:
@@ -216,13 +220,19 @@ void efarm_ep_close(struct efarm_ep *ep)
 {
     if (ep == NULL)
         return;
+    /*
+     * The QP goes first: the device may still be resending a packet from a
+     * send buffer, or serving a peer's read of a registered user buffer, and
+     * must not touch that memory once it is deregistered and freed below.
+     */
+    efarm_dev_ep_quiesce(ep->dev);
     /* Registrations held by operations go first: the cache closes before the PD. */
     efarm_ops_fini(ep);
     if (ep->mr_cache)
         efarm_mr_cache_close(ep->mr_cache);
+    efarm_tm_close(ep->tm);
     efarm_rx_fini(ep);
     efarm_tx_fini(ep);
-    efarm_tm_close(ep->tm);
     efarm_av_fini(ep);
     efarm_dev_ep_close(ep->dev);
     free(ep);
@@ -296,7 +306,44 @@ int efarm_ep_progress(struct efarm_ep *ep)
         work_progress(ep);
     if (!efarm_list_empty(&ep->stalled_peers))
         efarm_rx_progress(ep);
-    return n;
+    if (!efarm_list_empty(&ep->failed_peers))
+        efarm_failed_peers_progress(ep);
+    if (efarm_rx_full(ep))
+        efarm_rx_full_check(ep);
+    return ep->fatal ? ep->fatal : n;
+}
+
+/* Whether a packet of ours is queued, in flight, or still to be built (sends, owed replies). */
+static bool ep_sending(const struct efarm_ep *ep)
+{
+    return ep->ntx_free != ep->p.tx_pkts || !efarm_list_empty(&ep->work) ||
+           !efarm_list_empty(&ep->hs_queue);
+}
+
+int efarm_ep_flush(struct efarm_ep *ep, uint64_t timeout_ms)
+{
+    uint64_t deadline = efarm_now_ns() + timeout_ms * 1000000ull;
+    unsigned spins = 0;
+
+    while (ep_sending(ep)) {
+        int ret = efarm_ep_progress(ep);
+
+        if (ret < 0)
+            return ret;
+        if (timeout_ms && ++spins % 1024 == 0 && efarm_now_ns() > deadline) {
+            efarm_log(EFARM_LOG_WARN,
+                      "%u packets still unacknowledged after %llu ms (flush before close)",
+                      ep->p.tx_pkts - ep->ntx_free, (unsigned long long)timeout_ms);
+            return -ETIMEDOUT;
+        }
+    }
+    return ep->fatal;
+}
+
+void efarm_ep_fail(struct efarm_ep *ep, int status)
+{
+    if (ep->fatal == 0)
+        ep->fatal = status;
 }
 
 const struct efarm_counters *efarm_ep_counters(const struct efarm_ep *ep)
@@ -336,4 +383,5 @@ void efarm_proto_sizes(const struct efarm_ep *ep, struct efarm_proto_sizes *size
     sizes_p->op = sizeof(struct efarm_op);
     sizes_p->tx_pkt = sizeof(struct efarm_txpkt);
     sizes_p->rx_pkt = sizeof(struct efarm_rxpkt);
+    sizes_p->unexp = (uint32_t)(sizeof(struct efarm_unexp) + efarm_tm_unexpected_entry_size());
 }

@@ -8,15 +8,24 @@
  * - struct efarm_peer_state: created on first contact (a send to the peer, or
  *   a packet from it) from a bounded pool: handshake state, msg_id counters,
  *   RNR backoff and the reorder window.
- * - struct efarm_op: one multi-packet, unexpected or waiting operation, from
- *   a fixed array; its index and a generation form the send_id/recv_id a peer
- *   echoes back, so a stale or forged id never reaches a live operation.
+ * - struct efarm_op: one send, or one receive in progress (matched, with
+ *   packets still to come or replies to send), from a fixed array; its index
+ *   and a generation form the send_id/recv_id a peer echoes back, so a stale
+ *   or forged id never reaches a live operation.
+ * - struct efarm_unexp: one unexpected message (arrived in order, matched no
+ *   receive): a small record of what matching and later segments need, with
+ *   its stored packets. No operation is taken until a receive matches it.
+ *   Records come from a table that grows in chunks as messages wait (the
+ *   byte budget bounds it, not the operation table).
  * - struct efarm_txpkt: a registered MTU-sized send buffer, from a fixed
  *   array; wr_id names it.
  * - struct efarm_rxpkt: a received packet kept for later (out of order,
  *   unexpected): a copy sized to the packet from a bounded byte budget, or,
  *   when the budget is spent, the device's receive buffer itself, held
  *   unposted (back-pressure).
+ *
+ * Stored packets, copies and unexpected records all count against one byte
+ * budget (EFARM_UNEXP_BYTES, then EFARM_UNEXP_MAX_BYTES; proto_rx.c).
  */
 #ifndef EFARM_PROTO_INTERNAL_H
 #define EFARM_PROTO_INTERNAL_H
@@ -67,6 +76,8 @@ struct efarm_peer {
 #define EFARM_PS_HS_OWED        0x80u  /* a packet came from the peer: it gets our HANDSHAKE */
 #define EFARM_PS_TRIGGER_WANTED 0x100u /* a trigger found no send buffer: retry from progress */
 #define EFARM_PS_RETRY          0x200u /* progress is retrying the stalled message */
+#define EFARM_PS_FAILED         0x400u /* a packet to the peer failed: nothing more goes to it */
+#define EFARM_PS_FAIL_PENDING   0x800u /* on ep->failed_peers: its operations still to fail */
 
 struct efarm_rxpkt;
 
@@ -81,6 +92,8 @@ struct efarm_peer_state {
     uint64_t backoff_until_ns; /* while EFARM_PS_IN_BACKOFF */
     uint64_t backoff_us;
     uint64_t runt_bytes_in_flight;
+    int fail_status;                /* the device error that failed the peer */
+    struct efarm_link fail_link;    /* ep->failed_peers */
     struct efarm_link hs_link;      /* ep->hs_queue */
     struct efarm_link backoff_link; /* ep->backoff_peers */
     struct efarm_link stalled_link; /* ep->stalled_peers */
@@ -133,34 +146,31 @@ struct efarm_txpkt {
 enum efarm_op_kind { EFARM_OP_FREE, EFARM_OP_TX, EFARM_OP_RX };
 
 /* efarm_op.flags */
-#define EFARM_OPF_TAGGED     0x00001u
-#define EFARM_OPF_DC         0x00002u
-#define EFARM_OPF_CQ_DATA    0x00004u
-#define EFARM_OPF_IN_WORK    0x00008u  /* on ep->work */
-#define EFARM_OPF_NEED_REQ   0x00010u  /* tx: REQ packet(s) not built yet */
-#define EFARM_OPF_WAIT_CTS   0x00020u  /* tx: waiting for a CTS */
-#define EFARM_OPF_WAIT_EOR   0x00040u  /* tx: waiting for EOR (reads) */
-#define EFARM_OPF_WAIT_RCPT  0x00080u  /* tx: waiting for RECEIPT (DC) */
-#define EFARM_OPF_WAIT_HS    0x00100u  /* tx: waiting for the peer's HANDSHAKE */
-#define EFARM_OPF_NACKED     0x00200u  /* long-CTS after READ_NACK */
-#define EFARM_OPF_UNEXPECTED 0x00400u  /* rx: in the matcher's unexpected queue */
-#define EFARM_OPF_CLAIMED    0x00800u  /* rx: claimed by a matched probe */
-#define EFARM_OPF_MATCHED    0x01000u  /* rx: has a request and buffer */
-#define EFARM_OPF_MAPPED     0x02000u  /* rx: in the (peer, msg_id) map */
-#define EFARM_OPF_NEED_CTS   0x04000u  /* rx: owes a CTS */
-#define EFARM_OPF_NEED_EOR   0x08000u  /* rx: owes an EOR */
-#define EFARM_OPF_NEED_RCPT  0x10000u  /* rx: owes a RECEIPT */
-#define EFARM_OPF_NEED_NACK  0x20000u  /* rx: owes a READ_NACK */
-#define EFARM_OPF_NEED_READ  0x40000u  /* rx: reads to post */
-#define EFARM_OPF_COMPLETED  0x80000u  /* the request was completed */
-#define EFARM_OPF_INJECT     0x100000u /* tx: complete once the data is in packets */
+#define EFARM_OPF_TAGGED    0x00001u
+#define EFARM_OPF_DC        0x00002u
+#define EFARM_OPF_CQ_DATA   0x00004u
+#define EFARM_OPF_IN_WORK   0x00008u  /* on ep->work */
+#define EFARM_OPF_NEED_REQ  0x00010u  /* tx: REQ packet(s) not built yet */
+#define EFARM_OPF_WAIT_CTS  0x00020u  /* tx: waiting for a CTS */
+#define EFARM_OPF_WAIT_EOR  0x00040u  /* tx: waiting for EOR (reads) */
+#define EFARM_OPF_WAIT_RCPT 0x00080u  /* tx: waiting for RECEIPT (DC) */
+#define EFARM_OPF_WAIT_HS   0x00100u  /* tx: waiting for the peer's HANDSHAKE */
+#define EFARM_OPF_NACKED    0x00200u  /* long-CTS after READ_NACK */
+#define EFARM_OPF_MATCHED   0x01000u  /* rx: has a request and buffer */
+#define EFARM_OPF_MAPPED    0x02000u  /* rx: in the (peer, msg_id) map */
+#define EFARM_OPF_NEED_CTS  0x04000u  /* rx: owes a CTS */
+#define EFARM_OPF_NEED_EOR  0x08000u  /* rx: owes an EOR */
+#define EFARM_OPF_NEED_RCPT 0x10000u  /* rx: owes a RECEIPT */
+#define EFARM_OPF_NEED_NACK 0x20000u  /* rx: owes a READ_NACK */
+#define EFARM_OPF_NEED_READ 0x40000u  /* rx: reads to post */
+#define EFARM_OPF_COMPLETED 0x80000u  /* the request was completed */
+#define EFARM_OPF_INJECT    0x100000u /* tx: complete once the data is in packets */
 
 #define EFARM_MAX_READ_IOV 4 /* read_iov entries kept (the reference sends at most 4) */
 
 struct efarm_op {
-    struct efarm_link link;   /* ep->work, or a peer's hs_waiters */
-    struct efarm_req *req;    /* NULL for unexpected rx ops */
-    struct efarm_rxpkt *pkts; /* rx: stored packets of an unexpected message */
+    struct efarm_link link; /* ep->work, or a peer's hs_waiters */
+    struct efarm_req *req;  /* NULL once completed */
     uint8_t kind;
     uint8_t proto;    /* enum efarm_proto_kind */
     uint8_t req_type; /* tx: the REQ packet type; rx: the first REQ's type */
@@ -189,12 +199,39 @@ struct efarm_op {
     struct efarm_mr_ref mr;                       /* the user buffer's registration */
 };
 
+/* ---- Unexpected messages ------------------------------------------------------------- */
+
+/* efarm_unexp.flags */
+#define EFARM_UXF_TAGGED  0x01u
+#define EFARM_UXF_DC      0x02u
+#define EFARM_UXF_CLAIMED 0x04u /* claimed by a matched probe: waits for efarm_tmrecv */
+#define EFARM_UXF_MAPPED  0x08u /* in the (peer, msg_id) map: segments still to come */
+#define EFARM_UXF_LIVE    0x10u
+
+#define EFARM_UNEXP_CHUNK 512u /* records created at a time */
+
+struct efarm_unexp {
+    struct efarm_rxpkt *pkts;     /* the first REQ first, then later segments as they came */
+    struct efarm_rxpkt *last;     /* the last of them */
+    struct efarm_unexp *map_next; /* (peer, msg_id) map chain, or the free list */
+    efarm_peer_t peer;
+    uint32_t msg_id;
+    uint32_t index; /* in the record table; with gen, the handle of a claimed message */
+    uint32_t gen;
+    uint8_t proto; /* enum efarm_proto_kind */
+    uint8_t flags;
+    uint64_t wire_tag;
+    uint64_t msg_length;
+    uint64_t runt_length;
+    uint64_t seg_bytes; /* data of the segments stored (medium, runt) */
+};
+
 /* ---- The endpoint -------------------------------------------------------------------- */
 
 /* Resolved parameters (attribute, else tunable). */
 struct efarm_ep_params {
     uint32_t av_size, sq_depth, rx_buffers, tx_pkts, max_ops, max_posted, max_unexpected;
-    uint64_t unexp_bytes, unexp_max_bytes;
+    uint64_t unexp_bytes, unexp_max_bytes, rx_full_timeout_ms;
     uint32_t rx_reserve, recvwin, first_msg_id;
     uint64_t eager_max, medium_max, read_min, runt_size;
     uint32_t max_reads, cts_credits, rx_window;
@@ -245,7 +282,25 @@ struct efarm_ep {
     struct efarm_rxpkt *held; /* one per device receive buffer, by rx_id */
     uint32_t nheld;
     struct efarm_pool copy_pool[EFARM_RX_COPY_CLASSES];
-    uint64_t copy_bytes;
+    uint64_t stored_bytes; /* copies and unexpected records, against the byte budget */
+
+    /* Unexpected messages (proto_rx.c). */
+    struct efarm_unexp **unexp_chunks; /* unexp_max / EFARM_UNEXP_CHUNK, rounded up */
+    uint32_t unexp_max;                /* records the budget can ever need */
+    uint32_t unexp_nalloc;             /* records created */
+    uint32_t unexp_live;
+    struct efarm_unexp *unexp_free;
+    struct efarm_unexp **unexp_map; /* (peer, msg_id) -> record with segments to come */
+    uint32_t unexp_map_mask;
+    uint32_t unexp_cost; /* bytes one record costs the budget, matcher entry included */
+
+    /* Receiving impossible: every receive buffer holds a waiting packet (proto_rx.c). */
+    uint64_t full_since_ns, full_last_ns;
+    bool full_warned;
+
+    /* Failure. */
+    struct efarm_link failed_peers; /* peers whose operations are still to fail */
+    int fatal;                      /* nonzero: the endpoint failed; progress returns it */
 
     /* Work waiting for resources or time. */
     struct efarm_link work;          /* ops with packets to build or reads to post */
@@ -269,6 +324,7 @@ static inline struct efarm_peer *efarm_peer_get(struct efarm_ep *ep, efarm_peer_
 
 uint64_t efarm_now_ns(void);
 uint64_t efarm_ep_rand(struct efarm_ep *ep);
+uint16_t efarm_ep_qpn(const struct efarm_ep *ep); /* ours, as logs name the endpoint */
 
 /* proto_av.c */
 int efarm_av_init(struct efarm_ep *ep);
@@ -309,6 +365,7 @@ void efarm_txpkt_release(struct efarm_ep *ep, struct efarm_txpkt *pkt);
 void efarm_txpkt_send(struct efarm_ep *ep, struct efarm_txpkt *pkt);
 void efarm_tx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe);
 void efarm_tx_progress(struct efarm_ep *ep);
+void efarm_tx_drop_peer(struct efarm_ep *ep, struct efarm_peer_state *st);
 void efarm_pkt_set_connid(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_pkt *pkt);
 void efarm_pkt_set_raw_addr(const struct efarm_ep *ep, struct efarm_pkt *pkt);
 /*
@@ -343,6 +400,38 @@ void efarm_rx_progress(struct efarm_ep *ep);
 struct efarm_rxpkt *efarm_rxpkt_store(struct efarm_ep *ep, const uint8_t *data, uint32_t len,
                                       uint32_t rx_id, bool *held_p);
 void efarm_rxpkt_release(struct efarm_ep *ep, struct efarm_rxpkt *pkt);
+/* Whether every receive buffer holds a waiting packet: nothing more can arrive. */
+static inline bool efarm_rx_full(const struct efarm_ep *ep)
+{
+    return ep->nheld >= ep->p.rx_buffers;
+}
+void efarm_rx_full_check(struct efarm_ep *ep);
+
+/* Unexpected records: NULL when none can be created (the caller defers the message). */
+struct efarm_unexp *efarm_unexp_alloc(struct efarm_ep *ep);
+/* Release a record and its stored packets. */
+void efarm_unexp_release(struct efarm_ep *ep, struct efarm_unexp *ux);
+void efarm_unexp_map_insert(struct efarm_ep *ep, struct efarm_unexp *ux);
+void efarm_unexp_map_remove(struct efarm_ep *ep, struct efarm_unexp *ux);
+struct efarm_unexp *efarm_unexp_map_find(struct efarm_ep *ep, efarm_peer_t peer, uint32_t msg_id);
+/* The handle of a claimed message, and the live record it names (NULL: stale). */
+uint64_t efarm_unexp_handle(const struct efarm_unexp *ux);
+struct efarm_unexp *efarm_unexp_find(struct efarm_ep *ep, uint64_t handle);
+
+/*
+ * A packet to `peer` failed at the device (status, any but RNR): mark the
+ * peer failed, fail what waits on it (from progress), and fail the endpoint
+ * when something no request reports was lost (`lost`, says what).
+ */
+void efarm_peer_fail(struct efarm_ep *ep, efarm_peer_t peer, int status, uint8_t pkt_type,
+                     const char *lost);
+void efarm_failed_peers_progress(struct efarm_ep *ep);
+/* Fail the endpoint: log once, and efarm_ep_progress returns status from now on. */
+void efarm_ep_fail(struct efarm_ep *ep, int status);
+static inline bool efarm_peer_failed(const struct efarm_peer_state *st)
+{
+    return st != NULL && (st->flags & EFARM_PS_FAILED);
+}
 
 /*
  * Handlers of in-order REQs and of the packets that follow them. Each gets a
@@ -360,6 +449,9 @@ int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pk
                    struct efarm_rxpkt *stored, uint32_t rx_id);
 int efarm_rtm_segment(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt,
                       struct efarm_rxpkt *stored, uint32_t rx_id);
+int efarm_unexp_segment(struct efarm_ep *ep, struct efarm_unexp *ux, const struct efarm_pkt *pkt,
+                        struct efarm_rxpkt *stored, uint32_t rx_id);
+void efarm_rx_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int status);
 void efarm_ctsdata_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
 void efarm_read_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe);
 void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op);
@@ -376,6 +468,7 @@ void efarm_receipt_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
 void efarm_read_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
 void efarm_hs_waiters_release(struct efarm_ep *ep, struct efarm_peer_state *st);
 void efarm_hs_waiters_fail(struct efarm_ep *ep, struct efarm_peer_state *st, int status);
+void efarm_tx_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int status);
 
 /* proto_select.c */
 struct efarm_select_in {

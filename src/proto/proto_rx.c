@@ -17,16 +17,29 @@
  * slot.
  *
  * Storage and back-pressure. A packet that must wait is copied into a buffer
- * sized to it (four size classes) as long as the copy budget
+ * sized to it (four size classes) as long as the byte budget
  * (EFARM_UNEXP_BYTES) lasts; after that the device's receive buffer itself is
  * held, not reposted, so the device runs short of posted buffers and answers
  * senders with RNR. The last EFARM_RX_RESERVE buffers are never held while
- * copies stay under EFARM_UNEXP_MAX_BYTES: the packet that fills a hole in
+ * the bytes stay under EFARM_UNEXP_MAX_BYTES: the packet that fills a hole in
  * msg_id order, or a CTSDATA the application waits for, must find a buffer.
- * When the in-order message finds no room in the unexpected
- * queue (EFARM_MAX_UNEXPECTED, or no operation slot), it stays in its slot,
- * the peer is marked stalled and progress retries it once room appears. No
- * message is ever dropped and nothing grows beyond its bound.
+ *
+ * Unexpected messages. An in-order message that matches no receive gets a
+ * record (struct efarm_unexp: what matching, probes and its later segments
+ * need) and keeps its packets; it takes no operation. Records come from a
+ * table of chunks created as messages wait (a chunk allocation every
+ * EFARM_UNEXP_CHUNK records, never on the path of a message that matches) and
+ * are reused; each costs the byte budget its size and its matcher entry's, so
+ * bytes, not a count, bound what waits. When the in-order message finds no
+ * record or no operation slot it needs, it stays in its slot, the peer is
+ * marked stalled and progress retries it once room appears. No message is
+ * ever dropped and nothing grows beyond its bound.
+ *
+ * When every receive buffer holds a waiting packet (the copies reached
+ * EFARM_UNEXP_MAX_BYTES), nothing more can arrive until the application
+ * receives waiting messages: one warning says so and names the knob. If
+ * that lasts EFARM_RX_FULL_TIMEOUT_MS while the application keeps calling
+ * progress, the endpoint fails with EFARM_E(PROTO_RX_FULL) rather than hang.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -44,13 +57,60 @@ static uint32_t class_size(const struct efarm_ep *ep, unsigned cls)
            ~(uint32_t)(EFARM_CACHE_LINE - 1);
 }
 
+/*
+ * Records the byte budget can ever need: one per receive buffer held, and as
+ * many as the smallest copies (with their records) fit in the cap; at most
+ * what the matcher can hold.
+ */
+static uint32_t unexp_max(const struct efarm_ep *ep)
+{
+    uint64_t n = ep->p.rx_buffers + ep->p.unexp_max_bytes / (class_size(ep, 0) + ep->unexp_cost);
+
+    if (ep->p.max_unexpected && n > ep->p.max_unexpected)
+        n = ep->p.max_unexpected;
+    return n > (1u << 24) ? 1u << 24 : (uint32_t)n;
+}
+
+static int unexp_init(struct efarm_ep *ep)
+{
+    uint32_t buckets = 16;
+
+    ep->unexp_cost = (uint32_t)(sizeof(struct efarm_unexp) + efarm_tm_unexpected_entry_size());
+    ep->unexp_max = unexp_max(ep);
+    while (buckets < 2 * ep->p.max_ops)
+        buckets *= 2;
+    ep->unexp_chunks = efarm_calloc((ep->unexp_max + EFARM_UNEXP_CHUNK - 1) / EFARM_UNEXP_CHUNK,
+                                    sizeof(*ep->unexp_chunks));
+    ep->unexp_map = efarm_calloc(buckets, sizeof(*ep->unexp_map));
+    if (ep->unexp_chunks == NULL || ep->unexp_map == NULL) {
+        free(ep->unexp_map);
+        free(ep->unexp_chunks);
+        return -ENOMEM;
+    }
+    ep->unexp_map_mask = buckets - 1;
+    return 0;
+}
+
+static void unexp_fini(struct efarm_ep *ep)
+{
+    for (uint32_t i = 0; i * EFARM_UNEXP_CHUNK < ep->unexp_nalloc; i++)
+        free(ep->unexp_chunks[i]);
+    free(ep->unexp_chunks);
+    free(ep->unexp_map);
+}
+
 int efarm_rx_init(struct efarm_ep *ep)
 {
     int ret;
 
+    ret = unexp_init(ep);
+    if (ret)
+        return ret;
     ep->held = efarm_calloc(ep->p.rx_buffers, sizeof(*ep->held));
-    if (ep->held == NULL)
+    if (ep->held == NULL) {
+        unexp_fini(ep);
         return -ENOMEM;
+    }
     for (unsigned c = 0; c < EFARM_RX_COPY_CLASSES; c++) {
         uint32_t size = class_size(ep, c);
         uint64_t max = ep->p.unexp_max_bytes / size;
@@ -65,6 +125,7 @@ int efarm_rx_init(struct efarm_ep *ep)
             while (c-- > 0)
                 efarm_pool_destruct(&ep->copy_pool[c]);
             free(ep->held);
+            unexp_fini(ep);
             return ret;
         }
     }
@@ -76,6 +137,138 @@ void efarm_rx_fini(struct efarm_ep *ep)
     for (unsigned c = 0; c < EFARM_RX_COPY_CLASSES; c++)
         efarm_pool_destruct(&ep->copy_pool[c]);
     free(ep->held);
+    unexp_fini(ep);
+}
+
+/* ---- Unexpected records ------------------------------------------------------------------ */
+
+/* Create the next chunk of records (cold: once per EFARM_UNEXP_CHUNK records ever waiting). */
+static int unexp_grow(struct efarm_ep *ep)
+{
+    uint32_t n = ep->unexp_max - ep->unexp_nalloc;
+    struct efarm_unexp *chunk;
+
+    if (n == 0)
+        return -ENOSPC;
+    if (n > EFARM_UNEXP_CHUNK)
+        n = EFARM_UNEXP_CHUNK;
+    chunk = efarm_aligned_calloc(n, sizeof(*chunk));
+    if (chunk == NULL) {
+        efarm_log_ratelimited(EFARM_LOG_WARN,
+                              "cannot allocate records for %u more unexpected messages; their "
+                              "senders wait",
+                              n);
+        return -ENOMEM;
+    }
+    ep->unexp_chunks[ep->unexp_nalloc / EFARM_UNEXP_CHUNK] = chunk;
+    for (uint32_t i = n; i-- > 0;) {
+        chunk[i].index = ep->unexp_nalloc + i;
+        chunk[i].gen = 1;
+        chunk[i].map_next = ep->unexp_free;
+        ep->unexp_free = &chunk[i];
+    }
+    ep->unexp_nalloc += n;
+    return 0;
+}
+
+struct efarm_unexp *efarm_unexp_alloc(struct efarm_ep *ep)
+{
+    struct efarm_unexp *ux = ep->unexp_free;
+
+    if (ux == NULL) {
+        if (unexp_grow(ep))
+            return NULL;
+        ux = ep->unexp_free;
+    }
+    ep->unexp_free = ux->map_next;
+    ux->map_next = NULL;
+    ux->pkts = ux->last = NULL;
+    ux->flags = EFARM_UXF_LIVE;
+    ux->seg_bytes = 0;
+    ux->runt_length = 0;
+    ep->unexp_live++;
+    ep->stored_bytes += ep->unexp_cost;
+    return ux;
+}
+
+void efarm_unexp_release(struct efarm_ep *ep, struct efarm_unexp *ux)
+{
+    struct efarm_rxpkt *rp = ux->pkts;
+
+    while (rp != NULL) {
+        struct efarm_rxpkt *next = rp->next;
+
+        efarm_rxpkt_release(ep, rp);
+        rp = next;
+    }
+    if (ux->flags & EFARM_UXF_MAPPED)
+        efarm_unexp_map_remove(ep, ux);
+    ux->pkts = ux->last = NULL;
+    ux->flags = 0;
+    ux->gen = ux->gen + 1 ? ux->gen + 1 : 1;
+    ux->map_next = ep->unexp_free;
+    ep->unexp_free = ux;
+    ep->unexp_live--;
+    ep->stored_bytes -= ep->unexp_cost;
+}
+
+static uint32_t unexp_bucket(const struct efarm_ep *ep, efarm_peer_t peer, uint32_t msg_id)
+{
+    uint64_t h = ((uint64_t)peer << 32 | msg_id) * 0x9e3779b97f4a7c15ull;
+
+    return (uint32_t)(h >> 40) & ep->unexp_map_mask;
+}
+
+void efarm_unexp_map_insert(struct efarm_ep *ep, struct efarm_unexp *ux)
+{
+    uint32_t b = unexp_bucket(ep, ux->peer, ux->msg_id);
+
+    ux->map_next = ep->unexp_map[b];
+    ep->unexp_map[b] = ux;
+    ux->flags |= EFARM_UXF_MAPPED;
+}
+
+void efarm_unexp_map_remove(struct efarm_ep *ep, struct efarm_unexp *ux)
+{
+    struct efarm_unexp **slot = &ep->unexp_map[unexp_bucket(ep, ux->peer, ux->msg_id)];
+
+    while (*slot != NULL) {
+        if (*slot == ux) {
+            *slot = ux->map_next;
+            break;
+        }
+        slot = &(*slot)->map_next;
+    }
+    ux->map_next = NULL;
+    ux->flags &= (uint8_t)~EFARM_UXF_MAPPED;
+}
+
+struct efarm_unexp *efarm_unexp_map_find(struct efarm_ep *ep, efarm_peer_t peer, uint32_t msg_id)
+{
+    for (struct efarm_unexp *ux = ep->unexp_map[unexp_bucket(ep, peer, msg_id)]; ux != NULL;
+         ux = ux->map_next) {
+        if (ux->peer == peer && ux->msg_id == msg_id)
+            return ux;
+    }
+    return NULL;
+}
+
+uint64_t efarm_unexp_handle(const struct efarm_unexp *ux)
+{
+    return (uint64_t)ux->gen << 32 | ux->index;
+}
+
+struct efarm_unexp *efarm_unexp_find(struct efarm_ep *ep, uint64_t handle)
+{
+    uint32_t index = (uint32_t)handle;
+    struct efarm_unexp *ux;
+
+    if (index >= ep->unexp_nalloc)
+        return NULL;
+    ux = &ep->unexp_chunks[index / EFARM_UNEXP_CHUNK][index % EFARM_UNEXP_CHUNK];
+    if (!(ux->flags & EFARM_UXF_LIVE) || ux->gen != (uint32_t)(handle >> 32))
+        return NULL;
+    return ux;
 }
 
 struct efarm_rxpkt *efarm_rxpkt_store(struct efarm_ep *ep, const uint8_t *data, uint32_t len,
@@ -97,7 +290,7 @@ struct efarm_rxpkt *efarm_rxpkt_store(struct efarm_ep *ep, const uint8_t *data, 
      * receive the application already waits for.
      */
     if (cls < EFARM_RX_COPY_CLASSES) {
-        uint64_t after = ep->copy_bytes + class_size(ep, cls);
+        uint64_t after = ep->stored_bytes + class_size(ep, cls);
 
         if (after <= ep->p.unexp_bytes) {
             pkt = efarm_pool_alloc(&ep->copy_pool[cls]);
@@ -107,17 +300,11 @@ struct efarm_rxpkt *efarm_rxpkt_store(struct efarm_ep *ep, const uint8_t *data, 
             ep->cnt.copy_overdraft += pkt != NULL;
         }
     }
-    if (pkt == NULL && ep->nheld + 1 >= ep->p.rx_buffers)
-        efarm_log_ratelimited(EFARM_LOG_WARN,
-                              "every receive buffer holds a waiting packet and the copy cap "
-                              "(EFARM_UNEXP_MAX_BYTES %llu) is reached: nothing more arrives until "
-                              "receives are posted",
-                              (unsigned long long)ep->p.unexp_max_bytes);
     if (pkt != NULL) {
         pkt->data = (uint8_t *)(pkt + 1);
         memcpy(pkt->data, data, len);
         pkt->cls = (uint8_t)cls;
-        ep->copy_bytes += class_size(ep, cls);
+        ep->stored_bytes += class_size(ep, cls);
         *held_p = false;
     } else {
         /* Budget spent: keep the device buffer, unposted (the device will RNR senders). */
@@ -128,6 +315,8 @@ struct efarm_rxpkt *efarm_rxpkt_store(struct efarm_ep *ep, const uint8_t *data, 
         ep->nheld++;
         ep->cnt.held_rx++;
         *held_p = true;
+        if (efarm_rx_full(ep))
+            efarm_rx_full_check(ep);
     }
     pkt->next = NULL;
     efarm_list_init(&pkt->link);
@@ -139,11 +328,54 @@ void efarm_rxpkt_release(struct efarm_ep *ep, struct efarm_rxpkt *pkt)
 {
     if (pkt->cls == EFARM_RXPKT_HELD) {
         ep->nheld--;
+        ep->full_since_ns = 0;
         efarm_dev_rx_release(ep->dev, pkt->rx_id);
         return;
     }
-    ep->copy_bytes -= class_size(ep, pkt->cls);
+    ep->stored_bytes -= class_size(ep, pkt->cls);
     efarm_pool_release(&ep->copy_pool[pkt->cls], pkt);
+}
+
+/*
+ * Called when every receive buffer holds a waiting packet, and from progress
+ * while that lasts: warn once, and fail the endpoint when the application has
+ * been calling progress for EFARM_RX_FULL_TIMEOUT_MS without receiving any of
+ * the waiting messages (a pause of a second or more between calls restarts
+ * the clock: the application was busy elsewhere, not waiting).
+ */
+void efarm_rx_full_check(struct efarm_ep *ep)
+{
+    uint64_t now = efarm_now_ns();
+
+    if (ep->full_since_ns == 0) {
+        ep->cnt.rx_full++;
+        if (!ep->full_warned)
+            efarm_log(EFARM_LOG_WARN,
+                      "nothing more can be received: all %u receive buffers hold packets waiting "
+                      "(%u unexpected messages wait for receives, %llu bytes stored) and the "
+                      "copies reached EFARM_UNEXP_MAX_BYTES=%llu; raise EFARM_UNEXP_MAX_BYTES. The "
+                      "endpoint fails if the application receives none of them for "
+                      "EFARM_RX_FULL_TIMEOUT_MS=%llu ms",
+                      ep->p.rx_buffers, ep->unexp_live, (unsigned long long)ep->stored_bytes,
+                      (unsigned long long)ep->p.unexp_max_bytes,
+                      (unsigned long long)ep->p.rx_full_timeout_ms);
+        ep->full_warned = true;
+        ep->full_since_ns = ep->full_last_ns = now;
+        return;
+    }
+    if (now - ep->full_last_ns > 1000000000ull)
+        ep->full_since_ns = now;
+    ep->full_last_ns = now;
+    if (ep->p.rx_full_timeout_ms &&
+        now - ep->full_since_ns >= ep->p.rx_full_timeout_ms * 1000000ull && ep->fatal == 0) {
+        efarm_log(EFARM_LOG_ERROR,
+                  "nothing could be received for %llu ms (EFARM_RX_FULL_TIMEOUT_MS): every receive "
+                  "buffer holds a packet waiting and %u unexpected messages (%llu bytes) fill "
+                  "EFARM_UNEXP_MAX_BYTES=%llu; the endpoint fails. Raise EFARM_UNEXP_MAX_BYTES",
+                  (unsigned long long)((now - ep->full_since_ns) / 1000000), ep->unexp_live,
+                  (unsigned long long)ep->stored_bytes, (unsigned long long)ep->p.unexp_max_bytes);
+        efarm_ep_fail(ep, EFARM_E(PROTO_RX_FULL));
+    }
 }
 
 /* Decode a stored packet again (it decoded when it arrived, so this cannot fail). */
@@ -313,14 +545,22 @@ static int req_process(struct efarm_ep *ep, struct efarm_peer_state *st,
     }
 }
 
-/* A packet of a message already being received, or one past its turn. */
+/* A packet of a message already being received (or waiting unexpected), or one past its turn. */
 static int segment_or_stale(struct efarm_ep *ep, struct efarm_peer_state *st,
                             const struct efarm_pkt *pkt, struct efarm_rxpkt *stored, uint32_t rx_id)
 {
+    uint32_t msg_id = (uint32_t)pkt->value[EFARM_PKT_F_MSG_ID];
     struct efarm_op *op = NULL;
 
-    if (is_mulreq(pkt->type))
-        op = efarm_op_map_find(ep, st->peer, (uint32_t)pkt->value[EFARM_PKT_F_MSG_ID]);
+    if (is_mulreq(pkt->type)) {
+        op = efarm_op_map_find(ep, st->peer, msg_id);
+        if (op == NULL) {
+            struct efarm_unexp *ux = efarm_unexp_map_find(ep, st->peer, msg_id);
+
+            if (ux != NULL)
+                return efarm_unexp_segment(ep, ux, pkt, stored, rx_id);
+        }
+    }
     if (op == NULL) {
         ep->cnt.stale_ids++;
         efarm_log_ratelimited(EFARM_LOG_INFO, "%s msg_id %u from peer %u is behind %u, dropped",
@@ -480,8 +720,8 @@ void efarm_rx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
     }
     ep->cnt.rx_by_type[pkt.type]++;
     if (efarm_log_level() >= EFARM_LOG_DATA) {
-        fprintf(stderr, "efarm: rx %s from QPN %u\n", efarm_pkt_type_info(pkt.type)->name,
-                cqe->src_qpn);
+        fprintf(stderr, "efarm: ep %u rx %s from QPN %u, %u bytes\n", efarm_ep_qpn(ep),
+                efarm_pkt_type_info(pkt.type)->name, cqe->src_qpn, cqe->len);
         efarm_pkt_print_text(stderr, &pkt);
     }
     peer = efarm_peer_identify(ep, cqe, &pkt);

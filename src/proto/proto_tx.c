@@ -95,11 +95,29 @@ int efarm_txpkt_encode(struct efarm_ep *ep, struct efarm_txpkt *tx, const struct
         return ret;
     }
     tx->type = pkt->type;
-    if (efarm_log_level() >= EFARM_LOG_DATA) {
-        fprintf(stderr, "efarm: tx %s to peer\n", efarm_pkt_type_info(pkt->type)->name);
-        efarm_pkt_print_text(stderr, pkt);
-    }
     return 0;
+}
+
+uint16_t efarm_ep_qpn(const struct efarm_ep *ep)
+{
+    return efarm_load_le16(ep->raw_addr + offsetof(struct efarm_wire_raw_addr, qpn));
+}
+
+/*
+ * The `data` log level: a packet as it goes on the wire, decoded from the
+ * send buffer with its data appended (read_iov, payload), once per post.
+ */
+static void txpkt_print(const struct efarm_ep *ep, const struct efarm_txpkt *tx)
+{
+    struct efarm_pkt pkt;
+    int ret = efarm_pkt_decode(tx->buf, tx->len, &pkt);
+
+    fprintf(stderr, "efarm: ep %u tx %s to peer %u, %u bytes\n", efarm_ep_qpn(ep),
+            efarm_pkt_type_info(tx->type)->name, tx->peer, tx->len);
+    if (ret == 0)
+        efarm_pkt_print_text(stderr, &pkt);
+    else
+        fprintf(stderr, "(our own packet does not decode: %s)\n", efarm_strerror(ret));
 }
 
 void efarm_pkt_set_raw_addr(const struct efarm_ep *ep, struct efarm_pkt *pkt)
@@ -163,7 +181,41 @@ static int post_one(struct efarm_ep *ep, struct efarm_txpkt *tx)
         return ret;
     ep->cnt.tx_pkts++;
     ep->cnt.tx_by_type[tx->type]++;
+    if (efarm_log_level() >= EFARM_LOG_DATA)
+        txpkt_print(ep, tx);
     return 0;
+}
+
+/*
+ * A packet failed at the device (or could not be posted), for any reason but
+ * RNR: the packet did not reach the peer, after the device's own retries.
+ * The peer is failed; what the loss costs decides whether the endpoint fails
+ * too (efarm_peer_fail): anything no request of ours reports.
+ */
+static void txpkt_failed(struct efarm_ep *ep, struct efarm_txpkt *tx, int status)
+{
+    const struct efarm_peer_state *st = ep->peers[tx->peer].st;
+    const bool req_pkt = tx->type >= EFARM_PKT_REQ_BEGIN;
+    const bool gone = status == EFARM_E(DEV_REMOTE_QP); /* the peer's QP no longer exists */
+    struct efarm_op *op = tx->op;
+    const char *lost = NULL;
+
+    if (op == NULL) {
+        /* HANDSHAKE or eager RECEIPT: the peer may wait for it, unless it is gone (spec 2.3). */
+        if (tx->type != EFARM_PKT_EAGER_RTW && !gone)
+            lost = tx->type == EFARM_PKT_HANDSHAKE ? "our HANDSHAKE, which it may wait for"
+                                                   : "a RECEIPT its send waits for";
+    } else if (op->kind == EFARM_OP_TX) {
+        if (op->req == NULL && op->status == 0) {
+            lost = "the data of an injected send that had already completed";
+            ep->cnt.lost_after_completion++;
+        } else if (req_pkt && !gone && st->tx_msg_id != op->msg_id + 1) {
+            lost = "the messages sent to it after this one (they wait behind it)";
+        }
+    } else if ((op->flags & EFARM_OPF_COMPLETED) && op->status == 0 && !gone) {
+        lost = "a reply (EOR or RECEIPT) its send waits for";
+    }
+    efarm_peer_fail(ep, tx->peer, status, tx->type, lost);
 }
 
 /* A packet ends: tell its operation, then give the buffer back. */
@@ -171,12 +223,10 @@ static void txpkt_done(struct efarm_ep *ep, struct efarm_txpkt *tx, int status)
 {
     struct efarm_op *op = tx->op;
 
+    if (status)
+        txpkt_failed(ep, tx, status);
     if (op == NULL) {
-        /* HANDSHAKE, trigger or eager RECEIPT: a send error is normal (spec 2.3)... */
-        if (status)
-            efarm_log(EFARM_LOG_DEBUG, "%s to peer %u failed: %s",
-                      efarm_pkt_type_info(tx->type)->name, tx->peer, efarm_strerror(status));
-        /* ...but sends waiting for the HANDSHAKE a failed trigger asked for cannot go. */
+        /* Sends waiting for the HANDSHAKE a failed trigger asked for cannot go. */
         if (status && tx->type == EFARM_PKT_EAGER_RTW)
             efarm_hs_waiters_fail(ep, ep->peers[tx->peer].st, status);
     } else if (op->kind == EFARM_OP_TX) {
@@ -188,6 +238,34 @@ static void txpkt_done(struct efarm_ep *ep, struct efarm_txpkt *tx, int status)
         efarm_rx_op_pkt_done(ep, op);
     }
     efarm_txpkt_release(ep, tx);
+}
+
+/* The peer failed: its packets still waiting are dropped, as failed with its error. */
+void efarm_tx_drop_peer(struct efarm_ep *ep, struct efarm_peer_state *st)
+{
+    struct efarm_link drop, *link, *tmp;
+
+    efarm_list_init(&drop);
+    if (st->flags & EFARM_PS_IN_BACKOFF) {
+        efarm_list_remove(&st->backoff_link);
+        st->flags &= ~EFARM_PS_IN_BACKOFF;
+    }
+    efarm_list_splice_tail(&drop, &st->rnr_queue);
+    efarm_list_foreach_safe(link, tmp, &ep->tx_queue)
+    {
+        if (efarm_container_of(link, struct efarm_txpkt, link)->peer != st->peer)
+            continue;
+        efarm_list_remove(link);
+        efarm_list_append(&drop, link);
+    }
+    /* Completing them may start other work: the lists are no longer walked. */
+    while ((link = efarm_list_first(&drop)) != NULL) {
+        struct efarm_txpkt *tx = efarm_container_of(link, struct efarm_txpkt, link);
+
+        efarm_list_remove(link);
+        tx->queued = 0;
+        txpkt_done(ep, tx, st->fail_status);
+    }
 }
 
 void efarm_txpkt_send(struct efarm_ep *ep, struct efarm_txpkt *tx)

@@ -4,9 +4,12 @@
  * Every list of entries sharing a key is a "queue" object found through one
  * chained hash table keyed by (kind, context, source, tag); wildcard fields of
  * the key are stored as -1. A queue exists only while it is non-empty, so the
- * queue pool never needs more than max_posted + 4 * max_unexpected objects and
- * can never run out. Receive kinds 0..3 and message kinds 4..7 share one
- * numbering of wildcards: bit 0 means "any source", bit 1 "any tag". A
+ * queue pool never needs more than max_posted + 4 * (unexpected entries
+ * created) objects: it grows by four queues with every unexpected entry and
+ * can never run out. Unexpected entries are created in chunks as messages
+ * wait (up to max_unexpected); receives are all created at open. Receive
+ * kinds 0..3 and message kinds 4..7 share one numbering of wildcards: bit 0
+ * means "any source", bit 1 "any tag". A
  * receive of wildcard shape w therefore reads message list w, and a message
  * is linked into message lists 0..3.
  *
@@ -27,12 +30,15 @@
 #include <string.h>
 
 #define EFARM_TM_MAX_ENTRIES (1u << 24)
-#define EFARM_TM_WILD_SOURCE 1u
-#define EFARM_TM_WILD_TAG    2u
-#define EFARM_TM_SHAPES      4u
-#define EFARM_TM_KIND_MSG    4u
-#define EFARM_TM_NO_FREE     UINT32_MAX
-#define EFARM_TM_KIND_UNUSED UINT32_MAX
+#define EFARM_TM_MSG_CHUNK   1024u /* unexpected entries created at a time */
+/* Unexpected entries the hash table is sized for (beyond them chains grow longer). */
+#define EFARM_TM_BUCKET_UNEXPECTED 8192u
+#define EFARM_TM_WILD_SOURCE       1u
+#define EFARM_TM_WILD_TAG          2u
+#define EFARM_TM_SHAPES            4u
+#define EFARM_TM_KIND_MSG          4u
+#define EFARM_TM_NO_FREE           UINT32_MAX
+#define EFARM_TM_KIND_UNUSED       UINT32_MAX
 
 struct efarm_tm_queue {
     struct efarm_link entries;      /* Oldest first. */
@@ -73,6 +79,7 @@ struct efarm_tm_msg {
     void *user;
     uint32_t gen;
     uint32_t next_free;
+    uint32_t index; /* Its number: chunk index / EFARM_TM_MSG_CHUNK, slot index % CHUNK. */
 };
 
 /* The attached device (efarm_tm_offload_attach); only read when tm->offload_ops is set. */
@@ -102,8 +109,10 @@ struct efarm_tm {
     uint32_t n_handled; /* Messages handled by arrive/match_posted: the RFC's unexpected_cnt. */
     struct efarm_tm_queue *queue_free;
     struct efarm_tm_recv *recvs;
-    struct efarm_tm_msg *msgs;
-    struct efarm_tm_queue *queues;
+    struct efarm_tm_msg **msg_chunks;     /* max_unexpected / EFARM_TM_MSG_CHUNK (rounded up) */
+    unsigned n_msgs;                      /* unexpected entries created so far */
+    struct efarm_tm_queue **queue_chunks; /* one per msg chunk, plus the first block */
+    unsigned n_queue_chunks;
     const struct efarm_tm_offload_ops *offload_ops; /* NULL: no device. */
     struct efarm_tm_offload offload;
 };
@@ -277,7 +286,7 @@ static void *efarm_tm_msg_remove(struct efarm_tm *tm, struct efarm_tm_msg *msg)
     msg->user = NULL;
     msg->gen = efarm_tm_next_gen(msg->gen);
     msg->next_free = tm->msg_free;
-    tm->msg_free = (uint32_t)(msg - tm->msgs);
+    tm->msg_free = msg->index;
     tm->n_unexpected--;
     return user;
 }
@@ -297,17 +306,73 @@ static inline struct efarm_tm_msg *efarm_tm_msg_find(const struct efarm_tm *tm, 
     return efarm_container_of(queue->entries.next, struct efarm_tm_msg, link[shape]);
 }
 
+static inline struct efarm_tm_msg *efarm_tm_msg_at(const struct efarm_tm *tm, uint32_t index)
+{
+    return &tm->msg_chunks[index / EFARM_TM_MSG_CHUNK][index % EFARM_TM_MSG_CHUNK];
+}
+
+/* Put n fresh queues on the free list. */
+static void efarm_tm_queues_add(struct efarm_tm *tm, struct efarm_tm_queue *queues, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        queues[i].hnext = i + 1 < n ? &queues[i + 1] : tm->queue_free;
+    if (n)
+        tm->queue_free = &queues[0];
+}
+
+/*
+ * Create the next chunk of unexpected entries and the four queues each may
+ * need (cold path: a chunk is created only when every entry is in use).
+ * Returns 0, -EAGAIN when max_unexpected entries exist, or -ENOMEM.
+ */
+static int efarm_tm_msgs_grow(struct efarm_tm *tm)
+{
+    unsigned n = tm->max_unexpected - tm->n_msgs;
+    struct efarm_tm_queue *queues;
+    struct efarm_tm_msg *msgs;
+
+    if (n == 0)
+        return -EAGAIN;
+    if (n > EFARM_TM_MSG_CHUNK)
+        n = EFARM_TM_MSG_CHUNK;
+    msgs = efarm_calloc(n, sizeof(*msgs));
+    if (msgs == NULL)
+        return -ENOMEM;
+    queues = efarm_calloc((size_t)EFARM_TM_SHAPES * n, sizeof(*queues));
+    if (queues == NULL) {
+        free(msgs);
+        return -ENOMEM;
+    }
+    tm->msg_chunks[tm->n_msgs / EFARM_TM_MSG_CHUNK] = msgs;
+    tm->queue_chunks[tm->n_queue_chunks++] = queues;
+    efarm_tm_queues_add(tm, queues, (uint64_t)EFARM_TM_SHAPES * n);
+    /* The free list runs in index order, so the lowest new entry is taken first. */
+    for (unsigned i = n; i-- > 0;) {
+        msgs[i].gen = 1;
+        msgs[i].index = tm->n_msgs + i;
+        msgs[i].next_free = tm->msg_free;
+        tm->msg_free = tm->n_msgs + i;
+    }
+    tm->n_msgs += n;
+    return 0;
+}
+
 int efarm_tm_open(unsigned max_posted, unsigned max_unexpected, struct efarm_tm **tm_p)
 {
+    unsigned n_chunks, bucket_unexpected;
+    struct efarm_tm_queue *queues;
     struct efarm_tm *tm;
-    uint64_t n_queues, n_buckets;
+    uint64_t n_buckets;
 
     if (max_posted == 0 || max_unexpected == 0 || max_posted > EFARM_TM_MAX_ENTRIES ||
         max_unexpected > EFARM_TM_MAX_ENTRIES)
         return -EINVAL;
-    n_queues = (uint64_t)max_posted + (uint64_t)EFARM_TM_SHAPES * max_unexpected;
-    for (n_buckets = 16; n_buckets < n_queues; n_buckets *= 2)
+    bucket_unexpected =
+        max_unexpected < EFARM_TM_BUCKET_UNEXPECTED ? max_unexpected : EFARM_TM_BUCKET_UNEXPECTED;
+    for (n_buckets = 16; n_buckets < (uint64_t)max_posted + EFARM_TM_SHAPES * bucket_unexpected;
+         n_buckets *= 2)
         ;
+    n_chunks = (max_unexpected + EFARM_TM_MSG_CHUNK - 1) / EFARM_TM_MSG_CHUNK;
 
     _Static_assert(_Alignof(struct efarm_tm_bucket) <= EFARM_CACHE_LINE, "buckets fit the line");
     tm = efarm_calloc(1, sizeof(*tm));
@@ -321,32 +386,40 @@ int efarm_tm_open(unsigned max_posted, unsigned max_unexpected, struct efarm_tm 
     tm->recvs = efarm_calloc(max_posted, sizeof(*tm->recvs));
     if (tm->recvs == NULL)
         goto err_free_buckets;
-    tm->msgs = efarm_calloc(max_unexpected, sizeof(*tm->msgs));
-    if (tm->msgs == NULL)
+    tm->msg_chunks = efarm_calloc(n_chunks, sizeof(*tm->msg_chunks));
+    if (tm->msg_chunks == NULL)
         goto err_free_recvs;
-    tm->queues = efarm_calloc(n_queues, sizeof(*tm->queues));
-    if (tm->queues == NULL)
-        goto err_free_msgs;
+    tm->queue_chunks = efarm_calloc(n_chunks + 1, sizeof(*tm->queue_chunks));
+    if (tm->queue_chunks == NULL)
+        goto err_free_msg_chunks;
+    /* The receives' queues; the unexpected entries bring their own. */
+    queues = efarm_calloc(max_posted, sizeof(*queues));
+    if (queues == NULL)
+        goto err_free_queue_chunks;
+    tm->queue_chunks[tm->n_queue_chunks++] = queues;
 
     tm->bucket_mask = n_buckets - 1;
     tm->max_posted = max_posted;
     tm->max_unexpected = max_unexpected;
+    tm->msg_free = EFARM_TM_NO_FREE;
     for (unsigned i = 0; i < max_posted; i++) {
         tm->recvs[i].gen = 1;
         tm->recvs[i].next_free = i + 1 < max_posted ? i + 1 : EFARM_TM_NO_FREE;
     }
-    for (unsigned i = 0; i < max_unexpected; i++) {
-        tm->msgs[i].gen = 1;
-        tm->msgs[i].next_free = i + 1 < max_unexpected ? i + 1 : EFARM_TM_NO_FREE;
-    }
-    for (uint64_t i = 0; i < n_queues; i++)
-        tm->queues[i].hnext = i + 1 < n_queues ? &tm->queues[i + 1] : NULL;
-    tm->queue_free = &tm->queues[0];
+    efarm_tm_queues_add(tm, queues, max_posted);
+    /* The first chunk now, so a matcher that never holds many messages never grows. */
+    if (efarm_tm_msgs_grow(tm) != 0)
+        goto err_close;
     *tm_p = tm;
     return 0;
 
-err_free_msgs:
-    free(tm->msgs);
+err_close:
+    efarm_tm_close(tm);
+    goto err;
+err_free_queue_chunks:
+    free(tm->queue_chunks);
+err_free_msg_chunks:
+    free(tm->msg_chunks);
 err_free_recvs:
     free(tm->recvs);
 err_free_buckets:
@@ -361,11 +434,20 @@ void efarm_tm_close(struct efarm_tm *tm)
 {
     if (tm == NULL)
         return;
-    free(tm->queues);
-    free(tm->msgs);
+    for (unsigned i = 0; i < tm->n_queue_chunks; i++)
+        free(tm->queue_chunks[i]);
+    for (unsigned i = 0; i < (tm->n_msgs + EFARM_TM_MSG_CHUNK - 1) / EFARM_TM_MSG_CHUNK; i++)
+        free(tm->msg_chunks[i]);
+    free(tm->queue_chunks);
+    free(tm->msg_chunks);
     free(tm->recvs);
     free(tm->buckets);
     free(tm);
+}
+
+size_t efarm_tm_unexpected_entry_size(void)
+{
+    return sizeof(struct efarm_tm_msg) + EFARM_TM_SHAPES * sizeof(struct efarm_tm_queue);
 }
 
 /* Calls through the device's ops table, each with the current unexpected count. */
@@ -518,15 +600,13 @@ int efarm_tm_post(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t
     return efarm_tm_post_common(tm, context, source, tag, user, recv_p, msg_user_p, false);
 }
 
-int efarm_tm_match_posted(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag,
-                          void **recv_user_p)
+/* The earliest-posted software receive matching a message's key, or NULL. */
+static struct efarm_tm_recv *efarm_tm_recv_best(const struct efarm_tm *tm, uint32_t context,
+                                                int32_t source, int32_t tag)
 {
     struct efarm_tm_recv *best = NULL;
-    uint32_t n_shapes;
+    uint32_t n_shapes = tm->n_wild_recv != 0 ? EFARM_TM_SHAPES : 1;
 
-    if (!efarm_tm_key_valid(source, tag, false))
-        return -EINVAL;
-    n_shapes = tm->n_wild_recv != 0 ? EFARM_TM_SHAPES : 1;
     for (uint32_t shape = 0; shape < n_shapes && tm->n_posted != 0; shape++) {
         int32_t shaped_source = source, shaped_tag = tag;
         struct efarm_tm_queue *queue;
@@ -540,12 +620,30 @@ int efarm_tm_match_posted(struct efarm_tm *tm, uint32_t context, int32_t source,
         if (best == NULL || head->seq < best->seq)
             best = head;
     }
+    return best;
+}
+
+int efarm_tm_match_posted(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag,
+                          void **recv_user_p)
+{
+    struct efarm_tm_recv *best;
+
+    if (!efarm_tm_key_valid(source, tag, false))
+        return -EINVAL;
+    best = efarm_tm_recv_best(tm, context, source, tag);
     if (best != NULL) {
         tm->n_handled++;
         *recv_user_p = efarm_tm_recv_remove(tm, best);
         return EFARM_TM_MATCHED;
     }
     return 0;
+}
+
+int efarm_tm_would_match(const struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag)
+{
+    if (!efarm_tm_key_valid(source, tag, false))
+        return -EINVAL;
+    return efarm_tm_recv_best(tm, context, source, tag) != NULL;
 }
 
 int efarm_tm_arrive(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag, void *user,
@@ -558,10 +656,13 @@ int efarm_tm_arrive(struct efarm_tm *tm, uint32_t context, int32_t source, int32
     ret = efarm_tm_match_posted(tm, context, source, tag, recv_user_p);
     if (ret != 0)
         return ret;
-    if (tm->msg_free == EFARM_TM_NO_FREE)
-        return -EAGAIN;
+    if (tm->msg_free == EFARM_TM_NO_FREE) {
+        ret = efarm_tm_msgs_grow(tm);
+        if (ret != 0)
+            return ret;
+    }
     index = tm->msg_free;
-    msg = &tm->msgs[index];
+    msg = efarm_tm_msg_at(tm, index);
     tm->msg_free = msg->next_free;
     for (uint32_t shape = 0; shape < EFARM_TM_SHAPES; shape++) {
         int32_t shaped_source = source, shaped_tag = tag;
@@ -587,7 +688,7 @@ int efarm_tm_probe(const struct efarm_tm *tm, uint32_t context, int32_t source, 
     msg = efarm_tm_msg_find(tm, context, source, tag);
     if (msg == NULL)
         return 0;
-    *msg_p = efarm_tm_handle(msg->gen, (uint32_t)(msg - tm->msgs));
+    *msg_p = efarm_tm_handle(msg->gen, msg->index);
     *msg_user_p = msg->user;
     return 1;
 }
@@ -597,9 +698,9 @@ int efarm_tm_claim(struct efarm_tm *tm, efarm_tm_handle_t msg, void **msg_user_p
     uint32_t index = (uint32_t)msg;
     struct efarm_tm_msg *entry;
 
-    if (index >= tm->max_unexpected)
+    if (index >= tm->n_msgs)
         return -ENOENT;
-    entry = &tm->msgs[index];
+    entry = efarm_tm_msg_at(tm, index);
     if (entry->queue[0] == NULL || entry->gen != (uint32_t)(msg >> 32))
         return -ENOENT;
     *msg_user_p = efarm_tm_msg_remove(tm, entry);

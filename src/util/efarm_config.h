@@ -36,14 +36,18 @@
     X(TX_PKTS, tx_pkts, U64, "512",                                                             \
       "registered MTU-sized send buffers; bounds packets queued or in flight")                  \
     X(MAX_OPS, max_ops, U64, "4096",                                                            \
-      "multi-packet, unexpected and pending operations in flight (send_id/recv_id space)")      \
+      "sends in flight and receives in progress (send_id/recv_id space); unexpected messages "  \
+      "take none")                                                                              \
     X(MAX_POSTED, max_posted, U64, "65536", "posted receives the matcher holds")                \
-    X(MAX_UNEXPECTED, max_unexpected, U64, "8192",                                              \
-      "unexpected messages held before back-pressure (RNR) starts")                             \
     X(UNEXP_BYTES, unexp_bytes, U64, "67108864",                                                \
-      "bytes of copies of waiting packets before receive buffers are held (RNR back-pressure)") \
+      "bytes of waiting packets' copies and unexpected-message records before receive buffers " \
+      "are held (RNR back-pressure)")                                                           \
     X(UNEXP_MAX_BYTES, unexp_max_bytes, U64, "268435456",                                       \
-      "hard cap on those copies: up to it, copy rather than hold the last RX_RESERVE buffers")  \
+      "hard cap on those bytes: up to it, copy rather than hold the last RX_RESERVE buffers; "  \
+      "the memory budget of unexpected messages")                                               \
+    X(RX_FULL_TIMEOUT_MS, rx_full_timeout_ms, U64, "30000",                                     \
+      "fail the endpoint when nothing could be received this long while progress ran "          \
+      "(UNEXP_MAX_BYTES reached, every receive buffer held; 0: wait forever)")                  \
     X(RX_RESERVE, rx_reserve, U64, "0",                                                         \
       "receive buffers waiting packets may not hold, so the next in-order one lands (0: 1/4)")  \
     X(RECVWIN, recvwin, U64, "128",                                                             \

@@ -54,7 +54,13 @@
     X(PROTO_BAD_READ_IOV, "peer's read_iov does not describe the message it announced")      \
     X(PROTO_READ_FAILED, "RDMA read of the sender's buffer failed and cannot fall back")     \
     X(PROTO_PEER_GONE, "peer stopped answering; the operation cannot finish")                \
-    X(PROTO_RESOURCES, "endpoint resources exhausted for an operation that cannot wait")
+    X(PROTO_RESOURCES, "endpoint resources exhausted for an operation that cannot wait")     \
+    X(PROTO_PEER_FAILED,                                                                     \
+      "a packet to a peer failed at the device and data or a reply it waits for was lost "   \
+      "(the log names the peer and the device error)")                                       \
+    X(PROTO_RX_FULL,                                                                         \
+      "nothing could be received: every receive buffer holds a message waiting for a "       \
+      "receive and their copies reached EFARM_UNEXP_MAX_BYTES (raise it)")
 
 enum efarm_error_code {
     EFARM_ERR_BASE_ = 4096, /* above every errno value */

@@ -79,6 +79,19 @@ runs=(
     "pt2pt_sizes-faults-n4 pt2pt_sizes 4 $faults MPITEST_MAX_SIZE=2097152"
     "wildcard_order-faults-n2 wildcard_order 2 $faults MPITEST_EXPECT_REORDER=1"
     "wildcard_order-faults-n4 wildcard_order 4 $faults MPITEST_EXPECT_REORDER=1 MPITEST_MAX_SIZE=2097152"
+    "unexpected_flood-n2 unexpected_flood 2 MPITEST_FLOOD_N=20000"
+    "unexpected_flood-100k-n2 unexpected_flood 2 MPITEST_FLOOD_N=100000"
+    "unexpected_flood-n4 unexpected_flood 4 MPITEST_FLOOD_N=20000"
+    "finalize_flush-loss-n2 finalize_flush 2 EFASIM_LOSS=0.3 EFASIM_SEED=5"
+    "finalize_flush-loss-n4 finalize_flush 4 EFASIM_LOSS=0.3 EFASIM_SEED=6"
+)
+
+# Runs that must fail: NAME PROGRAM RANKS PATTERN [VAR=VALUE...]. They pass when
+# mpiexec exits nonzero before the timeout and the log matches PATTERN (grep -E):
+# a limit that is reached must end the job with a message naming its knob.
+tiny_budget="EFARM_RX_BUFFERS=32 EFARM_UNEXP_BYTES=16384 EFARM_UNEXP_MAX_BYTES=65536"
+failruns=(
+    "unexpected_flood-tiny-budget-n2 unexpected_flood 2 fails..Raise.EFARM_UNEXP_MAX_BYTES $tiny_budget EFARM_RX_FULL_TIMEOUT_MS=2000 MPITEST_FLOOD_N=20000"
 )
 
 selected() { # NAME
@@ -92,7 +105,7 @@ selected() { # NAME
 
 # Build every program a selected run needs.
 declare -A built=()
-for r in "${runs[@]}"; do
+for r in "${runs[@]}" "${failruns[@]}"; do
     read -r name prog _ <<<"$r"
     selected "$name" || continue
     [ -n "${built[$prog]:-}" ] && continue
@@ -130,6 +143,33 @@ for r in "${runs[@]}"; do
         fail "$name (no OK line, ${secs} s)" "$log"
     else
         pass "$name (${secs} s)"
+    fi
+done
+
+for r in "${failruns[@]}"; do
+    read -r name prog ranks pattern vars <<<"$r"
+    selected "$name" || continue
+    log=$out/logs/$name.log
+    if [ "${built[$prog]}" != ok ]; then
+        echo "FAIL $name (not built)"
+        failed=$((failed + 1))
+        continue
+    fi
+    start=$(date +%s.%N)
+    # shellcheck disable=SC2086 # $vars is a list of VAR=VALUE words
+    timeout -k 10 "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 $vars \
+        "$mpiexec" -n "$ranks" "$out/$prog" >"$log" 2>&1
+    status=$?
+    secs=$(echo "$start $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
+    if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+        echo "(timed out after $timeout_s s)" >>"$log"
+        fail "$name (hung: timeout ${timeout_s} s instead of an error)" "$log"
+    elif [ "$status" -eq 0 ]; then
+        fail "$name (exit 0, expected a failure, ${secs} s)" "$log"
+    elif ! grep -Eq "$pattern" "$log"; then
+        fail "$name (exit $status without a message matching '$pattern', ${secs} s)" "$log"
+    else
+        pass "$name (failed as it must: exit $status, ${secs} s)"
     fi
 done
 finish

@@ -1,8 +1,11 @@
 /* Shared helpers of the protocol-engine tests (see proto_common.h). */
 #include "proto_common.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "efarm_errno.h"
 #include "efarm_test.h"
@@ -93,4 +96,49 @@ void proto_expect_pattern(const uint8_t *buf, uint64_t n, uint64_t seed)
                             (unsigned long long)i, (unsigned long long)n, buf[i],
                             proto_pattern(seed, i), (unsigned long long)seed);
     }
+}
+
+void proto_tmp_path(char *buf, size_t n, const char *what)
+{
+    const char *dir = getenv("TMPDIR");
+
+    snprintf(buf, n, "%s/efarm-unit.%d.%s.log", dir && *dir ? dir : "/tmp", (int)getpid(), what);
+}
+
+int proto_stderr_capture(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    int saved;
+
+    EXPECT_TRUE(f != NULL);
+    fflush(stderr);
+    saved = dup(2);
+    EXPECT_TRUE(saved >= 0);
+    EXPECT_TRUE(dup2(fileno(f), 2) == 2);
+    fclose(f);
+    return saved;
+}
+
+void proto_stderr_restore(int saved)
+{
+    fflush(stderr);
+    EXPECT_TRUE(dup2(saved, 2) == 2);
+    close(saved);
+}
+
+unsigned proto_file_count(const char *path, const char *needle)
+{
+    char line[4096];
+    unsigned n = 0;
+    FILE *f;
+
+    fflush(stderr);
+    f = fopen(path, "r");
+    EXPECT_TRUE(f != NULL);
+    while (fgets(line, sizeof(line), f)) {
+        if (strstr(line, needle))
+            n++;
+    }
+    fclose(f);
+    return n;
 }

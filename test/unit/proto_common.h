@@ -7,6 +7,7 @@
 #define EFARM_TEST_PROTO_COMMON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "efarm_proto.h"
@@ -48,5 +49,18 @@ void proto_fill(uint8_t *buf, uint64_t n, uint64_t seed);
 void proto_expect_pattern(const uint8_t *buf, uint64_t n, uint64_t seed);
 
 double proto_now_s(void);
+
+/* A file name of this process's own under $TMPDIR (or /tmp), for logs a test reads. */
+void proto_tmp_path(char *buf, size_t n, const char *what);
+
+/*
+ * Send this process's stderr (the engine's log) to a fresh file at path;
+ * returns the saved descriptor for proto_stderr_restore().
+ */
+int proto_stderr_capture(const char *path);
+void proto_stderr_restore(int saved);
+
+/* Lines of the file at path that contain needle. */
+unsigned proto_file_count(const char *path, const char *needle);
 
 #endif /* EFARM_TEST_PROTO_COMMON_H */

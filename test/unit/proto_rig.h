@@ -24,6 +24,9 @@
  *   test_proto_resources.c  7-8: back-pressure and RNR; resource exhaustion
  *   test_proto_memory.c     9-11: registration failures; pinned structure
  *                           sizes; allocation-failure walks over efarm_ep_open
+ *   test_proto_unexpected.c 12: floods of unexpected messages; the byte budget
+ *   test_proto_datalog.c    13: the `data` log level prints every packet
+ *   test_proto_failures.c   14: device errors fail peers, operations, endpoint
  */
 #ifndef EFARM_TEST_PROTO_RIG_H
 #define EFARM_TEST_PROTO_RIG_H
@@ -168,5 +171,8 @@ void xfer_both(struct rig *r, uint64_t len, uint64_t buf_len, uint32_t flags, bo
 
 /* Wait for every request of n messages (both sides) and msg_check each. */
 void msgs_wait_check(struct rig *r, struct msg *m, unsigned n);
+
+/* The matrix of part 1 on an open, handshaken rig (test_proto_matrix.c). */
+void matrix_run(struct rig *r, bool tagged);
 
 #endif /* EFARM_TEST_PROTO_RIG_H */

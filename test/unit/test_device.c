@@ -298,6 +298,47 @@ EFARM_TEST(device_rx_pool_refills_in_batches)
     pair_close(&p);
 }
 
+/*
+ * A caller that holds most buffers (back-pressure) and gives back fewer than
+ * a batch: with none posted, each goes back to the device at once, so a
+ * packet can land. Before, they waited for a full batch while the device
+ * had no buffer at all and answered every sender with RNR.
+ */
+EFARM_TEST(device_rx_pool_reposts_when_short)
+{
+    struct efarm_dev_ep_attr ab = {.rx_buffers = 16, .rx_refill = 8};
+    struct efarm_dev_cqe c;
+    uint32_t ids[16];
+    struct pair p;
+
+    use_efasim();
+    pair_open(&p, 0, 0, 7);
+    efarm_dev_ep_close(p.b);
+    EXPECT_RET(efarm_dev_ep_open(NULL, &ab, &p.b), 0);
+    efarm_dev_ep_raw_addr(p.b, p.b_raw);
+    p.b_qpn = p.b_raw[16] | (uint32_t)p.b_raw[17] << 8;
+    p.b_qkey = efarm_dev_ep_connid(p.b);
+    EXPECT_RET(efarm_dev_ah_get(p.a, p.b_raw, &p.a_to_b), 0);
+    for (int i = 0; i < 16; i++) {
+        EXPECT_EQ(send_bytes(&p, "data", 4, 0, (uint64_t)i), 1);
+        wait_cqe(p.b, EFARM_DEV_OP_RECV, &c);
+        ids[i] = c.rx_id;
+        wait_cqe(p.a, EFARM_DEV_OP_SEND, &c);
+    }
+    EXPECT_EQ(efarm_dev_rx_posted(p.b), 0);
+    for (int i = 0; i < 3; i++) {
+        efarm_dev_rx_release(p.b, ids[i]);
+        EXPECT_EQ(efarm_dev_rx_posted(p.b), (unsigned)i + 1);
+    }
+    /* One more packet lands in one of them. */
+    EXPECT_EQ(send_bytes(&p, "more", 4, 0, 99), 1);
+    wait_cqe(p.b, EFARM_DEV_OP_RECV, &c);
+    EXPECT_RET(c.status, 0);
+    wait_cqe(p.a, EFARM_DEV_OP_SEND, &c);
+    EXPECT_RET(c.status, 0);
+    pair_close(&p);
+}
+
 EFARM_TEST(device_rnr_maps_to_dev_rnr)
 {
     struct efarm_dev_cqe c;

@@ -70,14 +70,12 @@ static void xfer_runt_then_longread(struct rig *r, bool tagged, bool posted_firs
  * a byte more takes one packet more: medium of exactly two full packets,
  * long-CTS of exactly the REQ's data and k full CTSDATA.
  */
-static void matrix(const struct efarm_ep_attr *attr, bool tagged)
+void matrix_run(struct rig *rig, bool tagged)
 {
-    struct rig r;
+    struct rig r = *rig;
     uint64_t e, edc, mmax, rmin, med2, med2dc, cts0, ctsk;
     uint64_t extra = tagged ? 0 : 100; /* untagged: receive buffers longer than the message */
 
-    rig_open(&r, attr, attr);
-    rig_handshake(&r);
     e = eager_fit(&r, tagged, false, false, false);
     edc = eager_fit(&r, tagged, true, false, false);
     mmax = r.medium_max;
@@ -125,6 +123,15 @@ static void matrix(const struct efarm_ep_attr *attr, bool tagged)
     }
     xfer_runt_then_longread(&r, tagged, true);
     xfer_runt_then_longread(&r, tagged, false);
+}
+
+static void matrix(const struct efarm_ep_attr *attr, bool tagged)
+{
+    struct rig r;
+
+    rig_open(&r, attr, attr);
+    rig_handshake(&r);
+    matrix_run(&r, tagged);
     rig_close(&r);
 }
 

@@ -121,8 +121,10 @@ EFARM_TEST(proto_read_nack_receiver_cannot_register)
 /*
  * The hot structures' sizes, pinned so a change is a decision: the
  * address-vector entry every peer costs, the per-peer state created on
- * contact (152 bytes plus a pointer per reorder-window slot), an operation,
- * and the send and stored-packet descriptors.
+ * contact (176 bytes plus a pointer per reorder-window slot), an operation,
+ * the send and stored-packet descriptors, and what one unexpected message
+ * costs besides its packets (its record, 80 bytes, and its matcher entry
+ * with the queues it may need, 312).
  */
 EFARM_TEST(proto_structure_sizes)
 {
@@ -137,10 +139,11 @@ EFARM_TEST(proto_structure_sizes)
         EXPECT_RET(efarm_ep_open(&attr, &ep), 0);
         efarm_proto_sizes(ep, &s);
         EXPECT_EQ(s.peer, 56);
-        EXPECT_EQ(s.peer_state, 152 + 8 * recvwins[i]);
-        EXPECT_EQ(s.op, 288);
+        EXPECT_EQ(s.peer_state, 176 + 8 * recvwins[i]);
+        EXPECT_EQ(s.op, 280);
         EXPECT_EQ(s.tx_pkt, 56);
         EXPECT_EQ(s.rx_pkt, 56);
+        EXPECT_EQ(s.unexp, 392);
         efarm_ep_close(ep);
     }
 }

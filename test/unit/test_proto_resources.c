@@ -199,12 +199,13 @@ EFARM_TEST(proto_max_ops_eagain)
 }
 
 /*
- * A receiver with 4 operations: unexpected messages beyond them wait
- * (deferred) without loss and arrive once receives are posted.
+ * A receiver with 4 operations holds 40 unexpected eager and medium
+ * messages: waiting messages take no operation, so none is deferred. Once
+ * receives are posted everything arrives, in order.
  */
 EFARM_TEST(proto_receiver_max_ops)
 {
-    enum { N = 12 };
+    enum { N = 40 };
     struct efarm_ep_attr attr_b = g_small;
     struct rig r;
     struct msg m[N];
@@ -218,14 +219,72 @@ EFARM_TEST(proto_receiver_max_ops)
         msg_init(&m[i], len, len, 0, true, i % 2 ? EFARM_PROTO_MEDIUM : EFARM_PROTO_EAGER, 90 + i);
         msg_send(&r, &m[i]);
     }
-    SPIN_UNTIL(&r.p, cnt(r.p.b)->deferred > 0, WAIT_S);
-    proto_pair_spin(&r.p, 10000);
-    EXPECT_EQ(cnt(r.p.b)->unexpected, 4);
+    SPIN_UNTIL(&r.p, cnt(r.p.b)->unexpected == N, WAIT_S);
+    EXPECT_EQ(cnt(r.p.b)->deferred, 0);
     for (unsigned i = 0; i < N; i++)
         msg_post(&r, &m[i]);
     msgs_wait_check(&r, m, N);
     for (unsigned i = 0; i < N; i++)
         msg_free(&m[i]);
+    rig_close(&r);
+}
+
+/*
+ * Operations are still needed to receive anything longer than eager: a
+ * receiver whose only operation is taken by its own long-CTS send (waiting
+ * for a CTS) refuses a receive that would match a waiting medium message
+ * (-EAGAIN), and defers an in-order medium message that meets its posted
+ * receive, together with the message behind it, until the operation is
+ * free again; nothing is lost and the order holds.
+ */
+EFARM_TEST(proto_receiver_no_free_op_defers)
+{
+    struct efarm_ep_attr attr_b = g_small;
+    struct rig r;
+    struct proto_pair *p = &r.p;
+    struct msg m[3], back;
+    struct efarm_req refused = {0};
+
+    attr_b.max_ops = 1;
+    rig_open(&r, &g_small, &attr_b);
+    rig_handshake(&r);
+    /* b's one operation: a long-CTS send to a, which a does not receive yet. */
+    msg_init(&back, r.medium_max + 100, r.medium_max + 100, 0, true, EFARM_PROTO_LONGCTS, 300);
+    EXPECT_RET(
+        efarm_tsend(p->b, p->b_to_a, back.src, back.len, CTX, SRC, TAG + 1, 0, 0, &back.sreq), 0);
+    for (unsigned i = 0; i < 3; i++)
+        msg_init(&m[i], r.medium_max - i, r.medium_max - i, 0, true, EFARM_PROTO_MEDIUM, 301 + i);
+    m[1].tag = TAG + 5;
+    /* m[0] waits unexpected: no operation needed, but receiving it needs one. */
+    msg_send(&r, &m[0]);
+    SPIN_UNTIL(p, cnt(p->b)->unexpected == 1, WAIT_S);
+    EXPECT_RET(efarm_trecv(p->b, m[0].dst, m[0].buf_len, CTX, SRC, TAG, &refused), -EAGAIN);
+    EXPECT_TRUE(!refused.done);
+    /* m[1] meets its posted receive without an operation: deferred, and m[2] behind it. */
+    msg_post(&r, &m[1]);
+    msg_send(&r, &m[1]);
+    msg_send(&r, &m[2]);
+    SPIN_UNTIL(p, cnt(p->b)->deferred > 0, WAIT_S);
+    proto_pair_spin(p, 10000);
+    EXPECT_EQ(cnt(p->b)->unexpected, 1);
+    EXPECT_TRUE(!m[1].rreq.done);
+    /* Free b's operation: a receives the long-CTS message. */
+    EXPECT_RET(efarm_trecv(p->a, back.dst, back.buf_len, CTX, SRC, TAG + 1, &back.rreq), 0);
+    proto_pair_wait(p, (struct efarm_req *[]){&back.sreq, &back.rreq}, 2, WAIT_S);
+    proto_pair_wait(p, (struct efarm_req *[]){&m[1].sreq, &m[1].rreq}, 2, WAIT_S);
+    SPIN_UNTIL(p, cnt(p->b)->unexpected == 2, WAIT_S);
+    for (unsigned i = 0; i < 3; i += 2) {
+        int ret;
+
+        while ((ret = efarm_trecv(p->b, m[i].dst, m[i].buf_len, CTX, SRC, TAG, &m[i].rreq)) ==
+               -EAGAIN)
+            proto_pair_spin(p, 100);
+        EXPECT_RET(ret, 0);
+    }
+    msgs_wait_check(&r, m, 3);
+    for (unsigned i = 0; i < 3; i++)
+        msg_free(&m[i]);
+    msg_free(&back);
     rig_close(&r);
 }
 

@@ -1,0 +1,71 @@
+/*
+ * Unexpected-message flood: every rank but 0 sends MPITEST_FLOOD_N (default
+ * 20000) one-int messages to rank 0 with MPI_Send before rank 0 posts any
+ * receive; then every rank enters MPI_Barrier, and only after it rank 0
+ * receives them all, from each sender in send order, every value checked.
+ * MPI puts no limit on messages that arrive before their receives, and
+ * many-to-one patterns at scale produce thousands: efarm's operation table
+ * (EFARM_MAX_OPS, 4096) must not be one. The barrier's messages from each
+ * sender come after its flood in the sender's message order, so the barrier
+ * completes only if every message of the flood found room at rank 0. efarm's
+ * counters must show the flood arriving unexpected at rank 0.
+ *
+ * The runner also runs this program with a budget far too small for the
+ * flood (EFARM_UNEXP_MAX_BYTES of 64 KiB): then rank 0 cannot receive the
+ * barrier's message and must fail the job with an error naming
+ * EFARM_UNEXP_MAX_BYTES after EFARM_RX_FULL_TIMEOUT_MS, not hang.
+ */
+#include "efarm_mpitest.h"
+
+#include <stdlib.h>
+
+enum { TAG_FLOOD = 40 };
+
+int main(int argc, char **argv)
+{
+    struct mpitest_counters before, after, d;
+    size_t n;
+
+    mpitest_init(&argc, &argv, "unexpected_flood");
+    n = mpitest_env_size("MPITEST_FLOOD_N", 20000);
+    mpitest_counters_read(&before);
+    mpitest_context("rank %d sending %zu messages", g_mpitest_rank, n);
+    if (g_mpitest_rank != 0) {
+        for (size_t i = 0; i < n; i++) {
+            int v = (int)(i * 7919 + (size_t)g_mpitest_rank);
+
+            CHECK_MPI(MPI_Send(&v, 1, MPI_INT, 0, TAG_FLOOD, MPI_COMM_WORLD));
+        }
+        mpitest_counters_read(&after);
+        mpitest_counters_diff(&after, &before, &d);
+        CHECK_SENT(&d, n + 0ull, sizeof(int));
+    }
+    mpitest_context("barrier after %zu messages from each of %d senders", n, g_mpitest_size - 1);
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (g_mpitest_rank == 0) {
+        mpitest_counters_read(&after);
+        mpitest_counters_diff(&after, &before, &d);
+        /* Everything arrived before a receive was posted. */
+        CHECK_COUNTER(d.unexpected, >=, n * (size_t)(g_mpitest_size - 1));
+        for (int src = 1; src < g_mpitest_size; src++) {
+            mpitest_context("receiving the flood from rank %d", src);
+            for (size_t i = 0; i < n; i++) {
+                MPI_Status st;
+                int v = -1, count = -1;
+
+                CHECK_MPI(MPI_Recv(&v, 1, MPI_INT, src, TAG_FLOOD, MPI_COMM_WORLD, &st));
+                CHECK_EQ(v, (int)(i * 7919 + (size_t)src));
+                CHECK_EQ(st.MPI_SOURCE, src);
+                CHECK_EQ(st.MPI_TAG, TAG_FLOOD);
+                CHECK_MPI(MPI_Get_count(&st, MPI_INT, &count));
+                CHECK_EQ(count, 1);
+            }
+        }
+        mpitest_counters_read(&after);
+        mpitest_counters_diff(&after, &before, &d);
+        CHECK_RECEIVED(&d, n * (size_t)(g_mpitest_size - 1),
+                       n * (size_t)(g_mpitest_size - 1) * sizeof(int));
+    }
+    mpitest_finalize();
+    return 0;
+}
