@@ -650,9 +650,10 @@ static void cqe_fill(struct efarm_dev_ep *ep, struct efarm_dev_cqe *c)
 
 int efarm_dev_poll(struct efarm_dev_ep *ep, struct efarm_dev_cqe *cqes, unsigned max)
 {
+    struct ibv_poll_cq_attr attr = {.comp_mask = 0}; /* EFA reads it: never NULL */
     unsigned n = 0;
 
-    if (!max || ibv_start_poll(ep->cq, NULL))
+    if (!max || ibv_start_poll(ep->cq, &attr))
         return 0;
     do {
         cqe_fill(ep, &cqes[n++]);

@@ -66,12 +66,13 @@ static int cq_start_poll(struct ibv_cq_ex *ibv, struct ibv_poll_cq_attr *attr)
     int ret = 0;
 
     if (!attr) {
-        /* rdma-core's efa_start_poll reads attr->comp_mask: on EFA this call crashes. */
-        static bool warned;
-
-        if (!__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
-            fprintf(stderr, "efasim: ibv_start_poll() with a NULL attr: rdma-core's EFA provider "
-                            "dereferences it, so this program would crash on EFA\n");
+        /*
+         * rdma-core's efa_start_poll reads attr->comp_mask: on EFA this call
+         * crashes, so here too (with the reason), never kinder.
+         */
+        fprintf(stderr, "efasim: ibv_start_poll() with a NULL attr: rdma-core's EFA provider "
+                        "dereferences it and the program crashes on EFA; aborting\n");
+        abort();
     } else if (attr->comp_mask) {
         return EINVAL;
     }

@@ -7,7 +7,10 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "efasim_common.h"
 
@@ -74,6 +77,25 @@ EFARM_TEST_TIMEOUT(efasim_cq_verbs_inside_poll_section, 10)
     EXPECT_EQ(wc.wr_id, 3);
     EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
     efasim_pair_close(&p);
+}
+
+/* A NULL poll attribute crashes rdma-core's efa_start_poll, so efasim must not accept it. */
+EFARM_TEST(efasim_cq_start_poll_null_attr_dies)
+{
+    struct efasim_pair p;
+    pid_t pid;
+    int status;
+
+    efasim_pair_open(&p, NULL, NULL);
+    pid = fork();
+    EXPECT_TRUE(pid >= 0);
+    if (pid == 0) {
+        (void)ibv_start_poll(p.rx.recv_cq, NULL);
+        _exit(0); /* accepted: what EFA does not do */
+    }
+    EXPECT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(status));
+    EXPECT_EQ(WTERMSIG(status), SIGABRT);
 }
 
 EFARM_TEST(efasim_cq_creation_as_efa)
