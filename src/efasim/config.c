@@ -34,7 +34,7 @@ extern char **environ;
     X(MAX_RDMA_SIZE, max_rdma_size, U64, "1073741824", "largest RDMA read/write, 1 GiB like EFA") \
     X(RDMA_READ, rdma_read, BOOL, "1", "advertise and serve RDMA read")                           \
     X(RDMA_WRITE, rdma_write, BOOL, "0", "advertise and serve RDMA write (newer EFA only)")       \
-    X(DEVICE_VERSION, device_version, U32, "4", "device version reported to the handshake")       \
+    X(DEVICE_ID, device_id, U32, "0xefa2", "PCI device id: vendor_part_id, hw_ver, sysfs device") \
     X(MAX_PEERS, max_peers, U32, "1024", "reliability state slots per QP (distinct peers)")       \
     X(RTO_US, rto_us, U32, "2000", "first retransmission timeout; doubles per retry")             \
     X(RTO_MAX_US, rto_max_us, U32, "100000", "retransmission timeout cap")                        \

@@ -158,8 +158,8 @@ static void fill_device_attr(struct efasim_context *ctx, struct ibv_device_attr 
     a->max_mr_size = cfg->max_mr_size;
     a->page_size_cap = 0xfffff000; /* 4 KiB to 2 GiB pages, as EFA reports */
     a->vendor_id = EFASIM_VENDOR_ID;
-    a->vendor_part_id = EFASIM_DEVICE_ID;
-    a->hw_ver = cfg->device_version;
+    a->vendor_part_id = cfg->device_id; /* the kernel's EFA driver: the PCI device id */
+    a->hw_ver = cfg->device_id;         /* EFA: the PCI subsystem device, not published */
     a->max_qp = (int)cfg->max_qp;
     a->max_qp_wr = (int)(cfg->max_sq_wr < cfg->max_rq_wr ? cfg->max_sq_wr : cfg->max_rq_wr);
     a->max_sge = (int)(cfg->max_sq_sge < cfg->max_rq_sge ? cfg->max_sq_sge : cfg->max_rq_sge);

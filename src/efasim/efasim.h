@@ -35,7 +35,6 @@
 #define EFASIM_MAX_DEVICES 16
 #define EFASIM_PORT        1
 #define EFASIM_VENDOR_ID   0x1d0f /* Amazon */
-#define EFASIM_DEVICE_ID   0xefa2
 #define EFASIM_AHN_UNKNOWN 0xffff /* slid of a receive whose sender has no AH here */
 
 /* Newer rdma-core capability bits (ABI values), defined here when the headers lack them. */
@@ -78,7 +77,7 @@ struct efasim_config {
     uint64_t max_rdma_size;
     bool rdma_read;
     bool rdma_write;
-    uint32_t device_version;
+    uint32_t device_id;      /* PCI device id: 0xefa0 the first EFA platform, 0xefa1, 0xefa2, ... */
     uint32_t max_peers;      /* reliability state slots per QP */
     uint32_t rto_us;         /* first retransmission timeout */
     uint32_t rto_max_us;     /* retransmission backoff cap */

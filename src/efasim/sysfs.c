@@ -227,7 +227,7 @@ static int device_write(unsigned i, const struct efasim_device *d)
     snprintf(rel, sizeof(rel), "devices/pci0000:00/%s/vendor", pci);
     err = err ? err : file_write(rel, "0x%04x\n", EFASIM_VENDOR_ID);
     snprintf(rel, sizeof(rel), "devices/pci0000:00/%s/device", pci);
-    err = err ? err : file_write(rel, "0x%04x\n", EFASIM_DEVICE_ID);
+    err = err ? err : file_write(rel, "0x%04x\n", efasim_config()->device_id);
     snprintf(rel, sizeof(rel), "devices/pci0000:00/%s/numa_node", pci);
     err = err ? err : file_write(rel, "-1\n");
     snprintf(rel, sizeof(rel), "devices/pci0000:00/%s/driver", pci);
