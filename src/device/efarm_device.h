@@ -49,7 +49,7 @@ struct efarm_device_caps {
     uint32_t max_sq_sge, max_rq_sge;
     uint64_t max_rdma_size;
     bool rdma_read, rdma_write, rnr_retry, cq_with_sgid;
-    uint32_t device_version; /* for the HANDSHAKE's DEVICE_VERSION field */
+    uint32_t device_version; /* HANDSHAKE DEVICE_VERSION: the PCI device id, 0xEFA0, ... */
     uint32_t max_mr;         /* registrations the device holds */
     uint64_t max_mr_size;    /* largest registration */
     uint32_t vendor_id;

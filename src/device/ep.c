@@ -135,7 +135,12 @@ static int query_caps(struct ibv_context *ctx, const char *name, struct efarm_de
 #else
     caps->rdma_write = efa.device_caps & (1u << 3); /* its ABI value in newer rdma-core */
 #endif
-    caps->device_version = dev.hw_ver;
+    /*
+     * The HANDSHAKE's device version is the PCI device id (0xEFA0, 0xEFA1, ...),
+     * which rdma-core reports as vendor_part_id; libfabric 2.x sends the same and
+     * decides RDMA-read interoperability by it (efarm_proto_read_interop).
+     */
+    caps->device_version = dev.vendor_part_id;
     caps->max_mr = dev.max_mr > 0 ? (uint32_t)dev.max_mr : 0;
     caps->max_mr_size = dev.max_mr_size;
     caps->vendor_id = dev.vendor_id;

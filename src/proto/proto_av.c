@@ -329,6 +329,21 @@ void efarm_handshake_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct e
     ep->cnt.handshakes_recv++;
     /* Words beyond the first name features this engine does not know: ignore them. */
     st->extra_info = nextra ? efarm_pkt_extra_info(pkt, 0) : 0;
+    /*
+     * RDMA read does not work between the first EFA platform (device 0xEFA0) and
+     * later ones: with a peer on the other side of that line, use no read
+     * protocol, as libfabric does (efa_rdm_interop_rdma_read).
+     */
+    if ((pkt->present & EFARM_PKT_HAS(DEVICE_VERSION)) &&
+        !efarm_proto_read_interop(ep->caps.device_version,
+                                  (uint32_t)pkt->value[EFARM_PKT_F_DEVICE_VERSION]) &&
+        (st->extra_info & EFARM_EXTRA_FEATURE_RDMA_READ)) {
+        st->extra_info &= ~(EFARM_EXTRA_FEATURE_RDMA_READ | EFARM_EXTRA_FEATURE_RUNT_READ);
+        ep->cnt.read_platform_mismatch++;
+        efarm_log(EFARM_LOG_INFO,
+                  "peer %u: EFA device %#x cannot RDMA-read with our %#x: no read protocols", peer,
+                  (unsigned)pkt->value[EFARM_PKT_F_DEVICE_VERSION], ep->caps.device_version);
+    }
     st->flags |= EFARM_PS_HS_RECEIVED;
     efarm_log(EFARM_LOG_DEBUG, "peer %u HANDSHAKE: extra_info %#llx", peer,
               (unsigned long long)st->extra_info);

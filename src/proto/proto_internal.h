@@ -352,6 +352,17 @@ static inline bool efarm_peer_wants_connid(const struct efarm_peer_state *st)
            (st->extra_info & EFARM_EXTRA_REQUEST_CONNID_HEADER);
 }
 
+/*
+ * Whether two EFA devices can RDMA-read each other's memory, by their device
+ * versions (PCI device ids): the first platform, 0xEFA0, only with itself, later
+ * ones only with later ones (libfabric's efa_rdm_interop_rdma_read).
+ */
+#define EFARM_EFA_DEVICE_GEN1 0xefa0u
+static inline bool efarm_proto_read_interop(uint32_t mine, uint32_t peer)
+{
+    return (mine == EFARM_EFA_DEVICE_GEN1) == (peer == EFARM_EFA_DEVICE_GEN1);
+}
+
 static inline bool efarm_peer_has(const struct efarm_peer_state *st, uint64_t feature)
 {
     return (st->flags & EFARM_PS_HS_RECEIVED) && (st->extra_info & feature);

@@ -109,7 +109,7 @@ EFARM_TEST(device_enumerate_efasim)
     EXPECT_EQ(caps[0].max_rdma_size, 1ull << 30);
     EXPECT_TRUE(caps[0].rdma_read && caps[0].rnr_retry && caps[0].cq_with_sgid);
     EXPECT_TRUE(!caps[0].rdma_write);
-    EXPECT_EQ(caps[0].device_version, 4);
+    EXPECT_EQ(caps[0].device_version, 0xefa2); /* vendor_part_id: the PCI device id */
     EXPECT_EQ(caps[0].vendor_id, 0x1d0f);
 }
 

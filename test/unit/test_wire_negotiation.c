@@ -56,6 +56,48 @@ EFARM_TEST(wire_no_rdma_read_means_longcts)
 }
 
 /*
+ * The HANDSHAKE's device version is the device's PCI id (vendor_part_id, 0xefa2 on
+ * efasim), and RDMA read is used only with a peer on the same side of the first
+ * platform's line (0xEFA0 only with 0xEFA0), as libfabric decides it: a 0xEFA0 peer
+ * advertising RDMA read gets long-CTS, a 0xEFA1 one a read protocol.
+ */
+EFARM_TEST(wire_read_only_with_a_compatible_platform)
+{
+    static const uint32_t versions[] = {0xefa0, 0xefa1};
+    const uint64_t len = 2u << 20;
+    uint8_t *src = malloc(len);
+
+    proto_fill(src, len, 63);
+    for (unsigned i = 0; i < 2; i++) {
+        struct efarm_req sreq = {0};
+        struct efarm_counters c0;
+        struct wp_pkt p;
+        struct wp w;
+
+        efarm_test_context("peer device version %#x", versions[i]);
+        engine_open(NULL);
+        EXPECT_EQ(efarm_ep_caps(g_ep)->device_version, 0xefa2); /* efasim's vendor_part_id */
+        wp_open(&w);
+        w.device_version = versions[i];
+        c0 = *cnt();
+        wp_connect(&w, engine_features(true, true));
+        EXPECT_RET(efarm_tsend(g_ep, w.peer, src, len, 1, 2, 3, 0, 0, &sreq), 0);
+        wp_expect(&w, -1, &p);
+        if (versions[i] == 0xefa0) {
+            EXPECT_EQ(p.pkt.type, EFARM_PKT_LONGCTS_TAGRTM);
+            EXPECT_EQ(cnt()->read_platform_mismatch - c0.read_platform_mismatch, 1);
+        } else {
+            EXPECT_TRUE(p.pkt.type == EFARM_PKT_LONGREAD_TAGRTM ||
+                        p.pkt.type == EFARM_PKT_RUNTREAD_TAGRTM);
+            EXPECT_EQ(cnt()->read_platform_mismatch - c0.read_platform_mismatch, 0);
+        }
+        wp_close(&w);
+        engine_close();
+    }
+    free(src);
+}
+
+/*
  * A peer without delivery complete: a DC send fails with PROTO_NO_DC and
  * sends nothing, whether the peer's HANDSHAKE was already in or the send had
  * to wait for it; a send queued behind it takes the msg_id it did not use.

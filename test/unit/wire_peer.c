@@ -260,6 +260,10 @@ void wp_send_handshake_words(struct wp *w, const uint64_t *words, uint32_t n)
         efarm_store_le64(extra + 8 * i, words[i]);
     efarm_pkt_init(&pkt, EFARM_PKT_HANDSHAKE);
     pkt.flags = EFARM_PKT_FLAG_CONNID_HDR | EFARM_HANDSHAKE_HOST_ID_HDR;
+    if (w->device_version) {
+        pkt.flags |= EFARM_HANDSHAKE_DEVICE_VERSION_HDR;
+        efarm_pkt_set(&pkt, EFARM_PKT_F_DEVICE_VERSION, w->device_version);
+    }
     efarm_pkt_set(&pkt, EFARM_PKT_F_NEXTRA_P3, n + 3);
     pkt.extra_info = extra;
     efarm_pkt_set(&pkt, EFARM_PKT_F_CONNID, w->connid);

@@ -79,9 +79,10 @@ struct wp {
     struct wp_rx q[WP_QUEUE_MAX]; /* received, not yet taken, in arrival order */
     unsigned nq;
     /* What this peer puts on its own packets. */
-    bool req_raw_addr; /* REQs carry our raw address (before the engine's HANDSHAKE) */
-    bool send_connid;  /* packets carry our connid (the engine asked for it) */
-    efarm_peer_t peer; /* this wire peer in the engine's address vector */
+    bool req_raw_addr;       /* REQs carry our raw address (before the engine's HANDSHAKE) */
+    bool send_connid;        /* packets carry our connid (the engine asked for it) */
+    uint32_t device_version; /* nonzero: our HANDSHAKE carries it (DEVICE_VERSION_HDR) */
+    efarm_peer_t peer;       /* this wire peer in the engine's address vector */
 };
 
 /* The engine under test (NULL when closed, or in a forked wire peer), and its address. */
