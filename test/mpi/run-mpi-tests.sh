@@ -119,23 +119,32 @@ for r in "${runs[@]}" "${failruns[@]}"; do
     fi
 done
 
-for r in "${runs[@]}"; do
-    read -r name prog ranks vars <<<"$r"
-    selected "$name" || continue
-    log=$out/logs/$name.log
-    if [ "${built[$prog]}" != ok ]; then
-        echo "FAIL $name (not built)"
+# launch NAME PROG RANKS VARS: run one job; sets status, secs and log (or returns 1 if the
+# program was not built, reported as a failure).
+launch() {
+    log=$out/logs/$1.log
+    if [ "${built[$2]}" != ok ]; then
+        echo "FAIL $1 (not built)"
         failed=$((failed + 1))
-        continue
+        return 1
     fi
+    local start
     start=$(date +%s.%N)
-    # shellcheck disable=SC2086 # $vars is a list of VAR=VALUE words
-    timeout -k 10 "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 $vars \
-        "$mpiexec" -n "$ranks" "$out/$prog" >"$log" 2>&1
+    # shellcheck disable=SC2086 # $4 is a list of VAR=VALUE words
+    timeout -k 10 "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 $4 \
+        "$mpiexec" -n "$3" "$out/$2" >"$log" 2>&1
     status=$?
     secs=$(echo "$start $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
     if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
         echo "(timed out after $timeout_s s)" >>"$log"
+    fi
+}
+
+for r in "${runs[@]}"; do
+    read -r name prog ranks vars <<<"$r"
+    selected "$name" || continue
+    launch "$name" "$prog" "$ranks" "$vars" || continue
+    if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
         fail "$name (timeout ${timeout_s} s)" "$log"
     elif [ "$status" -ne 0 ]; then
         fail "$name (exit $status, ${secs} s)" "$log"
@@ -149,20 +158,8 @@ done
 for r in "${failruns[@]}"; do
     read -r name prog ranks pattern vars <<<"$r"
     selected "$name" || continue
-    log=$out/logs/$name.log
-    if [ "${built[$prog]}" != ok ]; then
-        echo "FAIL $name (not built)"
-        failed=$((failed + 1))
-        continue
-    fi
-    start=$(date +%s.%N)
-    # shellcheck disable=SC2086 # $vars is a list of VAR=VALUE words
-    timeout -k 10 "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 $vars \
-        "$mpiexec" -n "$ranks" "$out/$prog" >"$log" 2>&1
-    status=$?
-    secs=$(echo "$start $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
+    launch "$name" "$prog" "$ranks" "$vars" || continue
     if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
-        echo "(timed out after $timeout_s s)" >>"$log"
         fail "$name (hung: timeout ${timeout_s} s instead of an error)" "$log"
     elif [ "$status" -eq 0 ]; then
         fail "$name (exit 0, expected a failure, ${secs} s)" "$log"
