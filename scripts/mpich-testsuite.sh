@@ -5,6 +5,7 @@
 #                              [--subset ci|full] [--shm] [--source DIR] [--maxnp N]
 #                              [--timeout S] [--max-timeout S] [--budget S] [--jobs N]
 #                              [--xfail FILE] [--testlists DIR] [--list] [--build-only]
+#                              [--faults] [--logs DIR]
 #
 # Prints one line per test and ends with "N passed, N failed" (the format the
 # `suite` function of scripts/test-all.sh reads); exits 0 only when nothing failed.
@@ -57,6 +58,11 @@
 # harness and of MPICH only, never a result for efarm; its lines say so and the xfail
 # file is ignored.
 #
+# --faults runs every test with efasim's fault injector at 10% loss, 10% duplication
+# and 20% reordering (EFASIM_LOSS=0.1 EFASIM_DUP=0.1 EFASIM_REORDER=0.2; any of them
+# already in the environment wins), logging to build/mpich-testsuite/logs-faults.
+# --logs DIR puts the logs elsewhere.
+#
 # Subsets.
 #   ci    test/mpich-testlists/basic and test/mpich-testlists/ci-DIR: a fixed subset
 #         chosen to run in under 10 minutes on 2 cores (see the lists' headers)
@@ -102,6 +108,8 @@ xfail_file=$top/test/mpich-xfail.txt
 lists_dir=$top/test/mpich-testlists
 list_only=0
 build_only=0
+faults=0
+logs=
 consecutive_timeouts_max=5
 
 die() {
@@ -127,6 +135,8 @@ while [ $# -gt 0 ]; do
     --testlists) need_arg "$@"; lists_dir=$2; shift ;;
     --list) list_only=1 ;;
     --build-only) build_only=1 ;;
+    --faults) faults=1 ;;
+    --logs) need_arg "$@"; logs=$2; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument '$1'" ;;
     esac
@@ -177,7 +187,12 @@ key=$({
     printf '%s\n' "${configure_args[@]}"
 } | sha256sum | cut -c1-12)
 obj=$out/obj-$key
-logs=$out/logs
+if [ $faults -eq 1 ]; then
+    export EFASIM_LOSS=${EFASIM_LOSS:-0.1} EFASIM_DUP=${EFASIM_DUP:-0.1}
+    export EFASIM_REORDER=${EFASIM_REORDER:-0.2}
+    : "${logs:=$out/logs-faults}"
+fi
+: "${logs:=$out/logs}"
 mpiexec=$prefix/bin/mpiexec
 
 now() { date +%s; }
@@ -570,6 +585,8 @@ if [ "$shm" = 1 ]; then
 fi
 echo "mpich-testsuite: MPICH $mpich_version ($mpich_device) in $prefix; subset $subset;" \
     "dirs $dirs; maxnp $maxnp; $mode_note"
+fault_env=$(env | grep -E '^EFASIM_(LOSS|DUP|REORDER|DELAY|DELAY_US|SEED)=' | sort | tr '\n' ' ')
+[ -z "$fault_env" ] || echo "mpich-testsuite: efasim faults: $fault_env"
 
 configure_suite || exit 2
 load_overrides
