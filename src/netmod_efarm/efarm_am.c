@@ -81,6 +81,9 @@ static struct MPIDI_EFARM_am_op *am_op_alloc(enum MPIDI_EFARM_am_op_kind kind, u
         chunk->next = am_chunks;
         am_chunks = chunk;
         for (int i = 0; i < MPIDI_EFARM_AM_OP_CHUNK; i++) {
+            /* Finalize frees by these two fields, also in operations never used. */
+            chunk->ops[i].buf = NULL;
+            chunk->ops[i].heap = false;
             chunk->ops[i].next = g->am_free;
             g->am_free = &chunk->ops[i];
         }
@@ -91,9 +94,9 @@ static struct MPIDI_EFARM_am_op *am_op_alloc(enum MPIDI_EFARM_am_op_kind kind, u
         op->heap = false;
     } else {
         op->buf = MPL_malloc(len, MPL_MEM_BUFFER);
+        op->heap = op->buf != NULL;
         if (op->buf == NULL)
             return NULL;
-        op->heap = true;
     }
     g->am_free = op->next;
     op->next = NULL;

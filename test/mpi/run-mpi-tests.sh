@@ -84,6 +84,8 @@ runs=(
     "unexpected_flood-n4 unexpected_flood 4 MPITEST_FLOOD_N=20000"
     "finalize_flush-loss-n2 finalize_flush 2 EFASIM_LOSS=0.3 EFASIM_SEED=5"
     "finalize_flush-loss-n4 finalize_flush 4 EFASIM_LOSS=0.3 EFASIM_SEED=6"
+    "rma_phases-n2 rma_phases 2 MALLOC_PERTURB_=165"
+    "rma_phases-n4 rma_phases 4 MALLOC_PERTURB_=165"
 )
 
 # Runs that must fail: NAME PROGRAM RANKS PATTERN [VAR=VALUE...]. They pass when
