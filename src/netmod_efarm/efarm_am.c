@@ -14,7 +14,9 @@
  * run strictly in the order messages were claimed, which is the order each
  * sender sent them (MPIDIG relies on it: a rendezvous's data follows its
  * request, an unlock follows the window's operations), even when a short
- * message finishes before a long one claimed earlier. Handlers get the data
+ * message finishes before a long one claimed earlier. A claimed message whose
+ * receive finds every engine operation slot busy keeps its place and starts at
+ * a later progress call (claiming pauses meanwhile). Handlers get the data
  * synchronously (no MPIDIG_AM_ATTR__IS_ASYNC) and copy what they keep.
  *
  * Every header and length from the wire is checked before use; a malformed
@@ -57,6 +59,7 @@ struct MPIDI_EFARM_am_op {
     uint8_t *buf;       /* the message: inline_buf or heap */
     uint64_t len;
     bool heap;
+    efarm_tm_handle_t handle; /* receives: the claimed message, until its receive started */
     uint8_t inline_buf[MPIDI_EFARM_AM_INLINE] MPL_ATTR_ALIGNED(8);
 };
 
@@ -67,6 +70,12 @@ struct MPIDI_EFARM_am_chunk {
 };
 
 static struct MPIDI_EFARM_am_chunk *am_chunks;
+/*
+ * A claimed message whose receive could not start (every engine operation slot busy,
+ * -EAGAIN); it keeps its place in the dispatch order and starts at a later progress
+ * call. Claiming stops while there is one, so there is at most one.
+ */
+static struct MPIDI_EFARM_am_op *am_unstarted;
 
 static struct MPIDI_EFARM_am_op *am_op_alloc(enum MPIDI_EFARM_am_op_kind kind, uint64_t len)
 {
@@ -212,12 +221,36 @@ static void am_recv_done(struct efarm_req *ereq)
     op->done = true;
 }
 
+/* Start the receive of a claimed message: 0 started, 1 no slot yet, else an MPI error. */
+static int am_start_recv(struct MPIDI_EFARM_am_op *op)
+{
+    int ret;
+
+    op->ereq.cb = am_recv_done;
+    op->ereq.ctx = op;
+    ret = efarm_tmrecv(MPIDI_EFARM_global.ep, op->handle, op->buf, op->len, &op->ereq);
+    if (ret == -EAGAIN) {
+        MPIDI_EFARM_global.nm_counters.eagain_waits++;
+        return 1;
+    }
+    if (ret < 0)
+        return MPIDI_EFARM_ERROR(ret, "efarm_tmrecv (active message)");
+    return 0;
+}
+
 /* Claim and start receiving the untagged messages the engine holds. */
 static int am_claim(void)
 {
     MPIDI_EFARM_global_t *g = &MPIDI_EFARM_global;
     struct efarm_probe_info info;
 
+    if (am_unstarted) {
+        int ret = am_start_recv(am_unstarted);
+
+        if (ret != 0)
+            return ret == 1 ? MPI_SUCCESS : ret;
+        am_unstarted = NULL;
+    }
     for (int n = 0; n < MPIDI_EFARM_AM_CLAIM_MAX; n++) {
         struct MPIDI_EFARM_am_op *op;
         int ret;
@@ -239,14 +272,13 @@ static int am_claim(void)
                 return MPIDI_EFARM_ERROR(ret, "efarm_probe");
             break;
         }
-        op->ereq.cb = am_recv_done;
-        op->ereq.ctx = op;
-        ret = efarm_tmrecv(g->ep, info.handle, op->buf, op->len, &op->ereq);
-        if (ret < 0) {
+        op->handle = info.handle;
+        ret = am_start_recv(op);
+        if (ret != 0 && ret != 1) {
             am_op_release(op);
-            return MPIDI_EFARM_ERROR(ret, "efarm_tmrecv (active message)");
+            return ret;
         }
-        /* Dispatch order is claim order. */
+        /* Dispatch order is claim order, also for a message still waiting for a slot. */
         op->next = NULL;
         if (g->am_recv_tail)
             g->am_recv_tail->next = op;
@@ -254,6 +286,10 @@ static int am_claim(void)
             g->am_recv_head = op;
         g->am_recv_tail = op;
         g->am_recv_pending++;
+        if (ret == 1) {
+            am_unstarted = op;
+            break;
+        }
     }
     return MPI_SUCCESS;
 }
@@ -361,6 +397,7 @@ void MPIDI_EFARM_am_finalize(void)
         c = next;
     }
     am_chunks = NULL;
+    am_unstarted = NULL;
     g->am_free = NULL;
     g->am_recv_head = g->am_recv_tail = NULL;
     g->am_sent_head = g->am_sent_tail = NULL;

@@ -11,7 +11,11 @@
  *   4. PSCW: each rank exposes its window to its left neighbour, which puts
  *      into it between MPI_Win_start and MPI_Win_complete;
  *   5. a dynamic window: every rank attaches a buffer, publishes its address,
- *      receives a put from its left neighbour, detaches.
+ *      receives a put from its left neighbour, detaches;
+ *   6. many gets in one epoch: every rank but 0 issues MPITEST_RMA_GETS
+ *      (default 6000, more than EFARM_MAX_OPS' 4096) MPI_Get calls of 128 KiB
+ *      from rank 0 under one shared lock: more messages than the engine has
+ *      operation slots, which must wait for a slot, never fail or hang.
  * The data of every phase is checked, and the MPI_T counters must show that
  * the traffic crossed efarm. Run with MALLOC_PERTURB_ set so memory efarm
  * would read uninitialised is never accidentally zero.
@@ -186,6 +190,34 @@ static void dynamic_phase(void)
     free(addrs);
 }
 
+static void many_gets_phase(size_t ngets)
+{
+    enum { GET_LEN = 128 * 1024, SLOTS = 8 };
+    uint8_t *base, *got = mpitest_malloc((size_t)GET_LEN * SLOTS);
+    MPI_Win win;
+
+    mpitest_context("phase 6: %zu gets of %d bytes in one epoch", ngets, GET_LEN);
+    CHECK_MPI(MPI_Win_allocate(GET_LEN * SLOTS, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
+    if (g_mpitest_rank == 0)
+        for (int i = 0; i < SLOTS; i++)
+            mpitest_fill(base + (size_t)i * GET_LEN, GET_LEN, mpitest_seed(6, (uint64_t)i, 0, 0));
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (g_mpitest_rank != 0) {
+        CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+        for (size_t k = 0; k < ngets; k++) {
+            MPI_Aint off = (MPI_Aint)(k % SLOTS) * GET_LEN;
+
+            CHECK_MPI(MPI_Get(got + off, GET_LEN, MPI_BYTE, 0, off, GET_LEN, MPI_BYTE, win));
+        }
+        CHECK_MPI(MPI_Win_unlock(0, win));
+        for (int i = 0; i < SLOTS; i++)
+            CHECK_DATA(got + (size_t)i * GET_LEN, GET_LEN, mpitest_seed(6, (uint64_t)i, 0, 0));
+    }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Win_free(&win));
+    free(got);
+}
+
 int main(int argc, char **argv)
 {
     struct mpitest_counters before, after, d;
@@ -200,6 +232,7 @@ int main(int argc, char **argv)
     shared_get_accumulate_phase();
     pscw_phase();
     dynamic_phase();
+    many_gets_phase(mpitest_env_size("MPITEST_RMA_GETS", 6000));
     mpitest_counters_read(&after);
     mpitest_counters_diff(&after, &before, &d);
     /* Today RMA travels as MPIDIG active messages over efarm: they must have crossed it. */
