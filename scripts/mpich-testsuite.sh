@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run MPICH's own test suite (test/mpi of the MPICH source) against an installed MPICH.
 #
-#   scripts/mpich-testsuite.sh [--prefix PREFIX] [--dirs "pt2pt basic comm coll datatype"]
+#   scripts/mpich-testsuite.sh [--prefix PREFIX] [--dirs "pt2pt basic comm coll datatype rma"]
 #                              [--subset ci|full] [--shm] [--source DIR] [--maxnp N]
 #                              [--timeout S] [--max-timeout S] [--budget S] [--jobs N]
 #                              [--xfail FILE] [--testlists DIR] [--list] [--build-only]
@@ -92,7 +92,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${EFARM_MPICH_CACHE:-$top/build/mpich}
 prefix=${EFARM_MPICH_PREFIX:-$cache/install}
 out=${EFARM_MPICH_TESTSUITE_DIR:-$top/build/mpich-testsuite}
-dirs="pt2pt basic comm coll datatype"
+dirs="pt2pt basic comm coll datatype rma"
 # The tests must not see this script's own settings: libefarm warns on stderr about
 # EFARM_* variables it does not know, and a test's stray output fails it.
 for v in $(compgen -e EFARM_MPICH_); do unset "$v"; done
@@ -154,8 +154,8 @@ done
 [ "$maxnp" -ge 1 ] || die "--maxnp must be at least 1"
 for d in $dirs; do
     case $d in
-    pt2pt | basic | comm | coll | datatype) ;;
-    *) die "unknown directory '$d' (choose from pt2pt basic comm coll datatype)" ;;
+    pt2pt | basic | comm | coll | datatype | rma) ;;
+    *) die "unknown directory '$d' (choose from pt2pt basic comm coll datatype rma)" ;;
     esac
 done
 [ -n "$dirs" ] || die "--dirs is empty"
