@@ -8,6 +8,8 @@ libefarm_la_SOURCES += \
 	src/proto/tm.c \
 	src/proto/efarm_proto.h \
 	src/proto/proto_internal.h \
+	src/proto/efarm_rma.h \
+	src/proto/proto_expose.c \
 	src/proto/proto_ep.c \
 	src/proto/proto_av.c \
 	src/proto/proto_tx.c \

@@ -308,7 +308,8 @@ int efarm_cancel_recv(struct efarm_ep *ep, struct efarm_req *req);
     X(recv_errors, "receive operations completed with an error")                             \
     X(peers_failed, "peers marked failed after a packet to them failed at the device")       \
     X(lost_after_completion, "injected sends whose data was lost after they completed")      \
-    X(read_platform_mismatch, "peers on an EFA platform this one cannot RDMA-read with")
+    X(read_platform_mismatch, "peers on an EFA platform this one cannot RDMA-read with")     \
+    X(rma_refused, "remote accesses refused: unknown key, out of bounds or not granted")
 
 struct efarm_counters {
 #define EFARM_COUNTER_MEMBER_(name, doc) uint64_t name;

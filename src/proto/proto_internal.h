@@ -310,6 +310,13 @@ struct efarm_ep {
     uint32_t reads_inflight;
 
     struct efarm_mr_cache *mr_cache;
+
+    /* Exposed memory (proto_expose.c): key -> region, chained. */
+    struct efarm_region **regions;
+    uint32_t region_mask; /* buckets - 1; 0 before the first region */
+    uint32_t nregions;
+    uint64_t next_soft_key; /* keys of zero-length regions, from 2^32 */
+
     uint64_t rng;
     struct efarm_counters cnt;
     struct efarm_dev_cqe cqes[EFARM_POLL_BATCH];
@@ -388,6 +395,9 @@ int efarm_ctrl_send(struct efarm_ep *ep, efarm_peer_t peer, struct efarm_op *op,
                     const struct efarm_pkt *pkt);
 int efarm_txpkt_encode(struct efarm_ep *ep, struct efarm_txpkt *tx, const struct efarm_pkt *pkt,
                        size_t *hdr_len_p);
+
+/* proto_expose.c: deregister and free every region still exposed (endpoint close). */
+void efarm_regions_fini(struct efarm_ep *ep);
 
 /* proto_ops.c */
 int efarm_ops_init(struct efarm_ep *ep);

@@ -60,7 +60,10 @@
       "(the log names the peer and the device error)")                                       \
     X(PROTO_RX_FULL,                                                                         \
       "nothing could be received: every receive buffer holds a message waiting for a "       \
-      "receive and their copies reached EFARM_UNEXP_MAX_BYTES (raise it)")
+      "receive and their copies reached EFARM_UNEXP_MAX_BYTES (raise it)")                   \
+    X(PROTO_RMA_KEY, "remote access names a key no exposed region has")                      \
+    X(PROTO_RMA_BOUNDS, "remote access leaves the exposed region (or its range wraps)")      \
+    X(PROTO_RMA_ACCESS, "remote access of a kind the exposed region does not grant")
 
 enum efarm_error_code {
     EFARM_ERR_BASE_ = 4096, /* above every errno value */
