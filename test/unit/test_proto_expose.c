@@ -139,6 +139,7 @@ EFARM_TEST(proto_expose_many_regions)
     struct efarm_ep *ep = open_ep();
     uint8_t *mem = calloc(N, 64), *p;
     struct efarm_region **r = calloc(N, sizeof(*r));
+    uint64_t *key = calloc(N, sizeof(*key)); /* a released region's key, read before release */
 
     for (int i = 0; i < N; i++) {
         efarm_test_context("region %d", i);
@@ -148,6 +149,7 @@ EFARM_TEST(proto_expose_many_regions)
     EXPECT_EQ(efarm_region_count(ep), N);
     for (int i = 0; i < N; i++) {
         efarm_test_context("check %d", i);
+        key[i] = efarm_region_key(r[i]);
         EXPECT_RET(efarm_region_check(ep, addr_of(mem + 64 * i), 64, efarm_region_key(r[i]),
                                       EFARM_EXPOSE_WRITE, &p),
                    0);
@@ -161,11 +163,11 @@ EFARM_TEST(proto_expose_many_regions)
         efarm_unexpose(ep, r[i]);
     for (int i = 0; i < N; i++) {
         efarm_test_context("after release, %d", i);
-        EXPECT_RET(efarm_region_check(ep, addr_of(mem + 64 * i), 1, efarm_region_key(r[i]),
-                                      EFARM_EXPOSE_READ, &p),
+        EXPECT_RET(efarm_region_check(ep, addr_of(mem + 64 * i), 1, key[i], EFARM_EXPOSE_READ, &p),
                    i % 2 ? 0 : EFARM_E(PROTO_RMA_KEY));
     }
     efarm_ep_close(ep);
+    free(key);
     free(r);
     free(mem);
 }
