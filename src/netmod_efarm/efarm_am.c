@@ -221,6 +221,22 @@ static void am_recv_done(struct efarm_req *ereq)
     op->done = true;
 }
 
+/* Once, after ten million retries for an engine slot: say which knobs bound them. */
+static void slot_wait_warning(unsigned long waits)
+{
+    const struct efarm_config *c;
+
+    if (waits != 10000000)
+        return;
+    c = efarm_config();
+    MPL_internal_error_printf("ch4:efarm: rank %d has waited for a free engine slot for %lu "
+                              "polls: more operations or posted receives than "
+                              "EFARM_MAX_OPS=%llu / EFARM_MAX_POSTED=%llu allow; still "
+                              "waiting (raise them if this persists)\n",
+                              MPIR_Process.rank, waits, (unsigned long long)c->max_ops,
+                              (unsigned long long)c->max_posted);
+}
+
 /* Start the receive of a claimed message: 0 started, 1 no slot yet, else an MPI error. */
 static int am_start_recv(struct MPIDI_EFARM_am_op *op)
 {
@@ -230,7 +246,10 @@ static int am_start_recv(struct MPIDI_EFARM_am_op *op)
     op->ereq.ctx = op;
     ret = efarm_tmrecv(MPIDI_EFARM_global.ep, op->handle, op->buf, op->len, &op->ereq);
     if (ret == -EAGAIN) {
+        static unsigned long waits; /* retries of waiting messages, all told */
+
         MPIDI_EFARM_global.nm_counters.eagain_waits++;
+        slot_wait_warning(++waits);
         return 1;
     }
     if (ret < 0)
@@ -408,17 +427,7 @@ int MPIDI_EFARM_wait_for_slot(unsigned long *waits_p)
 {
     int ret = efarm_ep_progress(MPIDI_EFARM_global.ep);
 
-    if (++*waits_p == 10000000) {
-        const struct efarm_config *c = efarm_config();
-
-        MPL_internal_error_printf("ch4:efarm: rank %d has waited for a free engine slot for %lu "
-                                  "polls: more operations or posted receives than "
-                                  "EFARM_MAX_OPS=%llu / EFARM_MAX_POSTED=%llu allow; still "
-                                  "waiting (raise them if this persists)\n",
-                                  MPIR_Process.rank, *waits_p, (unsigned long long)c->max_ops,
-                                  (unsigned long long)c->max_posted);
-    }
-
+    slot_wait_warning(++*waits_p);
     MPIDI_EFARM_global.nm_counters.eagain_waits++;
     if (ret < 0)
         return MPIDI_EFARM_ERROR(ret, "efarm_ep_progress");

@@ -45,7 +45,7 @@ static int regions_grow(struct efarm_ep *ep)
 
     if (ep->nregions < old_n)
         return 0;
-    if (n == 0 || n > UINT32_MAX / 2)
+    if (n > UINT32_MAX / 2)
         return -ENOMEM;
     table = efarm_calloc(n, sizeof(*table));
     if (table == NULL)

@@ -329,6 +329,14 @@ static inline struct efarm_peer *efarm_peer_get(struct efarm_ep *ep, efarm_peer_
     return &ep->peers[peer];
 }
 
+/* Bucket of (peer, msg_id) in a power-of-two table (mask = buckets - 1). */
+static inline uint32_t efarm_peer_msg_bucket(efarm_peer_t peer, uint32_t msg_id, uint32_t mask)
+{
+    uint64_t h = ((uint64_t)peer << 32 | msg_id) * 0x9e3779b97f4a7c15ull;
+
+    return (uint32_t)(h >> 40) & mask;
+}
+
 uint64_t efarm_now_ns(void);
 uint64_t efarm_ep_rand(struct efarm_ep *ep);
 uint16_t efarm_ep_qpn(const struct efarm_ep *ep); /* ours, as logs name the endpoint */

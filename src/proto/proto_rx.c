@@ -214,9 +214,7 @@ void efarm_unexp_release(struct efarm_ep *ep, struct efarm_unexp *ux)
 
 static uint32_t unexp_bucket(const struct efarm_ep *ep, efarm_peer_t peer, uint32_t msg_id)
 {
-    uint64_t h = ((uint64_t)peer << 32 | msg_id) * 0x9e3779b97f4a7c15ull;
-
-    return (uint32_t)(h >> 40) & ep->unexp_map_mask;
+    return efarm_peer_msg_bucket(peer, msg_id, ep->unexp_map_mask);
 }
 
 void efarm_unexp_map_insert(struct efarm_ep *ep, struct efarm_unexp *ux)

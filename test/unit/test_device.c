@@ -76,6 +76,18 @@ static void pair_open(struct pair *p, uint32_t rx_a, uint32_t rx_b, uint8_t rnr_
     EXPECT_RET(efarm_dev_ah_get(p->a, p->b_raw, &p->a_to_b), 0);
 }
 
+/* A pair whose endpoint b has its own attributes (a as pair_open makes it). */
+static void pair_open_b_attr(struct pair *p, const struct efarm_dev_ep_attr *attr_b)
+{
+    pair_open(p, 0, 0, 7);
+    efarm_dev_ep_close(p->b);
+    EXPECT_RET(efarm_dev_ep_open(NULL, attr_b, &p->b), 0);
+    efarm_dev_ep_raw_addr(p->b, p->b_raw);
+    p->b_qpn = p->b_raw[16] | (uint32_t)p->b_raw[17] << 8;
+    p->b_qkey = efarm_dev_ep_connid(p->b);
+    EXPECT_RET(efarm_dev_ah_get(p->a, p->b_raw, &p->a_to_b), 0);
+}
+
 static void pair_close(struct pair *p)
 {
     efarm_dev_ep_close(p->a);
@@ -277,13 +289,7 @@ EFARM_TEST(device_rx_pool_refills_in_batches)
     unsigned low = 64;
 
     use_efasim();
-    pair_open(&p, 0, 0, 7);
-    efarm_dev_ep_close(p.b);
-    EXPECT_RET(efarm_dev_ep_open(NULL, &ab, &p.b), 0);
-    efarm_dev_ep_raw_addr(p.b, p.b_raw);
-    p.b_qpn = p.b_raw[16] | (uint32_t)p.b_raw[17] << 8;
-    p.b_qkey = efarm_dev_ep_connid(p.b);
-    EXPECT_RET(efarm_dev_ah_get(p.a, p.b_raw, &p.a_to_b), 0);
+    pair_open_b_attr(&p, &ab);
     EXPECT_EQ(efarm_dev_rx_posted(p.b), 64);
     for (int i = 0; i < 300; i++) {
         EXPECT_EQ(send_bytes(&p, "data", 4, 0, (uint64_t)i), 1);
@@ -312,13 +318,7 @@ EFARM_TEST(device_rx_pool_reposts_when_short)
     struct pair p;
 
     use_efasim();
-    pair_open(&p, 0, 0, 7);
-    efarm_dev_ep_close(p.b);
-    EXPECT_RET(efarm_dev_ep_open(NULL, &ab, &p.b), 0);
-    efarm_dev_ep_raw_addr(p.b, p.b_raw);
-    p.b_qpn = p.b_raw[16] | (uint32_t)p.b_raw[17] << 8;
-    p.b_qkey = efarm_dev_ep_connid(p.b);
-    EXPECT_RET(efarm_dev_ah_get(p.a, p.b_raw, &p.a_to_b), 0);
+    pair_open_b_attr(&p, &ab);
     for (int i = 0; i < 16; i++) {
         EXPECT_EQ(send_bytes(&p, "data", 4, 0, (uint64_t)i), 1);
         wait_cqe(p.b, EFARM_DEV_OP_RECV, &c);
