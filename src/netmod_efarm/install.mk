@@ -13,6 +13,7 @@ src_netmod_efarm_libefarm_la_LDFLAGS = -version-info 0:0:0 -export-symbols-regex
 
 pkginclude_HEADERS = \
 	src/proto/efarm_proto.h \
+	src/proto/efarm_rma.h \
 	src/proto/efarm_tm.h \
 	src/device/efarm_device.h \
 	src/util/efarm_errno.h \

@@ -17,5 +17,8 @@ libefarm_la_SOURCES += \
 	src/proto/proto_ops.c \
 	src/proto/proto_select.c \
 	src/proto/msg_send.c \
-	src/proto/msg_recv.c
+	src/proto/msg_recv.c \
+	src/proto/rma.c \
+	src/proto/rma_target.c \
+	src/proto/rma_atomic.c
 EXTRA_DIST += src/proto/README.md

@@ -10,6 +10,7 @@
 #ifndef EFARM_PKT_H
 #define EFARM_PKT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -145,6 +146,9 @@ struct efarm_pkt_type_info {
  * entry whose handlers return the matching error.
  */
 const struct efarm_pkt_type_info *efarm_pkt_type_info(uint8_t type);
+
+/* Whether packets of this type carry a msg_id (they take one from the peer's sequence). */
+bool efarm_pkt_type_has_msg_id(uint8_t type);
 
 /* Packet type by nickname; -1 when there is none. */
 int efarm_pkt_type_lookup(const char *name);

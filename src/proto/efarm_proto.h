@@ -140,6 +140,7 @@ struct efarm_ep_attr {
     uint32_t max_reads, cts_credits, rx_window;
     uint32_t rnr_retry, rnr_backoff_us, rnr_backoff_max_us;
     bool no_rdma_read;       /* advertise and use no RDMA read whatever the tunable says */
+    bool no_rdma_write;      /* advertise and use no RDMA write whatever the tunable says */
     bool no_connid_header;   /* do not ask peers for the connid header */
     bool no_dc;              /* do not advertise delivery complete (tests of the refusal) */
     uint32_t first_msg_id;   /* tests only: where msg_ids start (both sides must agree; 0 on the
@@ -309,7 +310,19 @@ int efarm_cancel_recv(struct efarm_ep *ep, struct efarm_req *req);
     X(peers_failed, "peers marked failed after a packet to them failed at the device")       \
     X(lost_after_completion, "injected sends whose data was lost after they completed")      \
     X(read_platform_mismatch, "peers on an EFA platform this one cannot RDMA-read with")     \
-    X(rma_refused, "remote accesses refused: unknown key, out of bounds or not granted")
+    X(rma_refused, "remote accesses refused: unknown key, out of bounds or not granted")     \
+    X(rma_direct_write, "one-sided writes by RDMA write")                                    \
+    X(rma_eager_rtw, "one-sided writes emulated with EAGER_RTW packets")                     \
+    X(rma_direct_read, "one-sided reads by RDMA read")                                       \
+    X(rma_short_rtr, "one-sided reads emulated with SHORT_RTR/READRSP")                      \
+    X(rma_write_rta, "atomics without result (WRITE_RTA)")                                   \
+    X(rma_fetch_rta, "fetching atomics (FETCH_RTA)")                                         \
+    X(rma_compare_rta, "compare atomics (COMPARE_RTA)")                                      \
+    X(rma_dc, "one-sided operations that waited for remote completion (DC)")                 \
+    X(rma_errors, "one-sided operations completed with an error")                            \
+    X(rma_wrs_posted, "RDMA write and read work requests posted for one-sided operations")   \
+    X(rma_served, "peers' emulated one-sided requests applied here (RTW, RTR, RTA)")         \
+    X(rma_pending, "peers' one-sided requests kept until a reply buffer was free")
 
 struct efarm_counters {
 #define EFARM_COUNTER_MEMBER_(name, doc) uint64_t name;

@@ -1,7 +1,7 @@
 /*
- * efarm's one-sided interface, target side: memory an endpoint exposes to its
- * peers' RMA and atomic operations (issue 12; the operations themselves are
- * not written yet).
+ * efarm's one-sided interface: memory an endpoint exposes to its peers (the
+ * target side) and the write, read and atomic operations on a peer's exposed
+ * memory (the origin side).
  *
  * A peer may read or write only memory exposed here. Each region is
  * registered with the device (so RDMA by the NIC checks the same key and
@@ -63,5 +63,160 @@ int efarm_region_check(struct efarm_ep *ep, uint64_t addr, uint64_t len, uint64_
 
 /* Regions exposed now (for tests and efarm-info). */
 uint32_t efarm_region_count(const struct efarm_ep *ep);
+
+/* ---- Origin side ------------------------------------------------------------------------ */
+
+#include "efarm_proto.h"
+
+/*
+ * One-sided subprotocols, in the order selection tries them for each kind of
+ * operation (rma.c has the table: packet types, what completes each, its
+ * counter). X(ID, name, doc).
+ */
+#define EFARM_RMA_PROTO_LIST(X)                                                          \
+    X(DIRECT_WRITE, direct_write, "RDMA write by the device (both sides negotiated it)") \
+    X(EAGER_RTW, eager_rtw, "emulated write: EAGER_RTW packets the target copies")       \
+    X(DIRECT_READ, direct_read, "RDMA read by the device (both sides negotiated it)")    \
+    X(SHORT_RTR, short_rtr, "emulated read: SHORT_RTR answered by one READRSP each")     \
+    X(WRITE_RTA, write_rta, "atomic without result: WRITE_RTA packets")                  \
+    X(FETCH_RTA, fetch_rta, "fetching atomic: FETCH_RTA answered by ATOMRSP")            \
+    X(COMPARE_RTA, compare_rta, "compare atomic: COMPARE_RTA answered by ATOMRSP")
+
+enum efarm_rma_proto {
+#define EFARM_RMA_PROTO_ENUM_(id, name, doc) EFARM_RMA_##id,
+    EFARM_RMA_PROTO_LIST(EFARM_RMA_PROTO_ENUM_)
+#undef EFARM_RMA_PROTO_ENUM_
+        EFARM_RMA_PROTO_COUNT
+};
+
+const char *efarm_rma_proto_name(enum efarm_rma_proto proto);
+
+/* One remote range: the target's virtual address, its length, the region's key. */
+struct efarm_riov {
+    uint64_t addr;
+    uint64_t len;
+    uint64_t key;
+};
+
+/* Remote ranges one operation may name (the local buffer is one contiguous range). */
+#define EFARM_RMA_MAX_IOV 4
+
+/* Flags of one-sided operations. */
+/*
+ * Complete only once the target has applied the operation (remote
+ * completion, what MPI_Win_flush needs): the DC packet types, answered by
+ * RECEIPT, for emulated writes and atomics; a direct RDMA write completes
+ * when the device reports it, which is after the target's NIC placed it.
+ * Without it an emulated write completes when its packets left (local
+ * completion) and a refusal at the target is counted there only.
+ */
+#define EFARM_RMA_DC        0x1u
+#define EFARM_RMA_NO_DIRECT 0x2u /* emulate even when RDMA is negotiated (tests, comparisons) */
+
+/*
+ * Write len bytes at buf into the peer's memory described by riov[0..nriov)
+ * (their lengths add up to len), or read them into buf. Both wait for the
+ * peer's HANDSHAKE (it says which RDMA the peer has) and then pick the
+ * subprotocol: direct RDMA when both sides have it and EFARM_RMA_NO_DIRECT
+ * is not set, else the emulated packets, one per MTU of data. The buffer
+ * must stay put until the request completes; req->proto holds the enum
+ * efarm_rma_proto used. Returns 0 (started), -EAGAIN (no operation slot:
+ * progress and retry), -EINVAL. The request completes with 0, the device's
+ * error for a direct access the target's NIC refused, or
+ * EFARM_E(PROTO_RMA_REFUSED) when the target refused an emulated one
+ * (unknown key, out of bounds, not granted: it touched nothing).
+ */
+int efarm_write(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_t len,
+                const struct efarm_riov *riov, uint32_t nriov, uint32_t flags,
+                struct efarm_req *req);
+int efarm_read(struct efarm_ep *ep, efarm_peer_t peer, void *buf, uint64_t len,
+               const struct efarm_riov *riov, uint32_t nriov, uint32_t flags,
+               struct efarm_req *req);
+
+/* Atomic datatypes and operations: protocol v4 carries libfabric's numbering. */
+#define EFARM_ATOMIC_DT_LIST(X) \
+    X(INT8, int8, int8_t)       \
+    X(UINT8, uint8, uint8_t)    \
+    X(INT16, int16, int16_t)    \
+    X(UINT16, uint16, uint16_t) \
+    X(INT32, int32, int32_t)    \
+    X(UINT32, uint32, uint32_t) \
+    X(INT64, int64, int64_t)    \
+    X(UINT64, uint64, uint64_t) \
+    X(FLOAT, float, float)      \
+    X(DOUBLE, double, double)   \
+    X(FLOAT_COMPLEX, float_complex, float _Complex)
+
+enum efarm_atomic_dt {
+#define EFARM_ATOMIC_DT_ENUM_(id, name, ctype) EFARM_DT_##id,
+    EFARM_ATOMIC_DT_LIST(EFARM_ATOMIC_DT_ENUM_)
+#undef EFARM_ATOMIC_DT_ENUM_
+        EFARM_DT_COUNT /* 11; the wire's 11-13 (double and long double complex, long double)
+                          are refused, as the reference refuses them */
+};
+
+#define EFARM_ATOMIC_OP_LIST(X) \
+    X(MIN, min)                 \
+    X(MAX, max)                 \
+    X(SUM, sum)                 \
+    X(PROD, prod)               \
+    X(LOR, lor)                 \
+    X(LAND, land)               \
+    X(BOR, bor)                 \
+    X(BAND, band)               \
+    X(LXOR, lxor)               \
+    X(BXOR, bxor)               \
+    X(READ, read)               \
+    X(WRITE, write)             \
+    X(CSWAP, cswap)             \
+    X(CSWAP_NE, cswap_ne)       \
+    X(CSWAP_LE, cswap_le)       \
+    X(CSWAP_LT, cswap_lt)       \
+    X(CSWAP_GE, cswap_ge)       \
+    X(CSWAP_GT, cswap_gt)       \
+    X(MSWAP, mswap)
+
+enum efarm_atomic_op {
+#define EFARM_ATOMIC_OP_ENUM_(id, name) EFARM_AOP_##id,
+    EFARM_ATOMIC_OP_LIST(EFARM_ATOMIC_OP_ENUM_)
+#undef EFARM_ATOMIC_OP_ENUM_
+        EFARM_AOP_COUNT
+};
+
+/* What an atomic returns: nothing (WRITE_RTA), the old values (FETCH), or compares (COMPARE). */
+enum efarm_atomic_kind { EFARM_ATOMIC_WRITE, EFARM_ATOMIC_FETCH, EFARM_ATOMIC_COMPARE };
+
+/* Bytes of one element (0: no such datatype). */
+uint32_t efarm_atomic_dt_size(uint32_t dt);
+
+/* Whether (kind, op, dt) is an atomic protocol v4 carries and both ends apply. */
+bool efarm_atomic_valid(enum efarm_atomic_kind kind, uint32_t op, uint32_t dt);
+
+/*
+ * Apply an atomic to `count` elements at dst (any alignment): operand src,
+ * compare values cmp (COMPARE), old values to res (FETCH, COMPARE; else
+ * NULL). The caller checked efarm_atomic_valid. The engine applies peers'
+ * atomics with it; an MPI layer uses it for its own process's accesses so
+ * that both agree element by element.
+ */
+void efarm_atomic_apply(uint32_t op, uint32_t dt, uint8_t *dst, const uint8_t *src,
+                        const uint8_t *cmp, uint8_t *res, uint64_t count);
+
+/*
+ * An atomic on `count` elements of dt at the peer's riov (lengths adding up
+ * to count elements): operand holds count elements; compare (COMPARE kind
+ * only) count more; result receives the old values (FETCH and COMPARE). The
+ * kind follows from the arguments: result NULL is a write atomic, compare
+ * non-NULL a compare atomic, else a fetch. Elements are applied at the
+ * target atomically with respect to every other peer's atomics and in the
+ * order this endpoint started them (msg_id order). An operation larger than
+ * one packet is split into several RTA packets at element boundaries (each
+ * element still atomic). Returns 0, -EAGAIN, -EINVAL, -EOPNOTSUPP (an
+ * operation/datatype pair protocol v4 peers do not apply).
+ */
+int efarm_atomic(struct efarm_ep *ep, efarm_peer_t peer, uint32_t op, uint32_t dt,
+                 const void *operand, const void *compare, void *result, uint64_t count,
+                 const struct efarm_riov *riov, uint32_t nriov, uint32_t flags,
+                 struct efarm_req *req);
 
 #endif /* EFARM_RMA_H */

@@ -469,7 +469,7 @@ static int rx_op_post_reads(struct efarm_ep *ep, struct efarm_op *op)
         ret = efarm_dev_post_read(ep->dev, p->ah, p->qpn, p->connid, op->buf + op->offset,
                                   (uint32_t)n, op->mr.lkey, op->iov[i].addr + (op->offset - base),
                                   (uint32_t)op->iov[i].key,
-                                  (uint64_t)op->id << 32 | n << 2 | EFARM_WR_READ);
+                                  (uint64_t)op->id << 32 | n << 2 | EFARM_WR_RDMA);
         if (ret == -EAGAIN)
             return -EAGAIN;
         if (ret) {
@@ -564,14 +564,13 @@ void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
     rx_op_check(ep, op);
 }
 
-void efarm_read_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
+void efarm_read_completion(struct efarm_ep *ep, struct efarm_op *op,
+                           const struct efarm_dev_cqe *cqe)
 {
-    struct efarm_op *op =
-        efarm_op_find(ep, (uint32_t)(cqe->wr_id >> 32), EFARM_OP_RX, EFARM_PEER_NONE);
     uint64_t n = (cqe->wr_id & 0xffffffffu) >> 2;
 
     ep->reads_inflight--;
-    if (op == NULL || op->reads_inflight == 0) {
+    if (op->reads_inflight == 0) {
         efarm_log(EFARM_LOG_ERROR, "read completion for no live operation (wr_id %#llx)",
                   (unsigned long long)cqe->wr_id);
         return;

@@ -24,27 +24,38 @@
 
 #include "proto_internal.h"
 
+/*
+ * Facts of each two-sided subprotocol: its REQ packet type by (DC, tagged) and
+ * the counter of messages sent with it. Read protocols have no DC types: the
+ * EOR that ends them already says the data was delivered.
+ */
+static const struct rtm_proto_info {
+    uint8_t type[2][2]; /* [dc][tagged] */
+    uint16_t counter;   /* offset in struct efarm_counters */
+} g_rtm_protos[EFARM_PROTO_COUNT] = {
+    [EFARM_PROTO_EAGER] = {{{EFARM_PKT_EAGER_MSGRTM, EFARM_PKT_EAGER_TAGRTM},
+                            {EFARM_PKT_DC_EAGER_MSGRTM, EFARM_PKT_DC_EAGER_TAGRTM}},
+                           offsetof(struct efarm_counters, proto_eager)},
+    [EFARM_PROTO_MEDIUM] = {{{EFARM_PKT_MEDIUM_MSGRTM, EFARM_PKT_MEDIUM_TAGRTM},
+                             {EFARM_PKT_DC_MEDIUM_MSGRTM, EFARM_PKT_DC_MEDIUM_TAGRTM}},
+                            offsetof(struct efarm_counters, proto_medium)},
+    [EFARM_PROTO_LONGCTS] = {{{EFARM_PKT_LONGCTS_MSGRTM, EFARM_PKT_LONGCTS_TAGRTM},
+                              {EFARM_PKT_DC_LONGCTS_MSGRTM, EFARM_PKT_DC_LONGCTS_TAGRTM}},
+                             offsetof(struct efarm_counters, proto_longcts)},
+    [EFARM_PROTO_LONGREAD] = {{{EFARM_PKT_LONGREAD_MSGRTM, EFARM_PKT_LONGREAD_TAGRTM},
+                               {EFARM_PKT_LONGREAD_MSGRTM, EFARM_PKT_LONGREAD_TAGRTM}},
+                              offsetof(struct efarm_counters, proto_longread)},
+    [EFARM_PROTO_RUNTREAD] = {{{EFARM_PKT_RUNTREAD_MSGRTM, EFARM_PKT_RUNTREAD_TAGRTM},
+                               {EFARM_PKT_RUNTREAD_MSGRTM, EFARM_PKT_RUNTREAD_TAGRTM}},
+                              offsetof(struct efarm_counters, proto_runtread)},
+};
+
 static uint8_t req_type(enum efarm_proto_kind proto, bool tagged, bool dc)
 {
-    switch (proto) {
-    case EFARM_PROTO_EAGER:
-        return dc ? (tagged ? EFARM_PKT_DC_EAGER_TAGRTM : EFARM_PKT_DC_EAGER_MSGRTM)
-                  : (tagged ? EFARM_PKT_EAGER_TAGRTM : EFARM_PKT_EAGER_MSGRTM);
-    case EFARM_PROTO_MEDIUM:
-        return dc ? (tagged ? EFARM_PKT_DC_MEDIUM_TAGRTM : EFARM_PKT_DC_MEDIUM_MSGRTM)
-                  : (tagged ? EFARM_PKT_MEDIUM_TAGRTM : EFARM_PKT_MEDIUM_MSGRTM);
-    case EFARM_PROTO_LONGCTS:
-        return dc ? (tagged ? EFARM_PKT_DC_LONGCTS_TAGRTM : EFARM_PKT_DC_LONGCTS_MSGRTM)
-                  : (tagged ? EFARM_PKT_LONGCTS_TAGRTM : EFARM_PKT_LONGCTS_MSGRTM);
-    case EFARM_PROTO_LONGREAD:
-        return tagged ? EFARM_PKT_LONGREAD_TAGRTM : EFARM_PKT_LONGREAD_MSGRTM;
-    default:
-        return tagged ? EFARM_PKT_RUNTREAD_TAGRTM : EFARM_PKT_RUNTREAD_MSGRTM;
-    }
+    return g_rtm_protos[proto].type[dc][tagged];
 }
 
-/* Header bytes of a REQ of this type to this peer: mandatory plus optional headers. */
-static uint64_t req_hdr_len(const struct efarm_peer_state *st, uint8_t type, uint32_t op_flags)
+uint64_t efarm_req_hdr_len(const struct efarm_peer_state *st, uint8_t type, bool cq_data)
 {
     uint64_t n = efarm_pkt_type_info(type)->hdr_size;
 
@@ -52,9 +63,14 @@ static uint64_t req_hdr_len(const struct efarm_peer_state *st, uint8_t type, uin
         n += sizeof(struct efarm_wire_req_opt_raw_addr);
     else if (efarm_peer_wants_connid(st))
         n += EFARM_REQ_OPT_CONNID_LEN;
-    if (op_flags & EFARM_OPF_CQ_DATA)
+    if (cq_data)
         n += EFARM_REQ_OPT_CQ_DATA_LEN;
     return n;
+}
+
+static uint64_t req_hdr_len(const struct efarm_peer_state *st, uint8_t type, uint32_t op_flags)
+{
+    return efarm_req_hdr_len(st, type, op_flags & EFARM_OPF_CQ_DATA);
 }
 
 /* The fields and optional headers every RTM of this op carries. */
@@ -376,7 +392,7 @@ void efarm_tx_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op, struct efarm
 
 /* ---- Starting a send -------------------------------------------------------------------- */
 
-static void send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
+void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
 {
     bool tagged = op->flags & EFARM_OPF_TAGGED, dc = op->flags & EFARM_OPF_DC;
     struct efarm_select_in in = {
@@ -429,23 +445,7 @@ static void send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct 
         op->flags |= EFARM_OPF_WAIT_EOR;
     else if (dc)
         op->flags |= EFARM_OPF_WAIT_RCPT;
-    switch (proto) {
-    case EFARM_PROTO_EAGER:
-        ep->cnt.proto_eager++;
-        break;
-    case EFARM_PROTO_MEDIUM:
-        ep->cnt.proto_medium++;
-        break;
-    case EFARM_PROTO_LONGCTS:
-        ep->cnt.proto_longcts++;
-        break;
-    case EFARM_PROTO_LONGREAD:
-        ep->cnt.proto_longread++;
-        break;
-    default:
-        ep->cnt.proto_runtread++;
-        break;
-    }
+    (*(uint64_t *)((char *)&ep->cnt + g_rtm_protos[proto].counter))++;
     if (dc)
         ep->cnt.proto_dc++;
     efarm_tx_op_work(ep, op);
@@ -500,7 +500,7 @@ static int send_start(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, u
         efarm_handshake_trigger_later(ep, st);
         return 0;
     }
-    send_begin(ep, st, op);
+    efarm_send_begin(ep, st, op);
     return 0;
 }
 
@@ -530,7 +530,7 @@ void efarm_hs_waiters_release(struct efarm_ep *ep, struct efarm_peer_state *st)
 
         efarm_list_remove(link);
         op->flags &= ~EFARM_OPF_WAIT_HS;
-        send_begin(ep, st, op);
+        efarm_op_class(op)->begin(ep, st, op);
     }
 }
 
@@ -595,12 +595,21 @@ void efarm_eor_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_p
     tx_op_check(ep, op);
 }
 
+/* A RECEIPT names a send or a one-sided operation: its class takes it. */
 void efarm_receipt_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
 {
-    struct efarm_op *op = tx_op_for(ep, peer, pkt);
+    struct efarm_op *op = efarm_op_find_live(ep, (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID], peer);
 
-    if (op == NULL)
+    if (op == NULL || efarm_op_class(op)->receipt == NULL ||
+        (op->flags & (EFARM_OPF_NEED_REQ | EFARM_OPF_WAIT_HS))) {
+        ep->cnt.stale_ids++;
         return;
+    }
+    efarm_op_class(op)->receipt(ep, op, pkt);
+}
+
+void efarm_tx_receipt(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt)
+{
     if (!(op->flags & EFARM_OPF_WAIT_RCPT) ||
         (uint32_t)pkt->value[EFARM_PKT_F_MSG_ID] != op->msg_id) {
         ep->cnt.stale_ids++;

@@ -771,6 +771,16 @@ static const struct efarm_pkt_type_info g_efarm_pkt_types[EFARM_PKT_TYPE_COUNT] 
 static const struct efarm_pkt_type_info g_efarm_pkt_unknown =
     ENTRY("UNKNOWN", 0, 0, NULL, 0, decode_unknown, encode_unsupported, validate_none);
 
+bool efarm_pkt_type_has_msg_id(uint8_t type)
+{
+    const struct efarm_pkt_type_info *info = efarm_pkt_type_info(type);
+
+    for (uint8_t i = 0; i < info->nfields; i++)
+        if (info->fields[i].id == EFARM_PKT_F_MSG_ID)
+            return true;
+    return false;
+}
+
 const struct efarm_pkt_type_info *efarm_pkt_type_info(uint8_t type)
 {
     const struct efarm_pkt_type_info *info = &g_efarm_pkt_types[type];

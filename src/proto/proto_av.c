@@ -437,10 +437,7 @@ void efarm_failed_peers_progress(struct efarm_ep *ep)
 
             if (op->kind == EFARM_OP_FREE || op->peer != st->peer)
                 continue;
-            if (op->kind == EFARM_OP_TX)
-                efarm_tx_op_peer_failed(ep, op, st->fail_status);
-            else
-                efarm_rx_op_peer_failed(ep, op, st->fail_status);
+            efarm_op_class(op)->peer_failed(ep, op, st->fail_status);
         }
     }
 }

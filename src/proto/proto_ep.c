@@ -95,6 +95,7 @@ static int params_resolve(const struct efarm_ep_attr *a, struct efarm_ep_params 
     p->rnr_backoff_us = pick_u32(a->rnr_backoff_us, c->rnr_backoff_us);
     p->rnr_backoff_max_us = pick_u32(a->rnr_backoff_max_us, c->rnr_backoff_max_us);
     p->rdma_read = c->rdma_read && !a->no_rdma_read;
+    p->rdma_write = c->rdma_write && !a->no_rdma_write;
     p->connid_header = c->connid_header && !a->no_connid_header;
     p->dc = !a->no_dc;
     p->first_msg_id = a->first_msg_id;
@@ -125,6 +126,8 @@ static uint64_t our_extra_info(const struct efarm_ep *ep)
     if (ep->p.rdma_read && ep->caps.rdma_read)
         info |= EFARM_EXTRA_FEATURE_RDMA_READ | EFARM_EXTRA_FEATURE_RUNT_READ |
                 EFARM_EXTRA_FEATURE_READ_NACK;
+    if (ep->p.rdma_write && ep->caps.rdma_write)
+        info |= EFARM_EXTRA_FEATURE_RDMA_WRITE;
     if (ep->p.connid_header)
         info |= EFARM_EXTRA_REQUEST_CONNID_HEADER;
     return info;
@@ -191,7 +194,7 @@ int efarm_ep_open(const struct efarm_ep_attr *attr, struct efarm_ep **ep_p)
     ret = efarm_tm_open(ep->p.max_posted, ep->unexp_max, &ep->tm);
     if (ret)
         goto err_fini_rx;
-    if (ep->extra_info & EFARM_EXTRA_FEATURE_RDMA_READ) {
+    if (ep->extra_info & (EFARM_EXTRA_FEATURE_RDMA_READ | EFARM_EXTRA_FEATURE_RDMA_WRITE)) {
         ret = efarm_dev_mr_cache_open(ep->dev, &ep->mr_cache);
         if (ret)
             goto err_close_tm;
@@ -232,6 +235,7 @@ void efarm_ep_close(struct efarm_ep *ep)
     if (ep->mr_cache)
         efarm_mr_cache_close(ep->mr_cache);
     efarm_tm_close(ep->tm);
+    efarm_rma_pending_fini(ep);
     efarm_rx_fini(ep);
     efarm_tx_fini(ep);
     efarm_av_fini(ep);
@@ -270,11 +274,21 @@ static void work_progress(struct efarm_ep *ep)
         }
         efarm_list_remove(link);
         op->flags &= ~EFARM_OPF_IN_WORK;
-        if (op->kind == EFARM_OP_TX)
-            efarm_tx_op_work(ep, op);
-        else
-            efarm_rx_op_work(ep, op);
+        efarm_op_class(op)->work(ep, op);
     }
+}
+
+/* An RDMA read or write completed: its operation's class takes it. */
+static void rdma_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
+{
+    struct efarm_op *op = efarm_op_find_live(ep, (uint32_t)(cqe->wr_id >> 32), EFARM_PEER_NONE);
+
+    if (op == NULL || efarm_op_class(op)->rdma_done == NULL) {
+        efarm_log(EFARM_LOG_ERROR, "RDMA completion for no live operation (wr_id %#llx)",
+                  (unsigned long long)cqe->wr_id);
+        return;
+    }
+    efarm_op_class(op)->rdma_done(ep, op, cqe);
 }
 
 int efarm_ep_progress(struct efarm_ep *ep)
@@ -292,8 +306,8 @@ int efarm_ep_progress(struct efarm_ep *ep)
             break;
         case EFARM_DEV_OP_SEND:
             /* Routed by our own wr_id: the device reports RDMA reads as sends. */
-            if ((cqe->wr_id & EFARM_WR_KIND) == EFARM_WR_READ)
-                efarm_read_completion(ep, cqe);
+            if ((cqe->wr_id & EFARM_WR_KIND) == EFARM_WR_RDMA)
+                rdma_completion(ep, cqe);
             else
                 efarm_tx_completion(ep, cqe);
             break;
@@ -307,6 +321,8 @@ int efarm_ep_progress(struct efarm_ep *ep)
         work_progress(ep);
     if (!efarm_list_empty(&ep->stalled_peers))
         efarm_rx_progress(ep);
+    if (ep->rma_pending != NULL)
+        efarm_rma_pending_progress(ep);
     if (!efarm_list_empty(&ep->failed_peers))
         efarm_failed_peers_progress(ep);
     if (efarm_rx_full(ep))
@@ -318,7 +334,7 @@ int efarm_ep_progress(struct efarm_ep *ep)
 static bool ep_sending(const struct efarm_ep *ep)
 {
     return ep->ntx_free != ep->p.tx_pkts || !efarm_list_empty(&ep->work) ||
-           !efarm_list_empty(&ep->hs_queue);
+           !efarm_list_empty(&ep->hs_queue) || ep->rma_pending != NULL;
 }
 
 int efarm_ep_flush(struct efarm_ep *ep, uint64_t timeout_ms)

@@ -8,10 +8,13 @@
  * - struct efarm_peer_state: created on first contact (a send to the peer, or
  *   a packet from it) from a bounded pool: handshake state, msg_id counters,
  *   RNR backoff and the reorder window.
- * - struct efarm_op: one send, or one receive in progress (matched, with
- *   packets still to come or replies to send), from a fixed array; its index
+ * - struct efarm_op: one send, one receive in progress (matched, with
+ *   packets still to come or replies to send), or one one-sided operation
+ *   this endpoint started (write, read, atomic), from a fixed array; its index
  *   and a generation form the send_id/recv_id a peer echoes back, so a stale
- *   or forged id never reaches a live operation.
+ *   or forged id never reaches a live operation. What each kind does with
+ *   its packets, RDMA completions, replies and a failed peer is a row of the
+ *   op class table (efarm_op_classes), not a switch.
  * - struct efarm_unexp: one unexpected message (arrived in order, matched no
  *   receive): a small record of what matching and later segments need, with
  *   its stored packets. No operation is taken until a receive matches it.
@@ -121,9 +124,12 @@ struct efarm_rxpkt {
 
 /* ---- Send buffers ------------------------------------------------------------------ */
 
-/* wr_id low bits: what a send-side completion belongs to. */
+/*
+ * wr_id low bits: what a send-side completion belongs to. EFARM_WR_RDMA: an
+ * RDMA read or write of an operation, wr_id = op id << 32 | bytes << 2 | 1.
+ */
 #define EFARM_WR_TXPKT 0u
-#define EFARM_WR_READ  1u
+#define EFARM_WR_RDMA  1u
 #define EFARM_WR_KIND  3u
 
 struct efarm_op;
@@ -143,7 +149,7 @@ struct efarm_txpkt {
 
 /* ---- Operations ------------------------------------------------------------------- */
 
-enum efarm_op_kind { EFARM_OP_FREE, EFARM_OP_TX, EFARM_OP_RX };
+enum efarm_op_kind { EFARM_OP_FREE, EFARM_OP_TX, EFARM_OP_RX, EFARM_OP_RMA, EFARM_OP_KIND_COUNT };
 
 /* efarm_op.flags */
 #define EFARM_OPF_TAGGED    0x00001u
@@ -165,6 +171,7 @@ enum efarm_op_kind { EFARM_OP_FREE, EFARM_OP_TX, EFARM_OP_RX };
 #define EFARM_OPF_NEED_READ 0x40000u  /* rx: reads to post */
 #define EFARM_OPF_COMPLETED 0x80000u  /* the request was completed */
 #define EFARM_OPF_INJECT    0x100000u /* tx: complete once the data is in packets */
+#define EFARM_OPF_WAIT_RSP  0x200000u /* rma: a READRSP/ATOMRSP answers the last segment */
 
 #define EFARM_MAX_READ_IOV 4 /* read_iov entries kept (the reference sends at most 4) */
 
@@ -195,9 +202,41 @@ struct efarm_op {
     uint64_t done_bytes; /* tx: bytes whose packets completed; rx: bytes received */
     uint64_t runt_length;
     uint32_t credit_request;
-    struct efarm_rma_iov iov[EFARM_MAX_READ_IOV]; /* rx: the sender's read_iov */
+    uint8_t *result;        /* rma: where fetched values go (atomics) */
+    const uint8_t *compare; /* rma: compare operands (COMPARE_RTA) */
+    uint32_t replies_owed;  /* rma: RECEIPTs still to come */
+    uint32_t seg_bytes;     /* rma: bytes of data per packet (emulated) */
+    uint8_t atomic_op, atomic_dt, rma_dc, pad8;
+    struct efarm_rma_iov iov[EFARM_MAX_READ_IOV]; /* rx: the sender's read_iov; rma: remote */
     struct efarm_mr_ref mr;                       /* the user buffer's registration */
 };
+
+/*
+ * What one kind of operation does with the events that reach it. Every
+ * routing decision the engine makes by op kind goes through this table.
+ */
+struct efarm_op_class {
+    const char *name;
+    /* Build and post what the op still has to send (from the work list). */
+    void (*work)(struct efarm_ep *ep, struct efarm_op *op);
+    /* One of its packets completed at the device (status 0 or an error). */
+    void (*pkt_done)(struct efarm_ep *ep, struct efarm_op *op, struct efarm_txpkt *tx, int status);
+    /* One of its RDMA reads/writes completed. */
+    void (*rdma_done)(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_dev_cqe *cqe);
+    /* Its peer failed. */
+    void (*peer_failed)(struct efarm_ep *ep, struct efarm_op *op, int status);
+    /* The peer's HANDSHAKE arrived (ops waiting for it, in the order they started). */
+    void (*begin)(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op);
+    /* A RECEIPT names it (NULL: RECEIPTs for this kind are stale). */
+    void (*receipt)(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
+    bool origin; /* started by this endpoint: errors count as send errors */
+};
+extern const struct efarm_op_class efarm_op_classes[EFARM_OP_KIND_COUNT];
+
+static inline const struct efarm_op_class *efarm_op_class(const struct efarm_op *op)
+{
+    return &efarm_op_classes[op->kind];
+}
 
 /* ---- Unexpected messages ------------------------------------------------------------- */
 
@@ -236,7 +275,7 @@ struct efarm_ep_params {
     uint64_t eager_max, medium_max, read_min, runt_size;
     uint32_t max_reads, cts_credits, rx_window;
     uint32_t rnr_retry, rnr_backoff_us, rnr_backoff_max_us;
-    bool rdma_read, connid_header, dc;
+    bool rdma_read, rdma_write, connid_header, dc;
 };
 
 #define EFARM_POLL_BATCH 32
@@ -310,6 +349,9 @@ struct efarm_ep {
     uint32_t reads_inflight;
 
     struct efarm_mr_cache *mr_cache;
+
+    /* Peers' unordered one-sided requests waiting for a reply buffer (rma_target.c). */
+    struct efarm_rxpkt *rma_pending, *rma_pending_last;
 
     /* Exposed memory (proto_expose.c): key -> region, chained. */
     struct efarm_region **regions;
@@ -414,6 +456,8 @@ struct efarm_op *efarm_op_alloc(struct efarm_ep *ep, enum efarm_op_kind kind);
 void efarm_op_release(struct efarm_ep *ep, struct efarm_op *op);
 struct efarm_op *efarm_op_find(struct efarm_ep *ep, uint32_t id, enum efarm_op_kind kind,
                                efarm_peer_t peer);
+/* Any live op with that id (RDMA completions, RECEIPT: the class table routes them). */
+struct efarm_op *efarm_op_find_live(struct efarm_ep *ep, uint32_t id, efarm_peer_t peer);
 void efarm_op_work(struct efarm_ep *ep, struct efarm_op *op);
 void efarm_op_map_insert(struct efarm_ep *ep, struct efarm_op *op);
 void efarm_op_map_remove(struct efarm_ep *ep, struct efarm_op *op);
@@ -482,7 +526,8 @@ int efarm_unexp_segment(struct efarm_ep *ep, struct efarm_unexp *ux, const struc
                         struct efarm_rxpkt *stored, uint32_t rx_id);
 void efarm_rx_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int status);
 void efarm_ctsdata_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
-void efarm_read_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe);
+void efarm_read_completion(struct efarm_ep *ep, struct efarm_op *op,
+                           const struct efarm_dev_cqe *cqe);
 void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op);
 void efarm_rx_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op);
 void efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
@@ -498,6 +543,36 @@ void efarm_read_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct e
 void efarm_hs_waiters_release(struct efarm_ep *ep, struct efarm_peer_state *st);
 void efarm_hs_waiters_fail(struct efarm_ep *ep, struct efarm_peer_state *st, int status);
 void efarm_tx_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int status);
+void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op);
+void efarm_tx_receipt(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
+/* Header bytes of a REQ of this type to this peer: mandatory plus optional headers. */
+uint64_t efarm_req_hdr_len(const struct efarm_peer_state *st, uint8_t type, bool cq_data);
+
+/* rma.c: one-sided operations, origin side */
+void efarm_rma_op_work(struct efarm_ep *ep, struct efarm_op *op);
+void efarm_rma_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op, struct efarm_txpkt *tx,
+                           int status);
+void efarm_rma_op_rdma_done(struct efarm_ep *ep, struct efarm_op *op,
+                            const struct efarm_dev_cqe *cqe);
+void efarm_rma_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int status);
+void efarm_rma_op_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op);
+void efarm_rma_op_receipt(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
+void efarm_readrsp_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
+void efarm_atomrsp_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
+
+/* Response flag (efarm's, in the base header of READRSP, ATOMRSP, RECEIPT): refused. */
+#define EFARM_RSP_FLAG_REFUSED 0x0100u
+
+/* rma_target.c: peers' emulated one-sided requests */
+int efarm_rtw_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
+                   struct efarm_rxpkt *stored);
+int efarm_rtr_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
+                   struct efarm_rxpkt *stored);
+int efarm_rta_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
+/* Keep an unordered request whose reply found no buffer; progress retries it in order. */
+int efarm_rma_pending_keep(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_dev_cqe *cqe);
+void efarm_rma_pending_progress(struct efarm_ep *ep);
+void efarm_rma_pending_fini(struct efarm_ep *ep);
 
 /* proto_select.c */
 struct efarm_select_in {

@@ -91,6 +91,19 @@ void efarm_op_release(struct efarm_ep *ep, struct efarm_op *op)
     ep->op_free[ep->nop_free++] = index;
 }
 
+struct efarm_op *efarm_op_find_live(struct efarm_ep *ep, uint32_t id, efarm_peer_t peer)
+{
+    uint32_t index = id & 0xffff;
+    struct efarm_op *op;
+
+    if (index >= ep->p.max_ops)
+        return NULL;
+    op = &ep->ops[index];
+    if (op->id != id || op->kind == EFARM_OP_FREE || (peer != EFARM_PEER_NONE && op->peer != peer))
+        return NULL;
+    return op;
+}
+
 struct efarm_op *efarm_op_find(struct efarm_ep *ep, uint32_t id, enum efarm_op_kind kind,
                                efarm_peer_t peer)
 {
@@ -162,11 +175,57 @@ void efarm_req_complete(struct efarm_ep *ep, struct efarm_op *op, struct efarm_r
     req->status = status;
     req->done = true;
     if (status) {
-        if (op != NULL && op->kind == EFARM_OP_TX)
+        if (op != NULL && efarm_op_class(op)->origin) {
             ep->cnt.send_errors++;
-        else if (status != -ECANCELED && status != -EMSGSIZE)
+            ep->cnt.rma_errors += op->kind == EFARM_OP_RMA;
+        } else if (status != -ECANCELED && status != -EMSGSIZE) {
             ep->cnt.recv_errors++;
+        }
     }
     if (req->cb)
         req->cb(req);
 }
+
+/* A packet of a receive operation (CTS, EOR, RECEIPT, READ_NACK) completed. */
+static void rx_op_tx_done(struct efarm_ep *ep, struct efarm_op *op, struct efarm_txpkt *tx,
+                          int status)
+{
+    (void)tx;
+    op->pkts_inflight--;
+    if (status && op->status == 0)
+        op->status = status;
+    efarm_rx_op_pkt_done(ep, op);
+}
+
+const struct efarm_op_class efarm_op_classes[EFARM_OP_KIND_COUNT] = {
+    [EFARM_OP_FREE] = {.name = "free"},
+    [EFARM_OP_TX] =
+        {
+            .name = "send",
+            .work = efarm_tx_op_work,
+            .pkt_done = efarm_tx_op_pkt_done,
+            .peer_failed = efarm_tx_op_peer_failed,
+            .begin = efarm_send_begin,
+            .receipt = efarm_tx_receipt,
+            .origin = true,
+        },
+    [EFARM_OP_RX] =
+        {
+            .name = "receive",
+            .work = efarm_rx_op_work,
+            .pkt_done = rx_op_tx_done,
+            .rdma_done = efarm_read_completion,
+            .peer_failed = efarm_rx_op_peer_failed,
+        },
+    [EFARM_OP_RMA] =
+        {
+            .name = "one-sided",
+            .work = efarm_rma_op_work,
+            .pkt_done = efarm_rma_op_pkt_done,
+            .rdma_done = efarm_rma_op_rdma_done,
+            .peer_failed = efarm_rma_op_peer_failed,
+            .begin = efarm_rma_op_begin,
+            .receipt = efarm_rma_op_receipt,
+            .origin = true,
+        },
+};

@@ -451,17 +451,49 @@ static int rx_longcts(struct efarm_ep *ep, struct efarm_peer_state *st, const st
     return rx_ordered(ep, st, pkt, cqe);
 }
 
-/* EAGER_RTW: only the 0-byte trigger is served here (it exists to get our HANDSHAKE). */
-static int rx_eager_rtw(struct efarm_ep *ep, struct efarm_peer_state *st,
-                        const struct efarm_pkt *pkt, const struct efarm_dev_cqe *cqe)
+/*
+ * EAGER_RTW and DC_EAGER_RTW: a peer's emulated write. The 0-byte one with no
+ * rma_iov is a handshake trigger (it exists to get our HANDSHAKE) and does
+ * nothing else. A write whose RECEIPT finds no send buffer is kept and
+ * retried from progress.
+ */
+static int rx_rtw(struct efarm_ep *ep, struct efarm_peer_state *st, const struct efarm_pkt *pkt,
+                  const struct efarm_dev_cqe *cqe)
 {
-    (void)st, (void)cqe;
-    if (pkt->value[EFARM_PKT_F_RMA_IOV_COUNT] != 0)
-        ep->cnt.unsupported++;
+    if (pkt->type == EFARM_PKT_EAGER_RTW && pkt->value[EFARM_PKT_F_RMA_IOV_COUNT] == 0 &&
+        pkt->payload_length == 0)
+        return 0;
+    if (efarm_rtw_recv(ep, st->peer, pkt, NULL) == -EAGAIN)
+        return efarm_rma_pending_keep(ep, st->peer, cqe);
     return 0;
 }
 
-/* Anything else: count and drop (one-sided packets wait for their issue). */
+/* SHORT_RTR: a peer's emulated read, answered by one READRSP (kept while no buffer is free). */
+static int rx_rtr(struct efarm_ep *ep, struct efarm_peer_state *st, const struct efarm_pkt *pkt,
+                  const struct efarm_dev_cqe *cqe)
+{
+    if (efarm_rtr_recv(ep, st->peer, pkt, NULL) == -EAGAIN)
+        return efarm_rma_pending_keep(ep, st->peer, cqe);
+    return 0;
+}
+
+static int rx_readrsp(struct efarm_ep *ep, struct efarm_peer_state *st, const struct efarm_pkt *pkt,
+                      const struct efarm_dev_cqe *cqe)
+{
+    (void)cqe;
+    efarm_readrsp_recv(ep, st->peer, pkt);
+    return 0;
+}
+
+static int rx_atomrsp(struct efarm_ep *ep, struct efarm_peer_state *st, const struct efarm_pkt *pkt,
+                      const struct efarm_dev_cqe *cqe)
+{
+    (void)cqe;
+    efarm_atomrsp_recv(ep, st->peer, pkt);
+    return 0;
+}
+
+/* Anything else: count and drop (the long emulated one-sided subprotocols are not served). */
 static int rx_unsupported(struct efarm_ep *ep, struct efarm_peer_state *st,
                           const struct efarm_pkt *pkt, const struct efarm_dev_cqe *cqe)
 {
@@ -480,6 +512,8 @@ static const efarm_rx_fn g_rx_handlers[EFARM_PKT_TYPE_COUNT] = {
     [EFARM_PKT_EOR] = rx_eor,
     [EFARM_PKT_RECEIPT] = rx_receipt,
     [EFARM_PKT_READ_NACK] = rx_read_nack,
+    [EFARM_PKT_READRSP] = rx_readrsp,
+    [EFARM_PKT_ATOMRSP] = rx_atomrsp,
     [EFARM_PKT_EAGER_MSGRTM] = rx_ordered,
     [EFARM_PKT_EAGER_TAGRTM] = rx_ordered,
     [EFARM_PKT_MEDIUM_MSGRTM] = rx_ordered,
@@ -496,14 +530,16 @@ static const efarm_rx_fn g_rx_handlers[EFARM_PKT_TYPE_COUNT] = {
     [EFARM_PKT_DC_MEDIUM_TAGRTM] = rx_ordered,
     [EFARM_PKT_DC_LONGCTS_MSGRTM] = rx_longcts,
     [EFARM_PKT_DC_LONGCTS_TAGRTM] = rx_longcts,
-    /* RTA packets take msg_ids from the same sequence: ordered, then refused. */
+    /* RTA packets take msg_ids from the same sequence: applied in msg_id order. */
     [EFARM_PKT_WRITE_RTA] = rx_ordered,
     [EFARM_PKT_FETCH_RTA] = rx_ordered,
     [EFARM_PKT_COMPARE_RTA] = rx_ordered,
     [EFARM_PKT_DC_WRITE_RTA] = rx_ordered,
     [EFARM_PKT_RUNTCTS_MSGRTM] = rx_ordered,
     [EFARM_PKT_RUNTCTS_TAGRTM] = rx_ordered,
-    [EFARM_PKT_EAGER_RTW] = rx_eager_rtw,
+    [EFARM_PKT_EAGER_RTW] = rx_rtw,
+    [EFARM_PKT_DC_EAGER_RTW] = rx_rtw,
+    [EFARM_PKT_SHORT_RTR] = rx_rtr,
 };
 
 static bool is_mulreq(uint8_t type)
@@ -524,8 +560,8 @@ static bool is_mulreq(uint8_t type)
 }
 
 /*
- * Process the in-order REQ. RTMs go to the message layer; the other REQs that
- * take msg_ids (RTA, RUNTCTS) are refused but still use up their id.
+ * Process the in-order REQ. RTMs go to the message layer, RTAs to the atomic
+ * target; RUNTCTS messages are refused but still use up their id.
  */
 static int req_process(struct efarm_ep *ep, struct efarm_peer_state *st,
                        const struct efarm_pkt *pkt, struct efarm_rxpkt *stored, uint32_t rx_id)
@@ -535,6 +571,7 @@ static int req_process(struct efarm_ep *ep, struct efarm_peer_state *st,
     case EFARM_PKT_FETCH_RTA:
     case EFARM_PKT_COMPARE_RTA:
     case EFARM_PKT_DC_WRITE_RTA:
+        return efarm_rta_recv(ep, st->peer, pkt);
     case EFARM_PKT_RUNTCTS_MSGRTM:
     case EFARM_PKT_RUNTCTS_TAGRTM:
         return rx_unsupported(ep, st, pkt, NULL);

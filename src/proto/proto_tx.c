@@ -195,7 +195,8 @@ static int post_one(struct efarm_ep *ep, struct efarm_txpkt *tx)
 static void txpkt_failed(struct efarm_ep *ep, struct efarm_txpkt *tx, int status)
 {
     const struct efarm_peer_state *st = ep->peers[tx->peer].st;
-    const bool req_pkt = tx->type >= EFARM_PKT_REQ_BEGIN;
+    /* A lost REQ that took a msg_id holds back everything sent after it. */
+    const bool req_pkt = tx->type >= EFARM_PKT_REQ_BEGIN && efarm_pkt_type_has_msg_id(tx->type);
     const bool gone = status == EFARM_E(DEV_REMOTE_QP); /* the peer's QP no longer exists */
     struct efarm_op *op = tx->op;
     const char *lost = NULL;
@@ -205,7 +206,7 @@ static void txpkt_failed(struct efarm_ep *ep, struct efarm_txpkt *tx, int status
         if (tx->type != EFARM_PKT_EAGER_RTW && !gone)
             lost = tx->type == EFARM_PKT_HANDSHAKE ? "our HANDSHAKE, which it may wait for"
                                                    : "a RECEIPT its send waits for";
-    } else if (op->kind == EFARM_OP_TX) {
+    } else if (efarm_op_class(op)->origin) {
         if (op->req == NULL && op->status == 0) {
             lost = "the data of an injected send that had already completed";
             ep->cnt.lost_after_completion++;
@@ -229,13 +230,8 @@ static void txpkt_done(struct efarm_ep *ep, struct efarm_txpkt *tx, int status)
         /* Sends waiting for the HANDSHAKE a failed trigger asked for cannot go. */
         if (status && tx->type == EFARM_PKT_EAGER_RTW)
             efarm_hs_waiters_fail(ep, ep->peers[tx->peer].st, status);
-    } else if (op->kind == EFARM_OP_TX) {
-        efarm_tx_op_pkt_done(ep, op, tx, status);
     } else {
-        op->pkts_inflight--;
-        if (status && op->status == 0)
-            op->status = status;
-        efarm_rx_op_pkt_done(ep, op);
+        efarm_op_class(op)->pkt_done(ep, op, tx, status);
     }
     efarm_txpkt_release(ep, tx);
 }

@@ -62,6 +62,8 @@
       "bytes runting read sends eagerly per peer in flight, as FI_EFA_RUNT_SIZE (0: never)")    \
     X(RDMA_READ, rdma_read, BOOL, "1",                                                          \
       "use RDMA-read protocols when both sides have RDMA read; 0 advertises none")              \
+    X(RDMA_WRITE, rdma_write, BOOL, "1",                                                        \
+      "one-sided writes by RDMA write when both sides have it; 0 advertises none")              \
     X(MAX_READS, max_reads, U64, "32",                                                          \
       "RDMA reads in flight per endpoint; beyond it long messages use long-CTS")                \
     X(CTS_CREDITS, cts_credits, U64, "64",                                                      \

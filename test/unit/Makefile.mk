@@ -33,6 +33,7 @@ test_unit_efarm_unit_SOURCES = \
 	test/unit/test_proto_datalog.c \
 	test/unit/test_proto_failures.c \
 	test/unit/test_proto_expose.c \
+	test/unit/test_proto_rma.c \
 	test/unit/wire_peer.h \
 	test/unit/wire_peer.c \
 	test/unit/test_wire_handshake.c \
@@ -40,7 +41,8 @@ test_unit_efarm_unit_SOURCES = \
 	test/unit/test_wire_flows.c \
 	test/unit/test_wire_negotiation.c \
 	test/unit/test_wire_order.c \
-	test/unit/test_wire_malformed.c
+	test/unit/test_wire_malformed.c \
+	test/unit/test_wire_rma.c
 test_unit_efarm_unit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test/unit $(IBVERBS_CFLAGS) \
 	$(HWLOC_CFLAGS) -DEFARM_TEST_EFASIM_PATH=\"$(abs_builddir)/src/efasim/.libs\"
 test_unit_efarm_unit_LDADD = libefarm.la

@@ -140,7 +140,7 @@ EFARM_TEST(proto_structure_sizes)
         efarm_proto_sizes(ep, &s);
         EXPECT_EQ(s.peer, 56);
         EXPECT_EQ(s.peer_state, 176 + 8 * recvwins[i]);
-        EXPECT_EQ(s.op, 280);
+        EXPECT_EQ(s.op, 312); /* one-sided fields: result, compare, replies, segment size */
         EXPECT_EQ(s.tx_pkt, 56);
         EXPECT_EQ(s.rx_pkt, 56);
         EXPECT_EQ(s.unexp, 392);

@@ -145,10 +145,12 @@ EFARM_TEST(wire_handshake_trigger_from_peer_answered)
     EXPECT_EQ(cnt()->implicit_peers, 1);
     EXPECT_EQ(cnt()->unsupported, 0);
 
+    /* A real write naming no exposed region: refused (it touched nothing) and counted. */
     efarm_pkt_set(&pkt, EFARM_PKT_F_RMA_IOV_COUNT, 1);
     pkt.rma_iov = iov;
     wp_send_settle(&w, &pkt, NULL, 0, "xyz", 3);
-    EXPECT_EQ(cnt()->unsupported, 1);
+    EXPECT_EQ(cnt()->unsupported, 0);
+    EXPECT_EQ(cnt()->rma_refused, 1);
     wp_expect_none(&w, -1);
     wp_close(&w);
     engine_close();

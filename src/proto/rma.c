@@ -1,0 +1,638 @@
+/*
+ * One-sided operations, origin side (protocol v4 sections 3.3 and 4.x):
+ * write, read and atomic on a peer's exposed memory.
+ *
+ * Every operation waits for the peer's HANDSHAKE (it says whether the peer
+ * has RDMA read and write, and the ops that take msg_ids must keep the order
+ * of those waiting before them), then picks its subprotocol from the rule
+ * table below. What each subprotocol sends and what completes it are rows
+ * of g_rma_protos:
+ *   direct write/read  RDMA work requests of at most the device's
+ *                      max_rdma_size, split where the remote ranges split;
+ *                      done when the device completes them all;
+ *   EAGER_RTW          one packet per MTU of data, each naming its own
+ *                      slice of the remote ranges; done when the packets
+ *                      complete, or with DC (DC_EAGER_RTW) at one RECEIPT each;
+ *   SHORT_RTR          one request per READRSP's worth of data, one at a time
+ *                      (a READRSP names no offset); done at the last READRSP;
+ *   WRITE/FETCH/COMPARE_RTA  one packet per MTU of whole elements, each with
+ *                      its msg_id (all reserved when the op begins, so the
+ *                      target applies them in the order ops started); FETCH
+ *                      and COMPARE one at a time, answered by ATOMRSP;
+ *                      DC_WRITE_RTA answered by RECEIPT.
+ * A refusal at the target comes back as a READRSP, ATOMRSP or RECEIPT with
+ * efarm's REFUSED flag (efarm targets only; protocol v4 has no error reply)
+ * and completes the op with EFARM_E(PROTO_RMA_REFUSED). Segments of an RTA
+ * op are still all sent after a refusal: their msg_ids are reserved and the
+ * target waits for each.
+ */
+#include <errno.h>
+
+#include "efarm_rma.h"
+#include "proto_internal.h"
+
+#define RMA_WR_MAX (256ull << 20) /* one RDMA WR at most; keeps its length in the wr_id */
+
+/* How a subprotocol moves data and what completes it. */
+static const struct rma_proto_info {
+    const char *name;
+    uint8_t type, dc_type; /* REQ packet types (0: direct RDMA) */
+    uint8_t rsp_type;      /* READRSP/ATOMRSP answering each segment (0: none) */
+    bool direct;           /* device RDMA */
+    bool to_target;        /* data flows to the target (write, atomics) */
+    bool elements;         /* segments hold whole atomic elements */
+    uint16_t counter;      /* offset in struct efarm_counters */
+} g_rma_protos[EFARM_RMA_PROTO_COUNT] = {
+    [EFARM_RMA_DIRECT_WRITE] = {"direct_write", 0, 0, 0, true, true, false,
+                                offsetof(struct efarm_counters, rma_direct_write)},
+    [EFARM_RMA_EAGER_RTW] = {"eager_rtw", EFARM_PKT_EAGER_RTW, EFARM_PKT_DC_EAGER_RTW, 0, false,
+                             true, false, offsetof(struct efarm_counters, rma_eager_rtw)},
+    [EFARM_RMA_DIRECT_READ] = {"direct_read", 0, 0, 0, true, false, false,
+                               offsetof(struct efarm_counters, rma_direct_read)},
+    [EFARM_RMA_SHORT_RTR] = {"short_rtr", EFARM_PKT_SHORT_RTR, EFARM_PKT_SHORT_RTR,
+                             EFARM_PKT_READRSP, false, false, false,
+                             offsetof(struct efarm_counters, rma_short_rtr)},
+    [EFARM_RMA_WRITE_RTA] = {"write_rta", EFARM_PKT_WRITE_RTA, EFARM_PKT_DC_WRITE_RTA, 0, false,
+                             true, true, offsetof(struct efarm_counters, rma_write_rta)},
+    [EFARM_RMA_FETCH_RTA] = {"fetch_rta", EFARM_PKT_FETCH_RTA, EFARM_PKT_FETCH_RTA,
+                             EFARM_PKT_ATOMRSP, false, true, true,
+                             offsetof(struct efarm_counters, rma_fetch_rta)},
+    [EFARM_RMA_COMPARE_RTA] = {"compare_rta", EFARM_PKT_COMPARE_RTA, EFARM_PKT_COMPARE_RTA,
+                               EFARM_PKT_ATOMRSP, false, true, true,
+                               offsetof(struct efarm_counters, rma_compare_rta)},
+};
+
+const char *efarm_rma_proto_name(enum efarm_rma_proto proto)
+{
+    return (unsigned)proto < EFARM_RMA_PROTO_COUNT ? g_rma_protos[proto].name : "unknown";
+}
+
+/* What the caller asked for; selection maps it to a subprotocol. */
+enum rma_want { WANT_WRITE, WANT_READ, WANT_ATOMIC_WRITE, WANT_ATOMIC_FETCH, WANT_ATOMIC_CMP };
+
+#define NEED_RDMA_WRITE 0x1u /* both sides negotiated RDMA write, direct allowed */
+#define NEED_RDMA_READ  0x2u /* both sides negotiated RDMA read, direct allowed */
+
+/* Tried in order; the first rule for the operation whose conditions hold wins. */
+static const struct rma_rule {
+    uint8_t want, proto, need;
+} g_rma_rules[] = {
+    {WANT_WRITE, EFARM_RMA_DIRECT_WRITE, NEED_RDMA_WRITE},
+    {WANT_WRITE, EFARM_RMA_EAGER_RTW, 0},
+    {WANT_READ, EFARM_RMA_DIRECT_READ, NEED_RDMA_READ},
+    {WANT_READ, EFARM_RMA_SHORT_RTR, 0},
+    {WANT_ATOMIC_WRITE, EFARM_RMA_WRITE_RTA, 0},
+    {WANT_ATOMIC_FETCH, EFARM_RMA_FETCH_RTA, 0},
+    {WANT_ATOMIC_CMP, EFARM_RMA_COMPARE_RTA, 0},
+};
+
+static bool rule_holds(const struct efarm_ep *ep, const struct efarm_peer_state *st,
+                       const struct efarm_op *op, uint8_t need)
+{
+    bool direct = !(op->flags & EFARM_OPF_NACKED); /* set: EFARM_RMA_NO_DIRECT or no MR */
+
+    if ((need & NEED_RDMA_WRITE) && !(direct && (ep->extra_info & EFARM_EXTRA_FEATURE_RDMA_WRITE) &&
+                                      efarm_peer_has(st, EFARM_EXTRA_FEATURE_RDMA_WRITE)))
+        return false;
+    if ((need & NEED_RDMA_READ) && !(direct && (ep->extra_info & EFARM_EXTRA_FEATURE_RDMA_READ) &&
+                                     efarm_peer_has(st, EFARM_EXTRA_FEATURE_RDMA_READ)))
+        return false;
+    return true;
+}
+
+static enum efarm_rma_proto rma_select(const struct efarm_ep *ep, const struct efarm_peer_state *st,
+                                       const struct efarm_op *op, enum rma_want want)
+{
+    for (unsigned i = 0; i < sizeof(g_rma_rules) / sizeof(g_rma_rules[0]); i++) {
+        const struct rma_rule *r = &g_rma_rules[i];
+
+        if (r->want == want && rule_holds(ep, st, op, r->need))
+            return (enum efarm_rma_proto)r->proto;
+    }
+    return EFARM_RMA_EAGER_RTW; /* unreachable: every want has an unconditional rule */
+}
+
+/* Remote ranges covering [off, off + n) of the op's remote space (at most max); how many. */
+static uint32_t riov_slice(const struct efarm_op *op, uint64_t off, uint64_t n,
+                           struct efarm_rma_iov *out, uint32_t max)
+{
+    uint32_t k = 0;
+
+    for (uint32_t i = 0; i < op->niov && n > 0 && k < max; i++) {
+        uint64_t len = op->iov[i].len, take;
+
+        if (off >= len) {
+            off -= len;
+            continue;
+        }
+        take = len - off < n ? len - off : n;
+        out[k].addr = op->iov[i].addr + off;
+        out[k].len = take;
+        out[k].key = op->iov[i].key;
+        k++;
+        n -= take;
+        off = 0;
+    }
+    return k;
+}
+
+/* ---- Completion -------------------------------------------------------------------------- */
+
+static void rma_op_check(struct efarm_ep *ep, struct efarm_op *op)
+{
+    struct efarm_req *req = op->req;
+
+    if (op->offset < op->len || op->pkts_inflight || op->reads_inflight || op->replies_owed ||
+        (op->flags & (EFARM_OPF_WAIT_RSP | EFARM_OPF_IN_WORK)))
+        return;
+    req->length = op->status ? 0 : op->len;
+    req->proto = op->proto;
+    efarm_req_complete(ep, op, req, op->status);
+    efarm_op_release(ep, op);
+}
+
+/* An error ends the op once what is in flight is back; RTA segments still go (msg_ids). */
+static void rma_op_error(struct efarm_op *op, int status)
+{
+    if (op->status == 0)
+        op->status = status;
+    if (!g_rma_protos[op->proto].elements)
+        op->offset = op->len; /* nothing that waits on msg_ids: stop issuing */
+}
+
+/* ---- Sending ----------------------------------------------------------------------------- */
+
+static int post_rdma(struct efarm_ep *ep, struct efarm_op *op)
+{
+    const struct efarm_peer *p = &ep->peers[op->peer];
+    struct efarm_rma_iov sl;
+    uint64_t n = op->len - op->offset;
+    int ret;
+
+    if (n > ep->caps.max_rdma_size)
+        n = ep->caps.max_rdma_size;
+    if (n > RMA_WR_MAX)
+        n = RMA_WR_MAX;
+    riov_slice(op, op->offset, n, &sl, 1); /* the first slice: up to where a range ends */
+    n = sl.len;
+    if (sl.key > UINT32_MAX) {
+        /* No device key is that large: an emulated target would refuse it too. */
+        rma_op_error(op, EFARM_E(PROTO_RMA_KEY));
+        return 0;
+    }
+    if (op->proto == EFARM_RMA_DIRECT_WRITE)
+        ret = efarm_dev_post_write(ep->dev, p->ah, p->qpn, p->connid, op->buf + op->offset,
+                                   (uint32_t)n, op->mr.lkey, sl.addr, (uint32_t)sl.key,
+                                   (uint64_t)op->id << 32 | n << 2 | EFARM_WR_RDMA);
+    else
+        ret = efarm_dev_post_read(ep->dev, p->ah, p->qpn, p->connid, op->buf + op->offset,
+                                  (uint32_t)n, op->mr.lkey, sl.addr, (uint32_t)sl.key,
+                                  (uint64_t)op->id << 32 | n << 2 | EFARM_WR_RDMA);
+    if (ret == -EAGAIN)
+        return -EAGAIN;
+    if (ret) {
+        efarm_log_ratelimited(EFARM_LOG_WARN, "cannot post RDMA %s to peer %u: %s",
+                              op->proto == EFARM_RMA_DIRECT_WRITE ? "write" : "read", op->peer,
+                              efarm_strerror(ret));
+        rma_op_error(op, ret);
+        return 0;
+    }
+    op->offset += n;
+    op->reads_inflight++;
+    ep->cnt.rma_wrs_posted++;
+    return 0;
+}
+
+/* One emulated segment: a REQ with its slice of the remote ranges and its data. */
+static int send_segment(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
+{
+    const struct rma_proto_info *info = &g_rma_protos[op->proto];
+    uint64_t n = op->len - op->offset < op->seg_bytes ? op->len - op->offset : op->seg_bytes;
+    struct efarm_rma_iov sl[EFARM_MAX_READ_IOV];
+    uint8_t wire[EFARM_MAX_READ_IOV * sizeof(struct efarm_wire_rma_iov)];
+    uint32_t k = riov_slice(op, op->offset, n, sl, EFARM_MAX_READ_IOV);
+    uint64_t data = info->to_target ? n : 0;
+    uint64_t nsegs_before = op->offset / op->seg_bytes;
+    struct efarm_txpkt *tx;
+    struct efarm_pkt pkt;
+    size_t hdr_len;
+    int ret;
+
+    if (op->proto == EFARM_RMA_COMPARE_RTA)
+        data = 2 * n;
+    for (uint32_t i = 0; i < k; i++)
+        efarm_rma_iov_store(wire, i, &sl[i]);
+    efarm_pkt_init(&pkt, op->req_type);
+    pkt.flags = info->elements ? EFARM_REQ_ATOMIC : EFARM_REQ_RMA;
+    if (efarm_peer_needs_raw_addr(st))
+        efarm_pkt_set_raw_addr(ep, &pkt);
+    efarm_pkt_set_connid(ep, st, &pkt);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_RMA_IOV_COUNT, k);
+    pkt.rma_iov = wire;
+    switch (op->req_type) {
+    case EFARM_PKT_DC_EAGER_RTW:
+    case EFARM_PKT_DC_WRITE_RTA:
+        efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
+        break;
+    case EFARM_PKT_SHORT_RTR:
+        efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, n);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, op->id);
+        break;
+    case EFARM_PKT_FETCH_RTA:
+    case EFARM_PKT_COMPARE_RTA:
+        efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, op->id);
+        break;
+    default:
+        break;
+    }
+    if (info->elements) {
+        efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_ID, op->msg_id + (uint32_t)nsegs_before);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_ATOMIC_DATATYPE, op->atomic_dt);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_ATOMIC_OP, op->atomic_op);
+    }
+    tx = efarm_txpkt_alloc(ep, false);
+    if (tx == NULL)
+        return -EAGAIN;
+    ret = efarm_txpkt_encode(ep, tx, &pkt, &hdr_len);
+    if (ret == 0 && hdr_len + data > ep->mtu)
+        ret = -EMSGSIZE;
+    if (ret) {
+        efarm_txpkt_release(ep, tx);
+        return ret;
+    }
+    if (info->to_target) {
+        if (op->buf != NULL)
+            memcpy(tx->buf + hdr_len, op->buf + op->offset, n);
+        else
+            memset(tx->buf + hdr_len, 0, n); /* ATOMIC_READ carries no operand */
+        if (op->proto == EFARM_RMA_COMPARE_RTA)
+            memcpy(tx->buf + hdr_len + n, op->compare + op->offset, n);
+    }
+    tx->len = (uint32_t)(hdr_len + data);
+    tx->peer = op->peer;
+    tx->op = op;
+    tx->data_len = data;
+    op->pkts_inflight++;
+    if (info->rsp_type) {
+        op->flags |= EFARM_OPF_WAIT_RSP;
+        op->window_end = op->offset; /* the segment the response answers starts here */
+    } else if (op->rma_dc) {
+        op->replies_owed++;
+    }
+    op->offset += n;
+    efarm_txpkt_send(ep, tx);
+    return 0;
+}
+
+void efarm_rma_op_work(struct efarm_ep *ep, struct efarm_op *op)
+{
+    const struct efarm_peer_state *st = ep->peers[op->peer].st;
+    const struct rma_proto_info *info = &g_rma_protos[op->proto];
+    int ret = 0;
+
+    if (efarm_peer_failed(st)) {
+        efarm_rma_op_peer_failed(ep, op, st->fail_status);
+        return;
+    }
+    while (op->offset < op->len && ret == 0) {
+        if (info->direct)
+            ret = post_rdma(ep, op);
+        else if (op->flags & EFARM_OPF_WAIT_RSP)
+            break;
+        else
+            ret = send_segment(ep, ep->peers[op->peer].st, op);
+    }
+    if (ret == -EAGAIN) {
+        efarm_op_work(ep, op);
+        return;
+    }
+    if (ret) {
+        efarm_log(EFARM_LOG_ERROR, "cannot build a %s packet for peer %u: %s", info->name, op->peer,
+                  efarm_strerror(ret));
+        if (op->status == 0)
+            op->status = ret;
+        op->offset = op->len;
+    }
+    rma_op_check(ep, op);
+}
+
+/* ---- Starting -------------------------------------------------------------------------- */
+
+/* Bytes of data one segment carries: what fits the request and its response, whole elements. */
+static uint64_t seg_bytes(const struct efarm_ep *ep, const struct efarm_peer_state *st,
+                          const struct efarm_op *op)
+{
+    const struct rma_proto_info *info = &g_rma_protos[op->proto];
+    uint64_t hdr = efarm_req_hdr_len(st, op->req_type, false) +
+                   (uint64_t)op->niov * sizeof(struct efarm_wire_rma_iov);
+    uint64_t fit = ep->mtu > hdr ? ep->mtu - hdr : 0;
+
+    if (op->proto == EFARM_RMA_COMPARE_RTA)
+        fit /= 2;
+    if (!info->to_target)
+        fit = ep->mtu - sizeof(struct efarm_wire_readrsp_hdr);
+    if (info->rsp_type == EFARM_PKT_ATOMRSP &&
+        fit > ep->mtu - sizeof(struct efarm_wire_atomrsp_hdr))
+        fit = ep->mtu - sizeof(struct efarm_wire_atomrsp_hdr);
+    if (info->elements)
+        fit -= fit % efarm_atomic_dt_size(op->atomic_dt);
+    return fit;
+}
+
+void efarm_rma_op_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
+{
+    enum rma_want want = (enum rma_want)op->req_type; /* held there until now */
+    const struct rma_proto_info *info;
+    enum efarm_rma_proto proto = rma_select(ep, st, op, want);
+
+    if (g_rma_protos[proto].direct) {
+        unsigned access = proto == EFARM_RMA_DIRECT_READ ? EFARM_DEV_ACCESS_LOCAL_WRITE : 0;
+        int ret = ep->mr_cache ? efarm_mr_cache_get(ep->mr_cache, op->buf, op->len, access, &op->mr)
+                               : -ENOTSUP;
+
+        if (ret) {
+            /* Registration is a limited resource: the emulated protocol needs none. */
+            efarm_log(EFARM_LOG_DEBUG, "cannot register %llu bytes for RDMA (%s): emulated",
+                      (unsigned long long)op->len, efarm_strerror(ret));
+            ep->cnt.reg_fallbacks++;
+            op->mr.entry = NULL;
+            op->flags |= EFARM_OPF_NACKED;
+            proto = rma_select(ep, st, op, want);
+        }
+    }
+    info = &g_rma_protos[proto];
+    op->proto = (uint8_t)proto;
+    op->req_type = op->rma_dc ? info->dc_type : info->type;
+    (*(uint64_t *)((char *)&ep->cnt + info->counter))++;
+    if (op->rma_dc && !info->direct)
+        ep->cnt.rma_dc++;
+    if (!info->direct) {
+        op->seg_bytes = (uint32_t)seg_bytes(ep, st, op);
+        if (op->seg_bytes == 0) {
+            efarm_log(EFARM_LOG_ERROR,
+                      "%u remote ranges leave no room for data in one %u-byte packet to peer %u",
+                      op->niov, ep->mtu, op->peer);
+            op->status = -EINVAL;
+            op->offset = op->len;
+        } else if (info->elements) {
+            uint64_t nsegs = (op->len + op->seg_bytes - 1) / op->seg_bytes;
+
+            op->msg_id = st->tx_msg_id;
+            st->tx_msg_id += (uint32_t)nsegs;
+        }
+    }
+    efarm_rma_op_work(ep, op);
+}
+
+/* Validate the remote ranges against len and copy them into the op. */
+static int riov_take(struct efarm_op *op, const struct efarm_riov *riov, uint32_t nriov,
+                     uint64_t len, uint32_t elem)
+{
+    uint64_t sum = 0;
+
+    if (nriov == 0 || nriov > EFARM_RMA_MAX_IOV || riov == NULL)
+        return -EINVAL;
+    for (uint32_t i = 0; i < nriov; i++) {
+        if (riov[i].len > UINT64_MAX - sum || riov[i].addr > UINT64_MAX - riov[i].len ||
+            (elem > 1 && riov[i].len % elem))
+            return -EINVAL;
+        sum += riov[i].len;
+        op->iov[i].addr = riov[i].addr;
+        op->iov[i].len = riov[i].len;
+        op->iov[i].key = riov[i].key;
+    }
+    op->niov = (uint8_t)nriov;
+    return sum == len ? 0 : -EINVAL;
+}
+
+static int rma_start(struct efarm_ep *ep, efarm_peer_t peer, enum rma_want want, uint8_t *buf,
+                     uint64_t len, const struct efarm_riov *riov, uint32_t nriov, uint32_t flags,
+                     struct efarm_req *req, uint32_t elem, struct efarm_op **op_p)
+{
+    struct efarm_peer_state *st;
+    struct efarm_op *op;
+    int ret;
+
+    *op_p = NULL;
+    if (req == NULL || peer >= ep->npeers || (flags & ~(EFARM_RMA_DC | EFARM_RMA_NO_DIRECT)) ||
+        (len && buf == NULL && want != WANT_ATOMIC_FETCH))
+        return -EINVAL;
+    st = efarm_peer_state_get(ep, peer);
+    if (st == NULL)
+        return -ENOMEM;
+    op = efarm_op_alloc(ep, EFARM_OP_RMA);
+    if (op == NULL)
+        return -EAGAIN;
+    ret = riov_take(op, riov, nriov, len, elem);
+    if (ret) {
+        efarm_op_release(ep, op);
+        return ret;
+    }
+    req->done = false;
+    req->status = 0;
+    req->length = 0;
+    req->peer = peer;
+    op->req = req;
+    op->peer = peer;
+    op->buf = buf;
+    op->len = len;
+    op->rma_dc = (flags & EFARM_RMA_DC) != 0;
+    op->req_type = (uint8_t)want; /* until begin picks the subprotocol */
+    if (flags & EFARM_RMA_NO_DIRECT)
+        op->flags |= EFARM_OPF_NACKED;
+    *op_p = op;
+    return 0;
+}
+
+/* After the op is filled: complete at once (failed peer, nothing to do) or begin. */
+static void rma_go(struct efarm_ep *ep, struct efarm_op *op)
+{
+    struct efarm_peer_state *st = ep->peers[op->peer].st;
+
+    if (efarm_peer_failed(st)) {
+        efarm_req_complete(ep, op, op->req, st->fail_status);
+        efarm_op_release(ep, op);
+        return;
+    }
+    if (op->len == 0) {
+        op->req->proto = EFARM_RMA_DIRECT_WRITE;
+        efarm_req_complete(ep, op, op->req, 0);
+        efarm_op_release(ep, op);
+        return;
+    }
+    /* The HANDSHAKE says what RDMA the peer has; and ops waiting for it keep their order. */
+    if (!(st->flags & EFARM_PS_HS_RECEIVED) || !efarm_list_empty(&st->hs_waiters)) {
+        op->flags |= EFARM_OPF_WAIT_HS;
+        efarm_list_append(&st->hs_waiters, &op->link);
+        efarm_handshake_trigger_later(ep, st);
+        return;
+    }
+    efarm_rma_op_begin(ep, st, op);
+}
+
+int efarm_write(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_t len,
+                const struct efarm_riov *riov, uint32_t nriov, uint32_t flags,
+                struct efarm_req *req)
+{
+    struct efarm_op *op;
+    int ret = rma_start(ep, peer, WANT_WRITE, (uint8_t *)(uintptr_t)buf, len, riov, nriov, flags,
+                        req, 1, &op);
+
+    if (ret == 0)
+        rma_go(ep, op);
+    return ret;
+}
+
+int efarm_read(struct efarm_ep *ep, efarm_peer_t peer, void *buf, uint64_t len,
+               const struct efarm_riov *riov, uint32_t nriov, uint32_t flags, struct efarm_req *req)
+{
+    struct efarm_op *op;
+    int ret = rma_start(ep, peer, WANT_READ, buf, len, riov, nriov, flags, req, 1, &op);
+
+    if (ret == 0)
+        rma_go(ep, op);
+    return ret;
+}
+
+int efarm_atomic(struct efarm_ep *ep, efarm_peer_t peer, uint32_t op_id, uint32_t dt,
+                 const void *operand, const void *compare, void *result, uint64_t count,
+                 const struct efarm_riov *riov, uint32_t nriov, uint32_t flags,
+                 struct efarm_req *req)
+{
+    enum efarm_atomic_kind kind = result == NULL    ? EFARM_ATOMIC_WRITE
+                                  : compare != NULL ? EFARM_ATOMIC_COMPARE
+                                                    : EFARM_ATOMIC_FETCH;
+    static const enum rma_want wants[] = {WANT_ATOMIC_WRITE, WANT_ATOMIC_FETCH, WANT_ATOMIC_CMP};
+    uint32_t size = efarm_atomic_dt_size(dt);
+    struct efarm_op *op;
+    int ret;
+
+    if (size == 0 || op_id >= EFARM_AOP_COUNT || (compare != NULL && result == NULL))
+        return -EINVAL;
+    if (!efarm_atomic_valid(kind, op_id, dt))
+        return -EOPNOTSUPP;
+    if (count > UINT64_MAX / size || (operand == NULL && op_id != EFARM_AOP_READ))
+        return -EINVAL;
+    ret = rma_start(ep, peer, wants[kind], (uint8_t *)(uintptr_t)operand, count * size, riov, nriov,
+                    flags & ~EFARM_RMA_NO_DIRECT, req, size, &op);
+    if (ret)
+        return ret;
+    op->result = result;
+    op->compare = compare;
+    op->atomic_op = (uint8_t)op_id;
+    op->atomic_dt = (uint8_t)dt;
+    rma_go(ep, op);
+    return 0;
+}
+
+/* ---- Events -------------------------------------------------------------------------------- */
+
+void efarm_rma_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op, struct efarm_txpkt *tx,
+                           int status)
+{
+    op->pkts_inflight--;
+    if (status) {
+        rma_op_error(op, status);
+        /* A lost request gets no answer: stop waiting for it. */
+        if (g_rma_protos[op->proto].rsp_type) {
+            op->flags &= ~EFARM_OPF_WAIT_RSP;
+        } else if (op->rma_dc && op->replies_owed) {
+            op->replies_owed--;
+        }
+    } else if (!op->rma_dc && !g_rma_protos[op->proto].rsp_type) {
+        op->done_bytes += tx->data_len;
+    }
+    rma_op_check(ep, op);
+}
+
+void efarm_rma_op_rdma_done(struct efarm_ep *ep, struct efarm_op *op,
+                            const struct efarm_dev_cqe *cqe)
+{
+    if (op->reads_inflight == 0) {
+        efarm_log(EFARM_LOG_ERROR, "RDMA completion the one-sided op did not post (wr_id %#llx)",
+                  (unsigned long long)cqe->wr_id);
+        return;
+    }
+    op->reads_inflight--;
+    if (cqe->status) {
+        efarm_log_ratelimited(EFARM_LOG_WARN, "RDMA %s at peer %u failed: %s (vendor error %u)",
+                              op->proto == EFARM_RMA_DIRECT_WRITE ? "write" : "read", op->peer,
+                              efarm_strerror(cqe->status), cqe->vendor_err);
+        rma_op_error(op, cqe->status);
+    } else {
+        op->done_bytes += (cqe->wr_id & 0xffffffffu) >> 2;
+    }
+    rma_op_check(ep, op);
+}
+
+void efarm_rma_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int status)
+{
+    if (op->flags & EFARM_OPF_IN_WORK) {
+        efarm_list_remove(&op->link);
+        op->flags &= ~EFARM_OPF_IN_WORK;
+    }
+    if (op->status == 0)
+        op->status = status;
+    /* Nothing more comes from the peer: no reply, no more packets to build. */
+    op->offset = op->len;
+    op->replies_owed = 0;
+    op->flags &= ~EFARM_OPF_WAIT_RSP;
+    rma_op_check(ep, op);
+}
+
+void efarm_rma_op_receipt(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt)
+{
+    if (!op->rma_dc || op->replies_owed == 0) {
+        ep->cnt.stale_ids++;
+        return;
+    }
+    op->replies_owed--;
+    if (pkt->flags & EFARM_RSP_FLAG_REFUSED)
+        rma_op_error(op, EFARM_E(PROTO_RMA_REFUSED));
+    rma_op_check(ep, op);
+}
+
+/* The READRSP or ATOMRSP of the op's outstanding segment: its data, or the refusal. */
+static void rsp_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
+                     uint8_t type)
+{
+    struct efarm_op *op =
+        efarm_op_find(ep, (uint32_t)pkt->value[EFARM_PKT_F_RECV_ID], EFARM_OP_RMA, peer);
+    uint64_t n;
+
+    if (op == NULL || g_rma_protos[op->proto].rsp_type != type ||
+        !(op->flags & EFARM_OPF_WAIT_RSP)) {
+        ep->cnt.stale_ids++;
+        return;
+    }
+    n = op->offset - op->window_end;
+    op->flags &= ~EFARM_OPF_WAIT_RSP;
+    if (pkt->flags & EFARM_RSP_FLAG_REFUSED) {
+        rma_op_error(op, EFARM_E(PROTO_RMA_REFUSED));
+    } else if (pkt->value[EFARM_PKT_F_SEG_LENGTH] != n) {
+        efarm_log_ratelimited(EFARM_LOG_WARN, "%s from peer %u carries %llu bytes, not %llu",
+                              efarm_pkt_type_info(type)->name, peer,
+                              (unsigned long long)pkt->value[EFARM_PKT_F_SEG_LENGTH],
+                              (unsigned long long)n);
+        rma_op_error(op, EFARM_E(PROTO_RMA_REFUSED));
+    } else {
+        uint8_t *dst = type == EFARM_PKT_READRSP ? op->buf : op->result;
+
+        memcpy(dst + op->window_end, pkt->payload, n);
+        op->done_bytes += n;
+    }
+    if (op->offset < op->len)
+        efarm_rma_op_work(ep, op);
+    else
+        rma_op_check(ep, op);
+}
+
+void efarm_readrsp_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
+{
+    rsp_recv(ep, peer, pkt, EFARM_PKT_READRSP);
+}
+
+void efarm_atomrsp_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
+{
+    rsp_recv(ep, peer, pkt, EFARM_PKT_ATOMRSP);
+}

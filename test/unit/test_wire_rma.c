@@ -1,0 +1,297 @@
+/*
+ * The wire suite, part 7: peers' one-sided requests on the wire, built
+ * byte by byte by the fake protocol-v4 peer (wire_peer.h) and sent to the
+ * engine's exposed memory. Well-formed EAGER_RTW, DC_EAGER_RTW, SHORT_RTR
+ * and RTAs are applied and answered as the protocol says (RECEIPT, READRSP,
+ * ATOMRSP with the right ids and lengths); RTAs in msg_id order whatever
+ * order they arrive in. Every malformed or unauthorised one (unknown key,
+ * out of bounds, a read-only region, lengths that do not add up, partial
+ * elements, unknown datatype or operation, a reply too large for a packet)
+ * is refused, counted, answered with the REFUSED flag where the protocol has
+ * an answer, and leaves the memory exactly as it was.
+ */
+#include <string.h>
+
+#include "efarm_errno.h"
+#include "efarm_proto.h"
+#include "efarm_rma.h"
+#include "efarm_test.h"
+#include "proto_common.h"
+#include "wire_peer.h"
+
+enum { MLEN = 4096 };
+
+static uint8_t g_mem[MLEN], g_ro[256], g_snap[MLEN];
+static struct efarm_region *g_rw, *g_rdonly;
+
+static void rma_open(struct wp *w)
+{
+    engine_open(NULL);
+    wp_open(w);
+    wp_connect(w, FEAT_ALL);
+    memset(g_mem, 0x11, MLEN);
+    memset(g_ro, 0x22, sizeof(g_ro));
+    EXPECT_RET(efarm_expose(g_ep, g_mem, MLEN, EFARM_EXPOSE_READ | EFARM_EXPOSE_WRITE, &g_rw), 0);
+    EXPECT_RET(efarm_expose(g_ep, g_ro, sizeof(g_ro), EFARM_EXPOSE_READ, &g_rdonly), 0);
+}
+
+static void rma_close(struct wp *w)
+{
+    efarm_unexpose(g_ep, g_rw);
+    efarm_unexpose(g_ep, g_rdonly);
+    wp_close(w);
+    engine_close();
+}
+
+static struct efarm_rma_iov at(uint64_t off, uint64_t len)
+{
+    return (struct efarm_rma_iov){(uint64_t)(uintptr_t)(g_mem + off), len, efarm_region_key(g_rw)};
+}
+
+/* Start a one-sided REQ of `type` naming iovs (flags: RMA or ATOMIC instead of MSG). */
+static void rma_req(struct wp *w, struct efarm_pkt *pkt, uint8_t *wire, uint8_t type,
+                    const struct efarm_rma_iov *iov, uint32_t n, uint32_t msg_id)
+{
+    wp_req(w, pkt, type, msg_id, 0);
+    pkt->flags = (uint16_t)((pkt->flags & ~EFARM_REQ_MSG) |
+                            (type == EFARM_PKT_EAGER_RTW || type == EFARM_PKT_DC_EAGER_RTW ||
+                                     type == EFARM_PKT_SHORT_RTR
+                                 ? EFARM_REQ_RMA
+                                 : EFARM_REQ_ATOMIC));
+    for (uint32_t i = 0; i < n; i++)
+        efarm_rma_iov_store(wire, i, &iov[i]);
+    efarm_pkt_set(pkt, EFARM_PKT_F_RMA_IOV_COUNT, n);
+    pkt->rma_iov = wire;
+}
+
+/* Send an EAGER_RTW (or DC, with send_id) writing data to iovs. */
+static void send_rtw(struct wp *w, uint8_t type, const struct efarm_rma_iov *iov, uint32_t n,
+                     const void *data, uint64_t len, uint32_t send_id)
+{
+    uint8_t wire[8 * 24];
+    struct efarm_pkt pkt;
+
+    rma_req(w, &pkt, wire, type, iov, n, 0);
+    if (type == EFARM_PKT_DC_EAGER_RTW)
+        efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, send_id);
+    wp_send_settle(w, &pkt, NULL, 0, data, len);
+}
+
+/* The memory must be exactly as snapshotted; the refusal count must have grown by `more`. */
+static void expect_untouched(uint64_t refused_before, uint64_t more)
+{
+    EXPECT_MEM_EQ(g_mem, g_snap, MLEN);
+    EXPECT_EQ(cnt()->rma_refused, refused_before + more);
+}
+
+EFARM_TEST(wire_rma_rtw_applied_and_refused)
+{
+    struct wp w;
+    struct wp_pkt p;
+    struct efarm_rma_iov iov[2], bad;
+    uint8_t data[300];
+    uint64_t refused;
+
+    rma_open(&w);
+    proto_fill(data, sizeof(data), 5);
+    /* Two ranges, 100 + 200 bytes: both written, nothing around them. */
+    iov[0] = at(10, 100);
+    iov[1] = at(1000, 200);
+    send_rtw(&w, EFARM_PKT_EAGER_RTW, iov, 2, data, 300, 0);
+    EXPECT_MEM_EQ(g_mem + 10, data, 100);
+    EXPECT_MEM_EQ(g_mem + 1000, data + 100, 200);
+    EXPECT_EQ(g_mem[9], 0x11);
+    EXPECT_EQ(g_mem[110], 0x11);
+    EXPECT_EQ(g_mem[1200], 0x11);
+    EXPECT_EQ(cnt()->rma_served, 1);
+    wp_expect_none(&w, -1); /* a plain write has no answer */
+
+    memcpy(g_snap, g_mem, MLEN);
+    refused = cnt()->rma_refused;
+    bad = at(0, 300);
+    bad.key ^= 0x5a5a;
+    send_rtw(&w, EFARM_PKT_EAGER_RTW, &bad, 1, data, 300, 0); /* unknown key */
+    bad = at(MLEN - 100, 300);
+    send_rtw(&w, EFARM_PKT_EAGER_RTW, &bad, 1, data, 300, 0); /* past the end */
+    bad = at(0, 300);
+    bad.addr -= 1;
+    send_rtw(&w, EFARM_PKT_EAGER_RTW, &bad, 1, data, 300, 0); /* before the start */
+    bad = (struct efarm_rma_iov){(uint64_t)(uintptr_t)g_ro, 100, efarm_region_key(g_rdonly)};
+    send_rtw(&w, EFARM_PKT_EAGER_RTW, &bad, 1, data, 100, 0); /* read-only */
+    iov[0] = at(0, 100);
+    iov[1] = at(200, 100);
+    send_rtw(&w, EFARM_PKT_EAGER_RTW, iov, 2, data, 300, 0); /* ranges shorter than the data */
+    send_rtw(&w, EFARM_PKT_EAGER_RTW, iov, 2, data, 150, 0); /* ranges longer than the data */
+    bad = at(0, 100);
+    bad.len = UINT64_MAX - 50; /* a length that wraps */
+    send_rtw(&w, EFARM_PKT_EAGER_RTW, &bad, 1, data, 100, 0);
+    send_rtw(&w, EFARM_PKT_EAGER_RTW, iov, 0, data, 100, 0); /* data, no range */
+    expect_untouched(refused, 8);
+    EXPECT_MEM_EQ(g_ro, (uint8_t[256]){[0 ... 255] = 0x22}, sizeof(g_ro));
+
+    /* DC: a RECEIPT echoing send_id, with the REFUSED flag when refused. */
+    bad = at(0, 300);
+    bad.key ^= 1;
+    send_rtw(&w, EFARM_PKT_DC_EAGER_RTW, &bad, 1, data, 300, 0x777);
+    wp_expect(&w, EFARM_PKT_RECEIPT, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x777);
+    EXPECT_TRUE(p.pkt.flags & 0x0100u);
+    expect_untouched(refused, 9);
+    iov[0] = at(64, 300);
+    send_rtw(&w, EFARM_PKT_DC_EAGER_RTW, iov, 1, data, 300, 0x778);
+    wp_expect(&w, EFARM_PKT_RECEIPT, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x778);
+    EXPECT_TRUE(!(p.pkt.flags & 0x0100u));
+    EXPECT_MEM_EQ(g_mem + 64, data, 300);
+    EXPECT_EQ(cnt()->unsupported, 0);
+    rma_close(&w);
+}
+
+static void send_rtr(struct wp *w, const struct efarm_rma_iov *iov, uint32_t n, uint64_t len,
+                     uint32_t recv_id)
+{
+    uint8_t wire[8 * 24];
+    struct efarm_pkt pkt;
+
+    rma_req(w, &pkt, wire, EFARM_PKT_SHORT_RTR, iov, n, 0);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, len);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, recv_id);
+    wp_send_settle(w, &pkt, NULL, 0, NULL, 0);
+}
+
+EFARM_TEST(wire_rma_rtr_answered_and_refused)
+{
+    struct wp w;
+    struct wp_pkt p;
+    struct efarm_rma_iov iov[2], bad;
+    uint64_t refused;
+
+    rma_open(&w);
+    proto_fill(g_mem, MLEN, 9);
+    memcpy(g_snap, g_mem, MLEN);
+    iov[0] = at(5, 50);
+    iov[1] = at(3000, 70);
+    send_rtr(&w, iov, 2, 120, 0xabc);
+    wp_expect(&w, EFARM_PKT_READRSP, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_RECV_ID), 0xabc);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEG_LENGTH), 120);
+    EXPECT_EQ(p.pkt.payload_length, 120);
+    EXPECT_MEM_EQ(p.pkt.payload, g_mem + 5, 50);
+    EXPECT_MEM_EQ(p.pkt.payload + 50, g_mem + 3000, 70);
+
+    refused = cnt()->rma_refused;
+    bad = at(0, 64);
+    bad.key += 3;
+    send_rtr(&w, &bad, 1, 64, 1); /* unknown key */
+    send_rtr(&w, iov, 2, 119, 2); /* msg_length not the ranges' sum */
+    bad = at(MLEN - 10, 20);
+    send_rtr(&w, &bad, 1, 20, 3); /* past the end */
+    bad = at(0, MLEN);
+    send_rtr(&w, &bad, 1, MLEN, 4); /* more than one READRSP holds? */
+    for (uint32_t id = 1; id <= 3; id++) {
+        wp_expect(&w, EFARM_PKT_READRSP, &p);
+        EXPECT_TRUE(p.pkt.flags & 0x0100u);
+        EXPECT_EQ(get(&p, EFARM_PKT_F_SEG_LENGTH), 0);
+        EXPECT_EQ(p.pkt.payload_length, 0);
+    }
+    /* The whole region fits one READRSP only if the MTU allows it. */
+    wp_expect(&w, EFARM_PKT_READRSP, &p);
+    if (MLEN + sizeof(struct efarm_wire_readrsp_hdr) > w.mtu) {
+        EXPECT_TRUE(p.pkt.flags & 0x0100u);
+        refused++;
+    } else {
+        EXPECT_EQ(get(&p, EFARM_PKT_F_SEG_LENGTH), MLEN);
+    }
+    expect_untouched(refused, 3);
+    rma_close(&w);
+}
+
+/* An RTA of `type` with msg_id, datatype, op; data = operand (and compare) bytes. */
+static void send_rta(struct wp *w, uint8_t type, uint32_t msg_id, const struct efarm_rma_iov *iov,
+                     uint32_t n, uint32_t dt, uint32_t op, uint32_t last, const void *data,
+                     uint64_t len)
+{
+    uint8_t wire[8 * 24];
+    struct efarm_pkt pkt;
+
+    rma_req(w, &pkt, wire, type, iov, n, msg_id);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_ATOMIC_DATATYPE, dt);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_ATOMIC_OP, op);
+    if (type == EFARM_PKT_FETCH_RTA || type == EFARM_PKT_COMPARE_RTA)
+        efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, last);
+    else if (type == EFARM_PKT_DC_WRITE_RTA)
+        efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, last);
+    wp_send_settle(w, &pkt, NULL, 0, data, len);
+}
+
+EFARM_TEST(wire_rma_rta_ordered_and_refused)
+{
+    struct wp w;
+    struct wp_pkt p;
+    struct efarm_rma_iov iov, bad;
+    int64_t two[2] = {2, 2}, mul[2] = {10, 10}, v[2], old[2];
+    uint64_t refused;
+    uint32_t id = 0;
+
+    rma_open(&w);
+    iov = at(0, 16);
+    memset(g_mem, 0, 16);
+    /* msg_id 1 (multiply by 10) arrives before msg_id 0 (add 2): applied 0 then 1. */
+    send_rta(&w, EFARM_PKT_WRITE_RTA, 1, &iov, 1, EFARM_DT_INT64, EFARM_AOP_PROD, 0, mul, 16);
+    memcpy(v, g_mem, 16);
+    EXPECT_EQ(v[0], 0); /* waits for msg_id 0 */
+    send_rta(&w, EFARM_PKT_WRITE_RTA, 0, &iov, 1, EFARM_DT_INT64, EFARM_AOP_SUM, 0, two, 16);
+    memcpy(v, g_mem, 16);
+    EXPECT_EQ(v[0], 20);
+    EXPECT_EQ(v[1], 20);
+    id = 2;
+    /* FETCH: the old values come back in an ATOMRSP for recv_id. */
+    send_rta(&w, EFARM_PKT_FETCH_RTA, id++, &iov, 1, EFARM_DT_INT64, EFARM_AOP_SUM, 0x99, two, 16);
+    wp_expect(&w, EFARM_PKT_ATOMRSP, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_RECV_ID), 0x99);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEG_LENGTH), 16);
+    memcpy(old, p.pkt.payload, 16);
+    EXPECT_EQ(old[0], 20);
+    memcpy(v, g_mem, 16);
+    EXPECT_EQ(v[0], 22);
+    /* DC_WRITE_RTA: RECEIPT with send_id and the msg_id. */
+    send_rta(&w, EFARM_PKT_DC_WRITE_RTA, id, &iov, 1, EFARM_DT_INT64, EFARM_AOP_SUM, 0x55, two, 16);
+    wp_expect(&w, EFARM_PKT_RECEIPT, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x55);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_MSG_ID), id);
+    id++;
+
+    memcpy(g_snap, g_mem, MLEN);
+    refused = cnt()->rma_refused;
+    send_rta(&w, EFARM_PKT_WRITE_RTA, id++, &iov, 1, 13, EFARM_AOP_SUM, 0, two, 16);  /* dt 13 */
+    send_rta(&w, EFARM_PKT_WRITE_RTA, id++, &iov, 1, EFARM_DT_INT64, 25, 0, two, 16); /* op 25 */
+    send_rta(&w, EFARM_PKT_WRITE_RTA, id++, &iov, 1, EFARM_DT_DOUBLE, EFARM_AOP_BOR, 0, two, 16);
+    send_rta(&w, EFARM_PKT_WRITE_RTA, id++, &iov, 1, EFARM_DT_INT64, EFARM_AOP_READ, 0, two, 16);
+    bad = at(0, 12); /* not whole elements */
+    send_rta(&w, EFARM_PKT_WRITE_RTA, id++, &bad, 1, EFARM_DT_INT64, EFARM_AOP_SUM, 0, two, 12);
+    send_rta(&w, EFARM_PKT_WRITE_RTA, id++, &iov, 1, EFARM_DT_INT64, EFARM_AOP_SUM, 0, two, 8);
+    bad = at(0, 16);
+    bad.key ^= 7;
+    send_rta(&w, EFARM_PKT_WRITE_RTA, id++, &bad, 1, EFARM_DT_INT64, EFARM_AOP_SUM, 0, two, 16);
+    bad = (struct efarm_rma_iov){(uint64_t)(uintptr_t)g_ro, 16, efarm_region_key(g_rdonly)};
+    send_rta(&w, EFARM_PKT_WRITE_RTA, id++, &bad, 1, EFARM_DT_INT64, EFARM_AOP_SUM, 0, two, 16);
+    expect_untouched(refused, 8);
+    /* A refused FETCH is answered with the flag and no data; COMPARE with odd data refused. */
+    bad = at(0, 16);
+    bad.key ^= 7;
+    send_rta(&w, EFARM_PKT_FETCH_RTA, id++, &bad, 1, EFARM_DT_INT64, EFARM_AOP_SUM, 0x42, two, 16);
+    wp_expect(&w, EFARM_PKT_ATOMRSP, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_RECV_ID), 0x42);
+    EXPECT_TRUE(p.pkt.flags & 0x0100u);
+    EXPECT_EQ(p.pkt.payload_length, 0);
+    send_rta(&w, EFARM_PKT_COMPARE_RTA, id++, &iov, 1, EFARM_DT_INT64, EFARM_AOP_CSWAP, 0x43, two,
+             24);
+    wp_expect(&w, EFARM_PKT_ATOMRSP, &p);
+    EXPECT_TRUE(p.pkt.flags & 0x0100u);
+    expect_untouched(refused, 10);
+    /* Every refused RTA still used up its msg_id: the next one is applied at once. */
+    send_rta(&w, EFARM_PKT_WRITE_RTA, id++, &iov, 1, EFARM_DT_INT64, EFARM_AOP_SUM, 0, two, 16);
+    memcpy(v, g_mem, 16);
+    EXPECT_EQ(v[0], 26);
+    rma_close(&w);
+}
