@@ -316,7 +316,7 @@ EFARM_TEST(proto_rma_atomic_int64_all_ops)
                 s[i] = (int64_t)(i * 104729 % 11) - 5;
                 c[i] = i % 3 ? d0[i] : d0[i] + 1;
                 if (op == EFARM_AOP_MSWAP)
-                    c[i] = (int64_t)0x5555aaaa0f0f00ffll * (i + 1);
+                    c[i] = (int64_t)(0x5555aaaa0f0f00ffull * (uint64_t)(i + 1));
             }
             memcpy(r.mem + 64, d0, sizeof(d0));
             memset(res, 0x5a, sizeof(res));

@@ -229,7 +229,7 @@ EFARM_TEST(wire_rma_rta_ordered_and_refused)
     struct wp w;
     struct wp_pkt p;
     struct efarm_rma_iov iov, bad;
-    int64_t two[2] = {2, 2}, mul[2] = {10, 10}, v[2], old[2];
+    int64_t two[2] = {2, 2}, mul[2] = {10, 10}, v[2], old[2], odd[3] = {0, 0, 0};
     uint64_t refused;
     uint32_t id = 0;
 
@@ -276,7 +276,8 @@ EFARM_TEST(wire_rma_rta_ordered_and_refused)
     bad = (struct efarm_rma_iov){(uint64_t)(uintptr_t)g_ro, 16, efarm_region_key(g_rdonly)};
     send_rta(&w, EFARM_PKT_WRITE_RTA, id++, &bad, 1, EFARM_DT_INT64, EFARM_AOP_SUM, 0, two, 16);
     expect_untouched(refused, 8);
-    /* A refused FETCH is answered with the flag and no data; COMPARE with odd data refused. */
+    /* A refused FETCH is answered with the flag and no data; so is a COMPARE whose data (12 + 12
+     * bytes) does not match its 16-byte range. */
     bad = at(0, 16);
     bad.key ^= 7;
     send_rta(&w, EFARM_PKT_FETCH_RTA, id++, &bad, 1, EFARM_DT_INT64, EFARM_AOP_SUM, 0x42, two, 16);
@@ -284,7 +285,7 @@ EFARM_TEST(wire_rma_rta_ordered_and_refused)
     EXPECT_EQ(get(&p, EFARM_PKT_F_RECV_ID), 0x42);
     EXPECT_TRUE(p.pkt.flags & 0x0100u);
     EXPECT_EQ(p.pkt.payload_length, 0);
-    send_rta(&w, EFARM_PKT_COMPARE_RTA, id++, &iov, 1, EFARM_DT_INT64, EFARM_AOP_CSWAP, 0x43, two,
+    send_rta(&w, EFARM_PKT_COMPARE_RTA, id++, &iov, 1, EFARM_DT_INT64, EFARM_AOP_CSWAP, 0x43, odd,
              24);
     wp_expect(&w, EFARM_PKT_ATOMRSP, &p);
     EXPECT_TRUE(p.pkt.flags & 0x0100u);
