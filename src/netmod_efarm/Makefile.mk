@@ -17,6 +17,7 @@ noinst_HEADERS += \
     src/mpid/ch4/netmod/efarm/efarm_send.h \
     src/mpid/ch4/netmod/efarm/efarm_recv.h \
     src/mpid/ch4/netmod/efarm/efarm_probe.h \
+    src/mpid/ch4/netmod/efarm/efarm_rma_nm.h \
     src/mpid/ch4/netmod/efarm/efarm_noinline.h
 
 mpi_core_sources += \

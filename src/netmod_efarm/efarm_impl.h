@@ -16,14 +16,19 @@
 #include "efarm_proto.h"
 
 /* The netmod's own counters (MPI_T pvars efarm_nm_*, beside the engine's efarm_*). */
-#define MPIDI_EFARM_NM_COUNTER_LIST(X)                                 \
-    X(send_msgs, "native point-to-point sends started")                \
-    X(send_bytes, "payload bytes of native point-to-point sends")      \
-    X(recv_msgs, "native point-to-point receives completed with data") \
-    X(recv_bytes, "payload bytes delivered by native point-to-point")  \
-    X(am_send, "active messages sent (MPIDIG over efarm)")             \
-    X(am_recv, "active messages received and dispatched to MPIDIG")    \
-    X(eagain_waits, "engine calls retried after progress (no free slot)")
+#define MPIDI_EFARM_NM_COUNTER_LIST(X)                                             \
+    X(send_msgs, "native point-to-point sends started")                            \
+    X(send_bytes, "payload bytes of native point-to-point sends")                  \
+    X(recv_msgs, "native point-to-point receives completed with data")             \
+    X(recv_bytes, "payload bytes delivered by native point-to-point")              \
+    X(am_send, "active messages sent (MPIDIG over efarm)")                         \
+    X(am_recv, "active messages received and dispatched to MPIDIG")                \
+    X(eagain_waits, "engine calls retried after progress (no free slot)")          \
+    X(rma_native_ops, "RMA operations carried natively (efarm_write/read/atomic)") \
+    X(rma_native_bytes, "bytes of native RMA operations")                          \
+    X(rma_fallback_ops, "RMA operations sent through MPIDIG (active messages)")    \
+    X(rma_native_windows, "windows whose RMA may go native")                       \
+    X(rma_fallback_windows, "windows whose RMA all goes through MPIDIG")
 
 typedef struct {
 #define MPIDI_EFARM_NM_COUNTER_MEMBER_(name, doc) unsigned long long name;
@@ -97,6 +102,46 @@ void MPIDI_EFARM_am_finalize(void);
  * messages arriving, or larger limits, can end it.
  */
 int MPIDI_EFARM_wait_for_slot(unsigned long *waits_p);
+
+/* ---- Native RMA (efarm_win.c; the inline API is in efarm_rma_nm.h) ---- */
+
+#define MPIDI_EFARM_WIN(win) ((win)->dev.netmod.efarm)
+
+/* What a native RMA call asks for; MPI_Op/MPI_Datatype are MPI's. */
+typedef struct {
+    int kind; /* MPIDI_EFARM_RMA_PUT, _GET, _ACC, _GET_ACC, _CAS */
+    const void *origin;
+    MPI_Aint origin_count;
+    MPI_Datatype origin_dt;
+    void *result;
+    MPI_Aint result_count;
+    MPI_Datatype result_dt;
+    const void *compare;
+    int target_rank;
+    MPI_Aint target_disp;
+    MPI_Aint target_count;
+    MPI_Datatype target_dt;
+    MPI_Op op;
+} MPIDI_EFARM_rma_args_t;
+
+enum {
+    MPIDI_EFARM_RMA_PUT,
+    MPIDI_EFARM_RMA_GET,
+    MPIDI_EFARM_RMA_ACC,
+    MPIDI_EFARM_RMA_GET_ACC,
+    MPIDI_EFARM_RMA_CAS
+};
+
+/*
+ * Start one native RMA operation; *native_p says whether it could (false:
+ * the caller sends it through MPIDIG). request: NULL, or where a user
+ * request (MPI_Rput, ...) goes.
+ */
+int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_Request **request,
+                          bool *native_p);
+
+/* Wait until the window's native operations (to one target, or all: rank < 0) completed. */
+int MPIDI_EFARM_rma_wait(MPIR_Win *win, int rank);
 
 /*
  * An mpi_errno for an efarm call `what` that returned the negative code err.

@@ -29,9 +29,14 @@ typedef struct {
 /*
  * Netmod state of a point-to-point request: the engine request and, for a
  * noncontiguous datatype, the packed copy of the data and where it unpacks.
+ * A native RMA operation (efarm_win.c) uses the same request: the engine
+ * request, and the window and target rank whose outstanding counts it holds.
  */
+struct MPIR_Win;
 typedef struct {
     struct efarm_req ereq;
+    struct MPIR_Win *rma_win;        /* native RMA: the window, or NULL */
+    int rma_target;                  /* ... and the target's rank in it */
     void *pack_buf;                  /* MPL_malloc'd packed data, or NULL when contiguous */
     void *user_buf;                  /* receives into pack_buf: where the data unpacks */
     MPI_Aint user_count;             /* ... how many of user_dt */
@@ -50,9 +55,27 @@ typedef struct {
     int placeholder;
 } MPIDI_EFARM_dt_t;
 
-/* Netmod state of a window. */
+/* Where one member of a window keeps its memory (exchanged at window creation). */
 typedef struct {
-    int placeholder;
+    uint64_t base, size, key;
+    uint32_t disp_unit;
+    efarm_peer_t peer;
+} MPIDI_EFARM_win_target_t;
+
+/*
+ * Netmod state of a window: this process's memory as exposed to peers, the
+ * other members' (NULL: RMA on this window goes through MPIDIG), and the
+ * native operations not yet complete, in all and per target rank, which the
+ * completion hooks wait for.
+ */
+struct efarm_region;
+typedef struct {
+    struct efarm_region *region;
+    MPIDI_EFARM_win_target_t *targets;
+    int *outstanding_to;
+    int outstanding;
+    int error; /* the first failed native operation's mpi_errno, reported at synchronisation */
+    bool native_acc; /* accumulates may go native (no shared-memory path on this window) */
 } MPIDI_EFARM_win_t;
 
 /*

@@ -1,15 +1,23 @@
 /*
- * Windows and partitioned communication: MPICH's generic layer (MPIDIG)
- * implements both on active messages, so efarm forwards the calls to it and
- * answers its hooks.
+ * Windows: MPIDIG creates, synchronises and frees them; its hooks are where
+ * efarm exposes each window's memory and exchanges keys (win_native_init),
+ * and the native operations themselves start here (MPIDI_EFARM_rma_start,
+ * called from efarm_rma_nm.h). Partitioned communication is MPIDIG's.
  *
- * The window hooks are where efarm will register window memory and exchange
- * keys for native RDMA. Until then they leave the window unreachable by the
- * netmod (MPIDI_WINATTR_NM_REACHABLE stays clear), which makes MPIDIG carry
- * every RMA operation as active messages: correct, only slower.
+ * A native operation is one engine operation (efarm_rma.h): put is a write
+ * with remote completion (DC), get a read, accumulate and get_accumulate,
+ * fetch_and_op and compare_and_swap are protocol v4 atomics, applied at the
+ * target element by element in the order this process issued them. Each
+ * holds an MPI request (the user's for MPI_Rput and friends, an internal one
+ * otherwise) and counts in the window's outstanding totals until the engine
+ * completes it; MPIDIG's synchronisation waits for those through the
+ * completion hooks.
  */
+#include <errno.h>
+
 #include "efarm_impl.h"
 #include "efarm_noinline.h"
+#include "efarm_rma.h"
 
 int MPIDI_EFARM_mpi_win_create(void *base, MPI_Aint length, int disp_unit, MPIR_Info *info,
                                MPIR_Comm *comm_ptr, MPIR_Win **win_p)
@@ -59,29 +67,114 @@ int MPIDI_EFARM_mpi_win_get_info(MPIR_Win *win, MPIR_Info **info_p)
     return MPIDIG_mpi_win_get_info(win, info_p);
 }
 
-/* The hooks MPIDIG calls from the functions above: no efarm window state yet. */
+/* ---- Window memory: exposed with the engine, exchanged with the window's group ---------- */
+
+/* What each member tells the others at window creation. */
+typedef struct {
+    uint64_t base, size, key;
+    uint32_t disp_unit, ok;
+} win_info_t;
+
+/*
+ * Make this window's RMA native if every member can: expose this process's
+ * memory (efarm_expose: the device registration and the region table the
+ * engine checks peers' accesses against), exchange base, size, disp_unit and
+ * key, and mark the window MPIDI_WINATTR_NM_REACHABLE. If any member cannot
+ * (EFARM_RMA_NATIVE=0, or its registration failed), nobody exposes and the
+ * window's RMA all goes through MPIDIG. Collective over the window's group.
+ */
+static int win_native_init(MPIR_Win *win)
+{
+    MPIDI_EFARM_win_t *w = &MPIDI_EFARM_WIN(win);
+    MPIR_Comm *comm = win->comm_ptr;
+    MPIR_Errflag_t errflag = MPIR_ERR_NONE;
+    win_info_t mine = {0}, *all = NULL;
+    int mpi_errno = MPI_SUCCESS, n = comm->local_size;
+    bool all_ok = true;
+
+    memset(w, 0, sizeof(*w));
+    mine.ok = efarm_config()->rma_native && MPIDI_EFARM_global.ep != NULL;
+    if (mine.ok) {
+        int ret = efarm_expose(MPIDI_EFARM_global.ep, win->base, (uint64_t)win->size,
+                               EFARM_EXPOSE_READ | EFARM_EXPOSE_WRITE, &w->region);
+
+        if (ret) {
+            fprintf(stderr,
+                    "efarm: cannot expose a window of %lld bytes for native RMA (%s); its RMA "
+                    "goes through active messages\n",
+                    (long long)win->size, efarm_strerror(ret));
+            mine.ok = 0;
+        } else {
+            mine.base = (uint64_t)(uintptr_t)win->base;
+            mine.size = (uint64_t)win->size;
+            mine.key = efarm_region_key(w->region);
+            mine.disp_unit = (uint32_t)win->disp_unit;
+        }
+    }
+    all = MPL_malloc(sizeof(*all) * n, MPL_MEM_RMA);
+    MPIR_ERR_CHKANDJUMP1(all == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem", "**nomem %s",
+                         "efarm window table");
+    mpi_errno =
+        MPIR_Allgather(&mine, sizeof(mine), MPI_BYTE, all, sizeof(mine), MPI_BYTE, comm, &errflag);
+    MPIR_ERR_CHECK(mpi_errno);
+    for (int r = 0; r < n; r++)
+        all_ok = all_ok && all[r].ok;
+    if (all_ok) {
+        w->targets = MPL_malloc(sizeof(*w->targets) * n, MPL_MEM_RMA);
+        w->outstanding_to = MPL_calloc(n, sizeof(int), MPL_MEM_RMA);
+        all_ok = w->targets != NULL && w->outstanding_to != NULL;
+    }
+    /* Every member reached the same answer unless a table allocation failed here. */
+    if (all_ok) {
+        for (int r = 0; r < n; r++) {
+            w->targets[r].base = all[r].base;
+            w->targets[r].size = all[r].size;
+            w->targets[r].key = all[r].key;
+            w->targets[r].disp_unit = all[r].disp_unit;
+            w->targets[r].peer = MPIDI_EFARM_AV(MPIDIU_comm_rank_to_av(comm, r)).peer;
+        }
+        MPIDI_WIN(win, winattr) |= MPIDI_WINATTR_NM_REACHABLE;
+        MPIDI_EFARM_global.nm_counters.rma_native_windows++;
+    } else {
+        MPL_free(w->targets);
+        MPL_free(w->outstanding_to);
+        w->targets = NULL;
+        w->outstanding_to = NULL;
+        efarm_unexpose(MPIDI_EFARM_global.ep, w->region);
+        w->region = NULL;
+        MPIDI_WIN(win, winattr) &= ~(MPIDI_winattr_t)MPIDI_WINATTR_NM_REACHABLE;
+        MPIDI_EFARM_global.nm_counters.rma_fallback_windows++;
+    }
+
+fn_exit:
+    MPL_free(all);
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
+}
 
 int MPIDI_EFARM_mpi_win_create_hook(MPIR_Win *win)
 {
-    (void)win;
-    return MPI_SUCCESS;
+    return win_native_init(win);
 }
 
 int MPIDI_EFARM_mpi_win_allocate_hook(MPIR_Win *win)
 {
-    (void)win;
-    return MPI_SUCCESS;
+    return win_native_init(win);
 }
 
+/* Shared and dynamic windows: RMA through MPIDIG (doc/NETMOD.md says why). */
 int MPIDI_EFARM_mpi_win_allocate_shared_hook(MPIR_Win *win)
 {
-    (void)win;
+    memset(&MPIDI_EFARM_WIN(win), 0, sizeof(MPIDI_EFARM_win_t));
+    MPIDI_EFARM_global.nm_counters.rma_fallback_windows++;
     return MPI_SUCCESS;
 }
 
 int MPIDI_EFARM_mpi_win_create_dynamic_hook(MPIR_Win *win)
 {
-    (void)win;
+    memset(&MPIDI_EFARM_WIN(win), 0, sizeof(MPIDI_EFARM_win_t));
+    MPIDI_EFARM_global.nm_counters.rma_fallback_windows++;
     return MPI_SUCCESS;
 }
 
@@ -99,8 +192,252 @@ int MPIDI_EFARM_mpi_win_detach_hook(MPIR_Win *win, const void *base)
 
 int MPIDI_EFARM_mpi_win_free_hook(MPIR_Win *win)
 {
-    (void)win;
-    return MPI_SUCCESS;
+    MPIDI_EFARM_win_t *w = &MPIDI_EFARM_WIN(win);
+    int mpi_errno = MPI_SUCCESS;
+
+    /* MPI_Win_free follows the last synchronisation: nothing native is left, but be sure. */
+    if (w->outstanding)
+        mpi_errno = MPIDI_EFARM_rma_wait(win, -1);
+    if (MPIDI_EFARM_global.ep != NULL)
+        efarm_unexpose(MPIDI_EFARM_global.ep, w->region);
+    w->region = NULL;
+    MPL_free(w->targets);
+    MPL_free(w->outstanding_to);
+    w->targets = NULL;
+    w->outstanding_to = NULL;
+    return mpi_errno;
+}
+
+/* ---- Native operations ------------------------------------------------------------------ */
+
+/* MPI's predefined datatypes that are atomic datatypes of protocol v4. */
+static int atomic_dt(MPI_Datatype dt)
+{
+    static const struct {
+        MPI_Datatype mpi;
+        int8_t efarm;
+    } map[] = {
+        {MPI_SIGNED_CHAR, EFARM_DT_INT8},
+        {MPI_INT8_T, EFARM_DT_INT8},
+        {MPI_UNSIGNED_CHAR, EFARM_DT_UINT8},
+        {MPI_UINT8_T, EFARM_DT_UINT8},
+        {MPI_BYTE, EFARM_DT_UINT8},
+        {MPI_SHORT, EFARM_DT_INT16},
+        {MPI_INT16_T, EFARM_DT_INT16},
+        {MPI_UNSIGNED_SHORT, EFARM_DT_UINT16},
+        {MPI_UINT16_T, EFARM_DT_UINT16},
+        {MPI_INT, EFARM_DT_INT32},
+        {MPI_INT32_T, EFARM_DT_INT32},
+        {MPI_UNSIGNED, EFARM_DT_UINT32},
+        {MPI_UINT32_T, EFARM_DT_UINT32},
+        {MPI_LONG, sizeof(long) == 8 ? EFARM_DT_INT64 : EFARM_DT_INT32},
+        {MPI_UNSIGNED_LONG, sizeof(long) == 8 ? EFARM_DT_UINT64 : EFARM_DT_UINT32},
+        {MPI_LONG_LONG, EFARM_DT_INT64},
+        {MPI_INT64_T, EFARM_DT_INT64},
+        {MPI_UNSIGNED_LONG_LONG, EFARM_DT_UINT64},
+        {MPI_UINT64_T, EFARM_DT_UINT64},
+        {MPI_AINT, sizeof(MPI_Aint) == 8 ? EFARM_DT_INT64 : EFARM_DT_INT32},
+        {MPI_FLOAT, EFARM_DT_FLOAT},
+        {MPI_DOUBLE, EFARM_DT_DOUBLE},
+        {MPI_C_FLOAT_COMPLEX, EFARM_DT_FLOAT_COMPLEX},
+    };
+
+    for (unsigned i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (map[i].mpi == dt)
+            return map[i].efarm;
+    return -1;
+}
+
+/* MPI's predefined operations that are atomic operations of protocol v4. */
+static int atomic_op(MPI_Op op)
+{
+    static const struct {
+        MPI_Op mpi;
+        int8_t efarm;
+    } map[] = {
+        {MPI_SUM, EFARM_AOP_SUM},   {MPI_PROD, EFARM_AOP_PROD},     {MPI_MIN, EFARM_AOP_MIN},
+        {MPI_MAX, EFARM_AOP_MAX},   {MPI_LAND, EFARM_AOP_LAND},     {MPI_LOR, EFARM_AOP_LOR},
+        {MPI_LXOR, EFARM_AOP_LXOR}, {MPI_BAND, EFARM_AOP_BAND},     {MPI_BOR, EFARM_AOP_BOR},
+        {MPI_BXOR, EFARM_AOP_BXOR}, {MPI_REPLACE, EFARM_AOP_WRITE}, {MPI_NO_OP, EFARM_AOP_READ},
+    };
+
+    for (unsigned i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (map[i].mpi == op)
+            return map[i].efarm;
+    return -1;
+}
+
+static void rma_done(struct efarm_req *ereq)
+{
+    MPIR_Request *req = ereq->ctx;
+    MPIR_Win *win = MPIDI_EFARM_REQ(req).rma_win;
+    MPIDI_EFARM_win_t *w = &MPIDI_EFARM_WIN(win);
+
+    if (unlikely(ereq->status < 0)) {
+        int err = MPIDI_EFARM_ERROR(ereq->status, "one-sided operation");
+
+        req->status.MPI_ERROR = err;
+        if (w->error == MPI_SUCCESS)
+            w->error = err;
+    }
+    w->outstanding--;
+    w->outstanding_to[MPIDI_EFARM_REQ(req).rma_target]--;
+    MPIDI_EFARM_REQ(req).rma_win = NULL;
+    MPIDIU_request_complete(req);
+}
+
+/* A contiguous buffer of count elements of dt: its first byte and size, or false. */
+static bool contig(const void *buf, MPI_Aint count, MPI_Datatype dt, const uint8_t **p,
+                   MPI_Aint *size)
+{
+    int is_contig;
+    MPI_Aint true_lb;
+    MPIR_Datatype *dt_ptr;
+
+    MPIDI_Datatype_get_info(count, dt, is_contig, *size, dt_ptr, true_lb);
+    (void)dt_ptr;
+    *p = (const uint8_t *)MPIR_get_contig_ptr(buf, true_lb);
+    return is_contig;
+}
+
+int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_Request **request,
+                          bool *native_p)
+{
+    MPIDI_EFARM_win_t *w = &MPIDI_EFARM_WIN(win);
+    const MPIDI_EFARM_win_target_t *t;
+    const uint8_t *origin = NULL, *result = NULL, *tgt;
+    MPI_Aint osize = 0, rsize = 0, tsize;
+    struct efarm_riov riov;
+    MPIR_Request *req = NULL;
+    struct efarm_req *ereq;
+    int mpi_errno = MPI_SUCCESS, ret, dt = -1, op = -1;
+    unsigned long waits = 0;
+
+    *native_p = false;
+    if (w->targets == NULL || a->target_rank == win->comm_ptr->rank || a->target_rank < 0 ||
+        a->target_rank >= win->comm_ptr->local_size)
+        return MPI_SUCCESS; /* not native; ops to itself MPIDIG applies locally */
+    if (!contig(NULL, a->target_count, a->target_dt, &tgt, &tsize))
+        return MPI_SUCCESS;
+    if (a->kind == MPIDI_EFARM_RMA_PUT || a->kind == MPIDI_EFARM_RMA_ACC ||
+        a->kind == MPIDI_EFARM_RMA_CAS ||
+        (a->kind == MPIDI_EFARM_RMA_GET_ACC && a->op != MPI_NO_OP)) {
+        if (!contig(a->origin, a->origin_count, a->origin_dt, &origin, &osize) || osize != tsize)
+            return MPI_SUCCESS;
+    }
+    if (a->kind != MPIDI_EFARM_RMA_PUT && a->kind != MPIDI_EFARM_RMA_ACC) {
+        if (!contig(a->result, a->result_count, a->result_dt, &result, &rsize) || rsize != tsize)
+            return MPI_SUCCESS;
+    }
+    if (a->kind >= MPIDI_EFARM_RMA_ACC) {
+        enum efarm_atomic_kind kind = a->kind == MPIDI_EFARM_RMA_ACC       ? EFARM_ATOMIC_WRITE
+                                      : a->kind == MPIDI_EFARM_RMA_GET_ACC ? EFARM_ATOMIC_FETCH
+                                                                           : EFARM_ATOMIC_COMPARE;
+
+#ifndef MPIDI_CH4_DIRECT_NETMOD
+        /* Node-local origins may apply accumulates through shared memory: not atomic with us. */
+        if (!(MPIDI_WIN(win, winattr) & MPIDI_WINATTR_ACCU_NO_SHM))
+            return MPI_SUCCESS;
+#endif
+        /* One predefined datatype throughout, and an operation protocol v4 applies to it. */
+        if (a->target_dt != (a->kind == MPIDI_EFARM_RMA_GET_ACC && a->op == MPI_NO_OP
+                                 ? a->result_dt
+                                 : a->origin_dt) ||
+            (a->kind != MPIDI_EFARM_RMA_ACC && a->result_dt != a->target_dt))
+            return MPI_SUCCESS;
+        dt = atomic_dt(a->target_dt);
+        op = a->kind == MPIDI_EFARM_RMA_CAS ? EFARM_AOP_CSWAP : atomic_op(a->op);
+        if (dt < 0 || op < 0 || !efarm_atomic_valid(kind, (uint32_t)op, (uint32_t)dt))
+            return MPI_SUCCESS;
+    }
+
+    MPIDIG_RMA_OP_CHECK_SYNC(a->target_rank, win);
+    *native_p = true;
+    t = &w->targets[a->target_rank];
+    if (tsize == 0) {
+        if (request) {
+            MPIDI_CH4_REQUEST_CREATE(req, MPIR_REQUEST_KIND__RMA, 0, 2);
+            MPIR_ERR_CHKANDSTMT(req == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
+            MPIDI_EFARM_REQ(req).rma_win = NULL;
+            MPIDIU_request_complete(req);
+            *request = req;
+        }
+        goto fn_exit;
+    }
+    riov.addr = t->base + (uint64_t)a->target_disp * t->disp_unit + (uint64_t)(uintptr_t)tgt;
+    riov.len = (uint64_t)tsize;
+    riov.key = t->key;
+
+    MPIDI_CH4_REQUEST_CREATE(req, MPIR_REQUEST_KIND__RMA, 0, request ? 2 : 1);
+    MPIR_ERR_CHKANDSTMT(req == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
+    MPIDI_EFARM_REQ(req).pack_buf = NULL;
+    MPIDI_EFARM_REQ(req).rma_win = win;
+    MPIDI_EFARM_REQ(req).rma_target = a->target_rank;
+    ereq = &MPIDI_EFARM_REQ(req).ereq;
+    ereq->cb = rma_done;
+    ereq->ctx = req;
+    w->outstanding++;
+    w->outstanding_to[a->target_rank]++;
+    for (;;) {
+        struct efarm_ep *ep = MPIDI_EFARM_global.ep;
+
+        switch (a->kind) {
+        case MPIDI_EFARM_RMA_PUT:
+            ret = efarm_write(ep, t->peer, origin, riov.len, &riov, 1, EFARM_RMA_DC, ereq);
+            break;
+        case MPIDI_EFARM_RMA_GET:
+            ret = efarm_read(ep, t->peer, (void *)result, riov.len, &riov, 1, 0, ereq);
+            break;
+        default:
+            ret = efarm_atomic(ep, t->peer, (uint32_t)op, (uint32_t)dt, origin,
+                               a->kind == MPIDI_EFARM_RMA_CAS ? a->compare : NULL,
+                               a->kind == MPIDI_EFARM_RMA_ACC ? NULL : (void *)result,
+                               riov.len / efarm_atomic_dt_size((uint32_t)dt), &riov, 1,
+                               EFARM_RMA_DC, ereq);
+            break;
+        }
+        if (ret != -EAGAIN)
+            break;
+        mpi_errno = MPIDI_EFARM_wait_for_slot(&waits);
+        if (mpi_errno)
+            break;
+    }
+    if (mpi_errno == MPI_SUCCESS && ret < 0)
+        mpi_errno = MPIDI_EFARM_ERROR(ret, "one-sided operation");
+    if (mpi_errno) {
+        w->outstanding--;
+        w->outstanding_to[a->target_rank]--;
+        MPIDI_CH4_REQUEST_FREE(req);
+        if (request)
+            MPIDI_CH4_REQUEST_FREE(req);
+        goto fn_fail;
+    }
+    MPIDI_EFARM_global.nm_counters.rma_native_ops++;
+    MPIDI_EFARM_global.nm_counters.rma_native_bytes += (unsigned long long)riov.len;
+    if (request)
+        *request = req;
+
+fn_exit:
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_EFARM_rma_wait(MPIR_Win *win, int rank)
+{
+    MPIDI_EFARM_win_t *w = &MPIDI_EFARM_WIN(win);
+    int mpi_errno = MPI_SUCCESS;
+    int *count = rank < 0 ? &w->outstanding : &w->outstanding_to[rank];
+
+    MPIDIU_PROGRESS_WHILE(*count > 0, 0);
+    /* A failed operation is reported once, at the first synchronisation after it. */
+    mpi_errno = w->error;
+    w->error = MPI_SUCCESS;
+
+fn_exit:
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
 }
 
 /* Partitioned communication: MPIDIG's, as in ch4:ofi and ch4:ucx. */

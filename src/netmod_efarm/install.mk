@@ -33,6 +33,7 @@ EXTRA_DIST += \
 	src/netmod_efarm/efarm_send.h \
 	src/netmod_efarm/efarm_recv.h \
 	src/netmod_efarm/efarm_probe.h \
+	src/netmod_efarm/efarm_rma_nm.h \
 	src/netmod_efarm/efarm_am.c \
 	src/netmod_efarm/efarm_init.c \
 	src/netmod_efarm/efarm_win.c \

@@ -3,8 +3,10 @@
  * netmod_impl.h (NETMOD_INLINE=__netmod_inline_efarm__).
  *
  * Point-to-point and probe are native (efarm_send.h, efarm_recv.h,
- * efarm_probe.h). RMA and partitioned communication come from MPICH's
- * active-message fallback (MPIDIG over efarm's am_* functions, efarm_am.h);
+ * efarm_probe.h). RMA data operations are native where efarm can carry them
+ * and MPIDIG's otherwise, with MPIDIG's synchronisation (efarm_rma_nm.h).
+ * Partitioned communication comes from MPICH's active-message fallback
+ * (MPIDIG over efarm's am_* functions, efarm_am.h);
  * collectives from MPICH's algorithms over point-to-point (the "coll"
  * fallback, which is what ch4:ofi does too).
  *
@@ -18,7 +20,6 @@
 #ifndef NETMOD_INLINE_H_INCLUDED
 #define NETMOD_INLINE_H_INCLUDED
 
-#include "netmod_am_fallback_rma.h"
 #include "netmod_am_fallback_coll.h"
 #include "netmod_am_fallback_part.h"
 
@@ -28,6 +29,7 @@
 #include "efarm_send.h"
 #include "efarm_recv.h"
 #include "efarm_probe.h"
+#include "efarm_rma_nm.h"
 
 /* The non-inline API (generated from ch4_api.txt by autogen). */
 #include "efarm_noinline.h"

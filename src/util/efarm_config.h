@@ -62,6 +62,9 @@
       "bytes runting read sends eagerly per peer in flight, as FI_EFA_RUNT_SIZE (0: never)")    \
     X(RDMA_READ, rdma_read, BOOL, "1",                                                          \
       "use RDMA-read protocols when both sides have RDMA read; 0 advertises none")              \
+    X(RMA_NATIVE, rma_native, BOOL, "1",                                                        \
+      "MPI RMA as native one-sided operations where possible; 0 sends all of it as active "     \
+      "messages")                                                                               \
     X(RDMA_WRITE, rdma_write, BOOL, "1",                                                        \
       "one-sided writes by RDMA write when both sides have it; 0 advertises none")              \
     X(MAX_READS, max_reads, U64, "32",                                                          \

@@ -86,6 +86,12 @@ runs=(
     "finalize_flush-loss-n4 finalize_flush 4 EFASIM_LOSS=0.3 EFASIM_SEED=6"
     "rma_phases-n2 rma_phases 2 MALLOC_PERTURB_=165"
     "rma_phases-n4 rma_phases 4 MALLOC_PERTURB_=165"
+    "rma_native-n2 rma_native 2 EFASIM_RDMA_WRITE=1 MPITEST_RMA_PROTO=direct MPITEST_RMA_PASSIVE=1"
+    "rma_native-n4 rma_native 4 EFASIM_RDMA_WRITE=1 MPITEST_RMA_PROTO=direct"
+    "rma_native-emulated-n2 rma_native 2 EFARM_RDMA_WRITE=0 EFARM_RDMA_READ=0 MPITEST_RMA_PROTO=emulated"
+    "rma_native-emulated-n4 rma_native 4 EFARM_RDMA_WRITE=0 EFARM_RDMA_READ=0 MPITEST_RMA_PROTO=emulated"
+    "rma_native-am-n2 rma_native 2 EFARM_RMA_NATIVE=0 MPITEST_RMA_EXPECT=am"
+    "rma_native-faults-n2 rma_native 2 EFASIM_RDMA_WRITE=1 $faults"
 )
 
 # Runs that must fail: NAME PROGRAM RANKS PATTERN [VAR=VALUE...]. They pass when
