@@ -2,12 +2,14 @@
  * Helpers shared by the MPI test programs: checks that abort the job with both
  * operands, deterministic data, and efarm's counters read through MPI_T.
  */
+#define _POSIX_C_SOURCE 200809L
 #include "efarm_mpitest.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int g_mpitest_rank = -1;
 int g_mpitest_size = 0;
@@ -55,6 +57,8 @@ _Noreturn void mpitest_fail(const char *file, int line, const char *fmt, ...)
             g_context[0] ? "]" : "");
     fflush(stderr);
     fflush(stdout);
+    /* Give mpiexec time to forward the report before MPI_Abort tears the job down. */
+    nanosleep(&(struct timespec){.tv_nsec = 200000000}, NULL);
     MPI_Abort(MPI_COMM_WORLD, 1);
     abort(); /* MPI_Abort does not return; this keeps _Noreturn honest */
 }

@@ -14,9 +14,10 @@
  * their number) and only the exotic ones fell back; with
  * MPITEST_RMA_EXPECT=am (run with EFARM_RMA_NATIVE=0) nothing went native.
  * MPITEST_RMA_PROTO=direct or emulated checks which engine subprotocols
- * carried them. MPITEST_RMA_PASSIVE=1 (direct RDMA available) adds the one-sided progress
- * check: rank 1 spins on its own window memory without calling MPI until
- * rank 0's put lands there, which only a put that needs no target CPU does.
+ * carried them. MPITEST_RMA_PASSIVE=S (direct RDMA available) adds the
+ * one-sided progress check: rank 1 spins on its own window memory, for at
+ * most S seconds, without calling MPI until rank 0's put lands there, which
+ * only a put that needs no target CPU does (an emulated put must fail it).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -369,31 +370,41 @@ static void exotic(void)
     MPI_Win_free(&wpair);
 }
 
-/* Rank 1 computes (no MPI calls) until rank 0's put lands in its memory. */
-static void passive_progress(void)
+/*
+ * Rank 1 computes (no MPI calls) until rank 0's put lands in its memory.
+ * Rank 0 first reads (MPI_Get, RDMA) until rank 1 says it is spinning, so
+ * the put cannot be applied by rank 1's progress in the barrier before.
+ */
+static void passive_progress(time_t wait_s)
 {
+    enum { SPINNING = 0x5b1, FLAG = 0x5eed };
     int me = g_mpitest_rank;
     volatile long long *mem;
-    long long flag = 0x5eed, got = 0;
+    long long flag = FLAG, got = 0;
     MPI_Win win;
 
     mpitest_context("one-sided progress while the target computes");
     CHECK_MPI(MPI_Win_allocate(2 * sizeof(long long), sizeof(long long), MPI_INFO_NULL,
                                MPI_COMM_WORLD, (void *)&mem, &win));
     mem[0] = 0;
-    mem[1] = 0x600d;
+    mem[1] = 0;
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     if (me == 1) {
+        time_t deadline = time(NULL) + wait_s;
+
+        mem[1] = SPINNING;
+        while (mem[0] != FLAG && time(NULL) < deadline)
+            ; /* computing: no MPI call */
+        CHECK_EQ(mem[0], FLAG);
+    } else if (me == 0) {
         time_t deadline = time(NULL) + 20;
 
-        while (mem[0] != flag && time(NULL) < deadline)
-            ; /* computing: no MPI call */
-        CHECK_EQ(mem[0], flag);
-    } else if (me == 0) {
         CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, 1, MPI_MODE_NOCHECK, win));
-        CHECK_MPI(MPI_Get(&got, 1, MPI_LONG_LONG, 1, 1, 1, MPI_LONG_LONG, win));
-        CHECK_MPI(MPI_Win_flush(1, win));
-        CHECK_EQ(got, 0x600d);
+        do {
+            CHECK_MPI(MPI_Get(&got, 1, MPI_LONG_LONG, 1, 1, 1, MPI_LONG_LONG, win));
+            CHECK_MPI(MPI_Win_flush(1, win));
+        } while (got != SPINNING && time(NULL) < deadline);
+        CHECK_EQ(got, SPINNING);
         CHECK_MPI(MPI_Put(&flag, 1, MPI_LONG_LONG, 1, 0, 1, MPI_LONG_LONG, win));
         CHECK_MPI(MPI_Win_flush(1, win));
         CHECK_MPI(MPI_Win_unlock(1, win));
@@ -497,7 +508,7 @@ int main(int argc, char **argv)
     }
     exotic();
     if (g_native && g_mpitest_size >= 2 && mpitest_env_size("MPITEST_RMA_PASSIVE", 0))
-        passive_progress();
+        passive_progress((time_t)mpitest_env_size("MPITEST_RMA_PASSIVE", 0));
     MPI_Group_free(&world);
     mpitest_finalize();
     return 0;

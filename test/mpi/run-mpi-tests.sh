@@ -86,7 +86,7 @@ runs=(
     "finalize_flush-loss-n4 finalize_flush 4 EFASIM_LOSS=0.3 EFASIM_SEED=6"
     "rma_phases-n2 rma_phases 2 MALLOC_PERTURB_=165"
     "rma_phases-n4 rma_phases 4 MALLOC_PERTURB_=165"
-    "rma_native-n2 rma_native 2 EFASIM_RDMA_WRITE=1 MPITEST_RMA_PROTO=direct MPITEST_RMA_PASSIVE=1"
+    "rma_native-n2 rma_native 2 EFASIM_RDMA_WRITE=1 MPITEST_RMA_PROTO=direct MPITEST_RMA_PASSIVE=20"
     "rma_native-n4 rma_native 4 EFASIM_RDMA_WRITE=1 MPITEST_RMA_PROTO=direct"
     "rma_native-emulated-n2 rma_native 2 EFARM_RDMA_WRITE=0 EFARM_RDMA_READ=0 MPITEST_RMA_PROTO=emulated"
     "rma_native-emulated-n4 rma_native 4 EFARM_RDMA_WRITE=0 EFARM_RDMA_READ=0 MPITEST_RMA_PROTO=emulated"
@@ -100,6 +100,7 @@ runs=(
 tiny_budget="EFARM_RX_BUFFERS=32 EFARM_UNEXP_BYTES=16384 EFARM_UNEXP_MAX_BYTES=65536"
 failruns=(
     "unexpected_flood-tiny-budget-n2 unexpected_flood 2 fails..Raise.EFARM_UNEXP_MAX_BYTES $tiny_budget EFARM_RX_FULL_TIMEOUT_MS=2000 MPITEST_FLOOD_N=20000"
+    "rma_native-passive-emulated-n2 rma_native 2 mem.0.....FLAG:.0.vs EFARM_RDMA_WRITE=0 MPITEST_RMA_PASSIVE=3"
 )
 
 selected() { # NAME
