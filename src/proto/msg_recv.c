@@ -32,54 +32,66 @@
  */
 #include <errno.h>
 
+#include "efarm_rma.h"
 #include "proto_internal.h"
 
 #define EFARM_READ_CHUNK_MAX (256ull << 20) /* one read WR; keeps the length in its wr_id */
+
+/*
+ * What a REQ that carries data into a receive operation is: its subprotocol,
+ * tagged or not, DC or not, where its data lies (RX_*), and whether it is a
+ * message (rtm: matched against receives) or a long write into exposed
+ * memory (rtw: rma_target's LONGCTS_RTW/LONGREAD_RTW, no matching). One row
+ * per packet type; a type without a row carries no receive data.
+ */
+#define RX_SEG_OFFSET 0x1u /* the data sits at seg_offset in the message (medium, runt) */
+#define RX_READ_IOV   0x2u /* the payload starts with read_iov[] (runting read) */
+#define RX_ONLY_IOV   0x4u /* the payload is the read_iov[] alone (long read) */
 
 struct rtm_kind {
     uint8_t proto;
     bool tagged;
     bool dc;
+    uint8_t data; /* RX_* */
+    bool rtm, rtw;
 };
 
+#define RTM_ROW(p, tg, d, dt)                                                    \
+    {                                                                            \
+        .proto = EFARM_PROTO_##p, .tagged = tg, .dc = d, .data = dt, .rtm = true \
+    }
+#define RTW_ROW(p, d, dt)                                          \
+    {                                                              \
+        .proto = EFARM_PROTO_##p, .dc = d, .data = dt, .rtw = true \
+    }
+
+static const struct rtm_kind g_rx_kinds[EFARM_PKT_TYPE_COUNT] = {
+    [EFARM_PKT_EAGER_MSGRTM] = RTM_ROW(EAGER, false, false, 0),
+    [EFARM_PKT_EAGER_TAGRTM] = RTM_ROW(EAGER, true, false, 0),
+    [EFARM_PKT_DC_EAGER_MSGRTM] = RTM_ROW(EAGER, false, true, 0),
+    [EFARM_PKT_DC_EAGER_TAGRTM] = RTM_ROW(EAGER, true, true, 0),
+    [EFARM_PKT_MEDIUM_MSGRTM] = RTM_ROW(MEDIUM, false, false, RX_SEG_OFFSET),
+    [EFARM_PKT_MEDIUM_TAGRTM] = RTM_ROW(MEDIUM, true, false, RX_SEG_OFFSET),
+    [EFARM_PKT_DC_MEDIUM_MSGRTM] = RTM_ROW(MEDIUM, false, true, RX_SEG_OFFSET),
+    [EFARM_PKT_DC_MEDIUM_TAGRTM] = RTM_ROW(MEDIUM, true, true, RX_SEG_OFFSET),
+    [EFARM_PKT_LONGCTS_MSGRTM] = RTM_ROW(LONGCTS, false, false, 0),
+    [EFARM_PKT_LONGCTS_TAGRTM] = RTM_ROW(LONGCTS, true, false, 0),
+    [EFARM_PKT_DC_LONGCTS_MSGRTM] = RTM_ROW(LONGCTS, false, true, 0),
+    [EFARM_PKT_DC_LONGCTS_TAGRTM] = RTM_ROW(LONGCTS, true, true, 0),
+    [EFARM_PKT_LONGREAD_MSGRTM] = RTM_ROW(LONGREAD, false, false, RX_ONLY_IOV),
+    [EFARM_PKT_LONGREAD_TAGRTM] = RTM_ROW(LONGREAD, true, false, RX_ONLY_IOV),
+    [EFARM_PKT_RUNTREAD_MSGRTM] = RTM_ROW(RUNTREAD, false, false, RX_SEG_OFFSET | RX_READ_IOV),
+    [EFARM_PKT_RUNTREAD_TAGRTM] = RTM_ROW(RUNTREAD, true, false, RX_SEG_OFFSET | RX_READ_IOV),
+    [EFARM_PKT_LONGCTS_RTW] = RTW_ROW(LONGCTS, false, 0),
+    [EFARM_PKT_DC_LONGCTS_RTW] = RTW_ROW(LONGCTS, true, 0),
+    [EFARM_PKT_LONGREAD_RTW] = RTW_ROW(LONGREAD, false, RX_ONLY_IOV),
+};
+
+/* The row of a message REQ; false for every other packet type. */
 static bool rtm_kind(uint8_t type, struct rtm_kind *k)
 {
-    switch (type) {
-    case EFARM_PKT_EAGER_MSGRTM:
-    case EFARM_PKT_EAGER_TAGRTM:
-        *k = (struct rtm_kind){EFARM_PROTO_EAGER, type == EFARM_PKT_EAGER_TAGRTM, false};
-        return true;
-    case EFARM_PKT_DC_EAGER_MSGRTM:
-    case EFARM_PKT_DC_EAGER_TAGRTM:
-        *k = (struct rtm_kind){EFARM_PROTO_EAGER, type == EFARM_PKT_DC_EAGER_TAGRTM, true};
-        return true;
-    case EFARM_PKT_MEDIUM_MSGRTM:
-    case EFARM_PKT_MEDIUM_TAGRTM:
-        *k = (struct rtm_kind){EFARM_PROTO_MEDIUM, type == EFARM_PKT_MEDIUM_TAGRTM, false};
-        return true;
-    case EFARM_PKT_DC_MEDIUM_MSGRTM:
-    case EFARM_PKT_DC_MEDIUM_TAGRTM:
-        *k = (struct rtm_kind){EFARM_PROTO_MEDIUM, type == EFARM_PKT_DC_MEDIUM_TAGRTM, true};
-        return true;
-    case EFARM_PKT_LONGCTS_MSGRTM:
-    case EFARM_PKT_LONGCTS_TAGRTM:
-        *k = (struct rtm_kind){EFARM_PROTO_LONGCTS, type == EFARM_PKT_LONGCTS_TAGRTM, false};
-        return true;
-    case EFARM_PKT_DC_LONGCTS_MSGRTM:
-    case EFARM_PKT_DC_LONGCTS_TAGRTM:
-        *k = (struct rtm_kind){EFARM_PROTO_LONGCTS, type == EFARM_PKT_DC_LONGCTS_TAGRTM, true};
-        return true;
-    case EFARM_PKT_LONGREAD_MSGRTM:
-    case EFARM_PKT_LONGREAD_TAGRTM:
-        *k = (struct rtm_kind){EFARM_PROTO_LONGREAD, type == EFARM_PKT_LONGREAD_TAGRTM, false};
-        return true;
-    case EFARM_PKT_RUNTREAD_MSGRTM:
-    case EFARM_PKT_RUNTREAD_TAGRTM:
-        *k = (struct rtm_kind){EFARM_PROTO_RUNTREAD, type == EFARM_PKT_RUNTREAD_TAGRTM, false};
-        return true;
-    default:
-        return false;
-    }
+    *k = g_rx_kinds[type];
+    return k->rtm;
 }
 
 /* The matcher key of a message: the wire tag's fields, or (untagged) the sending peer. */
@@ -248,33 +260,21 @@ static int rx_op_init(struct efarm_op *op, efarm_peer_t peer, const struct efarm
 static void pkt_data(const struct efarm_pkt *pkt, const uint8_t **data_p, uint64_t *offset_p,
                      uint64_t *len_p)
 {
+    const uint8_t where = g_rx_kinds[pkt->type].data;
     const uint8_t *data = pkt->payload;
     uint64_t len = pkt->payload_length, offset = 0;
 
-    switch (pkt->type) {
-    case EFARM_PKT_MEDIUM_MSGRTM:
-    case EFARM_PKT_MEDIUM_TAGRTM:
-    case EFARM_PKT_DC_MEDIUM_MSGRTM:
-    case EFARM_PKT_DC_MEDIUM_TAGRTM:
-        offset = pkt->value[EFARM_PKT_F_SEG_OFFSET];
-        break;
-    case EFARM_PKT_LONGREAD_MSGRTM:
-    case EFARM_PKT_LONGREAD_TAGRTM:
-        len = 0; /* the payload is the read_iov */
-        break;
-    case EFARM_PKT_RUNTREAD_MSGRTM:
-    case EFARM_PKT_RUNTREAD_TAGRTM: {
+    if (where & RX_ONLY_IOV) {
+        len = 0;
+    } else if (where & RX_READ_IOV) {
         uint64_t iov_bytes =
             pkt->value[EFARM_PKT_F_READ_IOV_COUNT] * sizeof(struct efarm_wire_rma_iov);
 
-        data += iov_bytes;
+        data += iov_bytes; /* bounded by the decoder */
         len -= iov_bytes;
+    }
+    if (where & RX_SEG_OFFSET)
         offset = pkt->value[EFARM_PKT_F_SEG_OFFSET];
-        break;
-    }
-    default:
-        break;
-    }
     *data_p = data;
     *offset_p = offset;
     *len_p = len;
@@ -995,5 +995,73 @@ int efarm_cancel_recv(struct efarm_ep *ep, struct efarm_req *req)
         return -ENOENT;
     req->tm_handle = 0;
     efarm_req_complete(ep, NULL, req, -ECANCELED);
+    return 0;
+}
+
+/* ---- Peers' long writes into exposed memory --------------------------------------------- */
+
+/*
+ * LONGCTS_RTW, DC_LONGCTS_RTW and LONGREAD_RTW (sections 3.3, 4.3): a peer
+ * writes more than one packet into memory this endpoint exposed. Once its one
+ * rma_iov entry passed the region check (write access, the whole range), the
+ * write is a receive operation whose buffer is that range, run as a message's
+ * would be: CTS rounds and CTSDATA, or RDMA reads of the peer's read_iov and
+ * EOR; RECEIPT for the DC type. It matches nothing and has no request of the
+ * application: its request lives in ep->tgt_reqs, one per operation slot,
+ * created with the first such write. Returns 0, or -EAGAIN when no operation
+ * slot is free (the caller keeps the packet and retries).
+ */
+int efarm_rtw_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
+{
+    const struct rtm_kind *k = &g_rx_kinds[pkt->type];
+    struct efarm_rma_iov iov;
+    struct efarm_req *req;
+    struct efarm_op *op;
+    uint8_t *dst = NULL;
+    int ret;
+
+    if (pkt->value[EFARM_PKT_F_RMA_IOV_COUNT] != 1) {
+        ep->cnt.rma_refused++;
+        efarm_log_ratelimited(EFARM_LOG_WARN,
+                              "%s from peer %u names %llu ranges (1 served): dropped",
+                              efarm_pkt_type_info(pkt->type)->name, peer,
+                              (unsigned long long)pkt->value[EFARM_PKT_F_RMA_IOV_COUNT]);
+        return 0;
+    }
+    efarm_rma_iov_load(pkt->rma_iov, 0, &iov);
+    if (iov.len != pkt->value[EFARM_PKT_F_MSG_LENGTH]) {
+        ep->cnt.rma_refused++;
+        ret = EFARM_E(PROTO_RMA_BOUNDS);
+    } else {
+        ret = efarm_region_check(ep, iov.addr, iov.len, iov.key, EFARM_EXPOSE_WRITE, &dst);
+    }
+    if (ret) {
+        efarm_log_ratelimited(EFARM_LOG_WARN, "%s from peer %u refused: %s; dropped",
+                              efarm_pkt_type_info(pkt->type)->name, peer, efarm_strerror(ret));
+        return 0;
+    }
+    if (ep->tgt_reqs == NULL) {
+        ep->tgt_reqs = efarm_calloc(ep->p.max_ops, sizeof(*ep->tgt_reqs));
+        if (ep->tgt_reqs == NULL)
+            return -EAGAIN;
+    }
+    op = efarm_op_alloc(ep, EFARM_OP_RX);
+    if (op == NULL)
+        return -EAGAIN;
+    ret = rx_op_init(op, peer, pkt, k);
+    op->msg_id = 0; /* an RTW has none; its RECEIPT says 0 */
+    req = &ep->tgt_reqs[op->id & 0xffff];
+    memset(req, 0, sizeof(*req));
+    req->buf = dst;
+    req->buf_len = iov.len;
+    if (ret) {
+        ep->cnt.rma_refused++;
+        efarm_log_ratelimited(EFARM_LOG_WARN, "%s from peer %u refused: %s",
+                              efarm_pkt_type_info(pkt->type)->name, peer, efarm_strerror(ret));
+        op->status = ret;
+    } else {
+        ep->cnt.rma_served++;
+    }
+    rx_op_matched(ep, op, req, NULL, pkt);
     return 0;
 }

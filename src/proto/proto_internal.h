@@ -350,6 +350,9 @@ struct efarm_ep {
 
     struct efarm_mr_cache *mr_cache;
 
+    /* Requests of peers' long writes run as receive operations, by op index (msg_recv.c). */
+    struct efarm_req *tgt_reqs;
+
     /* Peers' unordered one-sided requests waiting for a reply buffer (rma_target.c). */
     struct efarm_rxpkt *rma_pending, *rma_pending_last;
 
@@ -569,6 +572,8 @@ int efarm_rtw_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pk
 int efarm_rtr_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
                    struct efarm_rxpkt *stored);
 int efarm_rta_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
+/* msg_recv.c: LONGCTS_RTW, DC_LONGCTS_RTW, LONGREAD_RTW run as receive operations. */
+int efarm_rtw_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
 /* Keep an unordered request whose reply found no buffer; progress retries it in order. */
 int efarm_rma_pending_keep(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_dev_cqe *cqe);
 void efarm_rma_pending_progress(struct efarm_ep *ep);

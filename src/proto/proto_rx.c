@@ -477,6 +477,15 @@ static int rx_rtr(struct efarm_ep *ep, struct efarm_peer_state *st, const struct
     return 0;
 }
 
+/* A peer's long write (LONGCTS_RTW, DC_LONGCTS_RTW, LONGREAD_RTW): kept while no op is free. */
+static int rx_rtw_long(struct efarm_ep *ep, struct efarm_peer_state *st,
+                       const struct efarm_pkt *pkt, const struct efarm_dev_cqe *cqe)
+{
+    if (efarm_rtw_long_recv(ep, st->peer, pkt) == -EAGAIN)
+        return efarm_rma_pending_keep(ep, st->peer, cqe);
+    return 0;
+}
+
 static int rx_readrsp(struct efarm_ep *ep, struct efarm_peer_state *st, const struct efarm_pkt *pkt,
                       const struct efarm_dev_cqe *cqe)
 {
@@ -493,7 +502,7 @@ static int rx_atomrsp(struct efarm_ep *ep, struct efarm_peer_state *st, const st
     return 0;
 }
 
-/* Anything else: count and drop (the long emulated one-sided subprotocols are not served). */
+/* Anything else: count and drop (LONGCTS_RTR and the RUNT*_RTW are not served). */
 static int rx_unsupported(struct efarm_ep *ep, struct efarm_peer_state *st,
                           const struct efarm_pkt *pkt, const struct efarm_dev_cqe *cqe)
 {
@@ -540,6 +549,9 @@ static const efarm_rx_fn g_rx_handlers[EFARM_PKT_TYPE_COUNT] = {
     [EFARM_PKT_EAGER_RTW] = rx_rtw,
     [EFARM_PKT_DC_EAGER_RTW] = rx_rtw,
     [EFARM_PKT_SHORT_RTR] = rx_rtr,
+    [EFARM_PKT_LONGCTS_RTW] = rx_rtw_long,
+    [EFARM_PKT_DC_LONGCTS_RTW] = rx_rtw_long,
+    [EFARM_PKT_LONGREAD_RTW] = rx_rtw_long,
 };
 
 static bool is_mulreq(uint8_t type)

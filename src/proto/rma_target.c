@@ -13,6 +13,10 @@
  * operation fails; a plain EAGER_RTW or WRITE_RTA has no answer in
  * protocol v4, and its refusal is only counted and logged here.
  *
+ * Long writes (LONGCTS_RTW, DC_LONGCTS_RTW, LONGREAD_RTW) run as receive
+ * operations (efarm_rtw_long_recv in msg_recv.c). LONGCTS_RTR and the
+ * RUNT*_RTW types are not served: counted as unsupported and dropped.
+ *
  * Replies need a send buffer. RTAs are in msg_id order: one whose reply
  * finds none waits in its slot (the ordered path retries it). RTW and RTR
  * have no order: one that finds no buffer is kept on ep->rma_pending and
@@ -297,6 +301,21 @@ int efarm_rma_pending_keep(struct efarm_ep *ep, efarm_peer_t peer, const struct 
     return held ? EFARM_RX_KEEP : 0;
 }
 
+static int pending_retry(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
+                         struct efarm_rxpkt *rp)
+{
+    switch (pkt->type) {
+    case EFARM_PKT_SHORT_RTR:
+        return efarm_rtr_recv(ep, peer, pkt, rp);
+    case EFARM_PKT_LONGCTS_RTW:
+    case EFARM_PKT_DC_LONGCTS_RTW:
+    case EFARM_PKT_LONGREAD_RTW:
+        return efarm_rtw_long_recv(ep, peer, pkt);
+    default:
+        return efarm_rtw_recv(ep, peer, pkt, rp);
+    }
+}
+
 void efarm_rma_pending_progress(struct efarm_ep *ep)
 {
     struct efarm_rxpkt *rp;
@@ -307,8 +326,7 @@ void efarm_rma_pending_progress(struct efarm_ep *ep)
 
         if (efarm_pkt_decode(rp->data, rp->len, &pkt) == 0 &&
             !efarm_peer_failed(ep->peers[rp->peer].st))
-            ret = pkt.type == EFARM_PKT_SHORT_RTR ? efarm_rtr_recv(ep, rp->peer, &pkt, rp)
-                                                  : efarm_rtw_recv(ep, rp->peer, &pkt, rp);
+            ret = pending_retry(ep, rp->peer, &pkt, rp);
         if (ret == -EAGAIN)
             return;
         ep->rma_pending = rp->next;

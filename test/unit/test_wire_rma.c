@@ -10,6 +10,7 @@
  * is refused, counted, answered with the REFUSED flag where the protocol has
  * an answer, and leaves the memory exactly as it was.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "efarm_errno.h"
@@ -295,4 +296,117 @@ EFARM_TEST(wire_rma_rta_ordered_and_refused)
     memcpy(v, g_mem, 16);
     EXPECT_EQ(v[0], 26);
     rma_close(&w);
+}
+
+/* Grant after grant: answer each CTS with CTSDATA of src until `len` bytes are out. */
+static void feed_cts(struct wp *w, uint32_t send_id, const uint8_t *src, uint64_t off, uint64_t len)
+{
+    struct wp_pkt p;
+
+    while (off < len) {
+        uint64_t end;
+        uint32_t recv_id;
+
+        wp_expect(w, EFARM_PKT_CTS, &p);
+        EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), send_id);
+        recv_id = (uint32_t)get(&p, EFARM_PKT_F_RECV_ID);
+        end = off + get(&p, EFARM_PKT_F_RECV_LENGTH);
+        EXPECT_TRUE(end > off && end <= len);
+        for (; off < end; off += wp_ctsdata_room(w))
+            send_ctsdata(w, recv_id, off, src + off,
+                         end - off < wp_ctsdata_room(w) ? end - off : wp_ctsdata_room(w));
+    }
+}
+
+/* A LONGCTS_RTW (or DC_) of len bytes of src into iov: returns the bytes its REQ carried. */
+static uint64_t send_longcts_rtw(struct wp *w, uint8_t type, const struct efarm_rma_iov *iov,
+                                 uint32_t n, uint32_t send_id, const uint8_t *src, uint64_t len)
+{
+    uint8_t wire[8 * 24], hdr[WP_MAX_PKT];
+    struct efarm_pkt pkt;
+    size_t hdr_len;
+    uint64_t first;
+
+    rma_req(w, &pkt, wire, type, iov, n, 0);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, len);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, send_id);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_CREDIT_REQUEST, 8);
+    EXPECT_RET(efarm_pkt_encode(&pkt, hdr, sizeof(hdr), &hdr_len), 0);
+    first = len < w->mtu - hdr_len ? len : w->mtu - hdr_len;
+    wp_send_settle(w, &pkt, NULL, 0, src, first);
+    return first;
+}
+
+/*
+ * Long writes: LONGCTS_RTW and DC_LONGCTS_RTW run CTS rounds into the
+ * exposed range (RECEIPT for DC), LONGREAD_RTW reads the peer's buffer and
+ * answers EOR; one naming no region, or two ranges, is refused: no CTS, no
+ * read, memory unchanged.
+ */
+EFARM_TEST(wire_rma_long_rtw_served)
+{
+    const uint64_t len = 100000, size = 256 * 1024;
+    uint8_t *big = calloc(1, size), *src = malloc(len), *snap = malloc(size);
+    struct efarm_region *reg;
+    struct efarm_rma_iov iov, two[2], rd;
+    struct efarm_dev_mr *mr;
+    uint8_t arr[sizeof(struct efarm_wire_rma_iov)], wire[24];
+    struct efarm_pkt pkt;
+    struct wp_pkt p;
+    uint64_t n0, refused;
+    struct wp w;
+
+    rma_open(&w);
+    EXPECT_RET(efarm_expose(g_ep, big, size, EFARM_EXPOSE_READ | EFARM_EXPOSE_WRITE, &reg), 0);
+    iov = (struct efarm_rma_iov){(uint64_t)(uintptr_t)big + 1000, len, efarm_region_key(reg)};
+    proto_fill(src, len, 31);
+    n0 = send_longcts_rtw(&w, EFARM_PKT_LONGCTS_RTW, &iov, 1, 0x31, src, len);
+    feed_cts(&w, 0x31, src, n0, len);
+    PUMP_UNTIL(memcmp(big + 1000, src, len) == 0);
+    EXPECT_EQ(big[999], 0);
+    EXPECT_EQ(big[1000 + len], 0);
+    wp_expect_none(&w, EFARM_PKT_RECEIPT);
+
+    proto_fill(src, len, 32);
+    n0 = send_longcts_rtw(&w, EFARM_PKT_DC_LONGCTS_RTW, &iov, 1, 0x32, src, len);
+    feed_cts(&w, 0x32, src, n0, len);
+    wp_expect(&w, EFARM_PKT_RECEIPT, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x32);
+    EXPECT_MEM_EQ(big + 1000, src, len); /* the RECEIPT comes once it is all in */
+
+    /* LONGREAD_RTW: the engine reads the peer's registered buffer, then EOR. */
+    proto_fill(src, len, 33);
+    EXPECT_RET(efarm_dev_mr_reg(w.dev, src, len, true, false, &mr), 0);
+    rd = (struct efarm_rma_iov){(uint64_t)(uintptr_t)src, len, efarm_dev_mr_rkey(mr)};
+    efarm_rma_iov_store(arr, 0, &rd);
+    rma_req(&w, &pkt, wire, EFARM_PKT_LONGREAD_RTW, &iov, 1, 0);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, len);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, 0x33);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_READ_IOV_COUNT, 1);
+    wp_send_settle(&w, &pkt, arr, sizeof(arr), NULL, 0);
+    wp_expect(&w, EFARM_PKT_EOR, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x33);
+    EXPECT_MEM_EQ(big + 1000, src, len);
+    EXPECT_EQ(cnt()->rma_served, 3);
+
+    /* Refused: an unknown key, a range past the region, two ranges. Nothing answers. */
+    memcpy(snap, big, size);
+    refused = cnt()->rma_refused;
+    iov.key ^= 0x40;
+    send_longcts_rtw(&w, EFARM_PKT_LONGCTS_RTW, &iov, 1, 0x34, src, len);
+    iov.key ^= 0x40;
+    iov.addr = (uint64_t)(uintptr_t)big + size - len / 2;
+    send_longcts_rtw(&w, EFARM_PKT_LONGCTS_RTW, &iov, 1, 0x35, src, len);
+    two[0] = (struct efarm_rma_iov){(uint64_t)(uintptr_t)big, len / 2, efarm_region_key(reg)};
+    two[1] = (struct efarm_rma_iov){(uint64_t)(uintptr_t)big + len, len / 2, efarm_region_key(reg)};
+    send_longcts_rtw(&w, EFARM_PKT_LONGCTS_RTW, two, 2, 0x36, src, len);
+    wp_expect_none(&w, -1);
+    EXPECT_EQ(cnt()->rma_refused, refused + 3);
+    EXPECT_MEM_EQ(big, snap, size);
+    efarm_dev_mr_dereg(mr);
+    efarm_unexpose(g_ep, reg);
+    rma_close(&w);
+    free(big);
+    free(src);
+    free(snap);
 }
