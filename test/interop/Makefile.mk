@@ -2,7 +2,8 @@
 # (or both on EFA). interop-fi needs libfabric-dev; run-interop.sh runs the matrix.
 check_PROGRAMS += test/interop/interop-efarm
 test_interop_interop_efarm_SOURCES = test/interop/interop.h test/interop/interop_driver.h \
-	test/interop/interop_driver.c test/interop/interop_efarm.c
+	test/interop/interop_driver.c test/interop/interop_efarm.h test/interop/interop_efarm.c \
+	test/interop/interop_efarm_rma.c
 test_interop_interop_efarm_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test/interop
 test_interop_interop_efarm_LDADD = libefarm.la
 

@@ -22,6 +22,9 @@
  * data of every message, and which message landed in which receive (send
  * after send order), then answers IC_DONE with the number of defects; the
  * sender waits for its completions and for IC_DONE.
+ *
+ * After the two-sided cases comes the one-sided phase when the parameters ask
+ * for it (IC_F_RMA): interop_rma.h has its cases and how they are paced.
  */
 #ifndef EFARM_INTEROP_H
 #define EFARM_INTEROP_H
@@ -54,6 +57,13 @@ enum ic_kind {
     IC_DONE,       /* a = case, b = defects the side that sends it found */
     IC_BYE,        /* a = 0 */
     IC_INFO,       /* interop-fi -> interop-efarm: a = libfabric's fi_version() at run time */
+    /* One-sided phase (interop_rma.h). */
+    IC_RMA_SIZE,   /* a = IC_RMA_FROM_* | IC_RMA_DO_*, b = size; nrma follow the sizes */
+    IC_REGION,     /* a = 0, b = the exposed region's virtual address */
+    IC_REGION_KEY, /* a = 0, b = its remote key */
+    IC_RMA_READY,  /* a = case: the target prepared its memory */
+    IC_RMA_ISSUED, /* a = case, b = 0: the origin's operation completed, 1: it failed */
+    IC_RMA_DONE,   /* a = case, b = defects the target found in its memory */
 };
 
 /*
@@ -82,6 +92,22 @@ static inline unsigned ic_fi_bugs(uint32_t fi_version)
 
 #define IC_F_NO_BURSTS 0x1u /* single messages only */
 #define IC_F_NO_DC     0x2u /* no delivery-complete cases */
+#define IC_F_NO_MSG    0x4u /* no two-sided cases at all */
+#define IC_F_RMA       0x8u /* the one-sided phase runs, on the IC_RMA_SIZE sizes */
+
+/*
+ * What a one-sided size is for (IC_RMA_SIZE's a): which side is the origin and
+ * which operations use it. A sender picks its subprotocol by size per
+ * operation (libfabric's largest eager write differs with delivery complete,
+ * its largest short read is another size), so a size may be for some only.
+ */
+#define IC_RMA_FROM_FI    0x01u
+#define IC_RMA_FROM_EFARM 0x02u
+#define IC_RMA_DO_WRITE   0x10u /* plain write */
+#define IC_RMA_DO_DCWRITE 0x20u /* delivery-complete write */
+#define IC_RMA_DO_READ    0x40u
+#define IC_RMA_DO_ALL     (IC_RMA_DO_WRITE | IC_RMA_DO_DCWRITE | IC_RMA_DO_READ)
+#define IC_RMA_MAX        (1u << 20) /* largest one-sided transfer */
 
 struct ic_msg {
     uint32_t kind;
@@ -106,6 +132,9 @@ struct ic_params {
     uint32_t nsizes;
     uint32_t flags;
     uint64_t sizes[IC_MAX_SIZES];
+    uint32_t nrma;                 /* one-sided sizes (IC_F_RMA) */
+    uint8_t rma_use[IC_MAX_SIZES]; /* IC_RMA_FROM_* | IC_RMA_DO_* */
+    uint64_t rma_sizes[IC_MAX_SIZES];
 };
 
 static inline const char *ic_dir_name(unsigned dir)
@@ -129,6 +158,8 @@ static inline unsigned ic_cases(const struct ic_params *p, struct ic_case *cases
 {
     unsigned n = 0;
 
+    if (p->flags & IC_F_NO_MSG)
+        return 0;
     for (unsigned dir = 0; dir < 2; dir++)
         for (unsigned tagged = 2; tagged-- > 0;) {
             for (unsigned s = 0; s < p->nsizes; s++)
@@ -272,10 +303,12 @@ static inline int ic_unix_addr(const char *path, struct sockaddr_un *sa)
 /* Send the parameters (the side that has them). */
 static inline int ic_params_send(int fd, const struct ic_params *p)
 {
-    int ret = ic_send(fd, IC_PARAMS, p->nsizes, p->flags);
+    int ret = ic_send(fd, IC_PARAMS, p->nsizes | p->nrma << 16, p->flags);
 
     for (uint32_t i = 0; !ret && i < p->nsizes; i++)
         ret = ic_send(fd, IC_SIZE, i, p->sizes[i]);
+    for (uint32_t i = 0; !ret && i < p->nrma; i++)
+        ret = ic_send(fd, IC_RMA_SIZE, p->rma_use[i], p->rma_sizes[i]);
     return ret;
 }
 
@@ -287,9 +320,12 @@ static inline int ic_params_recv(int fd, struct ic_params *p, int timeout_ms)
 
     if (ret)
         return ret;
-    if (m.kind != IC_PARAMS || m.a == 0 || m.a > IC_MAX_SIZES)
+    /* a: the two-sided sizes in the low 16 bits, the one-sided ones above. */
+    if (m.kind != IC_PARAMS || (m.a & 0xffff) == 0 || (m.a & 0xffff) > IC_MAX_SIZES ||
+        m.a >> 16 > IC_MAX_SIZES)
         return -EPROTO;
-    p->nsizes = m.a;
+    p->nsizes = m.a & 0xffff;
+    p->nrma = m.a >> 16;
     p->flags = (uint32_t)m.b;
     for (uint32_t i = 0; i < p->nsizes; i++) {
         ret = ic_read(fd, &m, sizeof(m), timeout_ms);
@@ -298,6 +334,18 @@ static inline int ic_params_recv(int fd, struct ic_params *p, int timeout_ms)
         if (m.kind != IC_SIZE || m.a != i || m.b > (1ull << 30))
             return -EPROTO;
         p->sizes[i] = m.b;
+    }
+    for (uint32_t i = 0; i < p->nrma; i++) {
+        ret = ic_read(fd, &m, sizeof(m), timeout_ms);
+        if (ret)
+            return ret;
+        if (m.kind != IC_RMA_SIZE || !(m.a & (IC_RMA_FROM_FI | IC_RMA_FROM_EFARM)) ||
+            !(m.a & IC_RMA_DO_ALL) ||
+            (m.a & ~(IC_RMA_FROM_FI | IC_RMA_FROM_EFARM | IC_RMA_DO_ALL)) || m.b == 0 ||
+            m.b > IC_RMA_MAX)
+            return -EPROTO;
+        p->rma_use[i] = (uint8_t)m.a;
+        p->rma_sizes[i] = m.b;
     }
     return 0;
 }
@@ -328,6 +376,263 @@ static inline uint64_t ic_case_max(const struct ic_case *c)
     for (uint32_t m = 0; m < c->nmsg; m++)
         max = c->size[m] > max ? c->size[m] : max;
     return max;
+}
+
+/* ---- One-sided phase ----------------------------------------------------------------- */
+
+/*
+ * Each side exposes one region of IC_RMA_REGION bytes to the other for remote
+ * read and write (fi_mr_reg with FI_REMOTE_READ | FI_REMOTE_WRITE;
+ * efarm_expose) and sends its virtual address (IC_REGION) and key
+ * (IC_REGION_KEY): EFA addresses remote memory by virtual address
+ * (FI_MR_VIRT_ADDR) and both name a region by the device's rkey.
+ *
+ * One case is one operation by the origin on the target's region:
+ *  1. the target writes its whole region: the case's "before" pattern, and
+ *     for atomics the initial elements in the range; then IC_RMA_READY;
+ *  2. the origin starts the operation from its local buffer, waits for its
+ *     completion, checks what came back (the data read, the old values a
+ *     fetch or compare atomic returned, nothing written past them) and says
+ *     IC_RMA_ISSUED;
+ *  3. the target checks every byte of its region: the range holds what the
+ *     operation leaves (the data written, the atomics' results, the before
+ *     pattern for reads) and every other byte the before pattern. What must
+ *     be applied when the origin's completion came (delivery complete, and
+ *     operations answered by the target: reads, fetch and compare atomics) is
+ *     checked at once; a plain write or atomic completes when sent and may be
+ *     applied later, so the target progresses until its range holds the
+ *     result or half the case's time is gone. IC_RMA_DONE carries the defects.
+ */
+#define IC_RMA_PAD    4096u
+#define IC_RMA_REGION (IC_RMA_MAX + 2 * IC_RMA_PAD) /* bytes each side exposes */
+#define IC_RMA_LOCAL  (IC_RMA_MAX + IC_RMA_PAD)     /* the origin's local buffer */
+#define IC_RMA_GUARD  64u /* bytes after what an operation returns that must stay untouched */
+/* Atomics in the local buffer: operands at 0, compare values and results here. */
+#define IC_RMA_COMPARE_AT 1024u
+#define IC_RMA_RESULT_AT  2048u
+#define IC_RMA_MAX_COUNT  16u /* elements of an atomic case */
+#define IC_MAX_RMA_CASES  256
+_Static_assert(8 * IC_RMA_MAX_COUNT + IC_RMA_GUARD <= IC_RMA_COMPARE_AT,
+               "an atomic case's operands, compare values and results do not overlap");
+
+enum ic_rma_kind { IC_RMA_WRITE, IC_RMA_READ, IC_RMA_ATOMIC, IC_RMA_FETCH, IC_RMA_COMPARE };
+
+/*
+ * The atomic datatypes and operations used, in libfabric's numbering (enum
+ * fi_datatype, enum fi_op), which protocol v4 carries; each side checks its
+ * own constants against these.
+ */
+#define IC_DT_INT64  6
+#define IC_DT_DOUBLE 9
+#define IC_OP_SUM    2
+#define IC_OP_CSWAP  12
+
+struct ic_rma_case {
+    uint32_t index;
+    uint8_t dir;     /* enum ic_dir: libfabric->efarm has libfabric as the origin */
+    uint8_t kind;    /* enum ic_rma_kind */
+    uint8_t dc;      /* remote completion: FI_DELIVERY_COMPLETE, EFARM_RMA_DC */
+    uint8_t emulate; /* efarm origin: EFARM_RMA_NO_DIRECT */
+    uint8_t dt, op;  /* atomics */
+    uint32_t count;  /* atomics: elements */
+    uint64_t len;    /* bytes of the target's memory the operation covers */
+    uint64_t off;    /* where in the target's region */
+};
+
+static inline bool ic_rma_is_atomic(const struct ic_rma_case *c)
+{
+    return c->kind >= IC_RMA_ATOMIC;
+}
+
+/* "efarm->libfabric write 4096 B, emulated, dc", "libfabric->efarm fetch sum int64 x8". */
+static inline const char *ic_rma_describe(const struct ic_rma_case *c, char *buf, size_t len)
+{
+    static const char *const kinds[] = {"write", "read", "atomic", "fetch", "compare"};
+
+    if (ic_rma_is_atomic(c))
+        snprintf(buf, len, "%s %s %s %s x%u%s", ic_dir_name(c->dir), kinds[c->kind],
+                 c->op == IC_OP_SUM ? "sum" : "cswap", c->dt == IC_DT_INT64 ? "int64" : "double",
+                 c->count, c->dc ? ", dc" : "");
+    else
+        snprintf(buf, len, "%s %s %llu B%s%s", ic_dir_name(c->dir), kinds[c->kind],
+                 (unsigned long long)c->len, c->emulate ? ", emulated" : "", c->dc ? ", dc" : "");
+    return buf;
+}
+
+static inline void ic_rma_add(struct ic_rma_case *cases, unsigned *n, unsigned max,
+                              struct ic_rma_case c)
+{
+    if (*n == max)
+        return;
+    c.index = *n;
+    /* Byte operations at every alignment; atomics on whole elements. */
+    c.off = IC_RMA_PAD + (ic_rma_is_atomic(&c) ? 8 * (*n % 8) : *n % 8);
+    cases[(*n)++] = c;
+}
+
+/*
+ * The one-sided cases: for each direction, each size for that origin with
+ * the operations it is for (plain write, delivery-complete write, read; an
+ * efarm origin does each twice, letting the engine use the device's RDMA and
+ * forcing the emulated packets), then the atomics: sum of int64 (one
+ * element; sixteen with delivery complete), sum of double, fetch-and-sum of
+ * int64, compare-and-swap of int64 (even elements match, odd ones do not).
+ */
+static inline unsigned ic_rma_cases(const struct ic_params *p, struct ic_rma_case *cases,
+                                    unsigned max)
+{
+    static const struct ic_rma_case atomics[] = {
+        {.kind = IC_RMA_ATOMIC, .op = IC_OP_SUM, .dt = IC_DT_INT64, .count = 1},
+        {.kind = IC_RMA_ATOMIC, .op = IC_OP_SUM, .dt = IC_DT_INT64, .count = 16, .dc = 1},
+        {.kind = IC_RMA_ATOMIC, .op = IC_OP_SUM, .dt = IC_DT_DOUBLE, .count = 4},
+        {.kind = IC_RMA_FETCH, .op = IC_OP_SUM, .dt = IC_DT_INT64, .count = 8},
+        {.kind = IC_RMA_COMPARE, .op = IC_OP_CSWAP, .dt = IC_DT_INT64, .count = 8},
+    };
+    static const struct {
+        unsigned use;
+        uint8_t kind, dc;
+    } ops[] = {
+        {IC_RMA_DO_WRITE, IC_RMA_WRITE, 0},
+        {IC_RMA_DO_DCWRITE, IC_RMA_WRITE, 1},
+        {IC_RMA_DO_READ, IC_RMA_READ, 0},
+    };
+    unsigned n = 0;
+
+    if (!(p->flags & IC_F_RMA))
+        return 0;
+    for (unsigned dir = 0; dir < 2; dir++) {
+        unsigned from = dir == IC_FI_TO_EFARM ? IC_RMA_FROM_FI : IC_RMA_FROM_EFARM;
+
+        for (unsigned s = 0; s < p->nrma; s++) {
+            unsigned use = p->rma_use[s];
+
+            if (!(use & from))
+                continue;
+            if (p->flags & IC_F_NO_DC)
+                use &= ~IC_RMA_DO_DCWRITE;
+            for (unsigned emulate = 0; emulate < (dir == IC_EFARM_TO_FI ? 2u : 1u); emulate++)
+                for (unsigned o = 0; o < sizeof(ops) / sizeof(ops[0]); o++)
+                    if (use & ops[o].use)
+                        ic_rma_add(cases, &n, max,
+                                   (struct ic_rma_case){.dir = (uint8_t)dir,
+                                                        .kind = ops[o].kind,
+                                                        .dc = ops[o].dc,
+                                                        .emulate = (uint8_t)emulate,
+                                                        .len = p->rma_sizes[s]});
+        }
+        for (unsigned a = 0; a < sizeof(atomics) / sizeof(atomics[0]); a++) {
+            struct ic_rma_case c = atomics[a];
+
+            if (c.dc && (p->flags & IC_F_NO_DC))
+                continue;
+            c.dir = (uint8_t)dir;
+            c.len = 8ull * c.count;
+            ic_rma_add(cases, &n, max, c);
+        }
+    }
+    return n;
+}
+
+/* Element j of an atomic case in each role, as the bits of its datatype (host order). */
+enum ic_rma_role { IC_RMA_INITIAL, IC_RMA_OPERAND, IC_RMA_COMPARAND };
+
+static inline uint64_t ic_rma_value(const struct ic_rma_case *c, unsigned role, uint64_t j)
+{
+    uint64_t x = ((j + 1) * 0x9e3779b97f4a7c15ull) ^
+                 (((uint64_t)c->index << 8 | role) * 0xc2b2ae3d27d4eb4full);
+
+    x ^= x >> 31;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 29;
+    if (role == IC_RMA_COMPARAND) {
+        /* Even elements compare equal, odd ones differ in one bit. */
+        uint64_t initial = ic_rma_value(c, IC_RMA_INITIAL, j);
+
+        return j % 2 ? initial ^ 1ull << (x % 64) : initial;
+    }
+    if (c->dt == IC_DT_DOUBLE) {
+        /* Quarters between -500 and 500: every sum is exact. */
+        double d = (double)((int64_t)(x % 4001) - 2000) * 0.25;
+
+        memcpy(&x, &d, sizeof(x));
+        return x;
+    }
+    /* Within +-2^40: no sum overflows. */
+    return (uint64_t)((int64_t)(x >> 23) - (1ll << 40));
+}
+
+/* Element j of the target once the atomic was applied. */
+static inline uint64_t ic_rma_value_after(const struct ic_rma_case *c, uint64_t j)
+{
+    uint64_t initial = ic_rma_value(c, IC_RMA_INITIAL, j);
+    uint64_t operand = ic_rma_value(c, IC_RMA_OPERAND, j);
+
+    if (c->op == IC_OP_CSWAP)
+        return ic_rma_value(c, IC_RMA_COMPARAND, j) == initial ? operand : initial;
+    if (c->dt == IC_DT_DOUBLE) {
+        double a, b;
+
+        memcpy(&a, &initial, sizeof(a));
+        memcpy(&b, &operand, sizeof(b));
+        a += b;
+        memcpy(&initial, &a, sizeof(a));
+        return initial;
+    }
+    return initial + operand;
+}
+
+static inline uint8_t ic_rma_value_byte(uint64_t v, uint64_t i)
+{
+    uint8_t b[8];
+
+    memcpy(b, &v, sizeof(b));
+    return b[i % 8];
+}
+
+/* Byte i of what a write sends. */
+static inline uint8_t ic_rma_data(const struct ic_rma_case *c, uint64_t i)
+{
+    return ic_byte(c->index, 0, i);
+}
+
+/* Byte o of the target's region before the operation. */
+static inline uint8_t ic_rma_before(const struct ic_rma_case *c, uint64_t o)
+{
+    if (ic_rma_is_atomic(c) && o >= c->off && o < c->off + c->len)
+        return ic_rma_value_byte(ic_rma_value(c, IC_RMA_INITIAL, (o - c->off) / 8), o - c->off);
+    return ic_byte(c->index, 1, o);
+}
+
+/* Byte o of the target's region once the operation was applied. */
+static inline uint8_t ic_rma_after(const struct ic_rma_case *c, uint64_t o)
+{
+    if (o < c->off || o >= c->off + c->len || c->kind == IC_RMA_READ)
+        return ic_rma_before(c, o);
+    if (c->kind == IC_RMA_WRITE)
+        return ic_rma_data(c, o - c->off);
+    return ic_rma_value_byte(ic_rma_value_after(c, (o - c->off) / 8), o - c->off);
+}
+
+/* Exchange the exposed regions: send ours, read theirs; outputs set only on success. */
+static inline int ic_region_exchange(int fd, uint64_t addr, uint64_t key, uint64_t *addr_p,
+                                     uint64_t *key_p, int timeout_ms)
+{
+    struct ic_msg a, k;
+    int ret = ic_send(fd, IC_REGION, 0, addr);
+
+    if (!ret)
+        ret = ic_send(fd, IC_REGION_KEY, 0, key);
+    if (!ret)
+        ret = ic_read(fd, &a, sizeof(a), timeout_ms);
+    if (!ret)
+        ret = ic_read(fd, &k, sizeof(k), timeout_ms);
+    if (!ret && (a.kind != IC_REGION || k.kind != IC_REGION_KEY || a.b == 0))
+        ret = -EPROTO;
+    if (ret)
+        return ret;
+    *addr_p = a.b;
+    *key_p = k.b;
+    return 0;
 }
 
 #endif /* EFARM_INTEROP_H */

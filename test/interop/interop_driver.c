@@ -289,3 +289,219 @@ out:
         free(bufs[i]);
     return ret;
 }
+
+/* ---- One-sided phase ------------------------------------------------------------------- */
+
+static int ic_rma_fail(const struct ic_ctx *x, const struct ic_rma_case *c, const char *what,
+                       int err)
+{
+    char name[96];
+
+    fprintf(stderr, "interop(%s): one-sided case %u (%s): %s%s%s\n", x->ops->name, c->index,
+            ic_rma_describe(c, name, sizeof(name)), what, err ? ": " : "",
+            err ? (err == -ETIMEDOUT ? "timed out" : x->ops->strerror(err)) : "");
+    return err ? err : -EPROTO;
+}
+
+/* First offset in [from, to) of the target's region that differs from the result, or to. */
+static uint64_t ic_rma_diff(const struct ic_rma_case *c, const uint8_t *region, uint64_t from,
+                            uint64_t to)
+{
+    for (uint64_t o = from; o < to; o++)
+        if (region[o] != ic_rma_after(c, o))
+            return o;
+    return to;
+}
+
+/*
+ * The target's verdict on its own memory. An operation that completed
+ * remotely must be there now; one that completed when sent gets half the
+ * case's remaining time to arrive, with progress (the target's engine may
+ * still have its packets to apply), so that the verdict still reaches the
+ * origin before the case times out there.
+ */
+static int ic_rma_settle(struct ic_ctx *x, const struct ic_rma_case *c, const uint8_t *region)
+{
+    bool at_once =
+        c->dc || c->kind == IC_RMA_READ || c->kind == IC_RMA_FETCH || c->kind == IC_RMA_COMPARE;
+    double until = ic_now() + (x->deadline - ic_now()) / 2;
+    uint64_t end = c->off + c->len, o;
+    char name[96], where[64];
+
+    for (unsigned spins = 0; !at_once; spins++) {
+        int ret;
+
+        if (spins % 64 == 0 && ic_rma_diff(c, region, c->off, end) == end)
+            break;
+        if ((ret = x->ops->progress(x->side)))
+            return ic_rma_fail(x, c, "progress while waiting for the operation to land", ret);
+        if (spins % 256 == 0 && ic_now() > until)
+            break;
+    }
+    o = ic_rma_diff(c, region, 0, IC_RMA_REGION);
+    if (o == IC_RMA_REGION)
+        return 0;
+    if (o < c->off)
+        snprintf(where, sizeof(where), "%llu B before the range", (unsigned long long)(c->off - o));
+    else if (o >= end)
+        snprintf(where, sizeof(where), "%llu B past the range", (unsigned long long)(o - end));
+    else
+        snprintf(where, sizeof(where), "byte %llu of the range", (unsigned long long)(o - c->off));
+    fprintf(stderr,
+            "interop(%s): one-sided case %u (%s): target memory %s is 0x%02x, expected 0x%02x "
+            "(0x%02x before the operation; %s)\n",
+            x->ops->name, c->index, ic_rma_describe(c, name, sizeof(name)), where, region[o],
+            ic_rma_after(c, o), ic_rma_before(c, o),
+            at_once ? "checked once it had completed remotely" : "waited half the case's time");
+    return 1;
+}
+
+static int ic_rma_target(struct ic_ctx *x, const struct ic_rma_case *c, uint8_t *region)
+{
+    struct ic_msg m;
+    int ret, defects = 0;
+
+    for (uint64_t o = 0; o < IC_RMA_REGION; o++)
+        region[o] = ic_rma_before(c, o);
+    if ((ret = ic_send(x->ctl, IC_RMA_READY, c->index, 0)))
+        return ic_rma_fail(x, c, "control channel", ret);
+    if ((ret = ic_wait_ctl(x, IC_RMA_ISSUED, c->index, &m)))
+        return ic_rma_fail(x, c, "waiting for the origin's operation", ret);
+    /* An operation that failed at the origin is its defect; what it left here is not checked. */
+    if (m.b == 0 && (defects = ic_rma_settle(x, c, region)) < 0)
+        return defects;
+    if ((ret = ic_send(x->ctl, IC_RMA_DONE, c->index, (uint64_t)defects)))
+        return ic_rma_fail(x, c, "control channel", ret);
+    return defects;
+}
+
+/* Lay out the origin's local buffer for case c and describe the operation in io. */
+static void ic_rma_prepare(const struct ic_rma_case *c, const struct ic_rma_mem *mem,
+                           struct ic_rma_io *io)
+{
+    uint8_t *local = mem->local;
+
+    *io = (struct ic_rma_io){
+        .raddr = mem->peer_addr + c->off, .rkey = mem->peer_key, .len = c->len, .buf = local};
+    switch (c->kind) {
+    case IC_RMA_WRITE:
+        for (uint64_t i = 0; i < c->len; i++)
+            local[i] = ic_rma_data(c, i);
+        break;
+    case IC_RMA_READ:
+        memset(local, IC_GUARD_BYTE, c->len + IC_RMA_GUARD);
+        break;
+    default:
+        for (uint32_t j = 0; j < c->count; j++) {
+            uint64_t operand = ic_rma_value(c, IC_RMA_OPERAND, j);
+            uint64_t compare = ic_rma_value(c, IC_RMA_COMPARAND, j);
+
+            memcpy(local + 8 * j, &operand, 8);
+            memcpy(local + IC_RMA_COMPARE_AT + 8 * j, &compare, 8);
+        }
+        memset(local + IC_RMA_RESULT_AT, IC_GUARD_BYTE, c->len + IC_RMA_GUARD);
+        if (c->kind == IC_RMA_COMPARE)
+            io->compare = local + IC_RMA_COMPARE_AT;
+        if (c->kind != IC_RMA_ATOMIC)
+            io->result = local + IC_RMA_RESULT_AT;
+        break;
+    }
+}
+
+/* What came back to the origin: read data, or the old values of a fetch or compare atomic. */
+static unsigned ic_rma_check_local(const struct ic_ctx *x, const struct ic_rma_case *c,
+                                   const struct ic_rma_io *io, const struct ic_op *op)
+{
+    const uint8_t *got = c->kind == IC_RMA_READ ? io->buf : io->result;
+    char name[96];
+    uint64_t i;
+
+    if (op->status) {
+        fprintf(stderr, "interop(%s): one-sided case %u (%s): completed with %s\n", x->ops->name,
+                c->index, ic_rma_describe(c, name, sizeof(name)), x->ops->strerror(op->status));
+        return 1;
+    }
+    if (got == NULL)
+        return 0;
+    /* Both hold the target's bytes before the operation, then the guard. */
+    for (i = 0; i < c->len + IC_RMA_GUARD; i++) {
+        uint8_t want = i < c->len ? ic_rma_before(c, c->off + i) : IC_GUARD_BYTE;
+
+        if (got[i] != want) {
+            fprintf(stderr,
+                    "interop(%s): one-sided case %u (%s): %s byte %llu is 0x%02x, expected "
+                    "0x%02x%s\n",
+                    x->ops->name, c->index, ic_rma_describe(c, name, sizeof(name)),
+                    c->kind == IC_RMA_READ ? "read" : "returned old value", (unsigned long long)i,
+                    got[i], want, i < c->len ? "" : " (written past the end)");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int ic_rma_origin(struct ic_ctx *x, const struct ic_rma_case *c,
+                         const struct ic_rma_mem *mem, struct ic_op *op)
+{
+    struct ic_rma_io io;
+    struct ic_msg m;
+    unsigned defects;
+    int ret;
+
+    ic_rma_prepare(c, mem, &io);
+    if ((ret = ic_wait_ctl(x, IC_RMA_READY, c->index, &m)))
+        return ic_rma_fail(x, c, "waiting for the target to prepare", ret);
+    memset(op, 0, sizeof(*op));
+    for (unsigned spins = 0; (ret = x->ops->rma(x->side, c, &io, op)) == -EAGAIN; spins++) {
+        if ((ret = x->ops->progress(x->side)))
+            break;
+        if (spins % 256 == 0 && ic_now() > x->deadline) {
+            ret = -ETIMEDOUT;
+            break;
+        }
+    }
+    if (ret)
+        return ic_rma_fail(x, c, "starting the operation", ret);
+    if ((ret = ic_wait_ops(x, op, 1)))
+        return ic_rma_fail(x, c, "waiting for its completion", ret);
+    defects = ic_rma_check_local(x, c, &io, op);
+    if ((ret = ic_send(x->ctl, IC_RMA_ISSUED, c->index, op->status != 0)))
+        return ic_rma_fail(x, c, "control channel", ret);
+    if ((ret = ic_wait_ctl(x, IC_RMA_DONE, c->index, &m)))
+        return ic_rma_fail(x, c, "waiting for the target's verdict", ret);
+    return (int)(defects + m.b); /* ours plus the target's */
+}
+
+int ic_rma_run(const struct ic_side_ops *ops, void *side, bool i_am_efarm, int ctl,
+               const struct ic_rma_case *cases, unsigned ncases, const struct ic_run_opts *opts,
+               const struct ic_rma_mem *mem)
+{
+    struct ic_ctx x = {.ops = ops, .side = side, .ctl = ctl, .opts = opts};
+    unsigned defects = 0;
+    struct ic_op op;
+
+    for (unsigned k = 0; k < ncases; k++) {
+        const struct ic_rma_case *c = &cases[k];
+        bool origin = (c->dir == IC_EFARM_TO_FI) == i_am_efarm;
+        double t0 = ic_now();
+        unsigned found;
+        char name[96];
+        int ret;
+
+        x.deadline = t0 + opts->case_timeout_s;
+        if (ops->rma_case_begin)
+            ops->rma_case_begin(side, c);
+        ret = origin ? ic_rma_origin(&x, c, mem, &op) : ic_rma_target(&x, c, mem->region);
+        if (ret < 0)
+            return ret;
+        found = (unsigned)ret;
+        if (ops->rma_case_end)
+            found += ops->rma_case_end(side, c);
+        defects += found;
+        if (opts->verbose)
+            printf("one-sided case %u %s: %s (%.1f ms)\n", c->index,
+                   ic_rma_describe(c, name, sizeof(name)), found ? "DEFECTS" : "ok",
+                   (ic_now() - t0) * 1e3);
+    }
+    return (int)defects;
+}

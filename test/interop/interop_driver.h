@@ -1,8 +1,9 @@
 /*
  * The case driver both interop programs run (interop_driver.c): it walks the
  * case list, paces the two sides over the control channel, posts the sends or
- * receives through a side's ops and checks what arrived. A side supplies only
- * its fabric operations.
+ * receives (or, in the one-sided phase, the writes, reads and atomics) through
+ * a side's ops and checks what arrived. A side supplies only its fabric
+ * operations.
  */
 #ifndef EFARM_INTEROP_DRIVER_H
 #define EFARM_INTEROP_DRIVER_H
@@ -20,6 +21,15 @@ struct ic_op {
     void *impl; /* the side's own per-op state */
 };
 
+/* One-sided operation as the driver hands it to the origin's side (interop.h). */
+struct ic_rma_io {
+    uint64_t raddr, rkey; /* the target's range: virtual address and key */
+    uint64_t len;         /* bytes of it (atomics: elements of 8 bytes) */
+    void *buf;            /* write: the data; read: where it goes; atomics: the operands */
+    const void *compare;  /* compare atomics: the compare values, else NULL */
+    void *result;         /* fetch and compare atomics: the old values, else NULL */
+};
+
 struct ic_side_ops {
     const char *name; /* "efarm", "libfabric" */
     /* Start a send or receive of message m of case c; -EAGAIN: progress and retry. */
@@ -35,6 +45,12 @@ struct ic_side_ops {
     void (*case_begin)(void *side, const struct ic_case *c);
     unsigned (*case_end)(void *side, const struct ic_case *c);
     const char *(*strerror)(int err);
+    /* One-sided: start the origin's operation of case c; -EAGAIN: progress and retry. */
+    int (*rma)(void *side, const struct ic_rma_case *c, const struct ic_rma_io *io,
+               struct ic_op *op);
+    /* Around each one-sided case, both roles; may be NULL. Returns defects found. */
+    void (*rma_case_begin)(void *side, const struct ic_rma_case *c);
+    unsigned (*rma_case_end)(void *side, const struct ic_rma_case *c);
 };
 
 struct ic_run_opts {
@@ -52,5 +68,23 @@ struct ic_run_opts {
  */
 int ic_run(const struct ic_side_ops *ops, void *side, bool i_am_efarm, int ctl,
            const struct ic_case *cases, unsigned ncases, const struct ic_run_opts *opts);
+
+/* What a side brings to the one-sided phase; the side owns the memory. */
+struct ic_rma_mem {
+    uint8_t *region;    /* IC_RMA_REGION bytes exposed to the peer */
+    uint8_t *local;     /* IC_RMA_LOCAL bytes the side's operations use as origin */
+    uint64_t peer_addr; /* the peer's exposed region */
+    uint64_t peer_key;
+};
+
+/*
+ * Run every one-sided case with `me` as one side, as ic_run does the two-sided
+ * ones: origin of the cases whose direction starts at it, target of the
+ * others. Returns the number of defects, or a negative error after printing
+ * why the run could not go on.
+ */
+int ic_rma_run(const struct ic_side_ops *ops, void *side, bool i_am_efarm, int ctl,
+               const struct ic_rma_case *cases, unsigned ncases, const struct ic_run_opts *opts,
+               const struct ic_rma_mem *mem);
 
 #endif /* EFARM_INTEROP_DRIVER_H */

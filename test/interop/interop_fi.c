@@ -4,25 +4,34 @@
  *
  *   interop-fi --connect SOCKET [--provider efa] [--timeout S] [-v]
  *
- * Opens an FI_EP_RDM endpoint with FI_MSG | FI_TAGGED (and send-after-send
- * ordering) on the named provider, connects to interop-efarm's UNIX socket, takes
- * the parameters and runs the same case list. libfabric's own environment decides
- * its protocols (FI_EFA_USE_DEVICE_RDMA, FI_EFA_RUNT_SIZE, ...); interop-efarm is
- * told what was set.
+ * Opens an FI_EP_RDM endpoint with FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC (and
+ * send-after-send ordering) on the named provider, connects to interop-efarm's
+ * UNIX socket, takes the parameters and runs the same case list, then the
+ * one-sided phase when asked: a region registered for remote read and write,
+ * fi_writemsg, fi_readmsg and the three atomic calls on efarm's. libfabric's own
+ * environment decides its protocols (FI_EFA_USE_DEVICE_RDMA, FI_EFA_RUNT_SIZE,
+ * ...); interop-efarm is told what was set.
  *
  * Exit status: 0 when every case passed, 1 otherwise, 2 on bad usage.
  */
 #include <getopt.h>
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "interop_driver.h"
+
+_Static_assert(FI_INT64 == IC_DT_INT64 && FI_DOUBLE == IC_DT_DOUBLE && FI_SUM == IC_OP_SUM &&
+                   FI_CSWAP == IC_OP_CSWAP,
+               "interop.h's atomic datatypes and operations are libfabric's numbers");
 
 struct if_op {
     struct fi_context2 ctx; /* first: the completion's op_context points here */
@@ -40,6 +49,9 @@ struct if_side {
     struct if_op ops[IC_BURST];
     struct fi_context2 peek_ctx;
     int peek_state; /* 0 idle, 1 peek posted, 2 found, 3 not found */
+    /* One-sided phase: the region efarm may access, the local buffer of our operations. */
+    struct fid_mr *region_mr, *local_mr;
+    void *local_desc;
 };
 
 static const char *if_strerror(int err)
@@ -165,6 +177,65 @@ static int if_arrived(void *side, const struct ic_case *c, double since)
     return 0;
 }
 
+/*
+ * One-sided operations, as the *msg calls so that delivery complete can be
+ * asked for per operation. The local buffer is registered (its desc given);
+ * the remote address is efarm's virtual address (FI_MR_VIRT_ADDR).
+ */
+static int if_rma_atomic(struct if_side *s, const struct ic_rma_case *c, const struct ic_rma_io *io,
+                         void **desc, uint64_t flags)
+{
+    struct fi_ioc operand = {.addr = io->buf, .count = c->count};
+    struct fi_ioc compare = {.addr = (void *)io->compare, .count = c->count};
+    struct fi_ioc result = {.addr = io->result, .count = c->count};
+    struct fi_rma_ioc rioc = {.addr = io->raddr, .count = c->count, .key = io->rkey};
+    struct fi_msg_atomic msg = {.msg_iov = &operand,
+                                .desc = desc,
+                                .iov_count = 1,
+                                .addr = s->peer,
+                                .rma_iov = &rioc,
+                                .rma_iov_count = 1,
+                                .datatype = (enum fi_datatype)c->dt,
+                                .op = (enum fi_op)c->op,
+                                .context = &s->ops[0].ctx};
+
+    switch (c->kind) {
+    case IC_RMA_ATOMIC:
+        return (int)fi_atomicmsg(s->ep, &msg, flags);
+    case IC_RMA_FETCH:
+        return (int)fi_fetch_atomicmsg(s->ep, &msg, &result, desc, 1, flags);
+    default:
+        return (int)fi_compare_atomicmsg(s->ep, &msg, &compare, desc, 1, &result, desc, 1, flags);
+    }
+}
+
+static int if_rma(void *side, const struct ic_rma_case *c, const struct ic_rma_io *io,
+                  struct ic_op *op)
+{
+    struct if_side *s = side;
+    uint64_t flags = FI_COMPLETION | (c->dc ? FI_DELIVERY_COMPLETE : 0);
+    void *desc[1] = {s->local_desc};
+    struct iovec iov = {.iov_base = io->buf, .iov_len = io->len};
+    struct fi_rma_iov riov = {.addr = io->raddr, .len = io->len, .key = io->rkey};
+    struct fi_msg_rma msg = {.msg_iov = &iov,
+                             .desc = desc,
+                             .iov_count = 1,
+                             .addr = s->peer,
+                             .rma_iov = &riov,
+                             .rma_iov_count = 1,
+                             .context = &s->ops[0].ctx};
+
+    if_bind(s, op, 0);
+    switch (c->kind) {
+    case IC_RMA_WRITE:
+        return (int)fi_writemsg(s->ep, &msg, flags);
+    case IC_RMA_READ:
+        return (int)fi_readmsg(s->ep, &msg, flags);
+    default:
+        return if_rma_atomic(s, c, io, desc, flags);
+    }
+}
+
 static const struct ic_side_ops g_if_ops = {
     .name = "libfabric",
     .send = if_send,
@@ -172,6 +243,7 @@ static const struct ic_side_ops g_if_ops = {
     .progress = if_progress,
     .arrived = if_arrived,
     .strerror = if_strerror,
+    .rma = if_rma,
 };
 
 static int if_open(struct if_side *s, const char *prov)
@@ -184,7 +256,7 @@ static int if_open(struct if_side *s, const char *prov)
     if (hints == NULL)
         return -FI_ENOMEM;
     hints->ep_attr->type = FI_EP_RDM;
-    hints->caps = FI_MSG | FI_TAGGED | FI_DIRECTED_RECV;
+    hints->caps = FI_MSG | FI_TAGGED | FI_DIRECTED_RECV | FI_RMA | FI_ATOMIC;
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
     hints->tx_attr->msg_order = FI_ORDER_SAS;
     hints->rx_attr->msg_order = FI_ORDER_SAS;
@@ -194,8 +266,11 @@ static int if_open(struct if_side *s, const char *prov)
     ret = fi_getinfo(FI_VERSION(1, 14), NULL, NULL, 0, hints, &s->info);
     fi_freeinfo(hints);
     if (ret) {
-        fprintf(stderr, "interop-fi: fi_getinfo(provider %s, FI_EP_RDM, FI_MSG|FI_TAGGED): %s\n",
-                prov, fi_strerror(-ret));
+        fprintf(
+            stderr,
+            "interop-fi: fi_getinfo(provider %s, FI_EP_RDM, FI_MSG|FI_TAGGED|FI_RMA|FI_ATOMIC): "
+            "%s\n",
+            prov, fi_strerror(-ret));
         return ret;
     }
     if ((ret = fi_fabric(s->info->fabric_attr, &s->fabric, NULL)) ||
@@ -206,6 +281,88 @@ static int if_open(struct if_side *s, const char *prov)
         (ret = fi_ep_bind(s->ep, &s->av->fid, 0)) ||
         (ret = fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV)) || (ret = fi_enable(s->ep)))
         fprintf(stderr, "interop-fi: opening the endpoint: %s\n", fi_strerror(-ret));
+    return ret;
+}
+
+/*
+ * Whether this libfabric carries the case's atomic (fi_atomicvalid and its
+ * fetch and compare variants): one that does not is a defect, said once.
+ */
+static unsigned if_atomics_valid(struct if_side *s, const struct ic_rma_case *cases, unsigned n)
+{
+    unsigned defects = 0;
+
+    for (unsigned k = 0; k < n; k++) {
+        const struct ic_rma_case *c = &cases[k];
+        enum fi_datatype dt = (enum fi_datatype)c->dt;
+        enum fi_op op = (enum fi_op)c->op;
+        size_t count = 0;
+        int ret;
+
+        if (c->dir != IC_FI_TO_EFARM || !ic_rma_is_atomic(c))
+            continue;
+        ret = c->kind == IC_RMA_ATOMIC  ? fi_atomicvalid(s->ep, dt, op, &count)
+              : c->kind == IC_RMA_FETCH ? fi_fetch_atomicvalid(s->ep, dt, op, &count)
+                                        : fi_compare_atomicvalid(s->ep, dt, op, &count);
+        if (ret || count < c->count) {
+            fprintf(stderr, "interop-fi: atomic op %d on datatype %d: %s, %zu element(s) at most\n",
+                    c->op, c->dt, ret ? fi_strerror(-ret) : "valid", count);
+            defects++;
+        }
+    }
+    return defects;
+}
+
+/*
+ * The one-sided phase: register a region for efarm and a local buffer, trade
+ * regions with interop-efarm, run the one-sided cases. Returns the defects or
+ * a negative error.
+ */
+static int if_rma_phase(struct if_side *s, int fd, const struct ic_params *params,
+                        const struct ic_run_opts *ropts)
+{
+    static struct ic_rma_case cases[IC_MAX_RMA_CASES];
+    unsigned ncases = ic_rma_cases(params, cases, IC_MAX_RMA_CASES), defects;
+    struct ic_rma_mem mem = {.region = aligned_alloc(4096, IC_RMA_REGION),
+                             .local = aligned_alloc(4096, IC_RMA_LOCAL)};
+    int ret = -FI_ENOMEM;
+
+    if (mem.region == NULL || mem.local == NULL)
+        goto out_free;
+    memset(mem.region, 0, IC_RMA_REGION);
+    ret = fi_mr_reg(s->domain, mem.region, IC_RMA_REGION, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0,
+                    &s->region_mr, NULL);
+    if (ret) {
+        fprintf(stderr, "interop-fi: fi_mr_reg of the exposed region: %s\n", fi_strerror(-ret));
+        goto out_free;
+    }
+    ret = fi_mr_reg(s->domain, mem.local, IC_RMA_LOCAL, FI_READ | FI_WRITE, 0, 0, 0, &s->local_mr,
+                    NULL);
+    if (ret) {
+        fprintf(stderr, "interop-fi: fi_mr_reg of the local buffer: %s\n", fi_strerror(-ret));
+        goto out_close_region;
+    }
+    s->local_desc = fi_mr_desc(s->local_mr);
+    ret = ic_region_exchange(fd, (uint64_t)(uintptr_t)mem.region, fi_mr_key(s->region_mr),
+                             &mem.peer_addr, &mem.peer_key, (int)(ropts->case_timeout_s * 1000));
+    if (ret) {
+        fprintf(stderr, "interop-fi: exchanging the one-sided regions: %s\n",
+                ret == -EPROTO ? "protocol error on the control channel" : if_strerror(ret));
+        goto out_close_local;
+    }
+    defects = if_atomics_valid(s, cases, ncases);
+    ret = ic_rma_run(&g_if_ops, s, false, fd, cases, ncases, ropts, &mem);
+    if (ret >= 0)
+        ret += (int)defects;
+out_close_local:
+    fi_close(&s->local_mr->fid);
+    s->local_mr = NULL;
+out_close_region:
+    fi_close(&s->region_mr->fid);
+    s->region_mr = NULL;
+out_free:
+    free(mem.local);
+    free(mem.region);
     return ret;
 }
 
@@ -311,6 +468,11 @@ int main(int argc, char **argv)
         goto err_close_fd;
     }
     ret = ic_run(&g_if_ops, &s, false, fd, cases, ic_cases(&params, cases, IC_MAX_CASES), &ropts);
+    if (ret >= 0 && (params.flags & IC_F_RMA)) {
+        int r = if_rma_phase(&s, fd, &params, &ropts);
+
+        ret = r < 0 ? r : ret + r;
+    }
     if (ret >= 0) {
         /* Keep the endpoint alive (acknowledging) until efarm says goodbye. */
         int r;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # efarm's protocol engine against libfabric's EFA provider, both on efasim: every
 # case of interop.h (both directions, tagged and untagged, each size with the
-# receive posted before and after arrival, plain and delivery complete, bursts)
-# in several configurations of the libfabric side, with and without efasim faults.
+# receive posted before and after arrival, plain and delivery complete, bursts;
+# then one-sided writes, reads and atomics both ways) in several configurations
+# of the libfabric side, with and without efasim faults.
 #
 #   test/interop/run-interop.sh BUILD_DIR [--libfabric PREFIX] [--label NAME]
 #                               [--quick] [--only NAME[,NAME...]] [--timeout S]
@@ -17,17 +18,24 @@
 # build/logs/interop).
 #
 # Configurations (NAME: libfabric environment; what must be seen in both directions):
-#   rdma     FI_EFA_USE_DEVICE_RDMA=1            eager, medium, long-CTS, long-read and DC
+#   rdma     FI_EFA_USE_DEVICE_RDMA=1            eager, medium, long-CTS, long-read and DC;
+#            one-sided: (DC_)EAGER_RTW, RDMA read, (DC_)WRITE/FETCH/COMPARE_RTA both
+#            ways, (DC_)LONGCTS_RTW and LONGREAD_RTW from libfabric, SHORT_RTR from efarm
 #   runt     ... and FI_EFA_RUNT_SIZE=307200     runting read too
-#   nordma   FI_EFA_USE_DEVICE_RDMA=0            long-CTS for every large message
+#   nordma   FI_EFA_USE_DEVICE_RDMA=0            long-CTS for every large message;
+#            one-sided as rdma, but reads by SHORT_RTR both ways and no LONGREAD_RTW
+#   rdmawrite  rdma, both processes on efasim with RDMA write (EFASIM_RDMA_WRITE=1):
+#            everything still passes; efarm writes to libfabric by RDMA write when
+#            libfabric offers it (EFARM_INTEROP_FI_RDMA_WRITE=1, below), else by EAGER_RTW
 #   readnack FI_EFA_USE_DEVICE_RDMA=1, efarm with EFASIM_MAX_MR=2: READ_NACK seen
 #            (libfabric >= 1.20 only; SKIP with the reason otherwise)
-#   faults   rdma, with efasim loss 5%, duplication 5%, reordering 20%, delay 5%;
-#            efarm must have seen REQs out of order
-#   selfcheck  interop-efarm told the wrong thing (no RDMA) must report a defect
+#   faults   rdma (one-sided too), with efasim loss 5%, duplication 5%, reordering
+#            20%, delay 5%; efarm must have seen REQs out of order
+#   selfcheck  interop-efarm told the wrong thing (no RDMA) must report a defect,
+#            for a two-sided message and (rmaselfcheck) a one-sided read
 set -u
 
-usage() { sed -n '7,8p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '8,9p' "$0" | sed 's/^# \{0,1\}//'; }
 
 build=${1:-}
 [ -n "$build" ] && [ -d "$build" ] || { usage >&2; exit 2; }
@@ -105,7 +113,7 @@ run() {
         why=$("$check" "$log") || { se=99; echo "# check: $why" >>"$log"; }
     fi
     if [ $se -eq 0 ] && [ $sf -eq 0 ]; then
-        echo "PASS $label/$name: $(grep -E '^(libfabric->efarm|efarm->libfabric):' "$log" | tr '\n' ' ')"
+        echo "PASS $label/$name: $(grep -E '^(one-sided )?(libfabric->efarm|efarm->libfabric):' "$log" | tr '\n' ' ')"
         passed=$((passed + 1))
     else
         echo "FAIL $label/$name (efarm exit $se, libfabric exit $sf${why:+: $why}; log $log)"
@@ -136,36 +144,59 @@ check_reordered() { # the faults reached efarm: REQs arrived out of order
 check_read_nack() {
     [ "$(counter read_nacks_sent "$1")" -gt 0 ] || { echo "efarm sent no READ_NACK"; return 1; }
 }
-# The checker can fail: told libfabric uses no RDMA while it does, interop-efarm must
-# report the long-read messages it receives as a subprotocol the sender may not pick.
+# selfcheck NAME EFARM-ARGS PATTERN WHAT: the checker can fail. Told libfabric uses no
+# RDMA while it has RDMA read, interop-efarm must report what it sees (long-read
+# messages, reads by RDMA) as a subprotocol the sender may not pick: its log must
+# match PATTERN, and it must fail.
 selfcheck() {
-    local log=$logs/$label-selfcheck.log sock pe
-    case ",${only:-selfcheck}," in *",selfcheck,"*) ;; *) return ;; esac
+    local name=$1 efargs=$2 pattern=$3 what=$4 log=$logs/$label-$1.log sock pe
+    case ",${only:-$name}," in *",$name,"*) ;; *) return ;; esac
     sock=$(mktemp -u "${TMPDIR:-/tmp}/efarm-interop.XXXXXX")
+    # shellcheck disable=SC2086
     env EFARM_DEVICE=sim EFARM_EFASIM_PATH="$simlib" timeout -k 5 "$timeout_s" "$efarm_bin" \
-        --listen "$sock" --sizes 1048576 --no-bursts --no-dc --fi-rdma 0 >"$log" 2>&1 &
+        --listen "$sock" --fi-rdma 0 $efargs >"$log" 2>&1 &
     pe=$!
     (
         eval "$fienv_sim"
         [ -z "$lfprefix" ] || export LD_LIBRARY_PATH=$simlib:$lfprefix/lib:$lfprefix/lib64
         exec env FI_EFA_USE_DEVICE_RDMA=1 timeout -k 5 "$timeout_s" "$fi_bin" --connect "$sock"
     ) >>"$log" 2>&1
-    if ! wait $pe && grep -q 'subprotocol longread .* allowed longcts' "$log"; then
-        echo "PASS $label/selfcheck: a subprotocol the sender may not pick is reported"
+    if ! wait $pe && grep -q "$pattern" "$log"; then
+        echo "PASS $label/$name: $what is reported"
         passed=$((passed + 1))
     else
-        echo "FAIL $label/selfcheck: interop-efarm did not report long-read where only long-CTS was allowed (log $log)"
+        echo "FAIL $label/$name: interop-efarm did not report $what (log $log)"
         failed=$((failed + 1))
     fi
     rm -f "$sock"
 }
 
 base="eager,medium,longcts,dc_eager,dc_medium,dc_longcts"
+# One-sided: what both sides start in every configuration, and what libfabric
+# sends for writes longer than a packet (long-CTS; long-read from 64 KiB with RDMA
+# read). interop-efarm's default sizes keep libfabric's reads within one SHORT_RTR
+# (its LONGCTS_RTR is not served yet); with RDMA read a read of any size is the
+# device's, so the RDMA configurations read 1 MiB too.
+rma_base="eager_rtw,dc_eager_rtw,write_rta,dc_write_rta,fetch_rta,compare_rta,fi:longcts_rtw,fi:dc_longcts_rtw"
+rma_rdma="--rma --rma-fi 1,4096,8884:d,8892:w,8903:r,20000:wd,65536:wd,1M --expect-rma $rma_base,fi:longread_rtw,direct_read,efarm:short_rtr"
 EFAULTS=
 EFARM_ENV=
-run rdma "FI_EFA_USE_DEVICE_RDMA=1" "--fi-rdma 1 --expect $base,longread"
+run rdma "FI_EFA_USE_DEVICE_RDMA=1" "--fi-rdma 1 --expect $base,longread $rma_rdma"
 run runt "FI_EFA_USE_DEVICE_RDMA=1 FI_EFA_RUNT_SIZE=307200" "--fi-rdma 1 --fi-runt 307200 --expect $base,longread,runtread"
-run nordma "FI_EFA_USE_DEVICE_RDMA=0" "--fi-rdma 0 --expect $base"
+run nordma "FI_EFA_USE_DEVICE_RDMA=0" "--fi-rdma 0 --expect $base --rma --expect-rma $rma_base,short_rtr"
+# A device with RDMA write under both. libfabric offers RDMA write in its HANDSHAKE
+# only from 1.18 and only when built against an rdma-core that has
+# EFADV_DEVICE_ATTR_CAPS_RDMA_WRITE (45 and later): neither libfabric here does
+# (Debian's is 1.17; scripts/libfabric-build.sh builds 2.1.0 against bookworm's
+# rdma-core 44). EFARM_INTEROP_FI_RDMA_WRITE=1 says the libfabric under test can, and
+# efarm must then write to it by RDMA.
+rw=0 rw_expect=
+if [ "${EFARM_INTEROP_FI_RDMA_WRITE:-0}" = 1 ] && fi_at_least 1.18; then
+    rw=1 rw_expect=,efarm:direct_write
+fi
+EFARM_ENV="EFASIM_RDMA_WRITE=1"
+run rdmawrite "FI_EFA_USE_DEVICE_RDMA=1 EFASIM_RDMA_WRITE=1" "--fi-rdma 1 --fi-rdma-write $rw --expect $base,longread $rma_rdma$rw_expect"
+EFARM_ENV=
 if fi_at_least 1.20; then
     # efarm's endpoint holds the only two registrations efasim allows: its receive
     # side cannot register the buffer of a long-read message and answers READ_NACK
@@ -177,9 +208,13 @@ else
     echo "SKIP $label/readnack: libfabric ${fi_version:-(unknown version)} has no READ_NACK (it came with 1.20)"
 fi
 EFAULTS="EFASIM_LOSS=0.05 EFASIM_DUP=0.05 EFASIM_REORDER=0.2 EFASIM_DELAY=0.05 EFASIM_DELAY_US=500"
-run faults "FI_EFA_USE_DEVICE_RDMA=1" "--fi-rdma 1 --expect $base,longread" check_reordered
+run faults "FI_EFA_USE_DEVICE_RDMA=1" "--fi-rdma 1 --expect $base,longread $rma_rdma" check_reordered
 EFAULTS=
-selfcheck
+selfcheck selfcheck "--sizes 1048576 --no-bursts --no-dc" 'subprotocol longread .* allowed longcts' \
+    "a long-read message where only long-CTS was allowed"
+selfcheck rmaselfcheck "--no-msg --rma-fi 4096:r --rma-efarm 4096:r" \
+    'subprotocol direct_read in 0 REQ(s), allowed short_rtr' \
+    "a one-sided read by RDMA where only SHORT_RTR was allowed"
 
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
