@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 
+#include "efarm_rma.h"
 #include "proto_internal.h"
 
 /*
@@ -225,6 +226,30 @@ static int build_ctsdata(struct efarm_ep *ep, struct efarm_peer_state *st, struc
     return 0;
 }
 
+/*
+ * The first packet of a peer's long emulated read (LONGCTS_RTR): a READRSP
+ * with our op's id (the peer's CTS rounds name it) and the first segment.
+ */
+static int build_readrsp(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
+{
+    struct efarm_pkt pkt;
+    uint64_t n;
+    int ret;
+
+    efarm_pkt_init(&pkt, EFARM_PKT_READRSP);
+    efarm_pkt_set_connid(ep, st, &pkt);
+    n = room(ep, sizeof(struct efarm_wire_readrsp_hdr), op->window_end - op->offset);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, op->peer_op_id);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_LENGTH, n);
+    ret = op_pkt_send(ep, op, &pkt, NULL, 0, op->buf + op->offset, n);
+    if (ret)
+        return ret;
+    op->offset += n;
+    op->flags &= ~EFARM_OPF_NEED_REQ;
+    return build_ctsdata(ep, st, op); /* the rest of the first grant */
+}
+
 /* The read_iov of a read send: the whole registered user buffer. */
 static void read_iov(const struct efarm_op *op, uint8_t out[sizeof(struct efarm_wire_rma_iov)])
 {
@@ -331,7 +356,12 @@ void efarm_tx_op_work(struct efarm_ep *ep, struct efarm_op *op)
         ret = build_medium(ep, st, op);
         break;
     case EFARM_PROTO_LONGCTS:
-        ret = first ? build_longcts_req(ep, st, op) : build_ctsdata(ep, st, op);
+        if (!first)
+            ret = build_ctsdata(ep, st, op);
+        else if (op->req_type == EFARM_PKT_LONGCTS_RTR)
+            ret = build_readrsp(ep, st, op);
+        else
+            ret = build_longcts_req(ep, st, op);
         break;
     case EFARM_PROTO_LONGREAD:
         ret = build_longread(ep, st, op);
@@ -645,4 +675,56 @@ void efarm_read_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct e
     if (op->flags & EFARM_OPF_DC)
         op->flags |= EFARM_OPF_WAIT_RCPT;
     efarm_tx_op_work(ep, op);
+}
+
+/* ---- Peers' long emulated reads ---------------------------------------------------------- */
+
+/*
+ * LONGCTS_RTR (section 3.3): a peer reads more than one READRSP holds from
+ * memory this endpoint exposed. Once its one rma_iov entry passed the region
+ * check (read access, the whole range), the read is a long-CTS send of that
+ * range with no request: a READRSP carrying our op's id and the first data,
+ * CTSDATA up to the peer's recv_length, then one CTS round after another as
+ * the peer asks. Returns 0, or -EAGAIN when no operation slot is free (the
+ * caller keeps the packet and retries).
+ */
+int efarm_rtr_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
+{
+    uint64_t len = pkt->value[EFARM_PKT_F_MSG_LENGTH], grant = pkt->value[EFARM_PKT_F_RECV_LENGTH];
+    struct efarm_rma_iov iov;
+    struct efarm_op *op;
+    uint8_t *src = NULL;
+    int ret;
+
+    if (pkt->value[EFARM_PKT_F_RMA_IOV_COUNT] != 1 || grant == 0) {
+        ep->cnt.rma_refused++;
+        ret = EFARM_E(PROTO_RMA_BOUNDS);
+    } else {
+        efarm_rma_iov_load(pkt->rma_iov, 0, &iov);
+        if (iov.len != len || len == 0) {
+            ep->cnt.rma_refused++;
+            ret = EFARM_E(PROTO_RMA_BOUNDS);
+        } else {
+            ret = efarm_region_check(ep, iov.addr, iov.len, iov.key, EFARM_EXPOSE_READ, &src);
+        }
+    }
+    if (ret) {
+        efarm_log_ratelimited(EFARM_LOG_WARN, "LONGCTS_RTR from peer %u refused: %s; dropped", peer,
+                              efarm_strerror(ret));
+        return 0;
+    }
+    op = efarm_op_alloc(ep, EFARM_OP_TX);
+    if (op == NULL)
+        return -EAGAIN;
+    op->peer = peer;
+    op->buf = src;
+    op->len = len;
+    op->proto = EFARM_PROTO_LONGCTS;
+    op->req_type = EFARM_PKT_LONGCTS_RTR;
+    op->peer_op_id = (uint32_t)pkt->value[EFARM_PKT_F_RECV_ID];
+    op->window_end = grant < len ? grant : len;
+    op->flags = EFARM_OPF_NEED_REQ;
+    ep->cnt.rma_served++;
+    efarm_tx_op_work(ep, op);
+    return 0;
 }

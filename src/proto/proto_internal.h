@@ -574,6 +574,8 @@ int efarm_rtr_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pk
 int efarm_rta_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
 /* msg_recv.c: LONGCTS_RTW, DC_LONGCTS_RTW, LONGREAD_RTW run as receive operations. */
 int efarm_rtw_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
+/* msg_send.c: LONGCTS_RTR runs as a long-CTS send of the exposed range. */
+int efarm_rtr_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
 /* Keep an unordered request whose reply found no buffer; progress retries it in order. */
 int efarm_rma_pending_keep(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_dev_cqe *cqe);
 void efarm_rma_pending_progress(struct efarm_ep *ep);

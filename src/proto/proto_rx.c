@@ -468,11 +468,17 @@ static int rx_rtw(struct efarm_ep *ep, struct efarm_peer_state *st, const struct
     return 0;
 }
 
-/* SHORT_RTR: a peer's emulated read, answered by one READRSP (kept while no buffer is free). */
+/*
+ * SHORT_RTR: a peer's emulated read, answered by one READRSP; LONGCTS_RTR: a
+ * long-CTS send of the range. Kept while no buffer or operation is free.
+ */
 static int rx_rtr(struct efarm_ep *ep, struct efarm_peer_state *st, const struct efarm_pkt *pkt,
                   const struct efarm_dev_cqe *cqe)
 {
-    if (efarm_rtr_recv(ep, st->peer, pkt, NULL) == -EAGAIN)
+    int ret = pkt->type == EFARM_PKT_LONGCTS_RTR ? efarm_rtr_long_recv(ep, st->peer, pkt)
+                                                 : efarm_rtr_recv(ep, st->peer, pkt, NULL);
+
+    if (ret == -EAGAIN)
         return efarm_rma_pending_keep(ep, st->peer, cqe);
     return 0;
 }
@@ -502,7 +508,7 @@ static int rx_atomrsp(struct efarm_ep *ep, struct efarm_peer_state *st, const st
     return 0;
 }
 
-/* Anything else: count and drop (LONGCTS_RTR and the RUNT*_RTW are not served). */
+/* Anything else: count and drop (RUNTCTS_RTW and RUNTREAD_RTW are not served). */
 static int rx_unsupported(struct efarm_ep *ep, struct efarm_peer_state *st,
                           const struct efarm_pkt *pkt, const struct efarm_dev_cqe *cqe)
 {
@@ -549,6 +555,7 @@ static const efarm_rx_fn g_rx_handlers[EFARM_PKT_TYPE_COUNT] = {
     [EFARM_PKT_EAGER_RTW] = rx_rtw,
     [EFARM_PKT_DC_EAGER_RTW] = rx_rtw,
     [EFARM_PKT_SHORT_RTR] = rx_rtr,
+    [EFARM_PKT_LONGCTS_RTR] = rx_rtr,
     [EFARM_PKT_LONGCTS_RTW] = rx_rtw_long,
     [EFARM_PKT_DC_LONGCTS_RTW] = rx_rtw_long,
     [EFARM_PKT_LONGREAD_RTW] = rx_rtw_long,

@@ -207,9 +207,11 @@ static void txpkt_failed(struct efarm_ep *ep, struct efarm_txpkt *tx, int status
             lost = tx->type == EFARM_PKT_HANDSHAKE ? "our HANDSHAKE, which it may wait for"
                                                    : "a RECEIPT its send waits for";
     } else if (efarm_op_class(op)->origin) {
-        if (op->req == NULL && op->status == 0) {
+        if (op->req == NULL && op->status == 0 && (op->flags & EFARM_OPF_INJECT)) {
             lost = "the data of an injected send that had already completed";
             ep->cnt.lost_after_completion++;
+        } else if (op->req == NULL && op->status == 0) {
+            lost = "data of a long read it asked for (LONGCTS_RTR)";
         } else if (req_pkt && !gone && st->tx_msg_id != op->msg_id + 1) {
             lost = "the messages sent to it after this one (they wait behind it)";
         }

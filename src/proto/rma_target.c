@@ -14,8 +14,9 @@
  * protocol v4, and its refusal is only counted and logged here.
  *
  * Long writes (LONGCTS_RTW, DC_LONGCTS_RTW, LONGREAD_RTW) run as receive
- * operations (efarm_rtw_long_recv in msg_recv.c). LONGCTS_RTR and the
- * RUNT*_RTW types are not served: counted as unsupported and dropped.
+ * operations (efarm_rtw_long_recv in msg_recv.c), long reads (LONGCTS_RTR) as
+ * long-CTS sends (efarm_rtr_long_recv in msg_send.c). RUNTCTS_RTW and
+ * RUNTREAD_RTW are not served: counted as unsupported and dropped.
  *
  * Replies need a send buffer. RTAs are in msg_id order: one whose reply
  * finds none waits in its slot (the ordered path retries it). RTW and RTR
@@ -307,6 +308,8 @@ static int pending_retry(struct efarm_ep *ep, efarm_peer_t peer, const struct ef
     switch (pkt->type) {
     case EFARM_PKT_SHORT_RTR:
         return efarm_rtr_recv(ep, peer, pkt, rp);
+    case EFARM_PKT_LONGCTS_RTR:
+        return efarm_rtr_long_recv(ep, peer, pkt);
     case EFARM_PKT_LONGCTS_RTW:
     case EFARM_PKT_DC_LONGCTS_RTW:
     case EFARM_PKT_LONGREAD_RTW:

@@ -35,7 +35,7 @@ enum {
  * device's RDMA, no packet), the reply the target sends to each REQ (0: none
  * one for one; long-CTS writes get CTS rounds), whether it sends a REQ per
  * packet of data (else one per operation) and whether efarm's target serves
- * it. The last three are libfabric's that efarm's target does not serve yet.
+ * it. The last two are libfabric's that efarm's target does not serve yet.
  */
 #define IE_RMA_LIST(X)                                                                            \
     X(DIRECT_WRITE, "direct_write", 0, 0, false, true)                                            \
@@ -50,7 +50,7 @@ enum {
     X(DC_WRITE_RTA, "dc_write_rta", EFARM_PKT_DC_WRITE_RTA, EFARM_PKT_RECEIPT, true, true)        \
     X(FETCH_RTA, "fetch_rta", EFARM_PKT_FETCH_RTA, EFARM_PKT_ATOMRSP, true, true)                 \
     X(COMPARE_RTA, "compare_rta", EFARM_PKT_COMPARE_RTA, EFARM_PKT_ATOMRSP, true, true)           \
-    X(LONGCTS_RTR, "longcts_rtr", EFARM_PKT_LONGCTS_RTR, 0, false, false)                         \
+    X(LONGCTS_RTR, "longcts_rtr", EFARM_PKT_LONGCTS_RTR, EFARM_PKT_READRSP, false, true)          \
     X(RUNTCTS_RTW, "runtcts_rtw", EFARM_PKT_RUNTCTS_RTW, 0, true, false)                          \
     X(RUNTREAD_RTW, "runtread_rtw", EFARM_PKT_RUNTREAD_RTW, 0, true, false)
 

@@ -45,8 +45,8 @@ static const uint8_t g_ie_rma_replies[] = {EFARM_PKT_READRSP, EFARM_PKT_ATOMRSP,
  * (64 KiB) up, when both sides have RDMA read, LONGREAD_RTW (delivery complete
  * or not); any other write LONGCTS_RTW or DC_LONGCTS_RTW. A read is the
  * device's RDMA read when both sides have it, else one SHORT_RTR below 8904 B
- * (MTU less the READRSP header) and LONGCTS_RTR above, which efarm does not
- * serve yet.
+ * (MTU less the READRSP header) and LONGCTS_RTR above (efarm answers with a
+ * READRSP and CTSDATA, then CTS rounds).
  */
 #define IE_FI_MIN_READ_WRITE 65536
 

@@ -410,3 +410,77 @@ EFARM_TEST(wire_rma_long_rtw_served)
     free(src);
     free(snap);
 }
+
+/*
+ * A peer's long emulated read (LONGCTS_RTR): a READRSP naming the engine's
+ * send_id with the first data, CTSDATA up to the peer's recv_length, then a
+ * CTS round per grant until the range is out; a refused one gets no answer.
+ */
+EFARM_TEST(wire_rma_longcts_rtr_served)
+{
+    const uint64_t len = 60000;
+    uint8_t *big = malloc(len + 100), *got = calloc(1, len), wire[24];
+    struct efarm_region *reg;
+    struct efarm_rma_iov iov;
+    struct efarm_pkt pkt;
+    struct wp_pkt p;
+    uint64_t have = 0, grant, refused;
+    uint32_t send_id;
+    struct wp w;
+
+    rma_open(&w);
+    proto_fill(big, len + 100, 41);
+    EXPECT_RET(efarm_expose(g_ep, big, len + 100, EFARM_EXPOSE_READ, &reg), 0);
+    iov = (struct efarm_rma_iov){(uint64_t)(uintptr_t)big + 100, len, efarm_region_key(reg)};
+    grant = 2 * wp_ctsdata_room(&w);
+    rma_req(&w, &pkt, wire, EFARM_PKT_LONGCTS_RTR, &iov, 1, 0);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, len);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, 0x77);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_LENGTH, grant);
+    wp_send_settle(&w, &pkt, NULL, 0, NULL, 0);
+    wp_expect(&w, EFARM_PKT_READRSP, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_RECV_ID), 0x77);
+    send_id = (uint32_t)get(&p, EFARM_PKT_F_SEND_ID);
+    EXPECT_TRUE(get(&p, EFARM_PKT_F_SEG_LENGTH) > 0);
+    memcpy(got, p.pkt.payload, get(&p, EFARM_PKT_F_SEG_LENGTH));
+    have = get(&p, EFARM_PKT_F_SEG_LENGTH);
+    while (have < len) {
+        /* CTSDATA until the grant is used up, then ask for more. */
+        while (have < grant && have < len) {
+            wp_expect(&w, EFARM_PKT_CTSDATA, &p);
+            EXPECT_EQ(get(&p, EFARM_PKT_F_RECV_ID), 0x77);
+            EXPECT_EQ(get(&p, EFARM_PKT_F_SEG_OFFSET), have);
+            memcpy(got + have, p.pkt.payload, get(&p, EFARM_PKT_F_SEG_LENGTH));
+            have += get(&p, EFARM_PKT_F_SEG_LENGTH);
+        }
+        if (have < len) {
+            wp_expect_none(&w, EFARM_PKT_CTSDATA); /* nothing beyond the grant */
+            send_cts(&w, send_id, 0x77, 3 * wp_ctsdata_room(&w));
+            grant = have + 3 * wp_ctsdata_room(&w);
+        }
+    }
+    EXPECT_EQ(have, len);
+    EXPECT_MEM_EQ(got, big + 100, len);
+    EXPECT_EQ(cnt()->rma_served, 1);
+
+    /* Refused: past the region, a zero grant. No answer at all. */
+    refused = cnt()->rma_refused;
+    iov.addr += 200;
+    rma_req(&w, &pkt, wire, EFARM_PKT_LONGCTS_RTR, &iov, 1, 0);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, len);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, 0x78);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_LENGTH, grant);
+    wp_send_settle(&w, &pkt, NULL, 0, NULL, 0);
+    iov.addr -= 200;
+    rma_req(&w, &pkt, wire, EFARM_PKT_LONGCTS_RTR, &iov, 1, 0);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, len);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, 0x79);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_LENGTH, 0);
+    wp_send_settle(&w, &pkt, NULL, 0, NULL, 0);
+    wp_expect_none(&w, -1);
+    EXPECT_EQ(cnt()->rma_refused, refused + 2);
+    efarm_unexpose(g_ep, reg);
+    rma_close(&w);
+    free(big);
+    free(got);
+}
