@@ -149,8 +149,9 @@ esac
 # the first time on 2 cores; cached under build/mpich after, so a rerun only
 # recompiles what changed). Then test/mpi's programs with 2 and 4 ranks through
 # efarm on efasim, and a fixed subset of MPICH's own test suite (pt2pt, basic, comm,
-# coll, datatype; `scripts/mpich-testsuite.sh --subset full` runs them all), whose
-# pt2pt and coll part runs a second time under efasim's faults.
+# coll, datatype, rma; `scripts/mpich-testsuite.sh --subset full` runs them all),
+# whose rma part runs a second time with RMA as active messages, and whose pt2pt,
+# coll and rma part runs again under efasim's faults.
 mpich_prefix=${EFARM_MPICH_PREFIX:-${EFARM_MPICH_CACHE:-$top/build/mpich}/install}
 step mpich-build env EFARM_BUILD_ROOT="$root" "$top/scripts/mpich-build.sh" --prefix "$mpich_prefix"
 if [ -x "$mpich_prefix/bin/mpicc" ]; then
@@ -158,11 +159,15 @@ if [ -x "$mpich_prefix/bin/mpicc" ]; then
     if [ -x "$top/scripts/mpich-testsuite.sh" ]; then
         suite mpich-testsuite bash "$top/scripts/mpich-testsuite.sh" --prefix "$mpich_prefix" \
             --subset ci
-        # The pt2pt and coll part of that subset again with efasim at 10% loss, 10%
-        # duplication and 20% reordering (about 2 minutes; `--subset full --dirs
-        # "pt2pt coll" --faults` runs the whole directories, about 25 minutes).
+        # Its rma part again with every RMA operation as MPIDIG's active messages
+        # (EFARM_RMA_NATIVE=0): both paths must pass.
+        suite mpich-testsuite-rma-am env EFARM_RMA_NATIVE=0 bash "$top/scripts/mpich-testsuite.sh" \
+            --prefix "$mpich_prefix" --subset ci --dirs rma --logs "$root/mpich-testsuite-rma-am"
+        # The pt2pt, coll and rma part of that subset again with efasim at 10% loss,
+        # 10% duplication and 20% reordering (about 3 minutes; `--subset full --dirs
+        # "pt2pt coll rma" --faults` runs the whole directories).
         suite mpich-testsuite-faults bash "$top/scripts/mpich-testsuite.sh" \
-            --prefix "$mpich_prefix" --subset ci --dirs "pt2pt coll" --faults
+            --prefix "$mpich_prefix" --subset ci --dirs "pt2pt coll rma" --faults
     fi
 fi
 

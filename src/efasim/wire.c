@@ -276,7 +276,8 @@ static void send_nack(struct efasim_qp *qp, const struct rx_src *src, uint32_t s
  * ACKs are owed per peer and ride on the next datagram this QP sends that
  * peer (a ping's ACK travels with the pong), so a round trip costs two
  * datagrams as on the kernel's path. What no datagram carries within
- * EFASIM_ACK_DELAY_US goes out in an ACK datagram of its own.
+ * EFASIM_ACK_DELAY_US goes out in an ACK datagram of its own; the ACK of an
+ * RDMA write without immediate, which nothing answers, goes at once.
  */
 static void ack_send_pending(struct efasim_qp *qp, struct efasim_peer *p)
 {
@@ -794,6 +795,13 @@ static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pid
                         is_write ? (uint32_t)h->rtotal : (uint32_t)plen, &nack);
     rxwin_settle(&p->rx, h->seq, nack);
     answer_settled(qp, p, pidx, src, nack);
+    /*
+     * A write without immediate reaches no application here, so no datagram of
+     * ours will answer it to carry the ACK: it goes now, as the NIC acknowledges
+     * a write at once, instead of after EFASIM_ACK_DELAY_US.
+     */
+    if (is_write && !wants_recv && p->npend)
+        ack_send_pending(qp, p);
 }
 
 /* READ_REQ: stateless; the target's memory is only read, after every check. */
