@@ -267,15 +267,38 @@ static int atomic_op(MPI_Op op)
     return -1;
 }
 
+/* A native operation's packed copy (and the datatype reference an unpack holds). */
+static void rma_buffers_free(MPIR_Request *req)
+{
+    MPIDI_EFARM_request_t *r = &MPIDI_EFARM_REQ(req);
+
+    if (r->user_buf != NULL)
+        MPIR_Datatype_release_if_not_builtin(r->user_dt);
+    MPL_free(r->pack_buf);
+    r->pack_buf = NULL;
+    r->user_buf = NULL;
+}
+
 static void rma_done(struct efarm_req *ereq)
 {
     MPIR_Request *req = ereq->ctx;
-    MPIR_Win *win = MPIDI_EFARM_REQ(req).rma_win;
+    MPIDI_EFARM_request_t *r = &MPIDI_EFARM_REQ(req);
+    MPIR_Win *win = r->rma_win;
     MPIDI_EFARM_win_t *w = &MPIDI_EFARM_WIN(win);
+    int err = MPI_SUCCESS;
 
-    if (unlikely(ereq->status < 0)) {
-        int err = MPIDI_EFARM_ERROR(ereq->status, "one-sided operation");
+    if (unlikely(ereq->status < 0))
+        err = MPIDI_EFARM_ERROR(ereq->status, "one-sided operation");
+    else if (r->user_buf != NULL) {
+        /* A get into noncontiguous memory: unpack what was read. */
+        MPI_Aint unpacked;
 
+        err = MPIR_Typerep_unpack(r->pack_buf, (MPI_Aint)ereq->length, r->user_buf,
+                                  r->user_count, r->user_dt, 0, &unpacked);
+    }
+    if (r->pack_buf != NULL)
+        rma_buffers_free(req);
+    if (unlikely(err)) {
         req->status.MPI_ERROR = err;
         if (w->error == MPI_SUCCESS)
             w->error = err;
@@ -312,6 +335,7 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
     struct efarm_req *ereq;
     int mpi_errno = MPI_SUCCESS, ret, dt = -1, op = -1;
     unsigned long waits = 0;
+    bool pack = false, unpack = false;
 
     *native_p = false;
     if (w->targets == NULL || a->target_rank == win->comm_ptr->rank || a->target_rank < 0 ||
@@ -319,14 +343,25 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
         return MPI_SUCCESS; /* not native; ops to itself MPIDIG applies locally */
     if (!contig(NULL, a->target_count, a->target_dt, &tgt, &tsize))
         return MPI_SUCCESS;
+    /* Noncontiguous origin data of a put is packed, of a get unpacked at completion. */
     if (a->kind == MPIDI_EFARM_RMA_PUT || a->kind == MPIDI_EFARM_RMA_ACC ||
         a->kind == MPIDI_EFARM_RMA_CAS ||
         (a->kind == MPIDI_EFARM_RMA_GET_ACC && a->op != MPI_NO_OP)) {
-        if (!contig(a->origin, a->origin_count, a->origin_dt, &origin, &osize) || osize != tsize)
+        if (!contig(a->origin, a->origin_count, a->origin_dt, &origin, &osize)) {
+            if (a->kind != MPIDI_EFARM_RMA_PUT)
+                return MPI_SUCCESS;
+            pack = true;
+        }
+        if (osize != tsize)
             return MPI_SUCCESS;
     }
     if (a->kind != MPIDI_EFARM_RMA_PUT && a->kind != MPIDI_EFARM_RMA_ACC) {
-        if (!contig(a->result, a->result_count, a->result_dt, &result, &rsize) || rsize != tsize)
+        if (!contig(a->result, a->result_count, a->result_dt, &result, &rsize)) {
+            if (a->kind != MPIDI_EFARM_RMA_GET)
+                return MPI_SUCCESS;
+            unpack = true;
+        }
+        if (rsize != tsize)
             return MPI_SUCCESS;
     }
     if (a->kind >= MPIDI_EFARM_RMA_ACC) {
@@ -371,8 +406,34 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
     MPIDI_CH4_REQUEST_CREATE(req, MPIR_REQUEST_KIND__RMA, 0, request ? 2 : 1);
     MPIR_ERR_CHKANDSTMT(req == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
     MPIDI_EFARM_REQ(req).pack_buf = NULL;
+    MPIDI_EFARM_REQ(req).user_buf = NULL;
     MPIDI_EFARM_REQ(req).rma_win = win;
     MPIDI_EFARM_REQ(req).rma_target = a->target_rank;
+    if (pack || unpack) {
+        void *tmp = MPL_malloc((size_t)tsize, MPL_MEM_RMA);
+        MPI_Aint packed;
+
+        if (tmp == NULL) {
+            MPIDI_CH4_REQUEST_FREE(req);
+            if (request)
+                MPIDI_CH4_REQUEST_FREE(req);
+            MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**nomem", "**nomem %s",
+                                 "efarm RMA pack buffer");
+        }
+        MPIDI_EFARM_REQ(req).pack_buf = tmp;
+        if (pack) {
+            mpi_errno = MPIR_Typerep_pack(a->origin, a->origin_count, a->origin_dt, 0, tmp,
+                                          tsize, &packed);
+            MPIR_Assert(mpi_errno || packed == tsize);
+            origin = tmp;
+        } else {
+            MPIDI_EFARM_REQ(req).user_buf = a->result;
+            MPIDI_EFARM_REQ(req).user_count = a->result_count;
+            MPIDI_EFARM_REQ(req).user_dt = a->result_dt;
+            MPIR_Datatype_add_ref_if_not_builtin(a->result_dt);
+            result = tmp;
+        }
+    }
     ereq = &MPIDI_EFARM_REQ(req).ereq;
     ereq->cb = rma_done;
     ereq->ctx = req;
@@ -407,6 +468,7 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
     if (mpi_errno) {
         w->outstanding--;
         w->outstanding_to[a->target_rank]--;
+        rma_buffers_free(req);
         MPIDI_CH4_REQUEST_FREE(req);
         if (request)
             MPIDI_CH4_REQUEST_FREE(req);

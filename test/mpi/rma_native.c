@@ -6,8 +6,9 @@
  * checked for lost updates; fetch_and_op from every rank on one counter
  * (every returned value distinct, the total exact); compare_and_swap as a
  * ticket lock; get_accumulate with MPI_NO_OP and MPI_REPLACE; the request
- * forms; and operations efarm has no native path for (a vector datatype,
- * MPI_MAXLOC), which must still work, through MPIDIG.
+ * forms; and operations efarm has no native path for (a vector target,
+ * MPI_MAXLOC), which must still work, through MPIDIG; a vector origin into
+ * contiguous target memory goes native (packed, unpacked).
  *
  * Counters (MPI_T) prove the path: with MPITEST_RMA_EXPECT=native (default)
  * the plain operations went native (efarm_nm_rma_native_ops grew by at least
@@ -327,6 +328,46 @@ static void get_acc_and_requests(void)
     MPI_Win_free(&win);
 }
 
+/*
+ * Noncontiguous origin data into contiguous target memory goes native: a put
+ * packs it, a get unpacks into it (every other int of a vector).
+ */
+static void noncontig_origin(void)
+{
+    int me = g_mpitest_rank, size = g_mpitest_size, to = (me + 1) % size;
+    int *mem, src[8], dst[8];
+    MPI_Datatype vec;
+    MPI_Win win;
+    unsigned long long n0 = native_ops(), f0 = fallback_ops();
+
+    mpitest_context("vector origin, contiguous target");
+    CHECK_MPI(MPI_Win_allocate(8 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem,
+                               &win));
+    for (int i = 0; i < 8; i++) {
+        mem[i] = -1;
+        src[i] = me * 100 + i;
+        dst[i] = -2;
+    }
+    CHECK_MPI(MPI_Type_vector(4, 1, 2, MPI_INT, &vec));
+    CHECK_MPI(MPI_Type_commit(&vec));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK_MPI(MPI_Put(src, 1, vec, to, 0, 4, MPI_INT, win));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ(mem[i], ((me + size - 1) % size) * 100 + 2 * i);
+    CHECK_EQ(mem[4], -1);
+    CHECK_MPI(MPI_Get(dst, 1, vec, to, 0, 4, MPI_INT, win));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    for (int i = 0; i < 8; i++)
+        CHECK_EQ(dst[i], i % 2 ? -2 : me * 100 + i);
+    if (g_native) {
+        CHECK_EQ(native_ops() - n0, 2);
+        CHECK_EQ(fallback_ops() - f0, 0);
+    }
+    MPI_Type_free(&vec);
+    MPI_Win_free(&win);
+}
+
 /* What has no native path: a vector put and a MAXLOC accumulate, through MPIDIG. */
 static void exotic(void)
 {
@@ -506,6 +547,7 @@ int main(int argc, char **argv)
             CHECK_GE(f, 2 * 5 * 7 * 2);
         }
     }
+    noncontig_origin();
     exotic();
     if (g_native && g_mpitest_size >= 2 && mpitest_env_size("MPITEST_RMA_PASSIVE", 0))
         passive_progress((time_t)mpitest_env_size("MPITEST_RMA_PASSIVE", 0));
