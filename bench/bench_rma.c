@@ -376,8 +376,7 @@ int main(int argc, char **argv)
     if (!c.buf || !c.t)
         die("out of memory");
     memset(c.buf, 1, c.o.max);
-    MPI_Win_allocate((MPI_Aint)(c.o.max + 64), 1, MPI_INFO_NULL, MPI_COMM_WORLD, &c.base,
-                     &c.win);
+    MPI_Win_allocate((MPI_Aint)(c.o.max + 64), 1, MPI_INFO_NULL, MPI_COMM_WORLD, &c.base, &c.win);
     memset(c.base, 0, c.o.max + 64);
     MPI_Barrier(MPI_COMM_WORLD);
     if (c.o.tests & (1u << T_PINGPONG))

@@ -293,8 +293,8 @@ static void rma_done(struct efarm_req *ereq)
         /* A get into noncontiguous memory: unpack what was read. */
         MPI_Aint unpacked;
 
-        err = MPIR_Typerep_unpack(r->pack_buf, (MPI_Aint)ereq->length, r->user_buf,
-                                  r->user_count, r->user_dt, 0, &unpacked);
+        err = MPIR_Typerep_unpack(r->pack_buf, (MPI_Aint)ereq->length, r->user_buf, r->user_count,
+                                  r->user_dt, 0, &unpacked);
     }
     if (r->pack_buf != NULL)
         rma_buffers_free(req);
@@ -422,8 +422,8 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
         }
         MPIDI_EFARM_REQ(req).pack_buf = tmp;
         if (pack) {
-            mpi_errno = MPIR_Typerep_pack(a->origin, a->origin_count, a->origin_dt, 0, tmp,
-                                          tsize, &packed);
+            mpi_errno =
+                MPIR_Typerep_pack(a->origin, a->origin_count, a->origin_dt, 0, tmp, tsize, &packed);
             MPIR_Assert(mpi_errno || packed == tsize);
             origin = tmp;
         } else {

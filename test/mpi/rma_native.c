@@ -341,8 +341,8 @@ static void noncontig_origin(void)
     unsigned long long n0 = native_ops(), f0 = fallback_ops();
 
     mpitest_context("vector origin, contiguous target");
-    CHECK_MPI(MPI_Win_allocate(8 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem,
-                               &win));
+    CHECK_MPI(
+        MPI_Win_allocate(8 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
     for (int i = 0; i < 8; i++) {
         mem[i] = -1;
         src[i] = me * 100 + i;
