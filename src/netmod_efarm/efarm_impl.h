@@ -28,7 +28,9 @@
     X(rma_native_bytes, "bytes of native RMA operations")                          \
     X(rma_fallback_ops, "RMA operations sent through MPIDIG (active messages)")    \
     X(rma_native_windows, "windows whose RMA may go native")                       \
-    X(rma_fallback_windows, "windows whose RMA all goes through MPIDIG")
+    X(rma_fallback_windows, "windows whose RMA all goes through MPIDIG")           \
+    X(rma_dyn_attached, "regions attached to dynamic windows with native RMA")     \
+    X(rma_dyn_lookups, "reads of a peer's dynamic-window directory (cache misses)")
 
 typedef struct {
 #define MPIDI_EFARM_NM_COUNTER_MEMBER_(name, doc) unsigned long long name;
@@ -139,6 +141,9 @@ enum {
  */
 int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_Request **request,
                           bool *native_p);
+
+/* A synchronisation point (epoch opened, MPI_Win_sync): dynamic windows' cached directories go. */
+void MPIDI_EFARM_rma_sync_point(MPIR_Win *win);
 
 /* Wait until the window's native operations (to one target, or all: rank < 0) completed. */
 int MPIDI_EFARM_rma_wait(MPIR_Win *win, int rank);

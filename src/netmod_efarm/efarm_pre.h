@@ -69,8 +69,10 @@ typedef struct {
  * completion hooks wait for.
  */
 struct efarm_region;
+struct MPIDI_EFARM_dyn; /* a dynamic window's attached regions and peers' (efarm_win.c) */
 typedef struct {
     struct efarm_region *region;
+    struct MPIDI_EFARM_dyn *dyn; /* NULL unless a dynamic window whose RMA is native */
     MPIDI_EFARM_win_target_t *targets;
     int *outstanding_to;
     int outstanding;

@@ -31,6 +31,7 @@
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_start(MPIR_Group *group, int assert, MPIR_Win *win)
 {
+    MPIDI_EFARM_rma_sync_point(win);
     return MPIDIG_mpi_win_start(group, assert, win);
 }
 
@@ -58,6 +59,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_lock(int lock_type, int rank, int 
                                                    MPIR_Win *win, MPIDI_av_entry_t *addr)
 {
     (void)addr;
+    MPIDI_EFARM_rma_sync_point(win);
     return MPIDIG_mpi_win_lock(lock_type, rank, assert, win);
 }
 
@@ -70,6 +72,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_unlock(int rank, MPIR_Win *win,
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_fence(int assert, MPIR_Win *win)
 {
+    MPIDI_EFARM_rma_sync_point(win);
     return MPIDIG_mpi_win_fence(assert, win);
 }
 
@@ -104,6 +107,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_flush_local(int rank, MPIR_Win *wi
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_sync(MPIR_Win *win)
 {
+    MPIDI_EFARM_rma_sync_point(win);
     return MPIDIG_mpi_win_sync(win);
 }
 
@@ -114,6 +118,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_flush_all(MPIR_Win *win)
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_win_lock_all(int assert, MPIR_Win *win)
 {
+    MPIDI_EFARM_rma_sync_point(win);
     return MPIDIG_mpi_win_lock_all(assert, win);
 }
 

@@ -80,10 +80,10 @@ typedef struct {
  * memory (efarm_expose: the device registration and the region table the
  * engine checks peers' accesses against), exchange base, size, disp_unit and
  * key, and mark the window MPIDI_WINATTR_NM_REACHABLE. If any member cannot
- * (EFARM_RMA_NATIVE=0, or its registration failed), nobody exposes and the
+ * (EFARM_RMA_NATIVE=0, access 0, or its registration failed), nobody exposes and the
  * window's RMA all goes through MPIDIG. Collective over the window's group.
  */
-static int win_native_init(MPIR_Win *win)
+static int win_native_init(MPIR_Win *win, void *base, MPI_Aint size, unsigned access)
 {
     MPIDI_EFARM_win_t *w = &MPIDI_EFARM_WIN(win);
     MPIR_Comm *comm = win->comm_ptr;
@@ -93,20 +93,19 @@ static int win_native_init(MPIR_Win *win)
     bool all_ok = true;
 
     memset(w, 0, sizeof(*w));
-    mine.ok = efarm_config()->rma_native && MPIDI_EFARM_global.ep != NULL;
+    mine.ok = access != 0 && efarm_config()->rma_native && MPIDI_EFARM_global.ep != NULL;
     if (mine.ok) {
-        int ret = efarm_expose(MPIDI_EFARM_global.ep, win->base, (uint64_t)win->size,
-                               EFARM_EXPOSE_READ | EFARM_EXPOSE_WRITE, &w->region);
+        int ret = efarm_expose(MPIDI_EFARM_global.ep, base, (uint64_t)size, access, &w->region);
 
         if (ret) {
             fprintf(stderr,
                     "efarm: cannot expose a window of %lld bytes for native RMA (%s); its RMA "
                     "goes through active messages\n",
-                    (long long)win->size, efarm_strerror(ret));
+                    (long long)size, efarm_strerror(ret));
             mine.ok = 0;
         } else {
-            mine.base = (uint64_t)(uintptr_t)win->base;
-            mine.size = (uint64_t)win->size;
+            mine.base = (uint64_t)(uintptr_t)base;
+            mine.size = (uint64_t)size;
             mine.key = efarm_region_key(w->region);
             mine.disp_unit = (uint32_t)win->disp_unit;
         }
@@ -155,15 +154,15 @@ fn_fail:
 
 int MPIDI_EFARM_mpi_win_create_hook(MPIR_Win *win)
 {
-    return win_native_init(win);
+    return win_native_init(win, win->base, win->size, EFARM_EXPOSE_READ | EFARM_EXPOSE_WRITE);
 }
 
 int MPIDI_EFARM_mpi_win_allocate_hook(MPIR_Win *win)
 {
-    return win_native_init(win);
+    return win_native_init(win, win->base, win->size, EFARM_EXPOSE_READ | EFARM_EXPOSE_WRITE);
 }
 
-/* Shared and dynamic windows: RMA through MPIDIG (doc/NETMOD.md says why). */
+/* Shared windows: RMA through MPIDIG (doc/NETMOD.md says why). */
 int MPIDI_EFARM_mpi_win_allocate_shared_hook(MPIR_Win *win)
 {
     memset(&MPIDI_EFARM_WIN(win), 0, sizeof(MPIDI_EFARM_win_t));
@@ -171,22 +170,228 @@ int MPIDI_EFARM_mpi_win_allocate_shared_hook(MPIR_Win *win)
     return MPI_SUCCESS;
 }
 
+/* ---- Dynamic windows: a directory of attached regions, read by origins ---------------- */
+
+/*
+ * MPI_Win_attach is not collective, so a dynamic window's members cannot
+ * exchange keys when memory is attached. Instead each member keeps a
+ * directory of its attached regions (base, size, key) in exposed memory:
+ * a fixed header, exchanged at creation as the window's "memory", pointing
+ * to an entry array that doubles when full. An origin that has no region
+ * covering an access in its cached copy of the target's directory reads the
+ * header and then the entries with efarm_read (RDMA read when negotiated, so
+ * the target's CPU is not needed), then looks again. Cached copies turn
+ * stale whenever an epoch opens (fence, start, lock, lock_all) and at
+ * MPI_Win_sync, the points at which MPI lets a process rely on another's
+ * attach; a stale copy is checked by reading the header alone (the count of
+ * attaches and detaches tells whether the entries changed). A stale key can only make an access
+ * fail (the target checks every key and range), never land elsewhere: target addresses are
+ * absolute.
+ */
+typedef struct {
+    uint64_t count;       /* entries in use */
+    uint64_t entries;     /* address of the entry array */
+    uint64_t entries_key; /* its key */
+    uint64_t gen;         /* attaches and detaches so far */
+} dyn_header_t;
+
+typedef struct {
+    uint64_t base, size, key;
+} dyn_entry_t;
+
+/* An entry array replaced by a larger one: kept exposed until the window is freed. */
+typedef struct dyn_retired {
+    struct dyn_retired *next;
+    dyn_entry_t *ent;
+    struct efarm_region *region;
+} dyn_retired_t;
+
+/* This process's copy of one target's directory. */
+typedef struct {
+    dyn_entry_t *ent;
+    uint64_t count, cap;
+    uint64_t gen, entries; /* the header's when the entries were read */
+    unsigned epoch;        /* valid while equal to the window's epoch; 0: never read */
+} dyn_cache_t;
+
+struct MPIDI_EFARM_dyn {
+    dyn_header_t *hdr; /* exposed read-only: the window's region */
+    dyn_entry_t *ent;  /* the entry array, capacity cap */
+    struct efarm_region *ent_region;
+    struct efarm_region **attached; /* parallel to ent: each attached region's exposure */
+    uint64_t cap;
+    dyn_retired_t *retired;
+    dyn_cache_t *cache; /* per target rank */
+    unsigned epoch;     /* bumped at synchronisation: cached directories are stale */
+};
+
+#define DYN_FIRST_CAP 8
+
+static void dyn_free(struct MPIDI_EFARM_dyn *d, int nranks)
+{
+    struct efarm_ep *ep = MPIDI_EFARM_global.ep;
+
+    if (d == NULL)
+        return;
+    for (uint64_t i = 0; d->hdr != NULL && i < d->hdr->count; i++)
+        efarm_unexpose(ep, d->attached[i]);
+    efarm_unexpose(ep, d->ent_region);
+    while (d->retired != NULL) {
+        dyn_retired_t *r = d->retired;
+
+        d->retired = r->next;
+        efarm_unexpose(ep, r->region);
+        MPL_free(r->ent);
+        MPL_free(r);
+    }
+    for (int r = 0; d->cache != NULL && r < nranks; r++)
+        MPL_free(d->cache[r].ent);
+    MPL_free(d->cache);
+    MPL_free(d->attached);
+    MPL_free(d->ent);
+    MPL_free(d->hdr);
+    MPL_free(d);
+}
+
+/* An exposed, zeroed entry array of cap entries, or an efarm error. */
+static int dyn_entries_new(uint64_t cap, dyn_entry_t **ent_p, struct efarm_region **region_p)
+{
+    dyn_entry_t *ent = MPL_calloc(cap, sizeof(*ent), MPL_MEM_RMA);
+    int ret;
+
+    if (ent == NULL)
+        return -ENOMEM;
+    ret = efarm_expose(MPIDI_EFARM_global.ep, ent, cap * sizeof(*ent), EFARM_EXPOSE_READ, region_p);
+    if (ret) {
+        MPL_free(ent);
+        return ret;
+    }
+    *ent_p = ent;
+    return 0;
+}
+
 int MPIDI_EFARM_mpi_win_create_dynamic_hook(MPIR_Win *win)
 {
-    memset(&MPIDI_EFARM_WIN(win), 0, sizeof(MPIDI_EFARM_win_t));
-    MPIDI_EFARM_global.nm_counters.rma_fallback_windows++;
-    return MPI_SUCCESS;
+    MPIDI_EFARM_win_t *w = &MPIDI_EFARM_WIN(win);
+    struct MPIDI_EFARM_dyn *d = NULL;
+    int mpi_errno = MPI_SUCCESS, n = win->comm_ptr->local_size;
+
+    memset(w, 0, sizeof(*w));
+    if (efarm_config()->rma_native && MPIDI_EFARM_global.ep != NULL) {
+        d = MPL_calloc(1, sizeof(*d), MPL_MEM_RMA);
+        if (d != NULL) {
+            d->hdr = MPL_calloc(1, sizeof(*d->hdr), MPL_MEM_RMA);
+            d->attached = MPL_calloc(DYN_FIRST_CAP, sizeof(*d->attached), MPL_MEM_RMA);
+            d->cache = MPL_calloc((size_t)n, sizeof(*d->cache), MPL_MEM_RMA);
+        }
+        if (d == NULL || d->hdr == NULL || d->attached == NULL || d->cache == NULL ||
+            dyn_entries_new(DYN_FIRST_CAP, &d->ent, &d->ent_region) != 0) {
+            dyn_free(d, n);
+            d = NULL;
+        } else {
+            d->cap = DYN_FIRST_CAP;
+            d->hdr->entries = (uint64_t)(uintptr_t)d->ent;
+            d->hdr->entries_key = efarm_region_key(d->ent_region);
+            d->epoch = 1;
+        }
+    }
+    /*
+     * The header is what each member exposes and exchanges, as a window's
+     * memory; a member without a directory takes part saying "not native"
+     * (access 0) and the whole window falls back to MPIDIG.
+     */
+    if (d != NULL)
+        mpi_errno = win_native_init(win, d->hdr, sizeof(*d->hdr), EFARM_EXPOSE_READ);
+    else
+        mpi_errno = win_native_init(win, NULL, 0, 0);
+    if (mpi_errno == MPI_SUCCESS && w->targets != NULL && d != NULL)
+        w->dyn = d;
+    else
+        dyn_free(d, n);
+    return mpi_errno;
+}
+/* Make room for one more directory entry: a larger array, exposed, replaces the full one. */
+static int dyn_grow(struct MPIDI_EFARM_dyn *d)
+{
+    uint64_t cap = d->cap * 2;
+    dyn_entry_t *ent;
+    struct efarm_region *region;
+    struct efarm_region **attached = MPL_realloc(d->attached, cap * sizeof(*attached), MPL_MEM_RMA);
+    dyn_retired_t *old = MPL_malloc(sizeof(*old), MPL_MEM_RMA);
+    int ret;
+
+    if (attached != NULL)
+        d->attached = attached;
+    if (attached == NULL || old == NULL) {
+        MPL_free(old);
+        return -ENOMEM;
+    }
+    ret = dyn_entries_new(cap, &ent, &region);
+    if (ret) {
+        MPL_free(old);
+        return ret;
+    }
+    memcpy(ent, d->ent, d->hdr->count * sizeof(*ent));
+    /* An origin reading the old array meanwhile still finds it exposed and intact. */
+    old->ent = d->ent;
+    old->region = d->ent_region;
+    old->next = d->retired;
+    d->retired = old;
+    d->ent = ent;
+    d->ent_region = region;
+    d->cap = cap;
+    d->hdr->entries_key = efarm_region_key(region);
+    __atomic_store_n(&d->hdr->entries, (uint64_t)(uintptr_t)ent, __ATOMIC_RELEASE);
+    return 0;
 }
 
 int MPIDI_EFARM_mpi_win_attach_hook(MPIR_Win *win, void *base, MPI_Aint size)
 {
-    (void)win, (void)base, (void)size;
-    return MPI_SUCCESS;
+    struct MPIDI_EFARM_dyn *d = MPIDI_EFARM_WIN(win).dyn;
+    struct efarm_region *region = NULL;
+    uint64_t n;
+    int ret, mpi_errno = MPI_SUCCESS;
+
+    if (d == NULL || size == 0)
+        return MPI_SUCCESS; /* RMA through MPIDIG, or nothing peers could access */
+    n = d->hdr->count;
+    ret = n == d->cap ? dyn_grow(d) : 0;
+    if (ret == 0)
+        ret = efarm_expose(MPIDI_EFARM_global.ep, base, (uint64_t)size,
+                           EFARM_EXPOSE_READ | EFARM_EXPOSE_WRITE, &region);
+    if (ret)
+        return MPIDI_EFARM_ERROR(ret, "exposing memory attached to a dynamic window");
+    d->ent[n].base = (uint64_t)(uintptr_t)base;
+    d->ent[n].size = (uint64_t)size;
+    d->ent[n].key = efarm_region_key(region);
+    d->attached[n] = region;
+    /* The entry is complete before an origin's read can count it. */
+    __atomic_store_n(&d->hdr->count, n + 1, __ATOMIC_RELEASE);
+    d->hdr->gen++;
+    MPIDI_EFARM_global.nm_counters.rma_dyn_attached++;
+    return mpi_errno;
 }
 
 int MPIDI_EFARM_mpi_win_detach_hook(MPIR_Win *win, const void *base)
 {
-    (void)win, (void)base;
+    struct MPIDI_EFARM_dyn *d = MPIDI_EFARM_WIN(win).dyn;
+    uint64_t n;
+
+    if (d == NULL)
+        return MPI_SUCCESS;
+    n = d->hdr->count;
+    for (uint64_t i = 0; i < n; i++) {
+        if (d->ent[i].base != (uint64_t)(uintptr_t)base)
+            continue;
+        efarm_unexpose(MPIDI_EFARM_global.ep, d->attached[i]);
+        /* The last entry takes the freed slot, then the count drops. */
+        d->ent[i] = d->ent[n - 1];
+        d->attached[i] = d->attached[n - 1];
+        __atomic_store_n(&d->hdr->count, n - 1, __ATOMIC_RELEASE);
+        d->hdr->gen++;
+        return MPI_SUCCESS;
+    }
+    /* Memory attached with size 0 has no entry; MPI leaves other bases undefined. */
     return MPI_SUCCESS;
 }
 
@@ -198,14 +403,152 @@ int MPIDI_EFARM_mpi_win_free_hook(MPIR_Win *win)
     /* MPI_Win_free follows the last synchronisation: nothing native is left, but be sure. */
     if (w->outstanding)
         mpi_errno = MPIDI_EFARM_rma_wait(win, -1);
-    if (MPIDI_EFARM_global.ep != NULL)
+    if (MPIDI_EFARM_global.ep != NULL) {
         efarm_unexpose(MPIDI_EFARM_global.ep, w->region);
+        dyn_free(w->dyn, win->comm_ptr->local_size);
+    }
     w->region = NULL;
+    w->dyn = NULL;
     MPL_free(w->targets);
     MPL_free(w->outstanding_to);
     w->targets = NULL;
     w->outstanding_to = NULL;
     return mpi_errno;
+}
+
+/* Every target's cached directory is stale from here on (an epoch opens, MPI_Win_sync). */
+void MPIDI_EFARM_rma_sync_point(MPIR_Win *win)
+{
+    if (MPIDI_EFARM_WIN(win).dyn != NULL)
+        MPIDI_EFARM_WIN(win).dyn->epoch++;
+}
+
+static void dyn_read_done(struct efarm_req *ereq)
+{
+    *(volatile int *)ereq->ctx = ereq->status < 0 ? ereq->status : 1;
+}
+
+/* Read riov of target rank's exposed memory into buf, driving progress until it is there. */
+static int dyn_read(MPIR_Win *win, int rank, void *buf, const struct efarm_riov *riov)
+{
+    const MPIDI_EFARM_win_target_t *t = &MPIDI_EFARM_WIN(win).targets[rank];
+    struct efarm_req ereq = {.cb = dyn_read_done};
+    volatile int state = 0; /* 0 pending, 1 done, < 0 efarm error */
+    unsigned long waits = 0;
+    int mpi_errno = MPI_SUCCESS, ret;
+
+    ereq.ctx = (void *)&state;
+    while ((ret = efarm_read(MPIDI_EFARM_global.ep, t->peer, buf, riov->len, riov, 1, 0, &ereq)) ==
+           -EAGAIN) {
+        mpi_errno = MPIDI_EFARM_wait_for_slot(&waits);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+    if (ret == 0) {
+        MPIDIU_PROGRESS_WHILE(state == 0, 0);
+        ret = state < 0 ? state : 0;
+    }
+    if (ret < 0)
+        mpi_errno = MPIDI_EFARM_ERROR(ret, "reading a dynamic window's directory");
+
+fn_exit:
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
+}
+
+/*
+ * Remote ranges covering [addr, addr + len) at the start of riov (addr and
+ * len set, nriov 1): one per attached region it spans, regions adjacent (MPI
+ * lets an access span regions attached next to each other), at most
+ * EFARM_RMA_MAX_IOV. Not covered: 0.
+ */
+static uint32_t dyn_cover(const dyn_cache_t *c, struct efarm_riov *riov)
+{
+    uint64_t cur = riov[0].addr, end = riov[0].addr + riov[0].len;
+    uint32_t n = 0;
+
+    while (cur < end) {
+        uint64_t i;
+
+        for (i = 0; i < c->count; i++)
+            if (cur >= c->ent[i].base && cur - c->ent[i].base < c->ent[i].size)
+                break;
+        if (i == c->count || n == EFARM_RMA_MAX_IOV)
+            return 0;
+        riov[n].addr = cur;
+        riov[n].key = c->ent[i].key;
+        riov[n].len = c->ent[i].size - (cur - c->ent[i].base);
+        if (riov[n].len > end - cur)
+            riov[n].len = end - cur;
+        cur += riov[n++].len;
+    }
+    return n;
+}
+
+/*
+ * Fill riov (riov[0] has the access's addr and len) with the ranges and keys
+ * of target rank's attached regions covering it: from the cached directory,
+ * else from fresh reads of it. Not covered: MPI_ERR_RMA_RANGE.
+ */
+static int dyn_lookup(MPIR_Win *win, int rank, struct efarm_riov *riov, uint32_t *nriov_p)
+{
+    uint64_t addr = riov[0].addr, len = riov[0].len;
+
+    struct MPIDI_EFARM_dyn *d = MPIDI_EFARM_WIN(win).dyn;
+    const MPIDI_EFARM_win_target_t *t = &MPIDI_EFARM_WIN(win).targets[rank];
+    dyn_cache_t *c = &d->cache[rank];
+    int mpi_errno = MPI_SUCCESS;
+
+    /* Two reads at most: one racing the target's own attach or detach may miss an entry. */
+    for (int round = 0;; round++) {
+        dyn_header_t hdr;
+        struct efarm_riov dir;
+
+        if (c->epoch == d->epoch && (*nriov_p = dyn_cover(c, riov)) != 0)
+            return MPI_SUCCESS;
+        if (round == 2)
+            break;
+        dir = (struct efarm_riov){.addr = t->base, .len = sizeof(hdr), .key = t->key};
+        mpi_errno = dyn_read(win, rank, &hdr, &dir);
+        MPIR_ERR_CHECK(mpi_errno);
+        MPIDI_EFARM_global.nm_counters.rma_dyn_lookups++;
+        /* Nothing attached or detached since the entries were read: they still hold. */
+        if (round == 0 && c->epoch != 0 && hdr.gen == c->gen && hdr.count == c->count &&
+            hdr.entries == c->entries) {
+            c->epoch = d->epoch;
+            continue;
+        }
+        /* The header is the peer's data: its count only sizes one read the target checks. */
+        if (hdr.count > (uint64_t)INT32_MAX / sizeof(dyn_entry_t))
+            break;
+        if (hdr.count > c->cap) {
+            dyn_entry_t *ent = MPL_realloc(c->ent, hdr.count * sizeof(*ent), MPL_MEM_RMA);
+
+            MPIR_ERR_CHKANDJUMP1(ent == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem", "**nomem %s",
+                                 "efarm dynamic window directory");
+            c->ent = ent;
+            c->cap = hdr.count;
+        }
+        c->count = 0;
+        if (hdr.count > 0) {
+            dir = (struct efarm_riov){.addr = hdr.entries,
+                                      .len = hdr.count * sizeof(dyn_entry_t),
+                                      .key = hdr.entries_key};
+            mpi_errno = dyn_read(win, rank, c->ent, &dir);
+            MPIR_ERR_CHECK(mpi_errno);
+        }
+        c->count = hdr.count;
+        c->gen = hdr.gen;
+        c->entries = hdr.entries;
+        c->epoch = d->epoch;
+    }
+    MPIR_ERR_SETANDJUMP3(mpi_errno, MPI_ERR_RMA_RANGE, "**efarm_dynrange",
+                         "**efarm_dynrange %p %d %d", (void *)(uintptr_t)addr, (int)len, rank);
+
+fn_exit:
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
 }
 
 /* ---- Native operations ------------------------------------------------------------------ */
@@ -330,7 +673,8 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
     const MPIDI_EFARM_win_target_t *t;
     const uint8_t *origin = NULL, *result = NULL, *tgt;
     MPI_Aint osize = 0, rsize = 0, tsize;
-    struct efarm_riov riov;
+    struct efarm_riov riov[EFARM_RMA_MAX_IOV];
+    uint32_t nriov = 1;
     MPIR_Request *req = NULL;
     struct efarm_req *ereq;
     int mpi_errno = MPI_SUCCESS, ret, dt = -1, op = -1;
@@ -399,9 +743,16 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
         }
         goto fn_exit;
     }
-    riov.addr = t->base + (uint64_t)a->target_disp * t->disp_unit + (uint64_t)(uintptr_t)tgt;
-    riov.len = (uint64_t)tsize;
-    riov.key = t->key;
+    riov[0].len = (uint64_t)tsize;
+    if (w->dyn != NULL) {
+        /* A dynamic window's displacement is an address; the regions attached there have keys. */
+        riov[0].addr = (uint64_t)a->target_disp + (uint64_t)(uintptr_t)tgt;
+        mpi_errno = dyn_lookup(win, a->target_rank, riov, &nriov);
+        MPIR_ERR_CHECK(mpi_errno);
+    } else {
+        riov[0].addr = t->base + (uint64_t)a->target_disp * t->disp_unit + (uint64_t)(uintptr_t)tgt;
+        riov[0].key = t->key;
+    }
 
     MPIDI_CH4_REQUEST_CREATE(req, MPIR_REQUEST_KIND__RMA, 0, request ? 2 : 1);
     MPIR_ERR_CHKANDSTMT(req == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
@@ -444,16 +795,17 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
 
         switch (a->kind) {
         case MPIDI_EFARM_RMA_PUT:
-            ret = efarm_write(ep, t->peer, origin, riov.len, &riov, 1, EFARM_RMA_DC, ereq);
+            ret =
+                efarm_write(ep, t->peer, origin, (uint64_t)tsize, riov, nriov, EFARM_RMA_DC, ereq);
             break;
         case MPIDI_EFARM_RMA_GET:
-            ret = efarm_read(ep, t->peer, (void *)result, riov.len, &riov, 1, 0, ereq);
+            ret = efarm_read(ep, t->peer, (void *)result, (uint64_t)tsize, riov, nriov, 0, ereq);
             break;
         default:
             ret = efarm_atomic(ep, t->peer, (uint32_t)op, (uint32_t)dt, origin,
                                a->kind == MPIDI_EFARM_RMA_CAS ? a->compare : NULL,
                                a->kind == MPIDI_EFARM_RMA_ACC ? NULL : (void *)result,
-                               riov.len / efarm_atomic_dt_size((uint32_t)dt), &riov, 1,
+                               (uint64_t)tsize / efarm_atomic_dt_size((uint32_t)dt), riov, nriov,
                                EFARM_RMA_DC, ereq);
             break;
         }
@@ -475,7 +827,7 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
         goto fn_fail;
     }
     MPIDI_EFARM_global.nm_counters.rma_native_ops++;
-    MPIDI_EFARM_global.nm_counters.rma_native_bytes += (unsigned long long)riov.len;
+    MPIDI_EFARM_global.nm_counters.rma_native_bytes += (unsigned long long)tsize;
     if (request)
         *request = req;
 

@@ -5,7 +5,8 @@ EXTRA_DIST += test/mpi/README.md test/mpi/run-mpi-tests.sh \
 	test/mpi/pt2pt_sizes.c test/mpi/wildcard_order.c test/mpi/probe.c \
 	test/mpi/cancel_status.c test/mpi/ssend.c test/mpi/datatypes.c \
 	test/mpi/collectives.c test/mpi/unexpected_flood.c \
-	test/mpi/finalize_flush.c test/mpi/rma_phases.c
+	test/mpi/finalize_flush.c test/mpi/rma_phases.c \
+	test/mpi/rma_native.c test/mpi/rma_dynamic.c
 
 # `make check-mpi`: the MPI tests against the MPICH that scripts/mpich-build.sh installed.
 check-mpi:

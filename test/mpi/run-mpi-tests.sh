@@ -92,6 +92,11 @@ runs=(
     "rma_native-emulated-n4 rma_native 4 EFARM_RDMA_WRITE=0 EFARM_RDMA_READ=0 MPITEST_RMA_PROTO=emulated"
     "rma_native-am-n2 rma_native 2 EFARM_RMA_NATIVE=0 MPITEST_RMA_EXPECT=am"
     "rma_native-faults-n2 rma_native 2 EFASIM_RDMA_WRITE=1 $faults"
+    "rma_dynamic-n2 rma_dynamic 2 EFASIM_RDMA_WRITE=1 MPITEST_RMA_PASSIVE=20"
+    "rma_dynamic-n4 rma_dynamic 4 EFASIM_RDMA_WRITE=1"
+    "rma_dynamic-emulated-n2 rma_dynamic 2 EFARM_RDMA_WRITE=0 EFARM_RDMA_READ=0"
+    "rma_dynamic-am-n2 rma_dynamic 2 EFARM_RMA_NATIVE=0 MPITEST_RMA_EXPECT=am"
+    "rma_dynamic-faults-n4 rma_dynamic 4 EFASIM_RDMA_WRITE=1 $faults"
 )
 
 # Runs that must fail: NAME PROGRAM RANKS PATTERN [VAR=VALUE...]. They pass when
@@ -101,6 +106,7 @@ tiny_budget="EFARM_RX_BUFFERS=32 EFARM_UNEXP_BYTES=16384 EFARM_UNEXP_MAX_BYTES=6
 failruns=(
     "unexpected_flood-tiny-budget-n2 unexpected_flood 2 fails..Raise.EFARM_UNEXP_MAX_BYTES $tiny_budget EFARM_RX_FULL_TIMEOUT_MS=2000 MPITEST_FLOOD_N=20000"
     "rma_native-passive-emulated-n2 rma_native 2 mem.0.....FLAG:.0.vs EFARM_RDMA_WRITE=0 MPITEST_RMA_PASSIVE=3"
+    "rma_dynamic-passive-emulated-n2 rma_dynamic 2 mem.0.....FLAG:.0.vs EFARM_RDMA_WRITE=0 MPITEST_RMA_PASSIVE=3"
 )
 
 selected() { # NAME
