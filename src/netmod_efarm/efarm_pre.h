@@ -30,13 +30,18 @@ typedef struct {
  * Netmod state of a point-to-point request: the engine request and, for a
  * noncontiguous datatype, the packed copy of the data and where it unpacks.
  * A native RMA operation (efarm_win.c) uses the same request: the engine
- * request, and the window and target rank whose outstanding counts it holds.
+ * request (or several, one per four remote ranges of a noncontiguous target),
+ * and the window and target rank whose outstanding counts it holds.
  */
 struct MPIR_Win;
 typedef struct {
     struct efarm_req ereq;
     struct MPIR_Win *rma_win;        /* native RMA: the window, or NULL */
     int rma_target;                  /* ... and the target's rank in it */
+    int rma_pending;                 /* ... its engine operations not yet complete */
+    int rma_status;                  /* ... the first one's error, or 0 */
+    MPI_Aint rma_bytes;              /* ... its data size */
+    struct efarm_req *rma_ereqs;     /* ... when several: their requests (else ereq) */
     void *pack_buf;                  /* MPL_malloc'd packed data, or NULL when contiguous */
     void *user_buf;                  /* receives into pack_buf: where the data unpacks */
     MPI_Aint user_count;             /* ... how many of user_dt */

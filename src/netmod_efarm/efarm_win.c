@@ -4,7 +4,8 @@
  * and the native operations themselves start here (MPIDI_EFARM_rma_start,
  * called from efarm_rma_nm.h). Partitioned communication is MPIDIG's.
  *
- * A native operation is one engine operation (efarm_rma.h): put is a write
+ * A native operation is one engine operation (efarm_rma.h), or one per four
+ * remote ranges of noncontiguous target data: put is a write
  * with remote completion (DC), get a read, accumulate and get_accumulate,
  * fetch_and_op and compare_and_swap are protocol v4 atomics, applied at the
  * target element by element in the order this process issued them. Each
@@ -610,7 +611,8 @@ static int atomic_op(MPI_Op op)
     return -1;
 }
 
-/* A native operation's packed copy (and the datatype reference an unpack holds). */
+/* A native operation's packed copy (and the datatype reference an unpack holds), its engine
+ * requests when there are several. */
 static void rma_buffers_free(MPIR_Request *req)
 {
     MPIDI_EFARM_request_t *r = &MPIDI_EFARM_REQ(req);
@@ -618,38 +620,50 @@ static void rma_buffers_free(MPIR_Request *req)
     if (r->user_buf != NULL)
         MPIR_Datatype_release_if_not_builtin(r->user_dt);
     MPL_free(r->pack_buf);
+    MPL_free(r->rma_ereqs);
     r->pack_buf = NULL;
     r->user_buf = NULL;
+    r->rma_ereqs = NULL;
 }
 
-static void rma_done(struct efarm_req *ereq)
+/* Every engine operation of a native MPI operation is done: status 0 or an efarm error. */
+static void rma_finish(MPIR_Request *req, int status)
 {
-    MPIR_Request *req = ereq->ctx;
     MPIDI_EFARM_request_t *r = &MPIDI_EFARM_REQ(req);
     MPIR_Win *win = r->rma_win;
     MPIDI_EFARM_win_t *w = &MPIDI_EFARM_WIN(win);
     int err = MPI_SUCCESS;
 
-    if (unlikely(ereq->status < 0))
-        err = MPIDI_EFARM_ERROR(ereq->status, "one-sided operation");
+    if (unlikely(status < 0))
+        err = MPIDI_EFARM_ERROR(status, "one-sided operation");
     else if (r->user_buf != NULL) {
         /* A get into noncontiguous memory: unpack what was read. */
         MPI_Aint unpacked;
 
-        err = MPIR_Typerep_unpack(r->pack_buf, (MPI_Aint)ereq->length, r->user_buf, r->user_count,
-                                  r->user_dt, 0, &unpacked);
+        err = MPIR_Typerep_unpack(r->pack_buf, r->rma_bytes, r->user_buf, r->user_count, r->user_dt,
+                                  0, &unpacked);
     }
-    if (r->pack_buf != NULL)
-        rma_buffers_free(req);
+    rma_buffers_free(req);
     if (unlikely(err)) {
         req->status.MPI_ERROR = err;
         if (w->error == MPI_SUCCESS)
             w->error = err;
     }
     w->outstanding--;
-    w->outstanding_to[MPIDI_EFARM_REQ(req).rma_target]--;
-    MPIDI_EFARM_REQ(req).rma_win = NULL;
+    w->outstanding_to[r->rma_target]--;
+    r->rma_win = NULL;
     MPIDIU_request_complete(req);
+}
+
+static void rma_done(struct efarm_req *ereq)
+{
+    MPIR_Request *req = ereq->ctx;
+    MPIDI_EFARM_request_t *r = &MPIDI_EFARM_REQ(req);
+
+    if (unlikely(ereq->status < 0) && r->rma_status == 0)
+        r->rma_status = ereq->status;
+    if (--r->rma_pending == 0)
+        rma_finish(req, r->rma_status);
 }
 
 /* A contiguous buffer of count elements of dt: its first byte and size, or false. */
@@ -666,6 +680,113 @@ static bool contig(const void *buf, MPI_Aint count, MPI_Datatype dt, const uint8
     return is_contig;
 }
 
+/*
+ * The remote ranges of one native operation: one per contiguous piece of the
+ * target data, and for a dynamic window one per attached region a piece
+ * spans. Small operations use the inline array; noncontiguous targets
+ * allocate.
+ */
+typedef struct {
+    struct efarm_riov *v;
+    size_t n, cap;
+    struct efarm_riov inl[EFARM_RMA_MAX_IOV];
+} riov_list_t;
+
+/* Append the ranges of the target piece [disp_addr, disp_addr + len) to l. */
+static int riov_add(MPIR_Win *win, int rank, uint64_t at, uint64_t len, riov_list_t *l)
+{
+    MPIDI_EFARM_win_t *w = &MPIDI_EFARM_WIN(win);
+    const MPIDI_EFARM_win_target_t *t = &w->targets[rank];
+    uint32_t n = 1;
+    int mpi_errno = MPI_SUCCESS;
+
+    if (l->cap - l->n < EFARM_RMA_MAX_IOV) {
+        size_t cap = l->cap * 2;
+        struct efarm_riov *v = MPL_malloc(cap * sizeof(*v), MPL_MEM_RMA);
+
+        MPIR_ERR_CHKANDJUMP1(v == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem", "**nomem %s",
+                             "efarm RMA target ranges");
+        memcpy(v, l->v, l->n * sizeof(*v));
+        if (l->v != l->inl)
+            MPL_free(l->v);
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n].len = len;
+    if (w->dyn != NULL) {
+        /* A dynamic window's displacement is an address; the regions attached there have keys. */
+        l->v[l->n].addr = at;
+        mpi_errno = dyn_lookup(win, rank, &l->v[l->n], &n);
+        MPIR_ERR_CHECK(mpi_errno);
+    } else {
+        l->v[l->n].addr = t->base + at;
+        l->v[l->n].key = t->key;
+    }
+    l->n += n;
+
+fn_exit:
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
+}
+
+/*
+ * The target data's remote ranges: contiguous, one piece at its true lower
+ * bound; else the datatype's pieces, unless there are more than
+ * EFARM_RMA_TARGET_IOV_MAX (then *fallback_p: MPIDIG packs it into one
+ * active message, far cheaper than many tiny one-sided operations).
+ */
+static int target_ranges(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPI_Aint tsize,
+                         riov_list_t *l, bool *fallback_p)
+{
+    MPIDI_EFARM_win_t *w = &MPIDI_EFARM_WIN(win);
+    uint64_t disp =
+        (uint64_t)a->target_disp * (w->dyn != NULL ? 1 : w->targets[a->target_rank].disp_unit);
+    const uint8_t *tgt;
+    MPI_Aint size, niov = 0, got = 0;
+    struct iovec *iov = NULL;
+    int mpi_errno = MPI_SUCCESS;
+
+    *fallback_p = false;
+    if (contig(NULL, a->target_count, a->target_dt, &tgt, &size))
+        return riov_add(win, a->target_rank, disp + (uint64_t)(uintptr_t)tgt, (uint64_t)tsize, l);
+    mpi_errno = MPIR_Typerep_iov_len(a->target_count, a->target_dt, tsize, &niov);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (niov <= 0 || (uint64_t)niov > efarm_config()->rma_target_iov_max) {
+        *fallback_p = true;
+        goto fn_exit;
+    }
+    iov = MPL_malloc(sizeof(*iov) * (size_t)niov, MPL_MEM_RMA);
+    MPIR_ERR_CHKANDJUMP1(iov == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem", "**nomem %s",
+                         "efarm RMA target pieces");
+    mpi_errno = MPIR_Typerep_to_iov_offset(NULL, a->target_count, a->target_dt, 0, iov, niov, &got);
+    MPIR_ERR_CHECK(mpi_errno);
+    for (MPI_Aint i = 0; i < got; i++) {
+        if (iov[i].iov_len == 0)
+            continue;
+        mpi_errno = riov_add(win, a->target_rank, disp + (uint64_t)(uintptr_t)iov[i].iov_base,
+                             (uint64_t)iov[i].iov_len, l);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+
+fn_exit:
+    MPL_free(iov);
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
+}
+
+/* The predefined datatype a datatype is made of (itself if predefined), or MPI_DATATYPE_NULL. */
+static MPI_Datatype basic_type(MPI_Datatype dt)
+{
+    MPI_Datatype b = MPI_DATATYPE_NULL;
+
+    if (HANDLE_IS_BUILTIN(dt))
+        return dt;
+    MPIR_Datatype_get_basic_type(dt, b);
+    return b;
+}
+
 int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_Request **request,
                           bool *native_p)
 {
@@ -673,20 +794,20 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
     const MPIDI_EFARM_win_target_t *t;
     const uint8_t *origin = NULL, *result = NULL, *tgt;
     MPI_Aint osize = 0, rsize = 0, tsize;
-    struct efarm_riov riov[EFARM_RMA_MAX_IOV];
-    uint32_t nriov = 1;
+    riov_list_t l = {.v = l.inl, .cap = EFARM_RMA_MAX_IOV};
     MPIR_Request *req = NULL;
-    struct efarm_req *ereq;
-    int mpi_errno = MPI_SUCCESS, ret, dt = -1, op = -1;
+    MPIDI_EFARM_request_t *r;
+    int mpi_errno = MPI_SUCCESS, ret = 0, dt = -1, op = -1;
+    size_t nops, k, next = 0;
+    uint64_t off = 0, esize = 1;
     unsigned long waits = 0;
-    bool pack = false, unpack = false;
+    bool pack = false, unpack = false, fallback;
 
     *native_p = false;
     if (w->targets == NULL || a->target_rank == win->comm_ptr->rank || a->target_rank < 0 ||
         a->target_rank >= win->comm_ptr->local_size)
         return MPI_SUCCESS; /* not native; ops to itself MPIDIG applies locally */
-    if (!contig(NULL, a->target_count, a->target_dt, &tgt, &tsize))
-        return MPI_SUCCESS;
+    (void)contig(NULL, a->target_count, a->target_dt, &tgt, &tsize);
     /* Noncontiguous origin data of a put is packed, of a get unpacked at completion. */
     if (a->kind == MPIDI_EFARM_RMA_PUT || a->kind == MPIDI_EFARM_RMA_ACC ||
         a->kind == MPIDI_EFARM_RMA_CAS ||
@@ -712,28 +833,33 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
         enum efarm_atomic_kind kind = a->kind == MPIDI_EFARM_RMA_ACC       ? EFARM_ATOMIC_WRITE
                                       : a->kind == MPIDI_EFARM_RMA_GET_ACC ? EFARM_ATOMIC_FETCH
                                                                            : EFARM_ATOMIC_COMPARE;
+        MPI_Datatype tb = basic_type(a->target_dt);
 
 #ifndef MPIDI_CH4_DIRECT_NETMOD
         /* Node-local origins may apply accumulates through shared memory: not atomic with us. */
         if (!(MPIDI_WIN(win, winattr) & MPIDI_WINATTR_ACCU_NO_SHM))
             return MPI_SUCCESS;
 #endif
-        /* One predefined datatype throughout, and an operation protocol v4 applies to it. */
-        if (a->target_dt != (a->kind == MPIDI_EFARM_RMA_GET_ACC && a->op == MPI_NO_OP
-                                 ? a->result_dt
-                                 : a->origin_dt) ||
-            (a->kind != MPIDI_EFARM_RMA_ACC && a->result_dt != a->target_dt))
+        /*
+         * One predefined datatype throughout (the target's may be derived from
+         * it), and an operation protocol v4 applies to it.
+         */
+        if (tb == MPI_DATATYPE_NULL ||
+            tb != (a->kind == MPIDI_EFARM_RMA_GET_ACC && a->op == MPI_NO_OP ? a->result_dt
+                                                                            : a->origin_dt) ||
+            (a->kind != MPIDI_EFARM_RMA_ACC && a->result_dt != tb))
             return MPI_SUCCESS;
-        dt = atomic_dt(a->target_dt);
+        dt = atomic_dt(tb);
         op = a->kind == MPIDI_EFARM_RMA_CAS ? EFARM_AOP_CSWAP : atomic_op(a->op);
         if (dt < 0 || op < 0 || !efarm_atomic_valid(kind, (uint32_t)op, (uint32_t)dt))
             return MPI_SUCCESS;
+        esize = efarm_atomic_dt_size((uint32_t)dt);
     }
 
     MPIDIG_RMA_OP_CHECK_SYNC(a->target_rank, win);
-    *native_p = true;
     t = &w->targets[a->target_rank];
     if (tsize == 0) {
+        *native_p = true;
         if (request) {
             MPIDI_CH4_REQUEST_CREATE(req, MPIR_REQUEST_KIND__RMA, 0, 2);
             MPIR_ERR_CHKANDSTMT(req == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
@@ -743,81 +869,103 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
         }
         goto fn_exit;
     }
-    riov[0].len = (uint64_t)tsize;
-    if (w->dyn != NULL) {
-        /* A dynamic window's displacement is an address; the regions attached there have keys. */
-        riov[0].addr = (uint64_t)a->target_disp + (uint64_t)(uintptr_t)tgt;
-        mpi_errno = dyn_lookup(win, a->target_rank, riov, &nriov);
-        MPIR_ERR_CHECK(mpi_errno);
-    } else {
-        riov[0].addr = t->base + (uint64_t)a->target_disp * t->disp_unit + (uint64_t)(uintptr_t)tgt;
-        riov[0].key = t->key;
-    }
+    mpi_errno = target_ranges(win, a, tsize, &l, &fallback);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (fallback)
+        goto fn_exit;
+    /* Atomics apply whole elements: a piece (or a region boundary in it) splitting one cannot. */
+    for (k = 0; esize > 1 && k < l.n; k++)
+        if (l.v[k].len % esize)
+            goto fn_exit;
+    *native_p = true;
+    nops = (l.n + EFARM_RMA_MAX_IOV - 1) / EFARM_RMA_MAX_IOV;
 
     MPIDI_CH4_REQUEST_CREATE(req, MPIR_REQUEST_KIND__RMA, 0, request ? 2 : 1);
     MPIR_ERR_CHKANDSTMT(req == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
-    MPIDI_EFARM_REQ(req).pack_buf = NULL;
-    MPIDI_EFARM_REQ(req).user_buf = NULL;
-    MPIDI_EFARM_REQ(req).rma_win = win;
-    MPIDI_EFARM_REQ(req).rma_target = a->target_rank;
-    if (pack || unpack) {
-        void *tmp = MPL_malloc((size_t)tsize, MPL_MEM_RMA);
+    r = &MPIDI_EFARM_REQ(req);
+    r->pack_buf = NULL;
+    r->user_buf = NULL;
+    r->rma_ereqs = NULL;
+    r->rma_win = win;
+    r->rma_target = a->target_rank;
+    r->rma_bytes = tsize;
+    r->rma_status = 0;
+    r->rma_pending = (int)nops;
+    if (pack || unpack || nops > 1) {
+        void *tmp = NULL;
         MPI_Aint packed;
 
-        if (tmp == NULL) {
+        if (pack || unpack)
+            r->pack_buf = tmp = MPL_malloc((size_t)tsize, MPL_MEM_RMA);
+        if (nops > 1)
+            r->rma_ereqs = MPL_malloc(nops * sizeof(*r->rma_ereqs), MPL_MEM_RMA);
+        if ((tmp == NULL && (pack || unpack)) || (nops > 1 && r->rma_ereqs == NULL)) {
+            rma_buffers_free(req);
             MPIDI_CH4_REQUEST_FREE(req);
             if (request)
                 MPIDI_CH4_REQUEST_FREE(req);
             MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**nomem", "**nomem %s",
-                                 "efarm RMA pack buffer");
+                                 "efarm RMA buffers");
         }
-        MPIDI_EFARM_REQ(req).pack_buf = tmp;
         if (pack) {
             mpi_errno =
                 MPIR_Typerep_pack(a->origin, a->origin_count, a->origin_dt, 0, tmp, tsize, &packed);
             MPIR_Assert(mpi_errno || packed == tsize);
             origin = tmp;
-        } else {
-            MPIDI_EFARM_REQ(req).user_buf = a->result;
-            MPIDI_EFARM_REQ(req).user_count = a->result_count;
-            MPIDI_EFARM_REQ(req).user_dt = a->result_dt;
+        } else if (unpack) {
+            r->user_buf = a->result;
+            r->user_count = a->result_count;
+            r->user_dt = a->result_dt;
             MPIR_Datatype_add_ref_if_not_builtin(a->result_dt);
             result = tmp;
         }
     }
-    ereq = &MPIDI_EFARM_REQ(req).ereq;
-    ereq->cb = rma_done;
-    ereq->ctx = req;
     w->outstanding++;
     w->outstanding_to[a->target_rank]++;
-    for (;;) {
-        struct efarm_ep *ep = MPIDI_EFARM_global.ep;
+    /* One engine operation per EFARM_RMA_MAX_IOV ranges, each on its slice of the local data. */
+    for (k = 0; k < nops; k++) {
+        struct efarm_req *ereq = nops > 1 ? &r->rma_ereqs[k] : &r->ereq;
+        const struct efarm_riov *v = &l.v[next];
+        uint32_t n = (uint32_t)(l.n - next < EFARM_RMA_MAX_IOV ? l.n - next : EFARM_RMA_MAX_IOV);
+        uint64_t len = 0;
 
-        switch (a->kind) {
-        case MPIDI_EFARM_RMA_PUT:
-            ret =
-                efarm_write(ep, t->peer, origin, (uint64_t)tsize, riov, nriov, EFARM_RMA_DC, ereq);
-            break;
-        case MPIDI_EFARM_RMA_GET:
-            ret = efarm_read(ep, t->peer, (void *)result, (uint64_t)tsize, riov, nriov, 0, ereq);
-            break;
-        default:
-            ret = efarm_atomic(ep, t->peer, (uint32_t)op, (uint32_t)dt, origin,
-                               a->kind == MPIDI_EFARM_RMA_CAS ? a->compare : NULL,
-                               a->kind == MPIDI_EFARM_RMA_ACC ? NULL : (void *)result,
-                               (uint64_t)tsize / efarm_atomic_dt_size((uint32_t)dt), riov, nriov,
-                               EFARM_RMA_DC, ereq);
-            break;
+        for (uint32_t i = 0; i < n; i++)
+            len += v[i].len;
+        ereq->cb = rma_done;
+        ereq->ctx = req;
+        for (;;) {
+            struct efarm_ep *ep = MPIDI_EFARM_global.ep;
+
+            switch (a->kind) {
+            case MPIDI_EFARM_RMA_PUT:
+                ret = efarm_write(ep, t->peer, origin + off, len, v, n, EFARM_RMA_DC, ereq);
+                break;
+            case MPIDI_EFARM_RMA_GET:
+                ret = efarm_read(ep, t->peer, (uint8_t *)result + off, len, v, n, 0, ereq);
+                break;
+            default:
+                ret = efarm_atomic(ep, t->peer, (uint32_t)op, (uint32_t)dt,
+                                   origin != NULL ? origin + off : NULL,
+                                   a->kind == MPIDI_EFARM_RMA_CAS ? a->compare : NULL,
+                                   a->kind == MPIDI_EFARM_RMA_ACC ? NULL : (uint8_t *)result + off,
+                                   len / esize, v, n, EFARM_RMA_DC, ereq);
+                break;
+            }
+            if (ret != -EAGAIN)
+                break;
+            mpi_errno = MPIDI_EFARM_wait_for_slot(&waits);
+            if (mpi_errno)
+                break;
         }
-        if (ret != -EAGAIN)
-            break;
-        mpi_errno = MPIDI_EFARM_wait_for_slot(&waits);
+        if (mpi_errno == MPI_SUCCESS && ret < 0)
+            mpi_errno = MPIDI_EFARM_ERROR(ret, "one-sided operation");
         if (mpi_errno)
             break;
+        next += n;
+        off += len;
     }
-    if (mpi_errno == MPI_SUCCESS && ret < 0)
-        mpi_errno = MPIDI_EFARM_ERROR(ret, "one-sided operation");
-    if (mpi_errno) {
+    if (mpi_errno && k == 0) {
+        /* Nothing started: the call fails and leaves no trace. */
         w->outstanding--;
         w->outstanding_to[a->target_rank]--;
         rma_buffers_free(req);
@@ -826,12 +974,25 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
             MPIDI_CH4_REQUEST_FREE(req);
         goto fn_fail;
     }
+    if (mpi_errno) {
+        /* Some pieces started: they complete; the operation fails, reported as for a failed
+         * piece (the request's status and the window's next synchronisation). */
+        r->rma_status = ret < 0 ? ret : -EIO;
+        r->rma_pending -= (int)(nops - k);
+        if (r->rma_pending == 0)
+            rma_finish(req, r->rma_status);
+        mpi_errno = MPI_SUCCESS;
+    }
     MPIDI_EFARM_global.nm_counters.rma_native_ops++;
     MPIDI_EFARM_global.nm_counters.rma_native_bytes += (unsigned long long)tsize;
+    if (nops > 1)
+        MPIDI_EFARM_global.nm_counters.rma_native_split++;
     if (request)
         *request = req;
 
 fn_exit:
+    if (l.v != l.inl)
+        MPL_free(l.v);
     return mpi_errno;
 fn_fail:
     goto fn_exit;

@@ -65,6 +65,9 @@
     X(RMA_NATIVE, rma_native, BOOL, "1",                                                        \
       "MPI RMA as native one-sided operations where possible; 0 sends all of it as active "     \
       "messages")                                                                               \
+    X(RMA_TARGET_IOV_MAX, rma_target_iov_max, U64, "64",                                        \
+      "contiguous pieces noncontiguous target data of one MPI RMA call may have and go native " \
+      "(an engine operation per 4); more go as active messages (0: never native)")              \
     X(RDMA_WRITE, rdma_write, BOOL, "1",                                                        \
       "one-sided writes by RDMA write when both sides have it; 0 advertises none")              \
     X(MAX_READS, max_reads, U64, "32",                                                          \

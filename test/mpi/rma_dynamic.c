@@ -11,7 +11,8 @@
  * round. A region is detached and another attached (new memory, new key)
  * between epochs: accesses to the new one work, and an access to memory no
  * longer attached fails with MPI_ERR_RMA_RANGE (native) without touching
- * anything. Puts, gets and accumulates span two adjacent attached regions.
+ * anything. Puts, gets and accumulates span two adjacent attached regions,
+ * one of them with a noncontiguous target (a vector of 8 pieces).
  * MPITEST_RMA_PASSIVE=S adds the one-sided progress check on a
  * dynamic window: rank 1 computes without calling MPI until rank 0's put
  * lands in its attached memory (RDMA reads the directory, RDMA writes it).
@@ -234,7 +235,9 @@ static void reattach(MPI_Win win, uint8_t **reg, MPI_Aint *addr)
  */
 static void span(MPI_Win win)
 {
-    enum { HALF = 4096, LEN = 4096, NLL = LEN / 8 };
+    enum { HALF = 4096, LEN = 4096, NLL = LEN / 8, VEC_AT = (LEN / 2 - 64) / 8 };
+    MPI_Datatype vec;
+    long long ones[8];
     int me = g_mpitest_rank, n = g_mpitest_size, right = (me + 1) % n, left = (me + n - 1) % n;
     uint8_t *buf = mpitest_malloc(2 * HALF), *src = mpitest_malloc(LEN), *dst = mpitest_malloc(LEN);
     long long *add = mpitest_malloc(LEN);
@@ -262,13 +265,20 @@ static void span(MPI_Win win)
     CHECK_MPI(MPI_Put(dst, LEN, MPI_BYTE, right, at, LEN, MPI_BYTE, win));
     CHECK_MPI(MPI_Win_flush(right, win));
     CHECK_MPI(MPI_Accumulate(add, NLL, MPI_LONG_LONG, right, at, NLL, MPI_LONG_LONG, MPI_SUM, win));
+    /* A noncontiguous target across the boundary: 8 pieces, 4 in each region. */
+    CHECK_MPI(MPI_Type_vector(8, 1, 2, MPI_LONG_LONG, &vec));
+    CHECK_MPI(MPI_Type_commit(&vec));
+    for (int k = 0; k < 8; k++)
+        ones[k] = 1;
+    CHECK_MPI(MPI_Accumulate(ones, 8, MPI_LONG_LONG, right, at + 8 * VEC_AT, 1, vec, MPI_SUM, win));
+    CHECK_MPI(MPI_Type_free(&vec));
     CHECK_MPI(MPI_Win_unlock_all(win));
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     for (int k = 0; k < NLL; k++) {
         long long v;
 
         memcpy(&v, buf + HALF - LEN / 2 + 8 * k, 8);
-        CHECK_EQ(v, k + 1000LL * left);
+        CHECK_EQ(v, k + 1000LL * left + (k >= VEC_AT && k < VEC_AT + 16 && (k - VEC_AT) % 2 == 0));
     }
     CHECK_BYTES(buf, HALF - LEN / 2, 0);
     CHECK_BYTES(buf + HALF + LEN / 2, HALF - LEN / 2, 0);
@@ -356,7 +366,7 @@ int main(int argc, char **argv)
         mpitest_context("counters");
         if (g_native) {
             /* puts and gets, accumulates and fetches to the others, reattached and spanning */
-            CHECK_GE(nat, 4 * NREG + 100 * (unsigned long long)(g_mpitest_size - 1) + 5);
+            CHECK_GE(nat, 4 * NREG + 100 * (unsigned long long)(g_mpitest_size - 1) + 6);
             CHECK_EQ(fb, g_self_ops);
             /* lock_all epochs: one directory read per target serves all NREG regions. */
             CHECK_EQ(l1 - l0, 2);

@@ -6,9 +6,10 @@
  * checked for lost updates; fetch_and_op from every rank on one counter
  * (every returned value distinct, the total exact); compare_and_swap as a
  * ticket lock; get_accumulate with MPI_NO_OP and MPI_REPLACE; the request
- * forms; and operations efarm has no native path for (a vector target,
- * MPI_MAXLOC), which must still work, through MPIDIG; a vector origin into
- * contiguous target memory goes native (packed, unpacked).
+ * forms; noncontiguous targets (vectors of 4 and 10 pieces go native, one
+ * engine operation per 4 pieces; 100 pieces and MPI_MAXLOC go through
+ * MPIDIG and must still work); a vector origin into contiguous target memory
+ * goes native (packed, unpacked).
  *
  * Counters (MPI_T) prove the path: with MPITEST_RMA_EXPECT=native (default)
  * the plain operations went native (efarm_nm_rma_native_ops grew by at least
@@ -368,36 +369,77 @@ static void noncontig_origin(void)
     MPI_Win_free(&win);
 }
 
-/* What has no native path: a vector put and a MAXLOC accumulate, through MPIDIG. */
-static void exotic(void)
+/*
+ * Noncontiguous target data: a vector of 4 pieces (one engine operation on 4
+ * remote ranges), of 10 pieces (three engine operations) and of 100 pieces
+ * (more than EFARM_RMA_TARGET_IOV_MAX: through MPIDIG), by put, get and
+ * accumulate; and a MAXLOC accumulate, which has no native path. Every
+ * element and every gap is checked.
+ */
+static void noncontig_targets(void)
 {
+    enum { N = 256 };
     int me = g_mpitest_rank, size = g_mpitest_size, to = (me + 1) % size;
-    int *mem, src[8];
+    int from = (me + size - 1) % size;
+    static const int pieces[] = {4, 10, 100};
+    int *mem, src[N], got[N];
     struct {
         int v, loc;
     } * pairs, mine = {me * 10, me};
-    MPI_Datatype vec;
     MPI_Win win, wpair;
-    unsigned long long fb = fallback_ops();
+    unsigned long long fb = fallback_ops(), nat = native_ops(),
+                       split = mpitest_pvar_read("efarm_nm_rma_native_split");
 
-    mpitest_context("vector put and MAXLOC accumulate");
     CHECK_MPI(
-        MPI_Win_allocate(8 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+        MPI_Win_allocate(N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
     CHECK_MPI(MPI_Win_allocate(sizeof(*pairs), sizeof(*pairs), MPI_INFO_NULL, MPI_COMM_WORLD,
                                &pairs, &wpair));
-    for (int i = 0; i < 8; i++) {
-        mem[i] = -1;
-        src[i] = me * 100 + i;
+    for (unsigned p = 0; p < sizeof(pieces) / sizeof(pieces[0]); p++) {
+        int np = pieces[p];
+        MPI_Datatype vec;
+
+        mpitest_context("noncontiguous target: vector of %d pieces", np);
+        /* np single ints, every other int of the target from displacement 1 */
+        CHECK_MPI(MPI_Type_vector(np, 1, 2, MPI_INT, &vec));
+        CHECK_MPI(MPI_Type_commit(&vec));
+        for (int i = 0; i < N; i++) {
+            mem[i] = -1;
+            src[i] = me * 1000 + i;
+        }
+        /* put: contiguous origin into every other int of the target */
+        CHECK_MPI(MPI_Win_fence(0, win));
+        CHECK_MPI(MPI_Put(src, np, MPI_INT, to, 1, 1, vec, win));
+        CHECK_MPI(MPI_Win_fence(0, win));
+        for (int i = 0; i < N; i++) {
+            int k = i - 1;
+
+            CHECK_EQ(mem[i], k >= 0 && k % 2 == 0 && k / 2 < np ? from * 1000 + k / 2 : -1);
+        }
+        /* get: the same pieces back into a contiguous buffer */
+        memset(got, 0, sizeof(got));
+        CHECK_MPI(MPI_Win_fence(0, win));
+        CHECK_MPI(MPI_Get(got, np, MPI_INT, to, 1, 1, vec, win));
+        CHECK_MPI(MPI_Win_fence(0, win));
+        for (int k = 0; k < np; k++)
+            CHECK_EQ(got[k], me * 1000 + k);
+        CHECK_EQ(got[np], 0);
+        /* accumulate: every rank adds 1 into the pieces of every rank */
+        CHECK_MPI(MPI_Win_fence(0, win));
+        for (int i = 0; i < N; i++)
+            src[i] = 1;
+        for (int t = 0; t < size; t++)
+            CHECK_MPI(MPI_Accumulate(src, np, MPI_INT, t, 1, 1, vec, MPI_SUM, win));
+        CHECK_MPI(MPI_Win_fence(0, win));
+        for (int i = 0; i < N; i++) {
+            int k = i - 1;
+
+            CHECK_EQ(mem[i], k >= 0 && k % 2 == 0 && k / 2 < np ? from * 1000 + k / 2 + size : -1);
+        }
+        MPI_Type_free(&vec);
     }
+    mpitest_context("MAXLOC accumulate");
     pairs->v = -1;
     pairs->loc = -1;
-    CHECK_MPI(MPI_Type_vector(4, 1, 2, MPI_INT, &vec));
-    CHECK_MPI(MPI_Type_commit(&vec));
-    CHECK_MPI(MPI_Win_fence(0, win));
-    CHECK_MPI(MPI_Put(src, 1, vec, to, 0, 1, vec, win));
-    CHECK_MPI(MPI_Win_fence(0, win));
-    for (int i = 0; i < 8; i++)
-        CHECK_EQ(mem[i], i % 2 ? -1 : ((me + size - 1) % size) * 100 + i);
     CHECK_MPI(MPI_Win_fence(0, wpair));
     CHECK_MPI(MPI_Accumulate(&mine, 1, MPI_2INT, 0, 0, 1, MPI_2INT, MPI_MAXLOC, wpair));
     CHECK_MPI(MPI_Win_fence(0, wpair));
@@ -405,8 +447,23 @@ static void exotic(void)
         CHECK_EQ(pairs->v, (size - 1) * 10);
         CHECK_EQ(pairs->loc, size - 1);
     }
-    CHECK_GE(fallback_ops() - fb, 2);
-    MPI_Type_free(&vec);
+    if (mpitest_pvar_checks()) {
+        mpitest_context("noncontiguous target counters");
+        if (g_native) {
+            /*
+             * Native: put, get and accumulates to others for 4 and 10 pieces;
+             * through MPIDIG: 100 pieces (put, get, accumulates to all), the
+             * accumulates to itself and MAXLOC (rank 0's own is local).
+             */
+            unsigned long long others = (unsigned long long)size - 1;
+
+            CHECK_EQ(native_ops() - nat, 2 * (2 + others));
+            CHECK_EQ(mpitest_pvar_read("efarm_nm_rma_native_split") - split, 2 + others);
+            CHECK_EQ(fallback_ops() - fb, 2 + (unsigned long long)size + 2 + 1);
+        } else {
+            CHECK_EQ(native_ops() - nat, 0);
+        }
+    }
     MPI_Win_free(&win);
     MPI_Win_free(&wpair);
 }
@@ -548,7 +605,7 @@ int main(int argc, char **argv)
         }
     }
     noncontig_origin();
-    exotic();
+    noncontig_targets();
     if (g_native && g_mpitest_size >= 2 && mpitest_env_size("MPITEST_RMA_PASSIVE", 0))
         passive_progress((time_t)mpitest_env_size("MPITEST_RMA_PASSIVE", 0));
     MPI_Group_free(&world);
