@@ -15,7 +15,8 @@
 #   XFAIL <id>: <reason>       failed and listed in the xfail file (not counted)
 #   XPASS <id>: ...            passed although listed in the xfail file (counted as a
 #                              failure, so that the list cannot go stale)
-#   SKIP  <id>: <reason>       not run (memory annotation larger than this machine)
+#   SKIP  <id>: <reason>       not run (memory annotation larger than this machine; under
+#                              --faults, listed in test/mpich-testlists/faults-skip)
 # A test's <id> is "DIR/PROGRAM NP ARGS... ENV..." as in the test list (NP as listed,
 # before --maxnp; runtests' junit output names tests the same way).
 #
@@ -61,6 +62,9 @@
 # --faults runs every test with efasim's fault injector at 10% loss, 10% duplication
 # and 20% reordering (EFASIM_LOSS=0.1 EFASIM_DUP=0.1 EFASIM_REORDER=0.2; any of them
 # already in the environment wins), logging to build/mpich-testsuite/logs-faults.
+# Tests listed in test/mpich-testlists/faults-skip ("ID-GLOB: reason": programs that
+# rely on an order MPI does not promise, which lost and reordered packets upset) are
+# skipped then, each with its reason.
 # --logs DIR puts the logs elsewhere.
 #
 # Subsets.
@@ -267,23 +271,29 @@ build_suite() {
     return 0
 }
 
-# ---- xfail list ------------------------------------------------------------------------
-xfail_globs=()
-xfail_reasons=()
-load_xfail() {
-    local line glob reason
-    [ "$shm" = 0 ] || return 0
+# ---- xfail list and the fault-run skip list ---------------------------------------------
+# shellcheck disable=SC2034 # filled and read through namerefs
+xfail_globs=() xfail_reasons=() faults_skip_globs=() faults_skip_reasons=()
+load_reasons() { # FILE GLOBS_ARRAY REASONS_ARRAY: lines "ID-GLOB: reason"
+    local line glob reason file=$1
+    local -n globs_=$2 reasons_=$3
     while IFS= read -r line || [ -n "$line" ]; do
         line=${line%%#*}
         [[ $line =~ [^[:space:]] ]] || continue
-        [[ $line == *": "* ]] || die "$xfail_file: line without ': reason': $line"
+        [[ $line == *": "* ]] || die "$file: line without ': reason': $line"
         glob=${line%%: *}
         reason=${line#*: }
         reason=${reason%"${reason##*[![:space:]]}"}
-        [ -n "$reason" ] || die "$xfail_file: entry without a reason: $glob"
-        xfail_globs+=("$glob")
-        xfail_reasons+=("$reason")
-    done <"$xfail_file"
+        [ -n "$reason" ] || die "$file: entry without a reason: $glob"
+        globs_+=("$glob")
+        reasons_+=("$reason")
+    done <"$file"
+}
+load_xfail() {
+    [ "$shm" = 0 ] || return 0
+    load_reasons "$xfail_file" xfail_globs xfail_reasons
+    [ "$faults" = 0 ] || [ ! -r "$lists_dir/faults-skip" ] ||
+        load_reasons "$lists_dir/faults-skip" faults_skip_globs faults_skip_reasons
 }
 
 # Per-test settings that override the test list and the options:
@@ -318,16 +328,21 @@ glob_match() { # ID GLOB...: true when a pattern matches ID
     return 1
 }
 
-xfail_reason_of() { # ID: prints the xfail reason of the first matching entry
+reason_of() { # ID GLOBS_ARRAY REASONS_ARRAY: prints the reason of the first matching entry
     local i
-    for i in "${!xfail_globs[@]}"; do
+    local -n pats_=$2 whys_=$3
+    for i in "${!pats_[@]}"; do
         # shellcheck disable=SC2053 # the entry is a pattern
-        if [[ $1 == ${xfail_globs[$i]} ]]; then
-            printf '%s\n' "${xfail_reasons[$i]}"
+        if [[ $1 == ${pats_[$i]} ]]; then
+            printf '%s\n' "${whys_[$i]}"
             return 0
         fi
     done
     return 1
+}
+
+xfail_reason_of() { # ID: prints the xfail reason of the first matching entry
+    reason_of "$1" xfail_globs xfail_reasons
 }
 
 # ---- results -----------------------------------------------------------------------------
@@ -448,7 +463,7 @@ run_line() { # DIR LINE
     done
     id="$d/$prog $np${args[*]:+ ${args[*]}}${envs[*]:+ ${envs[*]}}"
     [[ $np =~ ^[0-9]+$ ]] || die "bad process count in test line '$line' of $d"
-    local keep_np=0 limit_override='' i setting
+    local keep_np=0 limit_override='' i setting skip_reason
     for i in "${!override_globs[@]}"; do
         glob_match "$id" "${override_globs[$i]}" || continue
         for setting in ${override_settings[$i]}; do
@@ -467,6 +482,11 @@ run_line() { # DIR LINE
     if [ -n "$stop_reason" ]; then
         n_fail=$((n_fail + 1))
         report FAIL "$id" ": not run ($stop_reason)"
+        return 0
+    fi
+    if [ "$faults" = 1 ] && skip_reason=$(reason_of "$id" faults_skip_globs faults_skip_reasons); then
+        n_skip=$((n_skip + 1))
+        report SKIP "$id" ": under faults: $skip_reason"
         return 0
     fi
     if [ -n "$mem" ] && awk -v m="$mem" -v t="$mem_total_gb" 'BEGIN { exit !(m > t) }'; then

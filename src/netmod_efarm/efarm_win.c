@@ -458,14 +458,15 @@ fn_fail:
 }
 
 /*
- * Remote ranges covering [addr, addr + len) at the start of riov (addr and
- * len set, nriov 1): one per attached region it spans, regions adjacent (MPI
- * lets an access span regions attached next to each other), at most
- * EFARM_RMA_MAX_IOV. Not covered: 0.
+ * Fill riov with ranges covering [addr, addr + len) from the cached
+ * directory c: one per attached region the access spans, regions adjacent
+ * (MPI lets an access span regions attached next to each other), at most
+ * EFARM_RMA_MAX_IOV. Returns how many, or 0 when not covered (or wrapping).
  */
-static uint32_t dyn_cover(const dyn_cache_t *c, struct efarm_riov *riov)
+static uint32_t dyn_cover(const dyn_cache_t *c, uint64_t addr, uint64_t len,
+                          struct efarm_riov *riov)
 {
-    uint64_t cur = riov[0].addr, end = riov[0].addr + riov[0].len;
+    uint64_t cur = addr, end = addr + len;
     uint32_t n = 0;
 
     while (cur < end) {
@@ -505,7 +506,7 @@ static int dyn_lookup(MPIR_Win *win, int rank, struct efarm_riov *riov, uint32_t
         dyn_header_t hdr;
         struct efarm_riov dir;
 
-        if (c->epoch == d->epoch && (*nriov_p = dyn_cover(c, riov)) != 0)
+        if (c->epoch == d->epoch && (*nriov_p = dyn_cover(c, addr, len, riov)) != 0)
             return MPI_SUCCESS;
         if (round == 2)
             break;
