@@ -163,12 +163,14 @@ int MPIDI_EFARM_mpi_win_allocate_hook(MPIR_Win *win)
     return win_native_init(win, win->base, win->size, EFARM_EXPOSE_READ | EFARM_EXPOSE_WRITE);
 }
 
-/* Shared windows: RMA through MPIDIG (doc/NETMOD.md says why). */
+/*
+ * Shared windows: each member's segment (win->base, win->size after MPIDIG
+ * allocated the node's shared memory) is exposed like an allocated window's;
+ * node-local processes may also use it by load and store.
+ */
 int MPIDI_EFARM_mpi_win_allocate_shared_hook(MPIR_Win *win)
 {
-    memset(&MPIDI_EFARM_WIN(win), 0, sizeof(MPIDI_EFARM_win_t));
-    MPIDI_EFARM_global.nm_counters.rma_fallback_windows++;
-    return MPI_SUCCESS;
+    return win_native_init(win, win->base, win->size, EFARM_EXPOSE_READ | EFARM_EXPOSE_WRITE);
 }
 
 /* ---- Dynamic windows: a directory of attached regions, read by origins ---------------- */

@@ -9,7 +9,8 @@
  * forms; noncontiguous targets (vectors of 4 and 10 pieces go native, one
  * engine operation per 4 pieces; 100 pieces and MPI_MAXLOC go through
  * MPIDIG and must still work); a vector origin into contiguous target memory
- * goes native (packed, unpacked).
+ * goes native (packed, unpacked); a shared window's segments by put, get
+ * and fetch_and_op.
  *
  * Counters (MPI_T) prove the path: with MPITEST_RMA_EXPECT=native (default)
  * the plain operations went native (efarm_nm_rma_native_ops grew by at least
@@ -370,6 +371,55 @@ static void noncontig_origin(void)
 }
 
 /*
+ * A shared window (MPI_Win_allocate_shared): puts, gets and fetch_and_op to
+ * the right neighbour's segment go native. Under MPIR_CVAR_NOLOCAL=1 every
+ * rank is its own node, so MPICH gives each its own memory and load/store
+ * through MPI_Win_shared_query reaches only a rank's own segment.
+ */
+static void shared_window(void)
+{
+    enum { N = 1024 };
+    int me = g_mpitest_rank, size = g_mpitest_size, to = (me + 1) % size;
+    int from = (me + size - 1) % size, disp;
+    long long *mem, *peer, src[N], got[N], one = 1, old = -1;
+    MPI_Aint peer_size;
+    MPI_Win win;
+    unsigned long long nat = native_ops();
+
+    mpitest_context("shared window");
+    CHECK_MPI(MPI_Win_allocate_shared(N * sizeof(long long), sizeof(long long), MPI_INFO_NULL,
+                                      MPI_COMM_WORLD, &mem, &win));
+    CHECK_MPI(MPI_Win_shared_query(win, to, &peer_size, &disp, &peer));
+    CHECK_EQ(peer_size, (MPI_Aint)(N * sizeof(long long)));
+    for (int i = 0; i < N; i++) {
+        mem[i] = -1;
+        src[i] = me * 100000 + i;
+    }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Win_lock_all(0, win));
+    CHECK_MPI(MPI_Put(src, N - 1, MPI_LONG_LONG, to, 1, N - 1, MPI_LONG_LONG, win));
+    CHECK_MPI(MPI_Win_flush(to, win));
+    CHECK_MPI(MPI_Get(got, N - 1, MPI_LONG_LONG, to, 1, N - 1, MPI_LONG_LONG, win));
+    CHECK_MPI(MPI_Win_flush(to, win));
+    for (int i = 0; i < N - 1; i++)
+        CHECK_EQ(got[i], me * 100000LL + i);
+    CHECK_MPI(MPI_Win_unlock_all(win));
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Win_lock_all(0, win));
+    CHECK_MPI(MPI_Fetch_and_op(&one, &old, MPI_LONG_LONG, to, 0, MPI_SUM, win));
+    CHECK_MPI(MPI_Win_flush(to, win));
+    CHECK_EQ(old, -1);
+    CHECK_MPI(MPI_Win_unlock_all(win));
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK_EQ(mem[0], 0);
+    for (int i = 1; i < N; i++)
+        CHECK_EQ(mem[i], from * 100000LL + i - 1);
+    if (mpitest_pvar_checks())
+        CHECK_EQ(native_ops() - nat, g_native && to != me ? 3 : 0);
+    MPI_Win_free(&win);
+}
+
+/*
  * Noncontiguous target data: a vector of 4 pieces (one engine operation on 4
  * remote ranges), of 10 pieces (three engine operations) and of 100 pieces
  * (more than EFARM_RMA_TARGET_IOV_MAX: through MPIDIG), by put, get and
@@ -606,6 +656,7 @@ int main(int argc, char **argv)
     }
     noncontig_origin();
     noncontig_targets();
+    shared_window();
     if (g_native && g_mpitest_size >= 2 && mpitest_env_size("MPITEST_RMA_PASSIVE", 0))
         passive_progress((time_t)mpitest_env_size("MPITEST_RMA_PASSIVE", 0));
     MPI_Group_free(&world);
