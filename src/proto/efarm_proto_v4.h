@@ -1,10 +1,10 @@
 /*
  * EFA RDM protocol v4: every constant and wire layout efarm speaks.
  *
- * Sections refer to ../shared/spec/efa_rdm_protocol_v4.md; "addenda" to
- * ../shared/spec/ADDENDA.md, which records where libfabric's EFA provider (the
- * reference speaker of v4) puts something else on the wire than the document
- * says. Where they differ, this file follows the addenda.
+ * Sections refer to the EFA RDM protocol v4 document (libfabric's
+ * prov/efa/docs/efa_rdm_protocol_v4.md); "addenda" mark where libfabric's EFA
+ * provider (the reference speaker of v4) puts something else on the wire than
+ * the document says. Where they differ, this file follows the provider.
  *
  * The structs below describe the layouts and exist to be measured: their sizes
  * and key offsets are pinned with _Static_assert and the codec takes field

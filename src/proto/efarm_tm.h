@@ -38,7 +38,7 @@
  * goes stale and every later use of it fails with -ENOENT (it is never reused
  * for another entry for 2^32 reuses of its slot).
  *
- * Offload (RDMA hardware tag matching, ../shared/spec/rdma_hw_tag_matching_rfc.txt):
+ * Offload (RDMA hardware tag matching, as verbs models it):
  * a device may hold a bounded PREFIX of the posted receives and match arriving
  * messages against it itself. efarm_tm_offload_attach() connects one through
  * struct efarm_tm_offload_ops; without one, every receive is held in software

@@ -1,6 +1,6 @@
 /*
- * A software model of a tag-matching device (the verbs TM-SRQ of
- * ../shared/spec/rdma_hw_tag_matching_rfc.txt) for the offload tests. It
+ * A software model of a tag-matching device (the verbs TM-SRQ of RDMA
+ * hardware tag matching) for the offload tests. It
  * implements struct efarm_tm_offload_ops, and lets a test choose the order of
  * everything the real device and software would do concurrently:
  *
