@@ -497,7 +497,6 @@ static uint32_t dyn_cover(const dyn_cache_t *c, uint64_t addr, uint64_t len,
 static int dyn_lookup(MPIR_Win *win, int rank, struct efarm_riov *riov, uint32_t *nriov_p)
 {
     uint64_t addr = riov[0].addr, len = riov[0].len;
-
     struct MPIDI_EFARM_dyn *d = MPIDI_EFARM_WIN(win).dyn;
     const MPIDI_EFARM_win_target_t *t = &MPIDI_EFARM_WIN(win).targets[rank];
     dyn_cache_t *c = &d->cache[rank];
@@ -734,24 +733,23 @@ fn_fail:
 }
 
 /*
- * The target data's remote ranges: contiguous, one piece at its true lower
- * bound; else the datatype's pieces, unless there are more than
+ * The target data's remote ranges: contiguous (tcontig), one piece at tgt,
+ * its true lower bound; else the datatype's pieces, unless there are more than
  * EFARM_RMA_TARGET_IOV_MAX (then *fallback_p: MPIDIG packs it into one
  * active message, far cheaper than many tiny one-sided operations).
  */
-static int target_ranges(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPI_Aint tsize,
-                         riov_list_t *l, bool *fallback_p)
+static int target_ranges(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, bool tcontig,
+                         const uint8_t *tgt, MPI_Aint tsize, riov_list_t *l, bool *fallback_p)
 {
     MPIDI_EFARM_win_t *w = &MPIDI_EFARM_WIN(win);
     uint64_t disp =
         (uint64_t)a->target_disp * (w->dyn != NULL ? 1 : w->targets[a->target_rank].disp_unit);
-    const uint8_t *tgt;
-    MPI_Aint size, niov = 0, got = 0;
+    MPI_Aint niov = 0, got = 0;
     struct iovec *iov = NULL;
     int mpi_errno = MPI_SUCCESS;
 
     *fallback_p = false;
-    if (contig(NULL, a->target_count, a->target_dt, &tgt, &size))
+    if (tcontig)
         return riov_add(win, a->target_rank, disp + (uint64_t)(uintptr_t)tgt, (uint64_t)tsize, l);
     mpi_errno = MPIR_Typerep_iov_len(a->target_count, a->target_dt, tsize, &niov);
     MPIR_ERR_CHECK(mpi_errno);
@@ -804,13 +802,13 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
     size_t nops, k, next = 0;
     uint64_t off = 0, esize = 1;
     unsigned long waits = 0;
-    bool pack = false, unpack = false, fallback;
+    bool pack = false, unpack = false, fallback, tcontig;
 
     *native_p = false;
     if (w->targets == NULL || a->target_rank == win->comm_ptr->rank || a->target_rank < 0 ||
         a->target_rank >= win->comm_ptr->local_size)
         return MPI_SUCCESS; /* not native; ops to itself MPIDIG applies locally */
-    (void)contig(NULL, a->target_count, a->target_dt, &tgt, &tsize);
+    tcontig = contig(NULL, a->target_count, a->target_dt, &tgt, &tsize);
     /* Noncontiguous origin data of a put is packed, of a get unpacked at completion. */
     if (a->kind == MPIDI_EFARM_RMA_PUT || a->kind == MPIDI_EFARM_RMA_ACC ||
         a->kind == MPIDI_EFARM_RMA_CAS ||
@@ -872,7 +870,7 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
         }
         goto fn_exit;
     }
-    mpi_errno = target_ranges(win, a, tsize, &l, &fallback);
+    mpi_errno = target_ranges(win, a, tcontig, tgt, tsize, &l, &fallback);
     MPIR_ERR_CHECK(mpi_errno);
     if (fallback)
         goto fn_exit;
@@ -978,9 +976,14 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
         goto fn_fail;
     }
     if (mpi_errno) {
-        /* Some pieces started: they complete; the operation fails, reported as for a failed
-         * piece (the request's status and the window's next synchronisation). */
-        r->rma_status = ret < 0 ? ret : -EIO;
+        /*
+         * Some pieces started: they complete; the operation fails, reported as
+         * for a failed piece (the request's status), and the window's next
+         * synchronisation returns this error itself (the first one wins there).
+         */
+        if (w->error == MPI_SUCCESS)
+            w->error = mpi_errno;
+        r->rma_status = ret < 0 && ret != -EAGAIN ? ret : -EIO;
         r->rma_pending -= (int)(nops - k);
         if (r->rma_pending == 0)
             rma_finish(req, r->rma_status);

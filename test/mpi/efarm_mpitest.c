@@ -480,3 +480,35 @@ void mpitest_finalize(void)
     if (g_mpitest_rank == 0)
         printf("%s: OK (%d ranks)\n", g_name, g_mpitest_size);
 }
+
+void mpitest_rma_passive_check(MPI_Win win, volatile long long *mem, MPI_Aint flag_disp,
+                               MPI_Aint spin_disp, unsigned wait_s)
+{
+    enum { SPINNING = 0x5b1, FLAG = 0x5eed };
+    long long flag = FLAG, got = 0;
+
+    mem[0] = 0;
+    mem[1] = 0;
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (g_mpitest_rank == 1) {
+        time_t deadline = time(NULL) + (time_t)wait_s;
+
+        mem[1] = SPINNING;
+        while (mem[0] != FLAG && time(NULL) < deadline)
+            ; /* computing: no MPI call */
+        CHECK_EQ(mem[0], FLAG);
+    } else if (g_mpitest_rank == 0) {
+        time_t deadline = time(NULL) + 20;
+
+        CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, 1, MPI_MODE_NOCHECK, win));
+        do {
+            CHECK_MPI(MPI_Get(&got, 1, MPI_LONG_LONG, 1, spin_disp, 1, MPI_LONG_LONG, win));
+            CHECK_MPI(MPI_Win_flush(1, win));
+        } while (got != SPINNING && time(NULL) < deadline);
+        CHECK_EQ(got, SPINNING);
+        CHECK_MPI(MPI_Put(&flag, 1, MPI_LONG_LONG, 1, flag_disp, 1, MPI_LONG_LONG, win));
+        CHECK_MPI(MPI_Win_flush(1, win));
+        CHECK_MPI(MPI_Win_unlock(1, win));
+    }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+}

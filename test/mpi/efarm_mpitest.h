@@ -90,6 +90,17 @@ void *mpitest_malloc(size_t len);
 size_t mpitest_env_size(const char *name, size_t def);
 
 /*
+ * One-sided progress check (collective): rank 1 computes, calling no MPI, for
+ * at most wait_s seconds until rank 0's MPI_Put lands a flag in mem[0] (its
+ * own memory in win); rank 0 first reads mem[1] until rank 1 says it is
+ * spinning, so the put cannot be applied by rank 1's progress before. Only a
+ * put the device carries without the target's CPU can pass. flag_disp and
+ * spin_disp are mem[0]'s and mem[1]'s target displacements at rank 1.
+ */
+void mpitest_rma_passive_check(MPI_Win win, volatile long long *mem, MPI_Aint flag_disp,
+                               MPI_Aint spin_disp, unsigned wait_s);
+
+/*
  * The efarm counters the tests read, as MPI_T variables "efarm_<name>" (class
  * counter, unsigned long long, no object binding, continuous).
  */

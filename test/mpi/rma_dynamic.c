@@ -59,6 +59,15 @@ static void attach_all(MPI_Win win, uint8_t **reg, MPI_Aint *addr)
     CHECK_MPI(MPI_Allgather(mine, NREG, MPI_AINT, addr, NREG, MPI_AINT, MPI_COMM_WORLD));
 }
 
+/* Opens an access epoch to every rank: a fence, or lock_all. */
+static void epoch_open(MPI_Win win, int fence)
+{
+    if (fence)
+        CHECK_MPI(MPI_Win_fence(0, win));
+    else
+        CHECK_MPI(MPI_Win_lock_all(0, win));
+}
+
 /* Puts into the right neighbour's regions, gets of the left's; `fence` or lock_all + flush. */
 static void put_get(MPI_Win win, uint8_t **reg, const MPI_Aint *addr, int fence, int round)
 {
@@ -74,10 +83,7 @@ static void put_get(MPI_Win win, uint8_t **reg, const MPI_Aint *addr, int fence,
 
     mpitest_context("put/get into attached memory, %s, round %d", fence ? "fence" : "lock_all",
                     round);
-    if (fence)
-        CHECK_MPI(MPI_Win_fence(0, win));
-    else
-        CHECK_MPI(MPI_Win_lock_all(0, win));
+    epoch_open(win, fence);
     for (int i = 0; i < NREG; i++) {
         size_t len = reg_size(i);
 
@@ -99,10 +105,7 @@ static void put_get(MPI_Win win, uint8_t **reg, const MPI_Aint *addr, int fence,
                    mpitest_seed((uint64_t)left, (uint64_t)i, (uint64_t)round, 1));
 
     /* Read back what the left neighbour holds now (its left neighbour's pattern). */
-    if (fence)
-        CHECK_MPI(MPI_Win_fence(0, win));
-    else
-        CHECK_MPI(MPI_Win_lock_all(0, win));
+    epoch_open(win, fence);
     for (int i = 0; i < NREG; i++) {
         size_t len = reg_size(i);
 
@@ -296,42 +299,16 @@ static void span(MPI_Win win)
  * memory; rank 0 first reads until rank 1 says it is spinning. Only RDMA
  * (directory read, data write) can pass this.
  */
-static void passive_progress(MPI_Win win, const MPI_Aint *addr, time_t wait_s)
+static void passive_progress(MPI_Win win, unsigned wait_s)
 {
-    enum { SPINNING = 0x5b1, FLAG = 0x5eed };
     volatile long long *mem = mpitest_malloc(2 * sizeof(long long));
-    long long flag = FLAG, got = 0;
     MPI_Aint mine, where[2];
 
     mpitest_context("one-sided progress on a dynamic window while the target computes");
-    mem[0] = 0;
-    mem[1] = 0;
     CHECK_MPI(MPI_Win_attach(win, (void *)mem, 2 * sizeof(long long)));
     CHECK_MPI(MPI_Get_address((void *)mem, &mine));
     CHECK_MPI(MPI_Allgather(&mine, 1, MPI_AINT, where, 1, MPI_AINT, MPI_COMM_WORLD));
-    (void)addr;
-    if (g_mpitest_rank == 1) {
-        time_t deadline = time(NULL) + wait_s;
-
-        mem[1] = SPINNING;
-        while (mem[0] != FLAG && time(NULL) < deadline)
-            ; /* computing: no MPI call */
-        CHECK_EQ(mem[0], FLAG);
-    } else if (g_mpitest_rank == 0) {
-        time_t deadline = time(NULL) + 20;
-
-        CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, 1, MPI_MODE_NOCHECK, win));
-        do {
-            CHECK_MPI(MPI_Get(&got, 1, MPI_LONG_LONG, 1, where[1] + (MPI_Aint)sizeof(long long), 1,
-                              MPI_LONG_LONG, win));
-            CHECK_MPI(MPI_Win_flush(1, win));
-        } while (got != SPINNING && time(NULL) < deadline);
-        CHECK_EQ(got, SPINNING);
-        CHECK_MPI(MPI_Put(&flag, 1, MPI_LONG_LONG, 1, where[1], 1, MPI_LONG_LONG, win));
-        CHECK_MPI(MPI_Win_flush(1, win));
-        CHECK_MPI(MPI_Win_unlock(1, win));
-    }
-    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    mpitest_rma_passive_check(win, mem, where[1], where[1] + (MPI_Aint)sizeof(long long), wait_s);
     CHECK_MPI(MPI_Win_detach(win, (void *)mem));
     free((void *)mem);
 }
@@ -378,7 +355,7 @@ int main(int argc, char **argv)
         }
     }
     if (g_native && g_mpitest_size >= 2 && mpitest_env_size("MPITEST_RMA_PASSIVE", 0))
-        passive_progress(win, addr, (time_t)mpitest_env_size("MPITEST_RMA_PASSIVE", 0));
+        passive_progress(win, (unsigned)mpitest_env_size("MPITEST_RMA_PASSIVE", 0));
     for (int i = 0; i < NREG; i++) {
         CHECK_MPI(MPI_Win_detach(win, reg[i]));
         free(reg[i]);

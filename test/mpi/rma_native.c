@@ -523,41 +523,15 @@ static void noncontig_targets(void)
  * Rank 0 first reads (MPI_Get, RDMA) until rank 1 says it is spinning, so
  * the put cannot be applied by rank 1's progress in the barrier before.
  */
-static void passive_progress(time_t wait_s)
+static void passive_progress(unsigned wait_s)
 {
-    enum { SPINNING = 0x5b1, FLAG = 0x5eed };
-    int me = g_mpitest_rank;
     volatile long long *mem;
-    long long flag = FLAG, got = 0;
     MPI_Win win;
 
     mpitest_context("one-sided progress while the target computes");
     CHECK_MPI(MPI_Win_allocate(2 * sizeof(long long), sizeof(long long), MPI_INFO_NULL,
                                MPI_COMM_WORLD, (void *)&mem, &win));
-    mem[0] = 0;
-    mem[1] = 0;
-    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    if (me == 1) {
-        time_t deadline = time(NULL) + wait_s;
-
-        mem[1] = SPINNING;
-        while (mem[0] != FLAG && time(NULL) < deadline)
-            ; /* computing: no MPI call */
-        CHECK_EQ(mem[0], FLAG);
-    } else if (me == 0) {
-        time_t deadline = time(NULL) + 20;
-
-        CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, 1, MPI_MODE_NOCHECK, win));
-        do {
-            CHECK_MPI(MPI_Get(&got, 1, MPI_LONG_LONG, 1, 1, 1, MPI_LONG_LONG, win));
-            CHECK_MPI(MPI_Win_flush(1, win));
-        } while (got != SPINNING && time(NULL) < deadline);
-        CHECK_EQ(got, SPINNING);
-        CHECK_MPI(MPI_Put(&flag, 1, MPI_LONG_LONG, 1, 0, 1, MPI_LONG_LONG, win));
-        CHECK_MPI(MPI_Win_flush(1, win));
-        CHECK_MPI(MPI_Win_unlock(1, win));
-    }
-    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    mpitest_rma_passive_check(win, mem, 0, 1, wait_s);
     MPI_Win_free(&win);
 }
 
@@ -658,7 +632,7 @@ int main(int argc, char **argv)
     noncontig_targets();
     shared_window();
     if (g_native && g_mpitest_size >= 2 && mpitest_env_size("MPITEST_RMA_PASSIVE", 0))
-        passive_progress((time_t)mpitest_env_size("MPITEST_RMA_PASSIVE", 0));
+        passive_progress((unsigned)mpitest_env_size("MPITEST_RMA_PASSIVE", 0));
     MPI_Group_free(&world);
     mpitest_finalize();
     return 0;
