@@ -318,6 +318,9 @@ int efarm_cancel_recv(struct efarm_ep *ep, struct efarm_req *req);
     X(rma_write_rta, "atomics without result (WRITE_RTA)")                                   \
     X(rma_fetch_rta, "fetching atomics (FETCH_RTA)")                                         \
     X(rma_compare_rta, "compare atomics (COMPARE_RTA)")                                      \
+    X(rma_longcts_rtw, "one-sided writes emulated with LONGCTS_RTW (CTS rounds)")            \
+    X(rma_longread_rtw, "one-sided writes the target read by RDMA (LONGREAD_RTW)")           \
+    X(rma_longcts_rtr, "one-sided reads emulated with LONGCTS_RTR (CTS rounds)")             \
     X(rma_dc, "one-sided operations that waited for remote completion (DC)")                 \
     X(rma_errors, "one-sided operations completed with an error")                            \
     X(rma_wrs_posted, "RDMA write and read work requests posted for one-sided operations")   \

@@ -78,6 +78,9 @@ uint32_t efarm_region_count(const struct efarm_ep *ep);
     X(EAGER_RTW, eager_rtw, "emulated write: EAGER_RTW packets the target copies")       \
     X(DIRECT_READ, direct_read, "RDMA read by the device (both sides negotiated it)")    \
     X(SHORT_RTR, short_rtr, "emulated read: SHORT_RTR answered by one READRSP each")     \
+    X(LONGCTS_RTW, longcts_rtw, "emulated write: LONGCTS_RTW, then CTSDATA per CTS")     \
+    X(LONGREAD_RTW, longread_rtw, "emulated write: the target RDMA-reads it, then EOR")  \
+    X(LONGCTS_RTR, longcts_rtr, "emulated read: LONGCTS_RTR, READRSP, CTSDATA per CTS")  \
     X(WRITE_RTA, write_rta, "atomic without result: WRITE_RTA packets")                  \
     X(FETCH_RTA, fetch_rta, "fetching atomic: FETCH_RTA answered by ATOMRSP")            \
     X(COMPARE_RTA, compare_rta, "compare atomic: COMPARE_RTA answered by ATOMRSP")
@@ -117,10 +120,14 @@ struct efarm_riov {
  * Write len bytes at buf into the peer's memory described by riov[0..nriov)
  * (their lengths add up to len), or read them into buf. Both wait for the
  * peer's HANDSHAKE (it says which RDMA the peer has) and then pick the
- * subprotocol: direct RDMA when both sides have it and EFARM_RMA_NO_DIRECT
- * is not set, else the emulated packets, one per MTU of data. The buffer
- * must stay put until the request completes; req->proto holds the enum
- * efarm_rma_proto used. Returns 0 (started), -EAGAIN (no operation slot:
+ * subprotocol: direct RDMA when both sides have it, EFARM_RMA_NO_DIRECT is
+ * not set and buf registers; else, for one remote range, a write from
+ * EFARM_READ_MIN is LONGREAD_RTW when both sides have RDMA read (the target
+ * reads buf), a write above EFARM_MEDIUM_MAX and one packet LONGCTS_RTW
+ * (the target paces it with CTS), a read above one READRSP LONGCTS_RTR;
+ * anything else EAGER_RTW or SHORT_RTR packets, one per MTU of data. The
+ * buffer must stay put until the request completes; req->proto holds the
+ * enum efarm_rma_proto used. Returns 0 (started), -EAGAIN (no operation slot:
  * progress and retry), -EINVAL. The request completes with 0, the device's
  * error for a direct access the target's NIC refused, or
  * EFARM_E(PROTO_RMA_REFUSED) when the target refused an emulated one

@@ -156,6 +156,8 @@ static int receipt_send(struct efarm_ep *ep, efarm_peer_t peer, struct efarm_op 
     struct efarm_pkt pkt;
 
     efarm_pkt_init(&pkt, EFARM_PKT_RECEIPT);
+    if (op != NULL && (op->flags & EFARM_OPF_REFUSED))
+        pkt.flags |= EFARM_RSP_FLAG_REFUSED;
     efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, send_id);
     efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_ID, msg_id);
     return ctrl_send(ep, peer, op, &pkt);
@@ -195,6 +197,8 @@ static int eor_send(struct efarm_ep *ep, struct efarm_op *op)
     struct efarm_pkt pkt;
 
     efarm_pkt_init(&pkt, EFARM_PKT_EOR);
+    if (op->flags & EFARM_OPF_REFUSED)
+        pkt.flags |= EFARM_RSP_FLAG_REFUSED;
     efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->peer_op_id);
     efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, op->id);
     return ctrl_send(ep, op->peer, op, &pkt);
@@ -213,6 +217,8 @@ static int nack_send(struct efarm_ep *ep, struct efarm_op *op)
         ep->cnt.read_nacks_sent++;
     return ret;
 }
+
+static int rtr_req_send(struct efarm_ep *ep, struct efarm_op *op);
 
 /* ---- Receive operations ----------------------------------------------------------------- */
 
@@ -412,7 +418,13 @@ static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
 
         req_fill(req, op->peer, op->wire_tag, op->flags & EFARM_OPF_TAGGED, op->msg_length,
                  op->flags & EFARM_OPF_CQ_DATA, op->cq_data);
-        if (status == 0 && op->msg_length > op->len) {
+        /* A target whose long write failed says so in its EOR or RECEIPT (efarm's flag). */
+        if (status && g_rx_kinds[op->req_type].rtw)
+            op->flags |= EFARM_OPF_REFUSED;
+        if (op->flags & EFARM_OPF_REFUSED) {
+            if (status == 0)
+                status = EFARM_E(PROTO_RMA_REFUSED);
+        } else if (status == 0 && op->msg_length > op->len) {
             status = -EMSGSIZE;
             ep->cnt.truncated++;
         }
@@ -423,7 +435,10 @@ static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
         if (op->flags & EFARM_OPF_MAPPED)
             efarm_op_map_remove(ep, op);
         op->req = NULL;
-        efarm_req_complete(ep, op, req, status);
+        if (op->flags & EFARM_OPF_RMA)
+            req->length = status ? 0 : op->len; /* this endpoint's long read (LONGCTS_RTR) */
+        /* A peer's write has no user to tell: its refusal was counted (rma_refused). */
+        efarm_req_complete(ep, op, req, g_rx_kinds[op->req_type].rtw ? 0 : status);
         if (op->flags & owed) {
             efarm_rx_op_work(ep, op);
             return; /* efarm_rx_op_work ends in another check */
@@ -531,6 +546,21 @@ void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
         efarm_rx_op_peer_failed(ep, op, st->fail_status);
         return;
     }
+    if (op->flags & EFARM_OPF_NEED_REQ) {
+        int ret = rtr_req_send(ep, op);
+
+        if (ret == 0) {
+            op->flags &= ~EFARM_OPF_NEED_REQ;
+        } else if (ret == -EAGAIN) {
+            blocked = true;
+        } else {
+            efarm_log(EFARM_LOG_ERROR, "cannot build LONGCTS_RTR for peer %u: %s", op->peer,
+                      efarm_strerror(ret));
+            op->status = ret;
+            op->done_bytes = op->msg_length;
+            op->flags &= ~(EFARM_OPF_NEED_REQ | EFARM_OPF_WAIT_RSP);
+        }
+    }
     if ((op->flags & EFARM_OPF_NEED_READ) && rx_op_post_reads(ep, op) == -EAGAIN)
         blocked = true;
     if (op->flags & EFARM_OPF_NEED_CTS) {
@@ -542,10 +572,17 @@ void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
     /* The runt must all be in before a READ_NACK (section 4.7). */
     if ((op->flags & EFARM_OPF_NEED_NACK) &&
         (op->proto != EFARM_PROTO_RUNTREAD || op->done_bytes >= op->runt_length)) {
-        if (nack_send(ep, op) == 0)
+        if (nack_send(ep, op) == 0) {
             op->flags = (op->flags & ~EFARM_OPF_NEED_NACK) | EFARM_OPF_NACKED;
-        else
+            if (g_rx_kinds[op->req_type].rtw) {
+                /* The LONGCTS_RTW that answers it is a new request: this one is done, no EOR. */
+                op->flags &= ~EFARM_OPF_NACKED;
+                op->proto = EFARM_PROTO_LONGCTS;
+                op->done_bytes = op->msg_length;
+            }
+        } else {
             blocked = true;
+        }
     }
     if (op->flags & EFARM_OPF_NEED_EOR) {
         if (eor_send(ep, op) == 0)
@@ -1008,8 +1045,15 @@ int efarm_cancel_recv(struct efarm_ep *ep, struct efarm_req *req)
  * would be: CTS rounds and CTSDATA, or RDMA reads of the peer's read_iov and
  * EOR; RECEIPT for the DC type. It matches nothing and has no request of the
  * application: its request lives in ep->tgt_reqs, one per operation slot,
- * created with the first such write. Returns 0, or -EAGAIN when no operation
- * slot is free (the caller keeps the packet and retries).
+ * created with the first such write.
+ *
+ * A refused write (unknown key, out of bounds, not writable, a bad read_iov)
+ * touches nothing, but its protocol still runs so that the origin finishes
+ * rather than wait forever: CTS rounds whose data is dropped, no reads; its
+ * EOR or RECEIPT carries efarm's REFUSED flag (an efarm origin fails the
+ * operation; a plain LONGCTS_RTW, like a plain EAGER_RTW, has no answer in
+ * protocol v4 and its refusal is only counted here). Returns 0, or -EAGAIN
+ * when no operation slot is free (the caller keeps the packet and retries).
  */
 int efarm_rtw_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
 {
@@ -1020,48 +1064,124 @@ int efarm_rtw_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
     uint8_t *dst = NULL;
     int ret;
 
-    if (pkt->value[EFARM_PKT_F_RMA_IOV_COUNT] != 1) {
-        ep->cnt.rma_refused++;
-        efarm_log_ratelimited(EFARM_LOG_WARN,
-                              "%s from peer %u names %llu ranges (1 served): dropped",
-                              efarm_pkt_type_info(pkt->type)->name, peer,
-                              (unsigned long long)pkt->value[EFARM_PKT_F_RMA_IOV_COUNT]);
-        return 0;
-    }
-    efarm_rma_iov_load(pkt->rma_iov, 0, &iov);
-    if (iov.len != pkt->value[EFARM_PKT_F_MSG_LENGTH]) {
-        ep->cnt.rma_refused++;
-        ret = EFARM_E(PROTO_RMA_BOUNDS);
-    } else {
-        ret = efarm_region_check(ep, iov.addr, iov.len, iov.key, EFARM_EXPOSE_WRITE, &dst);
-    }
-    if (ret) {
-        efarm_log_ratelimited(EFARM_LOG_WARN, "%s from peer %u refused: %s; dropped",
-                              efarm_pkt_type_info(pkt->type)->name, peer, efarm_strerror(ret));
-        return 0;
-    }
     if (ep->tgt_reqs == NULL) {
         ep->tgt_reqs = efarm_calloc(ep->p.max_ops, sizeof(*ep->tgt_reqs));
         if (ep->tgt_reqs == NULL)
             return -EAGAIN;
     }
+    if (ep->nop_free == 0)
+        return -EAGAIN; /* checked first: a refusal is counted once */
+    if (pkt->value[EFARM_PKT_F_RMA_IOV_COUNT] != 1) {
+        ep->cnt.rma_refused++;
+        ret = EFARM_E(PROTO_RMA_BOUNDS); /* one range served */
+    } else {
+        efarm_rma_iov_load(pkt->rma_iov, 0, &iov);
+        if (iov.len != pkt->value[EFARM_PKT_F_MSG_LENGTH]) {
+            ep->cnt.rma_refused++;
+            ret = EFARM_E(PROTO_RMA_BOUNDS);
+        } else {
+            ret = efarm_region_check(ep, iov.addr, iov.len, iov.key, EFARM_EXPOSE_WRITE, &dst);
+        }
+    }
     op = efarm_op_alloc(ep, EFARM_OP_RX);
-    if (op == NULL)
-        return -EAGAIN;
-    ret = rx_op_init(op, peer, pkt, k);
+    if (ret == 0) {
+        ret = rx_op_init(op, peer, pkt, k);
+        if (ret)
+            ep->cnt.rma_refused++;
+    } else {
+        rx_op_init(op, peer, pkt, k); /* what the replies need; its result no longer matters */
+    }
     op->msg_id = 0; /* an RTW has none; its RECEIPT says 0 */
     req = &ep->tgt_reqs[op->id & 0xffff];
     memset(req, 0, sizeof(*req));
-    req->buf = dst;
-    req->buf_len = iov.len;
     if (ret) {
-        ep->cnt.rma_refused++;
         efarm_log_ratelimited(EFARM_LOG_WARN, "%s from peer %u refused: %s",
                               efarm_pkt_type_info(pkt->type)->name, peer, efarm_strerror(ret));
-        op->status = ret;
+        op->flags |= EFARM_OPF_REFUSED; /* no buffer: data dropped, replies say REFUSED */
     } else {
+        req->buf = dst;
+        req->buf_len = iov.len;
         ep->cnt.rma_served++;
     }
     rx_op_matched(ep, op, req, NULL, pkt);
     return 0;
+}
+
+/* ---- This endpoint's long reads ------------------------------------------------------------- */
+
+/*
+ * A one-sided read too long for one READRSP (rma.c chose LONGCTS_RTR) is a
+ * long-CTS receive into the caller's buffer with the roles of section 3.3:
+ * the LONGCTS_RTR names the one remote range and grants the first window
+ * (recv_length, as the first CTS would); the target answers with a READRSP
+ * carrying its send op's id and the first data, then CTSDATA; each later
+ * window is a CTS, as for a message. The op is already matched (its request
+ * is the caller's), so no packet of it is ever unexpected.
+ */
+void efarm_rtr_long_begin(struct efarm_ep *ep, struct efarm_op *op)
+{
+    uint64_t grant = (uint64_t)ep->p.rx_window * ctsdata_payload(ep);
+
+    op->kind = EFARM_OP_RX;
+    op->proto = EFARM_PROTO_LONGCTS;
+    op->req_type = EFARM_PKT_LONGCTS_RTR;
+    op->flags = EFARM_OPF_RMA | EFARM_OPF_MATCHED | EFARM_OPF_NEED_REQ | EFARM_OPF_WAIT_RSP;
+    op->msg_length = op->len;
+    op->done_bytes = 0;
+    op->offset = 0;
+    op->window_end = grant < op->len ? grant : op->len;
+    efarm_rx_op_work(ep, op);
+}
+
+static int rtr_req_send(struct efarm_ep *ep, struct efarm_op *op)
+{
+    uint8_t wire[EFARM_RMA_MAX_IOV * sizeof(struct efarm_wire_rma_iov)];
+    struct efarm_pkt pkt;
+
+    efarm_rma_req_init(ep, ep->peers[op->peer].st, &pkt, EFARM_PKT_LONGCTS_RTR, op->iov, op->niov,
+                       wire);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, op->msg_length);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, op->id);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_LENGTH, op->window_end);
+    return efarm_op_pkt_send(ep, op, &pkt, NULL, 0, NULL, 0);
+}
+
+/*
+ * The target's READRSP: the first data of the first window (at offset 0) and
+ * the id its CTSDATA and our CTS name; or, from an efarm target, the refusal.
+ * CTSDATA of the same window may have come first (the device reorders).
+ */
+void efarm_rtr_long_readrsp(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt)
+{
+    uint64_t n = pkt->value[EFARM_PKT_F_SEG_LENGTH];
+
+    if (!(op->flags & EFARM_OPF_RMA) || !(op->flags & EFARM_OPF_WAIT_RSP) ||
+        (op->flags & (EFARM_OPF_COMPLETED | EFARM_OPF_NEED_REQ))) {
+        ep->cnt.stale_ids++;
+        return;
+    }
+    op->flags &= ~EFARM_OPF_WAIT_RSP;
+    if ((pkt->flags & EFARM_RSP_FLAG_REFUSED) || n == 0 || n > op->window_end ||
+        n > op->msg_length) {
+        if (!(pkt->flags & EFARM_RSP_FLAG_REFUSED))
+            efarm_log_ratelimited(
+                EFARM_LOG_WARN, "READRSP from peer %u carries %llu bytes of a %llu-byte window",
+                op->peer, (unsigned long long)n, (unsigned long long)op->window_end);
+        /* Nothing more of this read will be asked for; CTSDATA still coming is dropped. */
+        op->status = EFARM_E(PROTO_RMA_REFUSED);
+        op->done_bytes = op->msg_length;
+        op->window_end = 0;
+        rx_op_check(ep, op);
+        return;
+    }
+    op->peer_op_id = (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID];
+    copy_clip(op->buf, op->len, 0, pkt->payload, n);
+    op->done_bytes += n;
+    op->window_end -= n;
+    if (op->window_end == 0 && op->done_bytes < op->msg_length) {
+        op->flags |= EFARM_OPF_NEED_CTS;
+        efarm_rx_op_work(ep, op);
+        return;
+    }
+    rx_op_check(ep, op);
 }

@@ -26,34 +26,51 @@
 #include "proto_internal.h"
 
 /*
- * Facts of each two-sided subprotocol: its REQ packet type by (DC, tagged) and
- * the counter of messages sent with it. Read protocols have no DC types: the
- * EOR that ends them already says the data was delivered.
+ * Facts of each two-sided subprotocol: its REQ packet type by (DC, tagged),
+ * the RTW type by DC when a long one-sided write runs on it, and the counter
+ * of messages sent with it. Read protocols have no DC types: the EOR that
+ * ends them already says the data was delivered.
  */
 static const struct rtm_proto_info {
     uint8_t type[2][2]; /* [dc][tagged] */
+    uint8_t rtw[2];     /* [dc]: one-sided writes (0: none run on it) */
     uint16_t counter;   /* offset in struct efarm_counters */
 } g_rtm_protos[EFARM_PROTO_COUNT] = {
     [EFARM_PROTO_EAGER] = {{{EFARM_PKT_EAGER_MSGRTM, EFARM_PKT_EAGER_TAGRTM},
                             {EFARM_PKT_DC_EAGER_MSGRTM, EFARM_PKT_DC_EAGER_TAGRTM}},
+                           {0, 0},
                            offsetof(struct efarm_counters, proto_eager)},
     [EFARM_PROTO_MEDIUM] = {{{EFARM_PKT_MEDIUM_MSGRTM, EFARM_PKT_MEDIUM_TAGRTM},
                              {EFARM_PKT_DC_MEDIUM_MSGRTM, EFARM_PKT_DC_MEDIUM_TAGRTM}},
+                            {0, 0},
                             offsetof(struct efarm_counters, proto_medium)},
     [EFARM_PROTO_LONGCTS] = {{{EFARM_PKT_LONGCTS_MSGRTM, EFARM_PKT_LONGCTS_TAGRTM},
                               {EFARM_PKT_DC_LONGCTS_MSGRTM, EFARM_PKT_DC_LONGCTS_TAGRTM}},
+                             {EFARM_PKT_LONGCTS_RTW, EFARM_PKT_DC_LONGCTS_RTW},
                              offsetof(struct efarm_counters, proto_longcts)},
     [EFARM_PROTO_LONGREAD] = {{{EFARM_PKT_LONGREAD_MSGRTM, EFARM_PKT_LONGREAD_TAGRTM},
                                {EFARM_PKT_LONGREAD_MSGRTM, EFARM_PKT_LONGREAD_TAGRTM}},
+                              {EFARM_PKT_LONGREAD_RTW, EFARM_PKT_LONGREAD_RTW},
                               offsetof(struct efarm_counters, proto_longread)},
     [EFARM_PROTO_RUNTREAD] = {{{EFARM_PKT_RUNTREAD_MSGRTM, EFARM_PKT_RUNTREAD_TAGRTM},
                                {EFARM_PKT_RUNTREAD_MSGRTM, EFARM_PKT_RUNTREAD_TAGRTM}},
+                              {0, 0},
                               offsetof(struct efarm_counters, proto_runtread)},
 };
 
 static uint8_t req_type(enum efarm_proto_kind proto, bool tagged, bool dc)
 {
     return g_rtm_protos[proto].type[dc][tagged];
+}
+
+/* The REQ type of op when it runs `proto`: a message's, or a one-sided write's. */
+static uint8_t op_req_type(const struct efarm_op *op, enum efarm_proto_kind proto)
+{
+    bool dc = op->flags & EFARM_OPF_DC;
+
+    if (op->flags & EFARM_OPF_RMA)
+        return g_rtm_protos[proto].rtw[dc];
+    return req_type(proto, op->flags & EFARM_OPF_TAGGED, dc);
 }
 
 uint64_t efarm_req_hdr_len(const struct efarm_peer_state *st, uint8_t type, bool cq_data)
@@ -69,15 +86,30 @@ uint64_t efarm_req_hdr_len(const struct efarm_peer_state *st, uint8_t type, bool
     return n;
 }
 
-static uint64_t req_hdr_len(const struct efarm_peer_state *st, uint8_t type, uint32_t op_flags)
+/* The op's REQ header bytes; a one-sided write's include its rma_iov. */
+static uint64_t req_hdr_len(const struct efarm_peer_state *st, const struct efarm_op *op)
 {
-    return efarm_req_hdr_len(st, type, op_flags & EFARM_OPF_CQ_DATA);
+    uint64_t n = efarm_req_hdr_len(st, op->req_type, op->flags & EFARM_OPF_CQ_DATA);
+
+    if (op->flags & EFARM_OPF_RMA)
+        n += (uint64_t)op->niov * sizeof(struct efarm_wire_rma_iov);
+    return n;
 }
 
-/* The fields and optional headers every RTM of this op carries. */
+/* Room for the rma_iov of a one-sided write (one range: the long RTWs name one). */
+typedef uint8_t rtw_wire_t[EFARM_RMA_MAX_IOV * sizeof(struct efarm_wire_rma_iov)];
+
+/*
+ * The fields and optional headers every RTM of this op carries; for a
+ * one-sided write those of its RTW, whose rma_iov is encoded into `wire`.
+ */
 static void req_init(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op,
-                     struct efarm_pkt *pkt, uint8_t type)
+                     struct efarm_pkt *pkt, uint8_t type, uint8_t *wire)
 {
+    if (op->flags & EFARM_OPF_RMA) {
+        efarm_rma_req_init(ep, st, pkt, type, op->iov, op->niov, wire);
+        return;
+    }
     efarm_pkt_init(pkt, type);
     pkt->flags = EFARM_REQ_MSG | (op->flags & EFARM_OPF_TAGGED ? EFARM_REQ_TAGGED : 0);
     if (efarm_peer_needs_raw_addr(st))
@@ -97,8 +129,8 @@ static void req_init(struct efarm_ep *ep, struct efarm_peer_state *st, struct ef
  * `pre_len` bytes of `pre`, the read_iov), and send it for op. Returns 0,
  * -EAGAIN (no send buffer), or an encoding error.
  */
-static int op_pkt_send(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt,
-                       const void *pre, uint32_t pre_len, const void *data, uint64_t n)
+int efarm_op_pkt_send(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt,
+                      const void *pre, uint32_t pre_len, const void *data, uint64_t n)
 {
     struct efarm_txpkt *tx = efarm_txpkt_alloc(ep, false);
     size_t hdr_len;
@@ -138,10 +170,10 @@ static int build_eager(struct efarm_ep *ep, struct efarm_peer_state *st, struct 
     struct efarm_pkt pkt;
     int ret;
 
-    req_init(ep, st, op, &pkt, op->req_type);
+    req_init(ep, st, op, &pkt, op->req_type, NULL);
     if (op->flags & EFARM_OPF_DC)
         efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
-    ret = op_pkt_send(ep, op, &pkt, NULL, 0, op->buf, op->len);
+    ret = efarm_op_pkt_send(ep, op, &pkt, NULL, 0, op->buf, op->len);
     if (ret == 0)
         op->offset = op->len;
     return ret;
@@ -149,19 +181,19 @@ static int build_eager(struct efarm_ep *ep, struct efarm_peer_state *st, struct 
 
 static int build_medium(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
 {
-    uint64_t hdr = req_hdr_len(st, op->req_type, op->flags);
+    uint64_t hdr = req_hdr_len(st, op);
 
     while (op->offset < op->len) {
         uint64_t n = room(ep, hdr, op->len - op->offset);
         struct efarm_pkt pkt;
         int ret;
 
-        req_init(ep, st, op, &pkt, op->req_type);
+        req_init(ep, st, op, &pkt, op->req_type, NULL);
         efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, op->len);
         efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_OFFSET, op->offset);
         if (op->flags & EFARM_OPF_DC)
             efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
-        ret = op_pkt_send(ep, op, &pkt, NULL, 0, op->buf + op->offset, n);
+        ret = efarm_op_pkt_send(ep, op, &pkt, NULL, 0, op->buf + op->offset, n);
         if (ret)
             return ret;
         op->offset += n;
@@ -184,18 +216,19 @@ static int build_longcts_req(struct efarm_ep *ep, struct efarm_peer_state *st, s
 {
     uint64_t n = 0;
     struct efarm_pkt pkt;
+    rtw_wire_t wire;
     int ret;
 
-    req_init(ep, st, op, &pkt, op->req_type);
+    req_init(ep, st, op, &pkt, op->req_type, wire);
     /* After a READ_NACK the REQ carries no data (section 4.7). */
     if (op->flags & EFARM_OPF_NACKED)
         pkt.flags |= EFARM_REQ_READ_NACK;
     else
-        n = room(ep, req_hdr_len(st, op->req_type, op->flags), op->len);
+        n = room(ep, req_hdr_len(st, op), op->len);
     efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, op->len);
     efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
     efarm_pkt_set(&pkt, EFARM_PKT_F_CREDIT_REQUEST, credits(ep, op->len - op->offset - n));
-    ret = op_pkt_send(ep, op, &pkt, NULL, 0, op->buf, n);
+    ret = efarm_op_pkt_send(ep, op, &pkt, NULL, 0, op->buf, n);
     if (ret == 0) {
         op->offset += n;
         op->window_end = op->offset; /* nothing more until a CTS */
@@ -218,7 +251,7 @@ static int build_ctsdata(struct efarm_ep *ep, struct efarm_peer_state *st, struc
         efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, op->peer_op_id);
         efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_LENGTH, n);
         efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_OFFSET, op->offset);
-        ret = op_pkt_send(ep, op, &pkt, NULL, 0, op->buf + op->offset, n);
+        ret = efarm_op_pkt_send(ep, op, &pkt, NULL, 0, op->buf + op->offset, n);
         if (ret)
             return ret;
         op->offset += n;
@@ -242,7 +275,7 @@ static int build_readrsp(struct efarm_ep *ep, struct efarm_peer_state *st, struc
     efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, op->peer_op_id);
     efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
     efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_LENGTH, n);
-    ret = op_pkt_send(ep, op, &pkt, NULL, 0, op->buf + op->offset, n);
+    ret = efarm_op_pkt_send(ep, op, &pkt, NULL, 0, op->buf + op->offset, n);
     if (ret)
         return ret;
     op->offset += n;
@@ -263,18 +296,19 @@ static int build_longread(struct efarm_ep *ep, struct efarm_peer_state *st, stru
 {
     uint8_t iov[sizeof(struct efarm_wire_rma_iov)];
     struct efarm_pkt pkt;
+    rtw_wire_t wire;
 
     read_iov(op, iov);
-    req_init(ep, st, op, &pkt, op->req_type);
+    req_init(ep, st, op, &pkt, op->req_type, wire);
     efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, op->len);
     efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
     efarm_pkt_set(&pkt, EFARM_PKT_F_READ_IOV_COUNT, 1);
-    return op_pkt_send(ep, op, &pkt, iov, sizeof(iov), NULL, 0);
+    return efarm_op_pkt_send(ep, op, &pkt, iov, sizeof(iov), NULL, 0);
 }
 
 static int build_runtread(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
 {
-    uint64_t hdr = req_hdr_len(st, op->req_type, op->flags) + sizeof(struct efarm_wire_rma_iov);
+    uint64_t hdr = req_hdr_len(st, op) + sizeof(struct efarm_wire_rma_iov);
     uint8_t iov[sizeof(struct efarm_wire_rma_iov)];
 
     read_iov(op, iov);
@@ -283,13 +317,13 @@ static int build_runtread(struct efarm_ep *ep, struct efarm_peer_state *st, stru
         struct efarm_pkt pkt;
         int ret;
 
-        req_init(ep, st, op, &pkt, op->req_type);
+        req_init(ep, st, op, &pkt, op->req_type, NULL);
         efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, op->len);
         efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
         efarm_pkt_set(&pkt, EFARM_PKT_F_READ_IOV_COUNT, 1);
         efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_OFFSET, op->offset);
         efarm_pkt_set(&pkt, EFARM_PKT_F_RUNT_LENGTH, op->runt_length);
-        ret = op_pkt_send(ep, op, &pkt, iov, sizeof(iov), op->buf + op->offset, n);
+        ret = efarm_op_pkt_send(ep, op, &pkt, iov, sizeof(iov), op->buf + op->offset, n);
         if (ret)
             return ret;
         op->offset += n;
@@ -331,6 +365,8 @@ static void tx_op_check(struct efarm_ep *ep, struct efarm_op *op)
         return;
     if (op->proto == EFARM_PROTO_RUNTREAD)
         runt_release(ep, op);
+    if (op->req != NULL && (op->flags & EFARM_OPF_RMA))
+        op->req->length = op->status ? 0 : op->len;
     if (op->req != NULL)
         efarm_req_complete(ep, op, op->req, op->status);
     else if (op->status)
@@ -445,7 +481,7 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
         efarm_op_release(ep, op);
         return;
     }
-    in.eager_fit = ep->mtu - req_hdr_len(st, eager_type, op->flags);
+    in.eager_fit = ep->mtu - efarm_req_hdr_len(st, eager_type, op->flags & EFARM_OPF_CQ_DATA);
     proto = efarm_proto_select(&ep->p, &in);
     if (proto == EFARM_PROTO_LONGREAD || proto == EFARM_PROTO_RUNTREAD) {
         int ret = efarm_mr_cache_get(ep->mr_cache, op->buf, op->len, EFARM_DEV_ACCESS_REMOTE_READ,
@@ -478,6 +514,30 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
     (*(uint64_t *)((char *)&ep->cnt + g_rtm_protos[proto].counter))++;
     if (dc)
         ep->cnt.proto_dc++;
+    efarm_tx_op_work(ep, op);
+}
+
+/*
+ * A one-sided write too long for EAGER_RTW packets (rma.c chose it) becomes a
+ * send of the one remote range: LONGCTS_RTW (DC_LONGCTS_RTW for remote
+ * completion), CTSDATA per CTS, done when sent or at the RECEIPT; or
+ * LONGREAD_RTW with the registered buffer's read_iov, done at the EOR (a
+ * READ_NACK turns it into a data-less LONGCTS_RTW, as for messages). It takes
+ * no msg_id: RTWs are not ordered.
+ */
+void efarm_rtw_long_begin(struct efarm_ep *ep, struct efarm_op *op, enum efarm_proto_kind proto)
+{
+    bool dc = op->rma_dc;
+
+    op->kind = EFARM_OP_TX;
+    op->proto = (uint8_t)proto;
+    op->flags = EFARM_OPF_RMA | EFARM_OPF_NEED_REQ | (dc ? EFARM_OPF_DC : 0);
+    op->req_type = op_req_type(op, proto);
+    op->msg_id = 0;
+    if (proto == EFARM_PROTO_LONGREAD)
+        op->flags |= EFARM_OPF_WAIT_EOR;
+    else if (dc)
+        op->flags |= EFARM_OPF_WAIT_RCPT;
     efarm_tx_op_work(ep, op);
 }
 
@@ -620,6 +680,9 @@ void efarm_eor_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_p
         return;
     }
     op->flags &= ~EFARM_OPF_WAIT_EOR;
+    /* An efarm target that refused a long write (or failed to read it) says so here. */
+    if ((op->flags & EFARM_OPF_RMA) && (pkt->flags & EFARM_RSP_FLAG_REFUSED) && op->status == 0)
+        op->status = EFARM_E(PROTO_RMA_REFUSED);
     if (op->mr.entry != NULL)
         efarm_mr_cache_put(ep->mr_cache, &op->mr);
     tx_op_check(ep, op);
@@ -640,12 +703,17 @@ void efarm_receipt_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
 
 void efarm_tx_receipt(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt)
 {
+    bool rma = op->flags & EFARM_OPF_RMA;
+
+    /* An RTW has no msg_id: what its RECEIPT says there is not checked. */
     if (!(op->flags & EFARM_OPF_WAIT_RCPT) ||
-        (uint32_t)pkt->value[EFARM_PKT_F_MSG_ID] != op->msg_id) {
+        (!rma && (uint32_t)pkt->value[EFARM_PKT_F_MSG_ID] != op->msg_id)) {
         ep->cnt.stale_ids++;
         return;
     }
     op->flags &= ~EFARM_OPF_WAIT_RCPT;
+    if (rma && (pkt->flags & EFARM_RSP_FLAG_REFUSED) && op->status == 0)
+        op->status = EFARM_E(PROTO_RMA_REFUSED);
     tx_op_check(ep, op);
 }
 
@@ -669,8 +737,7 @@ void efarm_read_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct e
         op->offset = 0;
     /* Same msg_id; the receiver finds its operation by it and answers with CTS. */
     op->proto = EFARM_PROTO_LONGCTS;
-    op->req_type =
-        req_type(EFARM_PROTO_LONGCTS, op->flags & EFARM_OPF_TAGGED, op->flags & EFARM_OPF_DC);
+    op->req_type = op_req_type(op, EFARM_PROTO_LONGCTS);
     op->flags |= EFARM_OPF_NACKED | EFARM_OPF_NEED_REQ;
     if (op->flags & EFARM_OPF_DC)
         op->flags |= EFARM_OPF_WAIT_RCPT;
@@ -685,8 +752,9 @@ void efarm_read_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct e
  * check (read access, the whole range), the read is a long-CTS send of that
  * range with no request: a READRSP carrying our op's id and the first data,
  * CTSDATA up to the peer's recv_length, then one CTS round after another as
- * the peer asks. Returns 0, or -EAGAIN when no operation slot is free (the
- * caller keeps the packet and retries).
+ * the peer asks. A refused read is answered by a data-less READRSP with the
+ * REFUSED flag, as a SHORT_RTR is. Returns 0, or -EAGAIN when no operation
+ * slot or send buffer is free (the caller keeps the packet and retries).
  */
 int efarm_rtr_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
 {
@@ -695,6 +763,9 @@ int efarm_rtr_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
     struct efarm_op *op;
     uint8_t *src = NULL;
     int ret;
+
+    if (ep->ntx_free == 0 || ep->nop_free == 0)
+        return -EAGAIN; /* checked first: a refusal is counted once */
 
     if (pkt->value[EFARM_PKT_F_RMA_IOV_COUNT] != 1 || grant == 0) {
         ep->cnt.rma_refused++;
@@ -709,8 +780,17 @@ int efarm_rtr_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
         }
     }
     if (ret) {
-        efarm_log_ratelimited(EFARM_LOG_WARN, "LONGCTS_RTR from peer %u refused: %s; dropped", peer,
+        struct efarm_pkt rsp;
+
+        efarm_log_ratelimited(EFARM_LOG_WARN, "LONGCTS_RTR from peer %u refused: %s", peer,
                               efarm_strerror(ret));
+        efarm_pkt_init(&rsp, EFARM_PKT_READRSP);
+        rsp.flags |= EFARM_RSP_FLAG_REFUSED;
+        efarm_pkt_set_connid(ep, ep->peers[peer].st, &rsp);
+        efarm_pkt_set(&rsp, EFARM_PKT_F_RECV_ID, pkt->value[EFARM_PKT_F_RECV_ID]);
+        efarm_pkt_set(&rsp, EFARM_PKT_F_SEND_ID, 0);
+        efarm_pkt_set(&rsp, EFARM_PKT_F_SEG_LENGTH, 0);
+        efarm_ctrl_send(ep, peer, NULL, &rsp);
         return 0;
     }
     op = efarm_op_alloc(ep, EFARM_OP_TX);

@@ -171,7 +171,17 @@ enum efarm_op_kind { EFARM_OP_FREE, EFARM_OP_TX, EFARM_OP_RX, EFARM_OP_RMA, EFAR
 #define EFARM_OPF_NEED_READ 0x40000u  /* rx: reads to post */
 #define EFARM_OPF_COMPLETED 0x80000u  /* the request was completed */
 #define EFARM_OPF_INJECT    0x100000u /* tx: complete once the data is in packets */
-#define EFARM_OPF_WAIT_RSP  0x200000u /* rma: a READRSP/ATOMRSP answers the last segment */
+#define EFARM_OPF_WAIT_RSP                                        \
+    0x200000u /* rma: a READRSP/ATOMRSP answers the last segment; \
+                 rx (LONGCTS_RTR origin): the first READRSP is due */
+#define EFARM_OPF_RMA                                                                          \
+    0x400000u                          /* a one-sided op of this endpoint, run as a send (long \
+                                          writes) or a receive (long reads): efarm_rma.h */
+#define EFARM_OPF_NO_DIRECT 0x800000u  /* rma: EFARM_RMA_NO_DIRECT */
+#define EFARM_OPF_NO_REG    0x1000000u /* rma: the buffer would not register: nothing RDMA */
+#define EFARM_OPF_REFUSED                                      \
+    0x2000000u /* rx: a peer's long write refused: its data is \
+                  discarded and the EOR or RECEIPT says REFUSED */
 
 #define EFARM_MAX_READ_IOV 4 /* read_iov entries kept (the reference sends at most 4) */
 
@@ -229,6 +239,8 @@ struct efarm_op_class {
     void (*begin)(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op);
     /* A RECEIPT names it (NULL: RECEIPTs for this kind are stale). */
     void (*receipt)(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
+    /* A READRSP names it by recv_id (NULL: stale for this kind). */
+    void (*readrsp)(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
     bool origin; /* started by this endpoint: errors count as send errors */
 };
 extern const struct efarm_op_class efarm_op_classes[EFARM_OP_KIND_COUNT];
@@ -534,6 +546,9 @@ void efarm_read_completion(struct efarm_ep *ep, struct efarm_op *op,
 void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op);
 void efarm_rx_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op);
 void efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
+/* A long one-sided read of this endpoint (LONGCTS_RTR) runs as a long-CTS receive. */
+void efarm_rtr_long_begin(struct efarm_ep *ep, struct efarm_op *op);
+void efarm_rtr_long_readrsp(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
 
 /* msg_send.c */
 void efarm_tx_op_work(struct efarm_ep *ep, struct efarm_op *op);
@@ -550,6 +565,11 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
 void efarm_tx_receipt(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
 /* Header bytes of a REQ of this type to this peer: mandatory plus optional headers. */
 uint64_t efarm_req_hdr_len(const struct efarm_peer_state *st, uint8_t type, bool cq_data);
+/* Send pkt with `pre` (read_iov) and `data` for op in a fresh send buffer: 0, -EAGAIN, error. */
+int efarm_op_pkt_send(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt,
+                      const void *pre, uint32_t pre_len, const void *data, uint64_t n);
+/* A long one-sided write of this endpoint runs as a send: LONGCTS_RTW or LONGREAD_RTW. */
+void efarm_rtw_long_begin(struct efarm_ep *ep, struct efarm_op *op, enum efarm_proto_kind proto);
 
 /* rma.c: one-sided operations, origin side */
 void efarm_rma_op_work(struct efarm_ep *ep, struct efarm_op *op);
@@ -560,6 +580,14 @@ void efarm_rma_op_rdma_done(struct efarm_ep *ep, struct efarm_op *op,
 void efarm_rma_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int status);
 void efarm_rma_op_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op);
 void efarm_rma_op_receipt(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
+void efarm_rma_op_readrsp(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
+/*
+ * Start a one-sided REQ of `type` for op: base fields, optional headers and
+ * the remote ranges iov[0..n) encoded into `wire` (which must outlive the
+ * encoding).
+ */
+void efarm_rma_req_init(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_pkt *pkt,
+                        uint8_t type, const struct efarm_rma_iov *iov, uint32_t n, uint8_t *wire);
 void efarm_readrsp_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
 void efarm_atomrsp_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
 

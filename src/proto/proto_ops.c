@@ -175,9 +175,11 @@ void efarm_req_complete(struct efarm_ep *ep, struct efarm_op *op, struct efarm_r
     req->status = status;
     req->done = true;
     if (status) {
-        if (op != NULL && efarm_op_class(op)->origin) {
+        bool rma = op != NULL && (op->kind == EFARM_OP_RMA || (op->flags & EFARM_OPF_RMA));
+
+        if (op != NULL && (efarm_op_class(op)->origin || rma)) {
             ep->cnt.send_errors++;
-            ep->cnt.rma_errors += op->kind == EFARM_OP_RMA;
+            ep->cnt.rma_errors += rma;
         } else if (status != -ECANCELED && status != -EMSGSIZE) {
             ep->cnt.recv_errors++;
         }
@@ -216,6 +218,7 @@ const struct efarm_op_class efarm_op_classes[EFARM_OP_KIND_COUNT] = {
             .pkt_done = rx_op_tx_done,
             .rdma_done = efarm_read_completion,
             .peer_failed = efarm_rx_op_peer_failed,
+            .readrsp = efarm_rtr_long_readrsp,
         },
     [EFARM_OP_RMA] =
         {
@@ -226,6 +229,7 @@ const struct efarm_op_class efarm_op_classes[EFARM_OP_KIND_COUNT] = {
             .peer_failed = efarm_rma_op_peer_failed,
             .begin = efarm_rma_op_begin,
             .receipt = efarm_rma_op_receipt,
+            .readrsp = efarm_rma_op_readrsp,
             .origin = true,
         },
 };

@@ -19,12 +19,21 @@
  *                      its msg_id (all reserved when the op begins, so the
  *                      target applies them in the order ops started); FETCH
  *                      and COMPARE one at a time, answered by ATOMRSP;
- *                      DC_WRITE_RTA answered by RECEIPT.
- * A refusal at the target comes back as a READRSP, ATOMRSP or RECEIPT with
- * efarm's REFUSED flag (efarm targets only; protocol v4 has no error reply)
- * and completes the op with EFARM_E(PROTO_RMA_REFUSED). Segments of an RTA
- * op are still all sent after a refusal: their msg_ids are reserved and the
- * target waits for each.
+ *                      DC_WRITE_RTA answered by RECEIPT;
+ *   LONGCTS_RTW, LONGREAD_RTW  (one remote range) run by the two-sided send
+ *                      machinery (msg_send.c): the op becomes a send whose REQ
+ *                      is the RTW, then CTSDATA per CTS (done when sent, or at
+ *                      the RECEIPT of DC_LONGCTS_RTW), or the target's RDMA
+ *                      read of our registered buffer (done at the EOR; a
+ *                      READ_NACK turns it into LONGCTS_RTW);
+ *   LONGCTS_RTR        (one remote range) run by the receive machinery
+ *                      (msg_recv.c): a long-CTS receive whose REQ is the RTR
+ *                      and whose first data comes in a READRSP.
+ * A refusal at the target comes back as a READRSP, ATOMRSP, RECEIPT or EOR
+ * with efarm's REFUSED flag (efarm targets only; protocol v4 has no error
+ * reply) and completes the op with EFARM_E(PROTO_RMA_REFUSED). Segments of
+ * an RTA op are still all sent after a refusal: their msg_ids are reserved
+ * and the target waits for each.
  */
 #include <errno.h>
 
@@ -38,28 +47,87 @@ static const struct rma_proto_info {
     const char *name;
     uint8_t type, dc_type; /* REQ packet types (0: direct RDMA) */
     uint8_t rsp_type;      /* READRSP/ATOMRSP answering each segment (0: none) */
-    bool direct;           /* device RDMA */
+    bool direct;           /* device RDMA by this endpoint */
     bool to_target;        /* data flows to the target (write, atomics) */
     bool elements;         /* segments hold whole atomic elements */
+    uint8_t reg;           /* the local buffer is registered with these EFARM_DEV_ACCESS_* + 1
+                              (0: no registration) */
+    uint8_t runs_as;       /* EFARM_OP_TX or EFARM_OP_RX: a long subprotocol run by the two-sided
+                              machinery as that protocol (msg_proto); EFARM_OP_RMA: here */
+    uint8_t msg_proto;     /* enum efarm_proto_kind when runs_as is not EFARM_OP_RMA */
     uint16_t counter;      /* offset in struct efarm_counters */
 } g_rma_protos[EFARM_RMA_PROTO_COUNT] = {
-    [EFARM_RMA_DIRECT_WRITE] = {"direct_write", 0, 0, 0, true, true, false,
-                                offsetof(struct efarm_counters, rma_direct_write)},
-    [EFARM_RMA_EAGER_RTW] = {"eager_rtw", EFARM_PKT_EAGER_RTW, EFARM_PKT_DC_EAGER_RTW, 0, false,
-                             true, false, offsetof(struct efarm_counters, rma_eager_rtw)},
-    [EFARM_RMA_DIRECT_READ] = {"direct_read", 0, 0, 0, true, false, false,
-                               offsetof(struct efarm_counters, rma_direct_read)},
-    [EFARM_RMA_SHORT_RTR] = {"short_rtr", EFARM_PKT_SHORT_RTR, EFARM_PKT_SHORT_RTR,
-                             EFARM_PKT_READRSP, false, false, false,
-                             offsetof(struct efarm_counters, rma_short_rtr)},
-    [EFARM_RMA_WRITE_RTA] = {"write_rta", EFARM_PKT_WRITE_RTA, EFARM_PKT_DC_WRITE_RTA, 0, false,
-                             true, true, offsetof(struct efarm_counters, rma_write_rta)},
-    [EFARM_RMA_FETCH_RTA] = {"fetch_rta", EFARM_PKT_FETCH_RTA, EFARM_PKT_FETCH_RTA,
-                             EFARM_PKT_ATOMRSP, false, true, true,
-                             offsetof(struct efarm_counters, rma_fetch_rta)},
-    [EFARM_RMA_COMPARE_RTA] = {"compare_rta", EFARM_PKT_COMPARE_RTA, EFARM_PKT_COMPARE_RTA,
-                               EFARM_PKT_ATOMRSP, false, true, true,
-                               offsetof(struct efarm_counters, rma_compare_rta)},
+#define RMA_COUNTER(name) .counter = offsetof(struct efarm_counters, name)
+    [EFARM_RMA_DIRECT_WRITE] = {.name = "direct_write",
+                                .direct = true,
+                                .to_target = true,
+                                .reg = 0 + 1,
+                                .runs_as = EFARM_OP_RMA,
+                                RMA_COUNTER(rma_direct_write)},
+    [EFARM_RMA_EAGER_RTW] = {.name = "eager_rtw",
+                             .type = EFARM_PKT_EAGER_RTW,
+                             .dc_type = EFARM_PKT_DC_EAGER_RTW,
+                             .to_target = true,
+                             .runs_as = EFARM_OP_RMA,
+                             RMA_COUNTER(rma_eager_rtw)},
+    [EFARM_RMA_DIRECT_READ] = {.name = "direct_read",
+                               .direct = true,
+                               .reg = EFARM_DEV_ACCESS_LOCAL_WRITE + 1,
+                               .runs_as = EFARM_OP_RMA,
+                               RMA_COUNTER(rma_direct_read)},
+    [EFARM_RMA_SHORT_RTR] = {.name = "short_rtr",
+                             .type = EFARM_PKT_SHORT_RTR,
+                             .dc_type = EFARM_PKT_SHORT_RTR,
+                             .rsp_type = EFARM_PKT_READRSP,
+                             .runs_as = EFARM_OP_RMA,
+                             RMA_COUNTER(rma_short_rtr)},
+    [EFARM_RMA_LONGCTS_RTW] = {.name = "longcts_rtw",
+                               .type = EFARM_PKT_LONGCTS_RTW,
+                               .dc_type = EFARM_PKT_DC_LONGCTS_RTW,
+                               .to_target = true,
+                               .runs_as = EFARM_OP_TX,
+                               .msg_proto = EFARM_PROTO_LONGCTS,
+                               RMA_COUNTER(rma_longcts_rtw)},
+    /* The EOR that ends it already says the data is in place: no DC type. */
+    [EFARM_RMA_LONGREAD_RTW] = {.name = "longread_rtw",
+                                .type = EFARM_PKT_LONGREAD_RTW,
+                                .dc_type = EFARM_PKT_LONGREAD_RTW,
+                                .to_target = true,
+                                .reg = EFARM_DEV_ACCESS_REMOTE_READ + 1,
+                                .runs_as = EFARM_OP_TX,
+                                .msg_proto = EFARM_PROTO_LONGREAD,
+                                RMA_COUNTER(rma_longread_rtw)},
+    [EFARM_RMA_LONGCTS_RTR] = {.name = "longcts_rtr",
+                               .type = EFARM_PKT_LONGCTS_RTR,
+                               .dc_type = EFARM_PKT_LONGCTS_RTR,
+                               .rsp_type = EFARM_PKT_READRSP,
+                               .runs_as = EFARM_OP_RX,
+                               .msg_proto = EFARM_PROTO_LONGCTS,
+                               RMA_COUNTER(rma_longcts_rtr)},
+    [EFARM_RMA_WRITE_RTA] = {.name = "write_rta",
+                             .type = EFARM_PKT_WRITE_RTA,
+                             .dc_type = EFARM_PKT_DC_WRITE_RTA,
+                             .to_target = true,
+                             .elements = true,
+                             .runs_as = EFARM_OP_RMA,
+                             RMA_COUNTER(rma_write_rta)},
+    [EFARM_RMA_FETCH_RTA] = {.name = "fetch_rta",
+                             .type = EFARM_PKT_FETCH_RTA,
+                             .dc_type = EFARM_PKT_FETCH_RTA,
+                             .rsp_type = EFARM_PKT_ATOMRSP,
+                             .to_target = true,
+                             .elements = true,
+                             .runs_as = EFARM_OP_RMA,
+                             RMA_COUNTER(rma_fetch_rta)},
+    [EFARM_RMA_COMPARE_RTA] = {.name = "compare_rta",
+                               .type = EFARM_PKT_COMPARE_RTA,
+                               .dc_type = EFARM_PKT_COMPARE_RTA,
+                               .rsp_type = EFARM_PKT_ATOMRSP,
+                               .to_target = true,
+                               .elements = true,
+                               .runs_as = EFARM_OP_RMA,
+                               RMA_COUNTER(rma_compare_rta)},
+#undef RMA_COUNTER
 };
 
 const char *efarm_rma_proto_name(enum efarm_rma_proto proto)
@@ -70,16 +138,36 @@ const char *efarm_rma_proto_name(enum efarm_rma_proto proto)
 /* What the caller asked for; selection maps it to a subprotocol. */
 enum rma_want { WANT_WRITE, WANT_READ, WANT_ATOMIC_WRITE, WANT_ATOMIC_FETCH, WANT_ATOMIC_CMP };
 
-#define NEED_RDMA_WRITE 0x1u /* both sides negotiated RDMA write, direct allowed */
-#define NEED_RDMA_READ  0x2u /* both sides negotiated RDMA read, direct allowed */
+/* Conditions of a rule; all those named must hold. */
+#define NEED_RDMA_WRITE 0x01u /* both sides negotiated RDMA write, direct allowed */
+#define NEED_RDMA_READ  0x02u /* both sides negotiated RDMA read, direct allowed */
+#define NEED_PEER_READ  0x04u /* both sides negotiated RDMA read: the target may read from us */
+#define NEED_READ_MIN   0x08u /* at least EFARM_READ_MIN bytes */
+#define NEED_LONG                                                                           \
+    0x10u                    /* a write above EFARM_MEDIUM_MAX and one packet; a read above \
+                                what one READRSP carries */
+#define NEED_ONE_RANGE 0x20u /* one remote range (what the long subprotocols name) */
+#define NEED_REG       0x40u /* the local buffer may still register (none failed) */
 
-/* Tried in order; the first rule for the operation whose conditions hold wins. */
+/*
+ * Tried in order; the first rule for the operation whose conditions hold
+ * wins. Writes: the device's RDMA write; else the target reads a large
+ * buffer by RDMA (LONGREAD_RTW, as long-read sends do from EFARM_READ_MIN);
+ * else CTS rounds above the medium size (LONGCTS_RTW: the target paces the
+ * data); else EAGER_RTW packets, all at once, like a medium send. Reads: RDMA
+ * read; else one LONGCTS_RTR above one READRSP (a window of CTSDATA per round
+ * trip instead of one READRSP); else SHORT_RTR.
+ */
 static const struct rma_rule {
     uint8_t want, proto, need;
 } g_rma_rules[] = {
-    {WANT_WRITE, EFARM_RMA_DIRECT_WRITE, NEED_RDMA_WRITE},
+    {WANT_WRITE, EFARM_RMA_DIRECT_WRITE, NEED_RDMA_WRITE | NEED_REG},
+    {WANT_WRITE, EFARM_RMA_LONGREAD_RTW,
+     NEED_PEER_READ | NEED_READ_MIN | NEED_ONE_RANGE | NEED_REG},
+    {WANT_WRITE, EFARM_RMA_LONGCTS_RTW, NEED_LONG | NEED_ONE_RANGE},
     {WANT_WRITE, EFARM_RMA_EAGER_RTW, 0},
-    {WANT_READ, EFARM_RMA_DIRECT_READ, NEED_RDMA_READ},
+    {WANT_READ, EFARM_RMA_DIRECT_READ, NEED_RDMA_READ | NEED_REG},
+    {WANT_READ, EFARM_RMA_LONGCTS_RTR, NEED_LONG | NEED_ONE_RANGE},
     {WANT_READ, EFARM_RMA_SHORT_RTR, 0},
     {WANT_ATOMIC_WRITE, EFARM_RMA_WRITE_RTA, 0},
     {WANT_ATOMIC_FETCH, EFARM_RMA_FETCH_RTA, 0},
@@ -87,15 +175,29 @@ static const struct rma_rule {
 };
 
 static bool rule_holds(const struct efarm_ep *ep, const struct efarm_peer_state *st,
-                       const struct efarm_op *op, uint8_t need)
+                       const struct efarm_op *op, enum rma_want want, uint8_t need)
 {
-    bool direct = !(op->flags & EFARM_OPF_NACKED); /* set: EFARM_RMA_NO_DIRECT or no MR */
+    bool direct = !(op->flags & (EFARM_OPF_NO_DIRECT | EFARM_OPF_NO_REG));
+    bool rdma_read = (ep->extra_info & EFARM_EXTRA_FEATURE_RDMA_READ) &&
+                     efarm_peer_has(st, EFARM_EXTRA_FEATURE_RDMA_READ);
+    uint64_t one = want == WANT_READ            ? ep->mtu - sizeof(struct efarm_wire_readrsp_hdr)
+                   : ep->p.medium_max > ep->mtu ? ep->p.medium_max
+                                                : ep->mtu;
 
     if ((need & NEED_RDMA_WRITE) && !(direct && (ep->extra_info & EFARM_EXTRA_FEATURE_RDMA_WRITE) &&
                                       efarm_peer_has(st, EFARM_EXTRA_FEATURE_RDMA_WRITE)))
         return false;
-    if ((need & NEED_RDMA_READ) && !(direct && (ep->extra_info & EFARM_EXTRA_FEATURE_RDMA_READ) &&
-                                     efarm_peer_has(st, EFARM_EXTRA_FEATURE_RDMA_READ)))
+    if ((need & NEED_RDMA_READ) && !(direct && rdma_read))
+        return false;
+    if ((need & NEED_PEER_READ) && !rdma_read)
+        return false;
+    if ((need & NEED_READ_MIN) && op->len < ep->p.read_min)
+        return false;
+    if ((need & NEED_LONG) && op->len <= one)
+        return false;
+    if ((need & NEED_ONE_RANGE) && op->niov != 1)
+        return false;
+    if ((need & NEED_REG) && ((op->flags & EFARM_OPF_NO_REG) || ep->mr_cache == NULL))
         return false;
     return true;
 }
@@ -106,7 +208,7 @@ static enum efarm_rma_proto rma_select(const struct efarm_ep *ep, const struct e
     for (unsigned i = 0; i < sizeof(g_rma_rules) / sizeof(g_rma_rules[0]); i++) {
         const struct rma_rule *r = &g_rma_rules[i];
 
-        if (r->want == want && rule_holds(ep, st, op, r->need))
+        if (r->want == want && rule_holds(ep, st, op, want, r->need))
             return (enum efarm_rma_proto)r->proto;
     }
     return EFARM_RMA_EAGER_RTW; /* unreachable: every want has an unconditional rule */
@@ -203,6 +305,20 @@ static int post_rdma(struct efarm_ep *ep, struct efarm_op *op)
     return 0;
 }
 
+void efarm_rma_req_init(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_pkt *pkt,
+                        uint8_t type, const struct efarm_rma_iov *iov, uint32_t n, uint8_t *wire)
+{
+    for (uint32_t i = 0; i < n; i++)
+        efarm_rma_iov_store(wire, i, &iov[i]);
+    efarm_pkt_init(pkt, type);
+    pkt->flags = EFARM_REQ_RMA;
+    if (efarm_peer_needs_raw_addr(st))
+        efarm_pkt_set_raw_addr(ep, pkt);
+    efarm_pkt_set_connid(ep, st, pkt);
+    efarm_pkt_set(pkt, EFARM_PKT_F_RMA_IOV_COUNT, n);
+    pkt->rma_iov = wire;
+}
+
 /* One emulated segment: a REQ with its slice of the remote ranges and its data. */
 static int send_segment(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
 {
@@ -220,15 +336,9 @@ static int send_segment(struct efarm_ep *ep, struct efarm_peer_state *st, struct
 
     if (op->proto == EFARM_RMA_COMPARE_RTA)
         data = 2 * n;
-    for (uint32_t i = 0; i < k; i++)
-        efarm_rma_iov_store(wire, i, &sl[i]);
-    efarm_pkt_init(&pkt, op->req_type);
-    pkt.flags = info->elements ? EFARM_REQ_ATOMIC : EFARM_REQ_RMA;
-    if (efarm_peer_needs_raw_addr(st))
-        efarm_pkt_set_raw_addr(ep, &pkt);
-    efarm_pkt_set_connid(ep, st, &pkt);
-    efarm_pkt_set(&pkt, EFARM_PKT_F_RMA_IOV_COUNT, k);
-    pkt.rma_iov = wire;
+    efarm_rma_req_init(ep, st, &pkt, op->req_type, sl, k, wire);
+    if (info->elements)
+        pkt.flags = (uint16_t)((pkt.flags & ~EFARM_REQ_RMA) | EFARM_REQ_ATOMIC);
     switch (op->req_type) {
     case EFARM_PKT_DC_EAGER_RTW:
     case EFARM_PKT_DC_WRITE_RTA:
@@ -343,29 +453,39 @@ void efarm_rma_op_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct
 {
     enum rma_want want = (enum rma_want)op->req_type; /* held there until now */
     const struct rma_proto_info *info;
-    enum efarm_rma_proto proto = rma_select(ep, st, op, want);
+    enum efarm_rma_proto proto;
 
-    if (g_rma_protos[proto].direct) {
-        unsigned access = proto == EFARM_RMA_DIRECT_READ ? EFARM_DEV_ACCESS_LOCAL_WRITE : 0;
-        int ret = ep->mr_cache ? efarm_mr_cache_get(ep->mr_cache, op->buf, op->len, access, &op->mr)
-                               : -ENOTSUP;
+    for (;;) {
+        int ret;
 
-        if (ret) {
-            /* Registration is a limited resource: the emulated protocol needs none. */
-            efarm_log(EFARM_LOG_DEBUG, "cannot register %llu bytes for RDMA (%s): emulated",
-                      (unsigned long long)op->len, efarm_strerror(ret));
-            ep->cnt.reg_fallbacks++;
-            op->mr.entry = NULL;
-            op->flags |= EFARM_OPF_NACKED;
-            proto = rma_select(ep, st, op, want);
-        }
+        proto = rma_select(ep, st, op, want);
+        info = &g_rma_protos[proto];
+        if (info->reg == 0)
+            break;
+        ret = efarm_mr_cache_get(ep->mr_cache, op->buf, op->len, info->reg - 1u, &op->mr);
+        if (ret == 0)
+            break;
+        /* Registration is a limited resource: the emulated protocols need none. */
+        efarm_log(EFARM_LOG_DEBUG, "cannot register %llu bytes for %s (%s): emulated",
+                  (unsigned long long)op->len, info->name, efarm_strerror(ret));
+        ep->cnt.reg_fallbacks++;
+        op->mr.entry = NULL;
+        op->flags |= EFARM_OPF_NO_REG; /* no rule that registers holds now */
     }
-    info = &g_rma_protos[proto];
     op->proto = (uint8_t)proto;
+    op->req->proto = (uint8_t)proto;
     op->req_type = op->rma_dc ? info->dc_type : info->type;
     (*(uint64_t *)((char *)&ep->cnt + info->counter))++;
     if (op->rma_dc && !info->direct)
         ep->cnt.rma_dc++;
+    if (info->runs_as == EFARM_OP_TX) {
+        efarm_rtw_long_begin(ep, op, (enum efarm_proto_kind)info->msg_proto);
+        return;
+    }
+    if (info->runs_as == EFARM_OP_RX) {
+        efarm_rtr_long_begin(ep, op);
+        return;
+    }
     if (!info->direct) {
         op->seg_bytes = (uint32_t)seg_bytes(ep, st, op);
         if (op->seg_bytes == 0) {
@@ -439,7 +559,7 @@ static int rma_start(struct efarm_ep *ep, efarm_peer_t peer, enum rma_want want,
     op->rma_dc = (flags & EFARM_RMA_DC) != 0;
     op->req_type = (uint8_t)want; /* until begin picks the subprotocol */
     if (flags & EFARM_RMA_NO_DIRECT)
-        op->flags |= EFARM_OPF_NACKED;
+        op->flags |= EFARM_OPF_NO_DIRECT;
     *op_p = op;
     return 0;
 }
@@ -593,15 +713,13 @@ void efarm_rma_op_receipt(struct efarm_ep *ep, struct efarm_op *op, const struct
 }
 
 /* The READRSP or ATOMRSP of the op's outstanding segment: its data, or the refusal. */
-static void rsp_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
+static void rsp_recv(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt,
                      uint8_t type)
 {
-    struct efarm_op *op =
-        efarm_op_find(ep, (uint32_t)pkt->value[EFARM_PKT_F_RECV_ID], EFARM_OP_RMA, peer);
+    efarm_peer_t peer = op->peer;
     uint64_t n;
 
-    if (op == NULL || g_rma_protos[op->proto].rsp_type != type ||
-        !(op->flags & EFARM_OPF_WAIT_RSP)) {
+    if (g_rma_protos[op->proto].rsp_type != type || !(op->flags & EFARM_OPF_WAIT_RSP)) {
         ep->cnt.stale_ids++;
         return;
     }
@@ -627,12 +745,31 @@ static void rsp_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_
         rma_op_check(ep, op);
 }
 
+void efarm_rma_op_readrsp(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt)
+{
+    rsp_recv(ep, op, pkt, EFARM_PKT_READRSP);
+}
+
+/* A READRSP answers a SHORT_RTR segment (one-sided op) or starts a LONGCTS_RTR (receive op). */
 void efarm_readrsp_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
 {
-    rsp_recv(ep, peer, pkt, EFARM_PKT_READRSP);
+    struct efarm_op *op = efarm_op_find_live(ep, (uint32_t)pkt->value[EFARM_PKT_F_RECV_ID], peer);
+
+    if (op == NULL || efarm_op_class(op)->readrsp == NULL) {
+        ep->cnt.stale_ids++;
+        return;
+    }
+    efarm_op_class(op)->readrsp(ep, op, pkt);
 }
 
 void efarm_atomrsp_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
 {
-    rsp_recv(ep, peer, pkt, EFARM_PKT_ATOMRSP);
+    struct efarm_op *op =
+        efarm_op_find(ep, (uint32_t)pkt->value[EFARM_PKT_F_RECV_ID], EFARM_OP_RMA, peer);
+
+    if (op == NULL) {
+        ep->cnt.stale_ids++;
+        return;
+    }
+    rsp_recv(ep, op, pkt, EFARM_PKT_ATOMRSP);
 }

@@ -255,7 +255,7 @@ static const char g_usage[] =
     "--fi-rdma-write: libfabric offers RDMA write (1.18 and later on a device\n"
     "with it). --expect-rma: one-sided subprotocols (direct_write,eager_rtw,\n"
     "dc_eager_rtw,longcts_rtw,dc_longcts_rtw,longread_rtw,direct_read,short_rtr,\n"
-    "write_rta,dc_write_rta,fetch_rta,compare_rta) that must have been used, each\n"
+    "longcts_rtr,write_rta,dc_write_rta,fetch_rta,compare_rta) that must have been used, each\n"
     "optionally prefixed fi: or efarm: for the operations that side started only.\n";
 
 static int parse_u64(const char *s, uint64_t *v_p)

@@ -66,11 +66,13 @@ enum {
  * Default one-sided sizes: for libfabric as origin the largest write of each
  * kind in one packet, the largest short read, several packets (long-CTS), the
  * long-read threshold and 1 MiB for writes; for efarm, which fills a packet at
- * the same sizes (8904 B per READRSP) and splits larger operations into one
- * REQ per packet, the same and 1 MiB for everything.
+ * the same sizes (8904 B per READRSP), the same, the first read that is
+ * LONGCTS_RTR (8905 B), writes of EAGER_RTW packets (20000 B), LONGCTS_RTW
+ * (100000 B, above EFARM_MEDIUM_MAX) and LONGREAD_RTW (1 MiB, EFARM_READ_MIN,
+ * with RDMA read), and long reads of each size.
  */
 #define IE_RMA_FI_SIZES    "1,4096,8884:d,8892:w,8903:r,20000:wd,65536:wd,1M:wd"
-#define IE_RMA_EFARM_SIZES "1,4096,8884:d,8892:w,8904:r,20000,1M"
+#define IE_RMA_EFARM_SIZES "1,4096,8884:d,8892:w,8904:r,8905:r,20000,100000,1M"
 
 /* The side: the endpoint, what each selection may pick, what was seen. */
 struct ie_side {

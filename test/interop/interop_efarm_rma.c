@@ -85,21 +85,49 @@ void ie_rma_case_begin(void *side, const struct ic_rma_case *c)
 }
 
 /*
- * The subprotocols the origin's selection may pick for case c: efarm's must
- * use the device's RDMA when both sides have it (unless told to emulate) and
- * emulates everything else with one REQ per packet; libfabric's as 1.17 picks
- * them (above), its size thresholds with the same margin as the two-sided
- * check's (eager up to an MTU, long from an MTU less 128 B).
+ * efarm as origin, as efarm_rma.h documents its choice: the device's RDMA
+ * when both sides have it (unless told to emulate); else a write from
+ * EFARM_READ_MIN is LONGREAD_RTW when both sides have RDMA read (libfabric
+ * reads it), one above EFARM_MEDIUM_MAX and a packet LONGCTS_RTW (DC_ for
+ * remote completion), a shorter one EAGER_RTW packets; a read longer than
+ * one READRSP is one LONGCTS_RTR, a shorter one SHORT_RTR.
+ */
+static unsigned ie_rma_efarm_allowed(const struct ie_side *s, const struct ic_rma_case *c)
+{
+    unsigned eager = c->dc ? IE_R(DC_EAGER_RTW) : IE_R(EAGER_RTW);
+    uint64_t one = s->efarm_medium_max > s->eager_hi ? s->efarm_medium_max : s->eager_hi;
+
+    if (c->kind == IC_RMA_WRITE) {
+        if (s->write_ok && !c->emulate)
+            return IE_R(DIRECT_WRITE);
+        if (s->read_ok && c->len >= s->efarm_read_min)
+            return s->reg_limited ? IE_R(LONGREAD_RTW) | IE_R(LONGCTS_RTW) | IE_R(DC_LONGCTS_RTW)
+                                  : IE_R(LONGREAD_RTW);
+        if (c->len > one)
+            return c->dc ? IE_R(DC_LONGCTS_RTW) : IE_R(LONGCTS_RTW);
+        return eager;
+    }
+    if (s->read_ok && !c->emulate)
+        return IE_R(DIRECT_READ);
+    return c->len > s->eager_hi - sizeof(struct efarm_wire_readrsp_hdr) ? IE_R(LONGCTS_RTR)
+                                                                        : IE_R(SHORT_RTR);
+}
+
+/*
+ * The subprotocols the origin's selection may pick for case c: efarm's above;
+ * libfabric's as 1.17 picks them (above), its size thresholds with the same
+ * margin as the two-sided check's (eager up to an MTU, long from an MTU less
+ * 128 B).
  */
 static unsigned ie_rma_allowed(const struct ie_side *s, const struct ic_rma_case *c)
 {
     bool fi_origin = c->dir == IC_FI_TO_EFARM;
     unsigned eager = c->dc ? IE_R(DC_EAGER_RTW) : IE_R(EAGER_RTW), emulated = 0;
 
+    if (!fi_origin && (c->kind == IC_RMA_WRITE || c->kind == IC_RMA_READ))
+        return ie_rma_efarm_allowed(s, c);
     switch (c->kind) {
     case IC_RMA_WRITE:
-        if (!fi_origin)
-            return s->write_ok && !c->emulate ? IE_R(DIRECT_WRITE) : eager;
         if (s->read_ok && c->len >= IE_FI_MIN_READ_WRITE)
             emulated = IE_R(LONGREAD_RTW);
         else if (c->len <= s->eager_hi)
@@ -110,7 +138,7 @@ static unsigned ie_rma_allowed(const struct ie_side *s, const struct ic_rma_case
     case IC_RMA_READ:
         if (s->read_ok && !c->emulate)
             return IE_R(DIRECT_READ);
-        return !fi_origin || c->len <= s->eager_hi ? IE_R(SHORT_RTR) : IE_R(LONGCTS_RTR);
+        return c->len <= s->eager_hi ? IE_R(SHORT_RTR) : IE_R(LONGCTS_RTR);
     case IC_RMA_ATOMIC:
         return c->dc ? IE_R(DC_WRITE_RTA) : IE_R(WRITE_RTA);
     case IC_RMA_FETCH:
@@ -132,6 +160,12 @@ static unsigned ie_rma_picked(const struct ic_rma_case *c, uint8_t proto)
         return IE_R(DIRECT_READ);
     case EFARM_RMA_SHORT_RTR:
         return IE_R(SHORT_RTR);
+    case EFARM_RMA_LONGCTS_RTW:
+        return c->dc ? IE_R(DC_LONGCTS_RTW) : IE_R(LONGCTS_RTW);
+    case EFARM_RMA_LONGREAD_RTW:
+        return IE_R(LONGREAD_RTW);
+    case EFARM_RMA_LONGCTS_RTR:
+        return IE_R(LONGCTS_RTR);
     case EFARM_RMA_WRITE_RTA:
         return c->dc ? IE_R(DC_WRITE_RTA) : IE_R(WRITE_RTA);
     case EFARM_RMA_FETCH_RTA:

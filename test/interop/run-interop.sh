@@ -178,12 +178,16 @@ base="eager,medium,longcts,dc_eager,dc_medium,dc_longcts"
 # LONGCTS_RTR (nordma reads 20000 B and 1 MiB); with RDMA read a read of any size
 # is the device's, so the RDMA configurations read 1 MiB too.
 rma_base="eager_rtw,dc_eager_rtw,write_rta,dc_write_rta,fetch_rta,compare_rta,fi:longcts_rtw,fi:dc_longcts_rtw"
-rma_rdma="--rma --rma-fi 1,4096,8884:d,8892:w,8903:r,20000:wd,65536:wd,1M --expect-rma $rma_base,fi:longread_rtw,direct_read,efarm:short_rtr"
+# efarm writes more than EFARM_MEDIUM_MAX by LONGCTS_RTW (DC_ for delivery
+# complete) and from EFARM_READ_MIN by LONGREAD_RTW when both sides have RDMA read;
+# its emulated reads longer than one READRSP are one LONGCTS_RTR each.
+rma_long="efarm:longcts_rtw,efarm:dc_longcts_rtw,efarm:longcts_rtr"
+rma_rdma="--rma --rma-fi 1,4096,8884:d,8892:w,8903:r,20000:wd,65536:wd,1M --expect-rma $rma_base,$rma_long,longread_rtw,direct_read,efarm:short_rtr"
 EFAULTS=
 EFARM_ENV=
 run rdma "FI_EFA_USE_DEVICE_RDMA=1" "--fi-rdma 1 --expect $base,longread $rma_rdma"
 run runt "FI_EFA_USE_DEVICE_RDMA=1 FI_EFA_RUNT_SIZE=307200" "--fi-rdma 1 --fi-runt 307200 --expect $base,longread,runtread"
-run nordma "FI_EFA_USE_DEVICE_RDMA=0" "--fi-rdma 0 --expect $base --rma --rma-fi 1,4096,8884:d,8892:w,8903:r,20000,65536:wd,1M --expect-rma $rma_base,short_rtr,fi:longcts_rtr"
+run nordma "FI_EFA_USE_DEVICE_RDMA=0" "--fi-rdma 0 --expect $base --rma --rma-fi 1,4096,8884:d,8892:w,8903:r,20000,65536:wd,1M --expect-rma $rma_base,$rma_long,short_rtr,fi:longcts_rtr"
 # A device with RDMA write under both. libfabric offers RDMA write in its HANDSHAKE
 # only from 1.18 and only when built against an rdma-core that has
 # EFADV_DEVICE_ATTR_CAPS_RDMA_WRITE (45 and later): neither libfabric here does

@@ -137,6 +137,9 @@ static uint64_t proto_count(const struct efarm_ep *ep, enum efarm_rma_proto prot
         [EFARM_RMA_EAGER_RTW] = offsetof(struct efarm_counters, rma_eager_rtw),
         [EFARM_RMA_DIRECT_READ] = offsetof(struct efarm_counters, rma_direct_read),
         [EFARM_RMA_SHORT_RTR] = offsetof(struct efarm_counters, rma_short_rtr),
+        [EFARM_RMA_LONGCTS_RTW] = offsetof(struct efarm_counters, rma_longcts_rtw),
+        [EFARM_RMA_LONGREAD_RTW] = offsetof(struct efarm_counters, rma_longread_rtw),
+        [EFARM_RMA_LONGCTS_RTR] = offsetof(struct efarm_counters, rma_longcts_rtr),
         [EFARM_RMA_WRITE_RTA] = offsetof(struct efarm_counters, rma_write_rta),
         [EFARM_RMA_FETCH_RTA] = offsetof(struct efarm_counters, rma_fetch_rta),
         [EFARM_RMA_COMPARE_RTA] = offsetof(struct efarm_counters, rma_compare_rta),
@@ -145,44 +148,106 @@ static uint64_t proto_count(const struct efarm_ep *ep, enum efarm_rma_proto prot
     return counter(ep, offs[proto]);
 }
 
+/*
+ * What each size should use, as efarm_rma.h documents the choice: direct
+ * RDMA when allowed; else for one remote range LONGREAD_RTW from read_min
+ * (the target reads), LONGCTS_RTW above the medium size and one packet,
+ * LONGCTS_RTR above one READRSP; else EAGER_RTW packets and SHORT_RTR.
+ */
+struct expect_cfg {
+    bool direct_w, direct_r;
+    uint64_t medium_max, read_min; /* what the endpoints were opened with */
+};
+
+static enum efarm_rma_proto expect_w(const struct expect_cfg *c, uint64_t mtu, uint64_t len,
+                                     uint32_t niov)
+{
+    uint64_t one = c->medium_max > mtu ? c->medium_max : mtu;
+
+    if (c->direct_w)
+        return EFARM_RMA_DIRECT_WRITE;
+    if (niov == 1 && len >= c->read_min)
+        return EFARM_RMA_LONGREAD_RTW;
+    return niov == 1 && len > one ? EFARM_RMA_LONGCTS_RTW : EFARM_RMA_EAGER_RTW;
+}
+
+static enum efarm_rma_proto expect_r(const struct expect_cfg *c, uint64_t mtu, uint64_t len,
+                                     uint32_t niov)
+{
+    if (c->direct_r)
+        return EFARM_RMA_DIRECT_READ;
+    return niov == 1 && len > mtu - sizeof(struct efarm_wire_readrsp_hdr) ? EFARM_RMA_LONGCTS_RTR
+                                                                          : EFARM_RMA_SHORT_RTR;
+}
+
 static void write_read_sizes(const struct efarm_ep_attr *attr, uint32_t flags,
-                             enum efarm_rma_proto w, enum efarm_rma_proto rd)
+                             const struct expect_cfg *c)
 {
     struct rma_rig r;
-    const uint64_t sizes[] = {1, 100, 4000, 8200, 3 * 9000 + 7, 256 * 1024};
-    uint64_t cw, cr, refused, served;
-    unsigned cases = 0;
+    const uint64_t sizes[] = {1, 100, 4000, 8200, 3 * 9000 + 7, 256 * 1024, 600000};
+    uint64_t before[EFARM_RMA_PROTO_COUNT], want[EFARM_RMA_PROTO_COUNT] = {0};
+    uint64_t refused, served, mtu;
 
     rig_up(&r, attr);
-    cw = proto_count(r.p.a, w);
-    cr = proto_count(r.p.a, rd);
+    mtu = efarm_ep_caps(r.p.a)->max_msg_size;
+    for (unsigned p = 0; p < EFARM_RMA_PROTO_COUNT; p++)
+        before[p] = proto_count(r.p.a, p);
     refused = CNT(r.p.b, rma_refused);
     served = CNT(r.p.b, rma_served);
     for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
         for (uint32_t niov = 1; niov <= 4; niov += 3)
             if (sizes[i] >= niov) {
+                enum efarm_rma_proto w = expect_w(c, mtu, sizes[i], niov),
+                                     rd = expect_r(c, mtu, sizes[i], niov);
+
+                efarm_test_context("%llu bytes over %u ranges: %s then %s",
+                                   (unsigned long long)sizes[i], niov, efarm_rma_proto_name(w),
+                                   efarm_rma_proto_name(rd));
                 write_read_case(&r, sizes[i], niov, flags, w, rd, i * 10 + niov);
-                cases++;
+                want[w]++;
+                want[rd]++;
             }
-    /* Every case used the subprotocol asked for, and nothing was refused. */
-    EXPECT_EQ(proto_count(r.p.a, w) - cw, cases);
-    EXPECT_EQ(proto_count(r.p.a, rd) - cr, cases);
+    /* Every case used the subprotocol expected (its counter too), and nothing was refused. */
+    for (unsigned p = 0; p < EFARM_RMA_PROTO_COUNT; p++)
+        EXPECT_EQ(proto_count(r.p.a, p) - before[p], want[p]);
     EXPECT_EQ(CNT(r.p.b, rma_refused), refused);
-    if (w == EFARM_RMA_DIRECT_WRITE && rd == EFARM_RMA_DIRECT_READ)
+    if (c->direct_w && c->direct_r)
         EXPECT_EQ(CNT(r.p.b, rma_served), served); /* RDMA: the target's CPU never saw them */
     else
         EXPECT_TRUE(CNT(r.p.b, rma_served) > served);
     rig_down(&r);
 }
 
+static const struct expect_cfg g_defaults = {.medium_max = 65536, .read_min = 1048576};
+
 EFARM_TEST(proto_rma_write_read_direct)
 {
-    write_read_sizes(NULL, 0, EFARM_RMA_DIRECT_WRITE, EFARM_RMA_DIRECT_READ);
+    struct expect_cfg c = g_defaults;
+
+    c.direct_w = c.direct_r = true;
+    write_read_sizes(NULL, 0, &c);
 }
 
 EFARM_TEST(proto_rma_write_read_emulated)
 {
-    write_read_sizes(NULL, EFARM_RMA_NO_DIRECT, EFARM_RMA_EAGER_RTW, EFARM_RMA_SHORT_RTR);
+    write_read_sizes(NULL, EFARM_RMA_NO_DIRECT, &g_defaults);
+}
+
+/*
+ * The long subprotocols in every corner: LONGREAD_RTW from 64 KiB (the
+ * target reads by RDMA), LONGCTS_RTW and LONGCTS_RTR with grants of 3
+ * packets, so a write or read of 600000 bytes takes dozens of CTS rounds.
+ */
+EFARM_TEST(proto_rma_write_read_long)
+{
+    struct efarm_ep_attr attr = {
+        .medium_max = 1, .read_min = 65536, .rx_window = 3, .cts_credits = 3};
+    struct expect_cfg c = {.medium_max = 1, .read_min = 65536};
+
+    write_read_sizes(&attr, EFARM_RMA_NO_DIRECT, &c);
+    attr.read_min = UINT64_MAX; /* LONGCTS_RTW for every multi-packet write */
+    c.read_min = UINT64_MAX;
+    write_read_sizes(&attr, EFARM_RMA_NO_DIRECT, &c);
 }
 
 EFARM_TEST(proto_rma_write_read_emulated_dc)
@@ -197,6 +262,11 @@ EFARM_TEST(proto_rma_write_read_emulated_dc)
     EXPECT_TRUE(CNT(r.p.a, rma_dc) >= dc + 1);
     EXPECT_TRUE(efarm_ep_counters(r.p.b)->tx_by_type[EFARM_PKT_RECEIPT] >= 3);
     EXPECT_TRUE(efarm_ep_counters(r.p.a)->tx_by_type[EFARM_PKT_DC_EAGER_RTW] >= 3);
+    /* A long DC write: DC_LONGCTS_RTW, done at its RECEIPT. */
+    write_read_case(&r, 200000, 1, EFARM_RMA_NO_DIRECT | EFARM_RMA_DC, EFARM_RMA_LONGCTS_RTW,
+                    EFARM_RMA_LONGCTS_RTR, 8);
+    EXPECT_EQ(efarm_ep_counters(r.p.a)->tx_by_type[EFARM_PKT_DC_LONGCTS_RTW], 1);
+    EXPECT_EQ(efarm_ep_counters(r.p.a)->tx_by_type[EFARM_PKT_LONGCTS_RTW], 0);
     rig_down(&r);
 }
 
@@ -204,16 +274,24 @@ EFARM_TEST(proto_rma_write_read_emulated_dc)
 EFARM_TEST(proto_rma_no_rdma_write_negotiated)
 {
     struct efarm_ep_attr attr = {.no_rdma_write = true};
+    struct expect_cfg c = g_defaults;
 
-    write_read_sizes(&attr, 0, EFARM_RMA_EAGER_RTW, EFARM_RMA_DIRECT_READ);
+    c.direct_r = true;
+    write_read_sizes(&attr, 0, &c);
 }
 
-/* Without RDMA read on one side, reads are emulated and writes still direct. */
+/* Without RDMA read on one side, reads are emulated and writes still direct; no LONGREAD_RTW. */
 EFARM_TEST(proto_rma_no_rdma_read_negotiated)
 {
-    struct efarm_ep_attr attr = {.no_rdma_read = true};
+    struct efarm_ep_attr attr = {.no_rdma_read = true, .read_min = 65536};
+    struct expect_cfg c = g_defaults;
 
-    write_read_sizes(&attr, 0, EFARM_RMA_DIRECT_WRITE, EFARM_RMA_SHORT_RTR);
+    c.direct_w = true;
+    write_read_sizes(&attr, 0, &c);
+    attr.no_rdma_write = true;
+    c.direct_w = false;
+    c.read_min = UINT64_MAX; /* the target cannot read: LONGCTS_RTW instead */
+    write_read_sizes(&attr, 0, &c);
 }
 
 /* A zero-length operation completes at once and sends nothing. */
@@ -572,6 +650,118 @@ EFARM_TEST(proto_rma_refused_direct)
     /* The endpoint still works after the device refused accesses. */
     write_read_case(&r, 5000, 1, 0, EFARM_RMA_DIRECT_WRITE, EFARM_RMA_DIRECT_READ, 3);
     rig_down(&r);
+}
+
+/*
+ * Long emulated operations refused at the target touch nothing and still
+ * end: DC_LONGCTS_RTW at its RECEIPT, LONGREAD_RTW at its EOR (no read
+ * posted), LONGCTS_RTR at its READRSP, each with the REFUSED flag, so the
+ * origin's operation fails. A plain LONGCTS_RTW completes when its data is
+ * out, as a plain EAGER_RTW does: protocol v4 gives it no answer, and the
+ * refusal is counted at the target.
+ */
+EFARM_TEST(proto_rma_refused_long)
+{
+    struct efarm_ep_attr attr = {.medium_max = 1, .read_min = 65536};
+    const uint64_t len = 100000;
+    struct rma_rig r;
+    struct efarm_riov bad;
+    struct {
+        bool write;
+        uint32_t flags;
+        enum efarm_rma_proto proto;
+        int status;
+    } cases[] = {
+        {true, EFARM_RMA_NO_DIRECT, EFARM_RMA_LONGREAD_RTW, EFARM_E(PROTO_RMA_REFUSED)},
+        {false, EFARM_RMA_NO_DIRECT, EFARM_RMA_LONGCTS_RTR, EFARM_E(PROTO_RMA_REFUSED)},
+    };
+    uint64_t refused, reads;
+
+    rig_up(&r, &attr);
+    bad = riov_at(&r, 0, len);
+    bad.key += 99991;
+    memset(r.mem, 0x3c, TLEN);
+    memset(r.local, 0x77, len);
+    refused = CNT(r.p.b, rma_refused);
+    reads = CNT(r.p.b, reads_posted);
+    for (unsigned i = 0; i < 2; i++) {
+        struct efarm_req req = {0};
+
+        efarm_test_context("case %u", i);
+        if (cases[i].write)
+            EXPECT_RET(efarm_write(r.p.a, r.p.a_to_b, r.local, len, &bad, 1, cases[i].flags, &req),
+                       0);
+        else
+            EXPECT_RET(efarm_read(r.p.a, r.p.a_to_b, r.local, len, &bad, 1, cases[i].flags, &req),
+                       0);
+        wait1(&r, &req);
+        EXPECT_EQ(req.proto, cases[i].proto);
+        EXPECT_RET(req.status, cases[i].status);
+        EXPECT_EQ(req.length, 0);
+    }
+    EXPECT_EQ(CNT(r.p.b, reads_posted), reads);
+    EXPECT_TRUE(CNT(r.p.b, rma_refused) >= refused + 2);
+    EXPECT_EQ(r.local[0], 0x77); /* the refused read wrote nothing */
+    rig_down(&r);
+
+    attr.read_min = UINT64_MAX;
+    rig_up(&r, &attr);
+    bad = riov_at(&r, 4096, len);
+    bad.key += 99991;
+    memset(r.mem, 0x3c, TLEN);
+    refused = CNT(r.p.b, rma_refused);
+    for (unsigned dc = 0; dc < 2; dc++) {
+        struct efarm_req req = {0};
+
+        efarm_test_context("LONGCTS_RTW, DC %u", dc);
+        EXPECT_RET(efarm_write(r.p.a, r.p.a_to_b, r.local, len, &bad, 1,
+                               EFARM_RMA_NO_DIRECT | (dc ? EFARM_RMA_DC : 0), &req),
+                   0);
+        wait1(&r, &req);
+        EXPECT_EQ(req.proto, EFARM_RMA_LONGCTS_RTW);
+        EXPECT_RET(req.status, dc ? EFARM_E(PROTO_RMA_REFUSED) : 0);
+    }
+    /* Both were refused and counted at the target, and their data dropped. */
+    for (int i = 0; i < 100 && CNT(r.p.b, rma_refused) < refused + 2; i++)
+        proto_pair_spin(&r.p, 1000);
+    EXPECT_EQ(CNT(r.p.b, rma_refused), refused + 2);
+    for (uint64_t i = 0; i < TLEN; i += 4093)
+        EXPECT_EQ(r.mem[i], 0x3c);
+    /* The endpoints still work: the same write to the right key lands. */
+    write_read_case(&r, len, 1, EFARM_RMA_NO_DIRECT | EFARM_RMA_DC, EFARM_RMA_LONGCTS_RTW,
+                    EFARM_RMA_LONGCTS_RTR, 9);
+    rig_down(&r);
+}
+
+/*
+ * READ_NACK for a write (section 4.7): the target cannot register the range
+ * for its RDMA read of a LONGREAD_RTW, answers READ_NACK, and the origin
+ * sends the write again as a data-less LONGCTS_RTW with the READ_NACK flag,
+ * then CTSDATA. EFASIM_MAX_MR = 4 leaves the target its two regions and no
+ * more; the origin keeps one registration for its buffer.
+ */
+EFARM_TEST(proto_rma_longread_rtw_nack)
+{
+    struct efarm_ep_attr attr = {.read_min = 65536};
+    struct rma_rig r;
+
+    setenv("EFASIM_MAX_MR", "4", 1);
+    rig_up(&r, &attr);
+    for (unsigned dc = 0; dc < 2; dc++) {
+        uint64_t nacks = CNT(r.p.b, read_nacks_sent), got = CNT(r.p.a, read_nacks_recv);
+        uint64_t served = CNT(r.p.b, rma_served);
+
+        efarm_test_context("DC %u", dc);
+        write_read_case(&r, 100000, 1, EFARM_RMA_NO_DIRECT | (dc ? EFARM_RMA_DC : 0),
+                        EFARM_RMA_LONGREAD_RTW, EFARM_RMA_LONGCTS_RTR, 20 + dc);
+        EXPECT_EQ(CNT(r.p.b, read_nacks_sent), nacks + 1);
+        EXPECT_EQ(CNT(r.p.a, read_nacks_recv), got + 1);
+        EXPECT_EQ(CNT(r.p.b, rma_served), served + 3); /* the LONGREAD, its LONGCTS, the read */
+    }
+    EXPECT_EQ(efarm_ep_counters(r.p.a)->tx_by_type[EFARM_PKT_DC_LONGCTS_RTW], 1);
+    EXPECT_EQ(efarm_ep_counters(r.p.a)->tx_by_type[EFARM_PKT_LONGCTS_RTW], 1);
+    rig_down(&r);
+    unsetenv("EFASIM_MAX_MR");
 }
 
 EFARM_TEST(proto_rma_bad_arguments)

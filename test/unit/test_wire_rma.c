@@ -340,8 +340,10 @@ static uint64_t send_longcts_rtw(struct wp *w, uint8_t type, const struct efarm_
 /*
  * Long writes: LONGCTS_RTW and DC_LONGCTS_RTW run CTS rounds into the
  * exposed range (RECEIPT for DC), LONGREAD_RTW reads the peer's buffer and
- * answers EOR; one naming no region, or two ranges, is refused: no CTS, no
- * read, memory unchanged.
+ * answers EOR. One naming no region, past its region or two ranges is
+ * refused and touches nothing, but its protocol still runs so that the
+ * origin finishes: CTS rounds whose data is dropped, a RECEIPT (DC) or EOR
+ * (long read, no read posted) carrying efarm's REFUSED flag.
  */
 EFARM_TEST(wire_rma_long_rtw_served)
 {
@@ -353,7 +355,7 @@ EFARM_TEST(wire_rma_long_rtw_served)
     uint8_t arr[sizeof(struct efarm_wire_rma_iov)], wire[24];
     struct efarm_pkt pkt;
     struct wp_pkt p;
-    uint64_t n0, refused;
+    uint64_t n0, refused, reads;
     struct wp w;
 
     rma_open(&w);
@@ -389,19 +391,42 @@ EFARM_TEST(wire_rma_long_rtw_served)
     EXPECT_MEM_EQ(big + 1000, src, len);
     EXPECT_EQ(cnt()->rma_served, 3);
 
-    /* Refused: an unknown key, a range past the region, two ranges. Nothing answers. */
+    /* Refused: an unknown key, a range past the region, two ranges, a long read's bad key. */
     memcpy(snap, big, size);
     refused = cnt()->rma_refused;
+    reads = cnt()->reads_posted;
     iov.key ^= 0x40;
-    send_longcts_rtw(&w, EFARM_PKT_LONGCTS_RTW, &iov, 1, 0x34, src, len);
+    n0 = send_longcts_rtw(&w, EFARM_PKT_LONGCTS_RTW, &iov, 1, 0x34, src, len);
+    feed_cts(&w, 0x34, src, n0, len); /* dropped; a plain LONGCTS_RTW has no answer */
+    wp_expect_none(&w, EFARM_PKT_RECEIPT);
     iov.key ^= 0x40;
     iov.addr = (uint64_t)(uintptr_t)big + size - len / 2;
-    send_longcts_rtw(&w, EFARM_PKT_LONGCTS_RTW, &iov, 1, 0x35, src, len);
+    n0 = send_longcts_rtw(&w, EFARM_PKT_DC_LONGCTS_RTW, &iov, 1, 0x35, src, len);
+    feed_cts(&w, 0x35, src, n0, len);
+    wp_expect(&w, EFARM_PKT_RECEIPT, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x35);
+    EXPECT_TRUE(p.pkt.flags & 0x0100u); /* REFUSED */
     two[0] = (struct efarm_rma_iov){(uint64_t)(uintptr_t)big, len / 2, efarm_region_key(reg)};
     two[1] = (struct efarm_rma_iov){(uint64_t)(uintptr_t)big + len, len / 2, efarm_region_key(reg)};
-    send_longcts_rtw(&w, EFARM_PKT_LONGCTS_RTW, two, 2, 0x36, src, len);
+    n0 = send_longcts_rtw(&w, EFARM_PKT_DC_LONGCTS_RTW, two, 2, 0x36, src, len);
+    feed_cts(&w, 0x36, src, n0, len);
+    wp_expect(&w, EFARM_PKT_RECEIPT, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x36);
+    EXPECT_TRUE(p.pkt.flags & 0x0100u);
+    iov.addr = (uint64_t)(uintptr_t)big + 1000;
+    iov.key ^= 0x40;
+    rma_req(&w, &pkt, wire, EFARM_PKT_LONGREAD_RTW, &iov, 1, 0);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, len);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, 0x37);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_READ_IOV_COUNT, 1);
+    wp_send_settle(&w, &pkt, arr, sizeof(arr), NULL, 0);
+    wp_expect(&w, EFARM_PKT_EOR, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x37);
+    EXPECT_TRUE(p.pkt.flags & 0x0100u);
     wp_expect_none(&w, -1);
-    EXPECT_EQ(cnt()->rma_refused, refused + 3);
+    EXPECT_EQ(cnt()->rma_refused, refused + 4);
+    EXPECT_EQ(cnt()->reads_posted, reads);
+    EXPECT_EQ(cnt()->rma_served, 3);
     EXPECT_MEM_EQ(big, snap, size);
     efarm_dev_mr_dereg(mr);
     efarm_unexpose(g_ep, reg);
@@ -414,7 +439,8 @@ EFARM_TEST(wire_rma_long_rtw_served)
 /*
  * A peer's long emulated read (LONGCTS_RTR): a READRSP naming the engine's
  * send_id with the first data, CTSDATA up to the peer's recv_length, then a
- * CTS round per grant until the range is out; a refused one gets no answer.
+ * CTS round per grant until the range is out; a refused one is answered by a
+ * data-less READRSP with efarm's REFUSED flag.
  */
 EFARM_TEST(wire_rma_longcts_rtr_served)
 {
@@ -463,7 +489,7 @@ EFARM_TEST(wire_rma_longcts_rtr_served)
     EXPECT_MEM_EQ(got, big + 100, len);
     EXPECT_EQ(cnt()->rma_served, 1);
 
-    /* Refused: past the region, a zero grant. No answer at all. */
+    /* Refused: past the region, a zero grant. A READRSP says so, with no data. */
     refused = cnt()->rma_refused;
     iov.addr += 200;
     rma_req(&w, &pkt, wire, EFARM_PKT_LONGCTS_RTR, &iov, 1, 0);
@@ -477,6 +503,16 @@ EFARM_TEST(wire_rma_longcts_rtr_served)
     efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, 0x79);
     efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_LENGTH, 0);
     wp_send_settle(&w, &pkt, NULL, 0, NULL, 0);
+    for (unsigned i = 0, seen = 0; i < 2; i++) {
+        uint64_t id;
+
+        wp_expect(&w, EFARM_PKT_READRSP, &p);
+        id = get(&p, EFARM_PKT_F_RECV_ID);
+        EXPECT_TRUE((id == 0x78 || id == 0x79) && !(seen & (1u << (id - 0x78))));
+        seen |= 1u << (id - 0x78);
+        EXPECT_EQ(get(&p, EFARM_PKT_F_SEG_LENGTH), 0);
+        EXPECT_TRUE(p.pkt.flags & 0x0100u); /* REFUSED */
+    }
     wp_expect_none(&w, -1);
     EXPECT_EQ(cnt()->rma_refused, refused + 2);
     efarm_unexpose(g_ep, reg);
