@@ -1,12 +1,15 @@
 #!/bin/bash
 # MPI one-sided benchmarks (bench-rma) with two ranks on this machine: efarm's
 # native RMA by RDMA (efasim with RDMA write), efarm's emulated one-sided
-# packets, efarm with every RMA operation through MPICH's active messages, and
-# ch4:ofi on tcp;ofi_rxm. Prints each figure, the targets of issue 12 measured
-# against the same run's send/recv round trip, the ratios between variants, and
-# writes build/bench/rma-bench.png (gnuplot, when installed).
+# subprotocols (EAGER_RTW, LONGCTS_RTW, SHORT_RTR, LONGCTS_RTR), efarm on a
+# device with RDMA read only (rdread: gets by RDMA read, large puts by
+# LONGREAD_RTW, as on an EFA without RDMA write), efarm with every RMA
+# operation through MPICH's active messages, and ch4:ofi on tcp;ofi_rxm.
+# Prints each figure, the targets of issue 12 measured against the same run's
+# send/recv round trip, the ratios between variants, and writes
+# build/bench/rma-bench.png (gnuplot, when installed).
 #
-#   bench/run-rma-bench.sh [--only efarm,emulated,am,tcp] [--quick] [-- BENCH-ARGS...]
+#   bench/run-rma-bench.sh [--only efarm,emulated,rdread,am,tcp] [--quick] [-- BENCH-ARGS...]
 #
 # efarm's MPICH comes from scripts/mpich-build.sh (build/mpich/install); the tcp
 # variant needs build/mpich-ofi/install (bench/run-mpi-bench.sh builds it) and is
@@ -17,7 +20,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 out=${EFARM_BUILD_ROOT:-$top/build}/bench
 efarm_prefix=${EFARM_MPICH_PREFIX:-$top/build/mpich/install}
 ofi_prefix=${EFARM_MPICH_OFI_CACHE:-$top/build/mpich-ofi}/install
-only=efarm,emulated,am,tcp
+only=efarm,emulated,rdread,am,tcp
 bench_args=()
 timeout_s=1200
 
@@ -25,7 +28,7 @@ while [ $# -gt 0 ]; do
     case $1 in
     --only) only=${2:?--only needs a list}; shift 2 ;;
     --quick) bench_args=(-i 0.2 -m 1M -b 2 "${bench_args[@]}"); shift ;;
-    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --) shift; bench_args+=("$@"); break ;;
     *) echo "run-rma-bench: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -42,11 +45,12 @@ build() { # PREFIX BIN
 build "$efarm_prefix" "$out/efarm/bench-rma"
 
 pvars=(-p efarm_nm_rma_native_ops -p efarm_nm_rma_fallback_ops -p efarm_rma_direct_write
-    -p efarm_rma_direct_read -p efarm_rma_eager_rtw -p efarm_rma_short_rtr)
+    -p efarm_rma_direct_read -p efarm_rma_eager_rtw -p efarm_rma_short_rtr
+    -p efarm_rma_longcts_rtw -p efarm_rma_longread_rtw -p efarm_rma_longcts_rtr)
 variants=()
 for v in ${only//,/ }; do
     case $v in
-    efarm | emulated | am) variants+=("$v") ;;
+    efarm | emulated | rdread | am) variants+=("$v") ;;
     tcp)
         if [ -x "$ofi_prefix/bin/mpicc" ]; then
             build "$ofi_prefix" "$out/ofi/bench-rma"
@@ -66,6 +70,8 @@ run() { # VARIANT
         timeout "$timeout_s" "$efarm_prefix/bin/mpiexec" -n 2 "$out/efarm/bench-rma" "${pvars[@]}" "${bench_args[@]}" ;;
     emulated) env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 EFARM_RDMA_WRITE=0 EFARM_RDMA_READ=0 \
         timeout "$timeout_s" "$efarm_prefix/bin/mpiexec" -n 2 "$out/efarm/bench-rma" "${pvars[@]}" "${bench_args[@]}" ;;
+    rdread) env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 EFARM_RDMA_WRITE=0 \
+        timeout "$timeout_s" "$efarm_prefix/bin/mpiexec" -n 2 "$out/efarm/bench-rma" "${pvars[@]}" "${bench_args[@]}" ;;
     am) env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 EFARM_RMA_NATIVE=0 \
         timeout "$timeout_s" "$efarm_prefix/bin/mpiexec" -n 2 "$out/efarm/bench-rma" "${pvars[@]}" "${bench_args[@]}" ;;
     tcp) env FI_PROVIDER="tcp;ofi_rxm" MPIR_CVAR_NOLOCAL=1 \
@@ -80,12 +86,15 @@ value() { awk -v t="$2" -v s="$3" '$1 == "RESULT" && $2 == t && $3 == s { print 
 pvar() { awk -v n="$2" '$1 == "PVAR" && $2 == n { print $3 + $4 }' "$out/rma-$1.out"; }
 
 # The path each efarm variant took, from efarm's counters.
-for v in efarm emulated am; do
+for v in efarm emulated rdread am; do
     [[ " ${variants[*]} " == *" $v "* ]] || continue
-    printf '%-9s native ops %s, fallback %s; RDMA write %s, read %s; EAGER_RTW %s, SHORT_RTR %s\n' "$v" \
+    printf '%-9s native ops %s, fallback %s; RDMA write %s, read %s; EAGER_RTW %s, SHORT_RTR %s,' "$v" \
         "$(pvar "$v" efarm_nm_rma_native_ops)" "$(pvar "$v" efarm_nm_rma_fallback_ops)" \
         "$(pvar "$v" efarm_rma_direct_write)" "$(pvar "$v" efarm_rma_direct_read)" \
         "$(pvar "$v" efarm_rma_eager_rtw)" "$(pvar "$v" efarm_rma_short_rtr)"
+    printf ' LONGCTS_RTW %s, LONGREAD_RTW %s, LONGCTS_RTR %s\n' \
+        "$(pvar "$v" efarm_rma_longcts_rtw)" "$(pvar "$v" efarm_rma_longread_rtw)" \
+        "$(pvar "$v" efarm_rma_longcts_rtr)"
 done
 
 echo

@@ -110,7 +110,7 @@ static void epoch_end(MPI_Win win, enum sync_mode m, int target)
 static void put_get(MPI_Win win, uint8_t *base, size_t win_size, enum sync_mode m, MPI_Group world,
                     int created)
 {
-    static const size_t sizes[] = {1, 8, 1000, 8200, 20000, 65536, 1 << 20};
+    static const size_t sizes[] = {1, 8, 1000, 8200, 20000, 65536, 65537, 1 << 20};
     int size = g_mpitest_size, me = g_mpitest_rank, to = (me + 1) % size;
     uint8_t *src = mpitest_malloc(1 << 20), *back = mpitest_malloc(1 << 20);
 
@@ -537,7 +537,10 @@ static void passive_progress(unsigned wait_s)
 
 /*
  * MPITEST_RMA_PROTO=direct: puts and gets went by RDMA write and read, none
- * emulated; =emulated: the reverse (EFARM_RDMA_WRITE=0 EFARM_RDMA_READ=0).
+ * emulated; =emulated: the reverse (EFARM_RDMA_WRITE=0 EFARM_RDMA_READ=0):
+ * EAGER_RTW packets up to 64 KiB, LONGCTS_RTW above, SHORT_RTR up to one
+ * READRSP, LONGCTS_RTR above; =longread (EFARM_RDMA_WRITE=0): gets by RDMA
+ * read, the 1 MiB puts by LONGREAD_RTW (the target reads them).
  */
 static void proto_check(void)
 {
@@ -545,18 +548,29 @@ static void proto_check(void)
     unsigned long long dw = mpitest_pvar_read("efarm_rma_direct_write"),
                        dr = mpitest_pvar_read("efarm_rma_direct_read"),
                        ew = mpitest_pvar_read("efarm_rma_eager_rtw"),
-                       er = mpitest_pvar_read("efarm_rma_short_rtr");
+                       er = mpitest_pvar_read("efarm_rma_short_rtr"),
+                       lw = mpitest_pvar_read("efarm_rma_longcts_rtw"),
+                       lrw = mpitest_pvar_read("efarm_rma_longread_rtw"),
+                       lr = mpitest_pvar_read("efarm_rma_longcts_rtr");
 
     if (want == NULL)
         return;
     if (strcmp(want, "direct") == 0) {
         CHECK_GE(dw, 35);
         CHECK_GE(dr, 35);
-        CHECK_EQ(ew + er, 0);
+        CHECK_EQ(ew + er + lw + lrw + lr, 0);
+    } else if (strcmp(want, "longread") == 0) {
+        CHECK_EQ(dw, 0);
+        CHECK_GE(dr, 35);
+        CHECK_GE(lrw, 2);
+        CHECK_GE(ew, 30);
+        CHECK_EQ(er + lr, 0);
     } else {
-        CHECK_EQ(dw + dr, 0);
-        CHECK_GE(ew, 35);
-        CHECK_GE(er, 35);
+        CHECK_EQ(dw + dr + lrw, 0);
+        CHECK_GE(ew, 30);
+        CHECK_GE(lw, 2);
+        CHECK_GE(er, 20);
+        CHECK_GE(lr, 8);
     }
     /* Accumulates to the other ranks; fetch_and_op and the CAS lock target rank 0. */
     CHECK_GE(mpitest_pvar_read("efarm_rma_write_rta"), 60 * (g_mpitest_size - 1));

@@ -90,6 +90,7 @@ runs=(
     "rma_native-n4 rma_native 4 EFASIM_RDMA_WRITE=1 MPITEST_RMA_PROTO=direct"
     "rma_native-emulated-n2 rma_native 2 EFARM_RDMA_WRITE=0 EFARM_RDMA_READ=0 MPITEST_RMA_PROTO=emulated"
     "rma_native-emulated-n4 rma_native 4 EFARM_RDMA_WRITE=0 EFARM_RDMA_READ=0 MPITEST_RMA_PROTO=emulated"
+    "rma_native-longread-n2 rma_native 2 EFARM_RDMA_WRITE=0 MPITEST_RMA_PROTO=longread"
     "rma_native-am-n2 rma_native 2 EFARM_RMA_NATIVE=0 MPITEST_RMA_EXPECT=am"
     "rma_native-faults-n2 rma_native 2 EFASIM_RDMA_WRITE=1 $faults"
     "rma_dynamic-n2 rma_dynamic 2 EFASIM_RDMA_WRITE=1 MPITEST_RMA_PASSIVE=20"
