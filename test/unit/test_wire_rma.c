@@ -8,7 +8,9 @@
  * out of bounds, a read-only region, lengths that do not add up, partial
  * elements, unknown datatype or operation, a reply too large for a packet)
  * is refused, counted, answered with the REFUSED flag where the protocol has
- * an answer, and leaves the memory exactly as it was.
+ * an answer, and leaves the memory exactly as it was. And the engine as
+ * origin of the long subprotocols (LONGREAD_RTW, its READ_NACK fallback,
+ * DC_LONGCTS_RTW, LONGCTS_RTR), byte by byte against the fake target.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -518,5 +520,213 @@ EFARM_TEST(wire_rma_longcts_rtr_served)
     efarm_unexpose(g_ep, reg);
     rma_close(&w);
     free(big);
+    free(got);
+}
+
+/* ---- The engine as origin of the long one-sided subprotocols ---------------------------- */
+
+/* The engine's next packet: `type`, its one rma_iov the range asked for, its msg_length. */
+static void expect_long_req(struct wp *w, uint8_t type, const struct efarm_riov *r,
+                            struct wp_pkt *p)
+{
+    struct efarm_rma_iov got;
+
+    wp_expect(w, type, p);
+    EXPECT_TRUE(p->pkt.flags & EFARM_REQ_RMA);
+    EXPECT_EQ(get(p, EFARM_PKT_F_RMA_IOV_COUNT), 1);
+    efarm_rma_iov_load(p->pkt.rma_iov, 0, &got);
+    EXPECT_EQ(got.addr, r->addr);
+    EXPECT_EQ(got.len, r->len);
+    EXPECT_EQ(got.key, r->key);
+    EXPECT_EQ(get(p, EFARM_PKT_F_MSG_LENGTH), r->len);
+}
+
+/* Take the engine's CTSDATA for [*off, end) into dst, checking recv_id and offsets. */
+static void take_data(struct wp *w, uint32_t recv_id, uint8_t *dst, uint64_t *off, uint64_t end)
+{
+    struct wp_pkt p;
+
+    while (*off < end) {
+        uint64_t n;
+
+        wp_expect(w, EFARM_PKT_CTSDATA, &p);
+        EXPECT_EQ(get(&p, EFARM_PKT_F_RECV_ID), recv_id);
+        EXPECT_EQ(get(&p, EFARM_PKT_F_SEG_OFFSET), *off);
+        n = get(&p, EFARM_PKT_F_SEG_LENGTH);
+        EXPECT_TRUE(n > 0 && n <= end - *off);
+        memcpy(dst + *off, p.pkt.payload, n);
+        *off += n;
+    }
+}
+
+/* A READRSP, EOR or RECEIPT from the fake target, with efarm's REFUSED flag if asked. */
+static void send_answer(struct wp *w, uint8_t type, uint32_t send_id, uint32_t recv_id,
+                        const void *data, uint64_t n, bool refused)
+{
+    struct efarm_pkt pkt;
+
+    wp_ctrl(w, &pkt, type);
+    if (refused)
+        pkt.flags |= 0x0100u;
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, send_id);
+    if (type == EFARM_PKT_RECEIPT) {
+        efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_ID, recv_id);
+    } else {
+        efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, recv_id);
+        if (type == EFARM_PKT_READRSP)
+            efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_LENGTH, n);
+    }
+    wp_send_settle(w, &pkt, NULL, 0, data, n);
+}
+
+/*
+ * efarm's long one-sided operations on the wire, to a fake target: a write
+ * from EFARM_READ_MIN is one LONGREAD_RTW whose read_iov is the registered
+ * buffer, done at the EOR (with REFUSED: failed); a READ_NACK turns it into a
+ * data-less LONGCTS_RTW with the READ_NACK flag, then CTSDATA per CTS. A
+ * longer DC write is one DC_LONGCTS_RTW carrying the first data, done only at
+ * the RECEIPT (whatever msg_id it names; with REFUSED: failed). A read of more
+ * than one READRSP is one LONGCTS_RTR granting a window; the READRSP may come
+ * after the window's CTSDATA, and the next window is asked for by a CTS to the
+ * READRSP's send_id; a refusing READRSP fails it.
+ */
+EFARM_TEST(wire_rma_long_origin)
+{
+    const uint64_t len = 100000;
+    struct efarm_ep_attr attr = {.read_min = 65536, .rx_window = 2};
+    uint8_t *src = malloc(len), *got = calloc(1, len);
+    struct efarm_riov r = {0x10000, len, 0x4242};
+    struct efarm_rma_iov rd;
+    struct efarm_req req = {0};
+    uint32_t send_id, recv_id;
+    uint64_t off, n0, grant;
+    struct wp_pkt p;
+    struct wp w;
+
+    engine_open(&attr);
+    wp_open(&w);
+    wp_connect(&w, FEAT_ALL);
+    proto_fill(src, len, 71);
+
+    efarm_test_context("LONGREAD_RTW, EOR");
+    EXPECT_RET(efarm_write(g_ep, w.peer, src, len, &r, 1, EFARM_RMA_NO_DIRECT, &req), 0);
+    expect_long_req(&w, EFARM_PKT_LONGREAD_RTW, &r, &p);
+    send_id = (uint32_t)get(&p, EFARM_PKT_F_SEND_ID);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_READ_IOV_COUNT), 1);
+    efarm_rma_iov_load(p.pkt.payload, 0, &rd);
+    EXPECT_EQ(rd.addr, (uint64_t)(uintptr_t)src);
+    EXPECT_EQ(rd.len, len);
+    pump_for(2000);
+    EXPECT_TRUE(!req.done); /* not before the EOR */
+    send_answer(&w, EFARM_PKT_EOR, send_id, 0x50, NULL, 0, false);
+    wait_req(&req);
+    EXPECT_RET(req.status, 0);
+    EXPECT_EQ(req.proto, EFARM_RMA_LONGREAD_RTW);
+    EXPECT_EQ(req.length, len);
+
+    efarm_test_context("LONGREAD_RTW, refused");
+    EXPECT_RET(efarm_write(g_ep, w.peer, src, len, &r, 1, 0, &req), 0);
+    expect_long_req(&w, EFARM_PKT_LONGREAD_RTW, &r, &p);
+    send_answer(&w, EFARM_PKT_EOR, (uint32_t)get(&p, EFARM_PKT_F_SEND_ID), 0x51, NULL, 0, true);
+    wait_req(&req);
+    EXPECT_RET(req.status, EFARM_E(PROTO_RMA_REFUSED));
+    EXPECT_EQ(req.length, 0);
+
+    efarm_test_context("LONGREAD_RTW, READ_NACK");
+    EXPECT_RET(efarm_write(g_ep, w.peer, src, len, &r, 1, 0, &req), 0);
+    expect_long_req(&w, EFARM_PKT_LONGREAD_RTW, &r, &p);
+    send_id = (uint32_t)get(&p, EFARM_PKT_F_SEND_ID);
+    send_answer(&w, EFARM_PKT_READ_NACK, send_id, 0x52, NULL, 0, false);
+    expect_long_req(&w, EFARM_PKT_LONGCTS_RTW, &r, &p);
+    EXPECT_TRUE(p.pkt.flags & EFARM_REQ_READ_NACK);
+    EXPECT_EQ(p.pkt.payload_length, 0);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), send_id);
+    EXPECT_TRUE(get(&p, EFARM_PKT_F_CREDIT_REQUEST) >= 1);
+    wp_expect_none(&w, EFARM_PKT_CTSDATA);
+    off = 0;
+    memset(got, 0, len);
+    send_cts(&w, send_id, 0x53, 30000);
+    take_data(&w, 0x53, got, &off, 30000);
+    wp_expect_none(&w, EFARM_PKT_CTSDATA); /* nothing beyond the grant */
+    send_cts(&w, send_id, 0x53, len);
+    take_data(&w, 0x53, got, &off, len);
+    wait_req(&req);
+    EXPECT_RET(req.status, 0);
+    EXPECT_MEM_EQ(got, src, len);
+
+    engine_close();
+    wp_close(&w);
+    attr.read_min = UINT64_MAX; /* LONGCTS_RTW above EFARM_MEDIUM_MAX */
+    engine_open(&attr);
+    wp_open(&w);
+    wp_connect(&w, FEAT_ALL);
+    for (unsigned refused = 0; refused < 2; refused++) {
+        efarm_test_context("DC_LONGCTS_RTW, %s RECEIPT", refused ? "refusing" : "plain");
+        EXPECT_RET(efarm_write(g_ep, w.peer, src, len, &r, 1, EFARM_RMA_DC, &req), 0);
+        expect_long_req(&w, EFARM_PKT_DC_LONGCTS_RTW, &r, &p);
+        send_id = (uint32_t)get(&p, EFARM_PKT_F_SEND_ID);
+        n0 = p.pkt.payload_length;
+        EXPECT_TRUE(n0 > 0 && n0 < len); /* the first data, never all of it */
+        memset(got, 0, len);
+        memcpy(got, p.pkt.payload, n0);
+        off = n0;
+        send_cts(&w, send_id, 0x60, len);
+        take_data(&w, 0x60, got, &off, len);
+        EXPECT_MEM_EQ(got, src, len);
+        pump_for(2000);
+        EXPECT_TRUE(!req.done); /* remote completion: the RECEIPT */
+        send_answer(&w, EFARM_PKT_RECEIPT, send_id, 0xdead, NULL, 0, refused);
+        wait_req(&req);
+        EXPECT_RET(req.status, refused ? EFARM_E(PROTO_RMA_REFUSED) : 0);
+        EXPECT_EQ(req.proto, EFARM_RMA_LONGCTS_RTW);
+    }
+
+    efarm_test_context("LONGCTS_RTR, READRSP after the window's CTSDATA");
+    memset(got, 0, len);
+    EXPECT_RET(efarm_read(g_ep, w.peer, got, len, &r, 1, EFARM_RMA_NO_DIRECT, &req), 0);
+    expect_long_req(&w, EFARM_PKT_LONGCTS_RTR, &r, &p);
+    recv_id = (uint32_t)get(&p, EFARM_PKT_F_RECV_ID);
+    grant = get(&p, EFARM_PKT_F_RECV_LENGTH);
+    EXPECT_EQ(grant, 2 * wp_ctsdata_room(&w)); /* EFARM_RX_WINDOW packets */
+    n0 = 1000;
+    off = n0;
+    for (uint64_t k; off < grant; off += k) {
+        k = grant - off < wp_ctsdata_room(&w) ? grant - off : wp_ctsdata_room(&w);
+        send_ctsdata(&w, recv_id, off, src + off, k);
+    }
+    wp_expect_none(&w, EFARM_PKT_CTS); /* the READRSP's bytes are still missing */
+    send_answer(&w, EFARM_PKT_READRSP, 0x71, recv_id, src, n0, false);
+    while (off < len) {
+        uint64_t more;
+
+        wp_expect(&w, EFARM_PKT_CTS, &p);
+        EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x71);
+        EXPECT_EQ(get(&p, EFARM_PKT_F_RECV_ID), recv_id);
+        more = get(&p, EFARM_PKT_F_RECV_LENGTH);
+        EXPECT_TRUE(more > 0 && more <= len - off);
+        for (uint64_t end = off + more, k; off < end; off += k) {
+            k = end - off < wp_ctsdata_room(&w) ? end - off : wp_ctsdata_room(&w);
+            send_ctsdata(&w, recv_id, off, src + off, k);
+        }
+    }
+    wait_req(&req);
+    EXPECT_RET(req.status, 0);
+    EXPECT_EQ(req.proto, EFARM_RMA_LONGCTS_RTR);
+    EXPECT_MEM_EQ(got, src, len);
+
+    efarm_test_context("LONGCTS_RTR, refused");
+    EXPECT_RET(efarm_read(g_ep, w.peer, got, len, &r, 1, EFARM_RMA_NO_DIRECT, &req), 0);
+    expect_long_req(&w, EFARM_PKT_LONGCTS_RTR, &r, &p);
+    recv_id = (uint32_t)get(&p, EFARM_PKT_F_RECV_ID);
+    send_answer(&w, EFARM_PKT_READRSP, 0, recv_id, NULL, 0, true);
+    wait_req(&req);
+    EXPECT_RET(req.status, EFARM_E(PROTO_RMA_REFUSED));
+    EXPECT_EQ(req.length, 0);
+    send_ctsdata(&w, recv_id, 0, src, 100); /* the read is over: stale, dropped */
+    EXPECT_TRUE(cnt()->stale_ids >= 1);
+    wp_expect_none(&w, -1);
+    wp_close(&w);
+    engine_close();
+    free(src);
     free(got);
 }
