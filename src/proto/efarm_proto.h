@@ -143,6 +143,7 @@ struct efarm_ep_attr {
     bool no_rdma_write;      /* advertise and use no RDMA write whatever the tunable says */
     bool no_connid_header;   /* do not ask peers for the connid header */
     bool no_dc;              /* do not advertise delivery complete (tests of the refusal) */
+    const char *proto;       /* EFARM_PROTO's values; NULL: the tunable */
     uint32_t first_msg_id;   /* tests only: where msg_ids start (both sides must agree; 0 on the
                                 wire of every other implementation) */
     uint32_t max_unexpected; /* tests only: unexpected messages held at most (0: as many as the
@@ -300,6 +301,7 @@ int efarm_cancel_recv(struct efarm_ep *ep, struct efarm_req *req);
     X(proto_longread, "messages sent long-read")                                             \
     X(proto_runtread, "messages sent runting-read")                                          \
     X(proto_dc, "messages sent with delivery complete")                                      \
+    X(proto_forced, "messages sent with the subprotocol EFARM_PROTO forces")                 \
     X(reg_fallbacks, "long/runt-read sends that fell back to long-CTS (registration)")       \
     X(read_nacks_sent, "READ_NACK sent (receiver could not register)")                       \
     X(read_nacks_recv, "READ_NACK received (fell back to long-CTS)")                         \

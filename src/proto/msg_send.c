@@ -483,6 +483,8 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
     }
     in.eager_fit = ep->mtu - efarm_req_hdr_len(st, eager_type, op->flags & EFARM_OPF_CQ_DATA);
     proto = efarm_proto_select(&ep->p, &in);
+    if (ep->p.force >= 0 && proto == (enum efarm_proto_kind)ep->p.force)
+        ep->cnt.proto_forced++;
     if (proto == EFARM_PROTO_LONGREAD || proto == EFARM_PROTO_RUNTREAD) {
         int ret = efarm_mr_cache_get(ep->mr_cache, op->buf, op->len, EFARM_DEV_ACCESS_REMOTE_READ,
                                      &op->mr);

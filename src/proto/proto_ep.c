@@ -99,6 +99,18 @@ static int params_resolve(const struct efarm_ep_attr *a, struct efarm_ep_params 
     p->connid_header = c->connid_header && !a->no_connid_header;
     p->dc = !a->no_dc;
     p->first_msg_id = a->first_msg_id;
+    {
+        const char *name = a->proto ? a->proto : c->proto;
+        int force = efarm_proto_parse(name);
+
+        if (force == -EINVAL) {
+            efarm_log(EFARM_LOG_ERROR,
+                      "EFARM_PROTO=%s: expected auto, eager, medium, longcts, longread or runtread",
+                      name);
+            return -EINVAL;
+        }
+        p->force = (int8_t)force;
+    }
     if (p->rx_reserve == 0)
         p->rx_reserve = p->rx_buffers / 4 ? p->rx_buffers / 4 : 1;
 

@@ -288,6 +288,7 @@ struct efarm_ep_params {
     uint32_t max_reads, cts_credits, rx_window;
     uint32_t rnr_retry, rnr_backoff_us, rnr_backoff_max_us;
     bool rdma_read, rdma_write, connid_header, dc;
+    int8_t force; /* EFARM_PROTO: enum efarm_proto_kind, or -1 (auto) */
 };
 
 #define EFARM_POLL_BATCH 32
@@ -620,5 +621,10 @@ struct efarm_select_in {
 };
 enum efarm_proto_kind efarm_proto_select(const struct efarm_ep_params *p,
                                          const struct efarm_select_in *in);
+/* Whether proto may carry the message at all (EFARM_PROTO forces it only then). */
+bool efarm_proto_legal(const struct efarm_ep_params *p, const struct efarm_select_in *in,
+                       enum efarm_proto_kind proto);
+/* EFARM_PROTO's value as -1 (auto) or an enum efarm_proto_kind; -EINVAL if unknown. */
+int efarm_proto_parse(const char *name);
 
 #endif /* EFARM_PROTO_INTERNAL_H */

@@ -7,7 +7,18 @@
  * eager up to what one packet holds, medium up to 64 KiB, reads from 1 MiB,
  * runting read when no read is in flight (it pays off with few messages in
  * flight, section 4.5), long-CTS otherwise.
+ *
+ * EFARM_PROTO forces one subprotocol for every message it may carry (for
+ * comparisons and calibration): the length bounds that are tunables no longer
+ * apply, but the facts do: eager only what one packet holds, the long ones
+ * only more than that (a long REQ must leave data for later packets), reads
+ * only when both sides negotiated them, runting read not for delivery
+ * complete. A message the forced subprotocol cannot carry is selected as
+ * without it.
  */
+#include <errno.h>
+#include <string.h>
+
 #include "proto_internal.h"
 
 enum sel_bound { SEL_NONE, SEL_EAGER_FIT, SEL_MEDIUM_MAX, SEL_READ_MIN };
@@ -20,21 +31,32 @@ enum sel_bound { SEL_NONE, SEL_EAGER_FIT, SEL_MEDIUM_MAX, SEL_READ_MIN };
 #define SEL_READ_SLOT   0x10u /* a read slot is free (EFARM_MAX_READS) */
 #define SEL_RUNT_BUDGET 0x20u /* the peer's runt bytes in flight leave room (EFARM_RUNT_SIZE) */
 
+/* What one packet decides, whatever the tunables say. */
+enum sel_fit { FIT_ANY, FIT_ONE_PKT, FIT_BEYOND_PKT };
+
 struct sel_rule {
     uint8_t proto;
     uint8_t min_len; /* enum sel_bound: len >= this */
     uint8_t max_len; /* enum sel_bound: len <= this */
     uint8_t need;
+    uint8_t fit;         /* enum sel_fit: what must hold even when EFARM_PROTO forces it */
+    uint8_t need_forced; /* the conditions that still hold when forced (the rest are policy) */
 };
 
 static const struct sel_rule g_rules[] = {
-    {.proto = EFARM_PROTO_EAGER, .max_len = SEL_EAGER_FIT},
+    {.proto = EFARM_PROTO_EAGER, .max_len = SEL_EAGER_FIT, .fit = FIT_ONE_PKT},
     {.proto = EFARM_PROTO_MEDIUM, .max_len = SEL_MEDIUM_MAX},
     {.proto = EFARM_PROTO_RUNTREAD,
      .min_len = SEL_READ_MIN,
-     .need = SEL_NEED_READ | SEL_NEED_RUNT | SEL_NO_DC | SEL_IDLE_READS | SEL_RUNT_BUDGET},
-    {.proto = EFARM_PROTO_LONGREAD, .min_len = SEL_READ_MIN, .need = SEL_NEED_READ | SEL_READ_SLOT},
-    {.proto = EFARM_PROTO_LONGCTS},
+     .need = SEL_NEED_READ | SEL_NEED_RUNT | SEL_NO_DC | SEL_IDLE_READS | SEL_RUNT_BUDGET,
+     .fit = FIT_BEYOND_PKT,
+     .need_forced = SEL_NEED_READ | SEL_NEED_RUNT | SEL_NO_DC | SEL_RUNT_BUDGET},
+    {.proto = EFARM_PROTO_LONGREAD,
+     .min_len = SEL_READ_MIN,
+     .need = SEL_NEED_READ | SEL_READ_SLOT,
+     .fit = FIT_BEYOND_PKT,
+     .need_forced = SEL_NEED_READ | SEL_READ_SLOT},
+    {.proto = EFARM_PROTO_LONGCTS, .fit = FIT_BEYOND_PKT},
 };
 
 static uint64_t bound(const struct efarm_ep_params *p, const struct efarm_select_in *in,
@@ -70,9 +92,37 @@ static bool conditions_hold(const struct efarm_ep_params *p, const struct efarm_
     return true;
 }
 
+bool efarm_proto_legal(const struct efarm_ep_params *p, const struct efarm_select_in *in,
+                       enum efarm_proto_kind proto)
+{
+    for (unsigned i = 0; i < sizeof(g_rules) / sizeof(g_rules[0]); i++) {
+        const struct sel_rule *r = &g_rules[i];
+
+        if (r->proto != proto)
+            continue;
+        if ((r->fit == FIT_ONE_PKT && in->len > in->eager_fit) ||
+            (r->fit == FIT_BEYOND_PKT && in->len <= in->eager_fit))
+            return false;
+        return conditions_hold(p, in, r->need_forced);
+    }
+    return false;
+}
+
+int efarm_proto_parse(const char *name)
+{
+    if (name == NULL || !strcmp(name, "auto") || !*name)
+        return -1;
+    for (int k = 0; k < EFARM_PROTO_COUNT; k++)
+        if (!strcmp(name, efarm_proto_name((enum efarm_proto_kind)k)))
+            return k;
+    return -EINVAL;
+}
+
 enum efarm_proto_kind efarm_proto_select(const struct efarm_ep_params *p,
                                          const struct efarm_select_in *in)
 {
+    if (p->force >= 0 && efarm_proto_legal(p, in, (enum efarm_proto_kind)p->force))
+        return (enum efarm_proto_kind)p->force;
     for (unsigned i = 0; i < sizeof(g_rules) / sizeof(g_rules[0]); i++) {
         const struct sel_rule *r = &g_rules[i];
 

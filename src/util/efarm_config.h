@@ -58,6 +58,9 @@
       "largest medium message, as FI_EFA_INTER_MAX_MEDIUM_MESSAGE_SIZE")                        \
     X(READ_MIN, read_min, U64, "1048576",                                                       \
       "smallest long-read/runting-read message, as FI_EFA_INTER_MIN_READ_MESSAGE_SIZE")         \
+    X(PROTO, proto, STR, "auto",                                                                \
+      "two-sided subprotocol forced where legal: auto, eager, medium, longcts, longread, "      \
+      "runtread")                                                                               \
     X(RUNT_SIZE, runt_size, U64, "307200",                                                      \
       "bytes runting read sends eagerly per peer in flight, as FI_EFA_RUNT_SIZE (0: never)")    \
     X(RDMA_READ, rdma_read, BOOL, "1",                                                          \
