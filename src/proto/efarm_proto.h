@@ -144,6 +144,7 @@ struct efarm_ep_attr {
     bool no_connid_header;   /* do not ask peers for the connid header */
     bool no_dc;              /* do not advertise delivery complete (tests of the refusal) */
     const char *proto;       /* EFARM_PROTO's values; NULL: the tunable */
+    const char *rma_proto;   /* EFARM_RMA_PROTO's values; NULL: the tunable */
     uint32_t first_msg_id;   /* tests only: where msg_ids start (both sides must agree; 0 on the
                                 wire of every other implementation) */
     uint32_t max_unexpected; /* tests only: unexpected messages held at most (0: as many as the
@@ -324,6 +325,7 @@ int efarm_cancel_recv(struct efarm_ep *ep, struct efarm_req *req);
     X(rma_longread_rtw, "one-sided writes the target read by RDMA (LONGREAD_RTW)")           \
     X(rma_longcts_rtr, "one-sided reads emulated with LONGCTS_RTR (CTS rounds)")             \
     X(rma_dc, "one-sided operations that waited for remote completion (DC)")                 \
+    X(rma_forced, "one-sided operations carried by a subprotocol EFARM_RMA_PROTO forces")    \
     X(rma_errors, "one-sided operations completed with an error")                            \
     X(rma_wrs_posted, "RDMA write and read work requests posted for one-sided operations")   \
     X(rma_served, "peers' emulated one-sided requests applied here (RTW, RTR, RTA)")         \

@@ -110,6 +110,15 @@ static int params_resolve(const struct efarm_ep_attr *a, struct efarm_ep_params 
             return -EINVAL;
         }
         p->force = (int8_t)force;
+        name = a->rma_proto ? a->rma_proto : c->rma_proto;
+        if (efarm_rma_proto_parse(name, &p->rma_force)) {
+            efarm_log(
+                EFARM_LOG_ERROR,
+                "EFARM_RMA_PROTO=%s: expected auto or a comma-separated list of direct_write, "
+                "eager_rtw, longcts_rtw, longread_rtw, direct_read, short_rtr, longcts_rtr",
+                name);
+            return -EINVAL;
+        }
     }
     if (p->rx_reserve == 0)
         p->rx_reserve = p->rx_buffers / 4 ? p->rx_buffers / 4 : 1;

@@ -288,7 +288,8 @@ struct efarm_ep_params {
     uint32_t max_reads, cts_credits, rx_window;
     uint32_t rnr_retry, rnr_backoff_us, rnr_backoff_max_us;
     bool rdma_read, rdma_write, connid_header, dc;
-    int8_t force; /* EFARM_PROTO: enum efarm_proto_kind, or -1 (auto) */
+    int8_t force;       /* EFARM_PROTO: enum efarm_proto_kind, or -1 (auto) */
+    uint32_t rma_force; /* EFARM_RMA_PROTO: a bit per enum efarm_rma_proto forced (0: auto) */
 };
 
 #define EFARM_POLL_BATCH 32
@@ -626,5 +627,7 @@ bool efarm_proto_legal(const struct efarm_ep_params *p, const struct efarm_selec
                        enum efarm_proto_kind proto);
 /* EFARM_PROTO's value as -1 (auto) or an enum efarm_proto_kind; -EINVAL if unknown. */
 int efarm_proto_parse(const char *name);
+/* EFARM_RMA_PROTO's comma list as a mask of enum efarm_rma_proto: 0 or -EINVAL. */
+int efarm_rma_proto_parse(const char *list, uint32_t *mask_p);
 
 #endif /* EFARM_PROTO_INTERNAL_H */

@@ -135,43 +135,78 @@ const char *efarm_rma_proto_name(enum efarm_rma_proto proto)
     return (unsigned)proto < EFARM_RMA_PROTO_COUNT ? g_rma_protos[proto].name : "unknown";
 }
 
+int efarm_rma_proto_parse(const char *list, uint32_t *mask_p)
+{
+    uint32_t mask = 0;
+    const char *s = list ? list : "";
+
+    while (*s) {
+        size_t n = strcspn(s, ",");
+        unsigned k = 0;
+
+        while (k < EFARM_RMA_PROTO_COUNT &&
+               (strlen(g_rma_protos[k].name) != n || strncmp(s, g_rma_protos[k].name, n)))
+            k++;
+        if (k < EFARM_RMA_PROTO_COUNT)
+            mask |= 1u << k;
+        else if (n != 4 || strncmp(s, "auto", 4))
+            return -EINVAL;
+        s += n + (s[n] == ',');
+    }
+    *mask_p = mask;
+    return 0;
+}
+
 /* What the caller asked for; selection maps it to a subprotocol. */
 enum rma_want { WANT_WRITE, WANT_READ, WANT_ATOMIC_WRITE, WANT_ATOMIC_FETCH, WANT_ATOMIC_CMP };
 
-/* Conditions of a rule; all those named must hold. */
-#define NEED_RDMA_WRITE 0x01u /* both sides negotiated RDMA write, direct allowed */
-#define NEED_RDMA_READ  0x02u /* both sides negotiated RDMA read, direct allowed */
-#define NEED_PEER_READ  0x04u /* both sides negotiated RDMA read: the target may read from us */
-#define NEED_READ_MIN   0x08u /* at least EFARM_READ_MIN bytes */
-#define NEED_LONG                                                                           \
-    0x10u                    /* a write above EFARM_MEDIUM_MAX and one packet; a read above \
-                                what one READRSP carries */
-#define NEED_ONE_RANGE 0x20u /* one remote range (what the long subprotocols name) */
-#define NEED_REG       0x40u /* the local buffer may still register (none failed) */
+/*
+ * Conditions of a rule; all those named must hold:
+ *   RDMA_WRITE, RDMA_READ  both sides negotiated it, and direct is allowed;
+ *   PEER_READ   both sides negotiated RDMA read: the target may read from us;
+ *   READ_MIN    at least EFARM_READ_MIN bytes;
+ *   LONG        a write above EFARM_MEDIUM_MAX and one packet, a read above
+ *               what one READRSP carries;
+ *   ONE_RANGE   one remote range (what the long subprotocols name);
+ *   REG         the local buffer may still register (none failed);
+ *   MULTI_PKT   more than one packet of data (a long RTW's REQ must not hold
+ *               it all: the reference refuses one that does).
+ */
+#define NEED_RDMA_WRITE 0x01u
+#define NEED_RDMA_READ  0x02u
+#define NEED_PEER_READ  0x04u
+#define NEED_READ_MIN   0x08u
+#define NEED_LONG       0x10u
+#define NEED_ONE_RANGE  0x20u
+#define NEED_REG        0x40u
+#define NEED_MULTI_PKT  0x80u
 
 /*
- * Tried in order; the first rule for the operation whose conditions hold
- * wins. Writes: the device's RDMA write; else the target reads a large
+ * Tried in order; the first rule for the operation whose conditions (need)
+ * hold wins. Writes: the device's RDMA write; else the target reads a large
  * buffer by RDMA (LONGREAD_RTW, as long-read sends do from EFARM_READ_MIN);
  * else CTS rounds above the medium size (LONGCTS_RTW: the target paces the
  * data); else EAGER_RTW packets, all at once, like a medium send. Reads: RDMA
  * read; else one LONGCTS_RTR above one READRSP (a window of CTSDATA per round
- * trip instead of one READRSP); else SHORT_RTR.
+ * trip instead of one READRSP); else SHORT_RTR. `facts` are the conditions
+ * that hold even when EFARM_RMA_PROTO forces the subprotocol (the rest are
+ * policy).
  */
 static const struct rma_rule {
-    uint8_t want, proto, need;
+    uint8_t want, proto, need, facts;
 } g_rma_rules[] = {
-    {WANT_WRITE, EFARM_RMA_DIRECT_WRITE, NEED_RDMA_WRITE | NEED_REG},
-    {WANT_WRITE, EFARM_RMA_LONGREAD_RTW,
-     NEED_PEER_READ | NEED_READ_MIN | NEED_ONE_RANGE | NEED_REG},
-    {WANT_WRITE, EFARM_RMA_LONGCTS_RTW, NEED_LONG | NEED_ONE_RANGE},
-    {WANT_WRITE, EFARM_RMA_EAGER_RTW, 0},
-    {WANT_READ, EFARM_RMA_DIRECT_READ, NEED_RDMA_READ | NEED_REG},
-    {WANT_READ, EFARM_RMA_LONGCTS_RTR, NEED_LONG | NEED_ONE_RANGE},
-    {WANT_READ, EFARM_RMA_SHORT_RTR, 0},
-    {WANT_ATOMIC_WRITE, EFARM_RMA_WRITE_RTA, 0},
-    {WANT_ATOMIC_FETCH, EFARM_RMA_FETCH_RTA, 0},
-    {WANT_ATOMIC_CMP, EFARM_RMA_COMPARE_RTA, 0},
+    {WANT_WRITE, EFARM_RMA_DIRECT_WRITE, NEED_RDMA_WRITE | NEED_REG, NEED_RDMA_WRITE | NEED_REG},
+    {WANT_WRITE, EFARM_RMA_LONGREAD_RTW, NEED_PEER_READ | NEED_READ_MIN | NEED_ONE_RANGE | NEED_REG,
+     NEED_PEER_READ | NEED_ONE_RANGE | NEED_REG},
+    {WANT_WRITE, EFARM_RMA_LONGCTS_RTW, NEED_LONG | NEED_ONE_RANGE,
+     NEED_MULTI_PKT | NEED_ONE_RANGE},
+    {WANT_WRITE, EFARM_RMA_EAGER_RTW, 0, 0},
+    {WANT_READ, EFARM_RMA_DIRECT_READ, NEED_RDMA_READ | NEED_REG, NEED_RDMA_READ | NEED_REG},
+    {WANT_READ, EFARM_RMA_LONGCTS_RTR, NEED_LONG | NEED_ONE_RANGE, NEED_ONE_RANGE},
+    {WANT_READ, EFARM_RMA_SHORT_RTR, 0, 0},
+    {WANT_ATOMIC_WRITE, EFARM_RMA_WRITE_RTA, 0, 0},
+    {WANT_ATOMIC_FETCH, EFARM_RMA_FETCH_RTA, 0, 0},
+    {WANT_ATOMIC_CMP, EFARM_RMA_COMPARE_RTA, 0, 0},
 };
 
 static bool rule_holds(const struct efarm_ep *ep, const struct efarm_peer_state *st,
@@ -199,12 +234,22 @@ static bool rule_holds(const struct efarm_ep *ep, const struct efarm_peer_state 
         return false;
     if ((need & NEED_REG) && ((op->flags & EFARM_OPF_NO_REG) || ep->mr_cache == NULL))
         return false;
+    if ((need & NEED_MULTI_PKT) && op->len <= ep->mtu)
+        return false;
     return true;
 }
 
 static enum efarm_rma_proto rma_select(const struct efarm_ep *ep, const struct efarm_peer_state *st,
                                        const struct efarm_op *op, enum rma_want want)
 {
+    /* EFARM_RMA_PROTO first: a forced subprotocol whose facts hold. */
+    for (unsigned i = 0; ep->p.rma_force && i < sizeof(g_rma_rules) / sizeof(g_rma_rules[0]); i++) {
+        const struct rma_rule *r = &g_rma_rules[i];
+
+        if (r->want == want && (ep->p.rma_force & 1u << r->proto) &&
+            rule_holds(ep, st, op, want, r->facts))
+            return (enum efarm_rma_proto)r->proto;
+    }
     for (unsigned i = 0; i < sizeof(g_rma_rules) / sizeof(g_rma_rules[0]); i++) {
         const struct rma_rule *r = &g_rma_rules[i];
 
@@ -475,6 +520,7 @@ void efarm_rma_op_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct
     op->proto = (uint8_t)proto;
     op->req->proto = (uint8_t)proto;
     op->req_type = op->rma_dc ? info->dc_type : info->type;
+    ep->cnt.rma_forced += (ep->p.rma_force >> proto) & 1u;
     (*(uint64_t *)((char *)&ep->cnt + info->counter))++;
     if (op->rma_dc && !info->direct)
         ep->cnt.rma_dc++;

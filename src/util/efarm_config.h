@@ -61,6 +61,9 @@
     X(PROTO, proto, STR, "auto",                                                                \
       "two-sided subprotocol forced where legal: auto, eager, medium, longcts, longread, "      \
       "runtread")                                                                               \
+    X(RMA_PROTO, rma_proto, STR, "auto",                                                        \
+      "one-sided subprotocols forced where legal: auto or a list of direct_write, eager_rtw, "  \
+      "longcts_rtw, longread_rtw, direct_read, short_rtr, longcts_rtr")                         \
     X(RUNT_SIZE, runt_size, U64, "307200",                                                      \
       "bytes runting read sends eagerly per peer in flight, as FI_EFA_RUNT_SIZE (0: never)")    \
     X(RDMA_READ, rdma_read, BOOL, "1",                                                          \

@@ -294,6 +294,57 @@ EFARM_TEST(proto_rma_no_rdma_read_negotiated)
     write_read_sizes(&attr, 0, &c);
 }
 
+/*
+ * EFARM_RMA_PROTO (efarm_ep_attr.rma_proto here) forces subprotocols where
+ * their facts hold: LONGCTS_RTR even for 100 bytes, SHORT_RTR and EAGER_RTW
+ * packets for 600000, LONGREAD_RTW from 20000 bytes; not LONGCTS_RTW for one
+ * packet (its REQ must leave data for CTSDATA), nor a long one on 4 ranges,
+ * nor RDMA with EFARM_RMA_NO_DIRECT: those go as without it. The rma_forced
+ * counter counts what the forced ones carried; an unknown name refuses the
+ * endpoint.
+ */
+EFARM_TEST(proto_rma_forced_subprotocols)
+{
+    static const struct {
+        const char *force;
+        uint64_t len;
+        uint32_t niov, flags;
+        enum efarm_rma_proto w, r;
+        unsigned forced;
+    } cases[] = {
+        {"longcts_rtw,longcts_rtr", 100, 1, EFARM_RMA_NO_DIRECT, EFARM_RMA_EAGER_RTW,
+         EFARM_RMA_LONGCTS_RTR, 1},
+        {"longcts_rtw,longcts_rtr", 20000, 1, EFARM_RMA_NO_DIRECT, EFARM_RMA_LONGCTS_RTW,
+         EFARM_RMA_LONGCTS_RTR, 2},
+        {"longcts_rtw,longcts_rtr", 20000, 4, EFARM_RMA_NO_DIRECT, EFARM_RMA_EAGER_RTW,
+         EFARM_RMA_SHORT_RTR, 0},
+        {"eager_rtw,short_rtr", 600000, 1, EFARM_RMA_NO_DIRECT, EFARM_RMA_EAGER_RTW,
+         EFARM_RMA_SHORT_RTR, 2},
+        {"longread_rtw", 20000, 1, EFARM_RMA_NO_DIRECT, EFARM_RMA_LONGREAD_RTW,
+         EFARM_RMA_LONGCTS_RTR, 1},
+        {"direct_write,direct_read", 20000, 1, EFARM_RMA_NO_DIRECT, EFARM_RMA_EAGER_RTW,
+         EFARM_RMA_LONGCTS_RTR, 0},
+        {"direct_write,direct_read", 20000, 1, 0, EFARM_RMA_DIRECT_WRITE, EFARM_RMA_DIRECT_READ, 2},
+    };
+    struct efarm_ep_attr attr = {.rma_proto = "bulk"};
+    struct efarm_ep *ep = NULL;
+
+    proto_use_efasim();
+    EXPECT_RET(efarm_ep_open(&attr, &ep), -EINVAL);
+    for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct rma_rig r;
+
+        efarm_test_context("EFARM_RMA_PROTO=%s, %llu bytes over %u ranges", cases[i].force,
+                           (unsigned long long)cases[i].len, cases[i].niov);
+        attr.rma_proto = cases[i].force;
+        rig_up(&r, &attr);
+        write_read_case(&r, cases[i].len, cases[i].niov, cases[i].flags, cases[i].w, cases[i].r,
+                        40 + i);
+        EXPECT_EQ(CNT(r.p.a, rma_forced), cases[i].forced);
+        rig_down(&r);
+    }
+}
+
 /* A zero-length operation completes at once and sends nothing. */
 EFARM_TEST(proto_rma_zero_length)
 {
