@@ -109,6 +109,9 @@ step bench-device-runs env EFARM_DEVICE=sim EFARM_EFASIM_PATH="$root/gcc/src/efa
     "$root/gcc/bench/bench-device" 200
 step bench-proto-runs env EFARM_DEVICE=sim EFARM_EFASIM_PATH="$root/gcc/src/efasim/.libs" \
     "$root/gcc/bench/bench-proto" 200
+# The subprotocol sweep as a smoke run: every forced subprotocol carries some size
+# (its timings are figures for bench/README.md, never judged here).
+step proto-sweep-smoke bash "$top/bench/run-proto-sweep.sh" "$root/gcc" --quick
 
 fuzz_build() {
     mkdir -p "$root/fuzz" && cd "$root/fuzz" &&

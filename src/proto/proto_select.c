@@ -10,8 +10,9 @@
  *
  * EFARM_PROTO forces one subprotocol for every message it may carry (for
  * comparisons and calibration): the length bounds that are tunables no longer
- * apply, but the facts do: eager only what one packet holds, the long ones
- * only more than that (a long REQ must leave data for later packets), reads
+ * apply, but the facts do: eager only what one packet holds, medium at least
+ * a byte (its packets carry the data), the long ones only more than one
+ * packet (a long REQ must leave data for later packets), reads
  * only when both sides negotiated them, runting read not for delivery
  * complete. A message the forced subprotocol cannot carry is selected as
  * without it.
@@ -32,7 +33,7 @@ enum sel_bound { SEL_NONE, SEL_EAGER_FIT, SEL_MEDIUM_MAX, SEL_READ_MIN };
 #define SEL_RUNT_BUDGET 0x20u /* the peer's runt bytes in flight leave room (EFARM_RUNT_SIZE) */
 
 /* What one packet decides, whatever the tunables say. */
-enum sel_fit { FIT_ANY, FIT_ONE_PKT, FIT_BEYOND_PKT };
+enum sel_fit { FIT_ANY, FIT_ONE_PKT, FIT_BEYOND_PKT, FIT_NONEMPTY };
 
 struct sel_rule {
     uint8_t proto;
@@ -45,7 +46,7 @@ struct sel_rule {
 
 static const struct sel_rule g_rules[] = {
     {.proto = EFARM_PROTO_EAGER, .max_len = SEL_EAGER_FIT, .fit = FIT_ONE_PKT},
-    {.proto = EFARM_PROTO_MEDIUM, .max_len = SEL_MEDIUM_MAX},
+    {.proto = EFARM_PROTO_MEDIUM, .max_len = SEL_MEDIUM_MAX, .fit = FIT_NONEMPTY},
     {.proto = EFARM_PROTO_RUNTREAD,
      .min_len = SEL_READ_MIN,
      .need = SEL_NEED_READ | SEL_NEED_RUNT | SEL_NO_DC | SEL_IDLE_READS | SEL_RUNT_BUDGET,
@@ -101,7 +102,8 @@ bool efarm_proto_legal(const struct efarm_ep_params *p, const struct efarm_selec
         if (r->proto != proto)
             continue;
         if ((r->fit == FIT_ONE_PKT && in->len > in->eager_fit) ||
-            (r->fit == FIT_BEYOND_PKT && in->len <= in->eager_fit))
+            (r->fit == FIT_BEYOND_PKT && in->len <= in->eager_fit) ||
+            (r->fit == FIT_NONEMPTY && in->len == 0))
             return false;
         return conditions_hold(p, in, r->need_forced);
     }

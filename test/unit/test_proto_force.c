@@ -3,7 +3,8 @@
  * message it may carry (efarm_ep_attr.proto stands for the variable). Over
  * sizes around a packet, the medium size and the read size, plain and
  * delivery complete, each forced subprotocol carries exactly the messages
- * the documented facts allow (eager: one packet; long-CTS, long-read and
+ * the documented facts allow (eager: one packet; medium: not empty;
+ * long-CTS, long-read and
  * runting read: more than one; reads: negotiated; runting read: not DC),
  * the others go as without it, every message arrives intact, the
  * proto_forced counter counts what the forced one carried, and an unknown
@@ -36,7 +37,8 @@ static enum efarm_proto_kind want(enum efarm_proto_kind force, uint64_t len, uin
     case EFARM_PROTO_EAGER:
         return len <= fit ? force : auto_pick(len, fit, dc);
     case EFARM_PROTO_MEDIUM:
-        return force;
+        return len ? force : auto_pick(len, fit, dc); /* a medium message of 0 bytes has no
+                                                          packet to go in */
     case EFARM_PROTO_RUNTREAD:
         return len > fit && !dc ? force : auto_pick(len, fit, dc);
     default: /* long-CTS, long-read */
@@ -46,7 +48,7 @@ static enum efarm_proto_kind want(enum efarm_proto_kind force, uint64_t len, uin
 
 EFARM_TEST(proto_force_each_subprotocol)
 {
-    const uint64_t sizes[] = {1, 100, 8000, 20000, 65537, 300000, 1 << 21};
+    const uint64_t sizes[] = {0, 1, 100, 8000, 20000, 65537, 300000, 1 << 21};
     uint8_t *src = malloc(1 << 21), *dst = malloc(1 << 21);
 
     proto_use_efasim();

@@ -1,0 +1,149 @@
+#!/bin/bash
+# Two-sided subprotocol sweep: the one-way latency (median of efarm-pingpong's
+# round trips, halved) of every subprotocol forced by EFARM_PROTO, and of the
+# selection policy (auto), at every size from 0 to 64 MiB: powers of two and
+# the boundaries +-1 (one packet, EFARM_MEDIUM_MAX, EFARM_READ_MIN). Prints the
+# table with, per size, the best forced subprotocol and auto's ratio to it
+# (marked when above 1.10), auto's 128 KiB / 64 KiB latency ratio, and writes
+# build/bench/proto-sweep.png (gnuplot, when installed).
+#
+#   bench/run-proto-sweep.sh BUILD_DIR [--quick] [--runs N] [--max SIZE]
+#
+# --quick: sizes up to 2 MiB (or --max), a tenth of the round trips (a smoke
+# run: CI's). --runs N: the whole sweep N times, variants alternating size
+# group by size group within each run; each figure is the best (lowest) of
+# the N. A forced subprotocol that cannot carry a size (eager above one
+# packet, the long ones within one) leaves it to the policy; the table shows
+# '-' there. Exits 1 if a forced subprotocol carried no size at all (the
+# forcing is broken) or a run failed; timings are never judged here.
+set -euo pipefail
+
+build=${1:?usage: run-proto-sweep.sh BUILD_DIR [--quick] [--runs N] [--max SIZE]}
+shift
+quick=0 runs=1 max=
+while [ $# -gt 0 ]; do
+    case $1 in
+    --quick) quick=1; shift ;;
+    --runs) runs=${2:?--runs needs a number}; shift 2 ;;
+    --max) max=${2:?--max needs a size}; shift 2 ;;
+    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run-proto-sweep: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+top=$(cd "$(dirname "$0")/.." && pwd)
+out=${EFARM_BUILD_ROOT:-$top/build}/bench
+mkdir -p "$out"
+pp=$build/tools/efarm-pingpong
+export EFARM_DEVICE=sim EFARM_EFASIM_PATH=$build/src/efasim/.libs
+[ -x "$pp" ] || { echo "run-proto-sweep: $pp not built" >&2; exit 1; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/efarm-proto-sweep.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+tosize() { # 4K, 2M -> bytes
+    case $1 in
+    *K) echo $((${1%K} * 1024)) ;;
+    *M) echo $((${1%M} * 1048576)) ;;
+    *) echo "$1" ;;
+    esac
+}
+if [ -n "$max" ]; then max=$(tosize "$max"); elif [ $quick = 1 ]; then max=2097152; else max=67108864; fi
+
+# The largest eager message: probe the sizes around one MTU with the policy.
+probe=$(seq -s, 8865 8928) # efarm-pingpong takes 64 sizes at most
+fit=$("$pp" --sizes "$probe" --iters 1 | awk -F'|' '$2 ~ /eager/ {gsub(/ /, "", $1); f = $1} END {print f}')
+[ -n "$fit" ] || { echo "run-proto-sweep: could not find the eager size" >&2; exit 1; }
+
+sizes="0"
+for ((s = 1; s <= max; s *= 2)); do sizes+=" $s"; done
+for b in "$fit" 65536 1048576; do
+    for s in $((b - 1)) "$b" $((b + 1)); do [ "$s" -le "$max" ] && sizes+=" $s"; done
+done
+sizes=$(tr ' ' '\n' <<<"$sizes" | sort -n -u | tr '\n' ' ')
+# Round trips per size group: small, up to the read size, above it.
+small='' mid='' large=''
+for s in $sizes; do
+    if [ "$s" -le 65537 ]; then small+=${small:+,}$s
+    elif [ "$s" -le 1048577 ]; then mid+=${mid:+,}$s
+    else large+=${large:+,}$s; fi
+done
+if [ $quick = 1 ]; then iters=(20 4 2); else iters=(200 30 5); fi
+variants=(auto eager medium longcts longread runtread)
+
+for ((r = 1; r <= runs; r++)); do
+    g=0
+    for group in "$small" "$mid" "$large"; do
+        if [ -n "$group" ]; then
+            for v in "${variants[@]}"; do
+                if ! EFARM_PROTO=$v timeout 600 "$pp" --sizes "$group" --iters "${iters[$g]}" \
+                    >"$tmp/$v.$r.$g" 2>&1; then
+                    echo "run-proto-sweep: EFARM_PROTO=$v failed:" >&2
+                    tail -n 20 "$tmp/$v.$r.$g" >&2
+                    exit 1
+                fi
+                # variant bytes proto median-us
+                awk -F'|' -v v="$v" 'NF >= 5 && $1 ~ /^ *[0-9]+ *$/ {
+                    split($3, l, " "); gsub(/ /, "", $1); gsub(/ /, "", $2);
+                    print v, $1, $2, l[1] }' "$tmp/$v.$r.$g" >>"$tmp/all"
+            done
+        fi
+        g=$((g + 1))
+    done
+done
+
+# Best (lowest) median per variant and size; the subprotocol that carried it.
+awk '{k = $1 " " $2} !(k in m) || $4 < m[k] {m[k] = $4; p[k] = $3}
+    END {for (k in m) print k, p[k], m[k]}' "$tmp/all" | sort -k2,2n >"$tmp/best"
+export fit
+awk -v vlist="${variants[*]}" -v png="$out/proto-sweep.dat" '
+    BEGIN { n = split(vlist, V, " ") }
+    { lat[$1, $2] = $4; pro[$1, $2] = $3; if (!($2 in seen)) { seen[$2] = 1; S[++ns] = $2 } }
+    END {
+        printf "%9s | %-9s %9s", "bytes", "auto", "us"
+        for (i = 2; i <= n; i++) printf " | %9s", V[i]
+        printf " | %-9s %9s | %s\n", "best", "us", "auto/best"
+        over = 0; worst = 0
+        for (j = 1; j <= ns; j++) {
+            s = S[j]; best = ""; bl = 0
+            printf "%9d | %-9s %9.2f", s, pro["auto", s], lat["auto", s]
+            line = s " " lat["auto", s]
+            for (i = 2; i <= n; i++) {
+                v = V[i]
+                if ((v, s) in lat && pro[v, s] == v) {
+                    printf " | %9.2f", lat[v, s]; line = line " " lat[v, s]
+                    if (best == "" || lat[v, s] < bl) { best = v; bl = lat[v, s] }
+                    carried[v]++
+                } else { printf " | %9s", "-"; line = line " NaN" }
+            }
+            ratio = bl > 0 ? lat["auto", s] / bl : 1
+            mark = ratio > 1.10 ? "  > 10%" : ""
+            if (ratio > 1.10) over++
+            if (ratio > worst) { worst = ratio; ws = s }
+            printf " | %-9s %9.2f | %6.2f%s\n", best, bl, ratio, mark
+            print line > png
+            if (s == 65536) l64 = lat["auto", s]
+            if (s == 131072) l128 = lat["auto", s]
+        }
+        printf "\nauto within 10%% of the best forced subprotocol at %d of %d sizes", ns - over, ns
+        printf " (worst %.2fx at %d B)\n", worst, ws
+        if (l64 > 0 && l128 > 0)
+            printf "auto: latency at 128 KiB / 64 KiB = %.2f (target <= 1.5)\n", l128 / l64
+        missing = ""
+        for (i = 2; i <= n; i++) if (!(V[i] in carried)) missing = missing " " V[i]
+        if (missing != "") { print "forced subprotocols that carried no size:" missing; exit 1 }
+    }' "$tmp/best"
+echo "one-way latency, median of each run's round trips / 2, best of $runs run(s);" \
+    "eager carries up to $fit B here; round trips per size ${iters[*]} (<=64 KiB+1, <=1 MiB+1, above)"
+
+if command -v gnuplot >/dev/null 2>&1; then
+    gnuplot <<EOF || echo "run-proto-sweep: gnuplot failed; the table above stands"
+set terminal png size 1000,640
+set output "$out/proto-sweep.png"
+set logscale xy
+set xlabel "bytes"
+set ylabel "one-way latency, us (median)"
+set key top left
+set datafile missing "NaN"
+plot for [i=2:$((${#variants[@]} + 1))] "$out/proto-sweep.dat" using (\$1 > 0 ? \$1 : 0.5):i with linespoints title word("${variants[*]}", i - 1)
+EOF
+    echo "plot: $out/proto-sweep.png"
+fi
