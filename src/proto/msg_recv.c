@@ -854,6 +854,24 @@ int efarm_unexp_segment(struct efarm_ep *ep, struct efarm_unexp *ux, const struc
     return ret;
 }
 
+/*
+ * Data of the current CTS grant (checked by the caller to lie inside it):
+ * into the buffer, and once the grant is used up, the next CTS or the end.
+ */
+static void grant_data(struct efarm_ep *ep, struct efarm_op *op, uint64_t offset,
+                       const uint8_t *data, uint64_t n)
+{
+    copy_clip(op->buf, op->len, offset, data, n);
+    op->done_bytes += n;
+    op->window_end -= n;
+    if (op->window_end == 0 && op->done_bytes < op->msg_length) {
+        op->flags |= EFARM_OPF_NEED_CTS;
+        efarm_rx_op_work(ep, op);
+        return;
+    }
+    rx_op_check(ep, op);
+}
+
 void efarm_ctsdata_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
 {
     struct efarm_op *op =
@@ -872,15 +890,7 @@ void efarm_ctsdata_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
         ep->cnt.stale_ids++;
         return;
     }
-    copy_clip(op->buf, op->len, offset, pkt->payload, n);
-    op->done_bytes += n;
-    op->window_end -= n;
-    if (op->window_end == 0 && op->done_bytes < op->msg_length) {
-        op->flags |= EFARM_OPF_NEED_CTS;
-        efarm_rx_op_work(ep, op);
-        return;
-    }
-    rx_op_check(ep, op);
+    grant_data(ep, op, offset, pkt->payload, n);
 }
 
 void efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
@@ -1175,13 +1185,5 @@ void efarm_rtr_long_readrsp(struct efarm_ep *ep, struct efarm_op *op, const stru
         return;
     }
     op->peer_op_id = (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID];
-    copy_clip(op->buf, op->len, 0, pkt->payload, n);
-    op->done_bytes += n;
-    op->window_end -= n;
-    if (op->window_end == 0 && op->done_bytes < op->msg_length) {
-        op->flags |= EFARM_OPF_NEED_CTS;
-        efarm_rx_op_work(ep, op);
-        return;
-    }
-    rx_op_check(ep, op);
+    grant_data(ep, op, 0, pkt->payload, n);
 }
