@@ -8,6 +8,9 @@
  *   efasim-info --env           the environment that runs an unmodified program
  *                               on efasim, as shell lines: eval "$(efasim-info --env)"
  *   efasim-info --run CMD ...   run CMD in that environment
+ *   efasim-info --counters      each device's traffic counters (tx_pkts tx_bytes
+ *                               rx_pkts rx_bytes), summed over every process
+ *                               that used it since its counter file was made
  *
  * The environment: LD_LIBRARY_PATH with efasim's libibverbs.so.1/libefa.so.1
  * first, SYSFS_PATH naming efasim's sysfs view (libfabric reads sysfs itself),
@@ -146,14 +149,43 @@ static int describe(void)
     return 0;
 }
 
+/* One line per device: NAME tx_pkts N tx_bytes N rx_pkts N rx_bytes N. */
+static int print_counters(void)
+{
+    struct ibv_device **list;
+    int n = 0, ret = 0;
+
+    list = ibv_get_device_list(&n);
+    if (!list)
+        return 1;
+    for (int i = 0; i < n; i++) {
+        struct efasim_hw_counters c;
+        const char *name = ibv_get_device_name(list[i]);
+        int err = efasim_hw_counters_read(name, &c);
+
+        if (err) {
+            fprintf(stderr, "efasim-info: counters of %s: %s\n", name, strerror(-err));
+            ret = 1;
+            continue;
+        }
+        printf("%s tx_pkts %llu tx_bytes %llu rx_pkts %llu rx_bytes %llu\n", name,
+               (unsigned long long)c.tx_pkts, (unsigned long long)c.tx_bytes,
+               (unsigned long long)c.rx_pkts, (unsigned long long)c.rx_bytes);
+    }
+    ibv_free_device_list(list);
+    return ret;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 1)
         return describe();
     if (argc == 2 && !strcmp(argv[1], "--env"))
         return print_env();
+    if (argc == 2 && !strcmp(argv[1], "--counters"))
+        return print_counters();
     if (argc >= 3 && !strcmp(argv[1], "--run"))
         return run(argv + 2);
-    fprintf(stderr, "usage: efasim-info [--env | --run COMMAND [ARG...]]\n");
+    fprintf(stderr, "usage: efasim-info [--env | --counters | --run COMMAND [ARG...]]\n");
     return 2;
 }

@@ -189,19 +189,52 @@ void efarm_dev_rx_release(struct efarm_dev_ep *ep, uint32_t rx_id);
 /* Receive buffers currently posted to the device (for tests and back-pressure). */
 unsigned efarm_dev_rx_posted(const struct efarm_dev_ep *ep);
 
+#define EFARM_NIC_REASON_MAX 256
+
+/* How near the chosen device is to the rank's binding (efarm_nic.h has the rules). */
+enum efarm_nic_nearness {
+    EFARM_NIC_SAME_NUMA,
+    EFARM_NIC_SAME_PACKAGE,
+    EFARM_NIC_NUMA_DISTANCE,
+    EFARM_NIC_ANYWHERE,
+    EFARM_NIC_UNBOUND,
+};
+
+struct efarm_nic_choice {
+    unsigned index;                    /* into the names array (the verbs device list) */
+    unsigned ndevices;                 /* devices in that list */
+    enum efarm_nic_nearness nearness;  /* why the tied devices were nearest */
+    unsigned ntied;                    /* devices tied for nearest, the chosen one among them */
+    unsigned nsharing;                 /* local ranks with the same tied devices, this one too */
+    unsigned position;                 /* this rank's place among them, from 0 */
+    char reason[EFARM_NIC_REASON_MAX]; /* the above in words, without the rank and device name */
+};
+
 /*
  * Choose this rank's EFA device (efarm_nic.h has the rules): local_rank of
  * nlocal ranks on the node, bindings[r] the CPU binding of local rank r as an
- * hwloc bitmap string (NULL or "" = unbound; bindings itself may be NULL).
- * Honours EFARM_IFACE; EFARM_NIC_VERBOSE prints rank -> NIC -> reason. Fills
- * name_p with the device name for efarm_dev_ep_open. The _in variant takes a
- * topology (tests); the other loads the machine's, with its I/O objects.
+ * hwloc bitmap string, as efarm_dev_cpu_binding() writes it (NULL or "" =
+ * unbound; bindings itself may be NULL). Honours EFARM_IFACE. Fills name_p
+ * with the device name for efarm_dev_ep_open and, when choice_p is not NULL,
+ * *choice_p; without choice_p, EFARM_NIC_VERBOSE prints rank -> NIC -> reason
+ * here (a caller that takes the choice reports it in its own terms). The
+ * _in variant takes a topology (tests); the other loads the machine's, with
+ * its I/O objects.
  */
 int efarm_dev_choose_nic(unsigned local_rank, unsigned nlocal, const char *const *bindings,
-                         char name_p[EFARM_DEV_NAME_MAX]);
+                         char name_p[EFARM_DEV_NAME_MAX], struct efarm_nic_choice *choice_p);
 struct hwloc_topology;
 int efarm_dev_choose_nic_in(struct hwloc_topology *topo, unsigned local_rank, unsigned nlocal,
-                            const char *const *bindings, char name_p[EFARM_DEV_NAME_MAX]);
+                            const char *const *bindings, char name_p[EFARM_DEV_NAME_MAX],
+                            struct efarm_nic_choice *choice_p);
+
+/*
+ * This process's CPU binding as an hwloc bitmap string ("0x00000005"), read
+ * through hwloc on the machine's topology and limited to that topology's
+ * CPUs; "" when the process is not bound (bound to every CPU, or hwloc cannot
+ * tell). Returns 0, or -ENAMETOOLONG (buf holds "") when size is too small.
+ */
+int efarm_dev_cpu_binding(char *buf, size_t size);
 
 /*
  * A registration cache (efarm_mr_cache.h) whose registrations are made on

@@ -43,25 +43,7 @@
 
 #include <hwloc.h>
 
-#define EFARM_NIC_REASON_MAX 256
-
-/* How near the chosen device is to the rank's binding (see the top of this file). */
-enum efarm_nic_nearness {
-    EFARM_NIC_SAME_NUMA,
-    EFARM_NIC_SAME_PACKAGE,
-    EFARM_NIC_NUMA_DISTANCE,
-    EFARM_NIC_ANYWHERE,
-    EFARM_NIC_UNBOUND,
-};
-
-struct efarm_nic_choice {
-    unsigned index;                    /* into the names array */
-    enum efarm_nic_nearness nearness;  /* why the tied devices were nearest */
-    unsigned ntied;                    /* devices tied for nearest, the chosen one among them */
-    unsigned nsharing;                 /* local ranks with the same tied devices, this one too */
-    unsigned position;                 /* this rank's place among them, from 0 */
-    char reason[EFARM_NIC_REASON_MAX]; /* the above in words, without the rank and device name */
-};
+#include "efarm_device.h" /* struct efarm_nic_choice */
 
 /*
  * Choose the device for local rank my_local_rank.

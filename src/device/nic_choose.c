@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "device_internal.h"
 #include "efarm_config.h"
@@ -18,7 +19,8 @@
 #define V (&g_efarm_verbs)
 
 int efarm_dev_choose_nic_in(hwloc_topology_t topo, unsigned local_rank, unsigned nlocal,
-                            const char *const *bindings, char name_p[EFARM_DEV_NAME_MAX])
+                            const char *const *bindings, char name_p[EFARM_DEV_NAME_MAX],
+                            struct efarm_nic_choice *choice_p)
 {
     struct efarm_nic_choice choice;
     hwloc_bitmap_t *sets = NULL;
@@ -63,7 +65,9 @@ int efarm_dev_choose_nic_in(hwloc_topology_t topo, unsigned local_rank, unsigned
     if (ret)
         goto out_free;
     snprintf(name_p, EFARM_DEV_NAME_MAX, "%s", names[choice.index]);
-    if (efarm_config()->nic_verbose)
+    if (choice_p)
+        *choice_p = choice;
+    if (efarm_config()->nic_verbose && !choice_p) /* a caller that takes the choice reports it */
         efarm_nic_choice_print(stderr, local_rank, names, &choice);
 
 out_free:
@@ -88,23 +92,79 @@ static pthread_once_t g_machine_topology_once = PTHREAD_ONCE_INIT;
 
 static void machine_topology_load(void)
 {
+    const char *xml = efarm_config()->topology;
+
     if (hwloc_topology_init(&g_machine_topology)) {
         g_machine_topology_ret = -ENOMEM;
         return;
     }
     /* Keep PCI and OS devices: without them every NIC would look placeless. */
     hwloc_topology_set_io_types_filter(g_machine_topology, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    if (hwloc_topology_load(g_machine_topology)) {
+    /*
+     * EFARM_TOPOLOGY: this machine described by an XML file (lstopo's, or a
+     * test's), still this machine, so the process's binding is read from the
+     * operating system and numbered as the file numbers CPUs.
+     */
+    if (xml && *xml &&
+        (hwloc_topology_set_xml(g_machine_topology, xml) ||
+         hwloc_topology_set_flags(g_machine_topology, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM))) {
+        fprintf(stderr, "efarm: EFARM_TOPOLOGY=%s: not an hwloc XML file hwloc can read (%s)\n",
+                xml, strerror(errno));
         hwloc_topology_destroy(g_machine_topology);
-        g_machine_topology_ret = -EIO;
+        g_machine_topology_ret = -EINVAL;
+        return;
+    }
+    if (hwloc_topology_load(g_machine_topology)) {
+        if (xml && *xml)
+            fprintf(stderr, "efarm: EFARM_TOPOLOGY=%s: hwloc cannot load it (%s)\n", xml,
+                    strerror(errno));
+        hwloc_topology_destroy(g_machine_topology);
+        g_machine_topology_ret = xml && *xml ? -EINVAL : -EIO;
     }
 }
 
 int efarm_dev_choose_nic(unsigned local_rank, unsigned nlocal, const char *const *bindings,
-                         char name_p[EFARM_DEV_NAME_MAX])
+                         char name_p[EFARM_DEV_NAME_MAX], struct efarm_nic_choice *choice_p)
 {
     pthread_once(&g_machine_topology_once, machine_topology_load);
     if (g_machine_topology_ret)
         return g_machine_topology_ret;
-    return efarm_dev_choose_nic_in(g_machine_topology, local_rank, nlocal, bindings, name_p);
+    return efarm_dev_choose_nic_in(g_machine_topology, local_rank, nlocal, bindings, name_p,
+                                   choice_p);
+}
+
+int efarm_dev_cpu_binding(char *buf, size_t size)
+{
+    hwloc_const_cpuset_t all;
+    hwloc_bitmap_t set;
+    int n, ret = 0;
+
+    if (!buf || !size)
+        return -EINVAL;
+    buf[0] = '\0';
+    pthread_once(&g_machine_topology_once, machine_topology_load);
+    if (g_machine_topology_ret)
+        return 0; /* no topology: cannot tell, so unbound */
+    set = efarm_dev_alloc_fails() ? NULL : hwloc_bitmap_alloc();
+    if (!set)
+        return -ENOMEM;
+    all = hwloc_topology_get_topology_cpuset(g_machine_topology);
+    /*
+     * A topology loaded from XML binds only as this system (EFARM_TOPOLOGY
+     * sets that); otherwise hwloc cannot tell. Bound to every CPU the system
+     * has online is not bound, whatever CPUs a topology file describes.
+     */
+    if (!hwloc_get_cpubind(g_machine_topology, set, HWLOC_CPUBIND_PROCESS) &&
+        hwloc_bitmap_weight(set) < sysconf(_SC_NPROCESSORS_ONLN)) {
+        hwloc_bitmap_and(set, set, all);
+        if (!hwloc_bitmap_iszero(set) && !hwloc_bitmap_isincluded(all, set)) {
+            n = hwloc_bitmap_snprintf(buf, size, set);
+            if (n < 0 || (size_t)n >= size) {
+                buf[0] = '\0';
+                ret = -ENAMETOOLONG;
+            }
+        }
+    }
+    hwloc_bitmap_free(set);
+    return ret;
 }

@@ -534,6 +534,7 @@ int efarm_nic_select(hwloc_topology_t topo, const char *const *names, unsigned n
     nic_text_add(&reason, "; %u%s of %u rank%s sharing %u equally near NIC%s%s", c.position + 1,
                  nic_ordinal_suffix(c.position + 1), c.nsharing, c.nsharing > 1 ? "s" : "", c.ntied,
                  c.ntied > 1 ? "s" : "", sel.ncandidates < nnames ? " (EFARM_IFACE)" : "");
+    c.ndevices = nnames;
     *choice_p = c;
 
 out_free_mine:

@@ -17,7 +17,7 @@ extern char **environ;
 
 /* X(name, member, kind, default, doc). kind: U32, U64, BOOL, PROB (0..1), ADDR, SEED. */
 #define EFASIM_KNOBS(X)                                                                           \
-    X(NDEV, ndev, U32, "1", "number of emulated EFA devices (efasim_0, efasim_1, ...)")           \
+    X(NDEV, ndev, U32, "1", "number of emulated EFA devices (efasim_0, efasim_1, ...; 1..64)")    \
     X(ADDR, addr, ADDR, "127.0.0.1", "IPv4 address of device 0; device i uses the next ones")     \
     X(MTU, mtu, U32, "8928", "max message size of one send (port max_msg_sz), like EFA")          \
     X(INLINE, inline_size, U32, "32", "inline data bytes per send WR (efadv inline_buf_size)")    \

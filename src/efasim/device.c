@@ -290,6 +290,7 @@ EFASIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     ctx->dev = to_dev(device);
     ctx->rng = cfg->seed * 0x9e3779b97f4a7c15ull + (uint64_t)getpid() + 1;
     ctx->last_progress_ns = efasim_now_ns(); /* the NIC's clock starts running now */
+    ctx->hwc = efasim_hw_counters_map(ctx->dev->name);
 
     ctx->vctx.sz = sizeof(ctx->vctx);
     ctx->vctx.query_port = ctx_query_port;
@@ -319,6 +320,7 @@ EFASIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 
 err_lock:
     pthread_mutex_destroy(&ctx->lock);
+    efasim_hw_counters_unmap(ctx->hwc);
 err_free:
     free(ctx->qps);
     free(ctx->mrs);
@@ -349,6 +351,7 @@ EFASIM_EXPORT int ibv_close_device(struct ibv_context *context)
     free(ctx->mrs);
     free(ctx->ahs);
     free(ctx->ahnums);
+    efasim_hw_counters_unmap(ctx->hwc);
     free(ctx);
     return 0;
 }

@@ -32,7 +32,7 @@
 #include <stdio.h>
 #include <sys/uio.h>
 
-#define EFASIM_MAX_DEVICES 16
+#define EFASIM_MAX_DEVICES 64 /* p5.48xlarge has 32 EFA devices */
 #define EFASIM_PORT        1
 #define EFASIM_VENDOR_ID   0x1d0f /* Amazon */
 #define EFASIM_AHN_UNKNOWN 0xffff /* slid of a receive whose sender has no AH here */
@@ -197,6 +197,7 @@ struct efasim_context {
     uint64_t stalled_ns;       /* time it did not run at all: off its liveness clock */
     uint64_t rng;
     struct efasim_delayq *delayq;
+    struct efasim_hw_counters *hwc; /* the device's traffic counters, or NULL */
 };
 
 /* ---- Context, objects, config ---------------------------------------------- */
@@ -518,6 +519,23 @@ void efasim_delayq_free(struct efasim_context *ctx);
 const char *efasim_sysfs_root(void);
 void efasim_sysfs_paths(unsigned i, const char *name, char *dev_path, char *ibdev_path);
 bool efasim_sysfs_write(const struct efasim_device *devs, unsigned ndev);
+
+/* A device's traffic counters (sysfs.c), shared by every process on it; only grow. */
+struct efasim_hw_counters {
+    uint64_t tx_pkts, tx_bytes; /* datagrams the device sent (before fault injection) */
+    uint64_t rx_pkts, rx_bytes; /* datagrams it received */
+};
+/* Map device name's counters for adding (NULL if they cannot be: nothing is counted). */
+struct efasim_hw_counters *efasim_hw_counters_map(const char *name);
+void efasim_hw_counters_unmap(struct efasim_hw_counters *hwc);
+/* A snapshot of name's counters (zeros before any traffic); 0 or -errno. */
+int efasim_hw_counters_read(const char *name, struct efasim_hw_counters *out);
+
+static inline void efasim_hw_count(uint64_t *pkts, uint64_t *bytes, size_t len)
+{
+    __atomic_fetch_add(pkts, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(bytes, len, __ATOMIC_RELAXED);
+}
 
 /* Service thread (service.c). */
 int efasim_service_start(struct efasim_context *ctx);

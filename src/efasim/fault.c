@@ -170,6 +170,13 @@ int efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *ds
     const struct efasim_config *cfg = efasim_config();
     int held;
 
+    if (ctx->hwc) {
+        size_t len = 0;
+
+        for (int i = 0; i < iovcnt; i++)
+            len += iov[i].iov_len;
+        efasim_hw_count(&ctx->hwc->tx_pkts, &ctx->hwc->tx_bytes, len);
+    }
     if (!cfg->loss && !cfg->dup && !cfg->reorder && !cfg->delay)
         return raw_send(fd, dst, iov, iovcnt);
     if (ctx->delayq)

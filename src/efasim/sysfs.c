@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -312,4 +313,86 @@ void efasim_sysfs_paths(unsigned i, const char *name, char *dev_path, char *ibde
         snprintf(ibdev_path, IBV_SYSFS_PATH_MAX, "%s/class/infiniband/%s", g_root, name) >=
             IBV_SYSFS_PATH_MAX)
         fprintf(stderr, "efasim: sysfs paths of %s do not fit under %s\n", name, g_root);
+}
+
+/*
+ * Per-device traffic counters. EFA's driver keeps port counters for the whole
+ * device (tx_pkts, tx_bytes, rx_pkts, rx_bytes among them, read with `rdma
+ * statistic` or from hw_counters in sysfs); efasim's device is shared by
+ * processes, so its counters live in a small file per device under the root,
+ * efasim/counters/<name>, which every context maps shared and adds to
+ * atomically. They only grow (since the file was created, as since boot on
+ * EFA) and change nothing a program observes through verbs; efasim-info
+ * --counters prints them.
+ */
+#define HWC_FILE_SIZE 4096
+
+static int hwc_path(const char *name, char *path, size_t size)
+{
+    efasim_sysfs_root();
+    if (snprintf(path, size, "%s/efasim/counters/%s", g_root, name) >= (int)size)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+struct efasim_hw_counters *efasim_hw_counters_map(const char *name)
+{
+    char path[PATH_MAX], dir[PATH_MAX];
+    struct efasim_hw_counters *hwc;
+    struct stat st;
+    int fd;
+
+    if (hwc_path(name, path, sizeof(path)))
+        return NULL;
+    snprintf(dir, sizeof(dir), "%s/efasim/counters", g_root);
+    if (dir_make(dir))
+        return NULL;
+    fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return NULL;
+    /* Growing a file is safe when several processes do it at once; shrinking never happens. */
+    if (fstat(fd, &st) || st.st_uid != getuid() || !S_ISREG(st.st_mode) ||
+        (st.st_size < HWC_FILE_SIZE && ftruncate(fd, HWC_FILE_SIZE))) {
+        close(fd);
+        return NULL;
+    }
+    hwc = mmap(NULL, HWC_FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    return hwc == MAP_FAILED ? NULL : hwc;
+}
+
+void efasim_hw_counters_unmap(struct efasim_hw_counters *hwc)
+{
+    if (hwc)
+        munmap(hwc, HWC_FILE_SIZE);
+}
+
+int efasim_hw_counters_read(const char *name, struct efasim_hw_counters *out)
+{
+    char path[PATH_MAX];
+    struct efasim_hw_counters *hwc;
+    struct stat st;
+    int fd, err;
+
+    memset(out, 0, sizeof(*out));
+    err = hwc_path(name, path, sizeof(path));
+    if (err)
+        return err;
+    fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno; /* no traffic yet */
+    if (fstat(fd, &st) || st.st_size < HWC_FILE_SIZE) {
+        close(fd);
+        return 0;
+    }
+    hwc = mmap(NULL, HWC_FILE_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (hwc == MAP_FAILED)
+        return -errno;
+    out->tx_pkts = __atomic_load_n(&hwc->tx_pkts, __ATOMIC_RELAXED);
+    out->tx_bytes = __atomic_load_n(&hwc->tx_bytes, __ATOMIC_RELAXED);
+    out->rx_pkts = __atomic_load_n(&hwc->rx_pkts, __ATOMIC_RELAXED);
+    out->rx_bytes = __atomic_load_n(&hwc->rx_bytes, __ATOMIC_RELAXED);
+    munmap(hwc, HWC_FILE_SIZE);
+    return 0;
 }

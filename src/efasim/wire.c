@@ -916,6 +916,8 @@ static void rx_datagram(struct efasim_qp *qp, const struct sockaddr_in *from, co
     bool request, for_us;
     uint32_t pidx;
 
+    if (qp->ctx->hwc)
+        efasim_hw_count(&qp->ctx->hwc->rx_pkts, &qp->ctx->hwc->rx_bytes, len);
     if (len < sizeof(h))
         return;
     memcpy(&h, buf, sizeof(h));

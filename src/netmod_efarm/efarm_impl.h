@@ -57,6 +57,9 @@ typedef struct {
      */
     unsigned idle_polls;
     unsigned yield_polls;
+    /* The NIC chosen at init_local (MPI_T: efarm_nm_nic_*). */
+    struct efarm_nic_choice nic;
+    unsigned long long nic_index, nic_nearness, nic_devices, nic_sharing, nic_local_ranks;
 } MPIDI_EFARM_global_t;
 
 extern MPIDI_EFARM_global_t MPIDI_EFARM_global;

@@ -68,27 +68,165 @@ static void register_pvars(void)
                               "EFARM", doc);
     MPIDI_EFARM_NM_COUNTER_LIST(MPIDI_EFARM_NM_PVAR_)
 #undef MPIDI_EFARM_NM_PVAR_
+    /* The NIC choice of init_local: facts, not counters. */
+#define MPIDI_EFARM_NIC_PVAR_(name, doc)                                                           \
+    MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_GENERIC, MPI_UNSIGNED_LONG_LONG, "efarm_nm_" #name, \
+                              &MPIDI_EFARM_global.name, 1, MPI_T_ENUM_NULL,                        \
+                              MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,                    \
+                              MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, NULL, NULL, \
+                              "EFARM", doc);
+    MPIDI_EFARM_NIC_PVAR_(nic_index, "index of this rank's EFA device in the verbs device list")
+    MPIDI_EFARM_NIC_PVAR_(nic_nearness, "why it was nearest: 0 same NUMA node, 1 same package, "
+                                        "2 NUMA distance, 3 anywhere, 4 rank not bound")
+    MPIDI_EFARM_NIC_PVAR_(nic_devices, "EFA devices the verbs library lists")
+    MPIDI_EFARM_NIC_PVAR_(nic_sharing, "ranks of this node sharing the same nearest devices")
+    MPIDI_EFARM_NIC_PVAR_(nic_local_ranks, "ranks on this node, as the NIC choice counted them")
+#undef MPIDI_EFARM_NIC_PVAR_
 }
 
 /*
- * The device of this rank: chosen from the machine's topology by the rank's
- * position among the node's ranks (EFARM_IFACE and EFARM_NIC_VERBOSE apply).
- * The ranks' CPU bindings would refine the choice; they are not gathered
- * yet, so every rank counts as unbound.
+ * The device of this rank (issue 13). Every rank reads its own CPU binding
+ * (hwloc) and publishes it with its host name through PMI as efarm-nic-<rank>;
+ * after one PMI barrier each rank reads the values of the ranks on its node
+ * and calls the NIC choice with all their bindings, so every rank of a node
+ * computes the same spread (src/device/efarm_nic.h has the rules:
+ * nearest NICs first, then the ranks sharing them round-robin; unbound ranks
+ * share every NIC). The node's ranks are MPICH's (node_local_map), except when
+ * MPICH was told to treat every process as its own node (MPIR_CVAR_NOLOCAL,
+ * local cliques): those runs keep shared memory out of the way, but the ranks
+ * still share the machine's NICs, so then the node is every rank with the same
+ * host name (each rank reads all values: meant for tests on one machine).
+ * EFARM_NIC_EXCHANGE=0 skips the exchange: every rank counts as unbound.
+ * One PMI barrier at start-up is the cost; a single-rank job has none.
  */
+#define MPIDI_EFARM_NIC_KEY_FMT "efarm-nic-%d"
+#define MPIDI_EFARM_HOST_MAX    256
+
+struct nic_peers {
+    char *vals;     /* values of val_size bytes: "<host>|<binding>" */
+    char **binding; /* per local rank: a pointer into vals, "" when unbound */
+    unsigned nlocal, my_local;
+};
+
+static int nic_value_get(int rank, char *val, int val_size)
+{
+    char key[64];
+
+    snprintf(key, sizeof(key), MPIDI_EFARM_NIC_KEY_FMT, rank);
+    return MPIR_pmi_kvs_get(rank, key, val, val_size);
+}
+
+/*
+ * "<host>|<binding>" (PMI-1 values cannot hold spaces): cut val at the '|' and
+ * return the binding after it ("" when unbound, "-" on the wire).
+ */
+static char *nic_value_binding(char *val)
+{
+    char *sp = strchr(val, '|');
+
+    if (!sp)
+        return val + strlen(val);
+    *sp = '\0';
+    return strcmp(sp + 1, "-") ? sp + 1 : sp + 1 + 1;
+}
+
+static int nic_peers_gather(struct nic_peers *np)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int val_size = MPIR_pmi_max_val_size();
+    int size = MPIR_Process.size, me = MPIR_Process.rank;
+#ifdef ENABLE_NO_LOCAL
+    bool by_host = true;
+#else
+    bool by_host = MPIR_CVAR_NOLOCAL || MPIR_pmi_has_local_cliques();
+#endif
+    int nget = by_host ? size : MPIR_Process.local_size;
+    char host[MPIDI_EFARM_HOST_MAX], binding[512], key[64];
+    char *mine;
+    int ret;
+
+    memset(np, 0, sizeof(*np));
+    if (gethostname(host, sizeof(host)))
+        snprintf(host, sizeof(host), "unknown");
+    host[sizeof(host) - 1] = '\0';
+    for (char *c = host; *c; c++)
+        if (*c == ' ' || *c == '|' || *c == '=')
+            *c = '_';
+    ret = efarm_dev_cpu_binding(binding, sizeof(binding));
+    if (ret && ret != -ENAMETOOLONG)
+        return MPIDI_EFARM_ERROR(ret, "efarm_dev_cpu_binding");
+    np->vals = MPL_calloc((size_t)nget + 1, (size_t)val_size, MPL_MEM_OTHER);
+    np->binding = MPL_calloc((size_t)nget, sizeof(*np->binding), MPL_MEM_OTHER);
+    MPIR_ERR_CHKANDJUMP(!np->vals || !np->binding, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    mine = np->vals + (size_t)nget * (size_t)val_size;
+    /* A binding that does not fit a PMI value counts as unbound rather than failing the job. */
+    if (snprintf(mine, (size_t)val_size, "%s|%s", host, binding[0] ? binding : "-") >= val_size)
+        snprintf(mine, (size_t)val_size, "%.*s|-", val_size / 2, host);
+    snprintf(key, sizeof(key), MPIDI_EFARM_NIC_KEY_FMT, me);
+    mpi_errno = MPIR_pmi_kvs_put(key, mine);
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIR_pmi_barrier();
+    MPIR_ERR_CHECK(mpi_errno);
+    nic_value_binding(mine); /* cut at the host name */
+
+    for (int i = 0; i < nget; i++) {
+        int rank = by_host ? i : MPIR_Process.node_local_map[i];
+        char *val = np->vals + (size_t)np->nlocal * (size_t)val_size;
+        char *b;
+
+        mpi_errno = nic_value_get(rank, val, val_size);
+        MPIR_ERR_CHECK(mpi_errno);
+        b = nic_value_binding(val);
+        if (by_host && strcmp(val, mine))
+            continue; /* another node */
+        if (rank == me)
+            np->my_local = np->nlocal;
+        np->binding[np->nlocal++] = b;
+    }
+
+fn_exit:
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
+}
+
+static void nic_peers_free(struct nic_peers *np)
+{
+    MPL_free(np->binding);
+    MPL_free(np->vals);
+}
+
 static int choose_device(char name[EFARM_DEV_NAME_MAX])
 {
     int mpi_errno = MPI_SUCCESS;
+    struct efarm_nic_choice *c = &MPIDI_EFARM_global.nic;
+    struct nic_peers np = {0};
+    unsigned my_local = (unsigned)MPIR_Process.local_rank;
+    unsigned nlocal = (unsigned)MPIR_Process.local_size;
     int ret;
 
-    ret = efarm_dev_choose_nic((unsigned)MPIR_Process.local_rank, (unsigned)MPIR_Process.local_size,
-                               NULL, name);
+    if (MPIR_Process.size > 1 && efarm_config()->nic_exchange) {
+        mpi_errno = nic_peers_gather(&np);
+        MPIR_ERR_CHECK(mpi_errno);
+        my_local = np.my_local;
+        nlocal = np.nlocal;
+    }
+    ret = efarm_dev_choose_nic(my_local, nlocal, (const char *const *)np.binding, name, c);
     if (ret < 0) {
         mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_dev_choose_nic");
         goto fn_fail;
     }
+    if (efarm_config()->nic_verbose)
+        fprintf(stderr, "efarm: MPI rank %d (local %u of %u) -> %s -> %s\n", MPIR_Process.rank,
+                my_local, nlocal, name, c->reason);
+    MPIDI_EFARM_global.nic_index = c->index;
+    MPIDI_EFARM_global.nic_nearness = (unsigned long long)c->nearness;
+    MPIDI_EFARM_global.nic_devices = c->ndevices;
+    MPIDI_EFARM_global.nic_sharing = c->nsharing;
+    MPIDI_EFARM_global.nic_local_ranks = nlocal;
 
 fn_exit:
+    nic_peers_free(&np);
     return mpi_errno;
 fn_fail:
     goto fn_exit;

@@ -20,6 +20,10 @@
     X(IFACE, iface, STR, "",                                                                    \
       "comma-separated EFA devices this rank may use, like FI_EFA_IFACE (empty: all)")          \
     X(NIC_VERBOSE, nic_verbose, BOOL, "0", "print rank -> NIC -> reason when a NIC is chosen")  \
+    X(TOPOLOGY, topology, STR, "",                                                              \
+      "hwloc XML file describing this machine, for the NIC choice (empty: discover it)")        \
+    X(NIC_EXCHANGE, nic_exchange, BOOL, "1",                                                    \
+      "MPI: share CPU bindings through PMI at init (one barrier); 0 counts every rank unbound") \
     X(MR_CACHE, mr_cache, BOOL, "1",                                                            \
       "cache registrations of long/runt-read send buffers; 0 registers on every use")           \
     X(MR_CACHE_MAX_ENTRIES, mr_cache_max_entries, U64, "0",                                     \

@@ -110,6 +110,32 @@ failruns=(
     "rma_dynamic-passive-emulated-n2 rma_dynamic 2 mem.0.....FLAG:.0.vs EFARM_RDMA_WRITE=0 MPITEST_RMA_PASSIVE=3"
 )
 
+# NIC placement runs (nic_placement.c): NAME RANKS BIND MODEL NDEV EXPECT. efasim gets
+# NDEV devices and its own sysfs directory (so its per-device counters start at zero),
+# efarm the machine MODEL (EFARM_TOPOLOGY, written by efarm-topo-xml: PUs numbered
+# round-robin over the sockets, so this machine's CPUs 0 and 1 sit on different
+# sockets), and mpiexec binds the ranks to cores (BIND core; oversubscribed: rank i
+# on CPU i mod 2) or not (none). EXPECT is MPITEST_NIC_EXPECT. After the job,
+# `efasim-info --counters` must show traffic on exactly the devices the program
+# printed as used.
+p5_nics=$(for i in $(seq 0 31); do printf 'efasim_%d:%d,' "$i" $((i % 2)); done)
+p5_even=$(seq -s, 0 2 30)
+p5_odd=$(seq -s, 1 2 31)
+topo_args() { # MODEL
+    case $1 in
+    one) echo "--packages 1 --cores 8 --nics efasim_0:0" ;;
+    p4d) echo "--packages 2 --cores 24 --interleave --nics efasim_0:0,efasim_1:0,efasim_2:1,efasim_3:1" ;;
+    p5) echo "--packages 2 --cores 48 --interleave --nics ${p5_nics%,}" ;;
+    esac
+}
+nicruns=(
+    "nic_placement-one-socket-n4 4 core one 1 0:0;1:0"
+    "nic_placement-p4d-n8 8 core p4d 4 0:0,1;1:2,3"
+    "nic_placement-p4d-unbound-n8 8 none p4d 4 *:0,1,2,3"
+    "nic_placement-p5-n8 8 core p5 32 0:$p5_even;1:$p5_odd"
+    "nic_placement-p4d-n4 4 core p4d 4 0:0,1;1:2,3"
+)
+
 selected() { # NAME
     [ ${#filters[@]} -eq 0 ] && return 0
     local f
@@ -121,6 +147,22 @@ selected() { # NAME
 
 # Build every program a selected run needs.
 declare -A built=()
+for r in "${nicruns[@]}"; do
+    read -r name _ <<<"$r"
+    selected "$name" && nic_selected=1
+done
+if [ -n "${nic_selected:-}" ]; then
+    log=$out/logs/build-efarm-topo-xml.log
+    if cc -std=c11 -O2 -Wall -Wextra -Werror -I"$top/test/common" -o "$out/efarm-topo-xml" \
+        "$top/test/common/topo_xml.c" "$top/test/common/topo_xml_main.c" -lhwloc >"$log" 2>&1 &&
+        "$mpicc" -std=c11 -O2 -g -Wall -Wextra -Werror -I"$top/test/mpi" -o "$out/nic_placement" \
+            "$top/test/mpi/nic_placement.c" "$top/test/mpi/efarm_mpitest.c" >>"$log" 2>&1; then
+        built[nic_placement]=ok
+    else
+        built[nic_placement]=failed
+        fail "build-nic_placement" "$log"
+    fi
+fi
 for r in "${runs[@]}" "${failruns[@]}"; do
     read -r name prog _ <<<"$r"
     selected "$name" || continue
@@ -168,6 +210,50 @@ for r in "${runs[@]}"; do
         fail "$name (no OK line, ${secs} s)" "$log"
     else
         pass "$name (${secs} s)"
+    fi
+done
+
+# efasim's counters per device, as "NAME TX_PKTS RX_PKTS" lines, in its sysfs directory $1.
+device_traffic() {
+    SYSFS_PATH=$1 EFASIM_NDEV=$2 "$prefix/bin/efasim-info" --counters | awk '{ print $1, $3, $7 }'
+}
+
+for r in "${nicruns[@]}"; do
+    read -r name ranks bind model ndev expect <<<"$r"
+    selected "$name" || continue
+    if [ "${built[nic_placement]}" != ok ]; then
+        echo "FAIL $name (not built)"
+        failed=$((failed + 1))
+        continue
+    fi
+    log=$out/logs/$name.log
+    sysfs=$out/sysfs-$name
+    rm -rf "$sysfs"
+    mkdir -p "$sysfs"
+    # shellcheck disable=SC2046 # topo_args is a list of words
+    "$out/efarm-topo-xml" $(topo_args "$model") >"$out/topo-$model.xml"
+    start=$(date +%s.%N)
+    timeout -k 10 "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 SYSFS_PATH="$sysfs" \
+        EFASIM_NDEV="$ndev" EFARM_TOPOLOGY="$out/topo-$model.xml" EFARM_NIC_VERBOSE=1 \
+        MPITEST_NIC_EXPECT="$expect" "$mpiexec" -n "$ranks" -bind-to "$bind" \
+        "$out/nic_placement" >"$log" 2>&1
+    status=$?
+    secs=$(echo "$start $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
+    traffic=$(device_traffic "$sysfs" "$ndev")
+    echo "efasim counters (device tx_pkts rx_pkts):" >>"$log"
+    echo "$traffic" >>"$log"
+    used=$(sed -n 's/^nic-used: //p' "$log" | sort)
+    active=$(echo "$traffic" | awk '$2 > 0 && $3 > 0 { print $1 }' | sort)
+    idle_with_traffic=$(echo "$traffic" | awk '$2 > 0 || $3 > 0 { print $1 }' | sort)
+    if [ "$status" -ne 0 ]; then
+        fail "$name (exit $status, ${secs} s)" "$log"
+    elif ! grep -q "^nic_placement: OK ($ranks ranks)" "$log"; then
+        fail "$name (no OK line, ${secs} s)" "$log"
+    elif [ -z "$used" ] || [ "$used" != "$active" ] || [ "$used" != "$idle_with_traffic" ]; then
+        echo "devices used: $used; with traffic both ways: $active; with any traffic: $idle_with_traffic" >>"$log"
+        fail "$name (traffic not on exactly the chosen devices, ${secs} s)" "$log"
+    else
+        pass "$name (${secs} s; devices $(echo $used | tr ' ' ,))"
     fi
 done
 

@@ -6,10 +6,12 @@
  * sets EFARM_DEVICE and EFASIM_* before the first device call.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
 #include <sys/mman.h>
@@ -17,6 +19,7 @@
 #include "device_internal.h"
 #include "efarm_device.h"
 #include "efarm_mr_cache.h"
+#include "topo_xml.h"
 #include "efarm_errno.h"
 #include "efarm_test.h"
 
@@ -556,13 +559,20 @@ EFARM_TEST(device_choose_nic_balances_placeless_devices)
     setenv("EFASIM_NDEV", "3", 1);
     for (unsigned r = 0; r < 6; r++) {
         efarm_test_context("local rank %u of 6", r);
-        EXPECT_RET(efarm_dev_choose_nic(r, 6, NULL, name), 0);
+        struct efarm_nic_choice c;
+
+        EXPECT_RET(efarm_dev_choose_nic(r, 6, NULL, name, &c), 0);
         char want[32];
 
         snprintf(want, sizeof(want), "efasim_%u", r % 3);
         EXPECT_TRUE(!strcmp(name, want));
+        EXPECT_EQ(c.index, r % 3);
+        EXPECT_EQ(c.ndevices, 3);
+        EXPECT_EQ(c.nearness, EFARM_NIC_UNBOUND);
+        EXPECT_EQ(c.nsharing, 6);
+        EXPECT_EQ(c.position, r);
     }
-    EXPECT_RET(efarm_dev_choose_nic(6, 6, NULL, name), -EINVAL);
+    EXPECT_RET(efarm_dev_choose_nic(6, 6, NULL, name, NULL), -EINVAL);
 }
 
 EFARM_TEST(device_choose_nic_honours_iface_and_bindings)
@@ -574,11 +584,101 @@ EFARM_TEST(device_choose_nic_honours_iface_and_bindings)
     setenv("EFASIM_NDEV", "3", 1);
     setenv("EFARM_IFACE", "efasim_2", 1);
     for (unsigned r = 0; r < 4; r++) {
-        EXPECT_RET(efarm_dev_choose_nic(r, 4, bindings, name), 0);
+        EXPECT_RET(efarm_dev_choose_nic(r, 4, bindings, name, NULL), 0);
         EXPECT_TRUE(!strcmp(name, "efasim_2"));
     }
     bindings[0] = "not a bitmap";
-    EXPECT_RET(efarm_dev_choose_nic(0, 4, bindings, name), -EINVAL);
+    EXPECT_RET(efarm_dev_choose_nic(0, 4, bindings, name, NULL), -EINVAL);
+}
+
+/* The process's own binding as the netmod publishes it: one CPU, then none (every CPU). */
+EFARM_TEST(device_cpu_binding_reads_the_process_affinity)
+{
+    cpu_set_t saved, one;
+    char buf[256], tiny[4];
+
+    EXPECT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
+    if (CPU_COUNT(&saved) < 2) {
+        fprintf(stderr, "note: one CPU only, so no binding to a part of the machine to read\n");
+        return;
+    }
+    int cpu = 0;
+
+    while (!CPU_ISSET(cpu, &saved))
+        cpu++;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    EXPECT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+    EXPECT_RET(efarm_dev_cpu_binding(buf, sizeof(buf)), 0);
+    EXPECT_RET(efarm_dev_cpu_binding(tiny, sizeof(tiny)), -ENAMETOOLONG);
+    EXPECT_EQ(tiny[0], '\0');
+    EXPECT_EQ(sched_setaffinity(0, sizeof(saved), &saved), 0);
+    char want[32];
+
+    snprintf(want, sizeof(want), "0x%08x", 1u << cpu);
+    if (cpu >= 32 || strcmp(buf, want))
+        efarm_test_fail(__FILE__, __LINE__, "bound to CPU %d: binding '%s', expected '%s'", cpu,
+                        buf, want);
+    EXPECT_RET(efarm_dev_cpu_binding(buf, sizeof(buf)), 0);
+    if (CPU_COUNT(&saved) == (int)sysconf(_SC_NPROCESSORS_ONLN) && buf[0])
+        efarm_test_fail(__FILE__, __LINE__, "bound to every CPU: binding '%s', expected ''", buf);
+}
+
+/*
+ * EFARM_TOPOLOGY describes the machine: two sockets with PUs numbered
+ * round-robin (PU 1 on socket 1) and efasim's four devices two per socket.
+ * Bound to PU 1, this process is on socket 1, so its device is one of socket
+ * 1's; the rank bound to PU 0 takes one of socket 0's.
+ */
+EFARM_TEST(device_choose_nic_from_efarm_topology)
+{
+    static const struct nic_at nics[] = {NIC("efasim_0", 0, -1), NIC("efasim_1", 1, -1),
+                                         NIC("efasim_2", 0, -1), NIC("efasim_3", 1, -1)};
+    const struct topo_spec spec = {2, 1, 2, nics, 4, NULL, true};
+    char path[] = "/tmp/efarm-topo-XXXXXX", name[EFARM_DEV_NAME_MAX], mine[256];
+    const char *bindings[2] = {mine, "0x00000001"};
+    struct efarm_nic_choice c;
+    cpu_set_t saved, one;
+    char *xml = topo_xml(&spec);
+    int fd = mkstemp(path);
+
+    EXPECT_TRUE(xml != NULL && fd >= 0);
+    EXPECT_EQ(write(fd, xml, strlen(xml)), (ssize_t)strlen(xml));
+    close(fd);
+    free(xml);
+    EXPECT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
+    if (!CPU_ISSET(1, &saved)) {
+        fprintf(stderr, "note: CPU 1 is not ours, so no binding to it to read\n");
+        unlink(path);
+        return;
+    }
+    use_efasim();
+    setenv("EFASIM_NDEV", "4", 1);
+    setenv("EFARM_TOPOLOGY", path, 1);
+    CPU_ZERO(&one);
+    CPU_SET(1, &one);
+    EXPECT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+    EXPECT_RET(efarm_dev_cpu_binding(mine, sizeof(mine)), 0);
+    EXPECT_EQ(sched_setaffinity(0, sizeof(saved), &saved), 0);
+    EXPECT_TRUE(!strcmp(mine, "0x00000002"));
+    EXPECT_RET(efarm_dev_choose_nic(0, 2, bindings, name, &c), 0);
+    efarm_test_context("local rank 0 chose %s: %s", name, c.reason);
+    EXPECT_TRUE(!strcmp(name, "efasim_1"));
+    EXPECT_EQ(c.ntied, 2);
+    EXPECT_TRUE(c.nearness != EFARM_NIC_UNBOUND && c.nearness != EFARM_NIC_ANYWHERE);
+    EXPECT_RET(efarm_dev_choose_nic(1, 2, bindings, name, &c), 0);
+    EXPECT_TRUE(!strcmp(name, "efasim_0"));
+    unlink(path);
+}
+
+/* An EFARM_TOPOLOGY that hwloc cannot load fails the choice (with a message naming it). */
+EFARM_TEST(device_choose_nic_bad_efarm_topology)
+{
+    char name[EFARM_DEV_NAME_MAX];
+
+    use_efasim();
+    setenv("EFARM_TOPOLOGY", "/nonexistent/topology.xml", 1);
+    EXPECT_RET(efarm_dev_choose_nic(0, 1, NULL, name, NULL), -EINVAL);
 }
 
 EFARM_TEST(device_choose_nic_iface_naming_nothing)
@@ -587,7 +687,7 @@ EFARM_TEST(device_choose_nic_iface_naming_nothing)
 
     use_efasim();
     setenv("EFARM_IFACE", "rdmap99s0", 1);
-    EXPECT_RET(efarm_dev_choose_nic(0, 1, NULL, name), -ENODEV);
+    EXPECT_RET(efarm_dev_choose_nic(0, 1, NULL, name, NULL), -ENODEV);
 }
 
 EFARM_TEST(device_choose_nic_allocation_failure_walk)
@@ -599,11 +699,11 @@ EFARM_TEST(device_choose_nic_allocation_failure_walk)
 
     use_efasim();
     setenv("EFASIM_NDEV", "2", 1);
-    EXPECT_RET(efarm_dev_choose_nic(0, 3, bindings, name), 0); /* load the libraries first */
+    EXPECT_RET(efarm_dev_choose_nic(0, 3, bindings, name, NULL), 0); /* load the libraries first */
     for (k = 1; k < 200; k++) {
         efarm_test_context("allocation %u fails", k);
         efarm_dev_alloc_fail_at(k);
-        ret = efarm_dev_choose_nic(1, 3, bindings, name);
+        ret = efarm_dev_choose_nic(1, 3, bindings, name, NULL);
         efarm_dev_alloc_fail_at(0);
         if (!ret)
             break;

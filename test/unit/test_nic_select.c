@@ -16,197 +16,16 @@
 #include "efarm_errno.h"
 #include "efarm_nic.h"
 #include "efarm_test.h"
+#include "topo_xml.h"
 
 #define TEST_MAX_RANKS 64
 #define TEST_MAX_NICS  32
-
-/* Where a NIC sits. */
-struct nic_at {
-    const char *name;
-    int package; /* -1: attached to the machine */
-    int numa;    /* NUMA node within the package; -1: attached to the package */
-    bool netdev; /* a network interface of that name, not an RDMA device */
-};
-/* clang-format off */
-#define NIC(name, package, numa)    {name, package, numa, false}
-#define NETDEV(name, package, numa) {name, package, numa, true}
-/* clang-format on */
-
-/* A machine: packages x NUMA nodes x cores (one PU each), numbered in that order. */
-struct topo_spec {
-    unsigned packages;
-    unsigned numas; /* NUMA nodes per package */
-    unsigned cores; /* cores per NUMA node */
-    const struct nic_at *nics;
-    unsigned nnics;
-    const uint64_t *latency; /* NUMA latency matrix by OS index, row-major, or NULL */
-};
-
-struct xml_writer {
-    FILE *f;
-    unsigned gp; /* next gp_index */
-};
-
-static void xml_sets(FILE *f, hwloc_const_bitmap_t cpuset, hwloc_const_bitmap_t nodeset)
-{
-    char c[256], n[256];
-
-    hwloc_bitmap_snprintf(c, sizeof(c), cpuset);
-    hwloc_bitmap_snprintf(n, sizeof(n), nodeset);
-    fprintf(f, " cpuset=\"%s\" complete_cpuset=\"%s\" nodeset=\"%s\" complete_nodeset=\"%s\"", c, c,
-            n, n);
-}
-
-static hwloc_obj_osdev_type_t nic_osdev_type(const struct nic_at *nic)
-{
-    return nic->netdev ? HWLOC_OBJ_OSDEV_NETWORK : HWLOC_OBJ_OSDEV_OPENFABRICS;
-}
-
-/* The NUMA node a NIC is attached under, or -1 for its package (or the machine). */
-static int nic_numa(const struct topo_spec *s, const struct nic_at *nic)
-{
-    return nic->package < 0 || s->numas == 1 ? -1 : nic->numa;
-}
-
-/*
- * A host bridge, the EFA PCI device and its OpenFabrics OS device (or network
- * OS device) for each NIC placed here.
- */
-static void xml_nics(struct xml_writer *w, const struct topo_spec *s, int package, int numa,
-                     int indent)
-{
-    for (unsigned i = 0; i < s->nnics; i++) {
-        const struct nic_at *nic = &s->nics[i];
-        unsigned bus = 0x10 + i;
-
-        if (nic->package != package || nic_numa(s, nic) != numa)
-            continue;
-        fprintf(w->f,
-                "%*s<object type=\"Bridge\" gp_index=\"%u\" bridge_type=\"0-1\" depth=\"0\""
-                " bridge_pci=\"0000:[%02x-%02x]\">\n",
-                indent, "", w->gp++, bus, bus);
-        fprintf(w->f,
-                "%*s<object type=\"PCIDev\" gp_index=\"%u\" pci_busid=\"0000:%02x:00.0\""
-                " pci_type=\"0200 [1d0f:efa1] [1d0f:efa1] 00\" pci_link_speed=\"0.000000\">\n",
-                indent + 2, "", w->gp++, bus);
-        fprintf(w->f, "%*s<object type=\"OSDev\" gp_index=\"%u\" name=\"%s\" osdev_type=\"%d\"/>\n",
-                indent + 4, "", w->gp++, nic->name, (int)nic_osdev_type(nic));
-        fprintf(w->f, "%*s</object>\n%*s</object>\n", indent + 2, "", indent, "");
-    }
-}
-
-/* One NUMA node's memory object and cores (and the NICs of a NUMA-level group). */
-static void xml_numa(struct xml_writer *w, const struct topo_spec *s, unsigned p, unsigned n,
-                     int indent)
-{
-    unsigned os = p * s->numas + n, first = os * s->cores;
-    hwloc_bitmap_t cpus = hwloc_bitmap_alloc(), nodes = hwloc_bitmap_alloc();
-
-    hwloc_bitmap_set_range(cpus, first, first + s->cores - 1);
-    hwloc_bitmap_only(nodes, os);
-    if (s->numas > 1) {
-        fprintf(w->f, "%*s<object type=\"Group\"", indent, "");
-        xml_sets(w->f, cpus, nodes);
-        fprintf(w->f, " gp_index=\"%u\">\n", w->gp++);
-        indent += 2;
-    }
-    fprintf(w->f, "%*s<object type=\"NUMANode\" os_index=\"%u\"", indent, "", os);
-    xml_sets(w->f, cpus, nodes);
-    fprintf(w->f, " gp_index=\"%u\" local_memory=\"1073741824\"/>\n", w->gp++);
-    for (unsigned c = first; c < first + s->cores; c++) {
-        hwloc_bitmap_only(cpus, c);
-        fprintf(w->f, "%*s<object type=\"Core\" os_index=\"%u\"", indent, "", c);
-        xml_sets(w->f, cpus, nodes);
-        fprintf(w->f, " gp_index=\"%u\">\n%*s<object type=\"PU\" os_index=\"%u\"", w->gp++,
-                indent + 2, "", c);
-        xml_sets(w->f, cpus, nodes);
-        fprintf(w->f, " gp_index=\"%u\"/>\n%*s</object>\n", w->gp++, indent, "");
-    }
-    if (s->numas > 1) {
-        xml_nics(w, s, (int)p, (int)n, indent);
-        fprintf(w->f, "%*s</object>\n", indent - 2, "");
-    }
-    hwloc_bitmap_free(cpus);
-    hwloc_bitmap_free(nodes);
-}
-
-static void xml_package(struct xml_writer *w, const struct topo_spec *s, unsigned p)
-{
-    unsigned per = s->numas * s->cores;
-    hwloc_bitmap_t cpus = hwloc_bitmap_alloc(), nodes = hwloc_bitmap_alloc();
-
-    hwloc_bitmap_set_range(cpus, p * per, p * per + per - 1);
-    hwloc_bitmap_set_range(nodes, p * s->numas, p * s->numas + s->numas - 1);
-    fprintf(w->f, "    <object type=\"Package\" os_index=\"%u\"", p);
-    xml_sets(w->f, cpus, nodes);
-    fprintf(w->f, " gp_index=\"%u\">\n", w->gp++);
-    for (unsigned n = 0; n < s->numas; n++)
-        xml_numa(w, s, p, n, 6);
-    xml_nics(w, s, (int)p, -1, 6);
-    fprintf(w->f, "    </object>\n");
-    hwloc_bitmap_free(cpus);
-    hwloc_bitmap_free(nodes);
-}
-
-/* The <distances2> element: hwloc wants each value list with its length in characters. */
-static void xml_latency(FILE *f, const struct topo_spec *s)
-{
-    unsigned n = s->packages * s->numas;
-    char indexes[256] = "", values[1024] = "";
-    size_t il = 0, vl = 0;
-
-    for (unsigned i = 0; i < n; i++)
-        il += (size_t)snprintf(indexes + il, sizeof(indexes) - il, "%u ", i);
-    for (unsigned i = 0; i < n * n; i++)
-        vl += (size_t)snprintf(values + vl, sizeof(values) - vl, "%llu ",
-                               (unsigned long long)s->latency[i]);
-    EXPECT_TRUE(il < sizeof(indexes) && vl < sizeof(values));
-    fprintf(f,
-            "  <distances2 type=\"NUMANode\" nbobjs=\"%u\" kind=\"%d\" name=\"NUMALatency\""
-            " indexing=\"os\">\n    <indexes length=\"%zu\">%s</indexes>\n"
-            "    <u64values length=\"%zu\">%s</u64values>\n  </distances2>\n",
-            n, HWLOC_DISTANCES_KIND_FROM_OS | HWLOC_DISTANCES_KIND_MEANS_LATENCY, il, indexes, vl,
-            values);
-}
-
-/* hwloc 2.9's XML for the machine (the schema hwloc_topology_export_xmlbuffer writes). */
-static char *topo_xml(const struct topo_spec *s)
-{
-    struct xml_writer w = {.gp = 1};
-    unsigned npu = s->packages * s->numas * s->cores;
-    hwloc_bitmap_t cpus = hwloc_bitmap_alloc(), nodes = hwloc_bitmap_alloc();
-    char *xml = NULL, c[256], n[256];
-    size_t len = 0;
-
-    w.f = open_memstream(&xml, &len);
-    EXPECT_TRUE(w.f != NULL);
-    hwloc_bitmap_set_range(cpus, 0, npu - 1);
-    hwloc_bitmap_set_range(nodes, 0, s->packages * s->numas - 1);
-    hwloc_bitmap_snprintf(c, sizeof(c), cpus);
-    hwloc_bitmap_snprintf(n, sizeof(n), nodes);
-    fprintf(w.f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                 "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n<topology version=\"2.0\">\n");
-    fprintf(w.f, "  <object type=\"Machine\" os_index=\"0\"");
-    xml_sets(w.f, cpus, nodes);
-    fprintf(w.f, " allowed_cpuset=\"%s\" allowed_nodeset=\"%s\" gp_index=\"%u\">\n", c, n, w.gp++);
-    for (unsigned p = 0; p < s->packages; p++)
-        xml_package(&w, s, p);
-    xml_nics(&w, s, -1, -1, 4);
-    fprintf(w.f, "  </object>\n");
-    if (s->latency)
-        xml_latency(w.f, s);
-    fprintf(w.f, "</topology>\n");
-    fclose(w.f);
-    hwloc_bitmap_free(cpus);
-    hwloc_bitmap_free(nodes);
-    return xml;
-}
 
 /* The cpuset a NIC's non-I/O ancestor should have. */
 static void nic_expected_locality(hwloc_topology_t topo, const struct topo_spec *s,
                                   const struct nic_at *nic, hwloc_bitmap_t cpus)
 {
-    int numa = nic_numa(s, nic);
+    int numa = topo_nic_numa(s, nic);
 
     if (nic->package < 0) {
         hwloc_bitmap_copy(cpus, hwloc_topology_get_topology_cpuset(topo));
@@ -241,7 +60,8 @@ static void topo_check(hwloc_topology_t topo, const struct topo_spec *s)
         obj = NULL;
         while ((obj = hwloc_get_next_osdev(topo, obj)) != NULL &&
                (strcmp(obj->name, s->nics[i].name) ||
-                obj->attr->osdev.type != nic_osdev_type(&s->nics[i])))
+                obj->attr->osdev.type !=
+                    (s->nics[i].netdev ? HWLOC_OBJ_OSDEV_NETWORK : HWLOC_OBJ_OSDEV_OPENFABRICS)))
             ;
         EXPECT_TRUE(obj != NULL);
         EXPECT_EQ(obj->parent->type, HWLOC_OBJ_PCI_DEVICE);
@@ -268,6 +88,7 @@ static hwloc_topology_t topo_load(const struct topo_spec *s)
     char *xml = topo_xml(s);
     hwloc_topology_t topo;
 
+    EXPECT_TRUE(xml != NULL);
     EXPECT_EQ(hwloc_topology_init(&topo), 0);
     EXPECT_EQ(hwloc_topology_set_xmlbuffer(topo, xml, (int)strlen(xml) + 1), 0);
     EXPECT_EQ(hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT), 0);
@@ -361,7 +182,7 @@ EFARM_TEST(nic_xml_topology_has_os_devices)
                                    21, 21, 10, 11,
                                    21, 21, 11, 10};
     /* clang-format on */
-    struct topo_spec s = {2, 2, 2, nics, 4, lat};
+    struct topo_spec s = {2, 2, 2, nics, 4, lat, false};
     hwloc_topology_t topo = topo_load(&s);
     char *xml = topo_xml(&s);
     hwloc_topology_t bare;
@@ -382,7 +203,7 @@ EFARM_TEST(nic_one_socket_one_nic)
     static const struct nic_at nics[] = {NIC("rdmap0s6", 0, 0)};
     static const char *const names[] = {"rdmap0s6"};
     static const unsigned expected[] = {0, 0, 0, 0, 0, 0};
-    struct topo_spec s = {1, 1, 4, nics, 1, NULL};
+    struct topo_spec s = {1, 1, 4, nics, 1, NULL, false};
     hwloc_topology_t topo = topo_load(&s);
     struct ranks r = {0};
     struct efarm_nic_choice c;
@@ -408,7 +229,7 @@ EFARM_TEST(nic_one_socket_one_nic)
 static void two_by_two_core_bound(const uint64_t *latency)
 {
     static const unsigned expected[] = {0, 2, 0, 2, 1, 3, 1, 3};
-    struct topo_spec s = {2, 1, 4, g_two_by_two, 4, latency};
+    struct topo_spec s = {2, 1, 4, g_two_by_two, 4, latency, false};
     hwloc_topology_t topo = topo_load(&s);
     struct ranks r = {0};
     struct efarm_nic_choice c;
@@ -436,6 +257,28 @@ EFARM_TEST(nic_two_sockets_four_nics_core_bound_with_distances)
     two_by_two_core_bound(g_two_latency);
 }
 
+/*
+ * The same machine with its PUs numbered round-robin over the sockets (PU 0
+ * on socket 0, PU 1 on socket 1, ...), as many two-socket machines number
+ * them: ranks bound to PUs 0..7 alternate sockets, and each socket's ranks
+ * alternate between its two NICs.
+ */
+EFARM_TEST(nic_two_sockets_four_nics_interleaved_pus)
+{
+    static const unsigned expected[] = {0, 1, 2, 3, 0, 1, 2, 3};
+    struct topo_spec s = {2, 1, 4, g_two_by_two, 4, NULL, true};
+    hwloc_topology_t topo = topo_load(&s);
+    struct ranks r = {0};
+
+    EXPECT_EQ(topo_pu(&s, 1, 0, 0), 1);
+    EXPECT_TRUE(hwloc_bitmap_isset(hwloc_get_obj_by_type(topo, HWLOC_OBJ_PACKAGE, 1)->cpuset, 1));
+    for (unsigned pu = 0; pu < 8; pu++)
+        ranks_add_pu(&r, pu);
+    expect_choices(topo, g_two_by_two_names, 4, &r, NULL, expected);
+    ranks_free(&r);
+    hwloc_topology_destroy(topo);
+}
+
 EFARM_TEST(nic_socket_bound_balanced_by_position_not_rank)
 {
     /*
@@ -445,7 +288,7 @@ EFARM_TEST(nic_socket_bound_balanced_by_position_not_rank)
      * would get wrong.
      */
     static const unsigned expected[] = {0, 1, 2, 3, 0, 1};
-    struct topo_spec s = {2, 1, 4, g_two_by_two, 4, NULL};
+    struct topo_spec s = {2, 1, 4, g_two_by_two, 4, NULL, false};
     hwloc_topology_t topo = topo_load(&s);
     struct ranks r = {0};
     struct efarm_nic_choice c;
@@ -467,7 +310,7 @@ EFARM_TEST(nic_unbound_ranks_share_all_nics)
      * NICs among themselves; bound ranks keep to their socket's.
      */
     static const unsigned expected[] = {0, 0, 1, 1, 2, 2, 3, 0};
-    struct topo_spec s = {2, 1, 4, g_two_by_two, 4, NULL};
+    struct topo_spec s = {2, 1, 4, g_two_by_two, 4, NULL, false};
     hwloc_topology_t topo = topo_load(&s);
     struct ranks r = {0};
     struct efarm_nic_choice c;
@@ -502,7 +345,7 @@ struct big_node {
 
 static void big_node_load(struct big_node *b)
 {
-    struct topo_spec s = {2, 1, 24, b->nics, TEST_MAX_NICS, g_two_latency};
+    struct topo_spec s = {2, 1, 24, b->nics, TEST_MAX_NICS, g_two_latency, false};
 
     for (unsigned i = 0; i < TEST_MAX_NICS; i++) {
         snprintf(b->names_buf[i], sizeof(b->names_buf[i]), "rdmap%us27", 16 + i);
@@ -569,7 +412,7 @@ EFARM_TEST(nic_numa_distance_orders_remote_nics)
                                    30, 20, 30, 10};
     /* clang-format on */
     static const unsigned expected[] = {1, 1, 0, 0, 1, 1, 0, 0};
-    struct topo_spec s = {4, 1, 2, nics, 3, lat};
+    struct topo_spec s = {4, 1, 2, nics, 3, lat, false};
     hwloc_topology_t topo = topo_load(&s);
     struct ranks r = {0};
     struct efarm_nic_choice c;
@@ -622,7 +465,7 @@ EFARM_TEST(nic_remote_nics_equal_without_distances)
                                           10,  50,  10, 100};
     /* clang-format on */
     static const unsigned expected[] = {0, 1, 0, 0, 1, 1, 0, 1};
-    struct topo_spec s = {4, 1, 2, nics, 2, NULL};
+    struct topo_spec s = {4, 1, 2, nics, 2, NULL, false};
     hwloc_topology_t topo = topo_load(&s);
     struct ranks r = {0};
     struct efarm_nic_choice c;
@@ -652,7 +495,7 @@ EFARM_TEST(nic_numa_node_then_package)
     static const struct nic_at nics[] = {NIC("n01", 0, 1), NIC("p0", 0, -1), NIC("n10", 1, 0)};
     static const char *const names[] = {"n01", "p0", "n10"};
     static const unsigned expected[] = {0, 0, 2, 2, 1, 0};
-    struct topo_spec s = {2, 2, 2, nics, 3, NULL};
+    struct topo_spec s = {2, 2, 2, nics, 3, NULL, false};
     hwloc_topology_t topo = topo_load(&s);
     struct ranks r = {0};
     struct efarm_nic_choice c;
@@ -691,7 +534,7 @@ EFARM_TEST(nic_iface_limits_candidates)
     /* Only socket 1's NICs: socket 0 finds them equally far, so all eight share them. */
     static const unsigned expected_remote[] = {1, 3, 1, 3, 1, 3, 1, 3};
     static const unsigned expected_all[] = {0, 2, 0, 2, 1, 3, 1, 3};
-    struct topo_spec s = {2, 1, 4, g_two_by_two, 4, NULL};
+    struct topo_spec s = {2, 1, 4, g_two_by_two, 4, NULL, false};
     hwloc_topology_t topo = topo_load(&s);
     struct ranks r = {0};
     struct efarm_nic_choice c;
@@ -741,7 +584,7 @@ static char *capture_stderr_end(int saved, FILE *tmp)
 
 EFARM_TEST(nic_iface_naming_no_device_is_enodev)
 {
-    struct topo_spec s = {2, 1, 4, g_two_by_two, 4, NULL};
+    struct topo_spec s = {2, 1, 4, g_two_by_two, 4, NULL, false};
     hwloc_topology_t topo = topo_load(&s);
     struct efarm_nic_choice c, untouched;
     struct ranks r = {0};
@@ -767,7 +610,7 @@ EFARM_TEST(nic_iface_naming_no_device_is_enodev)
 
 EFARM_TEST(nic_iface_unknown_entry_warned_by_local_rank_0)
 {
-    struct topo_spec s = {2, 1, 4, g_two_by_two, 4, NULL};
+    struct topo_spec s = {2, 1, 4, g_two_by_two, 4, NULL, false};
     hwloc_topology_t topo = topo_load(&s);
     struct ranks r = {0};
     struct efarm_nic_choice c;
@@ -795,7 +638,7 @@ EFARM_TEST(nic_no_locality_balanced_by_local_rank)
     /* efasim's devices: not in the topology, so all equal, shared by bound and unbound alike. */
     static const char *const names[] = {"efa_0", "efa_1", "efa_2"};
     static const unsigned expected[] = {0, 1, 2, 0, 1, 2, 0};
-    struct topo_spec s = {2, 1, 4, NULL, 0, g_two_latency};
+    struct topo_spec s = {2, 1, 4, NULL, 0, g_two_latency, false};
     hwloc_topology_t topo = topo_load(&s);
     struct ranks r = {0};
     struct efarm_nic_choice c;
@@ -826,7 +669,7 @@ static void located_and_not(const uint64_t *latency, const unsigned *expected)
 {
     static const struct nic_at nics[] = {NIC("rdmap16s27", 0, 0), NETDEV("efa_0", 1, 0)};
     static const char *const names[] = {"efa_0", "rdmap16s27"};
-    struct topo_spec s = {2, 1, 4, nics, 2, latency};
+    struct topo_spec s = {2, 1, 4, nics, 2, latency, false};
     hwloc_topology_t topo = topo_load(&s);
     struct ranks r = {0};
 
@@ -864,7 +707,7 @@ EFARM_TEST(nic_no_locality_after_nic_with_distance)
 
 EFARM_TEST(nic_bad_arguments)
 {
-    struct topo_spec s = {1, 1, 2, NULL, 0, NULL};
+    struct topo_spec s = {1, 1, 2, NULL, 0, NULL, false};
     hwloc_topology_t topo = topo_load(&s);
     static const char *const names[] = {"efa_0", NULL};
     hwloc_bitmap_t empty = hwloc_bitmap_alloc();
@@ -896,7 +739,7 @@ EFARM_TEST(nic_bad_arguments)
 
 EFARM_TEST(nic_choice_printed)
 {
-    struct topo_spec s = {2, 1, 4, g_two_by_two, 4, NULL};
+    struct topo_spec s = {2, 1, 4, g_two_by_two, 4, NULL, false};
     hwloc_topology_t topo = topo_load(&s);
     struct ranks r = {0};
     struct efarm_nic_choice c;
