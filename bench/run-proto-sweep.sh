@@ -2,12 +2,23 @@
 # Two-sided subprotocol sweep: the one-way latency (median of efarm-pingpong's
 # round trips, halved) of every subprotocol forced by EFARM_PROTO, and of the
 # selection policy (auto), at every size from 0 to 64 MiB: powers of two and
-# the boundaries +-1 (one packet, EFARM_MEDIUM_MAX, EFARM_READ_MIN). Prints the
-# table with, per size, the best forced subprotocol and auto's ratio to it
-# (marked when above 1.10), auto's 128 KiB / 64 KiB latency ratio, and writes
-# build/bench/proto-sweep.png (gnuplot, when installed).
+# the boundaries +-1 (one packet, the reference's 64 KiB and 1 MiB, and the
+# medium and read thresholds of the policy in force, from efarm-info --policy).
+# Prints the table with, per size, the best forced subprotocol and auto's
+# ratio to it (marked when above 1.10), auto's 128 KiB / 64 KiB latency ratio,
+# and writes build/bench/proto-sweep.png (gnuplot, when installed). The policy
+# is whatever EFARM_PROFILE and the thresholds' tunables say in the caller's
+# environment (auto: efasim's measured profile on efasim).
 #
 #   bench/run-proto-sweep.sh BUILD_DIR [--quick] [--runs N] [--max SIZE]
+#                            [--write-profile FILE [--measure-register]]
+#
+# --write-profile FILE: calibration. Writes the forced subprotocols' figures
+# above one packet as a selection profile (EFARM_PROFILE=FILE then uses it;
+# doc/PROTOCOL-SELECTION.md). --measure-register also times long-read with the
+# registration cache off (EFARM_MR_CACHE=0) at 1, 4 and 16 MiB and writes the
+# difference as the cost of registering (least squares, at least 0); without
+# it the profile says registering costs nothing.
 #
 # --quick: sizes up to 2 MiB (or --max), a twentieth of the round trips (a
 # smoke run: CI's). --runs N: the whole sweep N times, variants alternating
@@ -20,13 +31,15 @@ set -euo pipefail
 
 build=${1:?usage: run-proto-sweep.sh BUILD_DIR [--quick] [--runs N] [--max SIZE]}
 shift
-quick=0 runs=1 max=
+quick=0 runs=1 max= profile_out= measure_reg=0
 while [ $# -gt 0 ]; do
     case $1 in
     --quick) quick=1; shift ;;
     --runs) runs=${2:?--runs needs a number}; shift 2 ;;
     --max) max=${2:?--max needs a size}; shift 2 ;;
-    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --write-profile) profile_out=${2:?--write-profile needs a file}; shift 2 ;;
+    --measure-register) measure_reg=1; shift ;;
+    -h | --help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run-proto-sweep: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -53,9 +66,16 @@ probe=$(seq -s, 8865 8928) # efarm-pingpong takes 64 sizes at most
 fit=$("$pp" --sizes "$probe" --iters 1 | awk -F'|' '$2 ~ /eager/ {gsub(/ /, "", $1); f = $1} END {print f}')
 [ -n "$fit" ] || { echo "run-proto-sweep: could not find the eager size" >&2; exit 1; }
 
+# The policy's own thresholds (medium max, read min) in this environment.
+info=$build/tools/efarm-info
+policy=$("$info" --policy 2>/dev/null | grep -m1 'medium up to' || true)
+pmed=$(sed -n 's/.*medium up to \([0-9]*\) B.*/\1/p' <<<"$policy")
+pread=$(sed -n 's/.*reads from \([0-9]*\) B.*/\1/p' <<<"$policy")
+profile_name=$("$info" --policy 2>/dev/null | sed -n 's/.*: profile \(.*\)$/\1/p' | head -1)
+
 sizes="0"
 for ((s = 1; s <= max; s *= 2)); do sizes+=" $s"; done
-for b in "$fit" 65536 1048576; do
+for b in "$fit" 65536 1048576 ${pmed:-} ${pread:-}; do
     for s in $((b - 1)) "$b" $((b + 1)); do [ "$s" -le "$max" ] && sizes+=" $s"; done
 done
 sizes=$(tr ' ' '\n' <<<"$sizes" | sort -n -u | tr '\n' ' ')
@@ -139,6 +159,38 @@ awk -v vlist="${variants[*]}" -v png="$out/proto-sweep.dat" '
     }' "$tmp/best"
 echo "one-way latency, median of each run's round trips / 2, best of $runs run(s);" \
     "eager carries up to $fit B here; round trips per size ${iters[*]} (<=1 MiB+1, above)"
+echo "policy: profile ${profile_name:-?}, medium up to ${pmed:-?} B, reads from ${pread:-?} B" \
+    "(efarm-info --policy)"
+
+# Calibration: the forced figures above one packet as a profile.
+if [ -n "$profile_out" ]; then
+    reg_base=0 reg_mib=0
+    if [ $measure_reg = 1 ]; then
+        for cache in 1 0; do
+            EFARM_PROTO=longread EFARM_MR_CACHE=$cache timeout 600 "$pp" --sizes 1M,4M,16M \
+                --iters "${iters[1]}" >"$tmp/reg.$cache" 2>&1
+        done
+        # bytes extra-us per size, then a least-squares line, clamped at 0.
+        read -r reg_base reg_mib < <(join <(awk -F'|' '$1 ~ /^ *[0-9]+ *$/ {split($3, l, " "); gsub(/ /, "", $1); print $1, l[1]}' "$tmp/reg.1" | sort) \
+            <(awk -F'|' '$1 ~ /^ *[0-9]+ *$/ {split($3, l, " "); gsub(/ /, "", $1); print $1, l[1]}' "$tmp/reg.0" | sort) |
+            awk '{x = $1 / 1048576; y = $3 - $2; n++; sx += x; sy += y; sxx += x * x; sxy += x * y}
+                END {b = n * sxx - sx * sx ? (n * sxy - sx * sy) / (n * sxx - sx * sx) : 0
+                     a = (sy - b * sx) / n; if (a < 0) a = 0; if (b < 0) b = 0; printf "%.2f %.3f\n", a, b}')
+    fi
+    {
+        echo "# efarm selection profile: bench/run-proto-sweep.sh --write-profile, $(date -u +%Y-%m-%d)"
+        echo "# one-way latency (us) of each subprotocol forced, best of $runs run(s), above one packet ($fit B)"
+        echo "name calibrated-$(hostname -s 2>/dev/null || echo host)"
+        if [ $measure_reg = 1 ]; then
+            echo "register $reg_base $reg_mib   # measured: long-read with EFARM_MR_CACHE=0 minus with the cache"
+        else
+            echo "register 0 0   # not measured (--measure-register)"
+        fi
+        awk -v fit="$fit" '$1 != "auto" && $1 != "eager" && $1 == $3 && $2 > fit { print $1, $2, $4 }' \
+            "$tmp/best" | sort -k1,1 -k2,2n
+    } >"$profile_out"
+    echo "profile: $profile_out ($(grep -c '^[a-z]* [0-9]' "$profile_out") points; EFARM_PROFILE=$profile_out uses it)"
+fi
 
 if command -v gnuplot >/dev/null 2>&1; then
     gnuplot <<EOF || echo "run-proto-sweep: gnuplot failed; the table above stands"

@@ -110,8 +110,20 @@ step bench-device-runs env EFARM_DEVICE=sim EFARM_EFASIM_PATH="$root/gcc/src/efa
 step bench-proto-runs env EFARM_DEVICE=sim EFARM_EFASIM_PATH="$root/gcc/src/efasim/.libs" \
     "$root/gcc/bench/bench-proto" 200
 # The subprotocol sweep as a smoke run: every forced subprotocol carries some size
-# (its timings are figures for bench/README.md, never judged here).
-step proto-sweep-smoke bash "$top/bench/run-proto-sweep.sh" "$root/gcc" --quick
+# (its timings are figures for bench/README.md, never judged here); it also writes
+# its figures as a selection profile (calibration), which efarm-info must then load
+# and print (the thresholds it gives are figures of this machine, not judged).
+step proto-sweep-smoke bash "$top/bench/run-proto-sweep.sh" "$root/gcc" --quick \
+    --write-profile "$root/bench/smoke.profile"
+policy_print() {
+    local env="EFARM_DEVICE=sim EFARM_EFASIM_PATH=$root/gcc/src/efasim/.libs"
+    env $env "$root/gcc/tools/efarm-info" --policy | grep -q ': profile efasim$' &&
+        env $env EFARM_PROFILE=reference "$root/gcc/tools/efarm-info" --policy |
+        grep -q 'medium up to 65536 B, reads from 1048576 B' &&
+        env $env EFARM_PROFILE="$root/bench/smoke.profile" "$root/gcc/tools/efarm-info" --policy |
+        grep -q ': profile calibrated-'
+}
+step policy-print policy_print
 
 fuzz_build() {
     mkdir -p "$root/fuzz" && cd "$root/fuzz" &&

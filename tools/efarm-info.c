@@ -1,22 +1,48 @@
 /*
  * efarm-info: every efarm tunable (EFARM_*) with its default, the value in
  * force and why it exists; the protocol engine's per-object sizes and its
- * counters; then the devices efarm sees and their capabilities.
+ * counters; then the devices efarm sees and their capabilities, and the
+ * subprotocol selection policy on the first of them (its profile, thresholds
+ * and, per message size, the subprotocol picked and why).
+ *
+ *   efarm-info             all of it
+ *   efarm-info --policy    only the selection policy
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "efarm_config.h"
 #include "efarm_device.h"
 #include "efarm_errno.h"
 #include "efarm_proto.h"
 
-int main(void)
+static int print_policy(void)
+{
+    struct efarm_device_caps caps[16];
+    int n = efarm_device_query_all(caps, 16);
+
+    if (n <= 0) {
+        printf("\nno devices (%s): the policy depends on the device\n",
+               efarm_strerror(n ? n : -19));
+        return 1;
+    }
+    printf("\n");
+    return efarm_policy_print(stdout, caps[0].name, caps[0].max_msg_size) ? 1 : 0;
+}
+
+int main(int argc, char **argv)
 {
     struct efarm_device_caps caps[16];
     int n;
 
     struct efarm_proto_sizes sizes;
 
+    if (argc == 2 && !strcmp(argv[1], "--policy"))
+        return print_policy();
+    if (argc != 1) {
+        fprintf(stderr, "usage: efarm-info [--policy]\n");
+        return 2;
+    }
     efarm_config_print(stdout);
     efarm_proto_sizes(NULL, &sizes);
     const struct efarm_config *c = efarm_config();
@@ -52,5 +78,5 @@ int main(void)
                (unsigned long long)caps[i].max_rdma_size, caps[i].rdma_read ? "yes" : "no",
                caps[i].rdma_write ? "yes" : "no", caps[i].rnr_retry ? "yes" : "no",
                caps[i].cq_with_sgid ? "yes" : "no", caps[i].device_version);
-    return 0;
+    return print_policy();
 }

@@ -113,6 +113,14 @@ int efarm_mr_cache_get(struct efarm_mr_cache *cache, void *addr, size_t len, uns
                        struct efarm_mr_ref *ref_p);
 
 /*
+ * Whether a registration in the cache already covers [addr, addr + len) with
+ * access, so that efarm_mr_cache_get() would hit (false for a NULL cache or
+ * with caching off). Takes no reference; for choosing a protocol.
+ */
+bool efarm_mr_cache_covers(struct efarm_mr_cache *cache, const void *addr, size_t len,
+                           unsigned access);
+
+/*
  * Give back a reference taken by efarm_mr_cache_get() and clear it; putting a
  * cleared reference does nothing. The registration is deregistered here if it
  * was the last reference to a registration no longer cached.

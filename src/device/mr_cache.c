@@ -749,6 +749,19 @@ void efarm_mr_cache_close(struct efarm_mr_cache *c)
     free(c);
 }
 
+bool efarm_mr_cache_covers(struct efarm_mr_cache *c, const void *addr, size_t len, unsigned access)
+{
+    uintptr_t lo = (uintptr_t)addr;
+    bool hit;
+
+    if (!c || !len || len > UINTPTR_MAX - lo)
+        return false;
+    mr_cache_lock(c);
+    hit = c->caching && mr_lookup(c, lo, lo + len, access) != NULL;
+    mr_cache_unlock(c);
+    return hit;
+}
+
 int efarm_mr_cache_get(struct efarm_mr_cache *c, void *addr, size_t len, unsigned access,
                        struct efarm_mr_ref *ref_p)
 {

@@ -68,7 +68,7 @@ static void register_pvars(void)
                               "EFARM", doc);
     MPIDI_EFARM_NM_COUNTER_LIST(MPIDI_EFARM_NM_PVAR_)
 #undef MPIDI_EFARM_NM_PVAR_
-    /* The NIC choice of init_local: facts, not counters. */
+    /* The NIC choice and the selection thresholds of init_local: facts, not counters. */
 #define MPIDI_EFARM_NIC_PVAR_(name, doc)                                                           \
     MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_GENERIC, MPI_UNSIGNED_LONG_LONG, "efarm_nm_" #name, \
                               &MPIDI_EFARM_global.name, 1, MPI_T_ENUM_NULL,                        \
@@ -81,6 +81,10 @@ static void register_pvars(void)
     MPIDI_EFARM_NIC_PVAR_(nic_devices, "EFA devices the verbs library lists")
     MPIDI_EFARM_NIC_PVAR_(nic_sharing, "ranks of this node sharing the same nearest devices")
     MPIDI_EFARM_NIC_PVAR_(nic_local_ranks, "ranks on this node, as the NIC choice counted them")
+    MPIDI_EFARM_NIC_PVAR_(medium_max, "largest medium message (EFARM_MEDIUM_MAX or the profile)")
+    MPIDI_EFARM_NIC_PVAR_(read_min, "smallest read-protocol message, registered buffer")
+    MPIDI_EFARM_NIC_PVAR_(read_min_unreg, "smallest read-protocol message, unregistered buffer")
+    MPIDI_EFARM_NIC_PVAR_(runt_min, "smallest runting-read message (2^64-1: never)")
 #undef MPIDI_EFARM_NIC_PVAR_
 }
 
@@ -265,6 +269,15 @@ int MPIDI_EFARM_init_local(int *tag_bits)
         goto fn_fail;
     }
     MPIDI_EFARM_global.ep = ep;
+    {
+        struct efarm_ep_policy pol;
+
+        efarm_ep_policy(ep, &pol);
+        MPIDI_EFARM_global.medium_max = pol.medium_max;
+        MPIDI_EFARM_global.read_min = pol.read_min;
+        MPIDI_EFARM_global.read_min_unreg = pol.read_min_unreg;
+        MPIDI_EFARM_global.runt_min = pol.runt_min;
+    }
     MPIDI_EFARM_global.yield_polls = (unsigned)efarm_config()->yield_polls;
     MPIDI_EFARM_global.idle_polls = 0;
     register_pvars();

@@ -15,7 +15,11 @@
  * buffer is free, instead of when the peer's device acknowledges them.
  *
  * A noncontiguous datatype is packed into one buffer first: the engine sends
- * from one contiguous buffer.
+ * from one contiguous buffer, told by EFARM_SEND_TEMP_BUF that it is a
+ * temporary (subprotocol selection then counts a read protocol's registration).
+ * MPI_Ssend is EFARM_SEND_DC. Persistent requests cannot be told apart here;
+ * their reused buffers stay in the registration cache, which the selection
+ * asks.
  *
  * MPI_PROC_NULL, sends to self on a size-1 communicator, and rsend/bsend/
  * persistent requests are handled by ch4 and MPICH above this layer, which
@@ -80,6 +84,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send(const void *buf, MPI_Aint count,
         MPIR_Assert(packed == data_sz);
         MPIDI_EFARM_REQ(sreq).pack_buf = pack_buf;
         send_buf = pack_buf;
+        flags |= EFARM_SEND_TEMP_BUF; /* a read protocol would register it for this send alone */
     }
 
     if (unlikely(tag & MPIDI_EFARM_TAG_ERROR_BITS)) {

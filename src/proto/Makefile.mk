@@ -16,6 +16,7 @@ libefarm_la_SOURCES += \
 	src/proto/proto_rx.c \
 	src/proto/proto_ops.c \
 	src/proto/proto_select.c \
+	src/proto/proto_profile.c \
 	src/proto/msg_send.c \
 	src/proto/msg_recv.c \
 	src/proto/rma.c \

@@ -87,6 +87,13 @@ const char *efarm_proto_name(enum efarm_proto_kind proto);
  * Ignored with EFARM_SEND_DC; read protocols still complete at EOR.
  */
 #define EFARM_SEND_INJECT 0x4u
+/*
+ * A hint for subprotocol selection: the buffer is a temporary (a packed copy
+ * of noncontiguous data) that goes away when the send completes, so a read
+ * protocol would register it for this send alone (the unregistered-buffer
+ * threshold applies without asking the registration cache).
+ */
+#define EFARM_SEND_TEMP_BUF 0x8u
 
 struct efarm_req;
 typedef void (*efarm_req_cb_fn)(struct efarm_req *req);
@@ -137,6 +144,8 @@ struct efarm_ep_attr {
     uint32_t rx_full_timeout_ms;
     uint32_t rx_reserve, recvwin;
     uint64_t eager_max, medium_max, read_min, runt_size;
+    uint64_t read_min_unreg, runt_min; /* 0: the tunable, then the profile */
+    const char *profile;               /* EFARM_PROFILE's values; NULL: the tunable */
     uint32_t max_reads, cts_credits, rx_window;
     uint32_t rnr_retry, rnr_backoff_us, rnr_backoff_max_us;
     bool no_rdma_read;       /* advertise and use no RDMA read whatever the tunable says */
@@ -179,6 +188,27 @@ void efarm_ep_addr(const struct efarm_ep *ep, uint8_t raw[EFARM_RAW_ADDR_LEN]);
 
 /* The device capabilities in use (owned by the endpoint). */
 const struct efarm_device_caps *efarm_ep_caps(const struct efarm_ep *ep);
+
+/* The two-sided selection thresholds in force on an endpoint, and where they came from. */
+struct efarm_ep_policy {
+    char profile[64];        /* EFARM_PROFILE's profile: reference, efasim or a file's name */
+    uint64_t medium_max;     /* largest medium message */
+    uint64_t read_min;       /* smallest read-protocol message (registered buffer) */
+    uint64_t read_min_unreg; /* the same for a buffer to be registered first */
+    uint64_t runt_min;       /* smallest runting read; UINT64_MAX: never */
+};
+void efarm_ep_policy(const struct efarm_ep *ep, struct efarm_ep_policy *policy_p);
+
+/*
+ * Print the selection policy an endpoint on device_name (MTU mtu) would have
+ * with the tunables in force: its profile and thresholds, then per message
+ * size (powers of two to 64 MiB and each threshold +-1) the subprotocol a
+ * tagged send picks and why, for a peer with RDMA and runting read, no read
+ * in flight and a registered buffer, and the columns where one fact differs:
+ * an unregistered buffer, an ssend (delivery complete), 1024 peers, no RDMA
+ * read. For efarm-info. Returns 0, or the profile's error (-EINVAL, logged).
+ */
+int efarm_policy_print(FILE *out, const char *device_name, uint32_t mtu);
 
 /*
  * Insert a raw address; returns 0 and the peer in *peer_p. Inserting an

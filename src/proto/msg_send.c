@@ -469,10 +469,18 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
                           efarm_peer_has(st, EFARM_EXTRA_FEATURE_RDMA_READ),
         .peer_runt_read = (ep->extra_info & EFARM_EXTRA_FEATURE_RUNT_READ) &&
                           efarm_peer_has(st, EFARM_EXTRA_FEATURE_RUNT_READ),
+        .npeers = ep->npeer_states,
         .reads_inflight = ep->reads_inflight,
         .runt_bytes_in_flight = st->runt_bytes_in_flight,
     };
     uint8_t eager_type = req_type(EFARM_PROTO_EAGER, tagged, dc);
+
+    /* Registered already? Only asked where the answer changes the choice. */
+    if (in.peer_rdma_read && ep->p.read_min_cold != ep->p.read_min &&
+        op->len >= (ep->p.read_min < ep->p.read_min_cold ? ep->p.read_min : ep->p.read_min_cold))
+        in.buf_cold =
+            (op->flags & EFARM_OPF_TEMP_BUF) ||
+            !efarm_mr_cache_covers(ep->mr_cache, op->buf, op->len, EFARM_DEV_ACCESS_REMOTE_READ);
     enum efarm_proto_kind proto;
 
     if (dc && !efarm_peer_has(st, EFARM_EXTRA_FEATURE_DELIVERY_COMPLETE)) {
@@ -551,7 +559,7 @@ static int send_start(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, u
     struct efarm_op *op;
 
     if (req == NULL || peer >= ep->npeers || (len && buf == NULL) ||
-        (flags & ~(EFARM_SEND_DC | EFARM_SEND_CQ_DATA | EFARM_SEND_INJECT)))
+        (flags & ~(EFARM_SEND_DC | EFARM_SEND_CQ_DATA | EFARM_SEND_INJECT | EFARM_SEND_TEMP_BUF)))
         return -EINVAL;
     st = efarm_peer_state_get(ep, peer);
     if (st == NULL)
@@ -583,7 +591,9 @@ static int send_start(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, u
     op->flags =
         (tagged ? EFARM_OPF_TAGGED : 0) | (flags & EFARM_SEND_DC ? EFARM_OPF_DC : 0) |
         (flags & EFARM_SEND_CQ_DATA ? EFARM_OPF_CQ_DATA : 0) |
-        ((flags & (EFARM_SEND_INJECT | EFARM_SEND_DC)) == EFARM_SEND_INJECT ? EFARM_OPF_INJECT : 0);
+        ((flags & (EFARM_SEND_INJECT | EFARM_SEND_DC)) == EFARM_SEND_INJECT ? EFARM_OPF_INJECT
+                                                                            : 0) |
+        (flags & EFARM_SEND_TEMP_BUF ? EFARM_OPF_TEMP_BUF : 0);
     /* Behind a send that waits for the HANDSHAKE, or itself waiting for it (DC). */
     if (!efarm_list_empty(&st->hs_waiters) ||
         ((flags & EFARM_SEND_DC) && !(st->flags & EFARM_PS_HS_RECEIVED))) {

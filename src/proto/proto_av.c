@@ -180,6 +180,7 @@ struct efarm_peer_state *efarm_peer_state_get(struct efarm_ep *ep, efarm_peer_t 
     efarm_list_init(&st->hs_waiters);
     efarm_list_init(&st->overflow);
     p->st = st;
+    ep->npeer_states++;
     return st;
 }
 

@@ -87,6 +87,8 @@ static int params_resolve(const struct efarm_ep_attr *a, struct efarm_ep_params 
     p->eager_max = pick_u64(a->eager_max, c->eager_max);
     p->medium_max = pick_u64(a->medium_max, c->medium_max);
     p->read_min = pick_u64(a->read_min, c->read_min);
+    p->read_min_cold = pick_u64(a->read_min_unreg, c->read_min_unreg);
+    p->runt_min = pick_u64(a->runt_min, c->runt_min);
     p->runt_size = pick_u64(a->runt_size, c->runt_size);
     p->max_reads = pick_u32(a->max_reads, c->max_reads);
     p->cts_credits = pick_u32(a->cts_credits, c->cts_credits);
@@ -133,6 +135,124 @@ static int params_resolve(const struct efarm_ep_attr *a, struct efarm_ep_params 
                   "endpoint parameters out of range (EFARM_RECVWIN must be a power of 2 up to "
                   "65536, EFARM_MAX_OPS at most 65535, EFARM_RNR_RETRY at most 7)");
         return -EINVAL;
+    }
+    return 0;
+}
+
+/*
+ * The selection thresholds not set by attribute or tunable, from the profile
+ * (proto_profile.c) for messages above one packet of this device. An explicit
+ * EFARM_READ_MIN is also the default of the unregistered-buffer and runting
+ * thresholds, as it was before profiles.
+ */
+int efarm_thresholds_resolve(const char *profile, const char *device_name, uint32_t mtu,
+                             struct efarm_ep_params *p)
+{
+    struct efarm_profile pr; /* 3 KiB, once per endpoint open */
+    struct efarm_thresholds t;
+    int ret;
+
+    ret = efarm_profile_load(profile, device_name, &pr);
+    if (ret)
+        return ret;
+    efarm_profile_derive(&pr, mtu, &t);
+    snprintf(p->profile, sizeof(p->profile), "%s", pr.name);
+    if (!p->read_min_cold)
+        p->read_min_cold = p->read_min ? p->read_min : t.read_min_cold;
+    if (!p->runt_min)
+        p->runt_min = p->read_min ? p->read_min : t.runt_min;
+    if (!p->medium_max)
+        p->medium_max = t.medium_max;
+    if (!p->read_min)
+        p->read_min = t.read_min;
+    return 0;
+}
+
+/* The sizes efarm_policy_print() lists: powers of two, one packet and each threshold +-1. */
+static unsigned policy_sizes(const struct efarm_ep_params *p, uint64_t eager_fit, uint64_t out[96])
+{
+    uint64_t marks[] = {eager_fit, p->medium_max, p->read_min, p->read_min_cold, p->runt_min};
+    unsigned n = 0;
+
+    out[n++] = 0;
+    for (unsigned k = 0; k <= 26; k++)
+        out[n++] = 1ull << k;
+    for (unsigned m = 0; m < sizeof(marks) / sizeof(marks[0]); m++)
+        for (int d = -1; d <= 1; d++)
+            if (marks[m] && marks[m] < (1ull << 26) && marks[m] + (uint64_t)(int64_t)d > 0)
+                out[n++] = marks[m] + (uint64_t)(int64_t)d;
+    /* Sort, drop repeats. */
+    for (unsigned i = 1; i < n; i++)
+        for (unsigned j = i; j > 0 && out[j - 1] > out[j]; j--) {
+            uint64_t t = out[j];
+
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+    unsigned m = 0;
+
+    for (unsigned i = 0; i < n; i++)
+        if (!m || out[m - 1] != out[i])
+            out[m++] = out[i];
+    return m;
+}
+
+static void policy_size(FILE *out, const char *before, uint64_t size, const char *after)
+{
+    if (size == UINT64_MAX)
+        fprintf(out, "%snever (it never wins in the profile)%s", before, after);
+    else
+        fprintf(out, "%s%llu B%s", before, (unsigned long long)size, after);
+}
+
+int efarm_policy_print(FILE *out, const char *device_name, uint32_t mtu)
+{
+    static const struct efarm_ep_attr none;
+    struct efarm_ep_params p;
+    uint64_t sizes[96], eager_fit;
+    unsigned n;
+    int ret;
+
+    memset(&p, 0, sizeof(p));
+    ret = params_resolve(&none, &p);
+    if (ret)
+        return ret;
+    ret = efarm_thresholds_resolve(efarm_config()->profile, device_name, mtu, &p);
+    if (ret)
+        return ret;
+    /* A tagged eager REQ with the connid header, as to a peer that asked for it. */
+    eager_fit =
+        mtu - efarm_pkt_type_info(EFARM_PKT_EAGER_TAGRTM)->hdr_size - EFARM_REQ_OPT_CONNID_LEN;
+    fprintf(out, "selection policy on %s (MTU %u): profile %s\n", device_name, mtu, p.profile);
+    fprintf(out, "  eager up to %llu B (one packet%s), medium up to %llu B, ",
+            (unsigned long long)(p.eager_max && p.eager_max < eager_fit ? p.eager_max : eager_fit),
+            p.eager_max ? ", EFARM_EAGER_MAX" : "", (unsigned long long)p.medium_max);
+    policy_size(out, "reads from ", p.read_min, " (registered buffer) / ");
+    policy_size(out, "", p.read_min_cold, " (unregistered), ");
+    policy_size(out, "runting read from ", p.runt_min, "");
+    fprintf(out, ",\n  medium only while size x peers <= EFARM_UNEXP_BYTES %llu; forced: %s\n\n",
+            (unsigned long long)p.unexp_bytes, p.force >= 0 ? efarm_proto_name(p.force) : "none");
+    fprintf(out, "%12s  %-9s %-9s %-9s %-9s %-9s  %s\n", "bytes", "default", "unreg", "ssend",
+            "1024peers", "noread", "why (default)");
+    n = policy_sizes(&p, eager_fit, sizes);
+    for (unsigned i = 0; i < n; i++) {
+        struct efarm_select_in base = {.len = sizes[i],
+                                       .eager_fit = eager_fit,
+                                       .peer_rdma_read = p.rdma_read,
+                                       .peer_runt_read = p.rdma_read,
+                                       .npeers = 1};
+        struct efarm_select_in v[4] = {base, base, base, base};
+        char why[512];
+        enum efarm_proto_kind d = efarm_proto_select_why(&p, &base, why, sizeof(why));
+
+        v[0].buf_cold = true;
+        v[1].flags = EFARM_SEND_DC;
+        v[2].npeers = 1024;
+        v[3].peer_rdma_read = v[3].peer_runt_read = false;
+        fprintf(out, "%12llu  %-9s", (unsigned long long)sizes[i], efarm_proto_name(d));
+        for (int k = 0; k < 4; k++)
+            fprintf(out, " %-9s", efarm_proto_name(efarm_proto_select(&p, &v[k])));
+        fprintf(out, "  %s\n", why);
     }
     return 0;
 }
@@ -192,6 +312,10 @@ int efarm_ep_open(const struct efarm_ep_attr *attr, struct efarm_ep **ep_p)
         ret = -EINVAL;
         goto err_close_dev;
     }
+    ret = efarm_thresholds_resolve(a.profile ? a.profile : efarm_config()->profile, ep->caps.name,
+                                   ep->mtu, &ep->p);
+    if (ret)
+        goto err_close_dev;
     efarm_dev_ep_raw_addr(ep->dev, ep->raw_addr);
     ep->connid = efarm_dev_ep_connid(ep->dev);
     ep->extra_info = our_extra_info(ep);
@@ -268,6 +392,15 @@ void efarm_ep_close(struct efarm_ep *ep)
 void efarm_ep_addr(const struct efarm_ep *ep, uint8_t raw[EFARM_RAW_ADDR_LEN])
 {
     memcpy(raw, ep->raw_addr, EFARM_RAW_ADDR_LEN);
+}
+
+void efarm_ep_policy(const struct efarm_ep *ep, struct efarm_ep_policy *out)
+{
+    snprintf(out->profile, sizeof(out->profile), "%s", ep->p.profile);
+    out->medium_max = ep->p.medium_max;
+    out->read_min = ep->p.read_min;
+    out->read_min_unreg = ep->p.read_min_cold;
+    out->runt_min = ep->p.runt_min;
 }
 
 const struct efarm_device_caps *efarm_ep_caps(const struct efarm_ep *ep)

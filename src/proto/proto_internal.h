@@ -179,6 +179,7 @@ enum efarm_op_kind { EFARM_OP_FREE, EFARM_OP_TX, EFARM_OP_RX, EFARM_OP_RMA, EFAR
                                           writes) or a receive (long reads): efarm_rma.h */
 #define EFARM_OPF_NO_DIRECT 0x800000u  /* rma: EFARM_RMA_NO_DIRECT */
 #define EFARM_OPF_NO_REG    0x1000000u /* rma: the buffer would not register: nothing RDMA */
+#define EFARM_OPF_TEMP_BUF  0x4000000u /* tx: EFARM_SEND_TEMP_BUF */
 #define EFARM_OPF_REFUSED                                      \
     0x2000000u /* rx: a peer's long write refused: its data is \
                   discarded and the EOR or RECEIPT says REFUSED */
@@ -280,11 +281,52 @@ struct efarm_unexp {
 /* ---- The endpoint -------------------------------------------------------------------- */
 
 /* Resolved parameters (attribute, else tunable). */
+/* ---- Selection profiles (proto_profile.c) ------------------------------------------------ */
+
+#define EFARM_PROFILE_MAX_POINTS 128
+
+struct efarm_profile_point {
+    uint8_t proto; /* enum efarm_proto_kind */
+    uint64_t size;
+    double us; /* one-way latency */
+};
+
+struct efarm_profile {
+    char name[64];
+    unsigned npoints;
+    struct efarm_profile_point pts[EFARM_PROFILE_MAX_POINTS];
+    double reg_base_us, reg_us_per_mib; /* registering a buffer the cache does not hold */
+    /* Without curves for them: fixed thresholds (the reference's). */
+    uint64_t fixed_medium_max, fixed_read_min, fixed_runt_min;
+};
+
+/* The selection thresholds a profile gives (proto_select.c applies them). */
+struct efarm_thresholds {
+    uint64_t medium_max;    /* largest medium message */
+    uint64_t read_min;      /* smallest read-protocol message, registered buffer */
+    uint64_t read_min_cold; /* the same, buffer to be registered */
+    uint64_t runt_min;      /* smallest runting read (UINT64_MAX: never) */
+};
+
+/* spec: auto, reference, efasim or a file; device_name picks auto's. 0 or -EINVAL (logged). */
+int efarm_profile_load(const char *spec, const char *device_name, struct efarm_profile *pr);
+struct efarm_ep_params;
+/* Fill p's thresholds that are still 0 from the profile spec names (proto_ep.c). */
+int efarm_thresholds_resolve(const char *profile, const char *device_name, uint32_t mtu,
+                             struct efarm_ep_params *p);
+/* The thresholds of a profile, for messages larger than one_packet bytes. */
+void efarm_profile_derive(const struct efarm_profile *pr, uint64_t one_packet,
+                          struct efarm_thresholds *t);
+/* proto's interpolated one-way cost at size, us (INFINITY without its curve). */
+double efarm_profile_cost(const struct efarm_profile *pr, int proto, double size);
+
 struct efarm_ep_params {
     uint32_t av_size, sq_depth, rx_buffers, tx_pkts, max_ops, max_posted, max_unexpected;
     uint64_t unexp_bytes, unexp_max_bytes, rx_full_timeout_ms;
     uint32_t rx_reserve, recvwin, first_msg_id;
     uint64_t eager_max, medium_max, read_min, runt_size;
+    uint64_t read_min_cold, runt_min; /* resolved with the profile at endpoint open */
+    char profile[64];                 /* the profile's name, for efarm-info and logs */
     uint32_t max_reads, cts_credits, rx_window;
     uint32_t rnr_retry, rnr_backoff_us, rnr_backoff_max_us;
     bool rdma_read, rdma_write, connid_header, dc;
@@ -310,6 +352,7 @@ struct efarm_ep {
     uint32_t *addr_hash; /* (GID, QPN) -> first peer, EFARM_PEER_NONE-terminated chains */
     uint32_t *ahn_hash;  /* (AHN, QPN) -> first peer */
     struct efarm_pool peer_states;
+    uint32_t npeer_states; /* peers talked to (never freed before the endpoint closes) */
     size_t peer_state_size;
 
     struct efarm_tm *tm;
@@ -617,11 +660,19 @@ struct efarm_select_in {
     uint64_t eager_fit; /* application bytes one REQ packet carries for this peer */
     uint32_t flags;     /* EFARM_SEND_* */
     bool peer_rdma_read, peer_runt_read; /* negotiated (both sides) */
+    bool buf_cold;   /* a read protocol would have to register the buffer first */
+    uint32_t npeers; /* peers this endpoint has talked to (medium's fan-in) */
     uint32_t reads_inflight;
     uint64_t runt_bytes_in_flight;
 };
 enum efarm_proto_kind efarm_proto_select(const struct efarm_ep_params *p,
                                          const struct efarm_select_in *in);
+/* The same choice, with why in words (efarm-info; not for the hot path). */
+enum efarm_proto_kind efarm_proto_select_why(const struct efarm_ep_params *p,
+                                             const struct efarm_select_in *in, char *why,
+                                             size_t size);
+/* The read-protocol threshold that applies to in (its buffer registered or not). */
+uint64_t efarm_select_read_min(const struct efarm_ep_params *p, const struct efarm_select_in *in);
 /* Whether proto may carry the message at all (EFARM_PROTO forces it only then). */
 bool efarm_proto_legal(const struct efarm_ep_params *p, const struct efarm_select_in *in,
                        enum efarm_proto_kind proto);

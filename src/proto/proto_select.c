@@ -1,12 +1,25 @@
 /*
  * Subprotocol selection: one table of rules, tried in order; the first rule
  * whose length bounds and conditions hold picks the subprotocol. Every bound
- * is a tunable (EFARM_EAGER_MAX, EFARM_MEDIUM_MAX, EFARM_READ_MIN,
- * EFARM_RUNT_SIZE, EFARM_MAX_READS) or a fact of the packet (what one REQ
- * carries to this peer), and the defaults are the reference implementation's:
- * eager up to what one packet holds, medium up to 64 KiB, reads from 1 MiB,
- * runting read when no read is in flight (it pays off with few messages in
- * flight, section 4.5), long-CTS otherwise.
+ * is a threshold resolved at endpoint open (EFARM_EAGER_MAX, EFARM_MEDIUM_MAX,
+ * EFARM_READ_MIN, EFARM_READ_MIN_UNREG, EFARM_RUNT_MIN, each from the
+ * selection profile unless set: proto_profile.c) or a fact of the packet
+ * (what one REQ carries to this peer); the conditions are the peer's
+ * negotiated features, the endpoint's reads in flight (EFARM_MAX_READS), the
+ * peer's runt bytes in flight (EFARM_RUNT_SIZE), delivery complete, and two
+ * inputs of the policy:
+ *   - whether the send buffer is already registered (the registration cache
+ *     holds it; a packed temporary never is): a read protocol for a buffer
+ *     that is not pays its registration, so its threshold is read_min_cold;
+ *   - how many peers the endpoint talks to: a medium message lands whole in
+ *     the receiver's buffers whether or not its receive is posted, and every
+ *     peer may send one, so medium is used only while len x peers stays
+ *     within EFARM_UNEXP_BYTES (the receiver's buffering before back-pressure).
+ * Medium also ends where a read protocol starts, when reads are possible.
+ * With the reference profile this is the reference implementation: eager up
+ * to what one packet holds, medium up to 64 KiB, reads from 1 MiB, runting
+ * read when no read is in flight (it pays off with few messages in flight,
+ * section 4.5), long-CTS otherwise.
  *
  * EFARM_PROTO forces one subprotocol for every message it may carry (for
  * comparisons and calibration): the length bounds that are tunables no longer
@@ -18,11 +31,13 @@
  * without it.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "proto_internal.h"
 
-enum sel_bound { SEL_NONE, SEL_EAGER_FIT, SEL_MEDIUM_MAX, SEL_READ_MIN };
+enum sel_bound { SEL_NONE, SEL_EAGER_FIT, SEL_MEDIUM_MAX, SEL_READ_MIN, SEL_RUNT_MIN };
 
 /* Conditions of a rule. */
 #define SEL_NEED_READ   0x01u /* both sides negotiated RDMA read */
@@ -31,6 +46,7 @@ enum sel_bound { SEL_NONE, SEL_EAGER_FIT, SEL_MEDIUM_MAX, SEL_READ_MIN };
 #define SEL_IDLE_READS  0x08u /* no RDMA read in flight on this endpoint */
 #define SEL_READ_SLOT   0x10u /* a read slot is free (EFARM_MAX_READS) */
 #define SEL_RUNT_BUDGET 0x20u /* the peer's runt bytes in flight leave room (EFARM_RUNT_SIZE) */
+#define SEL_FANIN       0x40u /* len x peers within EFARM_UNEXP_BYTES */
 
 /* What one packet decides, whatever the tunables say. */
 enum sel_fit { FIT_ANY, FIT_ONE_PKT, FIT_BEYOND_PKT, FIT_NONEMPTY };
@@ -46,9 +62,12 @@ struct sel_rule {
 
 static const struct sel_rule g_rules[] = {
     {.proto = EFARM_PROTO_EAGER, .max_len = SEL_EAGER_FIT, .fit = FIT_ONE_PKT},
-    {.proto = EFARM_PROTO_MEDIUM, .max_len = SEL_MEDIUM_MAX, .fit = FIT_NONEMPTY},
+    {.proto = EFARM_PROTO_MEDIUM,
+     .max_len = SEL_MEDIUM_MAX,
+     .need = SEL_FANIN,
+     .fit = FIT_NONEMPTY},
     {.proto = EFARM_PROTO_RUNTREAD,
-     .min_len = SEL_READ_MIN,
+     .min_len = SEL_RUNT_MIN,
      .need = SEL_NEED_READ | SEL_NEED_RUNT | SEL_NO_DC | SEL_IDLE_READS | SEL_RUNT_BUDGET,
      .fit = FIT_BEYOND_PKT,
      .need_forced = SEL_NEED_READ | SEL_NEED_RUNT | SEL_NO_DC | SEL_RUNT_BUDGET},
@@ -60,39 +79,129 @@ static const struct sel_rule g_rules[] = {
     {.proto = EFARM_PROTO_LONGCTS, .fit = FIT_BEYOND_PKT},
 };
 
+/* Words for the why of efarm-info: appended to a buffer, cut at its end. */
+struct why {
+    char *buf;
+    size_t size, len;
+};
+
+static void why_add(struct why *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void why_add(struct why *w, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (!w || w->len + 1 >= w->size)
+        return;
+    va_start(ap, fmt);
+    n = vsnprintf(w->buf + w->len, w->size - w->len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        w->len = w->len + (size_t)n < w->size ? w->len + (size_t)n : w->size - 1;
+}
+
+uint64_t efarm_select_read_min(const struct efarm_ep_params *p, const struct efarm_select_in *in)
+{
+    return in->buf_cold ? p->read_min_cold : p->read_min;
+}
+
 static uint64_t bound(const struct efarm_ep_params *p, const struct efarm_select_in *in,
                       enum sel_bound b, uint64_t none)
 {
+    uint64_t v;
+
     switch (b) {
     case SEL_EAGER_FIT:
         return p->eager_max && p->eager_max < in->eager_fit ? p->eager_max : in->eager_fit;
     case SEL_MEDIUM_MAX:
-        return p->medium_max;
+        /* Where reads are possible they take over from their threshold. */
+        v = efarm_select_read_min(p, in);
+        return in->peer_rdma_read && v - 1 < p->medium_max ? v - 1 : p->medium_max;
     case SEL_READ_MIN:
-        return p->read_min;
+        return efarm_select_read_min(p, in);
+    case SEL_RUNT_MIN:
+        v = efarm_select_read_min(p, in);
+        return p->runt_min > v ? p->runt_min : v;
     default:
         return none;
     }
 }
 
+static const char *bound_name(enum sel_bound b, const struct efarm_select_in *in)
+{
+    switch (b) {
+    case SEL_EAGER_FIT:
+        return "one packet (or EFARM_EAGER_MAX)";
+    case SEL_MEDIUM_MAX:
+        return in->peer_rdma_read ? "medium max (EFARM_MEDIUM_MAX, at most the read threshold)"
+                                  : "medium max (EFARM_MEDIUM_MAX)";
+    case SEL_READ_MIN:
+        return in->buf_cold ? "read min for an unregistered buffer (EFARM_READ_MIN_UNREG)"
+                            : "read min (EFARM_READ_MIN)";
+    case SEL_RUNT_MIN:
+        return "runting-read min (EFARM_RUNT_MIN)";
+    default:
+        return "";
+    }
+}
+
+/* The first condition of need that fails, or 0. */
+static uint32_t failed_condition(const struct efarm_ep_params *p, const struct efarm_select_in *in,
+                                 uint32_t need)
+{
+    if ((need & SEL_NEED_READ) && !in->peer_rdma_read)
+        return SEL_NEED_READ;
+    if ((need & SEL_NEED_RUNT) && !in->peer_runt_read)
+        return SEL_NEED_RUNT;
+    if ((need & SEL_NO_DC) && (in->flags & EFARM_SEND_DC))
+        return SEL_NO_DC;
+    if ((need & SEL_IDLE_READS) && in->reads_inflight != 0)
+        return SEL_IDLE_READS;
+    if ((need & SEL_READ_SLOT) && in->reads_inflight >= p->max_reads)
+        return SEL_READ_SLOT;
+    if ((need & SEL_RUNT_BUDGET) && in->runt_bytes_in_flight >= p->runt_size)
+        return SEL_RUNT_BUDGET;
+    if ((need & SEL_FANIN) && in->npeers > 1 && in->len > p->unexp_bytes / in->npeers)
+        return SEL_FANIN;
+    return 0;
+}
+
 static bool conditions_hold(const struct efarm_ep_params *p, const struct efarm_select_in *in,
                             uint32_t need)
 {
-    if ((need & SEL_NEED_READ) && !in->peer_rdma_read)
-        return false;
-    if ((need & SEL_NEED_RUNT) && !in->peer_runt_read)
-        return false;
-    if ((need & SEL_NO_DC) && (in->flags & EFARM_SEND_DC))
-        return false;
-    if ((need & SEL_IDLE_READS) && in->reads_inflight != 0)
-        return false;
-    if ((need & SEL_READ_SLOT) && in->reads_inflight >= p->max_reads)
-        return false;
-    if ((need & SEL_RUNT_BUDGET) && in->runt_bytes_in_flight >= p->runt_size)
-        return false;
-    return true;
+    return failed_condition(p, in, need) == 0;
 }
 
+static void why_condition(struct why *w, const struct efarm_ep_params *p,
+                          const struct efarm_select_in *in, uint32_t cond)
+{
+    switch (cond) {
+    case SEL_NEED_READ:
+        why_add(w, "no RDMA read on both sides");
+        break;
+    case SEL_NEED_RUNT:
+        why_add(w, "no runting read on both sides");
+        break;
+    case SEL_NO_DC:
+        why_add(w, "delivery complete (ssend)");
+        break;
+    case SEL_IDLE_READS:
+        why_add(w, "%u reads in flight", in->reads_inflight);
+        break;
+    case SEL_READ_SLOT:
+        why_add(w, "all %u read slots busy (EFARM_MAX_READS)", p->max_reads);
+        break;
+    case SEL_RUNT_BUDGET:
+        why_add(w, "runt budget used (EFARM_RUNT_SIZE)");
+        break;
+    case SEL_FANIN:
+        why_add(w, "%u peers x %llu B > EFARM_UNEXP_BYTES %llu", in->npeers,
+                (unsigned long long)in->len, (unsigned long long)p->unexp_bytes);
+        break;
+    default:
+        break;
+    }
+}
 bool efarm_proto_legal(const struct efarm_ep_params *p, const struct efarm_select_in *in,
                        enum efarm_proto_kind proto)
 {
@@ -120,18 +229,63 @@ int efarm_proto_parse(const char *name)
     return -EINVAL;
 }
 
+static enum efarm_proto_kind select_impl(const struct efarm_ep_params *p,
+                                         const struct efarm_select_in *in, struct why *w)
+{
+    if (p->force >= 0 && efarm_proto_legal(p, in, (enum efarm_proto_kind)p->force)) {
+        why_add(w, "forced by EFARM_PROTO");
+        return (enum efarm_proto_kind)p->force;
+    }
+    for (unsigned i = 0; i < sizeof(g_rules) / sizeof(g_rules[0]); i++) {
+        const struct sel_rule *r = &g_rules[i];
+        uint64_t lo = bound(p, in, r->min_len, 0), hi = bound(p, in, r->max_len, UINT64_MAX);
+        uint32_t failed;
+
+        if (in->len < lo || in->len > hi) {
+            if (w && lo == UINT64_MAX)
+                why_add(w, "not %s: never (%s); ", efarm_proto_name(r->proto),
+                        bound_name(r->min_len, in));
+            else if (w && (r->min_len || r->max_len) &&
+                     !(in->len > hi && r->max_len == SEL_EAGER_FIT))
+                why_add(w, "not %s: %s %llu; ", efarm_proto_name(r->proto),
+                        in->len < lo ? bound_name(r->min_len, in) : bound_name(r->max_len, in),
+                        (unsigned long long)(in->len < lo ? lo : hi));
+            continue;
+        }
+        failed = failed_condition(p, in, r->need);
+        if (!failed) {
+            if (w && r->min_len)
+                why_add(w, "%s from %s %llu", efarm_proto_name(r->proto),
+                        bound_name(r->min_len, in), (unsigned long long)lo);
+            else if (w && r->max_len)
+                why_add(w, "%s up to %s %llu", efarm_proto_name(r->proto),
+                        bound_name(r->max_len, in), (unsigned long long)hi);
+            else
+                why_add(w, "%s: nothing else applies", efarm_proto_name(r->proto));
+            return (enum efarm_proto_kind)r->proto;
+        }
+        if (w) {
+            why_add(w, "not %s: ", efarm_proto_name(r->proto));
+            why_condition(w, p, in, failed);
+            why_add(w, "; ");
+        }
+    }
+    return EFARM_PROTO_LONGCTS;
+}
+
 enum efarm_proto_kind efarm_proto_select(const struct efarm_ep_params *p,
                                          const struct efarm_select_in *in)
 {
-    if (p->force >= 0 && efarm_proto_legal(p, in, (enum efarm_proto_kind)p->force))
-        return (enum efarm_proto_kind)p->force;
-    for (unsigned i = 0; i < sizeof(g_rules) / sizeof(g_rules[0]); i++) {
-        const struct sel_rule *r = &g_rules[i];
+    return select_impl(p, in, NULL);
+}
 
-        if (in->len < bound(p, in, r->min_len, 0) || in->len > bound(p, in, r->max_len, UINT64_MAX))
-            continue;
-        if (conditions_hold(p, in, r->need))
-            return (enum efarm_proto_kind)r->proto;
-    }
-    return EFARM_PROTO_LONGCTS;
+enum efarm_proto_kind efarm_proto_select_why(const struct efarm_ep_params *p,
+                                             const struct efarm_select_in *in, char *buf,
+                                             size_t size)
+{
+    struct why w = {buf, size, 0};
+
+    if (size)
+        buf[0] = '\0';
+    return select_impl(p, in, &w);
 }

@@ -58,10 +58,18 @@
       "reorder window per peer in messages (power of 2); later ones wait on an overflow list")  \
     X(EAGER_MAX, eager_max, U64, "0",                                                           \
       "largest eager message (0: what fits in one packet, MTU minus headers)")                  \
-    X(MEDIUM_MAX, medium_max, U64, "65536",                                                     \
-      "largest medium message, as FI_EFA_INTER_MAX_MEDIUM_MESSAGE_SIZE")                        \
-    X(READ_MIN, read_min, U64, "1048576",                                                       \
-      "smallest long-read/runting-read message, as FI_EFA_INTER_MIN_READ_MESSAGE_SIZE")         \
+    X(PROFILE, profile, STR, "auto",                                                            \
+      "selection profile the thresholds below come from: auto (efasim on efasim, else "         \
+      "reference), reference, efasim, or a file of measured costs")                             \
+    X(MEDIUM_MAX, medium_max, U64, "0",                                                         \
+      "largest medium message, as FI_EFA_INTER_MAX_MEDIUM_MESSAGE_SIZE (0: from the profile)")  \
+    X(READ_MIN, read_min, U64, "0",                                                             \
+      "smallest long-read/runting-read message, as FI_EFA_INTER_MIN_READ_MESSAGE_SIZE (0: "     \
+      "from the profile)")                                                                      \
+    X(READ_MIN_UNREG, read_min_unreg, U64, "0",                                                 \
+      "the same for a buffer not yet registered (0: READ_MIN if set, else the profile)")        \
+    X(RUNT_MIN, runt_min, U64, "0",                                                             \
+      "smallest runting-read message (0: READ_MIN if set, else the profile)")                   \
     X(PROTO, proto, STR, "auto",                                                                \
       "two-sided subprotocol forced where legal: auto, eager, medium, longcts, longread, "      \
       "runtread")                                                                               \

@@ -506,8 +506,13 @@ static void ie_side_setup(struct ie_side *s, const struct ie_args *a)
     s->verbose = a->verbose;
     s->eager_hi = caps->max_msg_size;
     s->eager_lo = caps->max_msg_size > 128 ? caps->max_msg_size - 128 : 0;
-    s->efarm_medium_max = efarm_config()->medium_max;
-    s->efarm_read_min = efarm_config()->read_min;
+    {
+        struct efarm_ep_policy pol; /* the thresholds in force: tunables or the profile */
+
+        efarm_ep_policy(s->ep, &pol);
+        s->efarm_medium_max = pol.medium_max;
+        s->efarm_read_min = pol.read_min;
+    }
 }
 
 /* The subprotocols each direction used and the --expect checks; returns the defects. */

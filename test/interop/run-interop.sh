@@ -17,6 +17,9 @@
 # "N passed, N failed"; logs go to $EFARM_BUILD_ROOT/logs/interop (default
 # build/logs/interop).
 #
+# efarm runs with EFARM_PROFILE=reference: the sizes below sit on the reference's
+# thresholds (medium to 64 KiB, reads from 1 MiB), which libfabric also uses.
+#
 # Configurations (NAME: libfabric environment; what must be seen in both directions):
 #   rdma     FI_EFA_USE_DEVICE_RDMA=1            eager, medium, long-CTS, long-read and DC;
 #            one-sided: (DC_)EAGER_RTW, RDMA read, (DC_)WRITE/FETCH/COMPARE_RTA both
@@ -93,7 +96,7 @@ run() {
         echo "# efarm side: $efargs"
     } >"$log"
     # shellcheck disable=SC2086
-    env EFARM_DEVICE=sim EFARM_EFASIM_PATH="$simlib" $EFAULTS $EFARM_ENV \
+    env EFARM_DEVICE=sim EFARM_PROFILE=reference EFARM_EFASIM_PATH="$simlib" $EFAULTS $EFARM_ENV \
         timeout -k 5 "$timeout_s" "$efarm_bin" --listen "$sock" --sizes "$sizes" $efargs \
         >"$log.efarm" 2>&1 &
     pe=$!
@@ -153,7 +156,7 @@ selfcheck() {
     case ",${only:-$name}," in *",$name,"*) ;; *) return ;; esac
     sock=$(mktemp -u "${TMPDIR:-/tmp}/efarm-interop.XXXXXX")
     # shellcheck disable=SC2086
-    env EFARM_DEVICE=sim EFARM_EFASIM_PATH="$simlib" timeout -k 5 "$timeout_s" "$efarm_bin" \
+    env EFARM_DEVICE=sim EFARM_PROFILE=reference EFARM_EFASIM_PATH="$simlib" timeout -k 5 "$timeout_s" "$efarm_bin" \
         --listen "$sock" --fi-rdma 0 $efargs >"$log" 2>&1 &
     pe=$!
     (

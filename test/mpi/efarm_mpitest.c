@@ -322,8 +322,16 @@ static void limits_init(struct mpitest_limits *l)
         l->eager_hi = eager_max;
     if (eager_max && eager_max < l->eager_lo)
         l->eager_lo = eager_max;
-    l->medium_max = mpitest_env_size("EFARM_MEDIUM_MAX", 65536);
-    l->read_min = mpitest_env_size("EFARM_READ_MIN", 1048576);
+    /* The thresholds in force, as the netmod reports them (EFARM_* or the selection profile). */
+    if (g_pvar_checks) {
+        l->medium_max = (size_t)mpitest_pvar_read("efarm_nm_medium_max");
+        l->read_min = (size_t)mpitest_pvar_read("efarm_nm_read_min");
+        l->read_min_unreg = (size_t)mpitest_pvar_read("efarm_nm_read_min_unreg");
+    } else {
+        l->medium_max = mpitest_env_size("EFARM_MEDIUM_MAX", 65536);
+        l->read_min = mpitest_env_size("EFARM_READ_MIN", 1048576);
+        l->read_min_unreg = l->read_min;
+    }
     l->rdma_read =
         mpitest_env_size("EFARM_RDMA_READ", 1) && mpitest_env_size("EFASIM_RDMA_READ", 1);
 }
@@ -333,16 +341,26 @@ unsigned mpitest_expect_proto(size_t len)
     const struct mpitest_limits *l = &g_mpitest_limits;
     unsigned mask = 0;
 
-    /* The engine's rules in order: eager if it fits, medium up to medium_max, then reads. */
+    /*
+     * The engine's rules in order: eager if it fits, medium up to medium_max
+     * (and, with reads, below the read threshold), then reads. The read
+     * threshold depends on whether the buffer is registered: both are allowed.
+     */
     if (len <= l->eager_hi)
         mask |= MPITEST_EAGER;
     if (len <= l->eager_lo)
         return mask;
-    if (len <= l->medium_max)
-        return mask | MPITEST_MEDIUM;
-    if (len >= l->read_min && l->rdma_read)
-        return mask | MPITEST_RUNTREAD | MPITEST_LONGREAD | MPITEST_LONGCTS;
-    return mask | MPITEST_LONGCTS;
+    for (int cold = 0; cold < 2; cold++) {
+        size_t read_min = cold ? l->read_min_unreg : l->read_min;
+
+        if (len <= l->medium_max && !(l->rdma_read && len >= read_min))
+            mask |= MPITEST_MEDIUM;
+        else if (len >= read_min && l->rdma_read)
+            mask |= MPITEST_RUNTREAD | MPITEST_LONGREAD | MPITEST_LONGCTS;
+        else
+            mask |= MPITEST_LONGCTS;
+    }
+    return mask;
 }
 
 unsigned long long mpitest_proto_count(const struct mpitest_counters *d, unsigned mask)
@@ -456,7 +474,6 @@ void mpitest_init(int *argc, char ***argv, const char *name)
     CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &g_mpitest_size));
     /* Errors come back to CHECK_MPI, which names the call, the place and the step. */
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-    limits_init(&g_mpitest_limits);
     g_pvar_checks = !(skip && strcmp(skip, "1") == 0);
     g_verbose = mpitest_env_size("MPITEST_VERBOSE", 0) != 0;
     if (!g_pvar_checks && g_mpitest_rank == 0)
@@ -465,6 +482,7 @@ void mpitest_init(int *argc, char ***argv, const char *name)
     g_mpi_t_up = 1;
     CHECK_MPI(MPI_T_pvar_session_create(&g_session));
     mpitest_counters_read(&c); /* every counter resolves now, or the job stops here */
+    limits_init(&g_mpitest_limits);
 }
 
 void mpitest_finalize(void)

@@ -164,8 +164,8 @@ enum {
 struct mpitest_limits {
     size_t eager_lo, eager_hi; /* up to eager_lo: eager; above eager_hi: never eager */
     size_t medium_max;
-    size_t read_min;
-    int rdma_read; /* both EFARM_RDMA_READ and EFASIM_RDMA_READ on */
+    size_t read_min, read_min_unreg; /* registered buffer, unregistered buffer */
+    int rdma_read;                   /* both EFARM_RDMA_READ and EFASIM_RDMA_READ on */
 };
 
 extern struct mpitest_limits g_mpitest_limits;

@@ -55,8 +55,11 @@ mkdir -p "$out/logs"
 # Runs: NAME PROGRAM RANKS [VAR=VALUE...]. The -faults runs turn on efasim's
 # datagram loss and reordering (below its reliability layer: every message
 # must still arrive, intact and in MPI order) with smaller messages to bound
-# the time; the -tuned and -noread runs move efarm's thresholds (the program
-# reads the same variables, so every boundary it checks moves with them).
+# the time; the -tuned and -noread runs move efarm's thresholds (the programs
+# read the thresholds in force from efarm's MPI_T variables, so every boundary
+# they check moves with them). Every run gets EFARM_PROFILE=reference (the
+# reference's thresholds: medium to 64 KiB, reads from 1 MiB) unless it names
+# another: the -profile runs take efasim's measured profile (issue 13).
 faults="EFASIM_LOSS=0.02 EFASIM_REORDER=0.05 EFASIM_SEED=7"
 runs=(
     "pt2pt_sizes-n2 pt2pt_sizes 2"
@@ -73,6 +76,10 @@ runs=(
     "datatypes-n4 datatypes 4"
     "collectives-n2 collectives 2"
     "collectives-n4 collectives 4"
+    "pt2pt_sizes-profile-n2 pt2pt_sizes 2 EFARM_PROFILE=efasim"
+    "datatypes-profile-n2 datatypes 2 EFARM_PROFILE=efasim"
+    "probe-profile-n2 probe 2 EFARM_PROFILE=efasim"
+    "wildcard_order-profile-n2 wildcard_order 2 EFARM_PROFILE=efasim"
     "pt2pt_sizes-tuned-n2 pt2pt_sizes 2 EFARM_EAGER_MAX=1000 EFARM_MEDIUM_MAX=20000 EFARM_READ_MIN=300000 MPITEST_MAX_SIZE=2097152"
     "pt2pt_sizes-noread-n2 pt2pt_sizes 2 EFARM_RDMA_READ=0 MPITEST_MAX_SIZE=4194304"
     "pt2pt_sizes-faults-n2 pt2pt_sizes 2 $faults MPITEST_MAX_SIZE=4194304"
@@ -189,7 +196,7 @@ launch() {
     local start
     start=$(date +%s.%N)
     # shellcheck disable=SC2086 # $4 is a list of VAR=VALUE words
-    timeout -k 10 "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 $4 \
+    timeout -k 10 "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 EFARM_PROFILE=reference $4 \
         "$mpiexec" -n "$3" "$out/$2" >"$log" 2>&1
     status=$?
     secs=$(echo "$start $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')

@@ -79,8 +79,14 @@ void rig_open(struct rig *r, const struct efarm_ep_attr *attr_a, const struct ef
     c = efarm_config();
     r->mtu = efarm_ep_caps(r->p.a)->max_msg_size;
     EXPECT_EQ(efarm_ep_caps(r->p.b)->max_msg_size, r->mtu);
-    r->medium_max = attr_or(a->medium_max, c->medium_max);
-    r->read_min = attr_or(a->read_min, c->read_min);
+    {
+        struct efarm_ep_policy pol;
+
+        efarm_ep_policy(r->p.a, &pol);
+        r->medium_max = pol.medium_max;
+        r->read_min = pol.read_min;
+        EXPECT_EQ(r->medium_max, attr_or(a->medium_max, pol.medium_max));
+    }
     r->runt_size = attr_or(a->runt_size, c->runt_size);
     r->cts_credits = (uint32_t)attr_or(a->cts_credits, c->cts_credits);
     r->rx_window = (uint32_t)attr_or(b->rx_window, c->rx_window);

@@ -165,6 +165,12 @@ int main(int argc, char **argv)
     int first = 1;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
+    /*
+     * The engine's tests check subprotocol boundaries at the reference
+     * thresholds (medium to 64 KiB, reads from 1 MiB); the selection-policy
+     * tests name their profiles through the endpoint attribute.
+     */
+    setenv("EFARM_PROFILE", "reference", 0);
     if (getenv("EFARM_TEST_SEED"))
         g_seed = strtoull(getenv("EFARM_TEST_SEED"), NULL, 0);
     while (first < argc && argv[first][0] == '-') {

@@ -1,0 +1,396 @@
+/*
+ * Selection profiles: what each two-sided subprotocol costs on a device, and
+ * the thresholds of the selection rules (proto_select.c) that follow from it.
+ *
+ * A profile is a cost curve per subprotocol: one-way latency in microseconds
+ * at message sizes, measured with every subprotocol forced
+ * (bench/run-proto-sweep.sh --write-profile FILE), plus what registering a
+ * buffer costs (the read protocols pay it when the send buffer is not in the
+ * registration cache). Between measured sizes the cost is interpolated
+ * linearly, beyond them extrapolated from the last two points. From the
+ * curves, at endpoint open:
+ *   medium_max     where medium stops being cheaper than long-CTS;
+ *   read_min       where a read protocol (long-read) becomes the cheapest of
+ *                  medium, long-CTS and long-read for a registered buffer;
+ *   read_min_cold  the same when the buffer must be registered first;
+ *   runt_min       from where runting read is cheaper than long-read at every
+ *                  larger measured size (never, if it is not);
+ * each at the crossing of the interpolated curves, found by bisection between
+ * the two measured sizes around it. A threshold set by its tunable
+ * (EFARM_MEDIUM_MAX, EFARM_READ_MIN, EFARM_READ_MIN_UNREG, EFARM_RUNT_MIN)
+ * wins over the profile's.
+ *
+ * Built in: "reference", the reference implementation's fixed thresholds
+ * (medium to 64 KiB, reads and runting reads from 1 MiB; no curves), and
+ * "efasim", measured on efasim (2 cores, bench/README.md). EFARM_PROFILE=auto
+ * takes "efasim" on an efasim device and "reference" elsewhere: no EFA
+ * measurement could be made here, so on EFA the reference's thresholds stay
+ * until a profile is calibrated on the node (doc/PROTOCOL-SELECTION.md).
+ *
+ * A profile file is text, one fact per line, '#' starts a comment:
+ *   name NAME
+ *   register BASE_US US_PER_MIB
+ *   PROTO SIZE US        (PROTO: medium, longcts, longread or runtread)
+ * at most EFARM_PROFILE_MAX_POINTS points; every malformed line is an error
+ * naming the file and the line.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto_internal.h"
+
+/* Measured on efasim, 2026-11-26 (bench/README.md, run-proto-sweep.sh --runs 3, best of 3). */
+static const struct efarm_profile_point g_efasim_points[] = {
+#define P(proto, size, us)            \
+    {                                 \
+        EFARM_PROTO_##proto, size, us \
+    }
+    P(MEDIUM, 16384, 11.95),         P(MEDIUM, 32768, 21.44),
+    P(MEDIUM, 65536, 33.31),         P(MEDIUM, 131072, 63.74),
+    P(MEDIUM, 262144, 122.22),       P(MEDIUM, 524288, 277.64),
+    P(MEDIUM, 1048576, 592.49),      P(MEDIUM, 2097152, 1335.95),
+    P(MEDIUM, 4194304, 2801.91),     P(MEDIUM, 8388608, 5973.22),
+    P(MEDIUM, 16777216, 9552.10),    P(MEDIUM, 33554432, 18566.24),
+    P(MEDIUM, 67108864, 42778.16),   P(LONGCTS, 16384, 18.63),
+    P(LONGCTS, 32768, 26.99),        P(LONGCTS, 65536, 43.51),
+    P(LONGCTS, 131072, 74.27),       P(LONGCTS, 262144, 132.17),
+    P(LONGCTS, 524288, 266.11),      P(LONGCTS, 1048576, 546.75),
+    P(LONGCTS, 2097152, 1248.58),    P(LONGCTS, 4194304, 2537.38),
+    P(LONGCTS, 8388608, 5290.28),    P(LONGCTS, 16777216, 10502.39),
+    P(LONGCTS, 33554432, 20779.50),  P(LONGCTS, 67108864, 41430.20),
+    P(LONGREAD, 16384, 21.65),       P(LONGREAD, 32768, 31.38),
+    P(LONGREAD, 65536, 46.10),       P(LONGREAD, 131072, 76.28),
+    P(LONGREAD, 262144, 130.01),     P(LONGREAD, 524288, 249.37),
+    P(LONGREAD, 1048576, 501.87),    P(LONGREAD, 2097152, 1043.02),
+    P(LONGREAD, 4194304, 2330.56),   P(LONGREAD, 8388608, 4911.91),
+    P(LONGREAD, 16777216, 9310.30),  P(LONGREAD, 33554432, 17353.09),
+    P(LONGREAD, 67108864, 40045.34), P(RUNTREAD, 16384, 14.51),
+    P(RUNTREAD, 32768, 21.77),       P(RUNTREAD, 65536, 43.16),
+    P(RUNTREAD, 131072, 69.21),      P(RUNTREAD, 262144, 161.85),
+    P(RUNTREAD, 524288, 319.30),     P(RUNTREAD, 1048576, 623.76),
+    P(RUNTREAD, 2097152, 1074.87),   P(RUNTREAD, 4194304, 2355.85),
+    P(RUNTREAD, 8388608, 4467.61),   P(RUNTREAD, 16777216, 9959.27),
+    P(RUNTREAD, 33554432, 20517.38), P(RUNTREAD, 67108864, 41476.35),
+#undef P
+};
+
+/*
+ * What registering a buffer costs on efasim: ibv_reg_mr + ibv_dereg_mr of 64 KiB
+ * to 64 MiB took 0.07-0.10 us (efasim keeps a table; nothing is pinned), so a
+ * cold buffer changes nothing there. On EFA registration pins pages and costs
+ * far more: a profile calibrated there carries its own figures.
+ */
+#define EFASIM_REG_BASE_US    0.1
+#define EFASIM_REG_US_PER_MIB 0.0
+
+static void profile_reference(struct efarm_profile *pr)
+{
+    memset(pr, 0, sizeof(*pr));
+    snprintf(pr->name, sizeof(pr->name), "reference");
+    pr->fixed_medium_max = 65536;
+    pr->fixed_read_min = 1048576;
+    pr->fixed_runt_min = 1048576;
+}
+
+static void profile_efasim(struct efarm_profile *pr)
+{
+    memset(pr, 0, sizeof(*pr));
+    snprintf(pr->name, sizeof(pr->name), "efasim");
+    pr->npoints = sizeof(g_efasim_points) / sizeof(g_efasim_points[0]);
+    memcpy(pr->pts, g_efasim_points, sizeof(g_efasim_points));
+    pr->reg_base_us = EFASIM_REG_BASE_US;
+    pr->reg_us_per_mib = EFASIM_REG_US_PER_MIB;
+}
+
+static int profile_proto(const char *word)
+{
+    static const enum efarm_proto_kind curves[] = {EFARM_PROTO_MEDIUM, EFARM_PROTO_LONGCTS,
+                                                   EFARM_PROTO_LONGREAD, EFARM_PROTO_RUNTREAD};
+
+    for (unsigned i = 0; i < sizeof(curves) / sizeof(curves[0]); i++)
+        if (!strcmp(word, efarm_proto_name(curves[i])))
+            return (int)curves[i];
+    return -1;
+}
+
+static int profile_file(const char *path, struct efarm_profile *pr)
+{
+    char line[256];
+    unsigned lineno = 0;
+    FILE *f = fopen(path, "r");
+
+    if (!f) {
+        efarm_log(EFARM_LOG_ERROR,
+                  "EFARM_PROFILE=%s: cannot open (%s); expected auto, "
+                  "reference, efasim or a profile file",
+                  path, strerror(errno));
+        return -EINVAL;
+    }
+    memset(pr, 0, sizeof(*pr));
+    snprintf(pr->name, sizeof(pr->name), "%s", path);
+    while (fgets(line, sizeof(line), f)) {
+        char word[32], name[64], extra[2];
+        unsigned long long size;
+        double a, b;
+        int proto;
+
+        lineno++;
+        line[strcspn(line, "#\n")] = '\0';
+        if (sscanf(line, " %31s", word) != 1)
+            continue; /* blank or comment */
+        if (!strcmp(word, "name") && sscanf(line, " name %63s %1s", name, extra) == 1) {
+            snprintf(pr->name, sizeof(pr->name), "%s", name);
+        } else if (!strcmp(word, "register") &&
+                   sscanf(line, " register %lf %lf %1s", &a, &b, extra) == 2 && a >= 0 && b >= 0 &&
+                   isfinite(a) && isfinite(b)) {
+            pr->reg_base_us = a;
+            pr->reg_us_per_mib = b;
+        } else if ((proto = profile_proto(word)) >= 0 &&
+                   sscanf(line, " %*s %llu %lf %1s", &size, &a, extra) == 2 && size > 0 && a > 0 &&
+                   isfinite(a) && pr->npoints < EFARM_PROFILE_MAX_POINTS) {
+            pr->pts[pr->npoints++] = (struct efarm_profile_point){(uint8_t)proto, size, a};
+        } else {
+            efarm_log(EFARM_LOG_ERROR,
+                      "EFARM_PROFILE=%s line %u: expected 'name NAME', 'register BASE_US "
+                      "US_PER_MIB' or 'PROTO SIZE US' (PROTO medium, longcts, longread or "
+                      "runtread; sizes and costs positive; at most %d points)",
+                      path, lineno, EFARM_PROFILE_MAX_POINTS);
+            fclose(f);
+            return -EINVAL;
+        }
+    }
+    fclose(f);
+    if (!pr->npoints) {
+        efarm_log(EFARM_LOG_ERROR, "EFARM_PROFILE=%s: no cost points", path);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int efarm_profile_load(const char *spec, const char *device_name, struct efarm_profile *pr)
+{
+    if (!spec || !*spec || !strcmp(spec, "auto"))
+        spec = device_name && !strncmp(device_name, "efasim_", 7) ? "efasim" : "reference";
+    if (!strcmp(spec, "reference")) {
+        profile_reference(pr);
+        return 0;
+    }
+    if (!strcmp(spec, "efasim")) {
+        profile_efasim(pr);
+        return 0;
+    }
+    return profile_file(spec, pr);
+}
+
+/* ---- Costs and crossings ------------------------------------------------------------------ */
+
+/* The two measured points of proto's curve around size (or the last two), or false if < 2. */
+static bool curve_segment(const struct efarm_profile *pr, int proto, double size,
+                          const struct efarm_profile_point **lo_p,
+                          const struct efarm_profile_point **hi_p)
+{
+    const struct efarm_profile_point *lo = NULL, *hi = NULL, *first = NULL, *second = NULL;
+
+    for (unsigned i = 0; i < pr->npoints; i++) {
+        const struct efarm_profile_point *q = &pr->pts[i];
+
+        if (q->proto != proto)
+            continue;
+        if ((double)q->size <= size && (!lo || q->size > lo->size))
+            lo = q;
+        if ((double)q->size > size && (!hi || q->size < hi->size))
+            hi = q;
+        if (!first || q->size < first->size) {
+            second = first;
+            first = q;
+        } else if ((!second || q->size < second->size) && q->size != first->size) {
+            second = q;
+        }
+    }
+    if (!lo && !hi)
+        return false;
+    if (!lo) { /* below the curve: from its first two points */
+        lo = first;
+        hi = second;
+    } else if (!hi) { /* above it: from the last two */
+        hi = lo;
+        lo = NULL;
+        for (unsigned i = 0; i < pr->npoints; i++) {
+            const struct efarm_profile_point *q = &pr->pts[i];
+
+            if (q->proto == proto && q->size < hi->size && (!lo || q->size > lo->size))
+                lo = q;
+        }
+    }
+    if (!lo || !hi || lo->size == hi->size)
+        return false;
+    *lo_p = lo;
+    *hi_p = hi;
+    return true;
+}
+
+double efarm_profile_cost(const struct efarm_profile *pr, int proto, double size)
+{
+    const struct efarm_profile_point *lo, *hi;
+    double c;
+
+    if (!curve_segment(pr, proto, size, &lo, &hi))
+        return INFINITY;
+    c = lo->us + (hi->us - lo->us) * (size - (double)lo->size) / (double)(hi->size - lo->size);
+    return c > 0 ? c : 0;
+}
+
+static double reg_cost(const struct efarm_profile *pr, double size)
+{
+    return pr->reg_base_us + pr->reg_us_per_mib * size / 1048576.0;
+}
+
+/* What a question about one size asks: is `proto` cheapest among `rivals` there? */
+struct race {
+    const struct efarm_profile *pr;
+    int proto;
+    uint32_t rivals; /* bits of enum efarm_proto_kind */
+    bool cold;       /* read protocols pay registration */
+};
+
+static double race_cost(const struct race *r, int proto, double size)
+{
+    double c = efarm_profile_cost(r->pr, proto, size);
+
+    if (r->cold && (proto == EFARM_PROTO_LONGREAD || proto == EFARM_PROTO_RUNTREAD))
+        c += reg_cost(r->pr, size);
+    return c;
+}
+
+/* proto's cost minus its cheapest rival's at size (negative: proto wins). */
+static double race_margin(const struct race *r, double size)
+{
+    double best = INFINITY;
+
+    for (int k = 0; k < EFARM_PROTO_COUNT; k++)
+        if (r->rivals & (1u << k)) {
+            double c = race_cost(r, k, size);
+
+            best = c < best ? c : best;
+        }
+    return race_cost(r, r->proto, size) - best;
+}
+
+/* The measured sizes of the curves, ascending and unique, above `above`; returns how many. */
+static unsigned grid(const struct efarm_profile *pr, uint64_t above,
+                     uint64_t out[EFARM_PROFILE_MAX_POINTS])
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < pr->npoints; i++) {
+        uint64_t s = pr->pts[i].size;
+        unsigned j = 0;
+
+        if (s <= above)
+            continue;
+        while (j < n && out[j] < s)
+            j++;
+        if (j < n && out[j] == s)
+            continue;
+        memmove(&out[j + 1], &out[j], (n - j) * sizeof(out[0]));
+        out[j] = s;
+        n++;
+    }
+    return n;
+}
+
+/* The size in (lo, hi] where the margin changes sign, to a byte (the margin is continuous). */
+static uint64_t crossing(const struct race *r, uint64_t lo, uint64_t hi)
+{
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+
+        if ((race_margin(r, (double)mid) <= 0) == (race_margin(r, (double)lo) <= 0))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
+
+/*
+ * Where proto stops winning (last_win: the largest size it still wins at,
+ * from `from` up while it wins at every measured size) or starts winning
+ * (first size from which it wins at every larger measured size). UINT64_MAX:
+ * never starts; 0: never wins.
+ */
+static uint64_t wins_until(const struct race *r, uint64_t from)
+{
+    uint64_t g[EFARM_PROFILE_MAX_POINTS], prev = from;
+    unsigned n = grid(r->pr, from, g);
+
+    if (race_margin(r, (double)from) > 0)
+        return 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (race_margin(r, (double)g[i]) > 0)
+            return crossing(r, prev, g[i]) - 1;
+        prev = g[i];
+    }
+    return n ? g[n - 1] : from;
+}
+
+static uint64_t wins_from(const struct race *r, uint64_t from)
+{
+    uint64_t g[EFARM_PROFILE_MAX_POINTS];
+    unsigned n = grid(r->pr, from, g);
+    int first = -1;
+
+    for (int i = (int)n - 1; i >= 0 && race_margin(r, (double)g[i]) <= 0; i--)
+        first = i;
+    if (first < 0)
+        return UINT64_MAX;
+    if (first == 0)
+        return race_margin(r, (double)from) <= 0 ? from : crossing(r, from, g[0]);
+    return crossing(r, g[first - 1], g[first]);
+}
+
+static bool has_curve(const struct efarm_profile *pr, int proto)
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < pr->npoints; i++)
+        n += pr->pts[i].proto == proto;
+    return n >= 2;
+}
+
+void efarm_profile_derive(const struct efarm_profile *pr, uint64_t one_packet,
+                          struct efarm_thresholds *t)
+{
+    const uint32_t bit_medium = 1u << EFARM_PROTO_MEDIUM, bit_longcts = 1u << EFARM_PROTO_LONGCTS,
+                   bit_longread = 1u << EFARM_PROTO_LONGREAD;
+    uint64_t from = one_packet + 1;
+
+    t->medium_max = pr->fixed_medium_max;
+    t->read_min = pr->fixed_read_min;
+    t->read_min_cold = pr->fixed_read_min;
+    t->runt_min = pr->fixed_runt_min;
+    if (has_curve(pr, EFARM_PROTO_MEDIUM) && has_curve(pr, EFARM_PROTO_LONGCTS)) {
+        struct race r = {pr, EFARM_PROTO_MEDIUM, bit_longcts, false};
+
+        t->medium_max = wins_until(&r, from);
+    }
+    if (has_curve(pr, EFARM_PROTO_LONGREAD)) {
+        uint32_t rivals = (has_curve(pr, EFARM_PROTO_MEDIUM) ? bit_medium : 0) |
+                          (has_curve(pr, EFARM_PROTO_LONGCTS) ? bit_longcts : 0);
+        struct race warm = {pr, EFARM_PROTO_LONGREAD, rivals, false};
+        struct race cold = {pr, EFARM_PROTO_LONGREAD, rivals, true};
+
+        t->read_min = rivals ? wins_from(&warm, from) : from;
+        t->read_min_cold = rivals ? wins_from(&cold, from) : from;
+        if (has_curve(pr, EFARM_PROTO_RUNTREAD)) {
+            struct race runt = {pr, EFARM_PROTO_RUNTREAD, bit_longread | rivals, false};
+
+            t->runt_min = wins_from(&runt, from);
+        } else {
+            t->runt_min = t->read_min;
+        }
+    }
+}
