@@ -10,8 +10,13 @@
 # is whatever EFARM_PROFILE and the thresholds' tunables say in the caller's
 # environment (auto: efasim's measured profile on efasim).
 #
-#   bench/run-proto-sweep.sh BUILD_DIR [--quick] [--runs N] [--max SIZE]
+#   bench/run-proto-sweep.sh BUILD_DIR [--quick] [--runs N] [--max SIZE] [--bw]
 #                            [--write-profile FILE [--measure-register]]
+#
+# --bw: bandwidth instead of latency: efarm-pingpong --window 16 (16 messages in
+# flight, then the server's 0-byte answer), MB/s = 16 x size / window time, the
+# median window; the best forced is the highest, auto's ratio is best / auto
+# (marked above 1.10); writes build/bench/proto-sweep-bw.png.
 #
 # --write-profile FILE: calibration. Writes the forced subprotocols' figures
 # above one packet as a selection profile (EFARM_PROFILE=FILE then uses it;
@@ -31,7 +36,7 @@ set -euo pipefail
 
 build=${1:?usage: run-proto-sweep.sh BUILD_DIR [--quick] [--runs N] [--max SIZE]}
 shift
-quick=0 runs=1 max= profile_out= measure_reg=0
+quick=0 runs=1 max= profile_out= measure_reg=0 bw=0
 while [ $# -gt 0 ]; do
     case $1 in
     --quick) quick=1; shift ;;
@@ -39,6 +44,7 @@ while [ $# -gt 0 ]; do
     --max) max=${2:?--max needs a size}; shift 2 ;;
     --write-profile) profile_out=${2:?--write-profile needs a file}; shift 2 ;;
     --measure-register) measure_reg=1; shift ;;
+    --bw) bw=1; shift ;;
     -h | --help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run-proto-sweep: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -87,6 +93,13 @@ for s in $sizes; do
     if [ "$s" -le 1048577 ]; then small+=${small:+,}$s; else large+=${large:+,}$s; fi
 done
 if [ $quick = 1 ]; then iters=(10 2); else iters=(200 20); fi
+window=()
+if [ $bw = 1 ]; then
+    window=(--window 16)
+    if [ $quick = 1 ]; then iters=(4 1); else iters=(50 5); fi
+    [ -z "$profile_out" ] || { echo "run-proto-sweep: --write-profile takes latencies: not with --bw" >&2; exit 2; }
+fi
+tag=${window:+-bw}
 variants=(auto eager medium longcts longread runtread)
 
 nv=${#variants[@]}
@@ -98,7 +111,7 @@ for ((r = 1; r <= runs; r++)); do
             for ((k = 0; k < nv; k++)); do
                 v=${variants[$(((k + r - 1) % nv))]}
                 if ! EFARM_PROTO=$v timeout 600 "$pp" --sizes "$group" --iters "${iters[$g]}" \
-                    >"$tmp/$v.$r.$g" 2>&1; then
+                    "${window[@]}" >"$tmp/$v.$r.$g" 2>&1; then
                     echo "run-proto-sweep: EFARM_PROTO=$v failed:" >&2
                     tail -n 20 "$tmp/$v.$r.$g" >&2
                     exit 1
@@ -106,10 +119,11 @@ for ((r = 1; r <= runs; r++)); do
                 # Let the last run's processes finish tearing down (a 64 MiB buffer's
                 # deregistration and unmapping) before the next variant is timed.
                 sleep 0.3
-                # variant bytes proto median-us
-                awk -F'|' -v v="$v" 'NF >= 5 && $1 ~ /^ *[0-9]+ *$/ {
+                # variant bytes proto figure (median us; with --bw, minus MB/s so that
+                # lower is better everywhere)
+                awk -F'|' -v v="$v" -v bw=$bw 'NF >= 5 && $1 ~ /^ *[0-9]+ *$/ {
                     split($3, l, " "); gsub(/ /, "", $1); gsub(/ /, "", $2);
-                    print v, $1, $2, l[1] }' "$tmp/$v.$r.$g" >>"$tmp/all"
+                    print v, $1, $2, bw ? -$4 : l[1] }' "$tmp/$v.$r.$g" >>"$tmp/all"
             done
         fi
         g=$((g + 1))
@@ -120,11 +134,11 @@ done
 awk '{k = $1 " " $2} !(k in m) || $4 < m[k] {m[k] = $4; p[k] = $3}
     END {for (k in m) print k, p[k], m[k]}' "$tmp/all" | sort -k2,2n >"$tmp/best"
 export fit
-awk -v vlist="${variants[*]}" -v png="$out/proto-sweep.dat" '
+awk -v vlist="${variants[*]}" -v png="$out/proto-sweep$tag.dat" -v bw=$bw '
     BEGIN { n = split(vlist, V, " ") }
-    { lat[$1, $2] = $4; pro[$1, $2] = $3; if (!($2 in seen)) { seen[$2] = 1; S[++ns] = $2 } }
+    { lat[$1, $2] = bw ? -$4 : $4; pro[$1, $2] = $3; if (!($2 in seen)) { seen[$2] = 1; S[++ns] = $2 } }
     END {
-        printf "%9s | %-9s %9s", "bytes", "auto", "us"
+        printf "%9s | %-9s %9s", "bytes", "auto", bw ? "MB/s" : "us"
         for (i = 2; i <= n; i++) printf " | %9s", V[i]
         printf " | %-9s %9s | %s\n", "best", "us", "auto/best"
         over = 0; worst = 0
@@ -136,11 +150,12 @@ awk -v vlist="${variants[*]}" -v png="$out/proto-sweep.dat" '
                 v = V[i]
                 if ((v, s) in lat && pro[v, s] == v) {
                     printf " | %9.2f", lat[v, s]; line = line " " lat[v, s]
-                    if (best == "" || lat[v, s] < bl) { best = v; bl = lat[v, s] }
+                    if (best == "" || (bw ? lat[v, s] > bl : lat[v, s] < bl)) { best = v; bl = lat[v, s] }
                     carried[v]++
                 } else { printf " | %9s", "-"; line = line " NaN" }
             }
             ratio = bl > 0 ? lat["auto", s] / bl : 1
+            if (bw) ratio = lat["auto", s] > 0 ? bl / lat["auto", s] : 1
             mark = ratio > 1.10 ? "  > 10%" : ""
             if (ratio > 1.10) over++
             if (ratio > worst) { worst = ratio; ws = s }
@@ -151,14 +166,19 @@ awk -v vlist="${variants[*]}" -v png="$out/proto-sweep.dat" '
         }
         printf "\nauto within 10%% of the best forced subprotocol at %d of %d sizes", ns - over, ns
         printf " (worst %.2fx at %d B)\n", worst, ws
-        if (l64 > 0 && l128 > 0)
+        if (l64 > 0 && l128 > 0 && !bw)
             printf "auto: latency at 128 KiB / 64 KiB = %.2f (target <= 1.5)\n", l128 / l64
         missing = ""
         for (i = 2; i <= n; i++) if (!(V[i] in carried)) missing = missing " " V[i]
         if (missing != "") { print "forced subprotocols that carried no size:" missing; exit 1 }
     }' "$tmp/best"
-echo "one-way latency, median of each run's round trips / 2, best of $runs run(s);" \
-    "eager carries up to $fit B here; round trips per size ${iters[*]} (<=1 MiB+1, above)"
+if [ $bw = 1 ]; then
+    echo "bandwidth, MB/s of the median window of 16 messages, best of $runs run(s);" \
+        "eager carries up to $fit B here; windows per size ${iters[*]} (<=1 MiB+1, above)"
+else
+    echo "one-way latency, median of each run's round trips / 2, best of $runs run(s);" \
+        "eager carries up to $fit B here; round trips per size ${iters[*]} (<=1 MiB+1, above)"
+fi
 echo "policy: profile ${profile_name:-?}, medium up to ${pmed:-?} B, reads from ${pread:-?} B" \
     "(efarm-info --policy)"
 
@@ -195,13 +215,13 @@ fi
 if command -v gnuplot >/dev/null 2>&1; then
     gnuplot <<EOF || echo "run-proto-sweep: gnuplot failed; the table above stands"
 set terminal png size 1000,640
-set output "$out/proto-sweep.png"
+set output "$out/proto-sweep$tag.png"
 set logscale xy
 set xlabel "bytes"
-set ylabel "one-way latency, us (median)"
+set ylabel "$([ $bw = 1 ] && echo "bandwidth, MB/s (median window of 16)" || echo "one-way latency, us (median)")"
 set key top left
 set datafile missing "NaN"
-plot for [i=2:$((${#variants[@]} + 1))] "$out/proto-sweep.dat" using (\$1 > 0 ? \$1 : 0.5):i with linespoints title word("${variants[*]}", i - 1)
+plot for [i=2:$((${#variants[@]} + 1))] "$out/proto-sweep$tag.dat" using (\$1 > 0 ? \$1 : 0.5):i with linespoints title word("${variants[*]}", i - 1)
 EOF
-    echo "plot: $out/proto-sweep.png"
+    echo "plot: $out/proto-sweep$tag.png"
 fi

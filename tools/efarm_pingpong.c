@@ -52,6 +52,8 @@
 #define PP_TAG_HELLO  1
 #define PP_TAG_DATA   2
 #define PP_TAG_EXIT   3
+#define PP_TAG_STREAM 4 /* --window: a message the server only receives */
+#define PP_WINDOW_MAX 256
 
 #define PP_MAX_SIZES 64
 #define PP_SIZE_MAX  (1ull << 30) /* the server allocates two buffers of the largest size */
@@ -64,11 +66,12 @@ struct pp_opts {
     long iters;
     double timeout_s;
     bool check;
+    unsigned window; /* 0: ping-pong; W: W messages one way, then a 0-byte answer */
 };
 
 static const char g_usage[] =
     "usage: efarm-pingpong [--server ADDRFILE | --client ADDRFILE] [--sizes LIST]\n"
-    "                      [--iters N] [--check] [--timeout SECONDS]\n"
+    "                      [--iters N] [--check] [--timeout SECONDS] [--window W]\n"
     "\n"
     "Ping-pong between two processes through efarm's protocol engine.\n"
     "\n"
@@ -86,11 +89,16 @@ static const char g_usage[] =
     "                     and check every byte of every echo\n"
     "  --timeout SECONDS  give up, with exit status 1, after this long without the\n"
     "                     address file, the server's answer or a client (default 30)\n"
+    "  --window W         bandwidth instead: each iteration sends W messages at once\n"
+    "                     (1..256, all in flight) and waits for the server's 0-byte\n"
+    "                     answer to the last; the latency columns are the iteration's\n"
+    "                     time / W, MB/s is W x size over that time (--check ignored)\n"
     "\n"
     "Per size the client prints the subprotocol(s) its sends used, the median and 99th\n"
     "percentile one-way latency (half the round trip), the bandwidth (bytes of one\n"
     "message over the mean one-way time) and that mean (as fi_pingpong's usec/xfer),\n"
-    "then its endpoint's counters. Over efasim:\n"
+    "then its endpoint's counters. The device is the one an MPI rank alone on its node\n"
+    "would get (EFARM_IFACE=NAME picks one). Over efasim:\n"
     "EFARM_DEVICE=sim EFARM_EFASIM_PATH=<build>/src/efasim/.libs. Between two hosts\n"
     "ADDRFILE must be on a file system both see.\n";
 
@@ -151,10 +159,15 @@ static int parse_sizes(const char *list, struct pp_opts *o)
 static int parse_args(int argc, char **argv, struct pp_opts *o)
 {
     static const struct option longopts[] = {
-        {"server", required_argument, NULL, 's'}, {"client", required_argument, NULL, 'c'},
-        {"sizes", required_argument, NULL, 'z'},  {"iters", required_argument, NULL, 'n'},
-        {"check", no_argument, NULL, 'k'},        {"timeout", required_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"server", required_argument, NULL, 's'},
+        {"client", required_argument, NULL, 'c'},
+        {"sizes", required_argument, NULL, 'z'},
+        {"iters", required_argument, NULL, 'n'},
+        {"check", no_argument, NULL, 'k'},
+        {"timeout", required_argument, NULL, 't'},
+        {"window", required_argument, NULL, 'w'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     char *end;
     int c;
@@ -186,6 +199,15 @@ static int parse_args(int argc, char **argv, struct pp_opts *o)
             break;
         case 'k':
             o->check = true;
+            break;
+        case 'w':
+            errno = 0;
+            o->window = (unsigned)strtoul(optarg, &end, 10);
+            if (errno || *end || o->window < 1 || o->window > PP_WINDOW_MAX) {
+                fprintf(stderr, "efarm-pingpong: bad --window '%s' (1..%d)\n", optarg,
+                        PP_WINDOW_MAX);
+                return 2;
+            }
             break;
         case 't':
             o->timeout_s = strtod(optarg, &end);
@@ -321,9 +343,17 @@ static int addrfile_read(const char *path, double timeout_s, pid_t server,
 
 /* ---- Engine helpers -------------------------------------------------------------- */
 
+/* The device as an MPI rank alone on its node would choose it (EFARM_IFACE narrows it). */
 static int ep_open(struct efarm_ep **ep_p)
 {
-    int ret = efarm_ep_open(NULL, ep_p);
+    char name[EFARM_DEV_NAME_MAX];
+    struct efarm_ep_attr attr = {0};
+    int ret = efarm_dev_choose_nic(0, 1, NULL, name, NULL);
+
+    if (ret == 0) {
+        attr.device = name;
+        ret = efarm_ep_open(&attr, ep_p);
+    }
 
     if (ret)
         fprintf(stderr,
@@ -422,10 +452,10 @@ static void server_cleanup(void)
 
 /* Wait for HELLO, answer it; returns the client's largest size in *max_p. */
 static int server_hello(struct efarm_ep *ep, const struct pp_opts *o, efarm_peer_t *client_p,
-                        uint64_t *max_p)
+                        uint64_t *max_p, unsigned *window_p)
 {
     struct efarm_req rreq = {0}, sreq = {0};
-    uint8_t hello[8];
+    uint8_t hello[16];
     int ret;
 
     ret = efarm_trecv(ep, hello, sizeof(hello), PP_CONTEXT, EFARM_ANY_SOURCE, PP_TAG_HELLO, &rreq);
@@ -433,8 +463,11 @@ static int server_hello(struct efarm_ep *ep, const struct pp_opts *o, efarm_peer
         ret = wait_reqs(ep, &rreq, NULL, now_s() + o->timeout_s, "waiting for a client");
     if (ret || req_status(&rreq, "receiving the client's HELLO"))
         return ret ? ret : rreq.status;
-    *max_p = rreq.length == 8 ? efarm_load_le64(hello) : UINT64_MAX;
-    if (*max_p > PP_SIZE_MAX) {
+    /* HELLO: the largest size, and with --window the window. */
+    *max_p = rreq.length >= 8 ? efarm_load_le64(hello) : UINT64_MAX;
+    *window_p = rreq.length == 16 ? (unsigned)efarm_load_le64(hello + 8) : 0;
+    if (*max_p > PP_SIZE_MAX || *window_p > PP_WINDOW_MAX ||
+        (rreq.length != 8 && rreq.length != 16)) {
         fprintf(stderr, "efarm-pingpong: bad HELLO from the client\n");
         return -EPROTO;
     }
@@ -497,11 +530,56 @@ free_buffers:
     return ret;
 }
 
+/*
+ * --window: W receives posted at once (all into one buffer: the data is not
+ * looked at), then a 0-byte answer once the last has arrived; until the
+ * client's goodbye ends it.
+ */
+static int server_stream(struct efarm_ep *ep, const struct pp_opts *o, uint64_t max,
+                         unsigned window, uint64_t *received_p)
+{
+    struct efarm_req rreq[PP_WINDOW_MAX], sreq = {.done = true};
+    uint8_t *buf = malloc(max ? max : 1);
+    int ret = buf ? 0 : -ENOMEM;
+
+    while (ret == 0) {
+        efarm_peer_t from = EFARM_PEER_NONE;
+        bool bye = false;
+
+        for (unsigned i = 0; i < window && ret == 0; i++) {
+            rreq[i] = (struct efarm_req){0};
+            ret = efarm_trecv(ep, buf, max, PP_CONTEXT, EFARM_ANY_SOURCE, EFARM_ANY_TAG, &rreq[i]);
+        }
+        for (unsigned i = 0; i < window && ret == 0 && !bye; i++) {
+            ret = wait_reqs(ep, &rreq[i], NULL, now_s() + o->timeout_s, "waiting for the client");
+            if (ret == 0)
+                ret = req_status(&rreq[i], "receiving a message");
+            bye = ret == 0 && rreq[i].tag == PP_TAG_EXIT;
+            from = rreq[i].peer;
+            (*received_p)++;
+        }
+        if (ret || bye)
+            break; /* the receives still posted end with the endpoint */
+        ret = wait_reqs(ep, &sreq, NULL, now_s() + o->timeout_s, "answering");
+        if (ret == 0)
+            ret = req_status(&sreq, "answering");
+        sreq = (struct efarm_req){0};
+        if (ret == 0)
+            ret =
+                efarm_tsend(ep, from, NULL, 0, PP_CONTEXT, PP_SRC_SERVER, PP_TAG_DATA, 0, 0, &sreq);
+    }
+    if (ret == 0)
+        ret = wait_reqs(ep, &sreq, NULL, now_s() + o->timeout_s, "answering the last window");
+    free(buf);
+    return ret;
+}
+
 /* `verbose` (a server of its own, not the forked one) says what happens, and the counters. */
 static int run_server(const struct pp_opts *o, bool verbose)
 {
     uint8_t raw[EFARM_RAW_ADDR_LEN];
     uint64_t max = 0, echoed = 0;
+    unsigned window = 0;
     struct efarm_ep *ep;
     efarm_peer_t client = EFARM_PEER_NONE;
     int ret;
@@ -521,7 +599,7 @@ static int run_server(const struct pp_opts *o, bool verbose)
             printf(" in %s, waiting up to %g s for a client\n", o->server_file, o->timeout_s);
             fflush(stdout);
         }
-        ret = server_hello(ep, o, &client, &max);
+        ret = server_hello(ep, o, &client, &max, &window);
     }
     if (ret == 0 && verbose) {
         printf("efarm-pingpong: client connected (peer %u, learnt from its raw-address header), "
@@ -530,7 +608,8 @@ static int run_server(const struct pp_opts *o, bool verbose)
         fflush(stdout);
     }
     if (ret == 0)
-        ret = server_echo(ep, o, max, &echoed);
+        ret =
+            window ? server_stream(ep, o, max, window, &echoed) : server_echo(ep, o, max, &echoed);
     if (verbose) {
         printf("efarm-pingpong: %" PRIu64 " messages echoed%s\n\nengine counters (server):\n",
                echoed, ret ? ", then failed" : "; the client said goodbye");
@@ -553,14 +632,15 @@ static int client_hello(struct efarm_ep *ep, efarm_peer_t server, const struct p
                         uint64_t max)
 {
     struct efarm_req rreq = {0}, sreq = {0};
-    uint8_t hello[8];
+    uint8_t hello[16];
     int ret;
 
     efarm_store_le64(hello, max);
+    efarm_store_le64(hello + 8, o->window);
     ret = efarm_trecv(ep, NULL, 0, PP_CONTEXT, PP_SRC_SERVER, PP_TAG_HELLO, &rreq);
     if (ret == 0)
-        ret = efarm_tsend(ep, server, hello, sizeof(hello), PP_CONTEXT, PP_SRC_CLIENT, PP_TAG_HELLO,
-                          0, 0, &sreq);
+        ret = efarm_tsend(ep, server, hello, o->window ? 16 : 8, PP_CONTEXT, PP_SRC_CLIENT,
+                          PP_TAG_HELLO, 0, 0, &sreq);
     if (ret == 0)
         ret = wait_reqs(ep, &rreq, &sreq, now_s() + o->timeout_s,
                         "waiting for the server's answer (is the address file current?)");
@@ -618,6 +698,34 @@ static int client_round(struct efarm_ep *ep, efarm_peer_t server, const struct p
     return 0;
 }
 
+/* --window: W sends at once and the server's answer; the time per message in *us_p. */
+static int client_window(struct efarm_ep *ep, efarm_peer_t server, const struct pp_opts *o,
+                         const struct pp_buffers *b, uint64_t size, unsigned *protos, double *us_p)
+{
+    struct efarm_req sreq[PP_WINDOW_MAX], rreq = {0};
+    double deadline = now_s() + o->timeout_s, t0 = now_s();
+    int ret;
+
+    ret = efarm_trecv(ep, NULL, 0, PP_CONTEXT, PP_SRC_SERVER, PP_TAG_DATA, &rreq);
+    for (unsigned i = 0; i < o->window && ret == 0; i++) {
+        sreq[i] = (struct efarm_req){0};
+        ret = efarm_tsend(ep, server, b->send, size, PP_CONTEXT, PP_SRC_CLIENT, PP_TAG_STREAM, 0, 0,
+                          &sreq[i]);
+    }
+    for (unsigned i = 0; i < o->window && ret == 0; i++) {
+        ret = wait_reqs(ep, &sreq[i], NULL, deadline, "sending a window");
+        if (ret == 0)
+            ret = req_status(&sreq[i], "sending");
+        *protos |= 1u << sreq[i].proto;
+    }
+    if (ret == 0)
+        ret = wait_reqs(ep, &rreq, NULL, deadline, "waiting for the answer to a window");
+    if (ret == 0)
+        ret = req_status(&rreq, "receiving the answer to a window");
+    *us_p = (now_s() - t0) * 1e6 / o->window;
+    return ret;
+}
+
 static void protos_format(unsigned protos, char *out, size_t len)
 {
     size_t n = 0;
@@ -647,7 +755,8 @@ static int client_size(struct efarm_ep *ep, efarm_peer_t server, const struct pp
     char names[64];
 
     for (long i = -warmup; i < o->iters; i++) {
-        int ret = client_round(ep, server, o, b, size, i, &protos, &us);
+        int ret = o->window ? client_window(ep, server, o, b, size, &protos, &us)
+                            : client_round(ep, server, o, b, size, i, &protos, &us);
 
         if (ret)
             return ret;
@@ -724,11 +833,18 @@ static int run_client(const struct pp_opts *o, pid_t server_pid)
     ret = client_hello(ep, server, o, max);
     if (ret)
         goto close_ep;
-    printf("efarm-pingpong: %ld round trips per size after %ld warm-up, %s, one-way = "
-           "round trip / 2\n"
-           "%10s | %-17s | %21s | %10s | %10s\n",
-           o->iters, warmup_iters(o), o->check ? "every byte checked" : "data not checked", "bytes",
-           "proto", "lat med/p99 us", "MB/s", "mean us");
+    if (o->window)
+        printf("efarm-pingpong: %ld windows of %u messages per size after %ld warm-up, "
+               "data not checked, per message = window time / %u\n"
+               "%10s | %-17s | %21s | %10s | %10s\n",
+               o->iters, o->window, warmup_iters(o), o->window, "bytes", "proto", "msg med/p99 us",
+               "MB/s", "mean us");
+    else
+        printf("efarm-pingpong: %ld round trips per size after %ld warm-up, %s, one-way = "
+               "round trip / 2\n"
+               "%10s | %-17s | %21s | %10s | %10s\n",
+               o->iters, warmup_iters(o), o->check ? "every byte checked" : "data not checked",
+               "bytes", "proto", "lat med/p99 us", "MB/s", "mean us");
     for (unsigned i = 0; i < o->nsizes && ret == 0; i++)
         ret = client_size(ep, server, o, &b, o->sizes[i]);
     if (ret == 0)

@@ -109,10 +109,15 @@ runs=(
 
 # Runs that must fail: NAME PROGRAM RANKS PATTERN [VAR=VALUE...]. They pass when
 # mpiexec exits nonzero before the timeout and the log matches PATTERN (grep -E):
-# a limit that is reached must end the job with a message naming its knob.
+# a limit that is reached must end the job with a message naming its knob. The
+# budget run accepts efarm's warning when the budget is reached ("... raise
+# EFARM_UNEXP_MAX_BYTES. The endpoint fails if ...") as well as the error when the
+# endpoint fails ("... Raise EFARM_UNEXP_MAX_BYTES"): hydra may drop an aborting
+# process's last lines (seen once in 12 CI runs: the warning, then exit 143 and
+# nothing more).
 tiny_budget="EFARM_RX_BUFFERS=32 EFARM_UNEXP_BYTES=16384 EFARM_UNEXP_MAX_BYTES=65536"
 failruns=(
-    "unexpected_flood-tiny-budget-n2 unexpected_flood 2 fails..Raise.EFARM_UNEXP_MAX_BYTES $tiny_budget EFARM_RX_FULL_TIMEOUT_MS=2000 MPITEST_FLOOD_N=20000"
+    "unexpected_flood-tiny-budget-n2 unexpected_flood 2 [Rr]aise.EFARM_UNEXP_MAX_BYTES $tiny_budget EFARM_RX_FULL_TIMEOUT_MS=2000 MPITEST_FLOOD_N=20000"
     "rma_native-passive-emulated-n2 rma_native 2 mem.0.....FLAG:.0.vs EFARM_RDMA_WRITE=0 MPITEST_RMA_PASSIVE=3"
     "rma_dynamic-passive-emulated-n2 rma_dynamic 2 mem.0.....FLAG:.0.vs EFARM_RDMA_WRITE=0 MPITEST_RMA_PASSIVE=3"
 )

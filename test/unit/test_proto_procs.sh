@@ -7,10 +7,14 @@
 # address file, ping-pong every subprotocol's size with every byte checked:
 # 0 and 8 bytes (eager), 9000 (medium), 100000 (long-CTS), 4 MiB (runting
 # read); once plainly, once with efasim's fault injector (loss, reordering,
-# duplication), and 4 MiB once more with EFARM_RUNT_SIZE=0 (long-read). Each
-# run must pass its data check, name the expected subprotocol on its size's
-# line and count it. Then the forked mode (no --server/--client) and the
-# error paths: a malformed address file, a server that never comes, --help.
+# duplication), and 4 MiB once more with EFARM_RUNT_SIZE=0 (long-read), at the
+# reference's thresholds (EFARM_PROFILE=reference). Each run must pass its data
+# check, name the expected subprotocol on its size's line and count it. The
+# same sizes in bandwidth mode (--window 8: eight messages in flight, then the
+# server's answer), plainly and with faults: each size's line and counters
+# again, and the server must have received every message. Then the forked mode
+# (no --server/--client) and the error paths: a malformed address file, a
+# server that never comes, --help, a bad --window.
 # Prints "PASS name" or "FAIL name: why" per check, then "N passed, N failed";
 # exits nonzero if any check failed.
 set -u
@@ -38,7 +42,8 @@ unset EFASIM_LOSS EFASIM_DUP EFASIM_REORDER EFASIM_DELAY EFASIM_QPN EFASIM_NDEV 
     EFASIM_MTU EFARM_RUNT_SIZE EFARM_RDMA_READ EFARM_READ_MIN EFARM_MEDIUM_MAX EFARM_EAGER_MAX
 EFARM_DEVICE=sim
 EFARM_EFASIM_PATH=$libdir
-export EFARM_DEVICE EFARM_EFASIM_PATH
+EFARM_PROFILE=reference
+export EFARM_DEVICE EFARM_EFASIM_PATH EFARM_PROFILE
 
 # Hung processes must fail their check, not the whole run.
 run_limit=
@@ -61,7 +66,10 @@ first_err() {
 }
 
 # pingpong NAME "SIZE:PROTO ..." ITERS [VAR=VALUE...]: a server and a client process, then one
-# check per size that its line names PROTO, and one that the counters count it.
+# check per size that its line names PROTO, and one that the counters count it. With
+# window=W set, in bandwidth mode (--window W, no data check): the server must report
+# (warm-up + ITERS) x W messages per size, and the goodbye.
+window=
 pingpong() {
     name=$1 expect=$2 iters=$3
     shift 3
@@ -71,7 +79,7 @@ pingpong() {
         >"$tmp/server.out" 2>"$tmp/server.err" &
     server=$!
     env "$@" $run_limit "$pingpong" --client "$tmp/addr" --sizes "${sizes%,}" --iters "$iters" \
-        --check --timeout 20 >"$tmp/client.out" 2>"$tmp/client.err"
+        ${window:+--window "$window"} --check --timeout 20 >"$tmp/client.out" 2>"$tmp/client.err"
     crc=$?
     wait "$server"
     src=$?
@@ -86,6 +94,17 @@ pingpong() {
         fail "${name}_server" "left its address file behind"
     else
         pass "${name}_server"
+    fi
+    if [ -n "$window" ]; then
+        nsizes=$(echo $expect | wc -w)
+        warm=$((iters / 10 < 1 ? 1 : iters / 10))
+        want=$((nsizes * (warm + iters) * window + 1)) # and the goodbye
+        got=$(sed -n 's/^efarm-pingpong: \([0-9]*\) messages echoed.*/\1/p' "$tmp/server.out")
+        if [ "$got" = "$want" ]; then
+            pass "${name}_server_received_all"
+        else
+            fail "${name}_server_received_all" "the server counted '$got' messages, expected $want"
+        fi
     fi
     for e in $expect; do
         size=${e%%:*} proto=${e#*:}
@@ -117,6 +136,10 @@ pingpong faults "$every" 20 EFASIM_LOSS=0.05 EFASIM_REORDER=0.2 EFASIM_DUP=0.05
 pingpong longread "4M:longread" 10 EFARM_RUNT_SIZE=0
 pingpong longread_faults "4M:longread" 5 EFARM_RUNT_SIZE=0 EFASIM_LOSS=0.05 \
     EFASIM_REORDER=0.2 EFASIM_DUP=0.05
+window=8
+pingpong window "$every" 10
+pingpong window_faults "$every" 5 EFASIM_LOSS=0.05 EFASIM_REORDER=0.2 EFASIM_DUP=0.05
+window=
 
 # ---- Both sides from one command (the quick start's form) ----------------------------
 
@@ -170,6 +193,12 @@ if [ $? -eq 2 ]; then
     pass bad_option
 else
     fail bad_option "exit status not 2 for --iters 0"
+fi
+$run_limit "$pingpong" --window 257 >/dev/null 2>"$tmp/err.err"
+if [ $? -eq 2 ] && grep -q "bad --window" "$tmp/err.err"; then
+    pass bad_window
+else
+    fail bad_window "exit status not 2 or no message for --window 257"
 fi
 
 echo "$npass passed, $nfail failed"
