@@ -13,13 +13,17 @@
 #   bench/run-proto-sweep.sh BUILD_DIR [--quick] [--runs N] [--max SIZE] [--bw]
 #                            [--write-profile FILE [--measure-register]]
 #
+# With two CPUs or more, the server and client processes are pinned to CPUs 1
+# and 0 (taskset): unpinned, the same subprotocol's median moved by up to 35%
+# from one process pair to the next as the scheduler placed them.
+#
 # --bw: bandwidth instead of latency: efarm-pingpong --window 16 (16 messages in
 # flight, then the server's 0-byte answer), MB/s = 16 x size / window time, the
 # median window; the best forced is the highest, auto's ratio is best / auto
 # (marked above 1.10); writes build/bench/proto-sweep-bw.png.
 #
-# --write-profile FILE: calibration. Writes the forced subprotocols' figures
-# above one packet as a selection profile (EFARM_PROFILE=FILE then uses it;
+# --write-profile FILE: calibration. Writes the forced subprotocols' figures at
+# the powers of two above one packet as a selection profile (EFARM_PROFILE=FILE then uses it;
 # doc/PROTOCOL-SELECTION.md). --measure-register also times long-read with the
 # registration cache off (EFARM_MR_CACHE=0) at 1, 4 and 16 MiB and writes the
 # difference as the cost of registering (least squares, at least 0); without
@@ -102,6 +106,25 @@ fi
 tag=${window:+-bw}
 variants=(auto eager medium longcts longread runtread)
 
+# pp_run OUT ARGS...: one server/client pair (pinned to CPUs 1 and 0 when there are
+# two), the client's output in OUT; the variant is in EFARM_PROTO.
+pin=0
+if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null 2>&1; then pin=1; fi
+pp_run() {
+    local out=$1 status
+    shift
+    if [ $pin = 0 ]; then
+        timeout 600 "$pp" "$@" >"$out" 2>&1
+        return
+    fi
+    rm -f "$tmp/addr"
+    timeout 600 taskset -c 1 "$pp" --server "$tmp/addr" >"$out.server" 2>&1 &
+    timeout 600 taskset -c 0 "$pp" --client "$tmp/addr" "$@" >"$out" 2>&1
+    status=$?
+    wait $! || status=1
+    return $status
+}
+
 nv=${#variants[@]}
 for ((r = 1; r <= runs; r++)); do
     g=0
@@ -110,8 +133,8 @@ for ((r = 1; r <= runs; r++)); do
             # Each run starts the rotation one variant later: no variant always runs first.
             for ((k = 0; k < nv; k++)); do
                 v=${variants[$(((k + r - 1) % nv))]}
-                if ! EFARM_PROTO=$v timeout 600 "$pp" --sizes "$group" --iters "${iters[$g]}" \
-                    "${window[@]}" >"$tmp/$v.$r.$g" 2>&1; then
+                if ! EFARM_PROTO=$v pp_run "$tmp/$v.$r.$g" --sizes "$group" \
+                    --iters "${iters[$g]}" "${window[@]}"; then
                     echo "run-proto-sweep: EFARM_PROTO=$v failed:" >&2
                     tail -n 20 "$tmp/$v.$r.$g" >&2
                     exit 1
@@ -187,8 +210,8 @@ if [ -n "$profile_out" ]; then
     reg_base=0 reg_mib=0
     if [ $measure_reg = 1 ]; then
         for cache in 1 0; do
-            EFARM_PROTO=longread EFARM_MR_CACHE=$cache timeout 600 "$pp" --sizes 1M,4M,16M \
-                --iters "${iters[1]}" >"$tmp/reg.$cache" 2>&1
+            EFARM_PROTO=longread EFARM_MR_CACHE=$cache pp_run "$tmp/reg.$cache" \
+                --sizes 1M,4M,16M --iters "${iters[1]}"
         done
         # bytes extra-us per size, then a least-squares line, clamped at 0.
         read -r reg_base reg_mib < <(join <(awk -F'|' '$1 ~ /^ *[0-9]+ *$/ {split($3, l, " "); gsub(/ /, "", $1); print $1, l[1]}' "$tmp/reg.1" | sort) \
@@ -206,7 +229,10 @@ if [ -n "$profile_out" ]; then
         else
             echo "register 0 0   # not measured (--measure-register)"
         fi
-        awk -v fit="$fit" '$1 != "auto" && $1 != "eager" && $1 == $3 && $2 > fit { print $1, $2, $4 }' \
+        # Powers of two only: the +-1 sizes around a boundary would put wiggles of
+        # noise between points a byte apart, and crossings in them.
+        awk -v fit="$fit" 'function pow2(n) { while (n > 1 && n % 2 == 0) n /= 2; return n == 1 }
+            $1 != "auto" && $1 != "eager" && $1 == $3 && $2 > fit && pow2($2) { print $1, $2, $4 }' \
             "$tmp/best" | sort -k1,1 -k2,2n
     } >"$profile_out"
     echo "profile: $profile_out ($(grep -c '^[a-z]* [0-9]' "$profile_out") points; EFARM_PROFILE=$profile_out uses it)"

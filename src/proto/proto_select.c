@@ -47,6 +47,8 @@ enum sel_bound { SEL_NONE, SEL_EAGER_FIT, SEL_MEDIUM_MAX, SEL_READ_MIN, SEL_RUNT
 #define SEL_READ_SLOT   0x10u /* a read slot is free (EFARM_MAX_READS) */
 #define SEL_RUNT_BUDGET 0x20u /* the peer's runt bytes in flight leave room (EFARM_RUNT_SIZE) */
 #define SEL_FANIN       0x40u /* len x peers within EFARM_UNEXP_BYTES */
+/* What runting read needs now (its rule's conditions; medium's bound asks them too). */
+#define SEL_RUNT_NEED (SEL_NEED_READ | SEL_NEED_RUNT | SEL_NO_DC | SEL_IDLE_READS | SEL_RUNT_BUDGET)
 
 /* What one packet decides, whatever the tunables say. */
 enum sel_fit { FIT_ANY, FIT_ONE_PKT, FIT_BEYOND_PKT, FIT_NONEMPTY };
@@ -68,7 +70,7 @@ static const struct sel_rule g_rules[] = {
      .fit = FIT_NONEMPTY},
     {.proto = EFARM_PROTO_RUNTREAD,
      .min_len = SEL_RUNT_MIN,
-     .need = SEL_NEED_READ | SEL_NEED_RUNT | SEL_NO_DC | SEL_IDLE_READS | SEL_RUNT_BUDGET,
+     .need = SEL_RUNT_NEED,
      .fit = FIT_BEYOND_PKT,
      .need_forced = SEL_NEED_READ | SEL_NEED_RUNT | SEL_NO_DC | SEL_RUNT_BUDGET},
     {.proto = EFARM_PROTO_LONGREAD,
@@ -105,6 +107,15 @@ uint64_t efarm_select_read_min(const struct efarm_ep_params *p, const struct efa
     return in->buf_cold ? p->read_min_cold : p->read_min;
 }
 
+static uint32_t failed_condition(const struct efarm_ep_params *p, const struct efarm_select_in *in,
+                                 uint32_t need);
+
+/* Runting read's threshold: its own, and for a buffer to be registered at least the read one. */
+static uint64_t runt_min(const struct efarm_ep_params *p, const struct efarm_select_in *in)
+{
+    return in->buf_cold && p->read_min_cold > p->runt_min ? p->read_min_cold : p->runt_min;
+}
+
 static uint64_t bound(const struct efarm_ep_params *p, const struct efarm_select_in *in,
                       enum sel_bound b, uint64_t none)
 {
@@ -114,14 +125,19 @@ static uint64_t bound(const struct efarm_ep_params *p, const struct efarm_select
     case SEL_EAGER_FIT:
         return p->eager_max && p->eager_max < in->eager_fit ? p->eager_max : in->eager_fit;
     case SEL_MEDIUM_MAX:
-        /* Where reads are possible they take over from their threshold. */
-        v = efarm_select_read_min(p, in);
-        return in->peer_rdma_read && v - 1 < p->medium_max ? v - 1 : p->medium_max;
+        /*
+         * A read protocol this send may use takes over from its threshold:
+         * long-read's whenever the peer reads, runting read's when its
+         * conditions hold now.
+         */
+        v = in->peer_rdma_read ? efarm_select_read_min(p, in) : UINT64_MAX;
+        if (!failed_condition(p, in, SEL_RUNT_NEED) && runt_min(p, in) < v)
+            v = runt_min(p, in);
+        return v - 1 < p->medium_max ? v - 1 : p->medium_max;
     case SEL_READ_MIN:
         return efarm_select_read_min(p, in);
     case SEL_RUNT_MIN:
-        v = efarm_select_read_min(p, in);
-        return p->runt_min > v ? p->runt_min : v;
+        return runt_min(p, in);
     default:
         return none;
     }
@@ -133,7 +149,7 @@ static const char *bound_name(enum sel_bound b, const struct efarm_select_in *in
     case SEL_EAGER_FIT:
         return "one packet (or EFARM_EAGER_MAX)";
     case SEL_MEDIUM_MAX:
-        return in->peer_rdma_read ? "medium max (EFARM_MEDIUM_MAX, at most the read threshold)"
+        return in->peer_rdma_read ? "medium max (EFARM_MEDIUM_MAX, below the read thresholds)"
                                   : "medium max (EFARM_MEDIUM_MAX)";
     case SEL_READ_MIN:
         return in->buf_cold ? "read min for an unregistered buffer (EFARM_READ_MIN_UNREG)"

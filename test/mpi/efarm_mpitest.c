@@ -327,10 +327,12 @@ static void limits_init(struct mpitest_limits *l)
         l->medium_max = (size_t)mpitest_pvar_read("efarm_nm_medium_max");
         l->read_min = (size_t)mpitest_pvar_read("efarm_nm_read_min");
         l->read_min_unreg = (size_t)mpitest_pvar_read("efarm_nm_read_min_unreg");
+        l->runt_min = (size_t)mpitest_pvar_read("efarm_nm_runt_min");
     } else {
         l->medium_max = mpitest_env_size("EFARM_MEDIUM_MAX", 65536);
         l->read_min = mpitest_env_size("EFARM_READ_MIN", 1048576);
         l->read_min_unreg = l->read_min;
+        l->runt_min = l->read_min;
     }
     l->rdma_read =
         mpitest_env_size("EFARM_RDMA_READ", 1) && mpitest_env_size("EFASIM_RDMA_READ", 1);
@@ -352,7 +354,11 @@ unsigned mpitest_expect_proto(size_t len)
         return mask;
     for (int cold = 0; cold < 2; cold++) {
         size_t read_min = cold ? l->read_min_unreg : l->read_min;
+        size_t runt_min = cold && l->read_min_unreg > l->runt_min ? l->read_min_unreg : l->runt_min;
 
+        /* Runting read from its own threshold when its conditions hold (no read in flight...). */
+        if (l->rdma_read && len >= runt_min)
+            mask |= MPITEST_RUNTREAD;
         if (len <= l->medium_max && !(l->rdma_read && len >= read_min))
             mask |= MPITEST_MEDIUM;
         else if (len >= read_min && l->rdma_read)

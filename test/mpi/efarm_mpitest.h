@@ -165,6 +165,7 @@ struct mpitest_limits {
     size_t eager_lo, eager_hi; /* up to eager_lo: eager; above eager_hi: never eager */
     size_t medium_max;
     size_t read_min, read_min_unreg; /* registered buffer, unregistered buffer */
+    size_t runt_min;                 /* runting read (SIZE_MAX: never) */
     int rdma_read;                   /* both EFARM_RDMA_READ and EFASIM_RDMA_READ on */
 };
 
