@@ -61,7 +61,7 @@ typedef struct {
     struct efarm_nic_choice nic;
     unsigned long long nic_index, nic_nearness, nic_devices, nic_sharing, nic_local_ranks;
     /* The endpoint's selection thresholds (MPI_T: efarm_nm_medium_max, ...). */
-    unsigned long long medium_max, read_min, read_min_unreg, runt_min;
+    unsigned long long medium_max, read_min, read_min_unreg, runt_min, medium_max_stream;
 } MPIDI_EFARM_global_t;
 
 extern MPIDI_EFARM_global_t MPIDI_EFARM_global;

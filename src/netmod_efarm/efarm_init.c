@@ -85,6 +85,8 @@ static void register_pvars(void)
     MPIDI_EFARM_NIC_PVAR_(read_min, "smallest read-protocol message, registered buffer")
     MPIDI_EFARM_NIC_PVAR_(read_min_unreg, "smallest read-protocol message, unregistered buffer")
     MPIDI_EFARM_NIC_PVAR_(runt_min, "smallest runting-read message (2^64-1: never)")
+    MPIDI_EFARM_NIC_PVAR_(medium_max_stream,
+                          "largest medium message while sends to the peer are in flight (0: none)")
 #undef MPIDI_EFARM_NIC_PVAR_
 }
 
@@ -277,6 +279,7 @@ int MPIDI_EFARM_init_local(int *tag_bits)
         MPIDI_EFARM_global.read_min = pol.read_min;
         MPIDI_EFARM_global.read_min_unreg = pol.read_min_unreg;
         MPIDI_EFARM_global.runt_min = pol.runt_min;
+        MPIDI_EFARM_global.medium_max_stream = pol.medium_max_stream;
     }
     MPIDI_EFARM_global.yield_polls = (unsigned)efarm_config()->yield_polls;
     MPIDI_EFARM_global.idle_polls = 0;

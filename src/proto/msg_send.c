@@ -470,6 +470,7 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
         .peer_runt_read = (ep->extra_info & EFARM_EXTRA_FEATURE_RUNT_READ) &&
                           efarm_peer_has(st, EFARM_EXTRA_FEATURE_RUNT_READ),
         .npeers = ep->npeer_states,
+        .peer_sends = st->sends_inflight,
         .reads_inflight = ep->reads_inflight,
         .runt_bytes_in_flight = st->runt_bytes_in_flight,
     };
@@ -514,6 +515,8 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
     }
     op->proto = (uint8_t)proto;
     op->req->proto = (uint8_t)proto;
+    st->sends_inflight++;
+    op->flags |= EFARM_OPF_COUNTED;
     op->req_type = req_type(proto, tagged, dc);
     op->msg_id = st->tx_msg_id++;
     op->flags |= EFARM_OPF_NEED_REQ;

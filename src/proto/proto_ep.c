@@ -89,6 +89,7 @@ static int params_resolve(const struct efarm_ep_attr *a, struct efarm_ep_params 
     p->read_min = pick_u64(a->read_min, c->read_min);
     p->read_min_cold = pick_u64(a->read_min_unreg, c->read_min_unreg);
     p->runt_min = pick_u64(a->runt_min, c->runt_min);
+    p->medium_max_stream = pick_u64(a->medium_max_stream, c->medium_max_stream);
     p->runt_size = pick_u64(a->runt_size, c->runt_size);
     p->max_reads = pick_u32(a->max_reads, c->max_reads);
     p->cts_credits = pick_u32(a->cts_credits, c->cts_credits);
@@ -232,8 +233,8 @@ int efarm_policy_print(FILE *out, const char *device_name, uint32_t mtu)
     policy_size(out, "runting read from ", p.runt_min, "");
     fprintf(out, ",\n  medium only while size x peers <= EFARM_UNEXP_BYTES %llu; forced: %s\n\n",
             (unsigned long long)p.unexp_bytes, p.force >= 0 ? efarm_proto_name(p.force) : "none");
-    fprintf(out, "%12s  %-9s %-9s %-9s %-9s %-9s  %s\n", "bytes", "default", "unreg", "ssend",
-            "1024peers", "noread", "why (default)");
+    fprintf(out, "%12s  %-9s %-9s %-9s %-9s %-9s %-9s  %s\n", "bytes", "default", "unreg", "ssend",
+            "1024peers", "noread", "stream", "why (default)");
     n = policy_sizes(&p, eager_fit, sizes);
     for (unsigned i = 0; i < n; i++) {
         struct efarm_select_in base = {.len = sizes[i],
@@ -241,7 +242,7 @@ int efarm_policy_print(FILE *out, const char *device_name, uint32_t mtu)
                                        .peer_rdma_read = p.rdma_read,
                                        .peer_runt_read = p.rdma_read,
                                        .npeers = 1};
-        struct efarm_select_in v[4] = {base, base, base, base};
+        struct efarm_select_in v[5] = {base, base, base, base, base};
         char why[512];
         enum efarm_proto_kind d = efarm_proto_select_why(&p, &base, why, sizeof(why));
 
@@ -249,8 +250,9 @@ int efarm_policy_print(FILE *out, const char *device_name, uint32_t mtu)
         v[1].flags = EFARM_SEND_DC;
         v[2].npeers = 1024;
         v[3].peer_rdma_read = v[3].peer_runt_read = false;
+        v[4].peer_sends = 1;
         fprintf(out, "%12llu  %-9s", (unsigned long long)sizes[i], efarm_proto_name(d));
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < 5; k++)
             fprintf(out, " %-9s", efarm_proto_name(efarm_proto_select(&p, &v[k])));
         fprintf(out, "  %s\n", why);
     }
@@ -401,6 +403,7 @@ void efarm_ep_policy(const struct efarm_ep *ep, struct efarm_ep_policy *out)
     out->read_min = ep->p.read_min;
     out->read_min_unreg = ep->p.read_min_cold;
     out->runt_min = ep->p.runt_min;
+    out->medium_max_stream = ep->p.medium_max_stream;
 }
 
 const struct efarm_device_caps *efarm_ep_caps(const struct efarm_ep *ep)

@@ -96,6 +96,7 @@ struct efarm_peer_state {
     uint64_t backoff_us;
     uint64_t runt_bytes_in_flight;
     int fail_status;                /* the device error that failed the peer */
+    uint32_t sends_inflight;        /* sends to this peer begun and not released */
     struct efarm_link fail_link;    /* ep->failed_peers */
     struct efarm_link hs_link;      /* ep->hs_queue */
     struct efarm_link backoff_link; /* ep->backoff_peers */
@@ -180,6 +181,7 @@ enum efarm_op_kind { EFARM_OP_FREE, EFARM_OP_TX, EFARM_OP_RX, EFARM_OP_RMA, EFAR
 #define EFARM_OPF_NO_DIRECT 0x800000u  /* rma: EFARM_RMA_NO_DIRECT */
 #define EFARM_OPF_NO_REG    0x1000000u /* rma: the buffer would not register: nothing RDMA */
 #define EFARM_OPF_TEMP_BUF  0x4000000u /* tx: EFARM_SEND_TEMP_BUF */
+#define EFARM_OPF_COUNTED   0x8000000u /* tx: in its peer's sends_inflight */
 #define EFARM_OPF_REFUSED                                      \
     0x2000000u /* rx: a peer's long write refused: its data is \
                   discarded and the EOR or RECEIPT says REFUSED */
@@ -326,6 +328,7 @@ struct efarm_ep_params {
     uint32_t rx_reserve, recvwin, first_msg_id;
     uint64_t eager_max, medium_max, read_min, runt_size;
     uint64_t read_min_cold, runt_min; /* resolved with the profile at endpoint open */
+    uint64_t medium_max_stream;       /* medium's bound while the peer has sends in flight */
     char profile[64];                 /* the profile's name, for efarm-info and logs */
     uint32_t max_reads, cts_credits, rx_window;
     uint32_t rnr_retry, rnr_backoff_us, rnr_backoff_max_us;
@@ -660,8 +663,9 @@ struct efarm_select_in {
     uint64_t eager_fit; /* application bytes one REQ packet carries for this peer */
     uint32_t flags;     /* EFARM_SEND_* */
     bool peer_rdma_read, peer_runt_read; /* negotiated (both sides) */
-    bool buf_cold;   /* a read protocol would have to register the buffer first */
-    uint32_t npeers; /* peers this endpoint has talked to (medium's fan-in) */
+    bool buf_cold;       /* a read protocol would have to register the buffer first */
+    uint32_t npeers;     /* peers this endpoint has talked to (medium's fan-in) */
+    uint32_t peer_sends; /* other sends to this peer in flight (a stream) */
     uint32_t reads_inflight;
     uint64_t runt_bytes_in_flight;
 };

@@ -85,6 +85,9 @@ void efarm_op_release(struct efarm_ep *ep, struct efarm_op *op)
         efarm_list_remove(&op->link);
     if (op->mr.entry != NULL)
         efarm_mr_cache_put(ep->mr_cache, &op->mr);
+    if ((op->flags & EFARM_OPF_COUNTED) && op->peer < ep->npeers && ep->peers[op->peer].st &&
+        ep->peers[op->peer].st->sends_inflight)
+        ep->peers[op->peer].st->sends_inflight--;
     op->kind = EFARM_OP_FREE;
     op->req = NULL;
     op->id = (gen & 0xffff ? gen : 1) << 16 | index;

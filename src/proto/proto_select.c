@@ -15,7 +15,10 @@
  *     the receiver's buffers whether or not its receive is posted, and every
  *     peer may send one, so medium is used only while len x peers stays
  *     within EFARM_UNEXP_BYTES (the receiver's buffering before back-pressure).
- * Medium also ends where a read protocol starts, when reads are possible.
+ * Medium also ends where a read protocol this send may use starts, and while
+ * other sends to the same peer are in flight (a stream) at
+ * EFARM_MEDIUM_MAX_STREAM: streamed medium messages lose to the receiver-paced
+ * protocols above it (bench/README.md, bandwidth sweep).
  * With the reference profile this is the reference implementation: eager up
  * to what one packet holds, medium up to 64 KiB, reads from 1 MiB, runting
  * read when no read is in flight (it pays off with few messages in flight,
@@ -133,7 +136,11 @@ static uint64_t bound(const struct efarm_ep_params *p, const struct efarm_select
         v = in->peer_rdma_read ? efarm_select_read_min(p, in) : UINT64_MAX;
         if (!failed_condition(p, in, SEL_RUNT_NEED) && runt_min(p, in) < v)
             v = runt_min(p, in);
-        return v - 1 < p->medium_max ? v - 1 : p->medium_max;
+        v = v - 1 < p->medium_max ? v - 1 : p->medium_max;
+        /* A stream to this peer: the receiver-paced protocols move it faster. */
+        if (in->peer_sends && p->medium_max_stream && p->medium_max_stream < v)
+            v = p->medium_max_stream;
+        return v;
     case SEL_READ_MIN:
         return efarm_select_read_min(p, in);
     case SEL_RUNT_MIN:
@@ -149,6 +156,8 @@ static const char *bound_name(enum sel_bound b, const struct efarm_select_in *in
     case SEL_EAGER_FIT:
         return "one packet (or EFARM_EAGER_MAX)";
     case SEL_MEDIUM_MAX:
+        if (in->peer_sends)
+            return "medium max with sends in flight to the peer (EFARM_MEDIUM_MAX_STREAM)";
         return in->peer_rdma_read ? "medium max (EFARM_MEDIUM_MAX, below the read thresholds)"
                                   : "medium max (EFARM_MEDIUM_MAX)";
     case SEL_READ_MIN:

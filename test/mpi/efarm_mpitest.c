@@ -328,11 +328,13 @@ static void limits_init(struct mpitest_limits *l)
         l->read_min = (size_t)mpitest_pvar_read("efarm_nm_read_min");
         l->read_min_unreg = (size_t)mpitest_pvar_read("efarm_nm_read_min_unreg");
         l->runt_min = (size_t)mpitest_pvar_read("efarm_nm_runt_min");
+        l->medium_max_stream = (size_t)mpitest_pvar_read("efarm_nm_medium_max_stream");
     } else {
         l->medium_max = mpitest_env_size("EFARM_MEDIUM_MAX", 65536);
         l->read_min = mpitest_env_size("EFARM_READ_MIN", 1048576);
         l->read_min_unreg = l->read_min;
         l->runt_min = l->read_min;
+        l->medium_max_stream = 65536;
     }
     l->rdma_read =
         mpitest_env_size("EFARM_RDMA_READ", 1) && mpitest_env_size("EFASIM_RDMA_READ", 1);
@@ -359,9 +361,12 @@ unsigned mpitest_expect_proto(size_t len)
         /* Runting read from its own threshold when its conditions hold (no read in flight...). */
         if (l->rdma_read && len >= runt_min)
             mask |= MPITEST_RUNTREAD;
-        if (len <= l->medium_max && !(l->rdma_read && len >= read_min))
+        if (len <= l->medium_max && !(l->rdma_read && len >= read_min)) {
             mask |= MPITEST_MEDIUM;
-        else if (len >= read_min && l->rdma_read)
+            /* With other sends to the peer in flight, medium stops at its stream bound. */
+            if (l->medium_max_stream && len > l->medium_max_stream)
+                mask |= MPITEST_LONGCTS;
+        } else if (len >= read_min && l->rdma_read)
             mask |= MPITEST_RUNTREAD | MPITEST_LONGREAD | MPITEST_LONGCTS;
         else
             mask |= MPITEST_LONGCTS;

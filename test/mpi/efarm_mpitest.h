@@ -166,6 +166,7 @@ struct mpitest_limits {
     size_t medium_max;
     size_t read_min, read_min_unreg; /* registered buffer, unregistered buffer */
     size_t runt_min;                 /* runting read (SIZE_MAX: never) */
+    size_t medium_max_stream;        /* medium with sends to the peer in flight (0: none) */
     int rdma_read;                   /* both EFARM_RDMA_READ and EFASIM_RDMA_READ on */
 };
 

@@ -246,6 +246,7 @@ static struct efarm_ep_params policy_params(void)
     p.max_reads = 4;
     p.runt_size = 307200;
     p.unexp_bytes = 64 << 20;
+    p.medium_max_stream = 65536;
     p.rdma_read = true;
     return p;
 }
@@ -280,6 +281,9 @@ EFARM_TEST(policy_select_every_input)
         {"read slots full: long-CTS", 2000000, 6, EFARM_PROTO_LONGCTS, "read slots busy"},
         {"runt budget used", 2000000, 7, EFARM_PROTO_LONGREAD, "runt budget"},
         {"forced long-CTS", 20000, 8, EFARM_PROTO_LONGCTS, "forced by EFARM_PROTO"},
+        {"a stream: medium to its stream bound", 65536, 10, EFARM_PROTO_MEDIUM,
+         "MEDIUM_MAX_STREAM"},
+        {"a stream: long-CTS above it", 65537, 10, EFARM_PROTO_LONGCTS, "MEDIUM_MAX_STREAM) 65536"},
         {"forced eager cannot carry two packets", 20000, 9, EFARM_PROTO_MEDIUM, "medium up to"},
     };
 
@@ -317,6 +321,9 @@ EFARM_TEST(policy_select_every_input)
             break;
         case 9:
             p.force = EFARM_PROTO_EAGER;
+            break;
+        case 10:
+            in.peer_sends = 3;
             break;
         default:
             break;
@@ -486,4 +493,41 @@ EFARM_TEST(policy_engine_medium_fan_in)
     proto_pair_close(&p);
     free(src);
     free(dst);
+}
+
+/*
+ * A stream to one peer: with a 100000-byte send still in flight (its receive
+ * not posted, so long-CTS holds it), a second one goes long-CTS too
+ * (EFARM_MEDIUM_MAX_STREAM 65536), where alone it goes medium; once both
+ * completed, the peer's count is back to zero and medium returns.
+ */
+EFARM_TEST(policy_engine_stream_bound)
+{
+    struct efarm_ep_attr attr = {.profile = "reference", .medium_max = 200000};
+    struct efarm_req s1 = {0}, s2 = {0}, r1 = {0}, r2 = {0};
+    struct efarm_req *reqs[] = {&s1, &s2, &r1, &r2};
+    struct proto_pair p;
+    const uint64_t n = 100000;
+    uint8_t *src = malloc(n), *d1 = malloc(n), *d2 = malloc(n);
+
+    proto_use_efasim();
+    proto_pair_open(&p, &attr, &attr);
+    handshake(&p);
+    proto_fill(src, n, 4);
+    EXPECT_EQ(send_once(&p, src, d1, n, 0), EFARM_PROTO_MEDIUM);
+    EXPECT_RET(efarm_tsend(p.a, p.a_to_b, src, n, 1, 2, 3, 0, 0, &s1), 0);
+    EXPECT_RET(efarm_tsend(p.a, p.a_to_b, src, n, 1, 2, 3, 0, 0, &s2), 0);
+    EXPECT_EQ(s1.proto, EFARM_PROTO_MEDIUM);
+    EXPECT_EQ(s2.proto, EFARM_PROTO_LONGCTS);
+    EXPECT_RET(efarm_trecv(p.b, d1, n, 1, 2, 3, &r1), 0);
+    EXPECT_RET(efarm_trecv(p.b, d2, n, 1, 2, 3, &r2), 0);
+    proto_pair_wait(&p, reqs, 4, 20);
+    proto_expect_pattern(d1, n, 4);
+    proto_expect_pattern(d2, n, 4);
+    proto_pair_spin(&p, 20000); /* the device's acknowledgements release the sends */
+    EXPECT_EQ(send_once(&p, src, d1, n, 0), EFARM_PROTO_MEDIUM);
+    proto_pair_close(&p);
+    free(src);
+    free(d1);
+    free(d2);
 }
