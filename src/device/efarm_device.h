@@ -213,7 +213,7 @@ struct efarm_nic_choice {
 /*
  * Choose this rank's EFA device (efarm_nic.h has the rules): local_rank of
  * nlocal ranks on the node, bindings[r] the CPU binding of local rank r as an
- * hwloc bitmap string, as efarm_dev_cpu_binding() writes it (NULL or "" =
+ * hwloc CPU list ("0-3,8"), as efarm_dev_cpu_binding() writes it (NULL or "" =
  * unbound; bindings itself may be NULL). Honours EFARM_IFACE. Fills name_p
  * with the device name for efarm_dev_ep_open and, when choice_p is not NULL,
  * *choice_p; without choice_p, EFARM_NIC_VERBOSE prints rank -> NIC -> reason
@@ -229,7 +229,8 @@ int efarm_dev_choose_nic_in(struct hwloc_topology *topo, unsigned local_rank, un
                             struct efarm_nic_choice *choice_p);
 
 /*
- * This process's CPU binding as an hwloc bitmap string ("0x00000005"), read
+ * This process's CPU binding as an hwloc CPU list ("0,2": short for a core of
+ * a big machine, where a mask would need a word per 32 CPUs), read
  * through hwloc on the machine's topology and limited to that topology's
  * CPUs; "" when the process is not bound (bound to every CPU, or hwloc cannot
  * tell). Returns 0, or -ENAMETOOLONG (buf holds "") when size is too small.

@@ -46,7 +46,7 @@ int efarm_dev_choose_nic_in(hwloc_topology_t topo, unsigned local_rank, unsigned
     }
     for (int i = 0; i < ndev; i++)
         names[i] = V->ibv_get_device_name(list[i]);
-    /* A NULL or empty binding is an unbound rank; others are hwloc bitmap strings. */
+    /* A NULL or empty binding is an unbound rank; others are hwloc CPU lists ("0-3,8"). */
     for (unsigned r = 0; r < nlocal; r++) {
         if (!bindings || !bindings[r] || !*bindings[r])
             continue;
@@ -55,7 +55,7 @@ int efarm_dev_choose_nic_in(hwloc_topology_t topo, unsigned local_rank, unsigned
             ret = -ENOMEM;
             goto out_free;
         }
-        if (hwloc_bitmap_sscanf(sets[r], bindings[r]) < 0) {
+        if (hwloc_bitmap_list_sscanf(sets[r], bindings[r]) < 0 || hwloc_bitmap_iszero(sets[r])) {
             ret = -EINVAL;
             goto out_free;
         }
@@ -158,7 +158,7 @@ int efarm_dev_cpu_binding(char *buf, size_t size)
         hwloc_bitmap_weight(set) < sysconf(_SC_NPROCESSORS_ONLN)) {
         hwloc_bitmap_and(set, set, all);
         if (!hwloc_bitmap_iszero(set) && !hwloc_bitmap_isincluded(all, set)) {
-            n = hwloc_bitmap_snprintf(buf, size, set);
+            n = hwloc_bitmap_list_snprintf(buf, size, set);
             if (n < 0 || (size_t)n >= size) {
                 buf[0] = '\0';
                 ret = -ENAMETOOLONG;

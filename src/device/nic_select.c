@@ -10,9 +10,9 @@
  */
 #include "device_internal.h"
 #include "efarm_nic.h"
+#include "efarm_text.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -355,42 +355,18 @@ static const char *nic_ordinal_suffix(unsigned n)
     }
 }
 
-/* The text of a reason, appended to piece by piece and cut at its capacity. */
-struct nic_text {
-    char *buf;
-    size_t size;
-    size_t used;
-};
-
-static void nic_text_add(struct nic_text *t, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void nic_text_add(struct nic_text *t, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    if (t->used + 1 >= t->size)
-        return;
-    va_start(ap, fmt);
-    n = vsnprintf(t->buf + t->used, t->size - t->used, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        t->used = t->used + (size_t)n < t->size ? t->used + (size_t)n : t->size - 1;
-}
-
 /* "node 1" or "nodes 0-1" for a bitmap; "node ?" if it is empty. */
-static void nic_text_add_set(struct nic_text *t, const char *noun, hwloc_const_bitmap_t set)
+static void nic_text_add_set(struct efarm_text *t, const char *noun, hwloc_const_bitmap_t set)
 {
     char list[64] = "?";
 
     if (!hwloc_bitmap_iszero(set))
         hwloc_bitmap_list_snprintf(list, sizeof(list), set);
-    nic_text_add(t, "%s%s %s", noun, hwloc_bitmap_weight(set) > 1 ? "s" : "", list);
+    efarm_text_add(t, "%s%s %s", noun, hwloc_bitmap_weight(set) > 1 ? "s" : "", list);
 }
 
 /* Why the tied devices were the nearest, for the chosen one. */
-static void nic_text_add_why(struct nic_text *t, const struct nic_sel *sel,
+static void nic_text_add_why(struct efarm_text *t, const struct nic_sel *sel,
                              const struct nic_dev *dev, struct nic_key key)
 {
     bool any_located = false;
@@ -399,31 +375,32 @@ static void nic_text_add_why(struct nic_text *t, const struct nic_sel *sel,
         any_located |= sel->devs[i].candidate && sel->devs[i].osdev;
     switch (key.nearness) {
     case EFARM_NIC_SAME_NUMA:
-        nic_text_add(t, "same ");
+        efarm_text_add(t, "same ");
         nic_text_add_set(t, "NUMA node", dev->nodes);
-        nic_text_add(t, " as the binding");
+        efarm_text_add(t, " as the binding");
         break;
     case EFARM_NIC_SAME_PACKAGE:
-        nic_text_add(t, "same ");
+        efarm_text_add(t, "same ");
         nic_text_add_set(t, "package", dev->packages);
-        nic_text_add(t, " as the binding (no NIC on its NUMA node)");
+        efarm_text_add(t, " as the binding (no NIC on its NUMA node)");
         break;
     case EFARM_NIC_NUMA_DISTANCE:
-        nic_text_add(t, "NUMA distance %llu from the binding's ", (unsigned long long)key.distance);
+        efarm_text_add(t, "NUMA distance %llu from the binding's ",
+                       (unsigned long long)key.distance);
         nic_text_add_set(t, "NUMA node", sel->bind_nodes);
-        nic_text_add(t, " to ");
+        efarm_text_add(t, " to ");
         nic_text_add_set(t, "node", dev->nodes);
         break;
     case EFARM_NIC_ANYWHERE:
         if (!any_located)
-            nic_text_add(t, "no NIC has PCI locality");
+            efarm_text_add(t, "no NIC has PCI locality");
         else
-            nic_text_add(t, "no NIC on the binding's NUMA node or package%s%s",
-                         sel->latency ? "" : " and no NUMA distances",
-                         dev->osdev ? "" : "; this one has no PCI locality");
+            efarm_text_add(t, "no NIC on the binding's NUMA node or package%s%s",
+                           sel->latency ? "" : " and no NUMA distances",
+                           dev->osdev ? "" : "; this one has no PCI locality");
         break;
     case EFARM_NIC_UNBOUND:
-        nic_text_add(t, "process not bound to CPUs");
+        efarm_text_add(t, "process not bound to CPUs");
         break;
     }
 }
@@ -489,7 +466,7 @@ int efarm_nic_select(hwloc_topology_t topo, const char *const *names, unsigned n
                      struct efarm_nic_choice *choice_p)
 {
     struct efarm_nic_choice c = {0};
-    struct nic_text reason = {c.reason, sizeof(c.reason), 0};
+    struct efarm_text reason = {c.reason, sizeof(c.reason), 0};
     struct nic_sel sel;
     struct nic_key key;
     hwloc_bitmap_t mine;
@@ -531,9 +508,10 @@ int efarm_nic_select(hwloc_topology_t topo, const char *const *names, unsigned n
     if (ret < 0)
         goto out_free_mine;
     nic_text_add_why(&reason, &sel, &sel.devs[c.index], key);
-    nic_text_add(&reason, "; %u%s of %u rank%s sharing %u equally near NIC%s%s", c.position + 1,
-                 nic_ordinal_suffix(c.position + 1), c.nsharing, c.nsharing > 1 ? "s" : "", c.ntied,
-                 c.ntied > 1 ? "s" : "", sel.ncandidates < nnames ? " (EFARM_IFACE)" : "");
+    efarm_text_add(&reason, "; %u%s of %u rank%s sharing %u equally near NIC%s%s", c.position + 1,
+                   nic_ordinal_suffix(c.position + 1), c.nsharing, c.nsharing > 1 ? "s" : "",
+                   c.ntied, c.ntied > 1 ? "s" : "",
+                   sel.ncandidates < nnames ? " (EFARM_IFACE)" : "");
     c.ndevices = nnames;
     *choice_p = c;
 

@@ -165,9 +165,15 @@ static int nic_peers_gather(struct nic_peers *np)
     np->binding = MPL_calloc((size_t)nget, sizeof(*np->binding), MPL_MEM_OTHER);
     MPIR_ERR_CHKANDJUMP(!np->vals || !np->binding, mpi_errno, MPI_ERR_OTHER, "**nomem");
     mine = np->vals + (size_t)nget * (size_t)val_size;
-    /* A binding that does not fit a PMI value counts as unbound rather than failing the job. */
-    if (snprintf(mine, (size_t)val_size, "%s|%s", host, binding[0] ? binding : "-") >= val_size)
+    /* A binding that does not fit counts as unbound rather than failing the job, and says so. */
+    if (ret == -ENAMETOOLONG ||
+        snprintf(mine, (size_t)val_size, "%s|%s", host, binding[0] ? binding : "-") >= val_size) {
+        fprintf(stderr,
+                "efarm: MPI rank %d: its CPU binding does not fit a PMI value; the NIC choice "
+                "counts it as unbound\n",
+                me);
         snprintf(mine, (size_t)val_size, "%.*s|-", val_size / 2, host);
+    }
     snprintf(key, sizeof(key), MPIDI_EFARM_NIC_KEY_FMT, me);
     mpi_errno = MPIR_pmi_kvs_put(key, mine);
     MPIR_ERR_CHECK(mpi_errno);

@@ -34,10 +34,10 @@
  * without it.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "efarm_text.h"
 #include "proto_internal.h"
 
 enum sel_bound { SEL_NONE, SEL_EAGER_FIT, SEL_MEDIUM_MAX, SEL_READ_MIN, SEL_RUNT_MIN };
@@ -83,27 +83,6 @@ static const struct sel_rule g_rules[] = {
      .need_forced = SEL_NEED_READ | SEL_READ_SLOT},
     {.proto = EFARM_PROTO_LONGCTS, .fit = FIT_BEYOND_PKT},
 };
-
-/* Words for the why of efarm-info: appended to a buffer, cut at its end. */
-struct why {
-    char *buf;
-    size_t size, len;
-};
-
-static void why_add(struct why *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void why_add(struct why *w, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    if (!w || w->len + 1 >= w->size)
-        return;
-    va_start(ap, fmt);
-    n = vsnprintf(w->buf + w->len, w->size - w->len, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        w->len = w->len + (size_t)n < w->size ? w->len + (size_t)n : w->size - 1;
-}
 
 uint64_t efarm_select_read_min(const struct efarm_ep_params *p, const struct efarm_select_in *in)
 {
@@ -197,31 +176,31 @@ static bool conditions_hold(const struct efarm_ep_params *p, const struct efarm_
     return failed_condition(p, in, need) == 0;
 }
 
-static void why_condition(struct why *w, const struct efarm_ep_params *p,
+static void why_condition(struct efarm_text *w, const struct efarm_ep_params *p,
                           const struct efarm_select_in *in, uint32_t cond)
 {
     switch (cond) {
     case SEL_NEED_READ:
-        why_add(w, "no RDMA read on both sides");
+        efarm_text_add(w, "no RDMA read on both sides");
         break;
     case SEL_NEED_RUNT:
-        why_add(w, "no runting read on both sides");
+        efarm_text_add(w, "no runting read on both sides");
         break;
     case SEL_NO_DC:
-        why_add(w, "delivery complete (ssend)");
+        efarm_text_add(w, "delivery complete (ssend)");
         break;
     case SEL_IDLE_READS:
-        why_add(w, "%u reads in flight", in->reads_inflight);
+        efarm_text_add(w, "%u reads in flight", in->reads_inflight);
         break;
     case SEL_READ_SLOT:
-        why_add(w, "all %u read slots busy (EFARM_MAX_READS)", p->max_reads);
+        efarm_text_add(w, "all %u read slots busy (EFARM_MAX_READS)", p->max_reads);
         break;
     case SEL_RUNT_BUDGET:
-        why_add(w, "runt budget used (EFARM_RUNT_SIZE)");
+        efarm_text_add(w, "runt budget used (EFARM_RUNT_SIZE)");
         break;
     case SEL_FANIN:
-        why_add(w, "%u peers x %llu B > EFARM_UNEXP_BYTES %llu", in->npeers,
-                (unsigned long long)in->len, (unsigned long long)p->unexp_bytes);
+        efarm_text_add(w, "%u peers x %llu B > EFARM_UNEXP_BYTES %llu", in->npeers,
+                       (unsigned long long)in->len, (unsigned long long)p->unexp_bytes);
         break;
     default:
         break;
@@ -255,10 +234,10 @@ int efarm_proto_parse(const char *name)
 }
 
 static enum efarm_proto_kind select_impl(const struct efarm_ep_params *p,
-                                         const struct efarm_select_in *in, struct why *w)
+                                         const struct efarm_select_in *in, struct efarm_text *w)
 {
     if (p->force >= 0 && efarm_proto_legal(p, in, (enum efarm_proto_kind)p->force)) {
-        why_add(w, "forced by EFARM_PROTO");
+        efarm_text_add(w, "forced by EFARM_PROTO");
         return (enum efarm_proto_kind)p->force;
     }
     for (unsigned i = 0; i < sizeof(g_rules) / sizeof(g_rules[0]); i++) {
@@ -268,31 +247,32 @@ static enum efarm_proto_kind select_impl(const struct efarm_ep_params *p,
 
         if (in->len < lo || in->len > hi) {
             if (w && lo == UINT64_MAX)
-                why_add(w, "not %s: never (%s); ", efarm_proto_name(r->proto),
-                        bound_name(r->min_len, in));
+                efarm_text_add(w, "not %s: never (%s); ", efarm_proto_name(r->proto),
+                               bound_name(r->min_len, in));
             else if (w && (r->min_len || r->max_len) &&
                      !(in->len > hi && r->max_len == SEL_EAGER_FIT))
-                why_add(w, "not %s: %s %llu; ", efarm_proto_name(r->proto),
-                        in->len < lo ? bound_name(r->min_len, in) : bound_name(r->max_len, in),
-                        (unsigned long long)(in->len < lo ? lo : hi));
+                efarm_text_add(w, "not %s: %s %llu; ", efarm_proto_name(r->proto),
+                               in->len < lo ? bound_name(r->min_len, in)
+                                            : bound_name(r->max_len, in),
+                               (unsigned long long)(in->len < lo ? lo : hi));
             continue;
         }
         failed = failed_condition(p, in, r->need);
         if (!failed) {
             if (w && r->min_len)
-                why_add(w, "%s from %s %llu", efarm_proto_name(r->proto),
-                        bound_name(r->min_len, in), (unsigned long long)lo);
+                efarm_text_add(w, "%s from %s %llu", efarm_proto_name(r->proto),
+                               bound_name(r->min_len, in), (unsigned long long)lo);
             else if (w && r->max_len)
-                why_add(w, "%s up to %s %llu", efarm_proto_name(r->proto),
-                        bound_name(r->max_len, in), (unsigned long long)hi);
+                efarm_text_add(w, "%s up to %s %llu", efarm_proto_name(r->proto),
+                               bound_name(r->max_len, in), (unsigned long long)hi);
             else
-                why_add(w, "%s: nothing else applies", efarm_proto_name(r->proto));
+                efarm_text_add(w, "%s: nothing else applies", efarm_proto_name(r->proto));
             return (enum efarm_proto_kind)r->proto;
         }
         if (w) {
-            why_add(w, "not %s: ", efarm_proto_name(r->proto));
+            efarm_text_add(w, "not %s: ", efarm_proto_name(r->proto));
             why_condition(w, p, in, failed);
-            why_add(w, "; ");
+            efarm_text_add(w, "; ");
         }
     }
     return EFARM_PROTO_LONGCTS;
@@ -308,7 +288,7 @@ enum efarm_proto_kind efarm_proto_select_why(const struct efarm_ep_params *p,
                                              const struct efarm_select_in *in, char *buf,
                                              size_t size)
 {
-    struct why w = {buf, size, 0};
+    struct efarm_text w = {buf, size, 0};
 
     if (size)
         buf[0] = '\0';

@@ -1,4 +1,4 @@
-# src/util: error codes, byte order, lists, pools, logging, config.
+# src/util: error codes, byte order, lists, pools, texts, logging, config.
 libefarm_la_SOURCES += \
 	src/util/efarm_byteorder.h \
 	src/util/efarm_config.h \
@@ -9,5 +9,7 @@ libefarm_la_SOURCES += \
 	src/util/efarm_list.h \
 	src/util/efarm_pool.h \
 	src/util/pool.c \
+	src/util/efarm_text.h \
+	src/util/text.c \
 	src/util/efarm_log.h \
 	src/util/log.c

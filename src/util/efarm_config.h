@@ -23,7 +23,8 @@
     X(TOPOLOGY, topology, STR, "",                                                              \
       "hwloc XML file describing this machine, for the NIC choice (empty: discover it)")        \
     X(NIC_EXCHANGE, nic_exchange, BOOL, "1",                                                    \
-      "MPI: share CPU bindings through PMI at init (one barrier); 0 counts every rank unbound") \
+      "MPI: share CPU bindings through PMI at init (one barrier; set it alike on every rank); " \
+      "0 counts every rank unbound")                                                            \
     X(MR_CACHE, mr_cache, BOOL, "1",                                                            \
       "cache registrations of long/runt-read send buffers; 0 registers on every use")           \
     X(MR_CACHE_MAX_ENTRIES, mr_cache_max_entries, U64, "0",                                     \

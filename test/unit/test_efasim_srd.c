@@ -70,54 +70,70 @@ static void send_and_receive(struct efasim_qp *tx, const struct efasim_dest *to,
     EXPECT_WC_STATUS(&swc, IBV_WC_SUCCESS);
 }
 
+/* A sender QP on efasim_0 and a receiver QP on efasim_1 (of ndev devices), with buffers. */
+struct two_devs {
+    struct efasim_dev dev[2];
+    struct efasim_qp tx, rx;
+    struct efasim_buf sbuf, rbuf;
+    struct efasim_dest to_rx;
+};
+
+static void two_devs_open(struct two_devs *t, const char *ndev)
+{
+    const struct efasim_qp_opts opts = EFASIM_QP_OPTS_DEFAULT;
+
+    efasim_setenv("EFASIM_NDEV", ndev);
+    efasim_dev_open(0, &t->dev[0]);
+    efasim_dev_open(1, &t->dev[1]);
+    efasim_qp_open(&t->dev[0], &opts, &t->tx);
+    efasim_qp_open(&t->dev[1], &opts, &t->rx);
+    efasim_buf_alloc(&t->dev[0], 4096, EFASIM_ACCESS_ALL, &t->sbuf);
+    efasim_buf_alloc(&t->dev[1], 4096, EFASIM_ACCESS_ALL, &t->rbuf);
+    efasim_dest_to(&t->dev[0], &t->rx, &t->to_rx);
+}
+
+static void two_devs_close(struct two_devs *t)
+{
+    EXPECT_EQ(ibv_destroy_ah(t->to_rx.ah), 0);
+    efasim_buf_free(&t->sbuf);
+    efasim_buf_free(&t->rbuf);
+    efasim_qp_close(&t->tx);
+    efasim_qp_close(&t->rx);
+    efasim_dev_close(&t->dev[0]);
+    efasim_dev_close(&t->dev[1]);
+}
+
 /* A receiver without an AH for the sender sees slid 0xFFFF and the sender's GID; with one, its ahn.
  */
 EFARM_TEST(efasim_recv_ahn_and_sgid)
 {
-    const struct efasim_qp_opts opts = EFASIM_QP_OPTS_DEFAULT;
-    struct efasim_buf sbuf, rbuf;
-    struct efasim_dev dev[2];
-    struct efasim_qp tx, rx;
-    struct efasim_dest to_rx;
+    struct two_devs t;
     struct efasim_wc wc;
     struct ibv_ah *back;
     uint16_t ahn;
     char g1[64], g2[64];
 
-    efasim_setenv("EFASIM_NDEV", "2");
-    efasim_dev_open(0, &dev[0]);
-    efasim_dev_open(1, &dev[1]);
-    EXPECT_TRUE(memcmp(dev[0].gid.raw, dev[1].gid.raw, 16) != 0);
-    efasim_qp_open(&dev[0], &opts, &tx);
-    efasim_qp_open(&dev[1], &opts, &rx);
-    efasim_buf_alloc(&dev[0], 4096, EFASIM_ACCESS_ALL, &sbuf);
-    efasim_buf_alloc(&dev[1], 4096, EFASIM_ACCESS_ALL, &rbuf);
-    efasim_dest_to(&dev[0], &rx, &to_rx);
+    two_devs_open(&t, "2");
+    EXPECT_TRUE(memcmp(t.dev[0].gid.raw, t.dev[1].gid.raw, 16) != 0);
 
     efarm_test_context("receiver without an AH for the sender");
-    send_and_receive(&tx, &to_rx, &rx, &sbuf, &rbuf, &wc);
+    send_and_receive(&t.tx, &t.to_rx, &t.rx, &t.sbuf, &t.rbuf, &wc);
     EXPECT_EQ(wc.slid, EFASIM_AHN_NONE);
     EXPECT_EQ(wc.sgid_ret, 0);
-    if (memcmp(wc.sgid.raw, dev[0].gid.raw, 16))
+    if (memcmp(wc.sgid.raw, t.dev[0].gid.raw, 16))
         efarm_test_fail(__FILE__, __LINE__, "sgid %s, expected the sender's %s",
-                        efasim_gid_str(&wc.sgid, g1), efasim_gid_str(&dev[0].gid, g2));
+                        efasim_gid_str(&wc.sgid, g1), efasim_gid_str(&t.dev[0].gid, g2));
 
     efarm_test_context("receiver with an AH for the sender");
-    back = efasim_ah_create(&dev[1], &dev[0].gid);
+    back = efasim_ah_create(&t.dev[1], &t.dev[0].gid);
     ahn = efasim_ahn(back);
     EXPECT_TRUE(ahn != EFASIM_AHN_NONE);
-    send_and_receive(&tx, &to_rx, &rx, &sbuf, &rbuf, &wc);
+    send_and_receive(&t.tx, &t.to_rx, &t.rx, &t.sbuf, &t.rbuf, &wc);
     EXPECT_EQ(wc.slid, ahn);
     EXPECT_EQ(wc.sgid_ret, -ENOENT);
 
     EXPECT_EQ(ibv_destroy_ah(back), 0);
-    EXPECT_EQ(ibv_destroy_ah(to_rx.ah), 0);
-    efasim_buf_free(&sbuf);
-    efasim_buf_free(&rbuf);
-    efasim_qp_close(&tx);
-    efasim_qp_close(&rx);
-    efasim_dev_close(&dev[0]);
-    efasim_dev_close(&dev[1]);
+    two_devs_close(&t);
 }
 
 /* efasim's per-device traffic counters (efasim-info --counters), found at run time. */
@@ -144,27 +160,16 @@ static void hw_counters_read(const char *name, struct hw_counters *c)
  */
 EFARM_TEST(efasim_hw_counters_per_device)
 {
-    const struct efasim_qp_opts opts = EFASIM_QP_OPTS_DEFAULT;
     struct hw_counters before[3], after[3];
     static const char *const names[3] = {"efasim_0", "efasim_1", "efasim_2"};
-    struct efasim_buf sbuf, rbuf;
-    struct efasim_dev dev[2];
-    struct efasim_qp tx, rx;
-    struct efasim_dest to_rx;
+    struct two_devs t;
     struct efasim_wc wc;
 
-    efasim_setenv("EFASIM_NDEV", "3");
-    efasim_dev_open(0, &dev[0]);
-    efasim_dev_open(1, &dev[1]);
-    efasim_qp_open(&dev[0], &opts, &tx);
-    efasim_qp_open(&dev[1], &opts, &rx);
-    efasim_buf_alloc(&dev[0], 4096, EFASIM_ACCESS_ALL, &sbuf);
-    efasim_buf_alloc(&dev[1], 4096, EFASIM_ACCESS_ALL, &rbuf);
-    efasim_dest_to(&dev[0], &rx, &to_rx);
+    two_devs_open(&t, "3");
     for (int d = 0; d < 3; d++)
         hw_counters_read(names[d], &before[d]);
     for (int i = 0; i < 20; i++)
-        send_and_receive(&tx, &to_rx, &rx, &sbuf, &rbuf, &wc);
+        send_and_receive(&t.tx, &t.to_rx, &t.rx, &t.sbuf, &t.rbuf, &wc);
     for (int d = 0; d < 3; d++)
         hw_counters_read(names[d], &after[d]);
     EXPECT_TRUE(after[0].tx_pkts - before[0].tx_pkts >= 20);
@@ -175,14 +180,7 @@ EFARM_TEST(efasim_hw_counters_per_device)
     EXPECT_EQ(after[1].tx_pkts - before[1].tx_pkts, after[0].rx_pkts - before[0].rx_pkts);
     EXPECT_EQ(after[2].tx_pkts, before[2].tx_pkts);
     EXPECT_EQ(after[2].rx_pkts, before[2].rx_pkts);
-
-    EXPECT_EQ(ibv_destroy_ah(to_rx.ah), 0);
-    efasim_buf_free(&sbuf);
-    efasim_buf_free(&rbuf);
-    efasim_qp_close(&tx);
-    efasim_qp_close(&rx);
-    efasim_dev_close(&dev[0]);
-    efasim_dev_close(&dev[1]);
+    two_devs_close(&t);
 }
 
 static void set_fault_seed(void)
