@@ -62,9 +62,31 @@ typedef struct {
     unsigned long long nic_index, nic_nearness, nic_devices, nic_sharing, nic_local_ranks;
     /* The endpoint's selection thresholds (MPI_T: efarm_nm_medium_max, ...). */
     unsigned long long medium_max, read_min, read_min_unreg, runt_min, medium_max_stream;
+    /* Where communicators keep efarm's info hints (MPICH's comm->hints[], see efarm_noinline.c). */
+    int hint_fanin, hint_proto;
 } MPIDI_EFARM_global_t;
 
 extern MPIDI_EFARM_global_t MPIDI_EFARM_global;
+
+/*
+ * What a communicator tells the engine's selection about its sends: how many
+ * ranks may send to one receiver at once (its size: the other ranks of an
+ * intracommunicator, the local group of an intercommunicator; the info key
+ * efarm_fanin replaces it) and a subprotocol its info key efarm_protocol
+ * forces. Two loads and no branch a send pays for when no hint is set.
+ */
+MPL_STATIC_INLINE_PREFIX uint32_t MPIDI_EFARM_send_hints(const MPIR_Comm *comm)
+{
+    int fanin = comm->hints[MPIDI_EFARM_global.hint_fanin];
+    int proto = comm->hints[MPIDI_EFARM_global.hint_proto];
+    uint32_t hints = proto > 0 ? EFARM_SEND_PROTO(proto - 1) : 0;
+
+    if (fanin > 0)
+        return hints | EFARM_SEND_FANIN(fanin) | EFARM_SEND_FANIN_SET;
+    return hints |
+           EFARM_SEND_FANIN(comm->comm_kind == MPIR_COMM_KIND__INTERCOMM ? comm->local_size
+                                                                         : comm->local_size - 1);
+}
 
 /* The efarm address of an AV entry (MPIDIU_comm_rank_to_av gives the entry). */
 #define MPIDI_EFARM_AV(av) ((av)->netmod.efarm)

@@ -91,6 +91,23 @@ static void register_pvars(void)
 }
 
 /*
+ * efarm's communicator info keys, kept in MPICH's per-communicator hint array
+ * (every communicator starts at 0 = no hint): efarm_fanin under its own key,
+ * so MPICH parses it and MPI_Comm_get_info shows it; efarm_protocol's value
+ * is a name, which MPICH's integer hints cannot parse, so its slot has no key
+ * and efarm's comm_set_hints fills it (efarm_noinline.c).
+ */
+static void register_comm_hints(void)
+{
+    if (MPIDI_EFARM_global.hint_fanin)
+        return;
+    MPIDI_EFARM_global.hint_fanin = MPIR_Comm_register_hint(
+        0, "efarm_fanin", NULL, MPIR_COMM_HINT_TYPE_INT, MPIR_COMM_HINT_ATTR_LOCAL, 0);
+    MPIDI_EFARM_global.hint_proto = MPIR_Comm_register_hint(0, NULL, NULL, MPIR_COMM_HINT_TYPE_INT,
+                                                            MPIR_COMM_HINT_ATTR_LOCAL, 0);
+}
+
+/*
  * The device of this rank (issue 13). Every rank reads its own CPU binding
  * (hwloc) and publishes it with its host name through PMI as efarm-nic-<rank>;
  * after one PMI barrier each rank reads the values of the ranks on its node
@@ -290,6 +307,7 @@ int MPIDI_EFARM_init_local(int *tag_bits)
     MPIDI_EFARM_global.yield_polls = (unsigned)efarm_config()->yield_polls;
     MPIDI_EFARM_global.idle_polls = 0;
     register_pvars();
+    register_comm_hints();
 
     /* The wire tag packs context, source and tag; MPI_TAG_UB follows from this. */
     *tag_bits = EFARM_TAG_TAG_BITS;

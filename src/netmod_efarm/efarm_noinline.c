@@ -2,10 +2,16 @@
  * The rest of ch4:efarm's non-inline API: communicator, datatype and
  * operation hooks, memory allocation, and dynamic processes.
  *
- * The hooks have nothing to do while efarm keeps no per-communicator,
- * per-datatype or per-operation state: ch4 maps ranks to AV entries itself,
- * and datatypes are packed by MPICH. They are where such state will go.
+ * efarm keeps no per-communicator, per-datatype or per-operation state of its
+ * own: ch4 maps ranks to AV entries itself, datatypes are packed by MPICH,
+ * and a communicator's info hints live in MPICH's hint array. The hooks are
+ * where such state would go.
  */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "efarm_impl.h"
 #include "efarm_noinline.h"
 
@@ -29,10 +35,54 @@ int MPIDI_EFARM_mpi_comm_free_hook(MPIR_Comm *comm)
     return MPI_SUCCESS;
 }
 
-/* efarm understands no communicator info hints. */
+/*
+ * efarm's communicator info keys (MPI_Comm_set_info, MPI_Comm_dup_with_info,
+ * ...; doc/PROTOCOL-SELECTION.md):
+ *   efarm_fanin=N     at most N ranks send to one rank of this communicator at
+ *                     once (medium's fan-in bound takes N instead of the
+ *                     communicator's size); 0 = no hint;
+ *   efarm_protocol=P  this communicator's sends go by subprotocol P (eager,
+ *                     medium, longcts, longread, runtread) where it may carry
+ *                     them, like EFARM_PROTO for one communicator; auto = none.
+ * MPICH has parsed efarm_fanin into comm->hints already; both are checked
+ * here. A value that is not valid is ignored, as MPI lets an implementation
+ * ignore hints, with one message naming the key and the value: an
+ * efarm_fanin that is not a count counts as unset, an unknown
+ * efarm_protocol leaves the communicator's as it was.
+ */
+static void hint_bad(const char *key, const char *value, const char *allowed)
+{
+    fprintf(stderr, "efarm: MPI rank %d: ignoring info %s=%s (%s)\n", MPIR_Process.rank, key, value,
+            allowed);
+}
+
 int MPIDI_EFARM_comm_set_hints(MPIR_Comm *comm_ptr, MPIR_Info *info)
 {
-    (void)comm_ptr, (void)info;
+    char value[MPI_MAX_INFO_VAL + 1];
+    int flag = 0;
+
+    if (info == NULL)
+        return MPI_SUCCESS;
+    if (MPIR_Info_get_impl(info, "efarm_fanin", MPI_MAX_INFO_VAL, value, &flag) == MPI_SUCCESS &&
+        flag) {
+        char *end;
+        long n = strtol(value, &end, 10);
+
+        /* MPICH stored atoi's reading; keep it only if the whole value was a count. */
+        if (end == value || *end || n < 0 || n > INT_MAX) {
+            hint_bad("efarm_fanin", value, "a count of ranks, 0 for none");
+            comm_ptr->hints[MPIDI_EFARM_global.hint_fanin] = 0;
+        }
+    }
+    if (MPIR_Info_get_impl(info, "efarm_protocol", MPI_MAX_INFO_VAL, value, &flag) == MPI_SUCCESS &&
+        flag) {
+        int k = efarm_proto_parse(value);
+
+        if (k == -EINVAL)
+            hint_bad("efarm_protocol", value, "auto, eager, medium, longcts, longread, runtread");
+        else
+            comm_ptr->hints[MPIDI_EFARM_global.hint_proto] = k + 1;
+    }
     return MPI_SUCCESS;
 }
 

@@ -17,9 +17,11 @@
  * A noncontiguous datatype is packed into one buffer first: the engine sends
  * from one contiguous buffer, told by EFARM_SEND_TEMP_BUF that it is a
  * temporary (subprotocol selection then counts a read protocol's registration).
- * MPI_Ssend is EFARM_SEND_DC. Persistent requests cannot be told apart here;
- * their reused buffers stay in the registration cache, which the selection
- * asks.
+ * MPI_Ssend is EFARM_SEND_DC. Every send carries its communicator's hints
+ * (MPIDI_EFARM_send_hints: its size as the receiver's fan-in, the info keys
+ * efarm_fanin and efarm_protocol). Persistent requests cannot be told apart
+ * here (ch4 starts them as plain isends); their reused buffers stay in the
+ * registration cache, which the selection asks.
  *
  * MPI_PROC_NULL, sends to self on a size-1 communicator, and rsend/bsend/
  * persistent requests are handled by ch4 and MPICH above this layer, which
@@ -93,6 +95,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send(const void *buf, MPI_Aint count,
         flags |= EFARM_SEND_CQ_DATA;
     }
 
+    flags |= MPIDI_EFARM_send_hints(comm);
     struct efarm_req *ereq = &MPIDI_EFARM_REQ(sreq).ereq;
     ereq->cb = MPIDI_EFARM_send_done;
     ereq->ctx = sreq;

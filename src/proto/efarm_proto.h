@@ -75,6 +75,8 @@ enum efarm_proto_kind {
 };
 
 const char *efarm_proto_name(enum efarm_proto_kind proto);
+/* A subprotocol's name (EFARM_PROTO) as -1 (auto, "" or NULL) or its kind; -EINVAL if unknown. */
+int efarm_proto_parse(const char *name);
 
 /* Send flags. */
 #define EFARM_SEND_DC      0x1u /* complete only once delivered (DC variants, RECEIPT/EOR) */
@@ -94,6 +96,27 @@ const char *efarm_proto_name(enum efarm_proto_kind proto);
  * threshold applies without asking the registration cache).
  */
 #define EFARM_SEND_TEMP_BUF 0x8u
+/*
+ * Hints from the caller's communicator (the MPI netmod: its size, the info
+ * keys efarm_fanin and efarm_protocol). EFARM_SEND_FANIN(n): up to n peers may
+ * send to the receiver at once (medium's fan-in is then the larger of n and
+ * the peers this endpoint has talked to); with EFARM_SEND_FANIN_SET, n is the
+ * user's own statement and is taken as it is. EFARM_SEND_PROTO(k): send by
+ * subprotocol k (enum efarm_proto_kind) when it may carry the message, like
+ * EFARM_PROTO for one message.
+ */
+#define EFARM_SEND_FANIN_SET   0x10u
+#define EFARM_SEND_PROTO_SHIFT 8
+#define EFARM_SEND_PROTO_MASK  (0xfu << EFARM_SEND_PROTO_SHIFT)
+#define EFARM_SEND_PROTO(k)    (((uint32_t)(k) + 1u) << EFARM_SEND_PROTO_SHIFT)
+#define EFARM_SEND_FANIN_SHIFT 16
+#define EFARM_SEND_FANIN_MAX   0xffffu
+#define EFARM_SEND_FANIN(n)                                                                  \
+    ((uint32_t)((uint64_t)(n) > EFARM_SEND_FANIN_MAX ? EFARM_SEND_FANIN_MAX : (uint64_t)(n)) \
+     << EFARM_SEND_FANIN_SHIFT)
+#define EFARM_SEND_HINTS                            \
+    (EFARM_SEND_FANIN_SET | EFARM_SEND_PROTO_MASK | \
+     (EFARM_SEND_FANIN_MAX << EFARM_SEND_FANIN_SHIFT))
 
 struct efarm_req;
 typedef void (*efarm_req_cb_fn)(struct efarm_req *req);
@@ -335,7 +358,7 @@ int efarm_cancel_recv(struct efarm_ep *ep, struct efarm_req *req);
     X(proto_longread, "messages sent long-read")                                             \
     X(proto_runtread, "messages sent runting-read")                                          \
     X(proto_dc, "messages sent with delivery complete")                                      \
-    X(proto_forced, "messages sent with the subprotocol EFARM_PROTO forces")                 \
+    X(proto_forced, "messages sent with the subprotocol EFARM_PROTO or a hint forces")       \
     X(reg_fallbacks, "long/runt-read sends that fell back to long-CTS (registration)")       \
     X(read_nacks_sent, "READ_NACK sent (receiver could not register)")                       \
     X(read_nacks_recv, "READ_NACK received (fell back to long-CTS)")                         \

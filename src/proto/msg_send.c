@@ -458,6 +458,16 @@ void efarm_tx_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op, struct efarm
 
 /* ---- Starting a send -------------------------------------------------------------------- */
 
+/* Medium's fan-in for a send: the caller's statement, or at least the peers talked to. */
+static uint32_t send_fanin(const struct efarm_ep *ep, uint32_t hints)
+{
+    uint32_t n = hints >> EFARM_SEND_FANIN_SHIFT;
+
+    if (hints & EFARM_SEND_FANIN_SET)
+        return n;
+    return n > ep->npeer_states ? n : ep->npeer_states;
+}
+
 void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
 {
     bool tagged = op->flags & EFARM_OPF_TAGGED, dc = op->flags & EFARM_OPF_DC;
@@ -469,7 +479,9 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
                           efarm_peer_has(st, EFARM_EXTRA_FEATURE_RDMA_READ),
         .peer_runt_read = (ep->extra_info & EFARM_EXTRA_FEATURE_RUNT_READ) &&
                           efarm_peer_has(st, EFARM_EXTRA_FEATURE_RUNT_READ),
-        .npeers = ep->npeer_states,
+        .npeers = send_fanin(ep, op->send_hints),
+        .force_proto =
+            (uint8_t)((op->send_hints & EFARM_SEND_PROTO_MASK) >> EFARM_SEND_PROTO_SHIFT),
         .peer_sends = st->sends_inflight,
         .reads_inflight = ep->reads_inflight,
         .runt_bytes_in_flight = st->runt_bytes_in_flight,
@@ -492,7 +504,8 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
     }
     in.eager_fit = ep->mtu - efarm_req_hdr_len(st, eager_type, op->flags & EFARM_OPF_CQ_DATA);
     proto = efarm_proto_select(&ep->p, &in);
-    if (ep->p.force >= 0 && proto == (enum efarm_proto_kind)ep->p.force)
+    if (in.force_proto ? proto == (enum efarm_proto_kind)(in.force_proto - 1)
+                       : ep->p.force >= 0 && proto == (enum efarm_proto_kind)ep->p.force)
         ep->cnt.proto_forced++;
     if (proto == EFARM_PROTO_LONGREAD || proto == EFARM_PROTO_RUNTREAD) {
         int ret = efarm_mr_cache_get(ep->mr_cache, op->buf, op->len, EFARM_DEV_ACCESS_REMOTE_READ,
@@ -562,7 +575,9 @@ static int send_start(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, u
     struct efarm_op *op;
 
     if (req == NULL || peer >= ep->npeers || (len && buf == NULL) ||
-        (flags & ~(EFARM_SEND_DC | EFARM_SEND_CQ_DATA | EFARM_SEND_INJECT | EFARM_SEND_TEMP_BUF)))
+        (flags & ~(EFARM_SEND_DC | EFARM_SEND_CQ_DATA | EFARM_SEND_INJECT | EFARM_SEND_TEMP_BUF |
+                   EFARM_SEND_HINTS)) ||
+        (flags & EFARM_SEND_PROTO_MASK) > EFARM_SEND_PROTO(EFARM_PROTO_COUNT - 1))
         return -EINVAL;
     st = efarm_peer_state_get(ep, peer);
     if (st == NULL)
@@ -597,6 +612,7 @@ static int send_start(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, u
         ((flags & (EFARM_SEND_INJECT | EFARM_SEND_DC)) == EFARM_SEND_INJECT ? EFARM_OPF_INJECT
                                                                             : 0) |
         (flags & EFARM_SEND_TEMP_BUF ? EFARM_OPF_TEMP_BUF : 0);
+    op->send_hints = flags & EFARM_SEND_HINTS;
     /* Behind a send that waits for the HANDSHAKE, or itself waiting for it (DC). */
     if (!efarm_list_empty(&st->hs_waiters) ||
         ((flags & EFARM_SEND_DC) && !(st->flags & EFARM_PS_HS_RECEIVED))) {

@@ -231,7 +231,9 @@ int efarm_policy_print(FILE *out, const char *device_name, uint32_t mtu)
     policy_size(out, "reads from ", p.read_min, " (registered buffer) / ");
     policy_size(out, "", p.read_min_cold, " (unregistered), ");
     policy_size(out, "runting read from ", p.runt_min, "");
-    fprintf(out, ",\n  medium only while size x peers <= EFARM_UNEXP_BYTES %llu; forced: %s\n\n",
+    fprintf(out,
+            ",\n  medium only while size x fan-in <= EFARM_UNEXP_BYTES %llu (fan-in: the peers "
+            "talked to,\n  at least a communicator's size - 1, or its efarm_fanin); forced: %s\n\n",
             (unsigned long long)p.unexp_bytes, p.force >= 0 ? efarm_proto_name(p.force) : "none");
     fprintf(out, "%12s  %-9s %-9s %-9s %-9s %-9s %-9s  %s\n", "bytes", "default", "unreg", "ssend",
             "1024peers", "noread", "stream", "why (default)");

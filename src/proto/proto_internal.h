@@ -215,6 +215,7 @@ struct efarm_op {
     uint64_t done_bytes; /* tx: bytes whose packets completed; rx: bytes received */
     uint64_t runt_length;
     uint32_t credit_request;
+    uint32_t send_hints;    /* tx: the EFARM_SEND_HINTS bits of the send */
     uint8_t *result;        /* rma: where fetched values go (atomics) */
     const uint8_t *compare; /* rma: compare operands (COMPARE_RTA) */
     uint32_t replies_owed;  /* rma: RECEIPTs still to come */
@@ -664,7 +665,8 @@ struct efarm_select_in {
     uint32_t flags;     /* EFARM_SEND_* */
     bool peer_rdma_read, peer_runt_read; /* negotiated (both sides) */
     bool buf_cold;       /* a read protocol would have to register the buffer first */
-    uint32_t npeers;     /* peers this endpoint has talked to (medium's fan-in) */
+    uint32_t npeers;     /* senders the receiver may have at once (medium's fan-in) */
+    uint8_t force_proto; /* a hint forces enum efarm_proto_kind force_proto - 1 (0: none) */
     uint32_t peer_sends; /* other sends to this peer in flight (a stream) */
     uint32_t reads_inflight;
     uint64_t runt_bytes_in_flight;
@@ -680,8 +682,6 @@ uint64_t efarm_select_read_min(const struct efarm_ep_params *p, const struct efa
 /* Whether proto may carry the message at all (EFARM_PROTO forces it only then). */
 bool efarm_proto_legal(const struct efarm_ep_params *p, const struct efarm_select_in *in,
                        enum efarm_proto_kind proto);
-/* EFARM_PROTO's value as -1 (auto) or an enum efarm_proto_kind; -EINVAL if unknown. */
-int efarm_proto_parse(const char *name);
 /* EFARM_RMA_PROTO's comma list as a mask of enum efarm_rma_proto: 0 or -EINVAL. */
 int efarm_rma_proto_parse(const char *list, uint32_t *mask_p);
 

@@ -11,10 +11,14 @@
  *   - whether the send buffer is already registered (the registration cache
  *     holds it; a packed temporary never is): a read protocol for a buffer
  *     that is not pays its registration, so its threshold is read_min_cold;
- *   - how many peers the endpoint talks to: a medium message lands whole in
- *     the receiver's buffers whether or not its receive is posted, and every
- *     peer may send one, so medium is used only while len x peers stays
- *     within EFARM_UNEXP_BYTES (the receiver's buffering before back-pressure).
+ *   - how many peers may send to the receiver at once (its fan-in): a medium
+ *     message lands whole in the receiver's buffers whether or not its
+ *     receive is posted, and every sender may send one, so medium is used
+ *     only while len x fan-in stays within EFARM_UNEXP_BYTES (the receiver's
+ *     buffering before back-pressure). The fan-in is the peers this endpoint
+ *     has talked to, or the caller's hint when larger (MPI: the
+ *     communicator's size), or exactly the hint when the caller says so (MPI:
+ *     the efarm_fanin info key).
  * Medium also ends where a read protocol this send may use starts, and while
  * other sends to the same peer are in flight (a stream) at
  * EFARM_MEDIUM_MAX_STREAM: streamed medium messages lose to the receiver-paced
@@ -25,7 +29,9 @@
  * section 4.5), long-CTS otherwise.
  *
  * EFARM_PROTO forces one subprotocol for every message it may carry (for
- * comparisons and calibration): the length bounds that are tunables no longer
+ * comparisons and calibration), and a send's hint (EFARM_SEND_PROTO: the MPI
+ * communicator's efarm_protocol info key) does the same for that send, in
+ * place of EFARM_PROTO: the length bounds that are tunables no longer
  * apply, but the facts do: eager only what one packet holds, medium at least
  * a byte (its packets carry the data), the long ones only more than one
  * packet (a long REQ must leave data for later packets), reads
@@ -236,7 +242,16 @@ int efarm_proto_parse(const char *name)
 static enum efarm_proto_kind select_impl(const struct efarm_ep_params *p,
                                          const struct efarm_select_in *in, struct efarm_text *w)
 {
-    if (p->force >= 0 && efarm_proto_legal(p, in, (enum efarm_proto_kind)p->force)) {
+    if (in->force_proto) {
+        /* The caller's hint (MPI: the communicator's efarm_protocol) before EFARM_PROTO. */
+        enum efarm_proto_kind k = (enum efarm_proto_kind)(in->force_proto - 1);
+
+        if (efarm_proto_legal(p, in, k)) {
+            efarm_text_add(w, "forced by the send's hint (efarm_protocol)");
+            return k;
+        }
+        efarm_text_add(w, "hint %s cannot carry it; ", efarm_proto_name(k));
+    } else if (p->force >= 0 && efarm_proto_legal(p, in, (enum efarm_proto_kind)p->force)) {
         efarm_text_add(w, "forced by EFARM_PROTO");
         return (enum efarm_proto_kind)p->force;
     }

@@ -76,6 +76,8 @@ runs=(
     "datatypes-n4 datatypes 4"
     "collectives-n2 collectives 2"
     "collectives-n4 collectives 4"
+    "comm_hints-n2 comm_hints 2 EFARM_UNEXP_BYTES=100000"
+    "comm_hints-n4 comm_hints 4 EFARM_UNEXP_BYTES=150000"
     "pt2pt_sizes-profile-n2 pt2pt_sizes 2 EFARM_PROFILE=efasim"
     "datatypes-profile-n2 datatypes 2 EFARM_PROFILE=efasim"
     "probe-profile-n2 probe 2 EFARM_PROFILE=efasim"

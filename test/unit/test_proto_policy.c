@@ -4,7 +4,8 @@
  * (proto_select.c: table in, choice and its why out), and the engine using
  * them: a profile file named by the endpoint attribute, the registration
  * cache deciding between the registered and unregistered read thresholds,
- * EFARM_SEND_TEMP_BUF, and medium's fan-in bound.
+ * EFARM_SEND_TEMP_BUF, medium's fan-in bound, and the caller's hints (fan-in,
+ * a subprotocol for one send).
  */
 #include <errno.h>
 #include <math.h>
@@ -285,6 +286,10 @@ EFARM_TEST(policy_select_every_input)
          "MEDIUM_MAX_STREAM"},
         {"a stream: long-CTS above it", 65537, 10, EFARM_PROTO_LONGCTS, "MEDIUM_MAX_STREAM) 65536"},
         {"forced eager cannot carry two packets", 20000, 9, EFARM_PROTO_MEDIUM, "medium up to"},
+        {"the send's hint before EFARM_PROTO", 20000, 11, EFARM_PROTO_LONGCTS,
+         "forced by the send's hint"},
+        {"a hint that cannot carry it: the policy", 2000000, 12, EFARM_PROTO_LONGREAD,
+         "hint runtread cannot carry it"},
     };
 
     for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -324,6 +329,15 @@ EFARM_TEST(policy_select_every_input)
             break;
         case 10:
             in.peer_sends = 3;
+            break;
+        case 11:
+            p.force = EFARM_PROTO_MEDIUM;
+            in.force_proto = EFARM_PROTO_LONGCTS + 1;
+            break;
+        case 12: /* runting read is not for delivery complete; EFARM_PROTO does not step in */
+            p.force = EFARM_PROTO_LONGCTS;
+            in.flags = EFARM_SEND_DC;
+            in.force_proto = EFARM_PROTO_RUNTREAD + 1;
             break;
         default:
             break;
@@ -490,6 +504,56 @@ EFARM_TEST(policy_engine_medium_fan_in)
     proto_expect_pattern(dst, n, 3);
     (void)c_to_a;
     efarm_ep_close(c);
+    proto_pair_close(&p);
+    free(src);
+    free(dst);
+}
+
+/*
+ * The caller's hints (the MPI netmod passes its communicator's): a fan-in
+ * raises medium's fan-in above the peers talked to, or with
+ * EFARM_SEND_FANIN_SET replaces it; a subprotocol hint forces that send
+ * alone and counts in proto_forced; a hint beyond the subprotocols is
+ * refused; the fan-in saturates at EFARM_SEND_FANIN_MAX.
+ */
+EFARM_TEST(policy_engine_send_hints)
+{
+    struct efarm_ep_attr attr = {.profile = "reference", .unexp_bytes = 100000};
+    struct efarm_req sreq = {0};
+    struct proto_pair p;
+    const uint64_t n = 60000;
+    uint8_t *src = malloc(n), *dst = malloc(n);
+
+    proto_use_efasim();
+    proto_pair_open(&p, &attr, &attr);
+    handshake(&p);
+    proto_fill(src, n, 5);
+    EXPECT_EQ(send_once(&p, src, dst, n, 0), EFARM_PROTO_MEDIUM);
+    EXPECT_EQ(send_once(&p, src, dst, n, EFARM_SEND_FANIN(1)), EFARM_PROTO_MEDIUM);
+    /* 2 x 60000 > 100000: medium could overrun the receiver's buffering. */
+    EXPECT_EQ(send_once(&p, src, dst, n, EFARM_SEND_FANIN(2)), EFARM_PROTO_LONGCTS);
+    proto_expect_pattern(dst, n, 5);
+    EXPECT_EQ(send_once(&p, src, dst, n, EFARM_SEND_FANIN(1000) | EFARM_SEND_FANIN_SET),
+              EFARM_PROTO_LONGCTS);
+    EXPECT_EQ(send_once(&p, src, dst, n, EFARM_SEND_FANIN(1) | EFARM_SEND_FANIN_SET),
+              EFARM_PROTO_MEDIUM);
+    EXPECT_EQ(efarm_ep_counters(p.a)->proto_forced, 0);
+    EXPECT_EQ(send_once(&p, src, dst, 20000, EFARM_SEND_PROTO(EFARM_PROTO_LONGCTS)),
+              EFARM_PROTO_LONGCTS);
+    EXPECT_EQ(send_once(&p, src, dst, n, EFARM_SEND_PROTO(EFARM_PROTO_LONGREAD)),
+              EFARM_PROTO_LONGREAD);
+    proto_expect_pattern(dst, n, 5);
+    EXPECT_EQ(efarm_ep_counters(p.a)->proto_forced, 2);
+    /* Eager cannot carry 60000 bytes: the policy picks, and nothing counts as forced. */
+    EXPECT_EQ(send_once(&p, src, dst, n, EFARM_SEND_PROTO(EFARM_PROTO_EAGER)), EFARM_PROTO_MEDIUM);
+    EXPECT_EQ(efarm_ep_counters(p.a)->proto_forced, 2);
+    EXPECT_RET(
+        efarm_tsend(p.a, p.a_to_b, src, n, 1, 2, 3, EFARM_SEND_PROTO(EFARM_PROTO_COUNT), 0, &sreq),
+        -EINVAL);
+    EXPECT_RET(efarm_tsend(p.a, p.a_to_b, src, n, 1, 2, 3, EFARM_SEND_PROTO_MASK, 0, &sreq),
+               -EINVAL);
+    EXPECT_EQ(EFARM_SEND_FANIN(1u << 20) >> EFARM_SEND_FANIN_SHIFT, EFARM_SEND_FANIN_MAX);
+    EXPECT_EQ(EFARM_SEND_FANIN(7) >> EFARM_SEND_FANIN_SHIFT, 7);
     proto_pair_close(&p);
     free(src);
     free(dst);
