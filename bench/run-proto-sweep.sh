@@ -27,7 +27,10 @@
 # doc/PROTOCOL-SELECTION.md). --measure-register also times long-read with the
 # registration cache off (EFARM_MR_CACHE=0) at 1, 4 and 16 MiB and writes the
 # difference as the cost of registering (least squares, at least 0); without
-# it the profile says registering costs nothing.
+# it the profile says registering costs nothing. With --bw, FILE must hold such
+# a latency profile already: the stream costs of medium, long-CTS and long-read
+# (us per message, 16 in flight) replace its 'stream' lines (the thresholds
+# while sends to a peer are in flight come from them).
 #
 # --quick: sizes up to 2 MiB (or --max), a twentieth of the round trips (a
 # smoke run: CI's). --runs N: the whole sweep N times, variants alternating
@@ -101,7 +104,11 @@ window=()
 if [ $bw = 1 ]; then
     window=(--window 16)
     if [ $quick = 1 ]; then iters=(4 1); else iters=(50 5); fi
-    [ -z "$profile_out" ] || { echo "run-proto-sweep: --write-profile takes latencies: not with --bw" >&2; exit 2; }
+    if [ -n "$profile_out" ] && ! grep -q '^[a-z]* [0-9]' "$profile_out" 2>/dev/null; then
+        echo "run-proto-sweep: --bw --write-profile $profile_out adds stream costs to a latency" \
+            "profile: write it first (without --bw)" >&2
+        exit 2
+    fi
 fi
 tag=${window:+-bw}
 variants=(auto eager medium longcts longread runtread)
@@ -205,8 +212,25 @@ fi
 echo "policy: profile ${profile_name:-?}, medium up to ${pmed:-?} B, reads from ${pread:-?} B" \
     "(efarm-info --policy)"
 
+# Calibration, bandwidth: the stream cost (us per message = bytes / MB/s) of medium,
+# long-CTS and long-read forced, at the powers of two above one packet, replacing
+# the profile's stream lines. Runting read is left out: in a window only the first
+# message has runt budget.
+if [ -n "$profile_out" ] && [ $bw = 1 ]; then
+    {
+        grep -v '^stream ' "$profile_out" | grep -v '^# stream:'
+        echo "# stream: us per message with 16 in flight (bytes / MB/s), best of $runs run(s), $(date -u +%Y-%m-%d)"
+        awk -v fit="$fit" 'function pow2(n) { while (n > 1 && n % 2 == 0) n /= 2; return n == 1 }
+            ($1 == "medium" || $1 == "longcts" || $1 == "longread") && $1 == $3 && $2 > fit &&
+            pow2($2) && $4 < 0 { printf "stream %s %s %.3f\n", $1, $2, $2 / -$4 }' \
+            "$tmp/best" | sort -k2,2 -k3,3n
+    } >"$tmp/profile"
+    cp "$tmp/profile" "$profile_out"
+    echo "profile: $profile_out ($(grep -c '^stream ' "$profile_out") stream points added)"
+fi
+
 # Calibration: the forced figures above one packet as a profile.
-if [ -n "$profile_out" ]; then
+if [ -n "$profile_out" ] && [ $bw = 0 ]; then
     reg_base=0 reg_mib=0
     if [ $measure_reg = 1 ]; then
         for cache in 1 0; do

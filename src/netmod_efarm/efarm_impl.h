@@ -62,6 +62,7 @@ typedef struct {
     unsigned long long nic_index, nic_nearness, nic_devices, nic_sharing, nic_local_ranks;
     /* The endpoint's selection thresholds (MPI_T: efarm_nm_medium_max, ...). */
     unsigned long long medium_max, read_min, read_min_unreg, runt_min, medium_max_stream;
+    unsigned long long read_min_stream, read_min_stream_unreg;
     /* Where communicators keep efarm's info hints (MPICH's comm->hints[], see efarm_noinline.c). */
     int hint_fanin, hint_proto;
 } MPIDI_EFARM_global_t;

@@ -85,8 +85,11 @@ static void register_pvars(void)
     MPIDI_EFARM_NIC_PVAR_(read_min, "smallest read-protocol message, registered buffer")
     MPIDI_EFARM_NIC_PVAR_(read_min_unreg, "smallest read-protocol message, unregistered buffer")
     MPIDI_EFARM_NIC_PVAR_(runt_min, "smallest runting-read message (2^64-1: never)")
-    MPIDI_EFARM_NIC_PVAR_(medium_max_stream,
-                          "largest medium message while sends to the peer are in flight (0: none)")
+    MPIDI_EFARM_NIC_PVAR_(medium_max_stream, "largest medium message while sends to the peer are "
+                                             "in flight (2^64-1: no bound of its own)")
+    MPIDI_EFARM_NIC_PVAR_(read_min_stream, "smallest read-protocol message while sends to the peer "
+                                           "are in flight, registered buffer")
+    MPIDI_EFARM_NIC_PVAR_(read_min_stream_unreg, "the same, unregistered buffer")
 #undef MPIDI_EFARM_NIC_PVAR_
 }
 
@@ -303,6 +306,8 @@ int MPIDI_EFARM_init_local(int *tag_bits)
         MPIDI_EFARM_global.read_min_unreg = pol.read_min_unreg;
         MPIDI_EFARM_global.runt_min = pol.runt_min;
         MPIDI_EFARM_global.medium_max_stream = pol.medium_max_stream;
+        MPIDI_EFARM_global.read_min_stream = pol.read_min_stream;
+        MPIDI_EFARM_global.read_min_stream_unreg = pol.read_min_stream_unreg;
     }
     MPIDI_EFARM_global.yield_polls = (unsigned)efarm_config()->yield_polls;
     MPIDI_EFARM_global.idle_polls = 0;

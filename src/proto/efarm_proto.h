@@ -168,8 +168,9 @@ struct efarm_ep_attr {
     uint32_t rx_reserve, recvwin;
     uint64_t eager_max, medium_max, read_min, runt_size;
     uint64_t read_min_unreg, runt_min; /* 0: the tunable, then the profile */
-    uint64_t medium_max_stream;        /* 0: the tunable (EFARM_MEDIUM_MAX_STREAM) */
-    const char *profile;               /* EFARM_PROFILE's values; NULL: the tunable */
+    uint64_t medium_max_stream; /* 0: the tunable (EFARM_MEDIUM_MAX_STREAM), then the profile */
+    uint64_t read_min_stream;   /* 0: the tunable (EFARM_READ_MIN_STREAM), then the profile */
+    const char *profile;        /* EFARM_PROFILE's values; NULL: the tunable */
     uint32_t max_reads, cts_credits, rx_window;
     uint32_t rnr_retry, rnr_backoff_us, rnr_backoff_max_us;
     bool no_rdma_read;       /* advertise and use no RDMA read whatever the tunable says */
@@ -215,12 +216,15 @@ const struct efarm_device_caps *efarm_ep_caps(const struct efarm_ep *ep);
 
 /* The two-sided selection thresholds in force on an endpoint, and where they came from. */
 struct efarm_ep_policy {
-    char profile[64];           /* EFARM_PROFILE's profile: reference, efasim or a file's name */
-    uint64_t medium_max;        /* largest medium message */
-    uint64_t read_min;          /* smallest read-protocol message (registered buffer) */
-    uint64_t read_min_unreg;    /* the same for a buffer to be registered first */
-    uint64_t runt_min;          /* smallest runting read; UINT64_MAX: never */
-    uint64_t medium_max_stream; /* medium's bound while sends to the peer are in flight (0: none) */
+    char profile[64];        /* EFARM_PROFILE's profile: reference, efasim or a file's name */
+    uint64_t medium_max;     /* largest medium message */
+    uint64_t read_min;       /* smallest read-protocol message (registered buffer) */
+    uint64_t read_min_unreg; /* the same for a buffer to be registered first */
+    uint64_t runt_min;       /* smallest runting read; UINT64_MAX: never */
+    /* While other sends to the peer are in flight (a stream): */
+    uint64_t medium_max_stream;     /* medium's own bound then (UINT64_MAX: none) */
+    uint64_t read_min_stream;       /* the read threshold then (registered buffer) */
+    uint64_t read_min_stream_unreg; /* ... and for a buffer to be registered first */
 };
 void efarm_ep_policy(const struct efarm_ep *ep, struct efarm_ep_policy *policy_p);
 

@@ -489,8 +489,9 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
     uint8_t eager_type = req_type(EFARM_PROTO_EAGER, tagged, dc);
 
     /* Registered already? Only asked where the answer changes the choice. */
-    if (in.peer_rdma_read && ep->p.read_min_cold != ep->p.read_min &&
-        op->len >= (ep->p.read_min < ep->p.read_min_cold ? ep->p.read_min : ep->p.read_min_cold))
+    uint64_t warm = in.peer_sends ? ep->p.read_min_stream : ep->p.read_min,
+             cold = in.peer_sends ? ep->p.read_min_stream_cold : ep->p.read_min_cold;
+    if (in.peer_rdma_read && warm != cold && op->len >= (warm < cold ? warm : cold))
         in.buf_cold =
             (op->flags & EFARM_OPF_TEMP_BUF) ||
             !efarm_mr_cache_covers(ep->mr_cache, op->buf, op->len, EFARM_DEV_ACCESS_REMOTE_READ);

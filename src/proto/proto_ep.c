@@ -90,6 +90,7 @@ static int params_resolve(const struct efarm_ep_attr *a, struct efarm_ep_params 
     p->read_min_cold = pick_u64(a->read_min_unreg, c->read_min_unreg);
     p->runt_min = pick_u64(a->runt_min, c->runt_min);
     p->medium_max_stream = pick_u64(a->medium_max_stream, c->medium_max_stream);
+    p->read_min_stream = pick_u64(a->read_min_stream, c->read_min_stream);
     p->runt_size = pick_u64(a->runt_size, c->runt_size);
     p->max_reads = pick_u32(a->max_reads, c->max_reads);
     p->cts_credits = pick_u32(a->cts_credits, c->cts_credits);
@@ -143,8 +144,8 @@ static int params_resolve(const struct efarm_ep_attr *a, struct efarm_ep_params 
 /*
  * The selection thresholds not set by attribute or tunable, from the profile
  * (proto_profile.c) for messages above one packet of this device. An explicit
- * EFARM_READ_MIN is also the default of the unregistered-buffer and runting
- * thresholds, as it was before profiles.
+ * EFARM_READ_MIN is also the default of the unregistered-buffer, runting and
+ * stream thresholds, as it was before profiles.
  */
 int efarm_thresholds_resolve(const char *profile, const char *device_name, uint32_t mtu,
                              struct efarm_ep_params *p)
@@ -158,6 +159,14 @@ int efarm_thresholds_resolve(const char *profile, const char *device_name, uint3
         return ret;
     efarm_profile_derive(&pr, mtu, &t);
     snprintf(p->profile, sizeof(p->profile), "%s", pr.name);
+    if (!p->medium_max_stream)
+        p->medium_max_stream = t.medium_max_stream;
+    if (!p->read_min_stream_cold)
+        p->read_min_stream_cold = p->read_min_stream ? p->read_min_stream
+                                  : p->read_min      ? p->read_min
+                                                     : t.read_min_stream_cold;
+    if (!p->read_min_stream)
+        p->read_min_stream = p->read_min ? p->read_min : t.read_min_stream;
     if (!p->read_min_cold)
         p->read_min_cold = p->read_min ? p->read_min : t.read_min_cold;
     if (!p->runt_min)
@@ -172,7 +181,9 @@ int efarm_thresholds_resolve(const char *profile, const char *device_name, uint3
 /* The sizes efarm_policy_print() lists: powers of two, one packet and each threshold +-1. */
 static unsigned policy_sizes(const struct efarm_ep_params *p, uint64_t eager_fit, uint64_t out[96])
 {
-    uint64_t marks[] = {eager_fit, p->medium_max, p->read_min, p->read_min_cold, p->runt_min};
+    uint64_t marks[] = {
+        eager_fit,   p->medium_max,        p->read_min,        p->read_min_cold,
+        p->runt_min, p->medium_max_stream, p->read_min_stream, p->read_min_stream_cold};
     unsigned n = 0;
 
     out[n++] = 0;
@@ -231,6 +242,13 @@ int efarm_policy_print(FILE *out, const char *device_name, uint32_t mtu)
     policy_size(out, "reads from ", p.read_min, " (registered buffer) / ");
     policy_size(out, "", p.read_min_cold, " (unregistered), ");
     policy_size(out, "runting read from ", p.runt_min, "");
+    fprintf(out, ",\n  in a stream (other sends to the peer in flight): ");
+    if (p.medium_max_stream == UINT64_MAX)
+        fprintf(out, "medium as above, ");
+    else
+        policy_size(out, "medium up to ", p.medium_max_stream, ", ");
+    policy_size(out, "reads from ", p.read_min_stream, " / ");
+    policy_size(out, "", p.read_min_stream_cold, " (unregistered)");
     fprintf(out,
             ",\n  medium only while size x fan-in <= EFARM_UNEXP_BYTES %llu (fan-in: the peers "
             "talked to,\n  at least a communicator's size - 1, or its efarm_fanin); forced: %s\n\n",
@@ -406,6 +424,8 @@ void efarm_ep_policy(const struct efarm_ep *ep, struct efarm_ep_policy *out)
     out->read_min_unreg = ep->p.read_min_cold;
     out->runt_min = ep->p.runt_min;
     out->medium_max_stream = ep->p.medium_max_stream;
+    out->read_min_stream = ep->p.read_min_stream;
+    out->read_min_stream_unreg = ep->p.read_min_stream_cold;
 }
 
 const struct efarm_device_caps *efarm_ep_caps(const struct efarm_ep *ep)

@@ -288,10 +288,13 @@ struct efarm_unexp {
 
 #define EFARM_PROFILE_MAX_POINTS 128
 
+/* A point's curve: enum efarm_proto_kind, with this bit for its stream curve. */
+#define EFARM_PROFILE_STREAM 0x80u
+
 struct efarm_profile_point {
-    uint8_t proto; /* enum efarm_proto_kind */
+    uint8_t proto; /* enum efarm_proto_kind, | EFARM_PROFILE_STREAM */
     uint64_t size;
-    double us; /* one-way latency */
+    double us; /* one-way latency; stream: us per message with 16 in flight */
 };
 
 struct efarm_profile {
@@ -309,6 +312,9 @@ struct efarm_thresholds {
     uint64_t read_min;      /* smallest read-protocol message, registered buffer */
     uint64_t read_min_cold; /* the same, buffer to be registered */
     uint64_t runt_min;      /* smallest runting read (UINT64_MAX: never) */
+    /* While other sends to the peer are in flight (from the stream curves, else as above). */
+    uint64_t medium_max_stream; /* UINT64_MAX: no bound of its own */
+    uint64_t read_min_stream, read_min_stream_cold;
 };
 
 /* spec: auto, reference, efasim or a file; device_name picks auto's. 0 or -EINVAL (logged). */
@@ -330,7 +336,8 @@ struct efarm_ep_params {
     uint64_t eager_max, medium_max, read_min, runt_size;
     uint64_t read_min_cold, runt_min; /* resolved with the profile at endpoint open */
     uint64_t medium_max_stream;       /* medium's bound while the peer has sends in flight */
-    char profile[64];                 /* the profile's name, for efarm-info and logs */
+    uint64_t read_min_stream, read_min_stream_cold; /* read thresholds then */
+    char profile[64]; /* the profile's name, for efarm-info and logs */
     uint32_t max_reads, cts_credits, rx_window;
     uint32_t rnr_retry, rnr_backoff_us, rnr_backoff_max_us;
     bool rdma_read, rdma_write, connid_header, dc;

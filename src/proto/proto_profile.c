@@ -6,7 +6,9 @@
  * at message sizes, measured with every subprotocol forced
  * (bench/run-proto-sweep.sh --write-profile FILE), plus what registering a
  * buffer costs (the read protocols pay it when the send buffer is not in the
- * registration cache). Between measured sizes the cost is interpolated
+ * registration cache), and optionally stream curves: microseconds per
+ * message with 16 in flight to the peer (run-proto-sweep.sh --bw
+ * --write-profile FILE adds them). Between measured sizes the cost is interpolated
  * linearly, beyond them extrapolated from the last two points. From the
  * curves, at endpoint open:
  *   medium_max     where medium stops being cheaper than long-CTS by 5%
@@ -19,6 +21,11 @@
  *   read_min_cold  the same when the buffer must be registered first;
  *   runt_min       from where runting read is cheaper than long-read at every
  *                  larger measured size (never, if it is not);
+ *   medium_max_stream, read_min_stream, read_min_stream_cold
+ *                  the same from the stream curves, for a send that starts
+ *                  while others to the same peer are in flight (without
+ *                  stream curves: no medium bound of its own, the read
+ *                  thresholds above);
  * each at the crossing of the interpolated curves, found by bisection between
  * the two measured sizes around it. A threshold set by its tunable
  * (EFARM_MEDIUM_MAX, EFARM_READ_MIN, EFARM_READ_MIN_UNREG, EFARM_RUNT_MIN)
@@ -35,6 +42,7 @@
  *   name NAME
  *   register BASE_US US_PER_MIB
  *   PROTO SIZE US        (PROTO: medium, longcts, longread or runtread)
+ *   stream PROTO SIZE US (us per message with 16 in flight)
  * at most EFARM_PROFILE_MAX_POINTS points; every malformed line is an error
  * naming the file and the line.
  */
@@ -110,6 +118,46 @@ static const struct efarm_profile_point g_efasim_points[] = {
     P(RUNTREAD, 16777216, 9447.85),
     P(RUNTREAD, 33554432, 19976.12),
     P(RUNTREAD, 67108864, 39380.26),
+    /*
+     * Stream costs, 2026-11-27: us per message with 16 in flight (bytes / MB/s of
+     * the median window), the mean of two calibrations (bench/run-proto-sweep.sh
+     * --bw --runs 5 --max 16M, pinned, best of 5 each; bench/README.md).
+     */
+#define S(proto, size, us) {EFARM_PROTO_##proto | EFARM_PROFILE_STREAM, size, us}
+    S(LONGCTS, 16384, 8.25),
+    S(LONGCTS, 32768, 14.44),
+    S(LONGCTS, 65536, 30.04),
+    S(LONGCTS, 131072, 55.02),
+    S(LONGCTS, 262144, 113.72),
+    S(LONGCTS, 524288, 243.08),
+    S(LONGCTS, 1048576, 466.24),
+    S(LONGCTS, 2097152, 1019.68),
+    S(LONGCTS, 4194304, 2023.61),
+    S(LONGCTS, 8388608, 4077.46),
+    S(LONGCTS, 16777216, 8059.45),
+    S(LONGREAD, 16384, 11.16),
+    S(LONGREAD, 32768, 16.48),
+    S(LONGREAD, 65536, 29.85),
+    S(LONGREAD, 131072, 55.58),
+    S(LONGREAD, 262144, 108.63),
+    S(LONGREAD, 524288, 216.18),
+    S(LONGREAD, 1048576, 465.25),
+    S(LONGREAD, 2097152, 872.83),
+    S(LONGREAD, 4194304, 1847.94),
+    S(LONGREAD, 8388608, 3557.28),
+    S(LONGREAD, 16777216, 7501.44),
+    S(MEDIUM, 16384, 7.53),
+    S(MEDIUM, 32768, 15.38),
+    S(MEDIUM, 65536, 29.74),
+    S(MEDIUM, 131072, 60.52),
+    S(MEDIUM, 262144, 119.93),
+    S(MEDIUM, 524288, 242.35),
+    S(MEDIUM, 1048576, 482.62),
+    S(MEDIUM, 2097152, 1002.00),
+    S(MEDIUM, 4194304, 2077.60),
+    S(MEDIUM, 8388608, 4412.41),
+    S(MEDIUM, 16777216, 8623.45),
+#undef S
 #undef P
 };
 /* clang-format on */
@@ -156,7 +204,7 @@ static int profile_proto(const char *word)
 static int profile_file(const char *path, struct efarm_profile *pr)
 {
     char line[256];
-    unsigned lineno = 0;
+    unsigned lineno = 0, nlatency = 0;
     FILE *f = fopen(path, "r");
 
     if (!f) {
@@ -172,12 +220,14 @@ static int profile_file(const char *path, struct efarm_profile *pr)
         char word[32], name[64], extra[2];
         unsigned long long size;
         double a, b;
-        int proto;
+        int proto, stream = 0;
 
         lineno++;
         line[strcspn(line, "#\n")] = '\0';
         if (sscanf(line, " %31s", word) != 1)
             continue; /* blank or comment */
+        if (!strcmp(word, "stream") && sscanf(line, " stream %31s", word) == 1)
+            stream = 1;
         if (!strcmp(word, "name") && sscanf(line, " name %63s %1s", name, extra) == 1) {
             snprintf(pr->name, sizeof(pr->name), "%s", name);
         } else if (!strcmp(word, "register") &&
@@ -186,22 +236,25 @@ static int profile_file(const char *path, struct efarm_profile *pr)
             pr->reg_base_us = a;
             pr->reg_us_per_mib = b;
         } else if ((proto = profile_proto(word)) >= 0 &&
-                   sscanf(line, " %*s %llu %lf %1s", &size, &a, extra) == 2 && size > 0 && a > 0 &&
-                   isfinite(a) && pr->npoints < EFARM_PROFILE_MAX_POINTS) {
-            pr->pts[pr->npoints++] = (struct efarm_profile_point){(uint8_t)proto, size, a};
+                   sscanf(line, stream ? " %*s %*s %llu %lf %1s" : " %*s %llu %lf %1s", &size, &a,
+                          extra) == 2 &&
+                   size > 0 && a > 0 && isfinite(a) && pr->npoints < EFARM_PROFILE_MAX_POINTS) {
+            pr->pts[pr->npoints++] = (struct efarm_profile_point){
+                (uint8_t)(proto | (stream ? EFARM_PROFILE_STREAM : 0)), size, a};
+            nlatency += !stream;
         } else {
             efarm_log(EFARM_LOG_ERROR,
                       "EFARM_PROFILE=%s line %u: expected 'name NAME', 'register BASE_US "
-                      "US_PER_MIB' or 'PROTO SIZE US' (PROTO medium, longcts, longread or "
-                      "runtread; sizes and costs positive; at most %d points)",
+                      "US_PER_MIB', 'PROTO SIZE US' or 'stream PROTO SIZE US' (PROTO medium, "
+                      "longcts, longread or runtread; sizes and costs positive; at most %d points)",
                       path, lineno, EFARM_PROFILE_MAX_POINTS);
             fclose(f);
             return -EINVAL;
         }
     }
     fclose(f);
-    if (!pr->npoints) {
-        efarm_log(EFARM_LOG_ERROR, "EFARM_PROFILE=%s: no cost points", path);
+    if (!nlatency) {
+        efarm_log(EFARM_LOG_ERROR, "EFARM_PROFILE=%s: no latency cost points", path);
         return -EINVAL;
     }
     return 0;
@@ -289,6 +342,7 @@ static double reg_cost(const struct efarm_profile *pr, double size)
 struct race {
     const struct efarm_profile *pr;
     int proto;
+    uint8_t curve;   /* 0: latency; EFARM_PROFILE_STREAM: the stream curves */
     uint32_t rivals; /* bits of enum efarm_proto_kind */
     bool cold;       /* read protocols pay registration */
     double handicap; /* proto must win by this fraction of its cost */
@@ -296,7 +350,7 @@ struct race {
 
 static double race_cost(const struct race *r, int proto, double size)
 {
-    double c = efarm_profile_cost(r->pr, proto, size);
+    double c = efarm_profile_cost(r->pr, proto | r->curve, size);
 
     if (r->cold && (proto == EFARM_PROTO_LONGREAD || proto == EFARM_PROTO_RUNTREAD))
         c += reg_cost(r->pr, size);
@@ -399,36 +453,60 @@ static bool has_curve(const struct efarm_profile *pr, int proto)
     return n >= 2;
 }
 
-void efarm_profile_derive(const struct efarm_profile *pr, uint64_t one_packet,
-                          struct efarm_thresholds *t)
+/*
+ * The thresholds of one set of curves (latency, or with curve =
+ * EFARM_PROFILE_STREAM the stream curves); each stays as it is in *t when
+ * its curves are missing.
+ */
+static void derive_curves(const struct efarm_profile *pr, uint8_t curve, uint64_t from,
+                          uint64_t *medium_max, uint64_t *read_min, uint64_t *read_min_cold,
+                          uint64_t *runt_min)
 {
     const uint32_t bit_medium = 1u << EFARM_PROTO_MEDIUM, bit_longcts = 1u << EFARM_PROTO_LONGCTS,
                    bit_longread = 1u << EFARM_PROTO_LONGREAD;
+    bool medium = has_curve(pr, EFARM_PROTO_MEDIUM | curve),
+         longcts = has_curve(pr, EFARM_PROTO_LONGCTS | curve);
+
+    if (medium && longcts) {
+        struct race r = {pr, EFARM_PROTO_MEDIUM, curve, bit_longcts, false, EFARM_MEDIUM_HANDICAP};
+
+        *medium_max = wins_until(&r, from);
+    }
+    if (has_curve(pr, EFARM_PROTO_LONGREAD | curve)) {
+        uint32_t rivals = (medium ? bit_medium : 0) | (longcts ? bit_longcts : 0);
+        struct race warm = {pr, EFARM_PROTO_LONGREAD, curve, rivals, false, 0};
+        struct race cold = {pr, EFARM_PROTO_LONGREAD, curve, rivals, true, 0};
+
+        *read_min = rivals ? wins_from(&warm, from) : from;
+        *read_min_cold = rivals ? wins_from(&cold, from) : from;
+        if (runt_min && has_curve(pr, EFARM_PROTO_RUNTREAD | curve)) {
+            struct race runt = {pr, EFARM_PROTO_RUNTREAD, curve, bit_longread | rivals, false, 0};
+
+            *runt_min = wins_from(&runt, from);
+        } else if (runt_min) {
+            *runt_min = *read_min;
+        }
+    }
+}
+
+void efarm_profile_derive(const struct efarm_profile *pr, uint64_t one_packet,
+                          struct efarm_thresholds *t)
+{
     uint64_t from = one_packet + 1;
 
     t->medium_max = pr->fixed_medium_max;
     t->read_min = pr->fixed_read_min;
     t->read_min_cold = pr->fixed_read_min;
     t->runt_min = pr->fixed_runt_min;
-    if (has_curve(pr, EFARM_PROTO_MEDIUM) && has_curve(pr, EFARM_PROTO_LONGCTS)) {
-        struct race r = {pr, EFARM_PROTO_MEDIUM, bit_longcts, false, EFARM_MEDIUM_HANDICAP};
-
-        t->medium_max = wins_until(&r, from);
-    }
-    if (has_curve(pr, EFARM_PROTO_LONGREAD)) {
-        uint32_t rivals = (has_curve(pr, EFARM_PROTO_MEDIUM) ? bit_medium : 0) |
-                          (has_curve(pr, EFARM_PROTO_LONGCTS) ? bit_longcts : 0);
-        struct race warm = {pr, EFARM_PROTO_LONGREAD, rivals, false, 0};
-        struct race cold = {pr, EFARM_PROTO_LONGREAD, rivals, true, 0};
-
-        t->read_min = rivals ? wins_from(&warm, from) : from;
-        t->read_min_cold = rivals ? wins_from(&cold, from) : from;
-        if (has_curve(pr, EFARM_PROTO_RUNTREAD)) {
-            struct race runt = {pr, EFARM_PROTO_RUNTREAD, bit_longread | rivals, false, 0};
-
-            t->runt_min = wins_from(&runt, from);
-        } else {
-            t->runt_min = t->read_min;
-        }
-    }
+    derive_curves(pr, 0, from, &t->medium_max, &t->read_min, &t->read_min_cold, &t->runt_min);
+    /*
+     * In a stream (runting read carries only a window's first message: no
+     * curve of its own): without stream curves, no medium bound of its own
+     * and the read thresholds above.
+     */
+    t->medium_max_stream = UINT64_MAX;
+    t->read_min_stream = t->read_min;
+    t->read_min_stream_cold = t->read_min_cold;
+    derive_curves(pr, EFARM_PROFILE_STREAM, from, &t->medium_max_stream, &t->read_min_stream,
+                  &t->read_min_stream_cold, NULL);
 }

@@ -19,10 +19,12 @@
  *     has talked to, or the caller's hint when larger (MPI: the
  *     communicator's size), or exactly the hint when the caller says so (MPI:
  *     the efarm_fanin info key).
- * Medium also ends where a read protocol this send may use starts, and while
- * other sends to the same peer are in flight (a stream) at
- * EFARM_MEDIUM_MAX_STREAM: streamed medium messages lose to the receiver-paced
- * protocols above it (bench/README.md, bandwidth sweep).
+ * Medium also ends where a read protocol this send may use starts. While
+ * other sends to the same peer are in flight (a stream), the thresholds are
+ * the stream ones (EFARM_MEDIUM_MAX_STREAM, EFARM_READ_MIN_STREAM), from the
+ * profile's stream curves: how many messages per second each subprotocol
+ * moves with several in flight, which is not what one message's latency says
+ * (bench/README.md, bandwidth sweep).
  * With the reference profile this is the reference implementation: eager up
  * to what one packet holds, medium up to 64 KiB, reads from 1 MiB, runting
  * read when no read is in flight (it pays off with few messages in flight,
@@ -92,6 +94,8 @@ static const struct sel_rule g_rules[] = {
 
 uint64_t efarm_select_read_min(const struct efarm_ep_params *p, const struct efarm_select_in *in)
 {
+    if (in->peer_sends)
+        return in->buf_cold ? p->read_min_stream_cold : p->read_min_stream;
     return in->buf_cold ? p->read_min_cold : p->read_min;
 }
 
@@ -123,7 +127,7 @@ static uint64_t bound(const struct efarm_ep_params *p, const struct efarm_select
             v = runt_min(p, in);
         v = v - 1 < p->medium_max ? v - 1 : p->medium_max;
         /* A stream to this peer: the receiver-paced protocols move it faster. */
-        if (in->peer_sends && p->medium_max_stream && p->medium_max_stream < v)
+        if (in->peer_sends && p->medium_max_stream < v)
             v = p->medium_max_stream;
         return v;
     case SEL_READ_MIN:
@@ -135,17 +139,23 @@ static uint64_t bound(const struct efarm_ep_params *p, const struct efarm_select
     }
 }
 
-static const char *bound_name(enum sel_bound b, const struct efarm_select_in *in)
+/* What bound b (of value v) is, in words. */
+static const char *bound_name(const struct efarm_ep_params *p, enum sel_bound b,
+                              const struct efarm_select_in *in, uint64_t v)
 {
     switch (b) {
     case SEL_EAGER_FIT:
         return "one packet (or EFARM_EAGER_MAX)";
     case SEL_MEDIUM_MAX:
-        if (in->peer_sends)
+        if (in->peer_sends && v == p->medium_max_stream)
             return "medium max with sends in flight to the peer (EFARM_MEDIUM_MAX_STREAM)";
         return in->peer_rdma_read ? "medium max (EFARM_MEDIUM_MAX, below the read thresholds)"
                                   : "medium max (EFARM_MEDIUM_MAX)";
     case SEL_READ_MIN:
+        if (in->peer_sends)
+            return in->buf_cold ? "read min with sends in flight, unregistered buffer "
+                                  "(EFARM_READ_MIN_STREAM)"
+                                : "read min with sends in flight (EFARM_READ_MIN_STREAM)";
         return in->buf_cold ? "read min for an unregistered buffer (EFARM_READ_MIN_UNREG)"
                             : "read min (EFARM_READ_MIN)";
     case SEL_RUNT_MIN:
@@ -263,12 +273,12 @@ static enum efarm_proto_kind select_impl(const struct efarm_ep_params *p,
         if (in->len < lo || in->len > hi) {
             if (w && lo == UINT64_MAX)
                 efarm_text_add(w, "not %s: never (%s); ", efarm_proto_name(r->proto),
-                               bound_name(r->min_len, in));
+                               bound_name(p, r->min_len, in, lo));
             else if (w && (r->min_len || r->max_len) &&
                      !(in->len > hi && r->max_len == SEL_EAGER_FIT))
                 efarm_text_add(w, "not %s: %s %llu; ", efarm_proto_name(r->proto),
-                               in->len < lo ? bound_name(r->min_len, in)
-                                            : bound_name(r->max_len, in),
+                               in->len < lo ? bound_name(p, r->min_len, in, lo)
+                                            : bound_name(p, r->max_len, in, hi),
                                (unsigned long long)(in->len < lo ? lo : hi));
             continue;
         }
@@ -276,10 +286,10 @@ static enum efarm_proto_kind select_impl(const struct efarm_ep_params *p,
         if (!failed) {
             if (w && r->min_len)
                 efarm_text_add(w, "%s from %s %llu", efarm_proto_name(r->proto),
-                               bound_name(r->min_len, in), (unsigned long long)lo);
+                               bound_name(p, r->min_len, in, lo), (unsigned long long)lo);
             else if (w && r->max_len)
                 efarm_text_add(w, "%s up to %s %llu", efarm_proto_name(r->proto),
-                               bound_name(r->max_len, in), (unsigned long long)hi);
+                               bound_name(p, r->max_len, in, hi), (unsigned long long)hi);
             else
                 efarm_text_add(w, "%s: nothing else applies", efarm_proto_name(r->proto));
             return (enum efarm_proto_kind)r->proto;

@@ -71,9 +71,12 @@
       "the same for a buffer not yet registered (0: READ_MIN if set, else the profile)")        \
     X(RUNT_MIN, runt_min, U64, "0",                                                             \
       "smallest runting-read message (0: READ_MIN if set, else the profile)")                   \
-    X(MEDIUM_MAX_STREAM, medium_max_stream, U64, "65536",                                       \
-      "largest medium message while other sends to the same peer are in flight: a stream of "   \
-      "medium messages loses to receiver-paced long protocols (0: no separate bound)")          \
+    X(MEDIUM_MAX_STREAM, medium_max_stream, U64, "0",                                           \
+      "largest medium message while other sends to the same peer are in flight (0: from the "   \
+      "profile's stream curves, none without them; EFARM_MEDIUM_MAX or more: none)")            \
+    X(READ_MIN_STREAM, read_min_stream, U64, "0",                                               \
+      "smallest read-protocol message while other sends to the same peer are in flight (0: "    \
+      "READ_MIN if set, else the profile's stream curves, else as without sends in flight)")    \
     X(PROTO, proto, STR, "auto",                                                                \
       "two-sided subprotocol forced where legal: auto, eager, medium, longcts, longread, "      \
       "runtread")                                                                               \

@@ -329,12 +329,16 @@ static void limits_init(struct mpitest_limits *l)
         l->read_min_unreg = (size_t)mpitest_pvar_read("efarm_nm_read_min_unreg");
         l->runt_min = (size_t)mpitest_pvar_read("efarm_nm_runt_min");
         l->medium_max_stream = (size_t)mpitest_pvar_read("efarm_nm_medium_max_stream");
+        l->read_min_stream = (size_t)mpitest_pvar_read("efarm_nm_read_min_stream");
+        l->read_min_stream_unreg = (size_t)mpitest_pvar_read("efarm_nm_read_min_stream_unreg");
     } else {
         l->medium_max = mpitest_env_size("EFARM_MEDIUM_MAX", 65536);
         l->read_min = mpitest_env_size("EFARM_READ_MIN", 1048576);
         l->read_min_unreg = l->read_min;
         l->runt_min = l->read_min;
-        l->medium_max_stream = 65536;
+        l->medium_max_stream = SIZE_MAX;
+        l->read_min_stream = l->read_min;
+        l->read_min_stream_unreg = l->read_min;
     }
     l->rdma_read =
         mpitest_env_size("EFARM_RDMA_READ", 1) && mpitest_env_size("EFASIM_RDMA_READ", 1);
@@ -348,25 +352,28 @@ unsigned mpitest_expect_proto(size_t len)
     /*
      * The engine's rules in order: eager if it fits, medium up to medium_max
      * (and, with reads, below the read threshold), then reads. The read
-     * threshold depends on whether the buffer is registered: both are allowed.
+     * threshold depends on whether the buffer is registered, and both it and
+     * medium's bound on whether other sends to the peer are in flight (a
+     * stream): every combination is allowed.
      */
     if (len <= l->eager_hi)
         mask |= MPITEST_EAGER;
     if (len <= l->eager_lo)
         return mask;
-    for (int cold = 0; cold < 2; cold++) {
-        size_t read_min = cold ? l->read_min_unreg : l->read_min;
+    for (int k = 0; k < 4; k++) {
+        int cold = k & 1, stream = k >> 1;
+        size_t read_min = stream ? (cold ? l->read_min_stream_unreg : l->read_min_stream)
+                                 : (cold ? l->read_min_unreg : l->read_min);
         size_t runt_min = cold && l->read_min_unreg > l->runt_min ? l->read_min_unreg : l->runt_min;
+        size_t medium_max =
+            stream && l->medium_max_stream < l->medium_max ? l->medium_max_stream : l->medium_max;
 
         /* Runting read from its own threshold when its conditions hold (no read in flight...). */
         if (l->rdma_read && len >= runt_min)
             mask |= MPITEST_RUNTREAD;
-        if (len <= l->medium_max && !(l->rdma_read && len >= read_min)) {
+        if (len <= medium_max && !(l->rdma_read && len >= read_min))
             mask |= MPITEST_MEDIUM;
-            /* With other sends to the peer in flight, medium stops at its stream bound. */
-            if (l->medium_max_stream && len > l->medium_max_stream)
-                mask |= MPITEST_LONGCTS;
-        } else if (len >= read_min && l->rdma_read)
+        else if (len >= read_min && l->rdma_read)
             mask |= MPITEST_RUNTREAD | MPITEST_LONGREAD | MPITEST_LONGCTS;
         else
             mask |= MPITEST_LONGCTS;

@@ -166,8 +166,10 @@ struct mpitest_limits {
     size_t medium_max;
     size_t read_min, read_min_unreg; /* registered buffer, unregistered buffer */
     size_t runt_min;                 /* runting read (SIZE_MAX: never) */
-    size_t medium_max_stream;        /* medium with sends to the peer in flight (0: none) */
-    int rdma_read;                   /* both EFARM_RDMA_READ and EFASIM_RDMA_READ on */
+    /* With other sends to the peer in flight (a stream): */
+    size_t medium_max_stream;                      /* medium's own bound (SIZE_MAX: none) */
+    size_t read_min_stream, read_min_stream_unreg; /* the read thresholds */
+    int rdma_read; /* both EFARM_RDMA_READ and EFASIM_RDMA_READ on */
 };
 
 extern struct mpitest_limits g_mpitest_limits;

@@ -46,6 +46,19 @@ static void write_profile(const char *path, const struct line *lines, unsigned n
     fclose(f);
 }
 
+/* Append stream curves ("stream PROTO SIZE US") to a profile written by write_profile. */
+static void append_stream(const char *path, const struct line *lines, unsigned n)
+{
+    FILE *f = fopen(path, "a");
+
+    EXPECT_TRUE(f != NULL);
+    for (unsigned i = 0; i < n; i++)
+        for (uint64_t s = 16384; s <= (64u << 20); s *= 2)
+            fprintf(f, "stream %s %llu %.6f\n", lines[i].proto, (unsigned long long)s,
+                    line_cost(&lines[i], (double)s));
+    fclose(f);
+}
+
 /* Where a + n/b = c + n/d, rounded down. */
 static uint64_t meet(double a, double b, double c, double d)
 {
@@ -136,6 +149,58 @@ EFARM_TEST(policy_profile_runt_from_where_it_keeps_winning)
     unlink(path);
 }
 
+/*
+ * Stream curves give the thresholds while sends to the peer are in flight,
+ * at their own crossings; without them there is no stream bound and the
+ * read thresholds are the latency ones.
+ */
+EFARM_TEST(policy_profile_stream_curves)
+{
+    /* In a stream medium gains less on long-CTS and long-read wins earlier. */
+    const struct line stream[] = {{"medium", 2, 1000}, {"longcts", 4, 1050}, {"longread", 8, 1200}};
+    /*
+     * 1.05 (2 + n/1000) = 4 + n/1050; long-read beats long-CTS from 4 + n/1050 =
+     * 8 + n/1200 (33600) and medium from 2 + n/1000 = 8 + n/1200 (36000).
+     */
+    uint64_t mm = meet(2.1, 1000 / 1.05, 4, 1050), rm = meet(2, 1000, 8, 1200);
+    double cold_b = 1 / (1.0 / 1200 + 100.0 / 1048576);
+    uint64_t rc = meet(4, 1050, 38, cold_b);
+    struct efarm_profile pr;
+    struct efarm_thresholds t, latency;
+    char path[256];
+
+    proto_tmp_path(path, sizeof(path), "profile");
+    write_profile(path, g_lines, 4, 30, 100);
+    EXPECT_RET(efarm_profile_load(path, NULL, &pr), 0);
+    efarm_profile_derive(&pr, 8908, &latency);
+    EXPECT_EQ(latency.medium_max_stream, UINT64_MAX);
+    EXPECT_EQ(latency.read_min_stream, latency.read_min);
+    EXPECT_EQ(latency.read_min_stream_cold, latency.read_min_cold);
+    append_stream(path, stream, 3);
+    EXPECT_RET(efarm_profile_load(path, NULL, &pr), 0);
+    EXPECT_EQ(pr.npoints, 7 * 13);
+    efarm_profile_derive(&pr, 8908, &t);
+    efarm_test_context(
+        "stream: medium_max %llu (want %llu), read_min %llu (%llu), cold %llu (%llu)",
+        (unsigned long long)t.medium_max_stream, (unsigned long long)mm,
+        (unsigned long long)t.read_min_stream, (unsigned long long)rm,
+        (unsigned long long)t.read_min_stream_cold, (unsigned long long)rc);
+    EXPECT_TRUE(t.medium_max_stream + 1 >= mm && t.medium_max_stream <= mm + 1);
+    EXPECT_TRUE(t.read_min_stream + 2 >= rm && t.read_min_stream <= rm + 2);
+    EXPECT_TRUE(t.read_min_stream_cold + 2 >= rc && t.read_min_stream_cold <= rc + 2);
+    /* The latency thresholds do not move. */
+    EXPECT_EQ(t.medium_max, latency.medium_max);
+    EXPECT_EQ(t.read_min, latency.read_min);
+    EXPECT_EQ(t.runt_min, latency.runt_min);
+    EXPECT_TRUE(absd(efarm_profile_cost(&pr, EFARM_PROTO_LONGCTS | EFARM_PROFILE_STREAM, 100000) -
+                     line_cost(&stream[1], 100000)) < 1e-3);
+    unlink(path);
+    EXPECT_RET(efarm_profile_load("reference", NULL, &pr), 0);
+    efarm_profile_derive(&pr, 8908, &t);
+    EXPECT_EQ(t.medium_max_stream, UINT64_MAX);
+    EXPECT_EQ(t.read_min_stream, 1048576);
+}
+
 EFARM_TEST(policy_builtin_profiles)
 {
     struct efarm_profile pr;
@@ -224,6 +289,10 @@ EFARM_TEST(policy_profile_file_errors_name_the_line)
     expect_bad_profile("medium 16384 12 extra\n", "trailing words");
     expect_bad_profile("# nothing\nname empty\n", "no points");
     expect_bad_profile("medium 16384 nan\n", "not a number");
+    expect_bad_profile("medium 16384 12\nstream medium 32768\n", "a stream point without its cost");
+    expect_bad_profile("medium 16384 12\nstream 32768 20\n", "a stream point without its curve");
+    expect_bad_profile("stream medium 16384 12\nstream longcts 16384 13\n",
+                       "stream points alone: no latency curves");
     proto_tmp_path(log, sizeof(log), "badprofile-log");
     saved = proto_stderr_capture(log);
     EXPECT_RET(efarm_profile_load("/nonexistent/profile", NULL, &pr), -EINVAL);
@@ -248,6 +317,8 @@ static struct efarm_ep_params policy_params(void)
     p.runt_size = 307200;
     p.unexp_bytes = 64 << 20;
     p.medium_max_stream = 65536;
+    p.read_min_stream = 200000;
+    p.read_min_stream_cold = 250000;
     p.rdma_read = true;
     return p;
 }
@@ -285,6 +356,14 @@ EFARM_TEST(policy_select_every_input)
         {"a stream: medium to its stream bound", 65536, 10, EFARM_PROTO_MEDIUM,
          "MEDIUM_MAX_STREAM"},
         {"a stream: long-CTS above it", 65537, 10, EFARM_PROTO_LONGCTS, "MEDIUM_MAX_STREAM) 65536"},
+        {"a stream: reads from the stream threshold", 200000, 10, EFARM_PROTO_LONGREAD,
+         "sends in flight (EFARM_READ_MIN_STREAM) 200000"},
+        {"a stream, unregistered: its own threshold", 200000, 13, EFARM_PROTO_LONGCTS,
+         "unregistered buffer (EFARM_READ_MIN_STREAM) 250000"},
+        {"a stream, unregistered, at it", 250000, 13, EFARM_PROTO_LONGREAD,
+         "unregistered buffer (EFARM_READ_MIN_STREAM)"},
+        {"no stream bound: medium to the stream read threshold", 199999, 14, EFARM_PROTO_MEDIUM,
+         "below the read"},
         {"forced eager cannot carry two packets", 20000, 9, EFARM_PROTO_MEDIUM, "medium up to"},
         {"the send's hint before EFARM_PROTO", 20000, 11, EFARM_PROTO_LONGCTS,
          "forced by the send's hint"},
@@ -333,6 +412,14 @@ EFARM_TEST(policy_select_every_input)
         case 11:
             p.force = EFARM_PROTO_MEDIUM;
             in.force_proto = EFARM_PROTO_LONGCTS + 1;
+            break;
+        case 13:
+            in.peer_sends = 1;
+            in.buf_cold = true;
+            break;
+        case 14:
+            in.peer_sends = 1;
+            p.medium_max_stream = UINT64_MAX;
             break;
         case 12: /* runting read is not for delivery complete; EFARM_PROTO does not step in */
             p.force = EFARM_PROTO_LONGCTS;
@@ -567,7 +654,8 @@ EFARM_TEST(policy_engine_send_hints)
  */
 EFARM_TEST(policy_engine_stream_bound)
 {
-    struct efarm_ep_attr attr = {.profile = "reference", .medium_max = 200000};
+    struct efarm_ep_attr attr = {
+        .profile = "reference", .medium_max = 200000, .medium_max_stream = 65536};
     struct efarm_req s1 = {0}, s2 = {0}, r1 = {0}, r2 = {0};
     struct efarm_req *reqs[] = {&s1, &s2, &r1, &r2};
     struct proto_pair p;
