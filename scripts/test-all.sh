@@ -115,13 +115,17 @@ step bench-proto-runs env EFARM_DEVICE=sim EFARM_EFASIM_PATH="$root/gcc/src/efas
 # and print (the thresholds it gives are figures of this machine, not judged).
 step proto-sweep-smoke bash "$top/bench/run-proto-sweep.sh" "$root/gcc" --quick \
     --write-profile "$root/bench/smoke.profile"
+# The same with 16 messages in flight, adding stream curves to that profile.
+step proto-sweep-bw-smoke bash "$top/bench/run-proto-sweep.sh" "$root/gcc" --quick --bw \
+    --write-profile "$root/bench/smoke.profile"
 policy_print() {
     local env="EFARM_DEVICE=sim EFARM_EFASIM_PATH=$root/gcc/src/efasim/.libs"
     env $env "$root/gcc/tools/efarm-info" --policy | grep -q ': profile efasim$' &&
         env $env EFARM_PROFILE=reference "$root/gcc/tools/efarm-info" --policy |
         grep -q 'medium up to 65536 B, reads from 1048576 B' &&
         env $env EFARM_PROFILE="$root/bench/smoke.profile" "$root/gcc/tools/efarm-info" --policy |
-        grep -q ': profile calibrated-'
+        grep -q ': profile calibrated-' &&
+        [ "$(grep -c '^stream \(medium\|longcts\|longread\) ' "$root/bench/smoke.profile")" -ge 6 ]
 }
 step policy-print policy_print
 
