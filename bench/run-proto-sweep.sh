@@ -5,7 +5,9 @@
 # the boundaries +-1 (one packet, the reference's 64 KiB and 1 MiB, and the
 # medium and read thresholds of the policy in force, from efarm-info --policy).
 # Prints the table with, per size, the best forced subprotocol and auto's
-# ratio to it (marked when above 1.10), auto's 128 KiB / 64 KiB latency ratio,
+# ratio to it (marked when above 1.10), the ratio of the forced run of the
+# subprotocol auto picked to the best (pick/best: the choice alone, without
+# the noise of auto's own run), auto's 128 KiB / 64 KiB latency ratio,
 # and writes build/bench/proto-sweep.png (gnuplot, when installed). The policy
 # is whatever EFARM_PROFILE and the thresholds' tunables say in the caller's
 # environment (auto: efasim's measured profile on efasim).
@@ -170,7 +172,7 @@ awk -v vlist="${variants[*]}" -v png="$out/proto-sweep$tag.dat" -v bw=$bw '
     END {
         printf "%9s | %-9s %9s", "bytes", "auto", bw ? "MB/s" : "us"
         for (i = 2; i <= n; i++) printf " | %9s", V[i]
-        printf " | %-9s %9s | %s\n", "best", "us", "auto/best"
+        printf " | %-9s %9s | %s | %s\n", "best", bw ? "MB/s" : "us", "auto/best", "pick/best"
         over = 0; worst = 0
         for (j = 1; j <= ns; j++) {
             s = S[j]; best = ""; bl = 0
@@ -189,13 +191,23 @@ awk -v vlist="${variants[*]}" -v png="$out/proto-sweep$tag.dat" -v bw=$bw '
             mark = ratio > 1.10 ? "  > 10%" : ""
             if (ratio > 1.10) over++
             if (ratio > worst) { worst = ratio; ws = s }
-            printf " | %-9s %9.2f | %6.2f%s\n", best, bl, ratio, mark
+            # The choice alone: the forced run of the subprotocol auto picked against the
+            # best forced one (no run of auto itself in it; only where auto used one).
+            pick = pro["auto", s]; cr = ""
+            if ((pick, s) in lat && pro[pick, s] == pick && bl > 0) {
+                cr = bw ? bl / lat[pick, s] : lat[pick, s] / bl
+                nchoice++; if (cr > 1.10) cover++
+            }
+            printf " | %-9s %9.2f | %6.2f%s", best, bl, ratio, mark
+            if (cr != "") printf " | %6.2f%s\n", cr, (cr > 1.10 ? "  > 10%" : ""); else printf " |\n"
             print line > png
             if (s == 65536) l64 = lat["auto", s]
             if (s == 131072) l128 = lat["auto", s]
         }
         printf "\nauto within 10%% of the best forced subprotocol at %d of %d sizes", ns - over, ns
         printf " (worst %.2fx at %d B)\n", worst, ws
+        printf "auto picked a subprotocol within 10%% of the best forced one at %d of %d sizes" \
+            " (pick/best: the forced run of its pick; sizes where auto used one)\n", nchoice - cover, nchoice
         if (l64 > 0 && l128 > 0 && !bw)
             printf "auto: latency at 128 KiB / 64 KiB = %.2f (target <= 1.5)\n", l128 / l64
         missing = ""
