@@ -190,6 +190,7 @@ void efarm_dev_rx_release(struct efarm_dev_ep *ep, uint32_t rx_id);
 unsigned efarm_dev_rx_posted(const struct efarm_dev_ep *ep);
 
 #define EFARM_NIC_REASON_MAX 256
+#define EFARM_NIC_RAILS_MAX  4
 
 /* How near the chosen device is to the rank's binding (efarm_nic.h has the rules). */
 enum efarm_nic_nearness {
@@ -201,12 +202,19 @@ enum efarm_nic_nearness {
 };
 
 struct efarm_nic_choice {
-    unsigned index;                    /* into the names array (the verbs device list) */
-    unsigned ndevices;                 /* devices in that list */
-    enum efarm_nic_nearness nearness;  /* why the tied devices were nearest */
-    unsigned ntied;                    /* devices tied for nearest, the chosen one among them */
-    unsigned nsharing;                 /* local ranks with the same tied devices, this one too */
-    unsigned position;                 /* this rank's place among them, from 0 */
+    unsigned index;                   /* into the names array (the verbs device list) */
+    unsigned ndevices;                /* devices in that list */
+    enum efarm_nic_nearness nearness; /* why the tied devices were nearest */
+    unsigned ntied;                   /* devices tied for nearest, the chosen one among them */
+    unsigned nsharing;                /* local ranks with the same tied devices, this one too */
+    unsigned position;                /* this rank's place among them, from 0 */
+    /*
+     * The tied devices from the chosen one on, in the order of the set
+     * (multi-rail: rail r is rails[r]; ranks sharing the set start at
+     * different devices): min(ntied, EFARM_NIC_RAILS_MAX) of them.
+     */
+    unsigned nrails;
+    unsigned rails[EFARM_NIC_RAILS_MAX];
     char reason[EFARM_NIC_REASON_MAX]; /* the above in words, without the rank and device name */
 };
 

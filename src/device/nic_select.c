@@ -502,6 +502,17 @@ int efarm_nic_select(hwloc_topology_t topo, const char *const *names, unsigned n
     for (unsigned k = 0; k < c.position % c.ntied; k++)
         chosen = hwloc_bitmap_next(mine, chosen);
     c.index = (unsigned)chosen;
+    {
+        int t = chosen;
+
+        /* The rails: the tied set in its order, wrapping, from the chosen device. */
+        for (c.nrails = 0; c.nrails < c.ntied && c.nrails < EFARM_NIC_RAILS_MAX; c.nrails++) {
+            c.rails[c.nrails] = (unsigned)t;
+            t = hwloc_bitmap_next(mine, t);
+            if (t < 0)
+                t = hwloc_bitmap_first(mine);
+        }
+    }
 
     /* nic_sharing() clobbered the reduced binding, which the reason describes. */
     ret = nic_nearest(&sel, local_bindings[my_local_rank], mine, &key);

@@ -331,6 +331,24 @@ EFARM_TEST(nic_unbound_ranks_share_all_nics)
     EXPECT_EQ(c.ntied, 4);
     EXPECT_EQ(c.nsharing, 5);
     EXPECT_EQ(c.position, 2);
+    /* Its rails: the four NICs from its own on, wrapping. */
+    EXPECT_EQ(c.nrails, 4);
+    EXPECT_EQ(c.rails[0], 2);
+    EXPECT_EQ(c.rails[1], 3);
+    EXPECT_EQ(c.rails[2], 0);
+    EXPECT_EQ(c.rails[3], 1);
+    /*
+     * A socket-0 rank: its socket's two NICs (0 and 2); the second socket-0 rank
+     * starts at the other.
+     */
+    c = select_for(topo, g_two_by_two_names, 4, &r, 0, NULL);
+    EXPECT_EQ(c.nrails, 2);
+    EXPECT_EQ(c.rails[0], 0);
+    EXPECT_EQ(c.rails[1], 2);
+    c = select_for(topo, g_two_by_two_names, 4, &r, 5, NULL);
+    EXPECT_EQ(c.nrails, 2);
+    EXPECT_EQ(c.rails[0], 2);
+    EXPECT_EQ(c.rails[1], 0);
     ranks_free(&r);
     hwloc_topology_destroy(topo);
 }
@@ -368,6 +386,17 @@ EFARM_TEST(nic_two_sockets_32_nics_core_bound)
         expected[i] = 2 * ((i % 24) % 16) + i / 24;
     }
     expect_choices(b.topo, b.names, TEST_MAX_NICS, &r, NULL, expected);
+    {
+        /* Rank 15 (socket 0's NIC 30): four of its socket's 16 NICs from there, wrapping. */
+        struct efarm_nic_choice c = select_for(b.topo, b.names, TEST_MAX_NICS, &r, 15, NULL);
+
+        EXPECT_EQ(c.index, 30);
+        EXPECT_EQ(c.nrails, EFARM_NIC_RAILS_MAX);
+        EXPECT_EQ(c.rails[0], 30);
+        EXPECT_EQ(c.rails[1], 0);
+        EXPECT_EQ(c.rails[2], 2);
+        EXPECT_EQ(c.rails[3], 4);
+    }
     ranks_free(&r);
     hwloc_topology_destroy(b.topo);
 }
