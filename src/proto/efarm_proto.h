@@ -150,6 +150,8 @@ struct efarm_probe_info {
     int32_t source;
     int32_t tag;
     uint64_t msg_length;
+    bool has_cq_data; /* the sender's CQ data (EFARM_SEND_CQ_DATA) */
+    uint64_t cq_data;
     efarm_tm_handle_t handle; /* for efarm_tmrecv after a claiming probe */
 };
 

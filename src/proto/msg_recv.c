@@ -752,6 +752,11 @@ static int unexp_arrive(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
     ux->msg_length =
         k->proto == EFARM_PROTO_EAGER ? pkt->payload_length : pkt->value[EFARM_PKT_F_MSG_LENGTH];
     ux->runt_length = k->proto == EFARM_PROTO_RUNTREAD ? pkt->value[EFARM_PKT_F_RUNT_LENGTH] : 0;
+    ux->cq_data = 0;
+    if (pkt->present & EFARM_PKT_HAS(CQ_DATA)) {
+        ux->flags |= EFARM_UXF_CQ_DATA;
+        ux->cq_data = pkt->value[EFARM_PKT_F_CQ_DATA];
+    }
     ret = efarm_tm_arrive(ep->tm, context, source, tag, ux, &user);
     if (ret != EFARM_TM_QUEUED) {
         /* The caller saw no posted receive match: only a full matcher ends here. */
@@ -990,6 +995,8 @@ static int probe(struct efarm_ep *ep, uint32_t context, int32_t source, int32_t 
     msg_key(ux->wire_tag, ux->flags & EFARM_UXF_TAGGED, ux->peer, &info->context, &info->source,
             &info->tag);
     info->msg_length = ux->msg_length;
+    info->has_cq_data = ux->flags & EFARM_UXF_CQ_DATA;
+    info->cq_data = ux->cq_data;
     info->handle = 0;
     if (claim) {
         efarm_tm_claim(ep->tm, handle, &user);

@@ -262,6 +262,7 @@ static inline const struct efarm_op_class *efarm_op_class(const struct efarm_op 
 #define EFARM_UXF_CLAIMED 0x04u /* claimed by a matched probe: waits for efarm_tmrecv */
 #define EFARM_UXF_MAPPED  0x08u /* in the (peer, msg_id) map: segments still to come */
 #define EFARM_UXF_LIVE    0x10u
+#define EFARM_UXF_CQ_DATA 0x20u /* its REQ carried CQ data (cq_data) */
 
 #define EFARM_UNEXP_CHUNK 512u /* records created at a time */
 
@@ -279,6 +280,7 @@ struct efarm_unexp {
     uint64_t msg_length;
     uint64_t runt_length;
     uint64_t seg_bytes; /* data of the segments stored (medium, runt) */
+    uint64_t cq_data;   /* with EFARM_UXF_CQ_DATA (probes report it) */
 };
 
 /* ---- The endpoint -------------------------------------------------------------------- */

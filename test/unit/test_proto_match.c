@@ -5,6 +5,7 @@
  * matched probes with tmrecv, and cancelling receives.
  */
 #include <errno.h>
+#include <stdlib.h>
 
 #include "efarm_errno.h"
 #include "efarm_proto.h"
@@ -341,4 +342,41 @@ EFARM_TEST(proto_cancel_recv)
     msg_check(&r, &m);
     msg_free(&m);
     rig_close(&r);
+}
+
+/*
+ * A probe reports the CQ data the sender attached (EFARM_SEND_CQ_DATA), for an
+ * eager and a medium message, and none for one without.
+ */
+EFARM_TEST(proto_probe_reports_cq_data)
+{
+    static const uint64_t lens[] = {100, 30000, 200};
+    static const uint64_t cq[] = {0x8000000012345678ull, 0x42, 0};
+    struct proto_pair p;
+    uint8_t *src = malloc(30000), *dst = malloc(30000);
+
+    proto_use_efasim();
+    proto_pair_open(&p, NULL, NULL);
+    proto_fill(src, 30000, 9);
+    for (unsigned i = 0; i < 3; i++) {
+        struct efarm_req sreq = {0}, rreq = {0};
+        struct efarm_req *reqs[] = {&sreq, &rreq};
+        struct efarm_probe_info info;
+
+        efarm_test_context("message %u", i);
+        EXPECT_RET(efarm_tsend(p.a, p.a_to_b, src, lens[i], 1, 2, 3,
+                               cq[i] ? EFARM_SEND_CQ_DATA : 0, cq[i], &sreq),
+                   0);
+        while (efarm_tprobe(p.b, 1, 2, 3, false, &info) == 0)
+            proto_pair_spin(&p, 100);
+        EXPECT_EQ(info.msg_length, lens[i]);
+        EXPECT_EQ(info.has_cq_data, cq[i] != 0);
+        EXPECT_EQ(info.cq_data, cq[i]);
+        EXPECT_RET(efarm_trecv(p.b, dst, lens[i], 1, 2, 3, &rreq), 0);
+        proto_pair_wait(&p, reqs, 2, 20);
+        EXPECT_EQ(rreq.cq_data, cq[i]);
+    }
+    proto_pair_close(&p);
+    free(src);
+    free(dst);
 }
