@@ -16,6 +16,7 @@ noinst_HEADERS += \
     src/mpid/ch4/netmod/efarm/efarm_progress.h \
     src/mpid/ch4/netmod/efarm/efarm_send.h \
     src/mpid/ch4/netmod/efarm/efarm_recv.h \
+    src/mpid/ch4/netmod/efarm/efarm_p2p.h \
     src/mpid/ch4/netmod/efarm/efarm_probe.h \
     src/mpid/ch4/netmod/efarm/efarm_rma_nm.h \
     src/mpid/ch4/netmod/efarm/efarm_noinline.h
@@ -25,6 +26,7 @@ mpi_core_sources += \
     src/mpid/ch4/netmod/efarm/efarm_init.c \
     src/mpid/ch4/netmod/efarm/efarm_am.c \
     src/mpid/ch4/netmod/efarm/efarm_win.c \
+    src/mpid/ch4/netmod/efarm/efarm_stripe.c \
     src/mpid/ch4/netmod/efarm/efarm_noinline.c
 
 errnames_txt_files += src/mpid/ch4/netmod/efarm/errnames.txt

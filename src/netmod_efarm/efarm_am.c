@@ -425,7 +425,8 @@ void MPIDI_EFARM_am_finalize(void)
 
 int MPIDI_EFARM_wait_for_slot(unsigned long *waits_p)
 {
-    int ret = efarm_ep_progress(MPIDI_EFARM_global.ep);
+    int ret = MPIDI_EFARM_global.nrails > 1 ? MPIDI_EFARM_rails_progress()
+                                            : efarm_ep_progress(MPIDI_EFARM_global.ep);
 
     slot_wait_warning(++*waits_p);
     MPIDI_EFARM_global.nm_counters.eagain_waits++;

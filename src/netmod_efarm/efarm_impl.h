@@ -31,7 +31,10 @@
     X(rma_fallback_windows, "windows whose RMA all goes through MPIDIG")              \
     X(rma_native_split, "native RMA operations carried by several engine operations") \
     X(rma_dyn_attached, "regions attached to dynamic windows with native RMA")        \
-    X(rma_dyn_lookups, "reads of a peer's dynamic-window directory (cache misses)")
+    X(rma_dyn_lookups, "reads of a peer's dynamic-window directory (cache misses)")   \
+    X(stripe_sends, "messages sent striped over the rails (EFARM_RAILS)")             \
+    X(stripe_recvs, "striped messages received")                                      \
+    X(stripe_tail_waits, "striped receives whose rail parts waited for an engine slot")
 
 typedef struct {
 #define MPIDI_EFARM_NM_COUNTER_MEMBER_(name, doc) unsigned long long name;
@@ -65,6 +68,16 @@ typedef struct {
     unsigned long long read_min_stream, read_min_stream_unreg;
     /* Where communicators keep efarm's info hints (MPICH's comm->hints[], see efarm_noinline.c). */
     int hint_fanin, hint_proto;
+    /*
+     * Multi-rail (efarm_stripe.c): rails[0] is ep; rails 1.. are endpoints on
+     * the other NICs tied for nearest, carrying only the tails of striped
+     * messages. nrails (MPI_T efarm_nm_rails) is 1 without them.
+     */
+    struct efarm_ep *rails[MPIDI_EFARM_RAILS_MAX];
+    unsigned long long nrails;
+    uint64_t stripe_min;
+    uint32_t stripe_id;                               /* the last striped message's id */
+    struct MPIDI_EFARM_stripe *post_head, *post_tail; /* receives with tails to post */
 } MPIDI_EFARM_global_t;
 
 extern MPIDI_EFARM_global_t MPIDI_EFARM_global;
@@ -101,6 +114,46 @@ MPL_STATIC_INLINE_PREFIX uint32_t MPIDI_EFARM_send_hints(const MPIR_Comm *comm)
  * message's CQ data and come back into the received status's tag.
  */
 #define MPIDI_EFARM_TAG_ERROR_BITS ((int)(MPIR_TAG_ERROR_BIT | MPIR_TAG_PROC_FAILURE_BIT))
+
+/* ---- Multi-rail striping (efarm_stripe.c) ---- */
+
+/*
+ * A striped message is a head on rail 0, matched like any message, and one
+ * tail of the same length on each further rail, matched by (0, the sender's
+ * rank in MPI_COMM_WORLD, an id). The head's CQ data says so, beside MPICH's
+ * error bits (22 and 23 of 24 tag bits): bit 63 set, bits 61-62 the tails less
+ * one, bits 32-60 a tail's length in 4 KiB, bits 0-21 the id.
+ */
+#define MPIDI_EFARM_STRIPE_FLAG         (1ull << 63)
+#define MPIDI_EFARM_STRIPE_TAILS(cq)    ((unsigned)(((cq) >> 61) & 3) + 1)
+#define MPIDI_EFARM_STRIPE_TAIL_LEN(cq) ((((cq) >> 32) & ((1ull << 29) - 1)) << 12)
+#define MPIDI_EFARM_STRIPE_ID_MASK      ((1u << 22) - 1)
+#define MPIDI_EFARM_STRIPE_ID(cq)       ((int32_t)((cq)&MPIDI_EFARM_STRIPE_ID_MASK))
+
+/* Whether a contiguous message of len bytes to addr is striped. */
+MPL_STATIC_INLINE_PREFIX bool MPIDI_EFARM_stripe_to(const MPIDI_av_entry_t *addr, uint64_t len)
+{
+    return unlikely(MPIDI_EFARM_AV(addr).nrails > 1 && len >= MPIDI_EFARM_global.stripe_min);
+}
+
+/* The length of the whole message whose head has head_len bytes and this CQ data. */
+MPL_STATIC_INLINE_PREFIX uint64_t MPIDI_EFARM_stripe_msg_length(uint64_t head_len, uint64_t cq)
+{
+    return head_len + (uint64_t)(MPIDI_EFARM_STRIPE_TAILS(cq)) * MPIDI_EFARM_STRIPE_TAIL_LEN(cq);
+}
+
+/* Send sreq's len bytes at buf striped (MPIDI_EFARM_send); flags and cq_data as for the head. */
+int MPIDI_EFARM_stripe_send(MPIR_Request *sreq, const void *buf, uint64_t len, uint32_t context,
+                            int source, int tag, uint32_t flags, uint64_t cq_data,
+                            const MPIDI_av_entry_t *addr);
+/* A receive's head completed with the stripe flag: receive the tails, then complete. */
+void MPIDI_EFARM_stripe_recv_head(MPIR_Request *rreq);
+/* Progress every rail and post tails that waited for a slot; returns events or an error. */
+int MPIDI_EFARM_rails_progress(void);
+/* Open the other rails (init_local) and close them (finalize). */
+int MPIDI_EFARM_rails_open(const struct efarm_ep_attr *attr);
+int MPIDI_EFARM_rails_flush(uint64_t timeout_ms);
+int MPIDI_EFARM_rails_close(void);
 
 /* ---- Active messages (efarm_am.c; the inline API is in efarm_am.h) ---- */
 

@@ -81,6 +81,8 @@ static void register_pvars(void)
     MPIDI_EFARM_NIC_PVAR_(nic_devices, "EFA devices the verbs library lists")
     MPIDI_EFARM_NIC_PVAR_(nic_sharing, "ranks of this node sharing the same nearest devices")
     MPIDI_EFARM_NIC_PVAR_(nic_local_ranks, "ranks on this node, as the NIC choice counted them")
+    MPIDI_EFARM_NIC_PVAR_(nrails, "endpoints (NICs) this rank stripes large messages over "
+                                  "(EFARM_RAILS; 1: none)")
     MPIDI_EFARM_NIC_PVAR_(medium_max, "largest medium message (EFARM_MEDIUM_MAX or the profile)")
     MPIDI_EFARM_NIC_PVAR_(read_min, "smallest read-protocol message, registered buffer")
     MPIDI_EFARM_NIC_PVAR_(read_min_unreg, "smallest read-protocol message, unregistered buffer")
@@ -297,6 +299,9 @@ int MPIDI_EFARM_init_local(int *tag_bits)
         goto fn_fail;
     }
     MPIDI_EFARM_global.ep = ep;
+    mpi_errno = MPIDI_EFARM_rails_open(&attr);
+    if (mpi_errno)
+        goto fn_fail;
     {
         struct efarm_ep_policy pol;
 
@@ -324,14 +329,21 @@ fn_fail:
 }
 
 /*
- * Publish this endpoint's raw address and insert everyone's. The PMI
- * allgather lands in the node's init shared memory, one 32-byte card per
- * rank in rank order (cards have one length, so same_len).
+ * Publish this rank's raw addresses and insert everyone's. The PMI allgather
+ * lands in the node's init shared memory, one card per rank in rank order:
+ * rail 0's 32-byte address, then with EFARM_RAILS = R > 1 the R - 1 further
+ * rails' (zeros for a rail this rank could not open), so every card has the
+ * same length (same_len; EFARM_RAILS must be alike on every rank). Two ranks
+ * stripe over the rails both have.
  */
 int MPIDI_EFARM_init_world(void)
 {
     int mpi_errno = MPI_SUCCESS;
-    uint8_t my_addr[EFARM_RAW_ADDR_LEN];
+    uint64_t cfg_rails = efarm_config()->rails;
+    unsigned slots = cfg_rails > 1 && cfg_rails <= MPIDI_EFARM_RAILS_MAX ? (unsigned)cfg_rails : 1;
+    size_t card_len = (size_t)slots * EFARM_RAW_ADDR_LEN;
+    uint8_t my_card[MPIDI_EFARM_RAILS_MAX * EFARM_RAW_ADDR_LEN] = {0};
+    static const uint8_t zero[EFARM_RAW_ADDR_LEN];
     bool table_created = false;
     void *table = NULL;
     int ret;
@@ -346,24 +358,40 @@ int MPIDI_EFARM_init_world(void)
         goto fn_fail;
     }
 
-    efarm_ep_addr(MPIDI_EFARM_global.ep, my_addr);
+    for (unsigned r = 0; r < MPIDI_EFARM_global.nrails && r < slots; r++)
+        efarm_ep_addr(MPIDI_EFARM_global.rails[r], my_card + (size_t)r * EFARM_RAW_ADDR_LEN);
     mpi_errno = MPIDU_bc_table_create(MPIR_Process.rank, MPIR_Process.size, MPIR_Process.node_map,
-                                      my_addr, EFARM_RAW_ADDR_LEN, TRUE /* same_len */,
+                                      my_card, (int)card_len, TRUE /* same_len */,
                                       FALSE /* roots_only */, &table, NULL);
     if (mpi_errno)
         goto fn_fail;
     table_created = true;
 
     for (int rank = 0; rank < MPIR_Process.size; rank++) {
-        const uint8_t *raw = (const uint8_t *)table + (size_t)rank * EFARM_RAW_ADDR_LEN;
+        const uint8_t *card = (const uint8_t *)table + (size_t)rank * card_len;
+        MPIDI_EFARM_addr_t *a = &MPIDI_EFARM_AV(&MPIDIU_get_av(0, rank));
+        unsigned k = 1;
         efarm_peer_t peer;
 
-        ret = efarm_av_insert(MPIDI_EFARM_global.ep, raw, &peer);
+        ret = efarm_av_insert(MPIDI_EFARM_global.ep, card, &peer);
         if (ret < 0) {
             mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_av_insert");
             goto fn_fail;
         }
-        MPIDI_EFARM_AV(&MPIDIU_get_av(0, rank)).peer = peer;
+        a->peer = peer;
+        /* The rails both have: the peer's published ones, up to ours. */
+        while (k < MPIDI_EFARM_global.nrails && k < slots &&
+               memcmp(card + (size_t)k * EFARM_RAW_ADDR_LEN, zero, sizeof(zero)))
+            k++;
+        for (unsigned r = 1; r < k; r++) {
+            ret = efarm_av_insert(MPIDI_EFARM_global.rails[r],
+                                  card + (size_t)r * EFARM_RAW_ADDR_LEN, &a->rail_peer[r - 1]);
+            if (ret < 0) {
+                mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_av_insert (a rail)");
+                goto fn_fail;
+            }
+        }
+        a->nrails = (uint8_t)k;
     }
 
 fn_exit:
@@ -403,6 +431,9 @@ int MPIDI_EFARM_mpi_finalize_hook(void)
     if (MPIDI_EFARM_global.ep) {
         int ret = efarm_ep_flush(MPIDI_EFARM_global.ep, MPIDI_EFARM_FLUSH_TIMEOUT_MS);
 
+        if (ret == 0)
+            ret = MPIDI_EFARM_rails_flush(MPIDI_EFARM_FLUSH_TIMEOUT_MS);
+
         if (ret == -ETIMEDOUT)
             MPL_internal_error_printf("ch4:efarm: rank %d: packets still unacknowledged %d s into "
                                       "MPI_Finalize (a peer that receives nothing?); closing\n",
@@ -412,6 +443,7 @@ int MPIDI_EFARM_mpi_finalize_hook(void)
         if (mpi_errno == MPI_SUCCESS && ret == 0)
             mpi_errno = MPIR_pmi_barrier();
         MPIDI_EFARM_global.final_counters = *efarm_ep_counters(MPIDI_EFARM_global.ep);
+        MPIDI_EFARM_rails_close();
         efarm_ep_close(MPIDI_EFARM_global.ep);
         MPIDI_EFARM_global.ep = NULL;
     }

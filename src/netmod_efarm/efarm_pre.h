@@ -36,17 +36,18 @@ typedef struct {
 struct MPIR_Win;
 typedef struct {
     struct efarm_req ereq;
-    struct MPIR_Win *rma_win;        /* native RMA: the window, or NULL */
-    int rma_target;                  /* ... and the target's rank in it */
-    int rma_pending;                 /* ... its engine operations not yet complete */
-    int rma_status;                  /* ... the first one's error, or 0 */
-    MPI_Aint rma_bytes;              /* ... its data size */
-    struct efarm_req *rma_ereqs;     /* ... when several: their requests (else ereq) */
-    void *pack_buf;                  /* MPL_malloc'd packed data, or NULL when contiguous */
-    void *user_buf;                  /* receives into pack_buf: where the data unpacks */
-    MPI_Aint user_count;             /* ... how many of user_dt */
-    MPI_Datatype user_dt;            /* ... of which type (a reference is held) */
-    efarm_tm_handle_t mprobe_handle; /* a claimed message (MPI_Mprobe), for imrecv */
+    struct MPIR_Win *rma_win;          /* native RMA: the window, or NULL */
+    int rma_target;                    /* ... and the target's rank in it */
+    int rma_pending;                   /* ... its engine operations not yet complete */
+    int rma_status;                    /* ... the first one's error, or 0 */
+    MPI_Aint rma_bytes;                /* ... its data size */
+    struct efarm_req *rma_ereqs;       /* ... when several: their requests (else ereq) */
+    void *pack_buf;                    /* MPL_malloc'd packed data, or NULL when contiguous */
+    void *user_buf;                    /* receives into pack_buf: where the data unpacks */
+    MPI_Aint user_count;               /* ... how many of user_dt */
+    MPI_Datatype user_dt;              /* ... of which type (a reference is held) */
+    efarm_tm_handle_t mprobe_handle;   /* a claimed message (MPI_Mprobe), for imrecv */
+    struct MPIDI_EFARM_stripe *stripe; /* a striped message's parts on the rails, or NULL */
     bool posting; /* inside efarm_trecv: ch4 completes an any-source pair itself */
 } MPIDI_EFARM_request_t;
 
@@ -85,12 +86,18 @@ typedef struct {
     bool native_acc; /* accumulates may go native (no shared-memory path on this window) */
 } MPIDI_EFARM_win_t;
 
+/* Most endpoints (rails) one rank opens: EFARM_RAILS's limit. */
+#define MPIDI_EFARM_RAILS_MAX 4
+
 /*
  * One rank's address: its peer in the endpoint's address vector, set by
- * MPIDI_EFARM_init_world for every rank of MPI_COMM_WORLD.
+ * MPIDI_EFARM_init_world for every rank of MPI_COMM_WORLD; with multi-rail
+ * (EFARM_RAILS), the rails both ranks have and its peer on each further one.
  */
 typedef struct {
     efarm_peer_t peer;
+    uint8_t nrails; /* 0 or 1: no striping to this rank */
+    efarm_peer_t rail_peer[MPIDI_EFARM_RAILS_MAX - 1];
 } MPIDI_EFARM_addr_t;
 
 /* Netmod state of a reduction operation. */

@@ -3,7 +3,8 @@
  * tagged message on (context, source, tag). A matched probe claims the
  * message (the engine takes it out of matching) and keeps its handle in the
  * message request for MPI_Imrecv. ch4 polls progress between unsuccessful
- * probes; MPI_PROC_NULL never reaches the netmod.
+ * probes; MPI_PROC_NULL never reaches the netmod. A striped message's head
+ * reports the whole message's length (efarm_stripe.c).
  */
 #ifndef EFARM_PROBE_H_INCLUDED
 #define EFARM_PROBE_H_INCLUDED
@@ -28,6 +29,12 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_probe(int source, int tag, MPIR_Comm *c
     *flag = ret;
     if (!ret)
         goto fn_exit;
+    /* A striped message's head: the count is the whole message's; the tag has MPICH's bits. */
+    if (unlikely(info.has_cq_data)) {
+        if (info.cq_data & MPIDI_EFARM_STRIPE_FLAG)
+            info.msg_length = MPIDI_EFARM_stripe_msg_length(info.msg_length, info.cq_data);
+        info.tag |= (int)(info.cq_data & (uint64_t)(uint32_t)MPIDI_EFARM_TAG_ERROR_BITS);
+    }
 
     if (message) {
         MPIR_Request *mreq;
@@ -41,6 +48,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_probe(int source, int tag, MPIR_Comm *c
         MPIR_STATUS_SET_COUNT(mreq->status, (MPI_Aint)info.msg_length);
         MPIDI_EFARM_REQ(mreq).mprobe_handle = info.handle;
         MPIDI_EFARM_REQ(mreq).pack_buf = NULL;
+        MPIDI_EFARM_REQ(mreq).stripe = NULL;
         *message = mreq;
     }
     /* A probe's status leaves MPI_ERROR as the caller had it. */

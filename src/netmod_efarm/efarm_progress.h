@@ -23,7 +23,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, int blocking)
     if (unlikely(MPIDI_EFARM_global.ep == NULL))
         goto fn_exit;
 
-    ret = efarm_ep_progress(MPIDI_EFARM_global.ep);
+    ret = likely(MPIDI_EFARM_global.nrails <= 1) ? efarm_ep_progress(MPIDI_EFARM_global.ep)
+                                                 : MPIDI_EFARM_rails_progress();
     if (unlikely(ret < 0)) {
         mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_ep_progress");
         goto fn_fail;

@@ -19,59 +19,19 @@
 #define EFARM_RECV_H_INCLUDED
 
 #include "efarm_impl.h"
+#include "efarm_p2p.h"
 
-/* The engine finished a receive: fill the status, unpack, complete. */
+/* The engine finished a receive (the head, if the message is striped). */
 MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_recv_done(struct efarm_req *ereq)
 {
     MPIR_Request *rreq = ereq->ctx;
-    MPIDI_EFARM_request_t *r = &MPIDI_EFARM_REQ(rreq);
 
-    if (unlikely(ereq->status == -ECANCELED)) {
-        MPIR_STATUS_SET_CANCEL_BIT(rreq->status, TRUE);
-        MPIR_STATUS_SET_COUNT(rreq->status, 0);
-    } else {
-        int tag = ereq->tag;
-
-        if (unlikely(ereq->has_cq_data))
-            tag |= (int)(ereq->cq_data & (uint64_t)(uint32_t)MPIDI_EFARM_TAG_ERROR_BITS);
-        rreq->status.MPI_SOURCE = ereq->source;
-        rreq->status.MPI_TAG = tag;
-        MPIR_STATUS_SET_COUNT(rreq->status, (MPI_Aint)ereq->length);
-        if (ereq->status == -EMSGSIZE) {
-            rreq->status.MPI_ERROR = MPIR_Err_create_code(
-                MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__, MPI_ERR_TRUNCATE,
-                "**truncate", "**truncate %d %d %d %d", ereq->source, ereq->tag,
-                (int)ereq->msg_length, (int)ereq->buf_len);
-        } else if (unlikely(ereq->status < 0)) {
-            rreq->status.MPI_ERROR = MPIDI_EFARM_ERROR(ereq->status, "receive");
-        }
-        if (r->pack_buf && ereq->length > 0) {
-            MPI_Aint unpacked = 0;
-            int err = MPIR_Typerep_unpack(r->pack_buf, (MPI_Aint)ereq->length, r->user_buf,
-                                          r->user_count, r->user_dt, 0, &unpacked);
-            if ((err || unpacked != (MPI_Aint)ereq->length) && !rreq->status.MPI_ERROR)
-                rreq->status.MPI_ERROR =
-                    MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                         MPI_ERR_TYPE, "**dtypemismatch", 0);
-        }
-        MPIDI_EFARM_global.nm_counters.recv_msgs++;
-        MPIDI_EFARM_global.nm_counters.recv_bytes += ereq->length;
-#ifndef MPIDI_CH4_DIRECT_NETMOD
-        if (!r->posting) {
-            int is_cancelled;
-            MPIDI_anysrc_try_cancel_partner(rreq, &is_cancelled);
-            /* efarm matched: the shared-memory partner has not, and its cancel always works. */
-            MPIR_Assert(is_cancelled);
-            MPIDI_anysrc_free_partner(rreq);
-        }
-#endif
+    if (unlikely(ereq->has_cq_data && (ereq->cq_data & MPIDI_EFARM_STRIPE_FLAG) &&
+                 ereq->status != -ECANCELED)) {
+        MPIDI_EFARM_stripe_recv_head(rreq);
+        return;
     }
-    if (r->pack_buf) {
-        MPL_free(r->pack_buf);
-        r->pack_buf = NULL;
-        MPIR_Datatype_release_if_not_builtin(r->user_dt);
-    }
-    MPIDIU_request_complete(rreq);
+    MPIDI_EFARM_recv_finish(rreq, ereq->status, ereq->length, ereq->msg_length, false);
 }
 
 /*
@@ -89,6 +49,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_recv_prepare(MPIR_Request *rreq, void *
     MPIR_Datatype *dt_ptr;
 
     r->pack_buf = NULL;
+    r->stripe = NULL;
     r->posting = false;
     MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
     if (dt_contig) {

@@ -31,20 +31,7 @@
 #define EFARM_SEND_H_INCLUDED
 
 #include "efarm_impl.h"
-
-/* Called by the engine when a send has completed: data sent (or delivered, for DC), or failed. */
-MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_send_done(struct efarm_req *ereq)
-{
-    MPIR_Request *sreq = ereq->ctx;
-
-    if (unlikely(ereq->status < 0))
-        sreq->status.MPI_ERROR = MPIDI_EFARM_ERROR(ereq->status, "send");
-    if (MPIDI_EFARM_REQ(sreq).pack_buf) {
-        MPL_free(MPIDI_EFARM_REQ(sreq).pack_buf);
-        MPIDI_EFARM_REQ(sreq).pack_buf = NULL;
-    }
-    MPIDIU_request_complete(sreq);
-}
+#include "efarm_p2p.h"
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send(const void *buf, MPI_Aint count,
                                               MPI_Datatype datatype, int rank, int tag,
@@ -96,6 +83,13 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send(const void *buf, MPI_Aint count,
     }
 
     flags |= MPIDI_EFARM_send_hints(comm);
+    if (MPIDI_EFARM_stripe_to(addr, (uint64_t)data_sz)) {
+        mpi_errno = MPIDI_EFARM_stripe_send(sreq, send_buf, (uint64_t)data_sz,
+                                            (uint32_t)(comm->context_id + context_offset),
+                                            comm->rank, tag, flags, cq_data, addr);
+        MPIR_ERR_CHECK(mpi_errno);
+        goto fn_exit;
+    }
     struct efarm_req *ereq = &MPIDI_EFARM_REQ(sreq).ereq;
     ereq->cb = MPIDI_EFARM_send_done;
     ereq->ctx = sreq;

@@ -32,11 +32,13 @@ EXTRA_DIST += \
 	src/netmod_efarm/efarm_progress.h \
 	src/netmod_efarm/efarm_send.h \
 	src/netmod_efarm/efarm_recv.h \
+	src/netmod_efarm/efarm_p2p.h \
 	src/netmod_efarm/efarm_probe.h \
 	src/netmod_efarm/efarm_rma_nm.h \
 	src/netmod_efarm/efarm_am.c \
 	src/netmod_efarm/efarm_init.c \
 	src/netmod_efarm/efarm_win.c \
+	src/netmod_efarm/efarm_stripe.c \
 	src/netmod_efarm/efarm_noinline.c
 
 # `make mpich`: MPICH 4.0.2 with this netmod, installed under build/mpich/install

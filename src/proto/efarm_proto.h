@@ -137,9 +137,10 @@ struct efarm_req {
     bool has_cq_data;
     uint64_t cq_data;
     uint8_t proto; /* sends: enum efarm_proto_kind used */
-    /* Engine private. */
+    /* Set when the receive is posted: its buffer (the caller may read them). */
     void *buf;
     uint64_t buf_len;
+    /* Engine private. */
     efarm_tm_handle_t tm_handle;
 };
 

@@ -61,6 +61,8 @@ mkdir -p "$out/logs"
 # reference's thresholds: medium to 64 KiB, reads from 1 MiB) unless it names
 # another: the -profile runs take efasim's measured profile (issue 13).
 faults="EFASIM_LOSS=0.02 EFASIM_REORDER=0.05 EFASIM_SEED=7"
+# Multi-rail: two efasim devices, an endpoint on each, striping from 64 KiB.
+rails="EFASIM_NDEV=2 EFARM_RAILS=2 EFARM_STRIPE_MIN=65536"
 runs=(
     "pt2pt_sizes-n2 pt2pt_sizes 2"
     "pt2pt_sizes-n4 pt2pt_sizes 4"
@@ -77,6 +79,11 @@ runs=(
     "collectives-n2 collectives 2"
     "collectives-n4 collectives 4"
     "comm_hints-n2 comm_hints 2 EFARM_UNEXP_BYTES=100000"
+    "stripe-n2 stripe 2 $rails"
+    "stripe-n4 stripe 4 $rails"
+    "stripe-faults-n2 stripe 2 $rails $faults"
+    "stripe-profile-n2 stripe 2 $rails EFARM_PROFILE=efasim"
+    "stripe-off-n2 stripe 2 EFASIM_NDEV=2 MPITEST_RAILS=1"
     "comm_hints-n4 comm_hints 4 EFARM_UNEXP_BYTES=150000"
     "pt2pt_sizes-profile-n2 pt2pt_sizes 2 EFARM_PROFILE=efasim"
     "datatypes-profile-n2 datatypes 2 EFARM_PROFILE=efasim"

@@ -364,8 +364,8 @@ EFARM_TEST(proto_probe_reports_cq_data)
         struct efarm_probe_info info;
 
         efarm_test_context("message %u", i);
-        EXPECT_RET(efarm_tsend(p.a, p.a_to_b, src, lens[i], 1, 2, 3,
-                               cq[i] ? EFARM_SEND_CQ_DATA : 0, cq[i], &sreq),
+        EXPECT_RET(efarm_tsend(p.a, p.a_to_b, src, lens[i], 1, 2, 3, cq[i] ? EFARM_SEND_CQ_DATA : 0,
+                               cq[i], &sreq),
                    0);
         while (efarm_tprobe(p.b, 1, 2, 3, false, &info) == 0)
             proto_pair_spin(&p, 100);

@@ -1,0 +1,110 @@
+/*
+ * Completing point-to-point requests: what efarm_send.h and efarm_recv.h (the
+ * inline API) and efarm_stripe.c (striped messages) share. Unlike those two
+ * headers it defines no MPIDI_NM_* function, so a non-inline source may
+ * include it.
+ */
+#ifndef EFARM_P2P_H_INCLUDED
+#define EFARM_P2P_H_INCLUDED
+
+#include "efarm_impl.h"
+
+/* Called by the engine when a send has completed: data sent (or delivered, for DC), or failed. */
+MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_send_done(struct efarm_req *ereq)
+{
+    MPIR_Request *sreq = ereq->ctx;
+
+    if (unlikely(ereq->status < 0))
+        sreq->status.MPI_ERROR = MPIDI_EFARM_ERROR(ereq->status, "send");
+    if (MPIDI_EFARM_REQ(sreq).pack_buf) {
+        MPL_free(MPIDI_EFARM_REQ(sreq).pack_buf);
+        MPIDI_EFARM_REQ(sreq).pack_buf = NULL;
+        MPIDI_EFARM_REQ(sreq).stripe = NULL;
+    }
+    MPIDIU_request_complete(sreq);
+}
+
+/*
+ * With MPICH's shared-memory module an any-source receive is a pair of
+ * requests (ch4_recv.h): when efarm matches, the shared-memory partner is
+ * cancelled (MPIDI_anysrc_try_cancel_partner; it cannot have matched), and
+ * when efarm's request completes the partner is completed with its status
+ * and freed (MPIDI_anysrc_free_partner). A request that completes while
+ * efarm_trecv posts it is ch4's to sort out (posting).
+ */
+MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_recv_cancel_partner(MPIR_Request *rreq)
+{
+#ifndef MPIDI_CH4_DIRECT_NETMOD
+    if (!MPIDI_EFARM_REQ(rreq).posting) {
+        int is_cancelled;
+
+        MPIDI_anysrc_try_cancel_partner(rreq, &is_cancelled);
+        MPIR_Assert(is_cancelled);
+    }
+#else
+    (void)rreq;
+#endif
+}
+
+/*
+ * Complete a receive whose every part is done: status (source and tag from
+ * the engine request that matched, length delivered and sent, the first
+ * error), unpack, complete. partner_cancelled: the any-source partner was
+ * cancelled when the message matched (a striped message's head).
+ */
+MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_recv_finish(MPIR_Request *rreq, int status,
+                                                      uint64_t length, uint64_t msg_length,
+                                                      bool partner_cancelled)
+{
+    MPIDI_EFARM_request_t *r = &MPIDI_EFARM_REQ(rreq);
+    const struct efarm_req *ereq = &r->ereq;
+
+    if (unlikely(status == -ECANCELED)) {
+        MPIR_STATUS_SET_CANCEL_BIT(rreq->status, TRUE);
+        MPIR_STATUS_SET_COUNT(rreq->status, 0);
+    } else {
+        int tag = ereq->tag;
+
+        if (unlikely(ereq->has_cq_data))
+            tag |= (int)(ereq->cq_data & (uint64_t)(uint32_t)MPIDI_EFARM_TAG_ERROR_BITS);
+        rreq->status.MPI_SOURCE = ereq->source;
+        rreq->status.MPI_TAG = tag;
+        MPIR_STATUS_SET_COUNT(rreq->status, (MPI_Aint)length);
+        if (status == -EMSGSIZE) {
+            rreq->status.MPI_ERROR =
+                MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                     MPI_ERR_TRUNCATE, "**truncate", "**truncate %d %d %d %d",
+                                     ereq->source, ereq->tag, (int)msg_length, (int)ereq->buf_len);
+        } else if (unlikely(status < 0)) {
+            rreq->status.MPI_ERROR = MPIDI_EFARM_ERROR(status, "receive");
+        }
+        if (r->pack_buf && length > 0) {
+            MPI_Aint unpacked = 0;
+            int err = MPIR_Typerep_unpack(r->pack_buf, (MPI_Aint)length, r->user_buf, r->user_count,
+                                          r->user_dt, 0, &unpacked);
+            if ((err || unpacked != (MPI_Aint)length) && !rreq->status.MPI_ERROR)
+                rreq->status.MPI_ERROR =
+                    MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                         MPI_ERR_TYPE, "**dtypemismatch", 0);
+        }
+        MPIDI_EFARM_global.nm_counters.recv_msgs++;
+        MPIDI_EFARM_global.nm_counters.recv_bytes += length;
+#ifndef MPIDI_CH4_DIRECT_NETMOD
+        if (!r->posting) {
+            if (!partner_cancelled)
+                MPIDI_EFARM_recv_cancel_partner(rreq);
+            MPIDI_anysrc_free_partner(rreq);
+        }
+#else
+        (void)partner_cancelled;
+#endif
+    }
+    if (r->pack_buf) {
+        MPL_free(r->pack_buf);
+        r->pack_buf = NULL;
+        MPIR_Datatype_release_if_not_builtin(r->user_dt);
+    }
+    MPIDIU_request_complete(rreq);
+}
+
+#endif /* EFARM_P2P_H_INCLUDED */
