@@ -47,10 +47,10 @@ struct MPIDI_EFARM_stripe {
     unsigned ntails, posted;              /* receives: tails, and how many are posted */
     uint64_t length, msg_length;          /* receives: bytes delivered, bytes sent */
     uint64_t head_len, tail_len;
-    int32_t source, id;   /* receives: the tails' key (sender's world rank, id) */
+    int32_t source, id;     /* receives: the tails' key (sender's world rank, id) */
     bool partner_cancelled; /* receives: the any-source partner went when the head matched */
-    uint8_t *buf;         /* receives: where the message lands (user or pack buffer) */
-    uint64_t buf_len;     /* ... and its length */
+    uint8_t *buf;           /* receives: where the message lands (user or pack buffer) */
+    uint64_t buf_len;       /* ... and its length */
     struct efarm_req tails[MPIDI_EFARM_RAILS_MAX - 1];
 };
 
@@ -96,16 +96,21 @@ int MPIDI_EFARM_stripe_send(MPIR_Request *sreq, const void *buf, uint64_t len, u
 {
     const MPIDI_EFARM_addr_t *a = &MPIDI_EFARM_AV(addr);
     unsigned k = a->nrails;
-    uint64_t t = (len / k) & ~(uint64_t)4095, h = len - (uint64_t)(k - 1) * t;
+    /* A tail's pages must fit the CQ data's 29 bits (2 TiB); the head takes the rest. */
+    const uint64_t t_max = ((1ull << 29) - 1) << 12;
+    uint64_t t = (len / k) & ~(uint64_t)4095, h;
     struct MPIDI_EFARM_stripe *st;
     uint32_t id;
     int ret;
 
+    if (t > t_max)
+        t = t_max;
+    h = len - (uint64_t)(k - 1) * t;
     st = MPL_calloc(1, sizeof(*st), MPL_MEM_BUFFER);
     if (st == NULL)
         return MPIDI_EFARM_ERROR(-ENOMEM, "striped send");
-    id = MPIDI_EFARM_global.stripe_id = (MPIDI_EFARM_global.stripe_id + 1) &
-                                        MPIDI_EFARM_STRIPE_ID_MASK;
+    id = MPIDI_EFARM_global.stripe_id =
+        (MPIDI_EFARM_global.stripe_id + 1) & MPIDI_EFARM_STRIPE_ID_MASK;
     st->req = sreq;
     st->pending = (int)k;
     MPIDI_EFARM_REQ(sreq).stripe = st;
@@ -134,8 +139,9 @@ int MPIDI_EFARM_stripe_send(MPIR_Request *sreq, const void *buf, uint64_t len, u
              * the parts in flight are done (the receiver waits for the
              * missing tail: MPI's error handler ends the job first).
              */
-            fprintf(stderr, "efarm: MPI rank %d: rail %u: a striped message's tail could not "
-                            "start: %s\n",
+            fprintf(stderr,
+                    "efarm: MPI rank %d: rail %u: a striped message's tail could not "
+                    "start: %s\n",
                     MPIR_Process.rank, r, efarm_strerror(ret));
             tail->status = ret;
             stripe_send_part_done(tail);
@@ -203,8 +209,9 @@ static bool stripe_post_tails(struct MPIDI_EFARM_stripe *st)
             return false;
         st->posted++;
         if (ret < 0) {
-            fprintf(stderr, "efarm: MPI rank %d: rail %u: a striped message's tail cannot be "
-                            "received: %s\n",
+            fprintf(stderr,
+                    "efarm: MPI rank %d: rail %u: a striped message's tail cannot be "
+                    "received: %s\n",
                     MPIR_Process.rank, r, efarm_strerror(ret));
             if (st->status == 0)
                 st->status = ret;
@@ -220,7 +227,12 @@ void MPIDI_EFARM_stripe_recv_head(MPIR_Request *rreq)
     const struct efarm_req *head = &r->ereq;
     struct MPIDI_EFARM_stripe *st;
     unsigned k = MPIDI_EFARM_STRIPE_TAILS(head->cq_data) + 1;
-    int lpid = MPIDIU_rank_to_lpid(head->source, rreq->comm);
+    int nsrc = rreq->comm->comm_kind == MPIR_COMM_KIND__INTERCOMM ? rreq->comm->remote_size
+                                                                  : rreq->comm->local_size;
+    /* The source is the sender's word: a rank of the communicator, or the message is refused. */
+    int lpid = head->source >= 0 && head->source < nsrc
+                   ? MPIDIU_rank_to_lpid(head->source, rreq->comm)
+                   : -1;
     bool partner_cancelled;
 
     /* The message matched: an any-source partner must not match too. */
@@ -233,7 +245,9 @@ void MPIDI_EFARM_stripe_recv_head(MPIR_Request *rreq)
                 "efarm: MPI rank %d: a striped message (%u parts) from rank %d that cannot be "
                 "received here (%s)\n",
                 MPIR_Process.rank, k, head->source,
-                  st == NULL ? "no memory" : lpid < 0 ? "not in MPI_COMM_WORLD" : "fewer rails");
+                st == NULL ? "no memory"
+                : lpid < 0 ? "not a rank of MPI_COMM_WORLD in this communicator"
+                           : "fewer rails");
         MPL_free(st);
         MPIDI_EFARM_recv_finish(rreq, -EPROTO, head->length,
                                 MPIDI_EFARM_stripe_msg_length(head->msg_length, head->cq_data),
@@ -341,9 +355,8 @@ int MPIDI_EFARM_rails_open(const struct efarm_ep_attr *attr0)
         MPIDI_EFARM_global.nrails = r + 1;
     }
     /* Every rail carries at least 4 KiB of a striped message. */
-    MPIDI_EFARM_global.stripe_min = min > 4096 * MPIDI_EFARM_global.nrails
-                                        ? min
-                                        : 4096 * MPIDI_EFARM_global.nrails;
+    MPIDI_EFARM_global.stripe_min =
+        min > 4096 * MPIDI_EFARM_global.nrails ? min : 4096 * MPIDI_EFARM_global.nrails;
     if (efarm_config()->nic_verbose) {
         fprintf(stderr, "efarm: MPI rank %d: %llu rails:", MPIR_Process.rank,
                 MPIDI_EFARM_global.nrails);
