@@ -331,16 +331,15 @@ fn_fail:
 /*
  * Publish this rank's raw addresses and insert everyone's. The PMI allgather
  * lands in the node's init shared memory, one card per rank in rank order:
- * rail 0's 32-byte address, then with EFARM_RAILS = R > 1 the R - 1 further
- * rails' (zeros for a rail this rank could not open), so every card has the
- * same length (same_len; EFARM_RAILS must be alike on every rank). Two ranks
+ * a slot of 32 bytes per possible rail, rail 0's address first, zeros for a
+ * rail the rank has not opened. Every card has the same length (same_len)
+ * whatever EFARM_RAILS says, so ranks may set it differently: two ranks
  * stripe over the rails both have.
  */
 int MPIDI_EFARM_init_world(void)
 {
     int mpi_errno = MPI_SUCCESS;
-    uint64_t cfg_rails = efarm_config()->rails;
-    unsigned slots = cfg_rails > 1 && cfg_rails <= MPIDI_EFARM_RAILS_MAX ? (unsigned)cfg_rails : 1;
+    const unsigned slots = MPIDI_EFARM_RAILS_MAX;
     size_t card_len = (size_t)slots * EFARM_RAW_ADDR_LEN;
     uint8_t my_card[MPIDI_EFARM_RAILS_MAX * EFARM_RAW_ADDR_LEN] = {0};
     static const uint8_t zero[EFARM_RAW_ADDR_LEN];

@@ -234,6 +234,30 @@ for r in "${runs[@]}"; do
     fi
 done
 
+# Ranks that set EFARM_RAILS differently (MPMD): rank 0 opens two rails, rank 1 one;
+# every card has four slots, so they agree to stripe nothing and all else works.
+if selected stripe-mixed-n2; then
+    name=stripe-mixed-n2
+    if [ "${built[stripe]:-}" != ok ]; then
+        echo "FAIL $name (not built)"
+        failed=$((failed + 1))
+    else
+        log=$out/logs/$name.log
+        timeout -k 10 "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 EFARM_PROFILE=reference \
+            EFASIM_NDEV=2 EFARM_STRIPE_MIN=65536 "$mpiexec" \
+            -n 1 -env EFARM_RAILS 2 -env MPITEST_RAILS 2 -env MPITEST_PEER_RAILS 1 "$out/stripe" : \
+            -n 1 -env MPITEST_RAILS 1 -env MPITEST_PEER_RAILS 2 "$out/stripe" >"$log" 2>&1
+        status=$?
+        if [ "$status" -ne 0 ]; then
+            fail "$name (exit $status)" "$log"
+        elif ! grep -q "^stripe: OK (2 ranks)" "$log"; then
+            fail "$name (no OK line)" "$log"
+        else
+            pass "$name"
+        fi
+    fi
+fi
+
 # efasim's counters per device, as "NAME TX_PKTS RX_PKTS" lines, in its sysfs directory $1.
 device_traffic() {
     SYSFS_PATH=$1 EFASIM_NDEV=$2 "$prefix/bin/efasim-info" --counters | awk '{ print $1, $3, $7 }'

@@ -3,7 +3,9 @@
  * more travel as a head on rail 0 and a tail on every further rail.
  *
  * Ranks pair up (rank ^ 1). Every rank first checks its rails against
- * MPITEST_RAILS (MPI_T efarm_nm_nrails; 1: striping off). Then, both ways:
+ * MPITEST_RAILS (MPI_T efarm_nm_nrails; 1: striping off); MPITEST_PEER_RAILS
+ * (default the same) is its partner's, for runs whose ranks set EFARM_RAILS
+ * differently: nothing is striped unless both have rails. Then, both ways:
  * A. sizes around EFARM_STRIPE_MIN and up to 4 MiB + 3: count and data, and
  *    efarm_nm_stripe_sends/_recvs count exactly the striped ones;
  * B. order: 12 messages with one tag, striped and not alternating, all
@@ -25,7 +27,7 @@
 
 enum { TAG = 60, TAG_ORDER = 61, TAG_AFTER = 62 };
 
-static int g_partner, g_rails;
+static int g_partner, g_rails, g_peer_rails;
 static size_t g_min;
 static uint8_t *g_sbuf, *g_rbuf;
 
@@ -34,9 +36,10 @@ static unsigned long long stripes(const char *which)
     return mpitest_pvar_checks() ? mpitest_pvar_read(which) : 0;
 }
 
+/* Whether a message of n bytes between the pair is striped: over the rails both have. */
 static int striped(size_t n)
 {
-    return g_rails > 1 && n >= g_min;
+    return g_rails > 1 && g_peer_rails > 1 && n >= g_min;
 }
 
 /* One message each way between the pair, the lower rank first. */
@@ -230,6 +233,7 @@ int main(int argc, char **argv)
         mpitest_fail(__FILE__, __LINE__, "needs an even number of ranks, not %d", g_mpitest_size);
     g_partner = g_mpitest_rank ^ 1;
     g_rails = (int)mpitest_env_size("MPITEST_RAILS", 2);
+    g_peer_rails = (int)mpitest_env_size("MPITEST_PEER_RAILS", (size_t)g_rails);
     g_min = mpitest_env_size("MPITEST_STRIPE_MIN", 65536);
     if (mpitest_pvar_checks())
         CHECK_EQ(mpitest_pvar_read("efarm_nm_nrails"), g_rails);
