@@ -222,7 +222,7 @@ static void am_recv_done(struct efarm_req *ereq)
 }
 
 /* Once, after ten million retries for an engine slot: say which knobs bound them. */
-static void slot_wait_warning(unsigned long waits)
+void MPIDI_EFARM_slot_wait_warning(unsigned long waits)
 {
     const struct efarm_config *c;
 
@@ -249,7 +249,7 @@ static int am_start_recv(struct MPIDI_EFARM_am_op *op)
         static unsigned long waits; /* retries of waiting messages, all told */
 
         MPIDI_EFARM_global.nm_counters.eagain_waits++;
-        slot_wait_warning(++waits);
+        MPIDI_EFARM_slot_wait_warning(++waits);
         return 1;
     }
     if (ret < 0)
@@ -428,7 +428,7 @@ int MPIDI_EFARM_wait_for_slot(unsigned long *waits_p)
     int ret = MPIDI_EFARM_global.nrails > 1 ? MPIDI_EFARM_rails_progress()
                                             : efarm_ep_progress(MPIDI_EFARM_global.ep);
 
-    slot_wait_warning(++*waits_p);
+    MPIDI_EFARM_slot_wait_warning(++*waits_p);
     MPIDI_EFARM_global.nm_counters.eagain_waits++;
     if (ret < 0)
         return MPIDI_EFARM_ERROR(ret, "efarm_ep_progress");

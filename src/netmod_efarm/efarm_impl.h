@@ -186,6 +186,8 @@ void MPIDI_EFARM_am_finalize(void);
  * messages arriving, or larger limits, can end it.
  */
 int MPIDI_EFARM_wait_for_slot(unsigned long *waits_p);
+/* The one warning of a wait that lasts (waits: the caller's retries so far). */
+void MPIDI_EFARM_slot_wait_warning(unsigned long waits);
 
 /* ---- Native RMA (efarm_win.c; the inline API is in efarm_rma_nm.h) ---- */
 

@@ -9,6 +9,30 @@
 
 #include "efarm_impl.h"
 
+/*
+ * efarm_tsend, retried after polling the engine while it has no slot
+ * (MPIDI_EFARM_wait_for_slot). Returns the engine's result; *mpi_errno_p is
+ * set when polling failed (the send was not started).
+ */
+MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_tsend_wait(struct efarm_ep *ep, efarm_peer_t peer,
+                                                    const void *buf, uint64_t len, uint32_t context,
+                                                    int32_t source, int32_t tag, uint32_t flags,
+                                                    uint64_t cq_data, struct efarm_req *ereq,
+                                                    int *mpi_errno_p)
+{
+    unsigned long waits = 0;
+    int ret;
+
+    *mpi_errno_p = MPI_SUCCESS;
+    while ((ret = efarm_tsend(ep, peer, buf, len, context, source, tag, flags, cq_data, ereq)) ==
+           -EAGAIN) {
+        *mpi_errno_p = MPIDI_EFARM_wait_for_slot(&waits);
+        if (*mpi_errno_p)
+            break;
+    }
+    return ret;
+}
+
 /* Called by the engine when a send has completed: data sent (or delivered, for DC), or failed. */
 MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_send_done(struct efarm_req *ereq)
 {

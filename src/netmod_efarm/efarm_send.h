@@ -46,7 +46,6 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send(const void *buf, MPI_Aint count,
     MPIR_Datatype *dt_ptr;
     const void *send_buf;
     uint64_t cq_data = 0;
-    unsigned long waits = 0;
     int ret;
 
     MPIR_FUNC_ENTER;
@@ -93,12 +92,10 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send(const void *buf, MPI_Aint count,
     struct efarm_req *ereq = &MPIDI_EFARM_REQ(sreq).ereq;
     ereq->cb = MPIDI_EFARM_send_done;
     ereq->ctx = sreq;
-    while ((ret = efarm_tsend(MPIDI_EFARM_global.ep, MPIDI_EFARM_AV(addr).peer, send_buf,
-                              (uint64_t)data_sz, (uint32_t)(comm->context_id + context_offset),
-                              comm->rank, tag, flags, cq_data, ereq)) == -EAGAIN) {
-        mpi_errno = MPIDI_EFARM_wait_for_slot(&waits);
-        MPIR_ERR_CHECK(mpi_errno);
-    }
+    ret = MPIDI_EFARM_tsend_wait(MPIDI_EFARM_global.ep, MPIDI_EFARM_AV(addr).peer, send_buf,
+                                 (uint64_t)data_sz, (uint32_t)(comm->context_id + context_offset),
+                                 comm->rank, tag, flags, cq_data, ereq, &mpi_errno);
+    MPIR_ERR_CHECK(mpi_errno);
     if (unlikely(ret < 0)) {
         mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_tsend");
         goto fn_fail;

@@ -45,6 +45,7 @@ struct MPIDI_EFARM_stripe {
     int pending;                          /* engine requests not yet complete */
     int status;                           /* the first error, or 0 */
     unsigned ntails, posted;              /* receives: tails, and how many are posted */
+    unsigned long waits;                  /* receives: retries of a tail without a slot */
     uint64_t length, msg_length;          /* receives: bytes delivered, bytes sent */
     uint64_t head_len, tail_len;
     int32_t source, id;     /* receives: the tails' key (sender's world rank, id) */
@@ -72,24 +73,6 @@ static void stripe_send_part_done(struct efarm_req *ereq)
     MPIDI_EFARM_send_done(&MPIDI_EFARM_REQ(sreq).ereq);
 }
 
-/* One engine send, retried while the engine has no slot. */
-static int stripe_tsend(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_t len,
-                        uint32_t context, int32_t source, int32_t tag, uint32_t flags,
-                        uint64_t cq_data, struct efarm_req *ereq)
-{
-    unsigned long waits = 0;
-    int ret;
-
-    while ((ret = efarm_tsend(ep, peer, buf, len, context, source, tag, flags, cq_data, ereq)) ==
-           -EAGAIN) {
-        int mpi_errno = MPIDI_EFARM_wait_for_slot(&waits);
-
-        if (mpi_errno)
-            return -EIO;
-    }
-    return ret;
-}
-
 int MPIDI_EFARM_stripe_send(MPIR_Request *sreq, const void *buf, uint64_t len, uint32_t context,
                             int source, int tag, uint32_t flags, uint64_t cq_data,
                             const MPIDI_av_entry_t *addr)
@@ -101,7 +84,7 @@ int MPIDI_EFARM_stripe_send(MPIR_Request *sreq, const void *buf, uint64_t len, u
     uint64_t t = (len / k) & ~(uint64_t)4095, h;
     struct MPIDI_EFARM_stripe *st;
     uint32_t id;
-    int ret;
+    int ret, mpi_errno;
 
     if (t > t_max)
         t = t_max;
@@ -117,22 +100,26 @@ int MPIDI_EFARM_stripe_send(MPIR_Request *sreq, const void *buf, uint64_t len, u
     MPIDI_EFARM_REQ(sreq).ereq.cb = stripe_send_part_done;
     MPIDI_EFARM_REQ(sreq).ereq.ctx = sreq;
     cq_data |= MPIDI_EFARM_STRIPE_FLAG | (uint64_t)(k - 2) << 61 | (t >> 12) << 32 | id;
-    ret = stripe_tsend(MPIDI_EFARM_global.ep, a->peer, buf, h, context, source, tag,
-                       flags | EFARM_SEND_CQ_DATA, cq_data, &MPIDI_EFARM_REQ(sreq).ereq);
-    if (ret < 0) {
+    ret = MPIDI_EFARM_tsend_wait(MPIDI_EFARM_global.ep, a->peer, buf, h, context, source, tag,
+                                 flags | EFARM_SEND_CQ_DATA, cq_data, &MPIDI_EFARM_REQ(sreq).ereq,
+                                 &mpi_errno);
+    if (mpi_errno || ret < 0) {
         /* Nothing is in flight: the caller frees the request. */
         MPIDI_EFARM_REQ(sreq).stripe = NULL;
         MPL_free(st);
-        return MPIDI_EFARM_ERROR(ret, "efarm_tsend (striped head)");
+        return mpi_errno ? mpi_errno : MPIDI_EFARM_ERROR(ret, "efarm_tsend (striped head)");
     }
     for (unsigned r = 1; r < k; r++) {
         struct efarm_req *tail = &st->tails[r - 1];
 
         tail->cb = stripe_send_part_done;
         tail->ctx = sreq;
-        ret = stripe_tsend(MPIDI_EFARM_global.rails[r], a->rail_peer[r - 1],
-                           (const uint8_t *)buf + h + (uint64_t)(r - 1) * t, t, 0,
-                           MPIR_Process.rank, (int32_t)id, flags & EFARM_SEND_INJECT, 0, tail);
+        ret = MPIDI_EFARM_tsend_wait(MPIDI_EFARM_global.rails[r], a->rail_peer[r - 1],
+                                     (const uint8_t *)buf + h + (uint64_t)(r - 1) * t, t, 0,
+                                     MPIR_Process.rank, (int32_t)id, flags & EFARM_SEND_INJECT, 0,
+                                     tail, &mpi_errno);
+        if (mpi_errno)
+            ret = -EIO; /* polling failed: the endpoint did */
         if (ret < 0) {
             /*
              * The head is on its way: the request ends with this error once
@@ -205,8 +192,11 @@ static bool stripe_post_tails(struct MPIDI_EFARM_stripe *st)
         tail->ctx = st->req;
         ret = efarm_trecv(MPIDI_EFARM_global.rails[r], room ? st->buf + off : st->buf,
                           room < st->tail_len ? room : st->tail_len, 0, st->source, st->id, tail);
-        if (ret == -EAGAIN)
+        if (ret == -EAGAIN) {
+            MPIDI_EFARM_global.nm_counters.eagain_waits++;
+            MPIDI_EFARM_slot_wait_warning(++st->waits);
             return false;
+        }
         st->posted++;
         if (ret < 0) {
             fprintf(stderr,

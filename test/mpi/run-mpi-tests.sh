@@ -219,19 +219,24 @@ launch() {
     fi
 }
 
+# judge NAME PROG RANKS: a run that must pass, from status, secs and log.
+judge() {
+    if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+        fail "$1 (timeout ${timeout_s} s)" "$log"
+    elif [ "$status" -ne 0 ]; then
+        fail "$1 (exit $status, ${secs} s)" "$log"
+    elif ! grep -q "^$2: OK ($3 ranks)" "$log"; then
+        fail "$1 (no OK line, ${secs} s)" "$log"
+    else
+        pass "$1 (${secs} s)"
+    fi
+}
+
 for r in "${runs[@]}"; do
     read -r name prog ranks vars <<<"$r"
     selected "$name" || continue
     launch "$name" "$prog" "$ranks" "$vars" || continue
-    if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
-        fail "$name (timeout ${timeout_s} s)" "$log"
-    elif [ "$status" -ne 0 ]; then
-        fail "$name (exit $status, ${secs} s)" "$log"
-    elif ! grep -q "^$prog: OK ($ranks ranks)" "$log"; then
-        fail "$name (no OK line, ${secs} s)" "$log"
-    else
-        pass "$name (${secs} s)"
-    fi
+    judge "$name" "$prog" "$ranks"
 done
 
 # Ranks that set EFARM_RAILS differently (MPMD): rank 0 opens two rails, rank 1 one;
@@ -243,18 +248,14 @@ if selected stripe-mixed-n2; then
         failed=$((failed + 1))
     else
         log=$out/logs/$name.log
+        start=$(date +%s.%N)
         timeout -k 10 "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 EFARM_PROFILE=reference \
             EFASIM_NDEV=2 EFARM_STRIPE_MIN=65536 "$mpiexec" \
             -n 1 -env EFARM_RAILS 2 -env MPITEST_RAILS 2 -env MPITEST_PEER_RAILS 1 "$out/stripe" : \
             -n 1 -env MPITEST_RAILS 1 -env MPITEST_PEER_RAILS 2 "$out/stripe" >"$log" 2>&1
         status=$?
-        if [ "$status" -ne 0 ]; then
-            fail "$name (exit $status)" "$log"
-        elif ! grep -q "^stripe: OK (2 ranks)" "$log"; then
-            fail "$name (no OK line)" "$log"
-        else
-            pass "$name"
-        fi
+        secs=$(echo "$start $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
+        judge "$name" stripe 2
     fi
 fi
 
