@@ -12,6 +12,7 @@ packages=(
     iproute2          # ip netns and veth for the two-host efasim test
     ccache            # scripts/mpich-build.sh: recompiles of MPICH hit the cache
     python3 xz-utils  # MPICH's autogen (python3) and its source tarball (.tar.xz)
+    valgrind          # bench/run-instr-bench.sh: instructions per round trip (callgrind)
     clang clang-format libclang-rt-14-dev   # clang builds, check-format, libFuzzer, sanitizers
 )
 

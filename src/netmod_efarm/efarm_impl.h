@@ -16,25 +16,27 @@
 #include "efarm_proto.h"
 
 /* The netmod's own counters (MPI_T pvars efarm_nm_*, beside the engine's efarm_*). */
-#define MPIDI_EFARM_NM_COUNTER_LIST(X)                                                \
-    X(send_msgs, "native point-to-point sends started")                               \
-    X(send_bytes, "payload bytes of native point-to-point sends")                     \
-    X(recv_msgs, "native point-to-point receives completed with data")                \
-    X(recv_bytes, "payload bytes delivered by native point-to-point")                 \
-    X(am_send, "active messages sent (MPIDIG over efarm)")                            \
-    X(am_recv, "active messages received and dispatched to MPIDIG")                   \
-    X(eagain_waits, "engine calls retried after progress (no free slot)")             \
-    X(rma_native_ops, "RMA operations carried natively (efarm_write/read/atomic)")    \
-    X(rma_native_bytes, "bytes of native RMA operations")                             \
-    X(rma_fallback_ops, "RMA operations sent through MPIDIG (active messages)")       \
-    X(rma_native_windows, "windows whose RMA may go native")                          \
-    X(rma_fallback_windows, "windows whose RMA all goes through MPIDIG")              \
-    X(rma_native_split, "native RMA operations carried by several engine operations") \
-    X(rma_dyn_attached, "regions attached to dynamic windows with native RMA")        \
-    X(rma_dyn_lookups, "reads of a peer's dynamic-window directory (cache misses)")   \
-    X(stripe_sends, "messages sent striped over the rails (EFARM_RAILS)")             \
-    X(stripe_recvs, "striped messages received")                                      \
-    X(stripe_tail_waits, "striped receives whose rail parts waited for an engine slot")
+#define MPIDI_EFARM_NM_COUNTER_LIST(X)                                                  \
+    X(send_msgs, "native point-to-point sends started")                                 \
+    X(send_bytes, "payload bytes of native point-to-point sends")                       \
+    X(recv_msgs, "native point-to-point receives completed with data")                  \
+    X(recv_bytes, "payload bytes delivered by native point-to-point")                   \
+    X(am_send, "active messages sent (MPIDIG over efarm)")                              \
+    X(am_recv, "active messages received and dispatched to MPIDIG")                     \
+    X(eagain_waits, "engine calls retried after progress (no free slot)")               \
+    X(rma_native_ops, "RMA operations carried natively (efarm_write/read/atomic)")      \
+    X(rma_native_bytes, "bytes of native RMA operations")                               \
+    X(rma_fallback_ops, "RMA operations sent through MPIDIG (active messages)")         \
+    X(rma_native_windows, "windows whose RMA may go native")                            \
+    X(rma_fallback_windows, "windows whose RMA all goes through MPIDIG")                \
+    X(rma_native_split, "native RMA operations carried by several engine operations")   \
+    X(rma_dyn_attached, "regions attached to dynamic windows with native RMA")          \
+    X(rma_dyn_lookups, "reads of a peer's dynamic-window directory (cache misses)")     \
+    X(stripe_sends, "messages sent striped over the rails (EFARM_RAILS)")               \
+    X(stripe_recvs, "striped messages received")                                        \
+    X(stripe_tail_waits, "striped receives whose rail parts waited for an engine slot") \
+    X(progress_calls, "calls of the netmod's progress (ch4's progress engine polls)")   \
+    X(progress_idle, "progress calls that found nothing to do (no completion, no message)")
 
 typedef struct {
 #define MPIDI_EFARM_NM_COUNTER_MEMBER_(name, doc) unsigned long long name;

@@ -34,16 +34,20 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, int blocking)
     if (mpi_errno)
         goto fn_fail;
 
+    MPIDI_EFARM_global.nm_counters.progress_calls++;
     if (ret > 0 || MPIDI_EFARM_global.am_recv_head) {
         MPIDI_EFARM_global.idle_polls = 0;
-    } else if (++MPIDI_EFARM_global.idle_polls == MPIDI_EFARM_global.yield_polls) {
-        /*
-         * Nothing arrived for a while: let another process on this core run
-         * (ranks outnumbering cores otherwise spin through each other's
-         * time slices). Never on a call that found work.
-         */
-        MPIDI_EFARM_global.idle_polls = 0;
-        sched_yield();
+    } else {
+        MPIDI_EFARM_global.nm_counters.progress_idle++;
+        if (++MPIDI_EFARM_global.idle_polls == MPIDI_EFARM_global.yield_polls) {
+            /*
+             * Nothing arrived for a while: let another process on this core run
+             * (ranks outnumbering cores otherwise spin through each other's
+             * time slices). Never on a call that found work.
+             */
+            MPIDI_EFARM_global.idle_polls = 0;
+            sched_yield();
+        }
     }
 
 fn_exit:
