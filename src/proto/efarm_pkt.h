@@ -150,6 +150,12 @@ const struct efarm_pkt_type_info *efarm_pkt_type_info(uint8_t type);
 /* Whether packets of this type carry a msg_id (they take one from the peer's sequence). */
 bool efarm_pkt_type_has_msg_id(uint8_t type);
 
+/*
+ * Where a fixed field of `type` lies: its offset from the packet's start (its
+ * width in *width_p when not NULL), or -1 when the type has no such field.
+ */
+int efarm_pkt_field_offset(uint8_t type, enum efarm_pkt_field id, unsigned *width_p);
+
 /* Packet type by nickname; -1 when there is none. */
 int efarm_pkt_type_lookup(const char *name);
 

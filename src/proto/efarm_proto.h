@@ -318,6 +318,15 @@ int efarm_tprobe(struct efarm_ep *ep, uint32_t context, int32_t source, int32_t 
 int efarm_probe(struct efarm_ep *ep, efarm_peer_t peer, bool claim, struct efarm_probe_info *info);
 
 /*
+ * A counter that grows each time an untagged message is queued unexpected:
+ * while it has not changed since efarm_probe() found nothing, probing again
+ * would find nothing either, so a caller that polls for untagged messages
+ * (MPI's active messages, every progress call) reads one word instead. The
+ * pointer stays valid until the endpoint closes.
+ */
+const uint64_t *efarm_ep_untagged_arrivals(const struct efarm_ep *ep);
+
+/*
  * Receive a message claimed by efarm_tprobe() or efarm_probe(). Returns 0,
  * -ENOENT (a stale handle), -EAGAIN (no operation slot for a message that
  * needs one: progress and retry).
@@ -360,6 +369,7 @@ int efarm_cancel_recv(struct efarm_ep *ep, struct efarm_req *req);
     X(handshakes_recv, "HANDSHAKE packets received")                                         \
     X(handshake_triggers, "0-byte EAGER_RTW sent to make a peer answer with a HANDSHAKE")    \
     X(proto_eager, "messages sent eager")                                                    \
+    X(eager_fast, "eager tagged injected sends by the fast path (header template, no op)")   \
     X(proto_medium, "messages sent medium")                                                  \
     X(proto_longcts, "messages sent long-CTS")                                               \
     X(proto_longread, "messages sent long-read")                                             \

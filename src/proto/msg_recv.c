@@ -764,6 +764,8 @@ static int unexp_arrive(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
         return -EAGAIN;
     }
     ep->cnt.unexpected++;
+    if (!k->tagged)
+        ep->untagged_arrivals++;
     if (k->proto == EFARM_PROTO_MEDIUM || k->proto == EFARM_PROTO_RUNTREAD)
         efarm_unexp_map_insert(ep, ux); /* its other segments join it */
     ret = unexp_store(ep, ux, pkt, stored, rx_id);
@@ -1021,6 +1023,11 @@ int efarm_probe(struct efarm_ep *ep, efarm_peer_t peer, bool claim, struct efarm
         return -EINVAL;
     return probe(ep, EFARM_CTX_MSG, peer == EFARM_PEER_NONE ? EFARM_ANY_SOURCE : (int32_t)peer, 0,
                  claim, info);
+}
+
+const uint64_t *efarm_ep_untagged_arrivals(const struct efarm_ep *ep)
+{
+    return &ep->untagged_arrivals;
 }
 
 int efarm_tmrecv(struct efarm_ep *ep, efarm_tm_handle_t handle, void *buf, uint64_t len,

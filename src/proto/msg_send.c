@@ -23,6 +23,7 @@
 #include <errno.h>
 
 #include "efarm_rma.h"
+#include "efarm_byteorder.h"
 #include "proto_internal.h"
 
 /*
@@ -568,6 +569,91 @@ void efarm_rtw_long_begin(struct efarm_ep *ep, struct efarm_op *op, enum efarm_p
     efarm_tx_op_work(ep, op);
 }
 
+/*
+ * The eager fast path: an injected tagged send that fits one packet, to a peer
+ * with nothing queued before it, when nothing forces a subprotocol. It takes
+ * no operation: the header comes from the endpoint's template for the peer's
+ * optional headers (built by the codec, msg_id and tag patched in at the
+ * offsets the codec's field table gives), the request completes at once, and
+ * the packet's completion only returns its buffer (txpkt_done; a loss fails
+ * the peer and the endpoint, as for any injected send). What it sends is what
+ * efarm_send_begin() would: the policy always picks eager for a message that
+ * fits one packet and EFARM_EAGER_MAX unless forced (proto_select.c's first
+ * rule, whose bound is efarm_select_eager_max()).
+ * Returns 0 when sent, 1 when the send must take the general path.
+ */
+static int eager_tmpl_build(struct efarm_ep *ep, struct efarm_peer_state *st,
+                            struct efarm_eager_tmpl *t)
+{
+    const uint8_t type = req_type(EFARM_PROTO_EAGER, true, false);
+    unsigned w_id = 0, w_tag = 0;
+    int off_id = efarm_pkt_field_offset(type, EFARM_PKT_F_MSG_ID, &w_id),
+        off_tag = efarm_pkt_field_offset(type, EFARM_PKT_F_TAG, &w_tag);
+    struct efarm_pkt pkt;
+    size_t len;
+
+    if (off_id < 0 || off_tag < 0 || w_id != 4 || w_tag != 8)
+        return -1;
+    efarm_pkt_init(&pkt, type);
+    pkt.flags = EFARM_REQ_MSG | EFARM_REQ_TAGGED;
+    if (efarm_peer_needs_raw_addr(st))
+        efarm_pkt_set_raw_addr(ep, &pkt);
+    efarm_pkt_set_connid(ep, st, &pkt);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_ID, 0);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_TAG, 0);
+    if (efarm_pkt_encode(&pkt, t->hdr, sizeof(t->hdr), &len) != 0 || len > ep->mtu)
+        return -1;
+    t->off_msg_id = (uint16_t)off_id;
+    t->off_tag = (uint16_t)off_tag;
+    t->len = (uint16_t)len;
+    return 0;
+}
+
+static int tsend_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_t len,
+                            uint64_t wire_tag, uint32_t flags, struct efarm_req *req)
+{
+    struct efarm_peer_state *st = ep->peers[peer].st;
+    struct efarm_eager_tmpl *t;
+    struct efarm_txpkt *tx;
+
+    if ((flags & ~EFARM_SEND_HINTS) != EFARM_SEND_INJECT || (flags & EFARM_SEND_PROTO_MASK) ||
+        ep->p.force >= 0)
+        return 1;
+    if (st == NULL && (st = efarm_peer_state_get(ep, peer)) == NULL)
+        return 1; /* first contact: the general path reports -ENOMEM */
+    if ((st->flags & (EFARM_PS_FAILED | EFARM_PS_IN_BACKOFF)) || !efarm_list_empty(&st->hs_waiters))
+        return 1;
+    t = &ep->eager_tmpl[efarm_peer_needs_raw_addr(st) | efarm_peer_wants_connid(st) << 1];
+    if (t->len == 0 && eager_tmpl_build(ep, st, t) != 0)
+        return 1;
+    if (len > efarm_select_eager_max(&ep->p, ep->mtu - t->len) ||
+        (tx = efarm_txpkt_alloc(ep, false)) == NULL)
+        return 1;
+    memcpy(tx->buf, t->hdr, t->len);
+    efarm_store_le32(tx->buf + t->off_msg_id, st->tx_msg_id++);
+    efarm_store_le64(tx->buf + t->off_tag, wire_tag);
+    if (len)
+        memcpy(tx->buf + t->len, buf, len);
+    tx->len = (uint32_t)(t->len + len);
+    tx->type = req_type(EFARM_PROTO_EAGER, true, false);
+    tx->peer = peer;
+    tx->data_len = len;
+    tx->injected = 1;
+    st->sends_inflight++;
+    (*(uint64_t *)((char *)&ep->cnt + g_rtm_protos[EFARM_PROTO_EAGER].counter))++;
+    ep->cnt.eager_fast++;
+    req->proto = EFARM_PROTO_EAGER;
+    req->length = len;
+    req->peer = peer;
+    efarm_txpkt_send(ep, tx);
+    /* Done once posted; a post that failed at once failed the peer (and was counted). */
+    req->status = efarm_peer_failed(st) ? st->fail_status : 0;
+    req->done = true;
+    if (req->cb)
+        req->cb(req);
+    return 0;
+}
+
 static int send_start(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_t len,
                       bool tagged, uint64_t wire_tag, uint32_t flags, uint64_t cq_data,
                       struct efarm_req *req)
@@ -639,6 +725,9 @@ int efarm_tsend(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_
     if (context > EFARM_CONTEXT_MAX || source < 0 || source > EFARM_SOURCE_MAX || tag < 0 ||
         tag > EFARM_TAG_MAX)
         return -EINVAL;
+    if (req != NULL && peer < ep->npeers && (len == 0 || buf != NULL) &&
+        tsend_eager_fast(ep, peer, buf, len, efarm_tag_pack(context, source, tag), flags, req) == 0)
+        return 0;
     return send_start(ep, peer, buf, len, true, efarm_tag_pack(context, source, tag), flags,
                       cq_data, req);
 }

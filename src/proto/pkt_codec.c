@@ -771,14 +771,23 @@ static const struct efarm_pkt_type_info g_efarm_pkt_types[EFARM_PKT_TYPE_COUNT] 
 static const struct efarm_pkt_type_info g_efarm_pkt_unknown =
     ENTRY("UNKNOWN", 0, 0, NULL, 0, decode_unknown, encode_unsupported, validate_none);
 
-bool efarm_pkt_type_has_msg_id(uint8_t type)
+int efarm_pkt_field_offset(uint8_t type, enum efarm_pkt_field id, unsigned *width_p)
 {
     const struct efarm_pkt_type_info *info = efarm_pkt_type_info(type);
 
-    for (uint8_t i = 0; i < info->nfields; i++)
-        if (info->fields[i].id == EFARM_PKT_F_MSG_ID)
-            return true;
-    return false;
+    for (uint8_t i = 0; i < info->nfields; i++) {
+        if (info->fields[i].id != id)
+            continue;
+        if (width_p)
+            *width_p = info->fields[i].width;
+        return info->fields[i].offset;
+    }
+    return -1;
+}
+
+bool efarm_pkt_type_has_msg_id(uint8_t type)
+{
+    return efarm_pkt_field_offset(type, EFARM_PKT_F_MSG_ID, NULL) >= 0;
 }
 
 const struct efarm_pkt_type_info *efarm_pkt_type_info(uint8_t type)

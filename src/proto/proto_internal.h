@@ -142,8 +142,9 @@ struct efarm_txpkt {
     uint32_t len;
     uint32_t index;
     uint8_t type;
-    uint8_t queued; /* on a list (not posted) */
-    uint16_t pad;
+    uint8_t queued;   /* on a list (not posted) */
+    uint8_t injected; /* an eager tagged send of the fast path: no op, its request done */
+    uint8_t pad;
     uint64_t data_len; /* application bytes it carries */
     uint8_t *buf;      /* registered, mtu bytes */
 };
@@ -349,6 +350,18 @@ struct efarm_ep_params {
 
 #define EFARM_POLL_BATCH 32
 
+/*
+ * An EAGER_TAGRTM header as encoded for one combination of optional headers
+ * (raw address, connid), msg_id and tag left to fill in: the eager fast path's
+ * template (msg_send.c). len 0: not built yet.
+ */
+#define EFARM_EAGER_TMPL_MAX 96
+struct efarm_eager_tmpl {
+    uint16_t len;
+    uint16_t off_msg_id, off_tag;
+    uint8_t hdr[EFARM_EAGER_TMPL_MAX];
+};
+
 struct efarm_ep {
     struct efarm_dev_ep *dev;
     struct efarm_device_caps caps;
@@ -378,6 +391,7 @@ struct efarm_ep {
     uint32_t map_mask;
 
     /* Send buffers. */
+    struct efarm_eager_tmpl eager_tmpl[4]; /* by raw address header (1) and connid header (2) */
     struct efarm_txpkt *txpkts;
     uint8_t *tx_mem;
     struct efarm_dev_mr *tx_mr;
@@ -398,6 +412,7 @@ struct efarm_ep {
     uint32_t unexp_max;                /* records the budget can ever need */
     uint32_t unexp_nalloc;             /* records created */
     uint32_t unexp_live;
+    uint64_t untagged_arrivals; /* untagged messages queued unexpected (efarm_probe's news) */
     struct efarm_unexp *unexp_free;
     struct efarm_unexp **unexp_map; /* (peer, msg_id) -> record with segments to come */
     uint32_t unexp_map_mask;
@@ -688,6 +703,11 @@ enum efarm_proto_kind efarm_proto_select_why(const struct efarm_ep_params *p,
                                              size_t size);
 /* The read-protocol threshold that applies to in (its buffer registered or not). */
 uint64_t efarm_select_read_min(const struct efarm_ep_params *p, const struct efarm_select_in *in);
+/* The largest eager message: what fits one packet (eager_fit), or EFARM_EAGER_MAX below it. */
+static inline uint64_t efarm_select_eager_max(const struct efarm_ep_params *p, uint64_t eager_fit)
+{
+    return p->eager_max && p->eager_max < eager_fit ? p->eager_max : eager_fit;
+}
 /* Whether proto may carry the message at all (EFARM_PROTO forces it only then). */
 bool efarm_proto_legal(const struct efarm_ep_params *p, const struct efarm_select_in *in,
                        enum efarm_proto_kind proto);

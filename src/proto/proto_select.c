@@ -115,7 +115,7 @@ static uint64_t bound(const struct efarm_ep_params *p, const struct efarm_select
 
     switch (b) {
     case SEL_EAGER_FIT:
-        return p->eager_max && p->eager_max < in->eager_fit ? p->eager_max : in->eager_fit;
+        return efarm_select_eager_max(p, in->eager_fit);
     case SEL_MEDIUM_MAX:
         /*
          * A read protocol this send may use takes over from its threshold:

@@ -75,6 +75,7 @@ struct efarm_txpkt *efarm_txpkt_alloc(struct efarm_ep *ep, bool control)
     tx->op = NULL;
     tx->data_len = 0;
     tx->queued = 0;
+    tx->injected = 0;
     return tx;
 }
 
@@ -201,7 +202,10 @@ static void txpkt_failed(struct efarm_ep *ep, struct efarm_txpkt *tx, int status
     struct efarm_op *op = tx->op;
     const char *lost = NULL;
 
-    if (op == NULL) {
+    if (op == NULL && tx->injected) {
+        lost = "the data of an injected send that had already completed";
+        ep->cnt.lost_after_completion++;
+    } else if (op == NULL) {
         /* HANDSHAKE or eager RECEIPT: the peer may wait for it, unless it is gone (spec 2.3). */
         if (tx->type != EFARM_PKT_EAGER_RTW && !gone)
             lost = tx->type == EFARM_PKT_HANDSHAKE ? "our HANDSHAKE, which it may wait for"
@@ -228,7 +232,14 @@ static void txpkt_done(struct efarm_ep *ep, struct efarm_txpkt *tx, int status)
 
     if (status)
         txpkt_failed(ep, tx, status);
-    if (op == NULL) {
+    if (tx->injected) {
+        struct efarm_peer_state *st = ep->peers[tx->peer].st;
+
+        if (st->sends_inflight)
+            st->sends_inflight--;
+        if (status)
+            ep->cnt.send_errors++; /* its loss failed the peer and the endpoint */
+    } else if (op == NULL) {
         /* Sends waiting for the HANDSHAKE a failed trigger asked for cannot go. */
         if (status && tx->type == EFARM_PKT_EAGER_RTW)
             efarm_hs_waiters_fail(ep, ep->peers[tx->peer].st, status);

@@ -100,9 +100,12 @@ EFARM_TEST_TIMEOUT(proto_smoke_untagged_probe_claim, 30)
     static const uint64_t sizes[] = {64, 30000};
     struct efarm_probe_info info;
     struct proto_pair p;
+    const uint64_t *arrivals;
+    uint64_t seen;
 
     proto_use_efasim();
     proto_pair_open(&p, NULL, NULL);
+    arrivals = efarm_ep_untagged_arrivals(p.b);
     for (unsigned i = 0; i < 2; i++) {
         uint8_t *src = malloc(sizes[i]), *dst = calloc(1, sizes[i]);
         struct efarm_req sreq = {0}, rreq = {0}, other = {0};
@@ -112,9 +115,12 @@ EFARM_TEST_TIMEOUT(proto_smoke_untagged_probe_claim, 30)
         efarm_test_context("size %llu", (unsigned long long)sizes[i]);
         proto_fill(src, sizes[i], i + 20);
         EXPECT_RET(efarm_probe(p.b, EFARM_PEER_NONE, false, &info), 0);
+        seen = *arrivals;
         EXPECT_RET(efarm_send(p.a, p.a_to_b, src, sizes[i], 0, 0, &sreq), 0);
         while (efarm_probe(p.b, EFARM_PEER_NONE, false, &info) == 0 && proto_now_s() < deadline)
             proto_pair_spin(&p, 100);
+        /* The arrival counter said so: it grew by the one message. */
+        EXPECT_EQ(*arrivals, seen + 1);
         EXPECT_EQ(info.peer, p.b_to_a);
         EXPECT_EQ(info.context, EFARM_CTX_UNTAGGED);
         EXPECT_EQ(info.msg_length, sizes[i]);
@@ -133,6 +139,24 @@ EFARM_TEST_TIMEOUT(proto_smoke_untagged_probe_claim, 30)
         EXPECT_RET(efarm_tmrecv(p.b, info.handle, dst, sizes[i], &rreq), -ENOENT);
         free(src);
         free(dst);
+    }
+    /* A tagged message queued unexpected is no untagged arrival. */
+    {
+        struct efarm_req sreq = {0}, rreq = {0};
+        struct efarm_req *reqs[] = {&sreq, &rreq};
+        double deadline = proto_now_s() + 10;
+        uint64_t word = 7, got = 0;
+
+        seen = *arrivals;
+        EXPECT_RET(efarm_tsend(p.a, p.a_to_b, &word, sizeof(word), 1, 2, 3, 0, 0, &sreq), 0);
+        while (efarm_tprobe(p.b, 1, EFARM_ANY_SOURCE, 3, false, &info) == 0 &&
+               proto_now_s() < deadline)
+            proto_pair_spin(&p, 100);
+        EXPECT_EQ(info.msg_length, sizeof(word));
+        EXPECT_EQ(*arrivals, seen);
+        EXPECT_RET(efarm_trecv(p.b, &got, sizeof(got), 1, EFARM_ANY_SOURCE, 3, &rreq), 0);
+        proto_pair_wait(&p, reqs, 2, 10);
+        EXPECT_EQ(got, word);
     }
     proto_pair_close(&p);
 }
@@ -177,6 +201,72 @@ EFARM_TEST_TIMEOUT(proto_smoke_inject_completes_at_post, 30)
     }
     /* Every packet is acknowledged in the end: nothing was left failing behind a done send. */
     proto_pair_spin(&p, 2000);
+    EXPECT_EQ(efarm_ep_counters(p.a)->send_errors, 0);
+    proto_pair_close(&p);
+}
+
+/*
+ * The eager fast path (injected tagged sends that fit one packet take a
+ * header template and no operation) interleaved with sends that take the
+ * general path to the same peer and tag: zero-length, small, nearly a packet,
+ * medium, not injected, with CQ data. From the first send on (the raw-address
+ * header before the peer's HANDSHAKE, none after): every message arrives
+ * whole and in send order, half matched by receives posted first, half
+ * unexpected; the fast path carried exactly the injected eager ones.
+ */
+EFARM_TEST_TIMEOUT(proto_smoke_eager_fast_path_order, 60)
+{
+    enum { N = 48 };
+    static const uint64_t sizes[] = {8, 0, 8000, 20000, 8, 8, 1};
+    struct proto_pair p;
+    struct efarm_req sreq[N], rreq[N];
+    struct efarm_req *reqs[2 * N];
+    uint8_t *src[N], *dst[N];
+    uint64_t fast = 0, eager = 0, len[N];
+
+    proto_use_efasim();
+    proto_pair_open(&p, NULL, NULL);
+    memset(sreq, 0, sizeof(sreq));
+    memset(rreq, 0, sizeof(rreq));
+    for (unsigned i = 0; i < N; i++) {
+        len[i] = sizes[i % (sizeof(sizes) / sizeof(sizes[0]))];
+        src[i] = malloc(len[i] + 1);
+        dst[i] = calloc(1, len[i] + 1);
+        proto_fill(src[i], len[i], i + 1);
+        reqs[i] = &sreq[i];
+        reqs[N + i] = &rreq[i];
+    }
+    for (unsigned i = 0; i < N / 2; i++)
+        EXPECT_RET(efarm_trecv(p.b, dst[i], len[i], 1, 2, 3, &rreq[i]), 0);
+    for (unsigned i = 0; i < N; i++) {
+        unsigned kind = i % (sizeof(sizes) / sizeof(sizes[0]));
+        uint32_t flags = kind == 4 ? 0 : EFARM_SEND_INJECT;
+
+        if (kind == 5)
+            flags |= EFARM_SEND_CQ_DATA;
+        efarm_test_context("message %u, %llu bytes", i, (unsigned long long)len[i]);
+        EXPECT_RET(efarm_tsend(p.a, p.a_to_b, src[i], len[i], 1, 2, 3, flags, 42, &sreq[i]), 0);
+        if (len[i] <= 8000 && flags == EFARM_SEND_INJECT)
+            fast++;
+        eager += len[i] <= 8000;
+        if (i == N / 4)
+            proto_pair_spin(&p, 200); /* the HANDSHAKE arrives: later sends drop the header */
+    }
+    for (unsigned i = N / 2; i < N; i++)
+        EXPECT_RET(efarm_trecv(p.b, dst[i], len[i], 1, 2, 3, &rreq[i]), 0);
+    proto_pair_wait(&p, reqs, 2 * N, 30);
+    for (unsigned i = 0; i < N; i++) {
+        efarm_test_context("message %u", i);
+        EXPECT_RET(sreq[i].status, 0);
+        EXPECT_RET(rreq[i].status, 0);
+        EXPECT_EQ(rreq[i].length, len[i]);
+        proto_expect_pattern(dst[i], len[i], i + 1);
+        free(src[i]);
+        free(dst[i]);
+    }
+    EXPECT_EQ(efarm_ep_counters(p.a)->eager_fast, fast);
+    EXPECT_EQ(efarm_ep_counters(p.a)->proto_eager, eager);
+    proto_pair_spin(&p, 500);
     EXPECT_EQ(efarm_ep_counters(p.a)->send_errors, 0);
     proto_pair_close(&p);
 }
