@@ -2,7 +2,7 @@
 # Build MPICH 4.0.2 with efarm's netmod (--with-device=ch4:efarm) and install it.
 #
 #   scripts/mpich-build.sh [--source TARBALL|DIR] [--prefix DIR] [--jobs N] [--clean]
-#                          [--netmod efarm|ofi] [-- EXTRA-MPICH-CONFIGURE-ARGS...]
+#                          [--netmod efarm|ofi] [--release] [-- EXTRA-MPICH-CONFIGURE-ARGS...]
 #
 # Steps, each timed and logged to build/logs/mpich-STEP.log; the first failure stops
 # the script with the step's name and the end of its log:
@@ -72,6 +72,15 @@
 # and, for its static link flags that MPICH's configure takes, libpsm2-dev,
 # librdmacm-dev and libpsm-infinipath1-dev must be installed (the bench script
 # installs them; they are not CI dependencies).
+#
+# --release is the configuration to run applications with: ch4 calls efarm's netmod
+# inline (--enable-ch4-netmod-inline, so the netmod's functions are compiled into
+# ch4's callers instead of being called through its function table), in its own
+# cache build/mpich-release (EFARM_MPICH_RELEASE_CACHE; prefix CACHE/install, logs
+# build/logs/mpich-release-STEP.log), from the download of the default cache. Every
+# change to the netmod then recompiles most of libmpi, which is why the default
+# (development) build keeps --disable-ch4-netmod-inline. bench/run-instr-bench.sh
+# --prefix build/mpich-release/install counts what inlining saves.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -85,6 +94,7 @@ clean=no
 extra_configure=()
 netmod=efarm
 prefix_set=no
+release=no
 
 usage() { sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; }
 
@@ -95,6 +105,7 @@ while [ $# -gt 0 ]; do
     --jobs) jobs=${2:?--jobs needs a number}; shift 2 ;;
     --clean) clean=yes; shift ;;
     --netmod) netmod=${2:?--netmod needs efarm or ofi}; shift 2 ;;
+    --release) release=yes; shift ;;
     -h | --help) usage; exit 0 ;;
     --) shift; extra_configure=("$@"); break ;;
     *) echo "mpich-build: unknown argument $1" >&2; usage >&2; exit 2 ;;
@@ -112,10 +123,16 @@ ofi)
     ;;
 *) echo "mpich-build: --netmod $netmod: efarm or ofi" >&2; exit 2 ;;
 esac
+if [ "$release" = yes ]; then
+    [ "$netmod" = efarm ] || { echo "mpich-build: --release builds ch4:efarm only" >&2; exit 2; }
+    logname=mpich-release
+    cache=${EFARM_MPICH_RELEASE_CACHE:-$top/build/mpich-release}
+    [ "$prefix_set" = yes ] || prefix=
+fi
 
 mkdir -p "$cache" "$logs"
 cache=$(cd "$cache" && pwd)
-if [ "$netmod" = efarm ] || [ -n "$source_arg" ]; then
+if { [ "$netmod" = efarm ] && [ "$release" = no ]; } || [ -n "$source_arg" ]; then
     srccache=$cache
 else
     mkdir -p "$srccache"
@@ -390,6 +407,12 @@ configure_args=(
     CC="$cc"
 )
 configure_args+=("${extra_configure[@]}")
+if [ "$release" = yes ]; then
+    for i in "${!configure_args[@]}"; do
+        [ "${configure_args[i]}" != --disable-ch4-netmod-inline ] ||
+            configure_args[i]=--enable-ch4-netmod-inline
+    done
+fi
 if [ "$netmod" = ofi ]; then
     # The same arguments but the two that name the netmod (see --netmod ofi above).
     for i in "${!configure_args[@]}"; do
@@ -413,8 +436,13 @@ configure_tree() {
     (cd "$builddir" && "$src/configure" "${configure_args[@]}")
     # ch4 calls the netmod through MPIDI_NM_<nm>_funcs (func_table.c), so a netmod
     # change recompiles the netmod's files only; inline would rebuild most of libmpi.
-    if grep -q -- '-DNETMOD_INLINE=' "$builddir/Makefile"; then
+    # --release asks for exactly that inline build.
+    if [ "$release" = no ] && grep -q -- '-DNETMOD_INLINE=' "$builddir/Makefile"; then
         echo "configure selected the inline netmod build; expected --disable-ch4-netmod-inline"
+        return 1
+    fi
+    if [ "$release" = yes ] && ! grep -q -- '-DNETMOD_INLINE=__netmod_inline_efarm__' "$builddir/Makefile"; then
+        echo "configure did not select the inline efarm netmod (--enable-ch4-netmod-inline)"
         return 1
     fi
     grep -q "MPIDI_NM_${nm}_funcs" "$builddir/src/mpid/ch4/src/mpid_ch4_net_array.c" ||
