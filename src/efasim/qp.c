@@ -651,16 +651,14 @@ static void swqe_validate(struct efasim_qp *qp, struct efasim_swqe *w)
 static void swqe_submit(struct efasim_qp *qp, uint32_t idx)
 {
     struct efasim_swqe *w = &qp->sq[idx];
-    uint64_t chunk = efasim_config()->rdma_chunk;
 
     swqe_validate(qp, w);
     if (w->status != IBV_WC_SUCCESS) {
         efasim_swqe_finish(qp, idx);
         return;
     }
-    /* A send is one datagram; RDMA moves rdma_chunk bytes per datagram. */
-    w->nchunks =
-        w->op == EFASIM_OP_SEND || !w->length ? 1 : (uint32_t)((w->length + chunk - 1) / chunk);
+    /* A send is one datagram; RDMA moves a chunk per datagram or direct-copy request. */
+    efasim_swqe_plan(qp, w);
     w->rnr_left = qp->rnr_retry == 7 ? UINT32_MAX : qp->rnr_retry;
     qp->issue_fifo[(qp->fifo_head + qp->fifo_count) % qp->cap.max_send_wr] = idx;
     qp->fifo_count++;

@@ -138,7 +138,7 @@ EFARM_TEST(efasim_recv_ahn_and_sgid)
 
 /* efasim's per-device traffic counters (efasim-info --counters), found at run time. */
 struct hw_counters {
-    uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;
+    uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes, fast_ops, fast_bytes;
 };
 
 static void hw_counters_read(const char *name, struct hw_counters *c)
