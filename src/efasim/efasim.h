@@ -206,6 +206,7 @@ struct efasim_context {
     uint64_t stalled_ns;       /* time it did not run at all: off its liveness clock */
     uint64_t rng;
     struct efasim_delayq *delayq;
+    struct efasim_txbatch *txb;     /* datagrams gathered for one sendmmsg (fault.c) */
     struct efasim_hw_counters *hwc; /* the device's traffic counters, or NULL */
 };
 
@@ -251,6 +252,7 @@ bool efasim_gid_to_addr(const union ibv_gid *gid, struct in_addr *addr_p);
 #define EFASIM_FAST_WINDOW  4    /* direct-copy requests of one RDMA WR in flight at once */
 #define EFASIM_ACK_PIGGY    16   /* ACKs a peer may be owed before they go out on their own */
 #define EFASIM_PEND_PEERS   64   /* peers with ACKs owed, per QP */
+#define EFASIM_TX_BATCH     32   /* datagrams per sendmmsg */
 
 /* Datagram types between efasim QPs (efasim's own wire, not EFA's). */
 enum efasim_pkt {
@@ -532,6 +534,20 @@ static inline size_t efasim_datagram_max(const struct efasim_config *cfg)
  */
 int efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
                 struct iovec *iov, int iovcnt);
+/*
+ * fault.c: the same, batched with sendmmsg while a batch is open
+ * (efasim_tx_begin): iov[0..owned) are efasim's own pieces and copied, the
+ * rest must stay readable until the batch is flushed. When the kernel then
+ * finds them unreadable, probe_on_fault sends the owned pieces alone, flagged
+ * EFASIM_F_PROBE (what inflight_send does on -EFAULT); otherwise it is loss.
+ */
+int efasim_xmit_batched(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
+                        struct iovec *iov, int iovcnt, int owned, bool probe_on_fault);
+/* fault.c: open (nested) and close a batch; flush sends what it holds now. */
+void efasim_tx_begin(struct efasim_context *ctx);
+void efasim_tx_flush(struct efasim_context *ctx);
+void efasim_tx_end(struct efasim_context *ctx);
+void efasim_tx_free(struct efasim_context *ctx);
 /* fault.c: send one datagram as it is, never dropped or held by the fault injector. */
 int efasim_xmit_raw(int fd, const struct sockaddr_in *dst, struct iovec *iov, int iovcnt);
 

@@ -679,8 +679,11 @@ static int wr_complete(struct ibv_qp_ex *qpx)
             swqe_submit(qp, idx);
         idx = next;
     }
-    if (!err)
+    if (!err) {
+        efasim_tx_begin(qp->ctx); /* the session's datagrams in one sendmmsg */
         efasim_qp_issue(qp);
+        efasim_tx_end(qp->ctx);
+    }
     qp->in_session = false;
     qp->nstaged = 0;
     pthread_mutex_unlock(&qp->ctx->lock);

@@ -273,7 +273,7 @@ static void send_nack(struct efasim_qp *qp, const struct rx_src *src, uint32_t s
                            .dst_inc = src->hdr->src_inc};
     struct iovec iov = {.iov_base = &h, .iov_len = sizeof(h)};
 
-    efasim_xmit(qp->ctx, qp->fd, &src->addr, &iov, 1);
+    efasim_xmit_batched(qp->ctx, qp->fd, &src->addr, &iov, 1, 1, false);
 }
 
 /*
@@ -293,7 +293,7 @@ static void ack_send_pending(struct efasim_qp *qp, struct efasim_peer *p)
                            .dst_inc = p->inc};
     struct iovec iov[2] = {{&h, sizeof(h)}, {p->pend, p->npend * sizeof(struct efasim_ack)}};
 
-    efasim_xmit(qp->ctx, qp->fd, &dst, iov, 2);
+    efasim_xmit_batched(qp->ctx, qp->fd, &dst, iov, 2, 2, false);
     p->npend = 0;
 }
 
@@ -480,7 +480,9 @@ static void inflight_send(struct efasim_qp *qp, struct efasim_inflight *f, uint3
     memcpy(out + 2, iov + 1, (size_t)n * sizeof(struct iovec));
     if (n && retransmit && !w->is_inline && !swqe_lkeys_live(qp, w))
         n = -1; /* the MR went away: nothing of it is read */
-    if (n < 0 || efasim_xmit(qp->ctx, qp->fd, &w->dst, out, n + 2) == -EFAULT) {
+    /* Header, ACKs and a direct-copy request are ours; a payload is the application's. */
+    if (n < 0 || efasim_xmit_batched(qp->ctx, qp->fd, &w->dst, out, n + 2, w->fast ? 3 : 2,
+                                     !w->fast) == -EFAULT) {
         h.flags |= EFASIM_F_PROBE;
         (void)efasim_xmit(qp->ctx, qp->fd, &w->dst, out, 2);
     }
@@ -923,6 +925,8 @@ static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pid
      */
     if ((is_write || is_read) && !wants_recv && p->npend)
         ack_send_pending(qp, p);
+    if (fast)
+        efasim_tx_flush(qp->ctx); /* a direct copy took a while: its answer goes now */
 }
 
 /* READ_REQ: stateless; the target's memory is only read, after every check. */
@@ -1290,6 +1294,7 @@ static void quiesce_answer_all(struct efasim_qp *qp)
 
 void efasim_qp_quiesce(struct efasim_qp *qp)
 {
+    efasim_tx_flush(qp->ctx); /* nothing of this socket's may wait in a batch */
     /*
      * A NIC acknowledges what it delivered before the host destroys the QP:
      * take in what already reached the socket and send every ACK still owed,
@@ -1329,8 +1334,10 @@ void efasim_progress(struct efasim_context *ctx)
 
     ctx->stalled_ns += nic_pending_stall(ctx, now);
     ctx->last_progress_ns = now;
+    efasim_tx_begin(ctx);
     for (uint32_t i = 0; i < ctx->qp_slots_used; i++)
         if (ctx->qps[i])
             qp_progress(ctx->qps[i], now);
+    efasim_tx_end(ctx);
     efasim_delayq_flush(ctx, false);
 }
