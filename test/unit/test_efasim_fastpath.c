@@ -58,10 +58,7 @@ static void counters_read(const char *name, struct fast_counters *c)
 /* Before the first verbs call: a sysfs tree (and so counters) of this test's own. */
 static void fast_env(const char *fastpath)
 {
-    static char dir[] = "/tmp/efasim-fast-XXXXXX";
-
-    EXPECT_TRUE(mkdtemp(dir) != NULL);
-    efasim_setenv("SYSFS_PATH", dir);
+    efasim_private_sysfs();
     efasim_setenv("EFASIM_NDEV", "2");
     efasim_setenv("EFASIM_RDMA_WRITE", "1");
     efasim_setenv("EFASIM_FASTPATH", fastpath);
