@@ -335,9 +335,10 @@ struct efasim_ack {
 /*
  * Payload of a direct-copy request: who the initiator is (its host and pid
  * namespace, so the target can tell that the pid names a process it sees; its
- * pid; and a secret at an address in it, proof that the pid is the sender's)
- * and where this chunk's data lies in the initiator (READ_REQ: the
- * destination; WRITE: the source). Validated by the target (fastpath.c).
+ * pid; and the WR's unguessable nonce with its address there, proof that the
+ * pid is the sender's and that the WR still waits for the data) and where this chunk's data lies in
+ * the initiator (READ_REQ: the destination; WRITE: the source). Validated by the target
+ * (fastpath.c).
  */
 struct efasim_fast_iov {
     uint64_t addr;
@@ -348,8 +349,8 @@ struct efasim_fast_req {
     uint8_t boot_id[16]; /* /proc/sys/kernel/random/boot_id */
     uint64_t pidns_ino;  /* /proc/self/ns/pid: inode and device of the pid namespace */
     uint64_t pidns_dev;
-    uint8_t token[16];   /* the initiator's secret, which the target reads back at token_addr */
-    uint64_t token_addr; /* before it moves a byte: the pid is the sender's own */
+    uint8_t token[16];   /* the WR's nonce (8 bytes, then zeros), which the target reads back */
+    uint64_t token_addr; /* at token_addr before it moves a byte: the pid is the sender's own */
     uint32_t pid;
     uint32_t niov; /* 1..EFASIM_MAX_SGE entries of iov in use */
     struct efasim_fast_iov iov[EFASIM_MAX_SGE];
@@ -380,6 +381,7 @@ struct efasim_swqe {
     uint32_t chunk_size; /* RDMA: bytes per chunk (EFASIM_RDMA_CHUNK, or FAST_CHUNK if fast) */
     bool fast;           /* RDMA by direct-copy requests (fastpath.c) */
     bool fast_fallback;  /* a request was refused: redo the WR by datagrams once drained */
+    uint64_t fast_nonce; /* read back by the target; nonzero only while the WR is in flight */
     uint32_t rnr_left;   /* RNR NACKs still tolerated; UINT32_MAX = forever */
     enum ibv_wc_status status;
     uint32_t vendor_err;
@@ -589,8 +591,15 @@ void efasim_delayq_free(struct efasim_context *ctx);
  * (Yama's PR_SET_PTRACER, PR_SET_DUMPABLE).
  */
 bool efasim_fast_usable(void);
-/* Fill a request naming this process and the n (1..EFASIM_MAX_SGE) pieces of its memory. */
-void efasim_fast_req_build(struct efasim_fast_req *req, const struct iovec *local, int n);
+/* A fresh nonce for a direct-copy WR: unpredictable outside this process, never 0. */
+uint64_t efasim_fast_nonce(void);
+/*
+ * Fill a request naming this process, the WR's nonce (read back by the target
+ * at its address: it must stay there while the WR is in flight) and the n
+ * (1..EFASIM_MAX_SGE) pieces of its memory.
+ */
+void efasim_fast_req_build(struct efasim_fast_req *req, const uint64_t *nonce,
+                           const struct iovec *local, int n);
 /*
  * Target side: copy len bytes between `mem` (this process's, already checked
  * against its MR) and the initiator named by the request in payload[0..plen),

@@ -17,11 +17,15 @@
  *
  * Same host: /proc/sys/kernel/random/boot_id names the boot, and the pid
  * namespace's inode and device tell whether a pid means the same process on
- * both sides. The pid is proven by a secret: 16 random bytes at an address in
- * the initiator, sent in the request, which the target reads back from that
- * pid before it moves a byte. A process that did not send the request (say,
- * another user's, forging one) cannot name a process whose secret it does not
- * know, so the target never becomes its deputy.
+ * both sides. The pid is proven by the WR's nonce: 64 bits drawn from a secret
+ * of the initiator's, kept in its send queue entry while the WR is in flight
+ * and sent in the request; the target reads it back from that pid, at the
+ * address the request names, before it moves a byte. A process that did not
+ * send the request (say, another user's, forging one) cannot name a process
+ * whose nonces it does not know, so the target never becomes its deputy; and a
+ * copy of a request that outlives its WR (the WR completed, failed, or its QP
+ * was destroyed: the nonce is zeroed) moves nothing, even where the target's
+ * receive window no longer knows it (a new target QP at that number).
  *
  * Permission: the target attaches to the initiator as a debugger would
  * (PTRACE_MODE_ATTACH), so the initiator lets processes of its user do so:
@@ -54,7 +58,8 @@ struct fast_identity {
 };
 
 static struct fast_identity g_identity;
-static uint8_t g_fast_token[16];
+static uint64_t g_fast_secret; /* seeds the WRs' nonces */
+static uint64_t g_fast_counter;
 static pthread_once_t g_fast_once = PTHREAD_ONCE_INIT;
 
 /* The 32 hex digits of a boot id ("8a115f8a-5a86-...") as 16 bytes. */
@@ -120,7 +125,7 @@ static void fast_initialize(void)
 {
     if (!efasim_config()->fastpath || !identity_read(&g_identity))
         return;
-    if (getrandom(g_fast_token, sizeof(g_fast_token), 0) != (ssize_t)sizeof(g_fast_token))
+    if (getrandom(&g_fast_secret, sizeof(g_fast_secret), 0) != (ssize_t)sizeof(g_fast_secret))
         return;
     fast_permit();
     if (pthread_atfork(NULL, NULL, fast_atfork_child))
@@ -134,14 +139,27 @@ bool efasim_fast_usable(void)
     return __atomic_load_n(&g_identity.known, __ATOMIC_ACQUIRE);
 }
 
-void efasim_fast_req_build(struct efasim_fast_req *req, const struct iovec *local, int n)
+/* splitmix64's finalizer over the secret and a counter: distinct, and unguessable without it. */
+uint64_t efasim_fast_nonce(void)
+{
+    uint64_t z = g_fast_secret +
+                 0x9e3779b97f4a7c15ull * (__atomic_add_fetch(&g_fast_counter, 1, __ATOMIC_RELAXED));
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return z ? z : 1;
+}
+
+void efasim_fast_req_build(struct efasim_fast_req *req, const uint64_t *nonce,
+                           const struct iovec *local, int n)
 {
     memset(req, 0, sizeof(*req));
     memcpy(req->boot_id, g_identity.boot_id, sizeof(req->boot_id));
     req->pidns_ino = g_identity.pidns_ino;
     req->pidns_dev = g_identity.pidns_dev;
-    memcpy(req->token, g_fast_token, sizeof(req->token));
-    req->token_addr = (uintptr_t)g_fast_token;
+    memcpy(req->token, nonce, sizeof(*nonce));
+    req->token_addr = (uintptr_t)nonce;
     req->pid = g_identity.pid;
     req->niov = (uint32_t)n;
     for (int i = 0; i < n && i < EFASIM_MAX_SGE; i++)
@@ -182,8 +200,8 @@ uint32_t efasim_fast_copy(const uint8_t *payload, size_t plen, void *mem, uint64
     struct efasim_fast_req req;
     struct iovec remote[EFASIM_MAX_SGE];
     struct iovec local = {.iov_base = mem, .iov_len = len};
-    uint8_t token[sizeof(req.token)];
-    struct iovec tok_local = {token, sizeof(token)}, tok_remote;
+    uint64_t token, want;
+    struct iovec tok_local = {&token, sizeof(token)}, tok_remote;
     pid_t pid;
     ssize_t n;
 
@@ -193,10 +211,11 @@ uint32_t efasim_fast_copy(const uint8_t *payload, size_t plen, void *mem, uint64
     if (!fast_req_valid(&req, len))
         return EFASIM_ST_FAST_REFUSED;
     pid = (pid_t)req.pid;
-    /* The sender's proof that pid is its own, before a byte of the chunk moves. */
+    /* The proof that pid is the sender and its WR still waits, before a byte moves. */
+    memcpy(&want, req.token, sizeof(want));
     tok_remote = (struct iovec){(void *)(uintptr_t)req.token_addr, sizeof(token)};
     n = process_vm_readv(pid, &tok_local, 1, &tok_remote, 1, 0);
-    if (n != (ssize_t)sizeof(token) || memcmp(token, req.token, sizeof(token)))
+    if (!want || n != (ssize_t)sizeof(token) || token != want)
         return EFASIM_ST_FAST_REFUSED;
     for (uint32_t i = 0; i < req.niov; i++)
         remote[i] = (struct iovec){(void *)(uintptr_t)req.iov[i].addr, req.iov[i].len};

@@ -99,6 +99,9 @@ static void qp_free(struct efasim_qp *qp)
 {
     if (qp->fd >= 0)
         close(qp->fd);
+    /* Nonces of WRs still in flight: a target must not find one in freed memory. */
+    for (uint32_t i = 0; qp->sq && i < qp->cap.max_send_wr; i++)
+        __atomic_store_n(&qp->sq[i].fast_nonce, 0, __ATOMIC_RELEASE);
     free(qp->sq);
     free(qp->inline_pool);
     free(qp->issue_fifo);

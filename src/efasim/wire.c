@@ -451,7 +451,8 @@ static void inflight_send(struct efasim_qp *qp, struct efasim_inflight *f, uint3
         /* A direct-copy request: where this chunk lies here, instead of the data. */
         struct iovec local[EFASIM_MAX_SGE];
 
-        efasim_fast_req_build(&fast_req, local, swqe_iov(w, off, len, local, EFASIM_MAX_SGE));
+        efasim_fast_req_build(&fast_req, &w->fast_nonce, local,
+                              swqe_iov(w, off, len, local, EFASIM_MAX_SGE));
         h.flags |= EFASIM_F_FAST;
         iov[1] = (struct iovec){&fast_req, sizeof(fast_req)};
         n = 1;
@@ -571,6 +572,7 @@ void efasim_swqe_plan(struct efasim_qp *qp, struct efasim_swqe *w)
         w->fast = !p || !p->no_fast;
     }
     w->chunk_size = w->fast ? cfg->fast_chunk : cfg->rdma_chunk;
+    w->fast_nonce = w->fast ? efasim_fast_nonce() : 0;
     w->nchunks = w->op == EFASIM_OP_SEND || !w->length
                      ? 1
                      : (uint32_t)((w->length + w->chunk_size - 1) / w->chunk_size);
@@ -596,6 +598,7 @@ static void swqe_fast_restart(struct efasim_qp *qp, uint32_t idx)
 
     w->fast = false;
     w->fast_fallback = false;
+    __atomic_store_n(&w->fast_nonce, 0, __ATOMIC_RELEASE); /* late requests move nothing */
     w->chunk_size = efasim_config()->rdma_chunk;
     w->nchunks = (uint32_t)((w->length + w->chunk_size - 1) / w->chunk_size);
     w->next_chunk = 0;
@@ -652,6 +655,8 @@ void efasim_swqe_finish(struct efasim_qp *qp, uint32_t idx)
         }
         qp->sq_in_cq++; /* its slot counts until the completion is polled */
     }
+    /* A copy of its direct-copy requests still on the way finds no nonce: it moves nothing. */
+    __atomic_store_n(&w->fast_nonce, 0, __ATOMIC_RELEASE);
     w->used = false;
     qp->sq_used--;
 }
