@@ -6,6 +6,15 @@
  * efarm's progress does. Run with efasim's libraries first on the loader path:
  *
  *   LD_LIBRARY_PATH=build/gcc/src/efasim/.libs bench/bench-efasim [iterations]
+ *
+ * With --rdma, one-sided transfers instead: the initiator RDMA-reads and
+ * RDMA-writes the other process's registered memory, 64 KiB to 16 MiB, while
+ * the target only polls its CQ (as an MPI rank's progress does), and prints
+ * the latency of one transfer (median, p99) and the bandwidth with
+ * RDMA_WINDOW transfers in flight. EFASIM_FASTPATH=0 compares the datagram
+ * path with the direct-copy one:
+ *
+ *   LD_LIBRARY_PATH=... bench/bench-efasim --rdma [iterations]
  */
 #include <arpa/inet.h>
 #include <infiniband/efadv.h>
@@ -16,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -30,6 +40,12 @@
 
 static const size_t g_sizes[] = {8, 64, 512, 4096, 8192};
 #define NSIZES (sizeof(g_sizes) / sizeof(g_sizes[0]))
+
+#define RDMA_MAX    (16u << 20)
+#define RDMA_WINDOW 8 /* transfers in flight in the bandwidth test */
+static const size_t g_rdma_sizes[] = {64u << 10, 256u << 10, 1u << 20, 4u << 20, 16u << 20};
+#define NRDMA (sizeof(g_rdma_sizes) / sizeof(g_rdma_sizes[0]))
+static bool g_rdma_ops; /* QPs offer RDMA read and write (--rdma) */
 
 static double now_us(void)
 {
@@ -86,6 +102,8 @@ static void verbs_open(struct transport *t, uint32_t *qpn_p, union ibv_gid *gid_
         .send_ops_flags = IBV_QP_EX_WITH_SEND};
     struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY};
 
+    if (g_rdma_ops)
+        qp_attr.send_ops_flags |= IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_RDMA_WRITE;
     if (!list || !list[0] || !(t->ctx = ibv_open_device(list[0])))
         die("ibv_open_device (is efasim on LD_LIBRARY_PATH?)");
     ibv_free_device_list(list);
@@ -301,17 +319,167 @@ static void run_side(bool initiator, int wfd, int rfd, int iters, struct result 
     }
 }
 
+/* ---- One-sided: RDMA read and write ------------------------------------------ */
+
+struct rdma_hello {
+    uint32_t qpn;
+    union ibv_gid gid;
+    uint32_t rkey;
+    uint64_t addr;
+};
+
+/* The initiator's completions: returns how many WRs completed, dies on an error. */
+static int rdma_poll(struct transport *t)
+{
+    struct ibv_poll_cq_attr attr = {.comp_mask = 0};
+    int n = 0;
+
+    if (ibv_start_poll(t->cq, &attr))
+        return 0;
+    do {
+        if (t->cq->status != IBV_WC_SUCCESS) {
+            fprintf(stderr, "bench: RDMA completion error %s\n", ibv_wc_status_str(t->cq->status));
+            exit(2);
+        }
+        n++;
+    } while (!ibv_next_poll(t->cq));
+    ibv_end_poll(t->cq);
+    return n;
+}
+
+static void rdma_post(struct transport *t, bool write, const struct ibv_mr *mr, size_t len,
+                      const struct rdma_hello *peer)
+{
+    ibv_wr_start(t->qpx);
+    t->qpx->wr_id = 2;
+    t->qpx->wr_flags = IBV_SEND_SIGNALED;
+    if (write)
+        ibv_wr_rdma_write(t->qpx, peer->rkey, peer->addr);
+    else
+        ibv_wr_rdma_read(t->qpx, peer->rkey, peer->addr);
+    ibv_wr_set_ud_addr(t->qpx, t->ah, t->peer_qpn, QKEY);
+    ibv_wr_set_sge(t->qpx, mr->lkey, (uintptr_t)mr->addr, (uint32_t)len);
+    if (ibv_wr_complete(t->qpx))
+        die("ibv_wr_complete (RDMA)");
+}
+
+/* Latency of one transfer, then bandwidth with RDMA_WINDOW in flight. */
+static void rdma_measure(struct transport *t, bool write, const struct ibv_mr *mr, size_t len,
+                         int iters, const struct rdma_hello *peer, struct result *r)
+{
+    static double lat[MAX_ITERS];
+    int sent = 0, done = 0;
+    double t0;
+
+    for (int i = -5; i < iters; i++) {
+        double s = now_us();
+
+        rdma_post(t, write, mr, len, peer);
+        while (!rdma_poll(t))
+            ;
+        if (i >= 0)
+            lat[i] = now_us() - s;
+    }
+    t0 = now_us();
+    while (done < iters) {
+        while (sent - done < RDMA_WINDOW && sent < iters) {
+            rdma_post(t, write, mr, len, peer);
+            sent++;
+        }
+        done += rdma_poll(t);
+    }
+    qsort(lat, (size_t)iters, sizeof(lat[0]), cmp_double);
+    r->median_us = lat[iters / 2];
+    r->p99_us = lat[iters * 99 / 100];
+    r->mbps = (double)len * iters / (now_us() - t0);
+}
+
+static int rdma_main(int iters)
+{
+    struct transport t = {0};
+    struct rdma_hello me = {0}, peer;
+    struct result rr[NRDMA], rw[NRDMA];
+    int p2c[2], c2p[2], status;
+    volatile int *stop;
+    struct ibv_mr *mr;
+    pid_t child;
+
+    setenv("EFASIM_RDMA_WRITE", "1", 0);
+    g_rdma_ops = true;
+    stop = mmap(NULL, sizeof(*stop), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (stop == MAP_FAILED || pipe(p2c) || pipe(c2p))
+        die("setup");
+    *stop = 0;
+    child = fork();
+    if (child < 0)
+        die("fork");
+    t.buf = aligned_alloc(4096, (NRECV + 1) * (size_t)MAX_MSG);
+    if (!t.buf)
+        die("alloc");
+    verbs_open(&t, &me.qpn, &me.gid);
+    mr = ibv_reg_mr(t.pd, aligned_alloc(4096, RDMA_MAX), RDMA_MAX,
+                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+    if (!mr)
+        die("ibv_reg_mr (is EFASIM_RDMA_WRITE=1?)");
+    memset(mr->addr, 0x3c, RDMA_MAX);
+    me.rkey = mr->rkey;
+    me.addr = (uintptr_t)mr->addr;
+    if (child == 0) { /* the target: its progress is polling, as an MPI rank's */
+        struct rdma_hello ignored;
+
+        if (write(c2p[1], &me, sizeof(me)) != sizeof(me) ||
+            read(p2c[0], &ignored, sizeof(ignored)) != sizeof(ignored))
+            die("pipe");
+        while (!*stop)
+            rdma_poll(&t);
+        _exit(0);
+    }
+    if (read(c2p[0], &peer, sizeof(peer)) != sizeof(peer) ||
+        write(p2c[1], &me, sizeof(me)) != sizeof(me))
+        die("pipe");
+    verbs_connect(&t, peer.qpn, &peer.gid);
+    for (size_t s = 0; s < NRDMA; s++) {
+        int n = iters * (int)(RDMA_MAX / g_rdma_sizes[s]) / 16;
+
+        n = n < 20 ? 20 : n > MAX_ITERS ? MAX_ITERS : n;
+        rdma_measure(&t, false, mr, g_rdma_sizes[s], n, &peer, &rr[s]);
+        rdma_measure(&t, true, mr, g_rdma_sizes[s], n, &peer, &rw[s]);
+    }
+    *stop = 1;
+    waitpid(child, &status, 0);
+    printf("bench-efasim --rdma: 2 processes, target polling, %d in flight for bandwidth, "
+           "EFASIM_FASTPATH=%s\n",
+           RDMA_WINDOW, getenv("EFASIM_FASTPATH") ? getenv("EFASIM_FASTPATH") : "(default)");
+    printf("%9s | %22s | %22s | %18s\n", "bytes", "read lat med/p99 us", "write lat med/p99 us",
+           "MB/s read / write");
+    for (size_t s = 0; s < NRDMA; s++)
+        printf("%9zu | %10.1f %10.1f | %10.1f %10.1f | %8.0f %8.0f\n", g_rdma_sizes[s],
+               rr[s].median_us, rr[s].p99_us, rw[s].median_us, rw[s].p99_us, rr[s].mbps,
+               rw[s].mbps);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
-    int iters = argc > 1 ? atoi(argv[1]) : 20000;
+    bool rdma = argc > 1 && !strcmp(argv[1], "--rdma");
     struct result rv[NSIZES], ru[NSIZES];
     int p2c[2], c2p[2], status;
     pid_t child;
+    int iters;
 
-    if (iters < 100 || iters > MAX_ITERS) {
-        fprintf(stderr, "usage: bench-efasim [iterations, 100..%d]\n", MAX_ITERS);
+    if (rdma) {
+        argc--;
+        argv++;
+    }
+    iters = argc > 1 ? atoi(argv[1]) : rdma ? 200 : 20000;
+
+    if (iters < (rdma ? 20 : 100) || iters > MAX_ITERS) {
+        fprintf(stderr, "usage: bench-efasim [--rdma] [iterations, 100..%d; 20.. with --rdma]\n",
+                MAX_ITERS);
         return 2;
     }
+    if (rdma)
+        return rdma_main(iters);
     if (pipe(p2c) || pipe(c2p))
         die("pipe");
     child = fork();

@@ -9,7 +9,7 @@
  *                               on efasim, as shell lines: eval "$(efasim-info --env)"
  *   efasim-info --run CMD ...   run CMD in that environment
  *   efasim-info --counters      each device's traffic counters (tx_pkts tx_bytes
- *                               rx_pkts rx_bytes), summed over every process
+ *                               rx_pkts rx_bytes fast_ops fast_bytes), summed over every process
  *                               that used it since its counter file was made
  *
  * The environment: LD_LIBRARY_PATH with efasim's libibverbs.so.1/libefa.so.1
@@ -149,7 +149,7 @@ static int describe(void)
     return 0;
 }
 
-/* One line per device: NAME tx_pkts N tx_bytes N rx_pkts N rx_bytes N. */
+/* One line per device: NAME tx_pkts N tx_bytes N rx_pkts N rx_bytes N fast_ops N fast_bytes N. */
 static int print_counters(void)
 {
     struct ibv_device **list;
@@ -168,9 +168,11 @@ static int print_counters(void)
             ret = 1;
             continue;
         }
-        printf("%s tx_pkts %llu tx_bytes %llu rx_pkts %llu rx_bytes %llu\n", name,
-               (unsigned long long)c.tx_pkts, (unsigned long long)c.tx_bytes,
-               (unsigned long long)c.rx_pkts, (unsigned long long)c.rx_bytes);
+        printf("%s tx_pkts %llu tx_bytes %llu rx_pkts %llu rx_bytes %llu fast_ops %llu "
+               "fast_bytes %llu\n",
+               name, (unsigned long long)c.tx_pkts, (unsigned long long)c.tx_bytes,
+               (unsigned long long)c.rx_pkts, (unsigned long long)c.rx_bytes,
+               (unsigned long long)c.fast_ops, (unsigned long long)c.fast_bytes);
     }
     ibv_free_device_list(list);
     return ret;

@@ -12,6 +12,7 @@ src_efasim_libibverbs_la_SOURCES = \
 	src/efasim/qp.c \
 	src/efasim/wire.c \
 	src/efasim/fault.c \
+	src/efasim/fastpath.c \
 	src/efasim/kabi.c \
 	src/efasim/service.c \
 	src/efasim/sysfs.c

@@ -44,6 +44,8 @@ extern char **environ;
     X(SERVICE_US, service_us, U32, "500", "service thread period (timers, idle serving)")         \
     X(RDMA_CHUNK, rdma_chunk, U32, "8192", "payload bytes per RDMA datagram")                     \
     X(QPN, qpn, U32, "0", "port (QPN) of the process's first QP, next ones +1 each; 0 = any")     \
+    X(FASTPATH, fastpath, BOOL, "1", "RDMA within one host by one direct copy (0: datagrams)")    \
+    X(FAST_CHUNK, fast_chunk, U32, "1048576", "bytes per direct-copy RDMA request")               \
     X(LOSS, loss, PROB, "0", "probability a datagram is dropped (below reliability)")             \
     X(DUP, dup, PROB, "0", "probability a datagram is sent twice")                                \
     X(REORDER, reorder, PROB, "0", "probability a datagram is held back behind later ones")       \
@@ -122,6 +124,11 @@ static void config_read(void)
     }
     if (c->rdma_chunk < 512 || c->rdma_chunk > 65000)
         c->rdma_chunk = 8192;
+    if (c->fast_chunk < c->rdma_chunk || c->fast_chunk > (64u << 20)) {
+        fprintf(stderr, "efasim: EFASIM_FAST_CHUNK=%u out of EFASIM_RDMA_CHUNK..64 MiB; using %u\n",
+                c->fast_chunk, c->fast_chunk < c->rdma_chunk ? c->rdma_chunk : 64u << 20);
+        c->fast_chunk = c->fast_chunk < c->rdma_chunk ? c->rdma_chunk : 64u << 20;
+    }
     if (!c->max_sq_sge)
         c->max_sq_sge = 1;
     if (!c->max_rq_sge)

@@ -341,6 +341,7 @@ EFASIM_EXPORT int ibv_close_device(struct ibv_context *context)
     efasim_service_stop(ctx);
     pthread_mutex_lock(&ctx->lock);
     efasim_delayq_free(ctx);
+    efasim_tx_free(ctx);
     for (uint32_t i = 0; i < efasim_config()->max_mr; i++)
         free(ctx->mrs[i]);
     for (uint32_t i = 0; i < efasim_config()->max_ah; i++)

@@ -55,6 +55,13 @@ enum efasim_status {
     EFASIM_ST_REMOTE_BAD_LENGTH = 11,
     EFASIM_ST_UNRESP_REMOTE = 13,
     EFASIM_ST_UNREACH_REMOTE = 15,
+    /*
+     * efasim's own answers to a direct-copy request (fastpath.c), never
+     * reported in a completion: the initiator moves the WR to datagrams, for
+     * this peer from now on (REFUSED) or for this WR only (RETRY).
+     */
+    EFASIM_ST_FAST_REFUSED = 0x80,
+    EFASIM_ST_FAST_RETRY = 0x81,
 };
 
 /* ---- Configuration (config.c): every knob, read once from EFASIM_* ---------- */
@@ -87,6 +94,8 @@ struct efasim_config {
     uint32_t service_us;     /* service thread period */
     uint32_t rdma_chunk;     /* payload bytes per RDMA datagram */
     uint32_t qpn;            /* port of the process's first QP; 0 = the kernel chooses */
+    bool fastpath;           /* RDMA between processes of one host by direct copy */
+    uint32_t fast_chunk;     /* bytes per direct-copy request */
     double loss, dup, reorder, delay;
     uint32_t delay_us;
     uint64_t seed;
@@ -197,6 +206,7 @@ struct efasim_context {
     uint64_t stalled_ns;       /* time it did not run at all: off its liveness clock */
     uint64_t rng;
     struct efasim_delayq *delayq;
+    struct efasim_txbatch *txb;     /* datagrams gathered for one sendmmsg (fault.c) */
     struct efasim_hw_counters *hwc; /* the device's traffic counters, or NULL */
 };
 
@@ -239,8 +249,10 @@ bool efasim_gid_to_addr(const union ibv_gid *gid, struct in_addr *addr_p);
 #define EFASIM_RX_WINDOW    512  /* sequence numbers unsettled per peer and direction, at most */
 #define EFASIM_INFLIGHT_MAX 1024 /* datagrams awaiting a response, per QP */
 #define EFASIM_RDMA_WINDOW  32   /* chunks of one RDMA WR in flight at once */
+#define EFASIM_FAST_WINDOW  4    /* direct-copy requests of one RDMA WR in flight at once */
 #define EFASIM_ACK_PIGGY    16   /* ACKs a peer may be owed before they go out on their own */
 #define EFASIM_PEND_PEERS   64   /* peers with ACKs owed, per QP */
+#define EFASIM_TX_BATCH     32   /* datagrams per sendmmsg */
 
 /* Datagram types between efasim QPs (efasim's own wire, not EFA's). */
 enum efasim_pkt {
@@ -269,6 +281,15 @@ enum efasim_pkt {
  * fails with IBV_WC_LOC_PROT_ERR) and no later copy is taken.
  */
 #define EFASIM_F_PROBE 0x8
+/*
+ * WRITE, READ_REQ: a direct-copy request (fastpath.c). Its payload is a
+ * struct efasim_fast_req instead of data: the target, after its usual checks,
+ * copies the chunk between its memory and the initiator's with
+ * process_vm_readv/writev and answers with an ACK (or a NACK, as for a
+ * datagram request). Settled in the target's receive window like a WRITE, so
+ * no copy of the request ever moves data twice.
+ */
+#define EFASIM_F_FAST 0x10
 
 /*
  * Header of every datagram, in the host's byte order: both ends are this library.
@@ -311,6 +332,32 @@ struct efasim_ack {
     uint32_t pad;
 };
 
+/*
+ * Payload of a direct-copy request: who the initiator is (its host and pid
+ * namespace, so the target can tell that the pid names a process it sees; its
+ * pid; and the WR's unguessable nonce with its address there, proof that the
+ * pid is the sender's and that the WR still waits for the data) and where this chunk's data lies in
+ * the initiator (READ_REQ: the destination; WRITE: the source). Validated by the target
+ * (fastpath.c).
+ */
+struct efasim_fast_iov {
+    uint64_t addr;
+    uint64_t len;
+};
+
+struct efasim_fast_req {
+    uint8_t boot_id[16]; /* /proc/sys/kernel/random/boot_id */
+    uint64_t pidns_ino;  /* /proc/self/ns/pid: inode and device of the pid namespace */
+    uint64_t pidns_dev;
+    uint8_t token[16];   /* the WR's nonce (8 bytes, then zeros), which the target reads back */
+    uint64_t token_addr; /* at token_addr before it moves a byte: the pid is the sender's own */
+    uint32_t pid;
+    uint32_t niov; /* 1..EFASIM_MAX_SGE entries of iov in use */
+    struct efasim_fast_iov iov[EFASIM_MAX_SGE];
+};
+_Static_assert(sizeof(struct efasim_fast_req) == 128, "direct-copy request is 128 bytes");
+_Static_assert(offsetof(struct efasim_fast_req, iov) == 64, "iovecs follow the identity");
+
 /* ACK and NACK cookie of a departing QP's answers: match the in-flight datagram by seq. */
 #define EFASIM_COOKIE_ANY UINT32_MAX
 
@@ -331,7 +378,11 @@ struct efasim_swqe {
     uint32_t rkey;
     uint64_t raddr;
     uint32_t nchunks, next_chunk, chunks_done, chunks_inflight;
-    uint32_t rnr_left; /* RNR NACKs still tolerated; UINT32_MAX = forever */
+    uint32_t chunk_size; /* RDMA: bytes per chunk (EFASIM_RDMA_CHUNK, or FAST_CHUNK if fast) */
+    bool fast;           /* RDMA by direct-copy requests (fastpath.c) */
+    bool fast_fallback;  /* a request was refused: redo the WR by datagrams once drained */
+    uint64_t fast_nonce; /* read back by the target; nonzero only while the WR is in flight */
+    uint32_t rnr_left;   /* RNR NACKs still tolerated; UINT32_MAX = forever */
     enum ibv_wc_status status;
     uint32_t vendor_err;
     uint32_t staged_next; /* index of the next WR staged in this wr_start session */
@@ -382,6 +433,7 @@ struct efasim_rxwin {
 struct efasim_peer {
     bool used;
     bool heard;             /* something came back from it at least once */
+    bool no_fast;           /* it refused a direct-copy request: datagrams only */
     uint64_t last_heard_ns; /* when it last sent this QP anything (its liveness) */
     struct in_addr ip;
     uint16_t port;
@@ -458,6 +510,9 @@ static inline struct efasim_qp *efasim_qp(struct ibv_qp *qp)
 /* wire.c: before a QP is destroyed, receive what reached it and send every ACK owed. */
 void efasim_qp_quiesce(struct efasim_qp *qp);
 
+/* wire.c: choose how a validated RDMA WR moves (datagrams or direct copy) and its chunks. */
+void efasim_swqe_plan(struct efasim_qp *qp, struct efasim_swqe *w);
+
 /* wire.c: put chunks of queued WRs on the wire while in-flight slots last. */
 void efasim_qp_issue(struct efasim_qp *qp);
 
@@ -481,6 +536,20 @@ static inline size_t efasim_datagram_max(const struct efasim_config *cfg)
  */
 int efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
                 struct iovec *iov, int iovcnt);
+/*
+ * fault.c: the same, batched with sendmmsg while a batch is open
+ * (efasim_tx_begin): iov[0..owned) are efasim's own pieces and copied, the
+ * rest must stay readable until the batch is flushed. When the kernel then
+ * finds them unreadable, probe_on_fault sends the owned pieces alone, flagged
+ * EFASIM_F_PROBE (what inflight_send does on -EFAULT); otherwise it is loss.
+ */
+int efasim_xmit_batched(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
+                        struct iovec *iov, int iovcnt, int owned, bool probe_on_fault);
+/* fault.c: open (nested) and close a batch; flush sends what it holds now. */
+void efasim_tx_begin(struct efasim_context *ctx);
+void efasim_tx_flush(struct efasim_context *ctx);
+void efasim_tx_end(struct efasim_context *ctx);
+void efasim_tx_free(struct efasim_context *ctx);
 /* fault.c: send one datagram as it is, never dropped or held by the fault injector. */
 int efasim_xmit_raw(int fd, const struct sockaddr_in *dst, struct iovec *iov, int iovcnt);
 
@@ -515,6 +584,33 @@ uint64_t efasim_nic_now(const struct efasim_context *ctx);
 void efasim_delayq_flush(struct efasim_context *ctx, bool all);
 void efasim_delayq_free(struct efasim_context *ctx);
 
+/*
+ * Direct copy between processes of one host (fastpath.c). efasim_fast_usable:
+ * this process may ask peers for direct copies (EFASIM_FASTPATH on and its
+ * identity known); the first call also lets peers of the same user attach
+ * (Yama's PR_SET_PTRACER, PR_SET_DUMPABLE).
+ */
+bool efasim_fast_usable(void);
+/* A fresh nonce for a direct-copy WR: unpredictable outside this process, never 0. */
+uint64_t efasim_fast_nonce(void);
+/*
+ * Fill a request naming this process, the WR's nonce (read back by the target
+ * at its address: it must stay there while the WR is in flight) and the n
+ * (1..EFASIM_MAX_SGE) pieces of its memory.
+ */
+void efasim_fast_req_build(struct efasim_fast_req *req, const uint64_t *nonce,
+                           const struct iovec *local, int n);
+/*
+ * Target side: copy len bytes between `mem` (this process's, already checked
+ * against its MR) and the initiator named by the request in payload[0..plen),
+ * towards the initiator for a read. Returns EFASIM_ST_OK, EFASIM_ST_FAST_REFUSED
+ * (malformed, another host or pid namespace, or the kernel refuses: use
+ * datagrams with this peer) or EFASIM_ST_FAST_RETRY (a fault on either side:
+ * this WR by datagrams, which report the right error).
+ */
+uint32_t efasim_fast_copy(const uint8_t *payload, size_t plen, void *mem, uint64_t len,
+                          bool to_initiator);
+
 /* sysfs view (sysfs.c): the root ibv_get_sysfs_path() reports, the per-device paths, the tree. */
 const char *efasim_sysfs_root(void);
 void efasim_sysfs_paths(unsigned i, const char *name, char *dev_path, char *ibdev_path);
@@ -522,8 +618,9 @@ bool efasim_sysfs_write(const struct efasim_device *devs, unsigned ndev);
 
 /* A device's traffic counters (sysfs.c), shared by every process on it; only grow. */
 struct efasim_hw_counters {
-    uint64_t tx_pkts, tx_bytes; /* datagrams the device sent (before fault injection) */
-    uint64_t rx_pkts, rx_bytes; /* datagrams it received */
+    uint64_t tx_pkts, tx_bytes;    /* datagrams the device sent (before fault injection) */
+    uint64_t rx_pkts, rx_bytes;    /* datagrams it received */
+    uint64_t fast_ops, fast_bytes; /* RDMA chunks it served by direct copy (as the target) */
 };
 /* Map device name's counters for adding (NULL if they cannot be: nothing is counted). */
 struct efasim_hw_counters *efasim_hw_counters_map(const char *name);

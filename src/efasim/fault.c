@@ -8,6 +8,14 @@
  * taken through the kernel: the application's memory behind an in-flight WR
  * may be gone (that used to crash the service thread in the copy), which is
  * reported to the caller as -EFAULT, as sendmsg reports it.
+ *
+ * Datagrams that leave the injector go out at once, or, between
+ * efasim_tx_begin and efasim_tx_end (a progress pass, a posting), are gathered
+ * per socket and sent with one sendmmsg per EFASIM_TX_BATCH: their efasim-owned
+ * head (header, ACKs, direct-copy request) is copied into the batch, their
+ * payload stays where the application has it until the flush. A payload the
+ * kernel cannot read then (EFAULT) turns that datagram into the payload-less
+ * probe the caller would have sent (EFASIM_F_PROBE); any other failure is loss.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -37,6 +45,28 @@ struct efasim_delayq {
     size_t buf_size;
 };
 
+/* ---- Send batches: one sendmmsg for the datagrams of a pass ---------------------- */
+
+#define TXB_HEAD                                                                \
+    (sizeof(struct efasim_hdr) + EFASIM_ACK_PIGGY * sizeof(struct efasim_ack) + \
+     sizeof(struct efasim_fast_req))
+
+struct txb_entry {
+    uint8_t head[TXB_HEAD]; /* the owned pieces, copied */
+    struct iovec iov[1 + EFASIM_MAX_SGE];
+    struct sockaddr_in dst;
+    size_t iovcnt;
+    bool probe_on_fault; /* EFAULT: send the head alone, flagged EFASIM_F_PROBE */
+};
+
+struct efasim_txbatch {
+    unsigned depth; /* nested begin/end */
+    int fd;
+    unsigned n;
+    struct txb_entry e[EFASIM_TX_BATCH];
+    struct mmsghdr mm[EFASIM_TX_BATCH];
+};
+
 /* 0 or -EFAULT (memory unreadable); a full socket buffer or any other failure is loss. */
 static int raw_send(int fd, const struct sockaddr_in *dst, struct iovec *iov, int iovcnt)
 {
@@ -51,6 +81,115 @@ static int raw_send(int fd, const struct sockaddr_in *dst, struct iovec *iov, in
 int efasim_xmit_raw(int fd, const struct sockaddr_in *dst, struct iovec *iov, int iovcnt)
 {
     return raw_send(fd, dst, iov, iovcnt);
+}
+
+static void txb_send(struct efasim_txbatch *b)
+{
+    unsigned i = 0;
+
+    if (b->n == 1) { /* nothing to gain from sendmmsg */
+        struct txb_entry *e = &b->e[0];
+
+        if (raw_send(b->fd, &e->dst, e->iov, (int)e->iovcnt) && e->probe_on_fault) {
+            uint16_t flags;
+
+            memcpy(&flags, e->head + offsetof(struct efasim_hdr, flags), sizeof(flags));
+            flags |= EFASIM_F_PROBE;
+            memcpy(e->head + offsetof(struct efasim_hdr, flags), &flags, sizeof(flags));
+            (void)raw_send(b->fd, &e->dst, e->iov, 1);
+        }
+        b->n = 0;
+        return;
+    }
+    for (unsigned k = 0; k < b->n; k++)
+        b->mm[k] = (struct mmsghdr){.msg_hdr = {.msg_name = &b->e[k].dst,
+                                                .msg_namelen = sizeof(b->e[k].dst),
+                                                .msg_iov = b->e[k].iov,
+                                                .msg_iovlen = b->e[k].iovcnt}};
+    while (i < b->n) {
+        int sent = sendmmsg(b->fd, &b->mm[i], b->n - i, 0);
+        struct txb_entry *e = &b->e[i];
+
+        if (sent > 0) {
+            i += (unsigned)sent;
+            continue;
+        }
+        /* Datagram i failed. Its payload unreadable: the probe; else it is lost. */
+        if (errno == EFAULT && e->probe_on_fault && b->mm[i].msg_hdr.msg_iovlen > 1) {
+            uint16_t flags;
+
+            memcpy(&flags, e->head + offsetof(struct efasim_hdr, flags), sizeof(flags));
+            flags |= EFASIM_F_PROBE;
+            memcpy(e->head + offsetof(struct efasim_hdr, flags), &flags, sizeof(flags));
+            b->mm[i].msg_hdr.msg_iovlen = 1;
+            continue;
+        }
+        i++;
+    }
+    b->n = 0;
+}
+
+void efasim_tx_begin(struct efasim_context *ctx)
+{
+    if (!ctx->txb && !(ctx->txb = calloc(1, sizeof(*ctx->txb))))
+        return; /* no batching: every datagram goes at once */
+    ctx->txb->depth++;
+}
+
+void efasim_tx_flush(struct efasim_context *ctx)
+{
+    if (ctx->txb && ctx->txb->n)
+        txb_send(ctx->txb);
+}
+
+void efasim_tx_end(struct efasim_context *ctx)
+{
+    if (!ctx->txb || !ctx->txb->depth)
+        return;
+    if (!--ctx->txb->depth)
+        efasim_tx_flush(ctx);
+}
+
+void efasim_tx_free(struct efasim_context *ctx)
+{
+    efasim_tx_flush(ctx);
+    free(ctx->txb);
+    ctx->txb = NULL;
+}
+
+/*
+ * Send now, or add to the batch when one is open and the caller allowed it
+ * (owned >= 0: the first `owned` pieces are efasim's and copied, the rest stay
+ * readable until the flush). 0, or -EFAULT when sent now and unreadable.
+ */
+static int out_send(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
+                    struct iovec *iov, int iovcnt, int owned, bool probe_on_fault)
+{
+    struct efasim_txbatch *b = ctx->txb;
+    struct txb_entry *e;
+    size_t off = 0;
+
+    if (owned < 0 || !b || !b->depth || iovcnt - owned > EFASIM_MAX_SGE)
+        return raw_send(fd, dst, iov, iovcnt);
+    if (b->n && (b->fd != fd || b->n == EFASIM_TX_BATCH))
+        txb_send(b);
+    e = &b->e[b->n];
+    for (int i = 0; i < owned; i++) {
+        if (iov[i].iov_len > sizeof(e->head) - off)
+            return raw_send(fd, dst, iov, iovcnt); /* cannot happen: heads fit TXB_HEAD */
+        memcpy(e->head + off, iov[i].iov_base, iov[i].iov_len);
+        off += iov[i].iov_len;
+    }
+    e->iov[0] = (struct iovec){e->head, off};
+    e->iovcnt = 1;
+    for (int i = owned; i < iovcnt; i++)
+        if (iov[i].iov_len)
+            e->iov[e->iovcnt++] = iov[i];
+    e->dst = *dst;
+    e->probe_on_fault = probe_on_fault;
+    b->fd = fd;
+    b->n++;
+    return 0;
 }
 
 /*
@@ -164,8 +303,8 @@ static void delayq_tick(struct efasim_context *ctx)
     }
 }
 
-int efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
-                struct iovec *iov, int iovcnt)
+static int xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
+                struct iovec *iov, int iovcnt, int owned, bool probe_on_fault)
 {
     const struct efasim_config *cfg = efasim_config();
     int held;
@@ -178,7 +317,7 @@ int efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *ds
         efasim_hw_count(&ctx->hwc->tx_pkts, &ctx->hwc->tx_bytes, len);
     }
     if (!cfg->loss && !cfg->dup && !cfg->reorder && !cfg->delay)
-        return raw_send(fd, dst, iov, iovcnt);
+        return out_send(ctx, fd, dst, iov, iovcnt, owned, probe_on_fault);
     if (ctx->delayq)
         delayq_tick(ctx);
     if (cfg->loss && efasim_rand01(ctx) < cfg->loss)
@@ -189,9 +328,21 @@ int efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *ds
     if (cfg->reorder && efasim_rand01(ctx) < cfg->reorder &&
         (held = delayq_hold(ctx, fd, dst, iov, iovcnt, false)))
         return held < 0 ? held : 0;
-    if (raw_send(fd, dst, iov, iovcnt))
+    if (out_send(ctx, fd, dst, iov, iovcnt, owned, probe_on_fault))
         return -EFAULT;
     if (cfg->dup && efasim_rand01(ctx) < cfg->dup && !delayq_hold(ctx, fd, dst, iov, iovcnt, false))
-        (void)raw_send(fd, dst, iov, iovcnt);
+        (void)out_send(ctx, fd, dst, iov, iovcnt, owned, probe_on_fault);
     return 0;
+}
+
+int efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
+                struct iovec *iov, int iovcnt)
+{
+    return xmit(ctx, fd, dst, iov, iovcnt, -1, false);
+}
+
+int efasim_xmit_batched(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
+                        struct iovec *iov, int iovcnt, int owned, bool probe_on_fault)
+{
+    return xmit(ctx, fd, dst, iov, iovcnt, owned, probe_on_fault);
 }

@@ -99,6 +99,9 @@ static void qp_free(struct efasim_qp *qp)
 {
     if (qp->fd >= 0)
         close(qp->fd);
+    /* Nonces of WRs still in flight: a target must not find one in freed memory. */
+    for (uint32_t i = 0; qp->sq && i < qp->cap.max_send_wr; i++)
+        __atomic_store_n(&qp->sq[i].fast_nonce, 0, __ATOMIC_RELEASE);
     free(qp->sq);
     free(qp->inline_pool);
     free(qp->issue_fifo);
@@ -651,16 +654,14 @@ static void swqe_validate(struct efasim_qp *qp, struct efasim_swqe *w)
 static void swqe_submit(struct efasim_qp *qp, uint32_t idx)
 {
     struct efasim_swqe *w = &qp->sq[idx];
-    uint64_t chunk = efasim_config()->rdma_chunk;
 
     swqe_validate(qp, w);
     if (w->status != IBV_WC_SUCCESS) {
         efasim_swqe_finish(qp, idx);
         return;
     }
-    /* A send is one datagram; RDMA moves rdma_chunk bytes per datagram. */
-    w->nchunks =
-        w->op == EFASIM_OP_SEND || !w->length ? 1 : (uint32_t)((w->length + chunk - 1) / chunk);
+    /* A send is one datagram; RDMA moves a chunk per datagram or direct-copy request. */
+    efasim_swqe_plan(qp, w);
     w->rnr_left = qp->rnr_retry == 7 ? UINT32_MAX : qp->rnr_retry;
     qp->issue_fifo[(qp->fifo_head + qp->fifo_count) % qp->cap.max_send_wr] = idx;
     qp->fifo_count++;
@@ -681,8 +682,11 @@ static int wr_complete(struct ibv_qp_ex *qpx)
             swqe_submit(qp, idx);
         idx = next;
     }
-    if (!err)
+    if (!err) {
+        efasim_tx_begin(qp->ctx); /* the session's datagrams in one sendmmsg */
         efasim_qp_issue(qp);
+        efasim_tx_end(qp->ctx);
+    }
     qp->in_session = false;
     qp->nstaged = 0;
     pthread_mutex_unlock(&qp->ctx->lock);

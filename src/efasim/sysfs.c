@@ -321,8 +321,10 @@ void efasim_sysfs_paths(unsigned i, const char *name, char *dev_path, char *ibde
  * statistic` or from hw_counters in sysfs); efasim's device is shared by
  * processes, so its counters live in a small file per device under the root,
  * efasim/counters/<name>, which every context maps shared and adds to
- * atomically. They only grow (since the file was created, as since boot on
- * EFA) and change nothing a program observes through verbs; efasim-info
+ * atomically. fast_ops and fast_bytes count the RDMA chunks the device
+ * served by direct copy between processes (fastpath.c), as the target. They only grow (since the
+ * file was created, as since boot on EFA) and change nothing a program observes through verbs;
+ * efasim-info
  * --counters prints them.
  */
 #define HWC_FILE_SIZE 4096
@@ -393,6 +395,8 @@ int efasim_hw_counters_read(const char *name, struct efasim_hw_counters *out)
     out->tx_bytes = __atomic_load_n(&hwc->tx_bytes, __ATOMIC_RELAXED);
     out->rx_pkts = __atomic_load_n(&hwc->rx_pkts, __ATOMIC_RELAXED);
     out->rx_bytes = __atomic_load_n(&hwc->rx_bytes, __ATOMIC_RELAXED);
+    out->fast_ops = __atomic_load_n(&hwc->fast_ops, __ATOMIC_RELAXED);
+    out->fast_bytes = __atomic_load_n(&hwc->fast_bytes, __ATOMIC_RELAXED);
     munmap(hwc, HWC_FILE_SIZE);
     return 0;
 }

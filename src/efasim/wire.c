@@ -137,9 +137,13 @@ static void seqwin_advance(struct efasim_seqwin *w, uint64_t base)
 #define RXWIN_WORDS (EFASIM_RX_WINDOW / 64)
 
 /* The answers a settled datagram can have, by their 3-bit code in the window; 0 is ACK. */
-static const uint32_t rxwin_status[] = {EFASIM_ST_OK, EFASIM_ST_REMOTE_RNR,
-                                        EFASIM_ST_REMOTE_BAD_LENGTH, EFASIM_ST_REMOTE_BAD_ADDRESS,
-                                        EFASIM_ST_LOCAL_INVALID_LKEY};
+static const uint32_t rxwin_status[] = {EFASIM_ST_OK,
+                                        EFASIM_ST_REMOTE_RNR,
+                                        EFASIM_ST_REMOTE_BAD_LENGTH,
+                                        EFASIM_ST_REMOTE_BAD_ADDRESS,
+                                        EFASIM_ST_LOCAL_INVALID_LKEY,
+                                        EFASIM_ST_FAST_REFUSED,
+                                        EFASIM_ST_FAST_RETRY};
 #define RXWIN_CODES (sizeof(rxwin_status) / sizeof(rxwin_status[0]))
 _Static_assert(RXWIN_CODES <= 8, "answers fit the window's 3 code bits");
 
@@ -269,7 +273,7 @@ static void send_nack(struct efasim_qp *qp, const struct rx_src *src, uint32_t s
                            .dst_inc = src->hdr->src_inc};
     struct iovec iov = {.iov_base = &h, .iov_len = sizeof(h)};
 
-    efasim_xmit(qp->ctx, qp->fd, &src->addr, &iov, 1);
+    efasim_xmit_batched(qp->ctx, qp->fd, &src->addr, &iov, 1, 1, false);
 }
 
 /*
@@ -289,7 +293,7 @@ static void ack_send_pending(struct efasim_qp *qp, struct efasim_peer *p)
                            .dst_inc = p->inc};
     struct iovec iov[2] = {{&h, sizeof(h)}, {p->pend, p->npend * sizeof(struct efasim_ack)}};
 
-    efasim_xmit(qp->ctx, qp->fd, &dst, iov, 2);
+    efasim_xmit_batched(qp->ctx, qp->fd, &dst, iov, 2, 2, false);
     p->npend = 0;
 }
 
@@ -385,7 +389,7 @@ static int swqe_iov(const struct efasim_swqe *w, uint64_t offset, uint64_t n, st
 static void chunk_range(const struct efasim_swqe *w, uint32_t chunk, uint64_t *off_p,
                         uint64_t *len_p)
 {
-    uint64_t size = w->op == EFASIM_OP_SEND ? w->length : efasim_config()->rdma_chunk;
+    uint64_t size = w->op == EFASIM_OP_SEND ? w->length : w->chunk_size;
     uint64_t off = (uint64_t)chunk * size;
 
     *off_p = off;
@@ -425,6 +429,7 @@ static void inflight_send(struct efasim_qp *qp, struct efasim_inflight *f, uint3
                            .dst_inc = p->inc,
                            .low = p->tx.base};
     struct iovec iov[1 + EFASIM_MAX_SGE];
+    struct efasim_fast_req fast_req;
     uint64_t off, len;
     int n = 0;
 
@@ -441,6 +446,16 @@ static void inflight_send(struct efasim_qp *qp, struct efasim_inflight *f, uint3
     case EFASIM_OP_READ:
         h.type = EFASIM_PKT_READ_REQ;
         break;
+    }
+    if (w->fast) {
+        /* A direct-copy request: where this chunk lies here, instead of the data. */
+        struct iovec local[EFASIM_MAX_SGE];
+
+        efasim_fast_req_build(&fast_req, &w->fast_nonce, local,
+                              swqe_iov(w, off, len, local, EFASIM_MAX_SGE));
+        h.flags |= EFASIM_F_FAST;
+        iov[1] = (struct iovec){&fast_req, sizeof(fast_req)};
+        n = 1;
     }
     if (w->op != EFASIM_OP_SEND) {
         h.raddr = w->raddr + off;
@@ -466,7 +481,9 @@ static void inflight_send(struct efasim_qp *qp, struct efasim_inflight *f, uint3
     memcpy(out + 2, iov + 1, (size_t)n * sizeof(struct iovec));
     if (n && retransmit && !w->is_inline && !swqe_lkeys_live(qp, w))
         n = -1; /* the MR went away: nothing of it is read */
-    if (n < 0 || efasim_xmit(qp->ctx, qp->fd, &w->dst, out, n + 2) == -EFAULT) {
+    /* Header, ACKs and a direct-copy request are ours; a payload is the application's. */
+    if (n < 0 || efasim_xmit_batched(qp->ctx, qp->fd, &w->dst, out, n + 2, w->fast ? 3 : 2,
+                                     !w->fast) == -EFAULT) {
         h.flags |= EFASIM_F_PROBE;
         (void)efasim_xmit(qp->ctx, qp->fd, &w->dst, out, 2);
     }
@@ -504,7 +521,7 @@ static bool swqe_issue_chunk(struct efasim_qp *qp, uint32_t idx)
     struct efasim_peer *p;
     uint32_t slot, pidx;
 
-    if (w->chunks_inflight >= EFASIM_RDMA_WINDOW)
+    if (w->chunks_inflight >= (w->fast ? EFASIM_FAST_WINDOW : EFASIM_RDMA_WINDOW))
         return false;
     /* The chunk that carries immediate data goes last, after every other chunk landed. */
     if (w->has_imm && w->next_chunk == w->nchunks - 1 && w->chunks_done != w->nchunks - 1)
@@ -534,6 +551,62 @@ static bool swqe_issue_chunk(struct efasim_qp *qp, uint32_t idx)
     w->chunks_inflight++;
     inflight_send(qp, f, slot, false);
     return true;
+}
+
+/*
+ * An RDMA WR goes by direct-copy requests (fastpath.c) when this process can
+ * offer them and its peer has not refused one; each request then carries
+ * EFASIM_FAST_CHUNK bytes instead of EFASIM_RDMA_CHUNK. A WR whose request is
+ * refused is redone by datagrams (swqe_fast_fallback).
+ */
+void efasim_swqe_plan(struct efasim_qp *qp, struct efasim_swqe *w)
+{
+    const struct efasim_config *cfg = efasim_config();
+
+    w->fast = false;
+    w->fast_fallback = false;
+    if (w->op != EFASIM_OP_SEND && w->length && !w->is_inline && efasim_fast_usable()) {
+        uint32_t pidx;
+        struct efasim_peer *p = peer_get(qp, w->dst.sin_addr, ntohs(w->dst.sin_port), false, &pidx);
+
+        w->fast = !p || !p->no_fast;
+    }
+    w->chunk_size = w->fast ? cfg->fast_chunk : cfg->rdma_chunk;
+    w->fast_nonce = w->fast ? efasim_fast_nonce() : 0;
+    w->nchunks = w->op == EFASIM_OP_SEND || !w->length
+                     ? 1
+                     : (uint32_t)((w->length + w->chunk_size - 1) / w->chunk_size);
+}
+
+static bool swqe_queued(const struct efasim_qp *qp, uint32_t idx)
+{
+    for (uint32_t k = 0; k < qp->fifo_count; k++)
+        if (qp->issue_fifo[(qp->fifo_head + k) % qp->cap.max_send_wr] == idx)
+            return true;
+    return false;
+}
+
+/*
+ * A direct-copy WR that drew a refusal, now that none of its requests is in
+ * flight: start it over by datagrams, from its first byte (RDMA moves the same
+ * bytes again, so what a request already copied is simply copied once more).
+ * The issue FIFO has room: it never holds more WRs than the send queue.
+ */
+static void swqe_fast_restart(struct efasim_qp *qp, uint32_t idx)
+{
+    struct efasim_swqe *w = &qp->sq[idx];
+
+    w->fast = false;
+    w->fast_fallback = false;
+    __atomic_store_n(&w->fast_nonce, 0, __ATOMIC_RELEASE); /* late requests move nothing */
+    w->chunk_size = efasim_config()->rdma_chunk;
+    w->nchunks = (uint32_t)((w->length + w->chunk_size - 1) / w->chunk_size);
+    w->next_chunk = 0;
+    w->chunks_done = 0;
+    if (!swqe_queued(qp, idx)) {
+        qp->issue_fifo[(qp->fifo_head + qp->fifo_count) % qp->cap.max_send_wr] = idx;
+        qp->fifo_count++;
+    }
 }
 
 void efasim_qp_issue(struct efasim_qp *qp)
@@ -582,8 +655,26 @@ void efasim_swqe_finish(struct efasim_qp *qp, uint32_t idx)
         }
         qp->sq_in_cq++; /* its slot counts until the completion is polled */
     }
+    /* A copy of its direct-copy requests still on the way finds no nonce: it moves nothing. */
+    __atomic_store_n(&w->fast_nonce, 0, __ATOMIC_RELEASE);
     w->used = false;
     qp->sq_used--;
+}
+
+/* WR idx had a chunk answered: finish it, restart it by datagrams, or wait for the rest. */
+static void swqe_chunk_settled(struct efasim_qp *qp, uint32_t idx)
+{
+    struct efasim_swqe *w = &qp->sq[idx];
+
+    if (w->chunks_inflight)
+        return;
+    if (w->fast_fallback && w->status == IBV_WC_SUCCESS) {
+        swqe_fast_restart(qp, idx);
+        return;
+    }
+    /* A failed WR may still sit in the issue FIFO; it finishes when it leaves it. */
+    if ((w->chunks_done == w->nchunks || w->status != IBV_WC_SUCCESS) && !swqe_queued(qp, idx))
+        efasim_swqe_finish(qp, idx);
 }
 
 /* A chunk got its answer (status OK or an error). */
@@ -603,15 +694,30 @@ static void chunk_done(struct efasim_qp *qp, uint32_t slot, enum ibv_wc_status s
         w->next_chunk = w->nchunks; /* send nothing more for a failed WR */
     }
     inflight_free(qp, slot);
-    if (!w->chunks_inflight && (w->chunks_done == w->nchunks || w->status != IBV_WC_SUCCESS)) {
-        bool queued = false;
+    swqe_chunk_settled(qp, idx);
+}
 
-        /* A failed WR may still sit in the issue FIFO; it finishes when it leaves it. */
-        for (uint32_t k = 0; k < qp->fifo_count; k++)
-            queued |= qp->issue_fifo[(qp->fifo_head + k) % qp->cap.max_send_wr] == idx;
-        if (!queued)
-            efasim_swqe_finish(qp, idx);
-    }
+/*
+ * A direct-copy request of WR `slot`'s was refused (fastpath.c): nothing of it
+ * reached a completion. `for_peer`: the peer cannot serve direct copies at
+ * all, so no later WR to it asks. The WR stops issuing requests and, once the
+ * others in flight are answered, starts over by datagrams.
+ */
+static void swqe_fast_fallback(struct efasim_qp *qp, uint32_t slot, bool for_peer)
+{
+    struct efasim_inflight *f = &qp->inflight[slot];
+    uint32_t idx = f->wqe;
+    struct efasim_swqe *w = &qp->sq[idx];
+
+    if (for_peer)
+        qp->peers[f->peer].no_fast = true;
+    seqwin_mark(&qp->peers[f->peer].tx, f->seq);
+    w->chunks_inflight--;
+    w->fast_fallback = true;
+    if (w->status == IBV_WC_SUCCESS)
+        w->next_chunk = w->nchunks;
+    inflight_free(qp, slot);
+    swqe_chunk_settled(qp, idx);
 }
 
 /* The in-flight slot an answer names, if it is still waiting for one. */
@@ -741,6 +847,22 @@ static void answer_settled(struct efasim_qp *qp, struct efasim_peer *p, uint32_t
 }
 
 /*
+ * The chunk of a direct-copy request, which passed every check a datagram
+ * request passes, moves between the initiator's memory and ours (fastpath.c).
+ */
+static uint32_t rx_fast_copy(struct efasim_qp *qp, const struct efasim_hdr *h,
+                             const uint8_t *payload, size_t plen)
+{
+    bool read = h->type == EFASIM_PKT_READ_REQ;
+    uint32_t st =
+        efasim_fast_copy(payload, plen, (void *)(uintptr_t)h->raddr, h->len, /*to_initiator=*/read);
+
+    if (st == EFASIM_ST_OK && qp->ctx->hwc)
+        efasim_hw_count(&qp->ctx->hwc->fast_ops, &qp->ctx->hwc->fast_bytes, h->len);
+    return st;
+}
+
+/*
  * DATA and WRITE from peer p (slot pidx): checked, de-duplicated, applied, answered.
  *
  * Each sequence number is settled here exactly once, and every copy of it is
@@ -755,7 +877,9 @@ static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pid
 {
     const struct efasim_hdr *h = src->hdr;
     bool is_write = h->type == EFASIM_PKT_WRITE;
-    bool wants_recv = !is_write || (h->flags & EFASIM_F_IMM);
+    bool is_read = h->type == EFASIM_PKT_READ_REQ; /* only direct-copy reads come here */
+    bool fast = h->flags & EFASIM_F_FAST;
+    bool wants_recv = h->type == EFASIM_PKT_DATA || (is_write && (h->flags & EFASIM_F_IMM));
     uint32_t nack = EFASIM_ST_OK;
     int fresh;
 
@@ -774,8 +898,10 @@ static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pid
         answer_settled(qp, p, pidx, src, EFASIM_ST_LOCAL_INVALID_LKEY);
         return;
     }
-    if (is_write && (!efasim_config()->rdma_write || plen != h->len ||
+    if (is_write && (!efasim_config()->rdma_write || (!fast && plen != h->len) ||
                      !rdma_range_ok(qp, h, IBV_ACCESS_REMOTE_WRITE)))
+        nack = EFASIM_ST_REMOTE_BAD_ADDRESS;
+    if (is_read && (!efasim_config()->rdma_read || !rdma_range_ok(qp, h, IBV_ACCESS_REMOTE_READ)))
         nack = EFASIM_ST_REMOTE_BAD_ADDRESS;
     if (!nack && wants_recv) {
         if (!qp->rq_count && !(h->flags & EFASIM_F_RNR_FINAL)) {
@@ -787,7 +913,9 @@ static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pid
         else if (efasim_cq_full(qp->recv_cq))
             return; /* no room to complete it: let the sender retransmit */
     }
-    if (!nack && is_write)
+    if (!nack && fast)
+        nack = rx_fast_copy(qp, h, payload, plen);
+    else if (!nack && is_write)
         memcpy((void *)(uintptr_t)h->raddr, payload, plen);
     if (!nack && wants_recv)
         rx_consume_recv(qp, src, is_write ? NULL : payload, is_write ? 0 : plen,
@@ -800,8 +928,10 @@ static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pid
      * ours will answer it to carry the ACK: it goes now, as the NIC acknowledges
      * a write at once, instead of after EFASIM_ACK_DELAY_US.
      */
-    if (is_write && !wants_recv && p->npend)
+    if ((is_write || is_read) && !wants_recv && p->npend)
         ack_send_pending(qp, p);
+    if (fast)
+        efasim_tx_flush(qp->ctx); /* a direct copy took a while: its answer goes now */
 }
 
 /* READ_REQ: stateless; the target's memory is only read, after every check. */
@@ -854,6 +984,18 @@ static void rx_read_resp(struct efasim_qp *qp, const struct rx_src *src, const u
     chunk_done(qp, slot, IBV_WC_SUCCESS, EFASIM_ST_OK);
 }
 
+/* As rx_read_resp checks a read's destination when its data arrives. */
+static bool fast_read_dest_live(struct efasim_qp *qp, const struct efasim_swqe *w)
+{
+    if (w->op != EFASIM_OP_READ || !w->fast)
+        return true;
+    for (uint32_t i = 0; i < w->nsge; i++)
+        if (!efasim_mr_check(qp->ctx, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length,
+                             IBV_ACCESS_LOCAL_WRITE))
+            return false;
+    return true;
+}
+
 static void rx_acks(struct efasim_qp *qp, const struct rx_src *src, const uint8_t *payload,
                     uint32_t n)
 {
@@ -862,7 +1004,12 @@ static void rx_acks(struct efasim_qp *qp, const struct rx_src *src, const uint8_
         uint32_t slot;
 
         memcpy(&a, payload + i * sizeof(a), sizeof(a));
-        if (!inflight_lookup(qp, src, a.seq, a.cookie, &slot))
+        if (inflight_lookup(qp, src, a.seq, a.cookie, &slot))
+            continue;
+        /* A direct-copy read landed; its destination must still be registered, writable. */
+        if (!fast_read_dest_live(qp, &qp->sq[qp->inflight[slot].wqe]))
+            chunk_done(qp, slot, IBV_WC_LOC_PROT_ERR, EFASIM_ST_LOCAL_INVALID_LKEY);
+        else
             chunk_done(qp, slot, IBV_WC_SUCCESS, EFASIM_ST_OK);
     }
 }
@@ -886,6 +1033,11 @@ static void rx_nack(struct efasim_qp *qp, const struct rx_src *src)
         return;
     f = &qp->inflight[slot];
     w = &qp->sq[f->wqe];
+    if (h->status == EFASIM_ST_FAST_REFUSED || h->status == EFASIM_ST_FAST_RETRY) {
+        if (w->fast) /* a peer never refuses a datagram so: ignore it otherwise */
+            swqe_fast_fallback(qp, slot, h->status == EFASIM_ST_FAST_REFUSED);
+        return;
+    }
     if (h->status == EFASIM_ST_REMOTE_RNR && !(h->flags & EFASIM_F_RNR_FINAL)) {
         uint64_t now = efasim_now_ns();
 
@@ -948,7 +1100,10 @@ static void rx_datagram(struct efasim_qp *qp, const struct sockaddr_in *from, co
         rx_request(qp, p, pidx, &src, payload, plen);
         break;
     case EFASIM_PKT_READ_REQ:
-        rx_read_req(qp, &src);
+        if (h.flags & EFASIM_F_FAST)
+            rx_request(qp, p, pidx, &src, payload, plen); /* settled once, as a WRITE */
+        else
+            rx_read_req(qp, &src);
         break;
     case EFASIM_PKT_READ_RESP:
         if (for_us)
@@ -1144,6 +1299,7 @@ static void quiesce_answer_all(struct efasim_qp *qp)
 
 void efasim_qp_quiesce(struct efasim_qp *qp)
 {
+    efasim_tx_flush(qp->ctx); /* nothing of this socket's may wait in a batch */
     /*
      * A NIC acknowledges what it delivered before the host destroys the QP:
      * take in what already reached the socket and send every ACK still owed,
@@ -1183,8 +1339,10 @@ void efasim_progress(struct efasim_context *ctx)
 
     ctx->stalled_ns += nic_pending_stall(ctx, now);
     ctx->last_progress_ns = now;
+    efasim_tx_begin(ctx);
     for (uint32_t i = 0; i < ctx->qp_slots_used; i++)
         if (ctx->qps[i])
             qp_progress(ctx->qps[i], now);
+    efasim_tx_end(ctx);
     efasim_delayq_flush(ctx, false);
 }

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
+#include <ftw.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,33 @@ void efasim_setenv(const char *name, const char *value)
 {
     if (setenv(name, value, 1))
         efarm_test_fail(__FILE__, __LINE__, "setenv(%s): %s", name, strerror(errno));
+}
+
+static char g_private_sysfs[] = "/tmp/efasim-test-sysfs-XXXXXX";
+static pid_t g_private_sysfs_owner;
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    (void)remove(path); /* best effort */
+    return 0;
+}
+
+static void private_sysfs_remove(void)
+{
+    if (getpid() == g_private_sysfs_owner) /* not from a forked child's exit */
+        nftw(g_private_sysfs, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void efasim_private_sysfs(void)
+{
+    if (!mkdtemp(g_private_sysfs))
+        efarm_test_fail(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
+    g_private_sysfs_owner = getpid();
+    atexit(private_sysfs_remove);
+    efasim_setenv("SYSFS_PATH", g_private_sysfs);
 }
 
 double efasim_now(void)

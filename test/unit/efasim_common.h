@@ -120,6 +120,12 @@ void efasim_expect_status(const char *file, int line, const struct efasim_wc *wc
                           enum ibv_wc_status want);
 
 void efasim_setenv(const char *name, const char *value);
+/*
+ * Before the first verbs call: SYSFS_PATH at a new directory of this test's
+ * own, removed when the test process exits, so efasim's device counters count
+ * only this test's traffic (other efasim users on the host share the default).
+ */
+void efasim_private_sysfs(void);
 double efasim_now(void);
 void efasim_sleep_ms(unsigned ms);
 
