@@ -29,3 +29,6 @@ check-local: check-mem-hook
 check-mem-hook: test/unit/mem-hook-so test/unit/memhook-module.la
 	./test/unit/mem-hook-so
 .PHONY: check-mem-hook
+
+# The cache under MPI (run by test/mpi/run-mpi-tests.sh).
+EXTRA_DIST += test/mpi/mr_cache_reuse.c
