@@ -39,10 +39,10 @@
  * after it is freed, so invalidating on free is enough. To keep unrelated
  * frees cheap, a free only invalidates registrations whose requested bytes
  * (not their page-rounded extent) overlap the freed block: every page of a
- * registration holds bytes
- * of a buffer it was requested for, and that page cannot be released while
- * that buffer is allocated. A process-wide counting filter over 1 MiB granules
- * lets free() and munmap() skip all locks when nothing registered is nearby.
+ * registration holds bytes of a buffer it was requested for, and that page
+ * cannot be released while that buffer is allocated. A process-wide counting
+ * filter over 1 MiB granules lets free() and munmap() skip all locks when
+ * nothing registered is nearby.
  *
  * The hook never deregisters (the ops could take locks the interrupted code
  * holds): it moves unreferenced entries to a per-cache dead list that the
@@ -77,6 +77,7 @@
  * registers and every put deregisters.
  */
 #include "efarm_config.h"
+#include "efarm_log.h"
 #include "efarm_mr_cache.h"
 
 #include <errno.h>
@@ -760,6 +761,12 @@ void efarm_mr_cache_close(struct efarm_mr_cache *c)
                 referenced);
     if (pending)
         fprintf(stderr, "efarm: mr cache closed during %zu get(s) in progress\n", pending);
+    efarm_log(EFARM_LOG_INFO,
+              "registration cache %s: %llu hits, %llu misses (registrations), %llu "
+              "invalidations, %llu evictions",
+              c->caching ? "caching" : "passing through", (unsigned long long)c->hits,
+              (unsigned long long)c->misses, (unsigned long long)c->invalidations,
+              (unsigned long long)c->evictions);
     mr_release_victims(c, &victims);
     pthread_mutex_destroy(&c->lock);
     free(c->slots);
