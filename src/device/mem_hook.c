@@ -417,7 +417,24 @@ static bool mem_hook_in_object(const struct dl_phdr_info *info, uintptr_t addr)
     return false;
 }
 
-/* Store value in *slot; slot may be in the object's RELRO range [relro_lo, relro_hi). */
+/* Whether slot lies in a segment the object maps writable (before RELRO takes it back). */
+static bool mem_hook_writable(const struct dl_phdr_info *info, uintptr_t slot)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+
+        if (ph->p_type == PT_LOAD && slot >= start && slot - start < ph->p_memsz)
+            return (ph->p_flags & PF_W) != 0;
+    }
+    return false;
+}
+
+/*
+ * Store value in *slot, in a writable segment of the object. The dynamic
+ * loader made the whole pages of [relro_lo, relro_hi) read-only (RELRO): such
+ * a page is made writable for the store and read-only again.
+ */
 static int mem_hook_store(void **slot, void *value, uintptr_t relro_lo, uintptr_t relro_hi)
 {
     uintptr_t addr = (uintptr_t)slot, page = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -469,7 +486,8 @@ static void mem_hook_patch_table(const struct dl_phdr_info *info, const ElfW(Rel
             w->foreign++;
             continue;
         }
-        if (mem_hook_store(slot, sym->hook, relro_lo, relro_hi))
+        if (!mem_hook_writable(info, (uintptr_t)slot) ||
+            mem_hook_store(slot, sym->hook, relro_lo, relro_hi))
             w->failed++;
         else
             w->patched++;
@@ -505,8 +523,11 @@ static int mem_hook_patch_object(struct dl_phdr_info *info, size_t size, void *a
         if (ph->p_type == PT_DYNAMIC)
             dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
         else if (ph->p_type == PT_GNU_RELRO) {
-            relro_lo = info->dlpi_addr + ph->p_vaddr;
-            relro_hi = relro_lo + ph->p_memsz;
+            /* As glibc protects it: whole pages, the last partial one left writable. */
+            uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+            relro_lo = (info->dlpi_addr + ph->p_vaddr) & ~(page - 1);
+            relro_hi = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz) & ~(page - 1);
         }
     }
     if (!dyn)
