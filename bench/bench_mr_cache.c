@@ -176,7 +176,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench-mr-cache: no address space, or scale too small\n");
         return 1;
     }
-    /* The benchmark releases nothing it registers: cache whatever the hook's state. */
+    /*
+     * The benchmark releases nothing it registers: cache whatever the hook's state. Install
+     * the hook as a caching cache would, so that hits pay its check for newly loaded objects
+     * and malloc+free goes through it, as in an MPI program.
+     */
+    efarm_mem_hook_install();
     atomic_store(&g_efarm_mr_cache_assume_hook, 1);
     fake = bench_fake_ops(iters);
     malloc_free_empty = bench_malloc_free(iters);

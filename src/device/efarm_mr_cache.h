@@ -141,18 +141,34 @@ void efarm_mr_cache_stats(struct efarm_mr_cache *cache, struct efarm_mr_cache_st
 /* ---- Memory hook (mem_hook.c) ---------------------------------------------------- */
 
 enum efarm_mem_hook_status {
-    EFARM_MEM_HOOK_LIVE,       /* every release the hook covers reaches it */
-    EFARM_MEM_HOOK_NOT_BUILT,  /* compiled out (sanitizer build, EFARM_MEM_HOOK_DISABLE) */
-    EFARM_MEM_HOOK_NOT_FIRST,  /* another object's munmap/free/... is found first */
+    EFARM_MEM_HOOK_LIVE,          /* every reference to a hooked function in every object patched */
+    EFARM_MEM_HOOK_NOT_BUILT,     /* compiled out (sanitizer build, EFARM_MEM_HOOK_DISABLE, not
+                                   * x86-64 Linux) */
+    EFARM_MEM_HOOK_NOT_INSTALLED, /* no caching cache has opened yet: nothing patched */
+    EFARM_MEM_HOOK_PATCH_FAILED,  /* some reference could not be patched or is bound elsewhere */
     EFARM_MEM_HOOK_ALLOCATOR,  /* malloc, free and malloc_usable_size come from different objects */
-    EFARM_MEM_HOOK_UNRESOLVED, /* the next definitions could not be found (dlsym) */
+    EFARM_MEM_HOOK_UNRESOLVED, /* a hooked function could not be resolved (dlsym) */
 };
 
 /*
- * Whether the interposed release functions are the ones the whole process
- * calls. Determined once, the first time it can be; thread-safe.
+ * Patch every loaded object's references to munmap, free and the other
+ * hooked functions so that they reach the memory hook (mem_hook.c explains
+ * the mechanism), once per process; later calls return the first outcome.
+ * Caches call it when they open to cache, so programs that never cache are
+ * never patched. Thread-safe. Returns the status, as efarm_mem_hook_status().
  */
+enum efarm_mem_hook_status efarm_mem_hook_install(void);
+
+/* The hook's status now (NOT_INSTALLED before efarm_mem_hook_install()); lock-free. */
 enum efarm_mem_hook_status efarm_mem_hook_status(void);
+
+/*
+ * Patch objects loaded since the last call (every get calls it before its
+ * lookup); if there were any, every cache drops its registrations once.
+ * Returns false when the hook can no longer be trusted (an object loaded
+ * later could not be patched): the caller must not reuse registrations.
+ */
+bool efarm_mem_hook_sync(void);
 
 /* One-line description of a status; a static string. */
 const char *efarm_mem_hook_status_string(enum efarm_mem_hook_status status);
@@ -170,6 +186,16 @@ enum efarm_mr_release { EFARM_MR_RELEASE_UNMAP, EFARM_MR_RELEASE_FREE };
 
 bool efarm_mr_cache_hook_wanted(void);
 void efarm_mr_cache_hook_release(const void *addr, size_t len, enum efarm_mr_release kind);
+
+/* Make every caching cache drop all its registrations the next time its lock is taken. */
+void efarm_mr_cache_hook_flush(void);
+
+/*
+ * Counters summed over every cache the process has opened, open or closed
+ * (caching is whether the memory hook is live now); for tests and tools that
+ * see no cache, such as an MPI program through dlsym.
+ */
+void efarm_mr_cache_totals(struct efarm_mr_cache_stats *stats_p);
 
 /* ---- Testing hooks ------------------------------------------------------------- */
 

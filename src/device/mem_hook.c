@@ -1,32 +1,68 @@
 /*
- * Memory hook for the registration cache: efarm defines the functions that
- * release memory (munmap, mremap, mmap with MAP_FIXED, madvise discarding
- * pages, brk/sbrk shrinking, shmdt, free, realloc, reallocarray), tells every
- * open cache about the released range (efarm_mr_cache_hook_release), then
- * forwards to the next definition, found with dlsym(RTLD_NEXT). mr_cache.c
- * explains why free() and realloc() are included and lists what is and is not
- * covered.
+ * Memory hook for the registration cache, by relocation patching (what UCX's
+ * ucm calls "reloc" mode). libefarm defines no munmap, free, ... of its own:
+ * when the first cache that wants to cache opens (efarm_mem_hook_install(),
+ * not at load, so programs that never cache run untouched), it walks every
+ * loaded object (dl_iterate_phdr) and, in each object's relocation tables,
+ * points the GOT entries that name a hooked function at efarm's hook for it.
+ * A hook tells every open cache about the released range
+ * (efarm_mr_cache_hook_release) and forwards to the definition the process
+ * would have called, resolved once with dlsym(RTLD_DEFAULT) before anything
+ * is patched.
  *
- * Resolving the next definitions: a constructor resolves them at load time;
- * a hook that runs before (or during) that resolves lazily. dlsym may call
- * malloc and free, so while one thread resolves, a hook never waits: munmap,
- * mmap, mremap, madvise and shmdt issue the system call themselves, brk, sbrk
- * and realloc fail with ENOMEM, and free leaks its block (a few bytes from
- * dlsym itself, once per process).
+ * Why patching rather than defining the symbols: in an MPI program libefarm
+ * is a DT_NEEDED of libmpi.so, after libc in the global lookup scope, so
+ * definitions in libefarm would never be found first; and defining free() in
+ * a library interposes every program that links it, used or not. Patching
+ * reaches calls from every object whatever the load order, only once a
+ * caching cache exists. Why not userfaultfd: it reports unmaps only to a
+ * reader thread (efarm has none: progress is manual), needs privileges or
+ * UFFD_USER_MODE_ONLY, and does not see free() of heap memory at all.
  *
- * The definitions only take effect if the process finds them first;
- * efarm_mem_hook_status() checks that, so a cache never relies on a hook
- * that is not there. Under ASan, TSan and MSan nothing is defined (nor with
- * EFARM_MEM_HOOK_DISABLE) and caches pass through: clang links the sanitizer
- * runtimes' own munmap, free, ... into the executable, where efarm's would
- * replace them, and gcc's runtime calls free from its initialization, before
- * the shadow memory that instrumented code here would touch exists.
+ * Hooked names: munmap, mremap, mmap, mmap64 (MAP_FIXED), madvise, brk,
+ * sbrk, shmdt, free, realloc, reallocarray. Relocations patched (x86-64):
+ * R_X86_64_JUMP_SLOT (calls through the PLT, lazily bound or not),
+ * R_X86_64_GLOB_DAT (address taken through the GOT) and R_X86_64_64 with
+ * addend 0 that holds the real function (a function pointer in data). GOT
+ * entries in the RELRO segment are made writable for the store and read-only
+ * again after it.
+ *
+ * Objects loaded later: every efarm_mr_cache_get() first calls
+ * efarm_mem_hook_sync(), which compares the loader's count of loaded objects
+ * (dl_iterate_phdr's dlpi_adds) with the count at the last walk; if objects
+ * were added it walks again, patching them, and makes every cache drop its
+ * registrations once, because the new objects may have released memory
+ * before they were patched. dlopen itself is deliberately not hooked: glibc's
+ * dlopen finds its caller's RUNPATH and namespace from its return address, so
+ * a dlopen called from efarm's hook would search efarm's RUNPATH instead of
+ * the caller's; and the count also catches objects loaded by glibc itself
+ * (NSS, iconv) and by dlmopen, which no dlopen hook would see.
+ *
+ * Skipped: the dynamic loader (it frees and unmaps only through its own
+ * internal functions) and the vDSO (no relocations). libefarm itself is
+ * patched like any other object: the hooks forward through the resolved
+ * pointers, never through a GOT, so they cannot recurse.
+ *
+ * Honest status: LIVE only if every hooked name and malloc_usable_size were
+ * resolved, malloc, free and malloc_usable_size come from one allocator, and
+ * every reference in every object was patched: a GOT entry bound to a
+ * definition other than the resolved one (another namespace, a private
+ * definition) or a store that failed makes the status PATCH_FAILED, and the
+ * caches then pass through. A later walk that fails makes every get flush its
+ * cache (efarm_mem_hook_sync() returns false), which degrades to pass-through.
+ * Once patched, libefarm pins itself (RTLD_NODELETE): the GOTs point into it.
+ *
+ * Under ASan, TSan and MSan (and with EFARM_MEM_HOOK_DISABLE, and off x86-64
+ * Linux) nothing is patched and caches pass through: the sanitizer runtimes
+ * interpose munmap, free, ... themselves. mr_cache.c lists what the hook
+ * covers and what it does not.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#undef _FILE_OFFSET_BITS /* mmap and mmap64 are defined separately below */
+#undef _FILE_OFFSET_BITS /* mmap and mmap64 are hooked separately below */
 
+#include "efarm_log.h"
 #include "efarm_mr_cache.h"
 
 #if defined(__has_feature)
@@ -39,20 +75,35 @@
 #define EFARM_MEM_HOOK_SANITIZER 1
 #endif
 
-#if defined(EFARM_MEM_HOOK_DISABLE) || defined(EFARM_MEM_HOOK_SANITIZER)
+#if defined(EFARM_MEM_HOOK_DISABLE) || defined(EFARM_MEM_HOOK_SANITIZER) || \
+    !defined(__x86_64__) || !defined(__linux__)
+
+enum efarm_mem_hook_status efarm_mem_hook_install(void)
+{
+    return EFARM_MEM_HOOK_NOT_BUILT;
+}
 
 enum efarm_mem_hook_status efarm_mem_hook_status(void)
 {
     return EFARM_MEM_HOOK_NOT_BUILT;
 }
 
+bool efarm_mem_hook_sync(void)
+{
+    return true;
+}
+
 #else
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -62,7 +113,7 @@ enum efarm_mem_hook_status efarm_mem_hook_status(void)
 
 _Static_assert(sizeof(void *) == sizeof(void (*)(void)), "dlsym results must fit a function");
 
-/* The definitions efarm's forward to. */
+/* The definitions efarm's hooks forward to. */
 struct mem_hook_next {
     int (*munmap)(void *, size_t);
     void *(*mremap)(void *, size_t, size_t, int, ...);
@@ -74,30 +125,28 @@ struct mem_hook_next {
     int (*shmdt)(const void *);
     void (*free)(void *);
     void *(*realloc)(void *, size_t);
+    void *(*reallocarray)(void *, size_t, size_t);
     size_t (*malloc_usable_size)(void *);
 };
 
 static struct mem_hook_next g_next;
 
-enum { MEM_HOOK_UNRESOLVED, MEM_HOOK_RESOLVING, MEM_HOOK_RESOLVED };
-static atomic_int g_resolve_state;
-static atomic_int g_status = -1; /* enum efarm_mem_hook_status once known */
-
-/* Every function this file defines: each must be the one the process finds first. */
-static const char *const g_hooked_names[] = {
-    "munmap", "mremap", "mmap", "mmap64",  "madvise",      "brk",
-    "sbrk",   "shmdt",  "free", "realloc", "reallocarray",
+/* One hooked name: its hook, and the definition it replaces (g_next's member). */
+struct mem_hook_sym {
+    const char *name;
+    void *hook;
+    void *next;
 };
 
-/* dlsym into a function pointer (POSIX guarantees the representation fits). */
-static void mem_hook_sym(void *handle, const char *name, void *fn_p)
-{
-    void *sym = dlsym(handle, name);
+enum { MEM_HOOK_NSYMS = 11 };
+static struct mem_hook_sym g_syms[MEM_HOOK_NSYMS];
 
-    memcpy(fn_p, &sym, sizeof(sym));
-}
+static pthread_mutex_t g_walk_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int g_status = EFARM_MEM_HOOK_NOT_INSTALLED;
+static atomic_ullong g_walked_adds; /* dlpi_adds when the last walk finished */
+static atomic_bool g_degraded;      /* a walk after install failed: caches flush on every get */
 
-static void *mem_hook_fn_addr(const void *fn_p)
+static void *mem_hook_addr(const void *fn_p)
 {
     void *addr;
 
@@ -105,82 +154,12 @@ static void *mem_hook_fn_addr(const void *fn_p)
     return addr;
 }
 
-/* True once the next definitions are known; false (never waiting) while they are not. */
-static bool mem_hook_resolve(void)
+/* dlsym into a function pointer (POSIX guarantees the representation fits). */
+static void mem_hook_resolve(const char *name, void *fn_p)
 {
-    int state = atomic_load_explicit(&g_resolve_state, memory_order_acquire);
+    void *sym = dlsym(RTLD_DEFAULT, name);
 
-    if (state == MEM_HOOK_RESOLVED)
-        return true;
-    if (state == MEM_HOOK_RESOLVING ||
-        !atomic_compare_exchange_strong(&g_resolve_state, &state, MEM_HOOK_RESOLVING))
-        return false;
-    mem_hook_sym(RTLD_NEXT, "munmap", &g_next.munmap);
-    mem_hook_sym(RTLD_NEXT, "mremap", &g_next.mremap);
-    mem_hook_sym(RTLD_NEXT, "mmap", &g_next.mmap);
-    mem_hook_sym(RTLD_NEXT, "mmap64", &g_next.mmap64);
-    mem_hook_sym(RTLD_NEXT, "madvise", &g_next.madvise);
-    mem_hook_sym(RTLD_NEXT, "brk", &g_next.brk);
-    mem_hook_sym(RTLD_NEXT, "sbrk", &g_next.sbrk);
-    mem_hook_sym(RTLD_NEXT, "shmdt", &g_next.shmdt);
-    mem_hook_sym(RTLD_NEXT, "free", &g_next.free);
-    mem_hook_sym(RTLD_NEXT, "realloc", &g_next.realloc);
-    mem_hook_sym(RTLD_NEXT, "malloc_usable_size", &g_next.malloc_usable_size);
-    atomic_store_explicit(&g_resolve_state, MEM_HOOK_RESOLVED, memory_order_release);
-    return true;
-}
-
-__attribute__((constructor)) static void mem_hook_initialize(void)
-{
-    mem_hook_resolve();
-}
-
-static enum efarm_mem_hook_status mem_hook_check(void)
-{
-    Dl_info self, info;
-    const void *allocator;
-
-    if (!dladdr(&g_next, &self))
-        return EFARM_MEM_HOOK_UNRESOLVED;
-    for (size_t i = 0; i < sizeof(g_hooked_names) / sizeof(g_hooked_names[0]); i++) {
-        void *sym = dlsym(RTLD_DEFAULT, g_hooked_names[i]);
-
-        if (!sym || !dladdr(sym, &info) || info.dli_fbase != self.dli_fbase)
-            return EFARM_MEM_HOOK_NOT_FIRST;
-    }
-    if (!g_next.munmap || !g_next.mremap || !g_next.mmap || !g_next.mmap64 || !g_next.madvise ||
-        !g_next.brk || !g_next.sbrk || !g_next.shmdt || !g_next.free || !g_next.realloc ||
-        !g_next.malloc_usable_size)
-        return EFARM_MEM_HOOK_UNRESOLVED;
-
-    /* The allocator that malloc'ed a block must be the one that sizes and frees it. */
-    if (!dladdr(dlsym(RTLD_DEFAULT, "malloc"), &info))
-        return EFARM_MEM_HOOK_ALLOCATOR;
-    allocator = info.dli_fbase;
-    if (!dladdr(mem_hook_fn_addr(&g_next.free), &info) || info.dli_fbase != allocator ||
-        !dladdr(mem_hook_fn_addr(&g_next.realloc), &info) || info.dli_fbase != allocator ||
-        !dladdr(mem_hook_fn_addr(&g_next.malloc_usable_size), &info) || info.dli_fbase != allocator)
-        return EFARM_MEM_HOOK_ALLOCATOR;
-    return EFARM_MEM_HOOK_LIVE;
-}
-
-enum efarm_mem_hook_status efarm_mem_hook_status(void)
-{
-    int status = atomic_load(&g_status);
-
-    if (status >= 0)
-        return (enum efarm_mem_hook_status)status;
-    if (!mem_hook_resolve())
-        return EFARM_MEM_HOOK_UNRESOLVED; /* being resolved by another thread: ask later */
-    status = (int)mem_hook_check();
-    atomic_store(&g_status, status);
-    return (enum efarm_mem_hook_status)status;
-}
-
-/* free() and realloc() size blocks with malloc_usable_size only once that is known to be safe. */
-static bool mem_hook_allocator_live(void)
-{
-    return atomic_load_explicit(&g_status, memory_order_relaxed) == EFARM_MEM_HOOK_LIVE;
+    memcpy(fn_p, &sym, sizeof(sym));
 }
 
 /*
@@ -241,15 +220,15 @@ static size_t mem_hook_shm_length(uintptr_t addr)
     return length;
 }
 
-int munmap(void *addr, size_t len)
+/* ---- The hooks ------------------------------------------------------------------ */
+
+static int mem_hook_munmap(void *addr, size_t len)
 {
     efarm_mr_cache_hook_release(addr, len, EFARM_MR_RELEASE_UNMAP);
-    if (!mem_hook_resolve() || !g_next.munmap)
-        return (int)syscall(SYS_munmap, addr, len);
     return g_next.munmap(addr, len);
 }
 
-void *mremap(void *old_address, size_t old_size, size_t new_size, int flags, ...)
+static void *mem_hook_mremap(void *old_address, size_t old_size, size_t new_size, int flags, ...)
 {
     void *new_address = NULL;
 
@@ -263,31 +242,25 @@ void *mremap(void *old_address, size_t old_size, size_t new_size, int flags, ...
         efarm_mr_cache_hook_release(new_address, new_size, EFARM_MR_RELEASE_UNMAP);
     }
     efarm_mr_cache_hook_release(old_address, old_size, EFARM_MR_RELEASE_UNMAP);
-    if (!mem_hook_resolve() || !g_next.mremap)
-        return (void *)syscall(SYS_mremap, old_address, old_size, new_size, flags, new_address);
     return g_next.mremap(old_address, old_size, new_size, flags, new_address);
 }
 
-void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
+static void *mem_hook_mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset)
 {
     /* MAP_FIXED replaces whatever was mapped there (MAP_FIXED_NOREPLACE does not). */
     if (flags & MAP_FIXED)
         efarm_mr_cache_hook_release(addr, length, EFARM_MR_RELEASE_UNMAP);
-    if (!mem_hook_resolve() || !g_next.mmap)
-        return (void *)syscall(SYS_mmap, addr, length, prot, flags, fd, offset);
     return g_next.mmap(addr, length, prot, flags, fd, offset);
 }
 
-void *mmap64(void *addr, size_t length, int prot, int flags, int fd, off64_t offset)
+static void *mem_hook_mmap64(void *addr, size_t length, int prot, int flags, int fd, off64_t offset)
 {
     if (flags & MAP_FIXED)
         efarm_mr_cache_hook_release(addr, length, EFARM_MR_RELEASE_UNMAP);
-    if (!mem_hook_resolve() || !g_next.mmap64)
-        return (void *)syscall(SYS_mmap, addr, length, prot, flags, fd, offset);
     return g_next.mmap64(addr, length, prot, flags, fd, offset);
 }
 
-int madvise(void *addr, size_t len, int advice)
+static int mem_hook_madvise(void *addr, size_t len, int advice)
 {
     /* Advice after which the range may read back other pages than the ones registered. */
     switch (advice) {
@@ -302,17 +275,11 @@ int madvise(void *addr, size_t len, int advice)
     default:
         break;
     }
-    if (!mem_hook_resolve() || !g_next.madvise)
-        return (int)syscall(SYS_madvise, addr, len, advice);
     return g_next.madvise(addr, len, advice);
 }
 
-int brk(void *addr)
+static int mem_hook_brk(void *addr)
 {
-    if (!mem_hook_resolve() || !g_next.brk || !g_next.sbrk) {
-        errno = ENOMEM;
-        return -1;
-    }
     if (efarm_mr_cache_hook_wanted()) {
         uintptr_t now = (uintptr_t)g_next.sbrk(0);
 
@@ -322,12 +289,8 @@ int brk(void *addr)
     return g_next.brk(addr);
 }
 
-void *sbrk(intptr_t increment)
+static void *mem_hook_sbrk(intptr_t increment)
 {
-    if (!mem_hook_resolve() || !g_next.sbrk) {
-        errno = ENOMEM;
-        return (void *)-1;
-    }
     if (increment < 0 && efarm_mr_cache_hook_wanted()) {
         uintptr_t now = (uintptr_t)g_next.sbrk(0);
 
@@ -338,53 +301,367 @@ void *sbrk(intptr_t increment)
     return g_next.sbrk(increment);
 }
 
-int shmdt(const void *shmaddr)
+static int mem_hook_shmdt(const void *shmaddr)
 {
     if (efarm_mr_cache_hook_wanted()) {
         size_t length = mem_hook_shm_length((uintptr_t)shmaddr);
 
         efarm_mr_cache_hook_release(shmaddr, length ? length : 1, EFARM_MR_RELEASE_UNMAP);
     }
-    if (!mem_hook_resolve() || !g_next.shmdt) {
-#ifdef SYS_shmdt
-        return (int)syscall(SYS_shmdt, shmaddr);
-#else
-        errno = ENOSYS;
-        return -1;
-#endif
-    }
     return g_next.shmdt(shmaddr);
 }
 
-void free(void *ptr)
+/*
+ * free() and realloc() (glibc frees mmapped chunks and trims its heap with
+ * internal calls no GOT sees; the pages under a block return only after the
+ * block is freed, so seeing the free is enough).
+ */
+static void mem_hook_free(void *ptr)
 {
-    if (ptr && efarm_mr_cache_hook_wanted() && mem_hook_allocator_live())
+    if (ptr && efarm_mr_cache_hook_wanted())
         efarm_mr_cache_hook_release(ptr, g_next.malloc_usable_size(ptr), EFARM_MR_RELEASE_FREE);
-    if (mem_hook_resolve() && g_next.free)
-        g_next.free(ptr);
-    /* Otherwise the block leaks: only dlsym's own, while resolving. */
+    g_next.free(ptr);
 }
 
-void *realloc(void *ptr, size_t size)
+static void *mem_hook_realloc(void *ptr, size_t size)
 {
     /* Moving, shrinking or growing may all give the block's pages back. */
-    if (ptr && efarm_mr_cache_hook_wanted() && mem_hook_allocator_live())
+    if (ptr && efarm_mr_cache_hook_wanted())
         efarm_mr_cache_hook_release(ptr, g_next.malloc_usable_size(ptr), EFARM_MR_RELEASE_FREE);
-    if (!mem_hook_resolve() || !g_next.realloc) {
-        errno = ENOMEM;
-        return NULL;
-    }
     return g_next.realloc(ptr, size);
 }
 
-/* glibc's reallocarray calls its internal realloc, so it is defined here on top of realloc(). */
-void *reallocarray(void *ptr, size_t nmemb, size_t size)
+/* glibc's reallocarray calls its internal realloc, so it is replaced by one on top of realloc. */
+static void *mem_hook_reallocarray(void *ptr, size_t nmemb, size_t size)
 {
     if (size && nmemb > SIZE_MAX / size) {
         errno = ENOMEM;
         return NULL;
     }
-    return realloc(ptr, nmemb * size);
+    return mem_hook_realloc(ptr, nmemb * size);
+}
+
+/* ---- Resolving ------------------------------------------------------------------ */
+
+#define MEM_HOOK_SYM(i_, name_)                                                                   \
+    do {                                                                                          \
+        __typeof__(&mem_hook_##name_) hook_ = mem_hook_##name_;                                   \
+        mem_hook_resolve(#name_, &g_next.name_);                                                  \
+        g_syms[i_] = (struct mem_hook_sym){                                                       \
+            .name = #name_, .hook = mem_hook_addr(&hook_), .next = mem_hook_addr(&g_next.name_)}; \
+    } while (0)
+
+/* Resolve what the hooks forward to; the status if that fails, else LIVE. */
+static enum efarm_mem_hook_status mem_hook_resolve_all(void)
+{
+    Dl_info info;
+    const void *allocator;
+
+    MEM_HOOK_SYM(0, munmap);
+    MEM_HOOK_SYM(1, mremap);
+    MEM_HOOK_SYM(2, mmap);
+    MEM_HOOK_SYM(3, mmap64);
+    MEM_HOOK_SYM(4, madvise);
+    MEM_HOOK_SYM(5, brk);
+    MEM_HOOK_SYM(6, sbrk);
+    MEM_HOOK_SYM(7, shmdt);
+    MEM_HOOK_SYM(8, free);
+    MEM_HOOK_SYM(9, realloc);
+    MEM_HOOK_SYM(10, reallocarray);
+    mem_hook_resolve("malloc_usable_size", &g_next.malloc_usable_size);
+    for (size_t i = 0; i < MEM_HOOK_NSYMS; i++)
+        if (!g_syms[i].next)
+            return EFARM_MEM_HOOK_UNRESOLVED;
+    if (!g_next.malloc_usable_size)
+        return EFARM_MEM_HOOK_UNRESOLVED;
+
+    /* The allocator that malloc'ed a block must be the one that sizes and frees it. */
+    if (!dladdr(dlsym(RTLD_DEFAULT, "malloc"), &info))
+        return EFARM_MEM_HOOK_ALLOCATOR;
+    allocator = info.dli_fbase;
+    if (!dladdr(mem_hook_addr(&g_next.free), &info) || info.dli_fbase != allocator ||
+        !dladdr(mem_hook_addr(&g_next.realloc), &info) || info.dli_fbase != allocator ||
+        !dladdr(mem_hook_addr(&g_next.malloc_usable_size), &info) || info.dli_fbase != allocator)
+        return EFARM_MEM_HOOK_ALLOCATOR;
+    return EFARM_MEM_HOOK_LIVE;
+}
+
+/* ---- Patching ------------------------------------------------------------------- */
+
+struct mem_hook_walk {
+    unsigned long long adds; /* dlpi_adds seen */
+    size_t patched;          /* entries written */
+    size_t foreign;          /* entries bound to another definition: left alone */
+    size_t failed;           /* entries that could not be written */
+};
+
+/* The hooked name a relocation refers to, or NULL. */
+static const struct mem_hook_sym *mem_hook_lookup(const char *name)
+{
+    for (size_t i = 0; i < MEM_HOOK_NSYMS; i++)
+        if (!strcmp(name, g_syms[i].name))
+            return &g_syms[i];
+    return NULL;
+}
+
+/* Whether addr lies in one of the object's loaded segments (a lazy PLT stub does). */
+static bool mem_hook_in_object(const struct dl_phdr_info *info, uintptr_t addr)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+
+        if (ph->p_type == PT_LOAD && addr >= start && addr - start < ph->p_memsz)
+            return true;
+    }
+    return false;
+}
+
+/* Whether slot lies in a segment the object maps writable (before RELRO takes it back). */
+static bool mem_hook_writable(const struct dl_phdr_info *info, uintptr_t slot)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+
+        if (ph->p_type == PT_LOAD && slot >= start && slot - start < ph->p_memsz)
+            return (ph->p_flags & PF_W) != 0;
+    }
+    return false;
+}
+
+/*
+ * Store value in *slot, in a writable segment of the object. The dynamic
+ * loader made the whole pages of [relro_lo, relro_hi) read-only (RELRO): such
+ * a page is made writable for the store and read-only again.
+ */
+static int mem_hook_store(void **slot, void *value, uintptr_t relro_lo, uintptr_t relro_hi)
+{
+    uintptr_t addr = (uintptr_t)slot, page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = addr & ~(page - 1);
+
+    if (addr < relro_lo || addr >= relro_hi) {
+        __atomic_store_n(slot, value, __ATOMIC_RELEASE);
+        return 0;
+    }
+    if (mprotect((void *)lo, page, PROT_READ | PROT_WRITE))
+        return -errno;
+    __atomic_store_n(slot, value, __ATOMIC_RELEASE);
+    return mprotect((void *)lo, page, PROT_READ) ? -errno : 0;
+}
+
+/* A dynamic-section address: relocated in place by glibc for most objects, an offset otherwise. */
+static uintptr_t mem_hook_dyn_addr(const struct dl_phdr_info *info, ElfW(Addr) ptr)
+{
+    return ptr < info->dlpi_addr ? info->dlpi_addr + ptr : ptr;
+}
+
+static void mem_hook_patch_table(const struct dl_phdr_info *info, const ElfW(Rela) * rela,
+                                 size_t count, const ElfW(Sym) * symtab, const char *strtab,
+                                 uintptr_t relro_lo, uintptr_t relro_hi, struct mem_hook_walk *w)
+{
+    for (size_t i = 0; i < count; i++) {
+        unsigned long type = ELF64_R_TYPE(rela[i].r_info), symidx = ELF64_R_SYM(rela[i].r_info);
+        const struct mem_hook_sym *sym;
+        void **slot, *now;
+
+        if (!symidx ||
+            (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT && type != R_X86_64_64))
+            continue;
+        sym = mem_hook_lookup(strtab + symtab[symidx].st_name);
+        if (!sym)
+            continue;
+        slot = (void **)(info->dlpi_addr + rela[i].r_offset);
+        now = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+        if (now == sym->hook)
+            continue;
+        if (type == R_X86_64_64) {
+            /* A function pointer in data: only the plain address of the real function. */
+            if (rela[i].r_addend || now != sym->next)
+                continue;
+        } else if (now != sym->next &&
+                   !(type == R_X86_64_JUMP_SLOT && mem_hook_in_object(info, (uintptr_t)now))) {
+            /* Bound elsewhere (another namespace's libc, a private definition); a lazy
+             * JUMP_SLOT still points at the object's own PLT stub. */
+            w->foreign++;
+            continue;
+        }
+        if (!mem_hook_writable(info, (uintptr_t)slot) ||
+            mem_hook_store(slot, sym->hook, relro_lo, relro_hi))
+            w->failed++;
+        else
+            w->patched++;
+    }
+}
+
+static bool mem_hook_skip(const char *name)
+{
+    const char *base = strrchr(name, '/');
+
+    base = base ? base + 1 : name;
+    return !strncmp(base, "ld-linux", 8) || !strncmp(base, "ld64.so", 7) ||
+           !strncmp(base, "linux-vdso", 10) || !strncmp(base, "linux-gate", 10);
+}
+
+static int mem_hook_patch_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct mem_hook_walk *w = arg;
+    const ElfW(Dyn) *dyn = NULL;
+    const ElfW(Sym) *symtab = NULL;
+    const char *strtab = NULL;
+    uintptr_t relro_lo = 0, relro_hi = 0, jmprel = 0, rela = 0;
+    size_t jmprel_size = 0, rela_size = 0, rela_ent = sizeof(ElfW(Rela));
+    long pltrel = DT_RELA;
+
+    (void)size;
+    w->adds = info->dlpi_adds;
+    if (mem_hook_skip(info->dlpi_name ? info->dlpi_name : ""))
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+        if (ph->p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
+        else if (ph->p_type == PT_GNU_RELRO) {
+            /* As glibc protects it: whole pages, the last partial one left writable. */
+            uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+            relro_lo = (info->dlpi_addr + ph->p_vaddr) & ~(page - 1);
+            relro_hi = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz) & ~(page - 1);
+        }
+    }
+    if (!dyn)
+        return 0;
+    for (; dyn->d_tag != DT_NULL; dyn++) {
+        switch (dyn->d_tag) {
+        case DT_SYMTAB:
+            symtab = (const ElfW(Sym) *)mem_hook_dyn_addr(info, dyn->d_un.d_ptr);
+            break;
+        case DT_STRTAB:
+            strtab = (const char *)mem_hook_dyn_addr(info, dyn->d_un.d_ptr);
+            break;
+        case DT_JMPREL:
+            jmprel = mem_hook_dyn_addr(info, dyn->d_un.d_ptr);
+            break;
+        case DT_PLTRELSZ:
+            jmprel_size = dyn->d_un.d_val;
+            break;
+        case DT_PLTREL:
+            pltrel = (long)dyn->d_un.d_val;
+            break;
+        case DT_RELA:
+            rela = mem_hook_dyn_addr(info, dyn->d_un.d_ptr);
+            break;
+        case DT_RELASZ:
+            rela_size = dyn->d_un.d_val;
+            break;
+        case DT_RELAENT:
+            rela_ent = dyn->d_un.d_val;
+            break;
+        case DT_REL:
+            w->failed++; /* never on x86-64: an object we do not understand */
+            break;
+        default:
+            break;
+        }
+    }
+    if (!symtab || !strtab || rela_ent != sizeof(ElfW(Rela)) || pltrel != DT_RELA) {
+        if (jmprel || rela)
+            w->failed++;
+        return 0;
+    }
+    if (jmprel)
+        mem_hook_patch_table(info, (const ElfW(Rela) *)jmprel, jmprel_size / sizeof(ElfW(Rela)),
+                             symtab, strtab, relro_lo, relro_hi, w);
+    if (rela)
+        mem_hook_patch_table(info, (const ElfW(Rela) *)rela, rela_size / sizeof(ElfW(Rela)), symtab,
+                             strtab, relro_lo, relro_hi, w);
+    return 0;
+}
+
+/* Patch every loaded object; g_walk_lock held. Returns whether every reference was patched. */
+static bool mem_hook_walk(void)
+{
+    struct mem_hook_walk w = {0};
+
+    dl_iterate_phdr(mem_hook_patch_object, &w);
+    atomic_store_explicit(&g_walked_adds, w.adds, memory_order_release);
+    efarm_log(w.foreign || w.failed ? EFARM_LOG_WARN : EFARM_LOG_INFO,
+              "memory hook: %zu GOT entries patched, %zu bound elsewhere, %zu not writable",
+              w.patched, w.foreign, w.failed);
+    return !w.foreign && !w.failed;
+}
+
+static int mem_hook_first_adds(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    *(unsigned long long *)arg = info->dlpi_adds;
+    return 1; /* the count is the same in every entry: stop at the first */
+}
+
+/* The objects the dynamic loader has ever loaded (never decreases). */
+static unsigned long long mem_hook_loader_adds(void)
+{
+    unsigned long long adds = 0;
+
+    dl_iterate_phdr(mem_hook_first_adds, &adds);
+    return adds;
+}
+
+/* Keep libefarm mapped for good: patched GOTs point into it. */
+static void mem_hook_pin_self(void)
+{
+    Dl_info self;
+
+    if (dladdr(&g_next, &self) && self.dli_fname && self.dli_fname[0])
+        (void)dlopen(self.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
+enum efarm_mem_hook_status efarm_mem_hook_install(void)
+{
+    int status = atomic_load(&g_status);
+
+    if (status != EFARM_MEM_HOOK_NOT_INSTALLED)
+        return (enum efarm_mem_hook_status)status;
+    pthread_mutex_lock(&g_walk_lock);
+    status = atomic_load(&g_status);
+    if (status == EFARM_MEM_HOOK_NOT_INSTALLED) {
+        status = (int)mem_hook_resolve_all();
+        if (status == EFARM_MEM_HOOK_LIVE) {
+            mem_hook_pin_self();
+            if (!mem_hook_walk())
+                status = EFARM_MEM_HOOK_PATCH_FAILED;
+        }
+        atomic_store(&g_status, status);
+    }
+    pthread_mutex_unlock(&g_walk_lock);
+    return (enum efarm_mem_hook_status)status;
+}
+
+enum efarm_mem_hook_status efarm_mem_hook_status(void)
+{
+    return (enum efarm_mem_hook_status)atomic_load(&g_status);
+}
+
+bool efarm_mem_hook_sync(void)
+{
+    unsigned long long adds;
+
+    if (atomic_load_explicit(&g_status, memory_order_acquire) != EFARM_MEM_HOOK_LIVE)
+        return true; /* nothing patched: nothing to keep up to date */
+    adds = mem_hook_loader_adds();
+    if (adds == atomic_load_explicit(&g_walked_adds, memory_order_acquire))
+        return !atomic_load_explicit(&g_degraded, memory_order_relaxed);
+    pthread_mutex_lock(&g_walk_lock);
+    if (adds != atomic_load(&g_walked_adds)) {
+        if (!mem_hook_walk() && !atomic_exchange(&g_degraded, true))
+            efarm_log(EFARM_LOG_WARN, "memory hook: an object loaded later could not be patched; "
+                                      "registrations are no longer reused");
+        /* The new objects ran before they were patched: forget every registration. */
+        efarm_mr_cache_hook_flush();
+    }
+    pthread_mutex_unlock(&g_walk_lock);
+    return !atomic_load_explicit(&g_degraded, memory_order_relaxed);
 }
 
 #endif /* hook built */

@@ -26,21 +26,23 @@
  * A registration pins the physical pages that were mapped when it was made.
  * If the application releases that memory and gets new pages at the same
  * address, a cached registration would hand the peer the old pages: silent
- * data corruption. mem_hook.c defines munmap, mremap, mmap (MAP_FIXED),
- * madvise (MADV_DONTNEED, MADV_FREE, MADV_REMOVE), brk/sbrk (shrinking), shmdt,
- * free, realloc and reallocarray; each tells every open cache about the range
- * before forwarding to the next definition (dlsym(RTLD_NEXT)). Calls to these
- * from the application and from every library reach it, but glibc's own
- * internal releases do not: free() of an mmapped chunk, heap trimming and
- * realloc's mremap call glibc-internal functions. Interposing free() and
- * realloc() closes that gap without knowing malloc's internals: the pages
- * under an allocation can only return to the system after it is freed, so
- * invalidating on free is enough. To keep unrelated frees cheap, a free only
- * invalidates registrations whose requested bytes (not their page-rounded
- * extent) overlap the freed block: every page of a registration holds bytes
- * of a buffer it was requested for, and that page cannot be released while
- * that buffer is allocated. A process-wide counting filter over 1 MiB granules
- * lets free() and munmap() skip all locks when nothing registered is nearby.
+ * data corruption. mem_hook.c patches every loaded object's GOT references
+ * to munmap, mremap, mmap (MAP_FIXED), madvise (MADV_DONTNEED, MADV_FREE,
+ * MADV_REMOVE), brk/sbrk (shrinking), shmdt, free, realloc and reallocarray
+ * (when the first caching cache opens; objects loaded later at the next get);
+ * each hook tells every open cache about the range before forwarding to the
+ * real function. Calls to these from the application and from every library
+ * reach it, but glibc's own internal releases do not: free() of an mmapped
+ * chunk, heap trimming and realloc's mremap call glibc-internal functions.
+ * Hooking free() and realloc() closes that gap without knowing malloc's
+ * internals: the pages under an allocation can only return to the system
+ * after it is freed, so invalidating on free is enough. To keep unrelated
+ * frees cheap, a free only invalidates registrations whose requested bytes
+ * (not their page-rounded extent) overlap the freed block: every page of a
+ * registration holds bytes of a buffer it was requested for, and that page
+ * cannot be released while that buffer is allocated. A process-wide counting
+ * filter over 1 MiB granules lets free() and munmap() skip all locks when
+ * nothing registered is nearby.
  *
  * The hook never deregisters (the ops could take locks the interrupted code
  * holds): it moves unreferenced entries to a per-cache dead list that the
@@ -57,7 +59,9 @@
  * malloc_usable_size in one object), whatever the allocator does afterwards.
  *
  * Not covered: releases by raw system calls (syscall(SYS_munmap, ...)) or by
- * statically linked code that does not go through the dynamic symbols; memory
+ * code that does not call through a GOT (statically linked or -Bsymbolic
+ * definitions of its own, the dynamic loader, function pointers copied
+ * before the hook was installed, e.g. into a vtable built at run time); memory
  * glibc releases internally without a free (thread stacks unmapped when
  * glibc's stack cache overflows, dlclose of a library whose data was sent);
  * memory a user-level pool hands out again after giving its pages back by
@@ -65,14 +69,15 @@
  * files). For those, call efarm_mr_cache_invalidate(), or run with
  * EFARM_MR_CACHE=0. test/unit/test_mr_cache.c shows the raw-syscall gap.
  *
- * Safe default: a cache only caches when efarm_mem_hook_status() says the hook
- * is live, that is, the process resolves munmap, free and the rest to
- * efarm's definitions and malloc, free and malloc_usable_size to one
- * allocator. Otherwise (efarm loaded with dlopen(RTLD_LOCAL), another library
- * interposing first, a sanitizer build) and with EFARM_MR_CACHE=0 it passes
- * through: every get registers and every put deregisters.
+ * Safe default: a cache only caches when efarm_mem_hook_install() says the
+ * hook is live, that is, every reference in every loaded object was patched
+ * and malloc, free and malloc_usable_size come from one allocator. Otherwise
+ * (a reference bound to another definition, a sanitizer build, another
+ * architecture) and with EFARM_MR_CACHE=0 it passes through: every get
+ * registers and every put deregisters.
  */
 #include "efarm_config.h"
+#include "efarm_log.h"
 #include "efarm_mr_cache.h"
 
 #include <errno.h>
@@ -152,6 +157,11 @@ static atomic_uint_fast64_t g_flush_generation;
 
 /* Nonzero while this thread is inside a cache or registry critical section. */
 static _Thread_local volatile sig_atomic_t t_lock_depth __attribute__((tls_model("initial-exec")));
+
+/* Counters over every cache ever opened (efarm_mr_cache_totals). */
+static struct {
+    atomic_ullong hits, misses, evictions, invalidations;
+} g_totals;
 
 static atomic_int g_warned_env;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
@@ -397,6 +407,12 @@ static size_t mr_mark_pending(struct efarm_mr_cache *c, uintptr_t lo, uintptr_t 
     return marked;
 }
 
+static void mr_count_invalidations(struct efarm_mr_cache *c, size_t n)
+{
+    c->invalidations += n;
+    atomic_fetch_add_explicit(&g_totals.invalidations, n, memory_order_relaxed);
+}
+
 static void mr_cache_flush_locked(struct efarm_mr_cache *c)
 {
     size_t n = c->nslots;
@@ -406,6 +422,7 @@ static void mr_cache_flush_locked(struct efarm_mr_cache *c)
     c->nslots = 0;
     n += mr_mark_pending(c, 0, UINTPTR_MAX, EFARM_MR_RELEASE_UNMAP);
     c->invalidations += n;
+    atomic_fetch_add_explicit(&g_totals.invalidations, n, memory_order_relaxed);
 }
 
 /* ---- Deregistration, outside the lock --------------------------------------------- */
@@ -444,6 +461,7 @@ static void mr_evict_lru(struct efarm_mr_cache *c, struct mr_list *victims)
     mr_entry_retire(c, e);
     mr_drain_dead(c, victims);
     c->evictions++;
+    atomic_fetch_add_explicit(&g_totals.evictions, 1, memory_order_relaxed);
 }
 
 /* ---- Miss path -------------------------------------------------------------------- */
@@ -634,7 +652,7 @@ static bool mr_cache_want_caching(void)
         return false;
     if (atomic_load(&g_efarm_mr_cache_assume_hook))
         return true;
-    status = efarm_mem_hook_status();
+    status = efarm_mem_hook_install();
     if (status == EFARM_MEM_HOOK_LIVE)
         return true;
     if (getenv("EFARM_MR_CACHE")) /* asked for explicitly: say why it is not honoured */
@@ -743,6 +761,12 @@ void efarm_mr_cache_close(struct efarm_mr_cache *c)
                 referenced);
     if (pending)
         fprintf(stderr, "efarm: mr cache closed during %zu get(s) in progress\n", pending);
+    efarm_log(EFARM_LOG_INFO,
+              "registration cache %s: %llu hits, %llu misses (registrations), %llu "
+              "invalidations, %llu evictions",
+              c->caching ? "caching" : "passing through", (unsigned long long)c->hits,
+              (unsigned long long)c->misses, (unsigned long long)c->invalidations,
+              (unsigned long long)c->evictions);
     mr_release_victims(c, &victims);
     pthread_mutex_destroy(&c->lock);
     free(c->slots);
@@ -778,6 +802,10 @@ int efarm_mr_cache_get(struct efarm_mr_cache *c, void *addr, size_t len, unsigne
     if (phi - plo > c->max_bytes)
         return -E2BIG;
 
+    /* Objects loaded since the last get are patched now (and the cache flushed, if any). */
+    if (c->caching && !efarm_mem_hook_sync())
+        efarm_mr_cache_hook_flush();
+
     /* Look up; on a miss, allocate the entry unlocked and look again. */
     for (;;) {
         mr_cache_lock(c);
@@ -795,6 +823,7 @@ int efarm_mr_cache_get(struct efarm_mr_cache *c, void *addr, size_t len, unsigne
         if (!hit->refcount++)
             mr_list_remove(&c->lru, hit);
         c->hits++;
+        atomic_fetch_add_explicit(&g_totals.hits, 1, memory_order_relaxed);
         mr_cache_unlock(c);
         mr_release_victims(c, &victims);
         free(e);
@@ -803,6 +832,7 @@ int efarm_mr_cache_get(struct efarm_mr_cache *c, void *addr, size_t len, unsigne
     }
 
     c->misses++;
+    atomic_fetch_add_explicit(&g_totals.misses, 1, memory_order_relaxed);
     ret = mr_cache_reserve(c, e, lo, hi, plo, phi, access, &victims);
     mr_cache_unlock(c);
     mr_release_victims(c, &victims);
@@ -847,8 +877,8 @@ void efarm_mr_cache_invalidate(struct efarm_mr_cache *c, void *addr, size_t len)
         return;
     mr_cache_lock(c);
     if (c->caching) {
-        c->invalidations += mr_remove_overlapping(c, lo, hi, EFARM_MR_RELEASE_UNMAP);
-        c->invalidations += mr_mark_pending(c, lo, hi, EFARM_MR_RELEASE_UNMAP);
+        mr_count_invalidations(c, mr_remove_overlapping(c, lo, hi, EFARM_MR_RELEASE_UNMAP) +
+                                      mr_mark_pending(c, lo, hi, EFARM_MR_RELEASE_UNMAP));
     }
     mr_drain_dead(c, &victims);
     mr_cache_unlock(c);
@@ -893,12 +923,28 @@ void efarm_mr_cache_hook_release(const void *addr, size_t len, enum efarm_mr_rel
     pthread_rwlock_rdlock(&g_registry_lock);
     for (struct efarm_mr_cache *c = g_registry; c; c = c->reg_next) {
         mr_cache_lock(c);
-        c->invalidations += mr_remove_overlapping(c, lo, hi, kind);
-        c->invalidations += mr_mark_pending(c, lo, hi, kind);
+        mr_count_invalidations(c, mr_remove_overlapping(c, lo, hi, kind) +
+                                      mr_mark_pending(c, lo, hi, kind));
         mr_cache_unlock(c);
     }
     pthread_rwlock_unlock(&g_registry_lock);
     t_lock_depth--;
+}
+
+void efarm_mr_cache_hook_flush(void)
+{
+    atomic_fetch_add_explicit(&g_flush_generation, 1, memory_order_release);
+}
+
+void efarm_mr_cache_totals(struct efarm_mr_cache_stats *stats_p)
+{
+    *stats_p = (struct efarm_mr_cache_stats){
+        .hits = atomic_load_explicit(&g_totals.hits, memory_order_relaxed),
+        .misses = atomic_load_explicit(&g_totals.misses, memory_order_relaxed),
+        .evictions = atomic_load_explicit(&g_totals.evictions, memory_order_relaxed),
+        .invalidations = atomic_load_explicit(&g_totals.invalidations, memory_order_relaxed),
+        .caching = efarm_mem_hook_status() == EFARM_MEM_HOOK_LIVE,
+    };
 }
 
 const char *efarm_mem_hook_status_string(enum efarm_mem_hook_status status)
@@ -908,10 +954,12 @@ const char *efarm_mem_hook_status_string(enum efarm_mem_hook_status status)
         return "memory hook live";
     case EFARM_MEM_HOOK_NOT_BUILT:
         return "memory hook not built (ASan/TSan/MSan build, EFARM_MEM_HOOK_DISABLE, "
-               "or a program that does not link mem_hook.c)";
-    case EFARM_MEM_HOOK_NOT_FIRST:
-        return "memory hook not reached: another object defines munmap/free/... first, "
-               "or efarm was loaded with RTLD_LOCAL";
+               "or not x86-64 Linux)";
+    case EFARM_MEM_HOOK_NOT_INSTALLED:
+        return "memory hook not installed (no caching registration cache opened yet)";
+    case EFARM_MEM_HOOK_PATCH_FAILED:
+        return "memory hook incomplete: a reference to munmap/free/... could not be patched "
+               "or is bound to another definition (EFARM_LOG_LEVEL=info counts them)";
     case EFARM_MEM_HOOK_ALLOCATOR:
         return "memory hook unusable: malloc, free and malloc_usable_size come from "
                "different objects";
@@ -919,15 +967,4 @@ const char *efarm_mem_hook_status_string(enum efarm_mem_hook_status status)
         return "memory hook unusable: the next munmap/free/... could not be resolved";
     }
     return "memory hook status unknown";
-}
-
-/*
- * mem_hook.c interposes free, munmap and friends, so it is linked only into
- * the programs that cache registrations (the netmod, the unit tests, the
- * cache bench), never into every program that links libefarm. Without it
- * this default answers, and every cache passes through: safe, uncached.
- */
-__attribute__((weak)) enum efarm_mem_hook_status efarm_mem_hook_status(void)
-{
-    return EFARM_MEM_HOOK_NOT_BUILT;
 }

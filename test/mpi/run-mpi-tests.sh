@@ -114,6 +114,9 @@ runs=(
     "rma_dynamic-emulated-n2 rma_dynamic 2 EFARM_RDMA_WRITE=0 EFARM_RDMA_READ=0"
     "rma_dynamic-am-n2 rma_dynamic 2 EFARM_RMA_NATIVE=0 MPITEST_RMA_EXPECT=am"
     "rma_dynamic-faults-n4 rma_dynamic 4 EFASIM_RDMA_WRITE=1 $faults"
+    "mr_cache_reuse-n2 mr_cache_reuse 2"
+    "mr_cache_reuse-n4 mr_cache_reuse 4"
+    "mr_cache_reuse-off-n2 mr_cache_reuse 2 EFARM_MR_CACHE=0 MPITEST_MR_CACHE=off"
 )
 
 # Runs that must fail: NAME PROGRAM RANKS PATTERN [VAR=VALUE...]. They pass when

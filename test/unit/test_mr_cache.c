@@ -850,6 +850,13 @@ EFARM_TEST(mr_cache_hook_status)
 {
     enum efarm_mem_hook_status status = efarm_mem_hook_status();
 
+#ifdef TEST_HOOK_NOT_BUILT
+    EXPECT_EQ(status, EFARM_MEM_HOOK_NOT_BUILT);
+#else
+    EXPECT_EQ(status, EFARM_MEM_HOOK_NOT_INSTALLED); /* nothing patched until a cache caches */
+#endif
+    status = efarm_mem_hook_install();
+
     efarm_test_context("%s", efarm_mem_hook_status_string(status));
 #ifdef TEST_HOOK_NOT_BUILT
     EXPECT_EQ(status, EFARM_MEM_HOOK_NOT_BUILT);
