@@ -52,7 +52,7 @@ configure_build() { # DIR CONFIGURE-ARGS...
         { [ -f Makefile ] && [ Makefile -nt "$top/configure" ] || "$top/configure" "$@"; } &&
         make -j"$jobs" all && make -j"$jobs" \
             test/unit/efarm-unit test/unit/golden-export test/unit/efasim-unit \
-            test/unit/efasim-pingpong
+            test/unit/efasim-pingpong test/unit/mem-hook-so test/unit/memhook-module.la
 }
 
 sanitize="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
@@ -71,6 +71,8 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 for b in gcc clang asan; do
     suite "unit-$b" "$root/$b/test/unit/efarm-unit"
+    # The registration cache's memory hook in a program that links only libefarm.so.
+    suite "mem-hook-$b" "$root/$b/test/unit/mem-hook-so"
     suite "pktdump-$b" sh "$top/test/unit/test_pktdump.sh" "$root/$b/tools/efarm-pktdump" \
         "$root/$b/test/unit/golden-export"
 done
@@ -175,6 +177,10 @@ mpich_prefix=${EFARM_MPICH_PREFIX:-${EFARM_MPICH_CACHE:-$top/build/mpich}/instal
 step mpich-build env EFARM_BUILD_ROOT="$root" "$top/scripts/mpich-build.sh" --prefix "$mpich_prefix"
 if [ -x "$mpich_prefix/bin/mpicc" ]; then
     suite mpi bash "$top/test/mpi/run-mpi-tests.sh" --prefix "$mpich_prefix"
+    # Instructions per 8-byte round trip under callgrind (issue 14's benchmark), short:
+    # its phases, objects and the agreement of its two fits are checked, not its figures.
+    step instr-bench-smoke env EFARM_BUILD_ROOT="$root" bash "$top/bench/run-instr-bench.sh" \
+        --prefix "$mpich_prefix" --iters 100,400 --check
     if [ -x "$top/scripts/mpich-testsuite.sh" ]; then
         suite mpich-testsuite bash "$top/scripts/mpich-testsuite.sh" --prefix "$mpich_prefix" \
             --subset ci

@@ -13,6 +13,7 @@
  * keeps the resulting peer handle in the rank's AV entry.
  */
 #include "efarm_impl.h"
+#include "efarm_mr_cache.h"
 #include "efarm_noinline.h"
 #include "mpidu_bc.h"
 
@@ -44,8 +45,33 @@ static void engine_counter_read(void *addr, void *obj_handle, int count, void *b
     *(unsigned long long *)buf = value;
 }
 
+/*
+ * The registration caches' totals (every cache of the process: the memory hook
+ * is process-wide), read through a callback; addr is the field's offset.
+ */
+static void mr_cache_read(void *addr, void *obj_handle, int count, void *buf)
+{
+    struct efarm_mr_cache_stats st;
+    uint64_t value;
+
+    (void)obj_handle, (void)count;
+    efarm_mr_cache_totals(&st);
+    if (*(const size_t *)addr == SIZE_MAX)
+        value = st.caching;
+    else
+        memcpy(&value, (const char *)&st + *(const size_t *)addr, sizeof(value));
+    *(unsigned long long *)buf = value;
+}
+
 static void register_pvars(void)
 {
+    static const size_t mr_offsets[] = {
+        offsetof(struct efarm_mr_cache_stats, hits),
+        offsetof(struct efarm_mr_cache_stats, misses),
+        offsetof(struct efarm_mr_cache_stats, evictions),
+        offsetof(struct efarm_mr_cache_stats, invalidations),
+        SIZE_MAX, /* caching */
+    };
     static bool registered;
     const int flags = MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS;
     int i = 0;
@@ -68,6 +94,24 @@ static void register_pvars(void)
                               "EFARM", doc);
     MPIDI_EFARM_NM_COUNTER_LIST(MPIDI_EFARM_NM_PVAR_)
 #undef MPIDI_EFARM_NM_PVAR_
+#define MPIDI_EFARM_MR_PVAR_(cls, name, k, doc)                                        \
+    MPIR_T_PVAR_REGISTER_impl(cls, MPI_UNSIGNED_LONG_LONG, "efarm_nm_mr_cache_" #name, \
+                              (void *)&mr_offsets[k], 1, MPI_T_ENUM_NULL,              \
+                              MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT, flags, \
+                              mr_cache_read, NULL, "EFARM", doc);
+    _Static_assert(sizeof(((struct efarm_mr_cache_stats *)0)->hits) == sizeof(uint64_t),
+                   "registration cache counters are 64-bit");
+    MPIDI_EFARM_MR_PVAR_(MPI_T_PVAR_CLASS_COUNTER, hits, 0,
+                         "read-protocol buffers found registered (registration cache hits)")
+    MPIDI_EFARM_MR_PVAR_(MPI_T_PVAR_CLASS_COUNTER, misses, 1,
+                         "buffers registered (misses; every get when the cache passes through)")
+    MPIDI_EFARM_MR_PVAR_(MPI_T_PVAR_CLASS_COUNTER, evictions, 2,
+                         "cached registrations dropped to make room")
+    MPIDI_EFARM_MR_PVAR_(MPI_T_PVAR_CLASS_COUNTER, invalidations, 3,
+                         "registrations dropped because their memory was freed or unmapped")
+    MPIDI_EFARM_MR_PVAR_(MPI_T_PVAR_CLASS_GENERIC, caching, 4,
+                         "1: registrations stay cached (memory hook live); 0: pass-through")
+#undef MPIDI_EFARM_MR_PVAR_
     /* The NIC choice and the selection thresholds of init_local: facts, not counters. */
 #define MPIDI_EFARM_NIC_PVAR_(name, doc)                                                           \
     MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_GENERIC, MPI_UNSIGNED_LONG_LONG, "efarm_nm_" #name, \

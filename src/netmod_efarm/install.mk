@@ -16,6 +16,7 @@ pkginclude_HEADERS = \
 	src/proto/efarm_rma.h \
 	src/proto/efarm_tm.h \
 	src/device/efarm_device.h \
+	src/device/efarm_mr_cache.h \
 	src/util/efarm_errno.h \
 	src/util/efarm_config.h
 

@@ -15,8 +15,8 @@
  *    the next mapping placed at the address just unmapped: the memory hook
  *    must invalidate, and the data must be new.
  * The cache's counters come from libefarm itself (efarm_mr_cache_totals and
- * efarm_mem_hook_status, found with dlsym: the netmod does not export them as
- * MPI_T variables yet); rank 0 prints them as "mr-cache:" lines.
+ * efarm_mem_hook_status, found with dlsym) and must equal the netmod's MPI_T
+ * variables efarm_nm_mr_cache_*; rank 0 prints them as "mr-cache:" lines.
  * MPITEST_MR_CACHE=on (default) requires the hook live, caching, and hits in
  * phase A on every rank; =off (run with EFARM_MR_CACHE=0) requires
  * pass-through: no hit, a registration per read.
@@ -226,6 +226,15 @@ int main(int argc, char **argv)
     } else {
         CHECK(g_status() != EFARM_MEM_HOOK_LIVE); /* nothing wanted to cache: nothing patched */
         CHECK_EQ(t1.hits - t0.hits, 0);
+    }
+    if (mpitest_pvar_checks()) {
+        mpitest_context("MPI_T efarm_nm_mr_cache_* against the cache's own totals");
+        t1 = totals();
+        CHECK_EQ(mpitest_pvar_read("efarm_nm_mr_cache_hits"), t1.hits);
+        CHECK_EQ(mpitest_pvar_read("efarm_nm_mr_cache_misses"), t1.misses);
+        CHECK_EQ(mpitest_pvar_read("efarm_nm_mr_cache_invalidations"), t1.invalidations);
+        CHECK_EQ(mpitest_pvar_read("efarm_nm_mr_cache_evictions"), t1.evictions);
+        CHECK_EQ(mpitest_pvar_read("efarm_nm_mr_cache_caching"), (unsigned long long)t1.caching);
     }
     report("read-protocol messages sent", reads);
     report("registrations (misses)", t1.misses - t0.misses);
