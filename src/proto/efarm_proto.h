@@ -370,6 +370,7 @@ int efarm_cancel_recv(struct efarm_ep *ep, struct efarm_req *req);
     X(handshake_triggers, "0-byte EAGER_RTW sent to make a peer answer with a HANDSHAKE")    \
     X(proto_eager, "messages sent eager")                                                    \
     X(eager_fast, "eager tagged injected sends by the fast path (header template, no op)")   \
+    X(eager_fast_rx, "eager tagged messages received by the fast path (matched, in turn)")   \
     X(proto_medium, "messages sent medium")                                                  \
     X(proto_longcts, "messages sent long-CTS")                                               \
     X(proto_longread, "messages sent long-read")                                             \

@@ -773,6 +773,29 @@ static int unexp_arrive(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
     return ret;
 }
 
+bool efarm_rtm_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, uint64_t wire_tag,
+                          const uint8_t *payload, uint64_t len)
+{
+    struct efarm_req *req;
+    uint32_t context;
+    int32_t source, tag;
+    void *user = NULL;
+    int status = 0;
+
+    msg_key(wire_tag, true, peer, &context, &source, &tag);
+    if (efarm_tm_match_posted(ep->tm, context, source, tag, &user) != EFARM_TM_MATCHED)
+        return false;
+    req = user;
+    req_fill(req, peer, wire_tag, true, len, false, 0);
+    copy_clip(req->buf, req->buf_len, 0, payload, len);
+    if (len > req->buf_len) {
+        status = -EMSGSIZE;
+        ep->cnt.truncated++;
+    }
+    efarm_req_complete(ep, NULL, req, status);
+    return true;
+}
+
 int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
                    struct efarm_rxpkt *stored, uint32_t rx_id)
 {

@@ -184,6 +184,15 @@ struct efarm_peer_state *efarm_peer_state_get(struct efarm_ep *ep, efarm_peer_t 
     return st;
 }
 
+efarm_peer_t efarm_peer_by_ahn(const struct efarm_ep *ep, uint16_t ahn, uint16_t qpn)
+{
+    for (uint32_t i = ep->ahn_hash[hash_ahn(ep, ahn, qpn)]; i != EFARM_PEER_NONE;
+         i = ep->peers[i].ahn_next)
+        if (ep->peers[i].ahn == ahn && ep->peers[i].qpn == qpn)
+            return i;
+    return EFARM_PEER_NONE;
+}
+
 efarm_peer_t efarm_peer_identify(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe,
                                  const struct efarm_pkt *pkt)
 {

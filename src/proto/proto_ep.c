@@ -348,6 +348,7 @@ int efarm_ep_open(const struct efarm_ep_attr *attr, struct efarm_ep **ep_p)
     ret = efarm_av_init(ep);
     if (ret)
         goto err_close_dev;
+    efarm_rx_fast_init(ep);
     ret = efarm_ops_init(ep);
     if (ret)
         goto err_fini_av;

@@ -362,6 +362,17 @@ struct efarm_eager_tmpl {
     uint8_t hdr[EFARM_EAGER_TMPL_MAX];
 };
 
+/*
+ * What the receiving fast path recognises (proto_rx.c): the first word of an
+ * EAGER_TAGRTM without optional headers or with the connid header alone, and
+ * its fixed fields' offsets, from the codec's tables at open.
+ */
+struct efarm_rx_fast_fmt {
+    uint32_t word, word_connid; /* type, version, flags as on the wire; 0: fast path off */
+    uint16_t hdr_size, off_msg_id, off_tag;
+    uint8_t type;
+};
+
 struct efarm_ep {
     struct efarm_dev_ep *dev;
     struct efarm_device_caps caps;
@@ -392,6 +403,7 @@ struct efarm_ep {
 
     /* Send buffers. */
     struct efarm_eager_tmpl eager_tmpl[4]; /* by raw address header (1) and connid header (2) */
+    struct efarm_rx_fast_fmt rx_fast;
     struct efarm_txpkt *txpkts;
     uint8_t *tx_mem;
     struct efarm_dev_mr *tx_mr;
@@ -475,6 +487,8 @@ uint16_t efarm_ep_qpn(const struct efarm_ep *ep); /* ours, as logs name the endp
 int efarm_av_init(struct efarm_ep *ep);
 void efarm_av_fini(struct efarm_ep *ep);
 struct efarm_peer_state *efarm_peer_state_get(struct efarm_ep *ep, efarm_peer_t peer);
+/* The peer of an address handle and QPN (no connid to compare), or EFARM_PEER_NONE. */
+efarm_peer_t efarm_peer_by_ahn(const struct efarm_ep *ep, uint16_t ahn, uint16_t qpn);
 efarm_peer_t efarm_peer_identify(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe,
                                  const struct efarm_pkt *pkt);
 void efarm_handshake_owe(struct efarm_ep *ep, struct efarm_peer_state *st);
@@ -567,6 +581,8 @@ static inline bool efarm_rx_full(const struct efarm_ep *ep)
     return ep->nheld >= ep->p.rx_buffers;
 }
 void efarm_rx_full_check(struct efarm_ep *ep);
+/* The receiving fast path's packet format, from the codec (endpoint open). */
+void efarm_rx_fast_init(struct efarm_ep *ep);
 
 /* Unexpected records: NULL when none can be created (the caller defers the message). */
 struct efarm_unexp *efarm_unexp_alloc(struct efarm_ep *ep);
@@ -606,6 +622,14 @@ static inline bool efarm_peer_failed(const struct efarm_peer_state *st)
 #define EFARM_RX_KEEP 1
 
 /* msg_recv.c */
+/*
+ * The eager fast path's receiving half (proto_rx.c): an eager tagged message
+ * without optional headers, in its turn, matched and delivered as
+ * efarm_rtm_recv() would, without a decoded packet. Returns true when a posted
+ * receive took it; false when none matches, and nothing changed.
+ */
+bool efarm_rtm_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, uint64_t wire_tag,
+                          const uint8_t *payload, uint64_t len);
 int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
                    struct efarm_rxpkt *stored, uint32_t rx_id);
 int efarm_rtm_segment(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt,

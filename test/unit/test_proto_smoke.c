@@ -212,7 +212,8 @@ EFARM_TEST_TIMEOUT(proto_smoke_inject_completes_at_post, 30)
  * medium, not injected, with CQ data. From the first send on (the raw-address
  * header before the peer's HANDSHAKE, none after): every message arrives
  * whole and in send order, half matched by receives posted first, half
- * unexpected; the fast path carried exactly the injected eager ones.
+ * unexpected; the fast path carried exactly the injected eager ones, and the
+ * receiving fast path some of the posted-for eager ones.
  */
 EFARM_TEST_TIMEOUT(proto_smoke_eager_fast_path_order, 60)
 {
@@ -266,6 +267,10 @@ EFARM_TEST_TIMEOUT(proto_smoke_eager_fast_path_order, 60)
     }
     EXPECT_EQ(efarm_ep_counters(p.a)->eager_fast, fast);
     EXPECT_EQ(efarm_ep_counters(p.a)->proto_eager, eager);
+    /* Received by the fast path: only eager ones, and some of those posted for (after the
+     * HANDSHAKE dropped the raw-address header). */
+    EXPECT_TRUE(efarm_ep_counters(p.b)->eager_fast_rx >= 1);
+    EXPECT_TRUE(efarm_ep_counters(p.b)->eager_fast_rx <= eager);
     proto_pair_spin(&p, 500);
     EXPECT_EQ(efarm_ep_counters(p.a)->send_errors, 0);
     proto_pair_close(&p);
