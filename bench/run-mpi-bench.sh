@@ -3,10 +3,12 @@
 # the same MPICH 4.0.2 built with the same flags, the same benchmark (bench/bench_mpi.c,
 # OSU-style latency, bw, bibw and msgrate), two ranks on this machine, one after the
 # other. Prints the figures and the ratios efarm/efa, efarm/udp and efarm/tcp per size,
-# and draws build/bench/mpi-bench.png (latency and bandwidth, log axes).
+# and draws build/bench/mpi-bench.png (latency and bandwidth, log axes, and efarm's
+# instructions per 8-byte round trip by object: bench/run-instr-bench.sh under valgrind,
+# unless --no-instr).
 #
 #   bench/run-mpi-bench.sh [--runs N] [--quick] [--only efarm,efa,udp,tcp] [--timeout S]
-#                          [--no-install] [-- BENCH-MPI-ARGS...]
+#                          [--no-install] [--no-instr] [-- BENCH-MPI-ARGS...]
 #
 #   efarm  build/mpich/install (EFARM_MPICH_PREFIX), scripts/mpich-build.sh builds it;
 #          EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1
@@ -55,10 +57,11 @@ only=efarm,efa,udp,tcp
 efasim_dir=${EFARM_EFASIM_PATH:-$efarm_prefix/lib/efarm/efasim}
 timeout_s=1800
 install=yes
+instr=yes
 bench_args=()
 deps=(gnuplot-nox libfabric-dev libpsm2-dev librdmacm-dev libpsm-infinipath1-dev hwloc-nox)
 
-usage() { sed -n '8,9p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '10,11p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
     case $1 in
@@ -67,6 +70,7 @@ while [ $# -gt 0 ]; do
     --only) only=${2:?--only needs a list}; shift 2 ;;
     --timeout) timeout_s=${2:?--timeout needs seconds}; shift 2 ;;
     --no-install) install=no; shift ;;
+    --no-instr) instr=no; shift ;;
     -h | --help) usage; exit 0 ;;
     --) shift; bench_args+=("$@"); break ;;
     *) echo "run-mpi-bench: unknown argument $1" >&2; usage >&2; exit 2 ;;
@@ -358,6 +362,38 @@ awk -v out="$out" -v all="${all_variants[*]}" -v shown="${variants[*]}" -v label
         table("msgrate", "message rate: 8-byte messages per second (higher is better)", "msg/s", "%.0f")
     }' "$out/mpi-results.txt"
 
+# ---- Instructions per round trip (bench/run-instr-bench.sh) ---------------------------
+
+# efarm's build only: callgrind's counts per object, empty progress calls fitted out;
+# $out/mpi-instr.dat holds "object rank0 rank1" for the plot.
+instr_dat=$out/mpi-instr.dat
+rm -f "$instr_dat"
+if wants efarm && [ "$instr" = yes ]; then
+    if ! command -v valgrind >/dev/null; then
+        log "valgrind is not installed: no instruction counts (apt-get install valgrind)"
+    elif bash "$top/bench/run-instr-bench.sh" --prefix "$efarm_prefix" >"$out/mpi-instr.out" 2>&1; then
+        echo
+        echo "instructions per 8-byte MPI_Send/MPI_Recv round trip and rank (callgrind, the calling" \
+            "thread, empty progress calls fitted out; bench/run-instr-bench.sh, $out/mpi-instr.out):"
+        awk '$1 == "INSTR" { v[$3, $2] = $4; o[$3] = 1 }
+            END {
+                printf "%12s %8s %8s\n", "object", "rank 0", "rank 1"
+                n = split("efarm mpich libc device", order, " ")
+                for (k = 1; k <= n; k++) if (order[k] in o)
+                    printf "%12s %8s %8s\n", order[k], v[order[k], 0], v[order[k], 1]
+                printf "%12s %8d %8d\n", "efarm+mpich", v["efarm", 0] + v["mpich", 0], v["efarm", 1] + v["mpich", 1]
+                printf "# object rank0 rank1\n" > dat
+                for (k = 1; k <= n; k++) if (order[k] in o)
+                    printf "%s %s %s\n", order[k], v[order[k], 0], v[order[k], 1] > dat
+            }' dat="$instr_dat" "$out/mpi-instr.out"
+        grep '^TARGET' "$out/mpi-instr.out" | sed 's/^/  /'
+    else
+        tail -n 20 "$out/mpi-instr.out"
+        log "run-instr-bench.sh failed (log: $out/mpi-instr.out)"
+        failed+=(instr)
+    fi
+fi
+
 # ---- Plot ----------------------------------------------------------------------------
 
 # gnuplot's title of a variant (underscores escaped) and its column in the .dat files.
@@ -370,12 +406,14 @@ gp_col() {
 png=$out/mpi-bench.png
 if [ -s "$out/mpi-latency_p50.dat" ] || [ -s "$out/mpi-bw.dat" ]; then
     {
-        echo "set terminal pngcairo size 1400,560 font ',10'"
+        panels=2
+        [ ! -s "$instr_dat" ] || panels=3
+        echo "set terminal pngcairo size $((700 * panels)),560 font ',10'"
         echo "set output '$png'"
         echo "set datafile missing '?'"
         echo "set logscale xy; set grid; set key top left; set format x '%.0s%cB'; set autoscale xfix"
         echo "set xlabel 'message size (bytes)'"
-        echo "set multiplot layout 1,2 title 'MPICH 4.0.2, 2 ranks, $(hostname): efarm on efasim vs ch4:ofi (libfabric)'"
+        echo "set multiplot layout 1,$panels title 'MPICH 4.0.2, 2 ranks, $(hostname): efarm on efasim vs ch4:ofi (libfabric)'"
         if [ -s "$out/mpi-latency_p50.dat" ]; then
             echo "set title 'latency (one-way, median)'; set ylabel 'us'"
             sep="plot '$out/mpi-latency_p50.dat'"
@@ -403,6 +441,12 @@ if [ -s "$out/mpi-latency_p50.dat" ] || [ -s "$out/mpi-bw.dat" ]; then
                 done
             fi
             echo
+        fi
+        if [ -s "$instr_dat" ]; then
+            echo "unset logscale; set format x '%g'; set autoscale x; set yrange [0:*]; set xlabel ''"
+            echo "set title 'efarm: instructions per 8-byte round trip (callgrind)'; set ylabel 'instructions'"
+            echo "set style data histograms; set style histogram clustered; set style fill solid 0.6; set boxwidth 0.8"
+            echo "plot '$instr_dat' using 2:xtic(1) title 'rank 0', '' using 3 title 'rank 1'"
         fi
         echo "unset multiplot"
     } >"$out/mpi-bench.gp"
