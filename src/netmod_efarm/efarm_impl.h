@@ -6,10 +6,15 @@
  * endpoint (efarm_proto.h) and efarm's negative error codes into mpi_errno.
  * Nothing below this layer knows MPICH.
  */
+/*
+ * MPICH first, outside the guard: in the inline build (--enable-ch4-netmod-inline)
+ * mpidimpl.h includes the netmod's inline headers, which include this file; had
+ * the guard been set first, they would see none of the declarations below.
+ */
+#include <mpidimpl.h>
+
 #ifndef EFARM_IMPL_H_INCLUDED
 #define EFARM_IMPL_H_INCLUDED
-
-#include <mpidimpl.h>
 
 #include "efarm_config.h"
 #include "efarm_errno.h"
