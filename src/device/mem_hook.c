@@ -404,30 +404,31 @@ static const struct mem_hook_sym *mem_hook_lookup(const char *name)
     return NULL;
 }
 
-/* Whether addr lies in one of the object's loaded segments (a lazy PLT stub does). */
-static bool mem_hook_in_object(const struct dl_phdr_info *info, uintptr_t addr)
+/* The object's loaded segment that holds addr, or NULL. */
+static const ElfW(Phdr) * mem_hook_segment(const struct dl_phdr_info *info, uintptr_t addr)
 {
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         uintptr_t start = info->dlpi_addr + ph->p_vaddr;
 
         if (ph->p_type == PT_LOAD && addr >= start && addr - start < ph->p_memsz)
-            return true;
+            return ph;
     }
-    return false;
+    return NULL;
+}
+
+/* Whether addr lies in one of the object's loaded segments (a lazy PLT stub does). */
+static bool mem_hook_in_object(const struct dl_phdr_info *info, uintptr_t addr)
+{
+    return mem_hook_segment(info, addr) != NULL;
 }
 
 /* Whether slot lies in a segment the object maps writable (before RELRO takes it back). */
 static bool mem_hook_writable(const struct dl_phdr_info *info, uintptr_t slot)
 {
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+    const ElfW(Phdr) *ph = mem_hook_segment(info, slot);
 
-        if (ph->p_type == PT_LOAD && slot >= start && slot - start < ph->p_memsz)
-            return (ph->p_flags & PF_W) != 0;
-    }
-    return false;
+    return ph != NULL && (ph->p_flags & PF_W) != 0;
 }
 
 /*

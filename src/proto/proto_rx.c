@@ -807,14 +807,11 @@ static bool rx_eager_fast(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
     msg_id = efarm_load_le32(cqe->data + f->off_msg_id);
     if (msg_id != st->rx_msg_id || st->win[msg_id & (ep->p.recvwin - 1)] != NULL)
         return false;
+    if (!efarm_rtm_eager_fast(ep, peer, efarm_load_le64(cqe->data + f->off_tag), cqe->data + hdr,
+                              cqe->len - hdr))
+        return false; /* the general path counts it */
     ep->cnt.rx_pkts++;
     ep->cnt.rx_bytes += cqe->len;
-    if (!efarm_rtm_eager_fast(ep, peer, efarm_load_le64(cqe->data + f->off_tag), cqe->data + hdr,
-                              cqe->len - hdr)) {
-        ep->cnt.rx_pkts--; /* the general path counts it */
-        ep->cnt.rx_bytes -= cqe->len;
-        return false;
-    }
     ep->cnt.rx_by_type[f->type]++;
     ep->cnt.eager_fast_rx++;
     window_advance(ep, st);
