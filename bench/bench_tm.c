@@ -10,11 +10,17 @@
  * depth minus one batch (a batch is at most 1/8 of the depth, or 1). Batches
  * are timed as a whole; the cost of reading the clock is measured first and
  * taken off. Printed: ns per match, ns per post, best of three runs.
+ *
+ * `bench-tm pair N` instead runs N times the pair of a ping-pong's receive:
+ * a receive posted for one exact key with nothing waiting, then the message
+ * for it (efarm_tm_post + efarm_tm_match_posted), untimed. It is meant for
+ * counting instructions: valgrind --tool=callgrind bench/bench-tm pair 100000
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "efarm_tm.h"
@@ -154,11 +160,58 @@ out:
     return ret;
 }
 
-int main(void)
+/* N posts of one exact key, each matched by the message for it; 0 or a negative errno. */
+static __attribute__((noinline)) int bench_pair(struct efarm_tm *tm, unsigned n)
+{
+    efarm_tm_handle_t handle;
+    void *got;
+    int ret;
+
+    for (unsigned i = 0; i < n; i++) {
+        ret = efarm_tm_post(tm, 3, 1, 42, tm, &handle, &got);
+        if (ret != EFARM_TM_QUEUED)
+            return ret < 0 ? ret : -EPROTO;
+        ret = efarm_tm_match_posted(tm, 3, 1, 42, &got);
+        if (ret != EFARM_TM_MATCHED || got != tm)
+            return ret < 0 ? ret : -EPROTO;
+    }
+    return 0;
+}
+
+static int bench_pair_main(unsigned n)
+{
+    struct efarm_tm *tm;
+    int ret;
+
+    /* EFARM_MAX_POSTED's default; the unexpected side is never used. */
+    ret = efarm_tm_open(65536, 4096, &tm);
+    if (ret < 0)
+        return ret;
+    ret = bench_pair(tm, n);
+    efarm_tm_close(tm);
+    if (ret == 0)
+        printf("bench-tm pair: %u post + match_posted pairs\n", n);
+    return ret;
+}
+
+int main(int argc, char **argv)
 {
     static const unsigned depths[] = {1, 64, 1024, 16384};
     static const unsigned percents[] = {0, 10};
-    double clock_cost = bench_clock_cost();
+    double clock_cost;
+
+    if (argc == 3 && strcmp(argv[1], "pair") == 0) {
+        int ret = bench_pair_main((unsigned)strtoul(argv[2], NULL, 0));
+
+        if (ret < 0)
+            printf("bench-tm pair failed: %d\n", ret);
+        return ret < 0;
+    }
+    if (argc != 1) {
+        fprintf(stderr, "usage: %s [pair N]\n", argv[0]);
+        return 2;
+    }
+    clock_cost = bench_clock_cost();
 
     printf("efarm_tm: ns per match (a message matching a posted receive) and per post, "
            "best of %d runs\n",
