@@ -3,13 +3,16 @@
  *
  * Every list of entries sharing a key is a "queue" object found through one
  * chained hash table keyed by (kind, context, source, tag); wildcard fields of
- * the key are stored as -1. A queue exists only while it is non-empty, so the
- * queue pool never needs more than max_posted + 4 * (unexpected entries
- * created) objects: it grows by four queues with every unexpected entry and
- * can never run out. Unexpected entries are created in chunks as messages
- * wait (up to max_unexpected); receives are all created at open. Receive
- * kinds 0..3 and message kinds 4..7 share one numbering of wildcards: bit 0
- * means "any source", bit 1 "any tag". A
+ * the key are stored as -1. Each bucket holds one queue inline; a queue from
+ * the pool is chained to a bucket only while it is non-empty, so the queue
+ * pool never needs more than max_posted + 4 * (unexpected entries created)
+ * objects: it grows by four queues with every unexpected entry and can never
+ * run out. A bucket's inline queue costs the pool nothing, so when it empties
+ * it keeps its key (a receive posted again for that key finds its queue ready)
+ * until another key hashed to the bucket finds it empty and takes it over;
+ * lookups therefore treat an empty queue as no queue. Unexpected entries are created in chunks as
+ * messages wait (up to max_unexpected); receives are all created at open. Receive kinds 0..3 and
+ * message kinds 4..7 share one numbering of wildcards: bit 0 means "any source", bit 1 "any tag". A
  * receive of wildcard shape w therefore reads message list w, and a message
  * is linked into message lists 0..3.
  *
@@ -38,28 +41,36 @@
 #define EFARM_TM_SHAPES            4u
 #define EFARM_TM_KIND_MSG          4u
 #define EFARM_TM_NO_FREE           UINT32_MAX
-#define EFARM_TM_KIND_UNUSED       UINT32_MAX
+/* key_sk of an inline queue that never had a key: no (source, kind) gives it. */
+#define EFARM_TM_NO_KEY UINT64_MAX
+/* Odd: kinds 0..7 times it differ in their low 4 bits, so a key's kinds use distinct buckets. */
+#define EFARM_TM_KIND_SPREAD 0x9e3779b97f4a7c15ull
 
+/*
+ * A key is two words: key_ct = context << 32 | tag and key_sk = source << 3 |
+ * kind (source and tag as uint32_t, so wildcards are 0xffffffff); a lookup
+ * compares both.
+ */
 struct efarm_tm_queue {
-    struct efarm_link entries;      /* Oldest first. */
+    uint64_t key_ct;
+    uint64_t key_sk;                /* EFARM_TM_NO_KEY: never used. */
+    struct efarm_link entries;      /* Oldest first; empty in a free queue. */
     struct efarm_tm_queue *hnext;   /* Bucket chain, or free list. */
     struct efarm_tm_queue **hpprev; /* Where this queue is linked from; NULL when inline. */
-    uint32_t context;
-    int32_t source;
-    int32_t tag;
-    uint32_t kind; /* EFARM_TM_KIND_UNUSED for an unused inline queue. */
 };
 
 /*
  * A hash bucket holds its first queue inline (one cache line: lookup of a
  * key that owns the line costs one miss) and chains further queues from the
  * pool through queue.hnext. Queues never move, because entries point at their
- * sentinel; an inline queue that empties is marked unused and reused by the
- * next key hashed to this bucket, while chained queues stay where they are.
+ * sentinel; an inline queue that empties keeps its key until the next other
+ * key hashed to this bucket takes it over, while chained queues stay where
+ * they are until they empty and go back to the pool.
  */
 struct efarm_tm_bucket {
     _Alignas(64) struct efarm_tm_queue queue;
 };
+_Static_assert(sizeof(struct efarm_tm_bucket) == 64, "a bucket is one cache line");
 
 struct efarm_tm_recv {
     struct efarm_link link;
@@ -122,15 +133,31 @@ static inline bool efarm_tm_queue_empty(const struct efarm_tm_queue *queue)
     return queue->entries.next == &queue->entries;
 }
 
-static inline uint64_t efarm_tm_hash(uint32_t kind, uint32_t context, int32_t source, int32_t tag)
+static inline uint64_t efarm_tm_key_ct(uint32_t context, int32_t tag)
 {
-    uint64_t a = ((uint64_t)context << 32) | (uint32_t)tag;
-    uint64_t b = ((uint64_t)(uint32_t)source << 3) | kind;
-    uint64_t h = (a * 0x9e3779b97f4a7c15ull) ^ (b * 0xc2b2ae3d27d4eb4full);
+    return ((uint64_t)context << 32) | (uint32_t)tag;
+}
+
+static inline uint64_t efarm_tm_key_sk(uint32_t kind, int32_t source)
+{
+    return ((uint64_t)(uint32_t)source << 3) | kind;
+}
+
+/* Hash of a key without its kind (efarm_tm_bucket adds it), so one call serves every kind. */
+static inline uint64_t efarm_tm_hash(uint64_t key_ct, int32_t source)
+{
+    uint64_t h = (key_ct * 0x9e3779b97f4a7c15ull) ^ ((uint32_t)source * 0xc2b2ae3d27d4eb4full);
 
     h ^= h >> 31;
     h *= 0xd6e8feb86659fd93ull;
     return h ^ (h >> 32);
+}
+
+/* The inline queue of the bucket of a key of the given kind, from its efarm_tm_hash(). */
+static inline struct efarm_tm_queue *efarm_tm_bucket(const struct efarm_tm *tm, uint64_t hash,
+                                                     uint32_t kind)
+{
+    return &tm->buckets[(hash ^ (kind * EFARM_TM_KIND_SPREAD)) & tm->bucket_mask].queue;
 }
 
 /* Apply a wildcard shape to a key: wildcard fields become -1. */
@@ -142,34 +169,47 @@ static inline void efarm_tm_key_shape(uint32_t shape, int32_t *source, int32_t *
         *tag = -1;
 }
 
-static inline struct efarm_tm_queue *efarm_tm_queue_find(const struct efarm_tm *tm, uint32_t kind,
-                                                         uint32_t context, int32_t source,
-                                                         int32_t tag)
+/* The queue with a key in the chain starting at `first` (its bucket), or NULL; it may be empty. */
+static inline struct efarm_tm_queue *efarm_tm_queue_find(struct efarm_tm_queue *first,
+                                                         uint64_t key_ct, uint64_t key_sk)
 {
     struct efarm_tm_queue *queue;
 
-    queue = &tm->buckets[efarm_tm_hash(kind, context, source, tag) & tm->bucket_mask].queue;
-    for (; queue != NULL; queue = queue->hnext) {
-        if (queue->tag == tag && queue->source == source && queue->context == context &&
-            queue->kind == kind)
+    for (queue = first; queue != NULL; queue = queue->hnext) {
+        if (queue->key_ct == key_ct && queue->key_sk == key_sk)
             return queue;
     }
     return NULL;
 }
 
-/* Find the queue for a key, creating it empty; the pool is sized so this cannot fail. */
-static struct efarm_tm_queue *efarm_tm_queue_get(struct efarm_tm *tm, uint32_t kind,
-                                                 uint32_t context, int32_t source, int32_t tag)
+/*
+ * The oldest link of the non-empty queue with a key in the chain starting at
+ * `first`, or NULL when there is none or it is empty.
+ */
+static inline struct efarm_link *efarm_tm_queue_head(struct efarm_tm_queue *first, uint64_t key_ct,
+                                                     uint64_t key_sk)
 {
-    struct efarm_tm_queue *first, *queue;
+    struct efarm_tm_queue *queue = efarm_tm_queue_find(first, key_ct, key_sk);
 
-    first = &tm->buckets[efarm_tm_hash(kind, context, source, tag) & tm->bucket_mask].queue;
-    for (queue = first; queue != NULL; queue = queue->hnext) {
-        if (queue->tag == tag && queue->source == source && queue->context == context &&
-            queue->kind == kind)
-            return queue;
-    }
-    if (first->kind == EFARM_TM_KIND_UNUSED) {
+    if (queue == NULL || efarm_tm_queue_empty(queue))
+        return NULL;
+    return queue->entries.next;
+}
+
+/*
+ * Find the queue for a key in the chain starting at `first` (its bucket),
+ * taking over the inline queue when it is empty or chaining one from the pool
+ * otherwise; the pool is sized so this cannot fail.
+ */
+static inline struct efarm_tm_queue *efarm_tm_queue_get(struct efarm_tm *tm,
+                                                        struct efarm_tm_queue *first,
+                                                        uint64_t key_ct, uint64_t key_sk)
+{
+    struct efarm_tm_queue *queue = efarm_tm_queue_find(first, key_ct, key_sk);
+
+    if (queue != NULL)
+        return queue;
+    if (efarm_tm_queue_empty(first)) {
         queue = first;
     } else {
         queue = tm->queue_free;
@@ -180,21 +220,16 @@ static struct efarm_tm_queue *efarm_tm_queue_get(struct efarm_tm *tm, uint32_t k
             first->hnext->hpprev = &queue->hnext;
         first->hnext = queue;
     }
-    queue->entries.prev = queue->entries.next = &queue->entries;
-    queue->context = context;
-    queue->source = source;
-    queue->tag = tag;
-    queue->kind = kind;
+    queue->key_ct = key_ct;
+    queue->key_sk = key_sk;
     return queue;
 }
 
-/* Give an empty queue back to the pool. */
+/* A queue just emptied: a chained one goes back to the pool, an inline one keeps its key. */
 static inline void efarm_tm_queue_put(struct efarm_tm *tm, struct efarm_tm_queue *queue)
 {
-    if (queue->hpprev == NULL) {
-        queue->kind = EFARM_TM_KIND_UNUSED;
+    if (queue->hpprev == NULL)
         return;
-    }
     *queue->hpprev = queue->hnext;
     if (queue->hnext != NULL)
         queue->hnext->hpprev = queue->hpprev;
@@ -243,7 +278,7 @@ static void *efarm_tm_recv_remove(struct efarm_tm *tm, struct efarm_tm_recv *rec
     struct efarm_tm_queue *queue = recv->queue;
     void *user = recv->user;
 
-    if (queue->kind != 0)
+    if ((queue->key_sk & (EFARM_TM_SHAPES - 1)) != 0)
         tm->n_wild_recv--;
     efarm_list_remove(&recv->link);
     if (efarm_tm_queue_empty(queue))
@@ -295,15 +330,17 @@ static void *efarm_tm_msg_remove(struct efarm_tm *tm, struct efarm_tm_msg *msg)
 static inline struct efarm_tm_msg *efarm_tm_msg_find(const struct efarm_tm *tm, uint32_t context,
                                                      int32_t source, int32_t tag)
 {
-    uint32_t shape = efarm_tm_shape(source, tag);
-    struct efarm_tm_queue *queue;
+    uint32_t shape = efarm_tm_shape(source, tag), kind = EFARM_TM_KIND_MSG + shape;
+    uint64_t key_ct = efarm_tm_key_ct(context, tag);
+    struct efarm_link *head;
 
     if (tm->n_unexpected == 0)
         return NULL;
-    queue = efarm_tm_queue_find(tm, EFARM_TM_KIND_MSG + shape, context, source, tag);
-    if (queue == NULL)
+    head = efarm_tm_queue_head(efarm_tm_bucket(tm, efarm_tm_hash(key_ct, source), kind), key_ct,
+                               efarm_tm_key_sk(kind, source));
+    if (head == NULL)
         return NULL;
-    return efarm_container_of(queue->entries.next, struct efarm_tm_msg, link[shape]);
+    return efarm_container_of(head, struct efarm_tm_msg, link[shape]);
 }
 
 static inline struct efarm_tm_msg *efarm_tm_msg_at(const struct efarm_tm *tm, uint32_t index)
@@ -314,8 +351,10 @@ static inline struct efarm_tm_msg *efarm_tm_msg_at(const struct efarm_tm *tm, ui
 /* Put n fresh queues on the free list. */
 static void efarm_tm_queues_add(struct efarm_tm *tm, struct efarm_tm_queue *queues, uint64_t n)
 {
-    for (uint64_t i = 0; i < n; i++)
+    for (uint64_t i = 0; i < n; i++) {
+        efarm_list_init(&queues[i].entries);
         queues[i].hnext = i + 1 < n ? &queues[i + 1] : tm->queue_free;
+    }
     if (n)
         tm->queue_free = &queues[0];
 }
@@ -381,8 +420,10 @@ int efarm_tm_open(unsigned max_posted, unsigned max_unexpected, struct efarm_tm 
     tm->buckets = efarm_aligned_calloc(n_buckets, sizeof(*tm->buckets));
     if (tm->buckets == NULL)
         goto err_free_tm;
-    for (uint64_t i = 0; i < n_buckets; i++)
-        tm->buckets[i].queue.kind = EFARM_TM_KIND_UNUSED;
+    for (uint64_t i = 0; i < n_buckets; i++) {
+        tm->buckets[i].queue.key_sk = EFARM_TM_NO_KEY;
+        efarm_list_init(&tm->buckets[i].queue.entries);
+    }
     tm->recvs = efarm_calloc(max_posted, sizeof(*tm->recvs));
     if (tm->recvs == NULL)
         goto err_free_buckets;
@@ -557,6 +598,7 @@ efarm_tm_post_common(struct efarm_tm *tm, uint32_t context, int32_t source, int3
     struct efarm_tm_recv *recv;
     struct efarm_tm_msg *msg;
     uint32_t shape, index;
+    uint64_t key_ct;
 
     if (!efarm_tm_key_valid(source, tag, true))
         return -EINVAL;
@@ -573,7 +615,9 @@ efarm_tm_post_common(struct efarm_tm *tm, uint32_t context, int32_t source, int3
     recv = &tm->recvs[index];
     tm->recv_free = recv->next_free;
     shape = efarm_tm_shape(source, tag);
-    recv->queue = efarm_tm_queue_get(tm, shape, context, source, tag);
+    key_ct = efarm_tm_key_ct(context, tag);
+    recv->queue = efarm_tm_queue_get(tm, efarm_tm_bucket(tm, efarm_tm_hash(key_ct, source), shape),
+                                     key_ct, efarm_tm_key_sk(shape, source));
     recv->seq = tm->next_seq++;
     recv->user = user;
     efarm_list_append(&recv->queue->entries, &recv->link);
@@ -609,14 +653,17 @@ static struct efarm_tm_recv *efarm_tm_recv_best(const struct efarm_tm *tm, uint3
 
     for (uint32_t shape = 0; shape < n_shapes && tm->n_posted != 0; shape++) {
         int32_t shaped_source = source, shaped_tag = tag;
-        struct efarm_tm_queue *queue;
         struct efarm_tm_recv *head;
+        struct efarm_link *link;
+        uint64_t key_ct;
 
         efarm_tm_key_shape(shape, &shaped_source, &shaped_tag);
-        queue = efarm_tm_queue_find(tm, shape, context, shaped_source, shaped_tag);
-        if (queue == NULL)
+        key_ct = efarm_tm_key_ct(context, shaped_tag);
+        link = efarm_tm_queue_head(efarm_tm_bucket(tm, efarm_tm_hash(key_ct, shaped_source), shape),
+                                   key_ct, efarm_tm_key_sk(shape, shaped_source));
+        if (link == NULL)
             continue;
-        head = efarm_container_of(queue->entries.next, struct efarm_tm_recv, link);
+        head = efarm_container_of(link, struct efarm_tm_recv, link);
         if (best == NULL || head->seq < best->seq)
             best = head;
     }
@@ -666,10 +713,14 @@ int efarm_tm_arrive(struct efarm_tm *tm, uint32_t context, int32_t source, int32
     tm->msg_free = msg->next_free;
     for (uint32_t shape = 0; shape < EFARM_TM_SHAPES; shape++) {
         int32_t shaped_source = source, shaped_tag = tag;
+        uint32_t kind = EFARM_TM_KIND_MSG + shape;
+        uint64_t key_ct;
 
         efarm_tm_key_shape(shape, &shaped_source, &shaped_tag);
+        key_ct = efarm_tm_key_ct(context, shaped_tag);
         msg->queue[shape] =
-            efarm_tm_queue_get(tm, EFARM_TM_KIND_MSG + shape, context, shaped_source, shaped_tag);
+            efarm_tm_queue_get(tm, efarm_tm_bucket(tm, efarm_tm_hash(key_ct, shaped_source), kind),
+                               key_ct, efarm_tm_key_sk(kind, shaped_source));
         efarm_list_append(&msg->queue[shape]->entries, &msg->link[shape]);
     }
     msg->user = user;
