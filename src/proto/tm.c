@@ -259,13 +259,16 @@ static inline uint32_t efarm_tm_shape(int32_t source, int32_t tag)
     return (source < 0 ? EFARM_TM_WILD_SOURCE : 0) | (tag < 0 ? EFARM_TM_WILD_TAG : 0);
 }
 
-/* Free a receive's slot (its handle goes stale) and return its user pointer. */
+/*
+ * Free a receive's slot (its handle goes stale) and return its user pointer.
+ * Only queue and gen say whether a slot is live, so its link and user are left
+ * as they are.
+ */
 static inline void *efarm_tm_recv_free(struct efarm_tm *tm, struct efarm_tm_recv *recv)
 {
     void *user = recv->user;
 
     recv->queue = NULL;
-    recv->user = NULL;
     recv->gen = efarm_tm_next_gen(recv->gen);
     recv->next_free = tm->recv_free;
     tm->recv_free = (uint32_t)(recv - tm->recvs);
@@ -273,23 +276,19 @@ static inline void *efarm_tm_recv_free(struct efarm_tm *tm, struct efarm_tm_recv
 }
 
 /* Unlink a receive held in software, free its slot and return its user pointer. */
-static void *efarm_tm_recv_remove(struct efarm_tm *tm, struct efarm_tm_recv *recv)
+static inline void *efarm_tm_recv_remove(struct efarm_tm *tm, struct efarm_tm_recv *recv)
 {
     struct efarm_tm_queue *queue = recv->queue;
-    void *user = recv->user;
+    struct efarm_link *prev = recv->link.prev, *next = recv->link.next;
 
     if ((queue->key_sk & (EFARM_TM_SHAPES - 1)) != 0)
         tm->n_wild_recv--;
-    efarm_list_remove(&recv->link);
-    if (efarm_tm_queue_empty(queue))
+    prev->next = next;
+    next->prev = prev;
+    if (prev == next) /* Both are the sentinel: the queue is empty now. */
         efarm_tm_queue_put(tm, queue);
-    recv->queue = NULL;
-    recv->user = NULL;
-    recv->gen = efarm_tm_next_gen(recv->gen);
-    recv->next_free = tm->recv_free;
-    tm->recv_free = (uint32_t)(recv - tm->recvs);
     tm->n_posted--;
-    return user;
+    return efarm_tm_recv_free(tm, recv);
 }
 
 /* The live receive named by a handle, or NULL when the handle is stale. */
@@ -644,30 +643,51 @@ int efarm_tm_post(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t
     return efarm_tm_post_common(tm, context, source, tag, user, recv_p, msg_user_p, false);
 }
 
-/* The earliest-posted software receive matching a message's key, or NULL. */
-static struct efarm_tm_recv *efarm_tm_recv_best(const struct efarm_tm *tm, uint32_t context,
-                                                int32_t source, int32_t tag)
+/* The oldest software receive of one shape matching a message's key, or NULL. */
+static inline struct efarm_tm_recv *efarm_tm_recv_head(const struct efarm_tm *tm, uint32_t shape,
+                                                       uint32_t context, int32_t source,
+                                                       int32_t tag)
 {
-    struct efarm_tm_recv *best = NULL;
-    uint32_t n_shapes = tm->n_wild_recv != 0 ? EFARM_TM_SHAPES : 1;
+    struct efarm_link *link;
+    uint64_t key_ct;
 
-    for (uint32_t shape = 0; shape < n_shapes && tm->n_posted != 0; shape++) {
-        int32_t shaped_source = source, shaped_tag = tag;
-        struct efarm_tm_recv *head;
-        struct efarm_link *link;
-        uint64_t key_ct;
+    efarm_tm_key_shape(shape, &source, &tag);
+    key_ct = efarm_tm_key_ct(context, tag);
+    link = efarm_tm_queue_head(efarm_tm_bucket(tm, efarm_tm_hash(key_ct, source), shape), key_ct,
+                               efarm_tm_key_sk(shape, source));
+    return link == NULL ? NULL : efarm_container_of(link, struct efarm_tm_recv, link);
+}
 
-        efarm_tm_key_shape(shape, &shaped_source, &shaped_tag);
-        key_ct = efarm_tm_key_ct(context, shaped_tag);
-        link = efarm_tm_queue_head(efarm_tm_bucket(tm, efarm_tm_hash(key_ct, shaped_source), shape),
-                                   key_ct, efarm_tm_key_sk(shape, shaped_source));
-        if (link == NULL)
-            continue;
-        head = efarm_container_of(link, struct efarm_tm_recv, link);
-        if (best == NULL || head->seq < best->seq)
+/* The earliest-posted of `best` (the exact receive, or NULL) and the wildcard receives. */
+static struct efarm_tm_recv *efarm_tm_recv_best_wild(const struct efarm_tm *tm, uint32_t context,
+                                                     int32_t source, int32_t tag,
+                                                     struct efarm_tm_recv *best)
+{
+    for (uint32_t shape = 1; shape < EFARM_TM_SHAPES; shape++) {
+        struct efarm_tm_recv *head = efarm_tm_recv_head(tm, shape, context, source, tag);
+
+        if (head != NULL && (best == NULL || head->seq < best->seq))
             best = head;
     }
     return best;
+}
+
+/*
+ * The earliest-posted software receive matching a message's key, or NULL.
+ * Without wildcard receives only the exact key's queue can hold one: one
+ * lookup.
+ */
+static inline struct efarm_tm_recv *efarm_tm_recv_best(const struct efarm_tm *tm, uint32_t context,
+                                                       int32_t source, int32_t tag)
+{
+    struct efarm_tm_recv *best;
+
+    if (tm->n_posted == 0)
+        return NULL;
+    best = efarm_tm_recv_head(tm, 0, context, source, tag);
+    if (tm->n_wild_recv == 0)
+        return best;
+    return efarm_tm_recv_best_wild(tm, context, source, tag, best);
 }
 
 int efarm_tm_match_posted(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag,
