@@ -43,8 +43,6 @@
 #define EFARM_TM_NO_FREE           UINT32_MAX
 /* key_sk of an inline queue that never had a key: no (source, kind) gives it. */
 #define EFARM_TM_NO_KEY UINT64_MAX
-/* Odd: kinds 0..7 times it differ in their low 4 bits, so a key's kinds use distinct buckets. */
-#define EFARM_TM_KIND_SPREAD 0x9e3779b97f4a7c15ull
 
 /*
  * A key is two words: key_ct = context << 32 | tag and key_sk = source << 3 |
@@ -80,6 +78,7 @@ struct efarm_tm_recv {
     uint32_t gen;
     union {
         uint32_t next_free; /* While the slot is free. */
+        uint32_t index;     /* While held in software: its own number (no division to free it). */
         uint32_t hw_handle; /* While the device holds the receive. */
     };
 };
@@ -108,7 +107,7 @@ struct efarm_tm_offload {
  */
 struct efarm_tm {
     struct efarm_tm_bucket *buckets;
-    uint64_t bucket_mask;
+    uint64_t bucket_shift; /* 64 - log2(buckets): a hash's top bits pick the bucket. */
     uint64_t next_seq;
     unsigned n_wild_recv; /* Posted receives with a wildcard: 0 keeps arrivals to one lookup. */
     unsigned n_posted;    /* Held in software. */
@@ -143,21 +142,28 @@ static inline uint64_t efarm_tm_key_sk(uint32_t kind, int32_t source)
     return ((uint64_t)(uint32_t)source << 3) | kind;
 }
 
-/* Hash of a key without its kind (efarm_tm_bucket adds it), so one call serves every kind. */
-static inline uint64_t efarm_tm_hash(uint64_t key_ct, int32_t source)
+/*
+ * The bucket number of a key without its kind (efarm_tm_bucket adds it), so
+ * one call serves every kind: the source spread over 64 bits by an odd
+ * multiplier and mixed into (context, tag), then Fibonacci hashing (the top
+ * bits of the product with 2^64 / golden ratio, which depend on every bit).
+ */
+static inline uint64_t efarm_tm_hash(const struct efarm_tm *tm, uint64_t key_ct, int32_t source)
 {
-    uint64_t h = (key_ct * 0x9e3779b97f4a7c15ull) ^ ((uint32_t)source * 0xc2b2ae3d27d4eb4full);
+    uint64_t x = key_ct ^ ((uint32_t)source * 0xc2b2ae3d27d4eb4full);
 
-    h ^= h >> 31;
-    h *= 0xd6e8feb86659fd93ull;
-    return h ^ (h >> 32);
+    return (x * 0x9e3779b97f4a7c15ull) >> tm->bucket_shift;
 }
 
-/* The inline queue of the bucket of a key of the given kind, from its efarm_tm_hash(). */
+/*
+ * The inline queue of the bucket of a key of the given kind, from its
+ * efarm_tm_hash(): the kinds 0..7 of a key use 8 distinct buckets (there are
+ * at least 16).
+ */
 static inline struct efarm_tm_queue *efarm_tm_bucket(const struct efarm_tm *tm, uint64_t hash,
                                                      uint32_t kind)
 {
-    return &tm->buckets[(hash ^ (kind * EFARM_TM_KIND_SPREAD)) & tm->bucket_mask].queue;
+    return &tm->buckets[hash ^ kind].queue;
 }
 
 /* Apply a wildcard shape to a key: wildcard fields become -1. */
@@ -264,14 +270,15 @@ static inline uint32_t efarm_tm_shape(int32_t source, int32_t tag)
  * Only queue and gen say whether a slot is live, so its link and user are left
  * as they are.
  */
-static inline void *efarm_tm_recv_free(struct efarm_tm *tm, struct efarm_tm_recv *recv)
+static inline void *efarm_tm_recv_free(struct efarm_tm *tm, struct efarm_tm_recv *recv,
+                                       uint32_t index)
 {
     void *user = recv->user;
 
     recv->queue = NULL;
     recv->gen = efarm_tm_next_gen(recv->gen);
     recv->next_free = tm->recv_free;
-    tm->recv_free = (uint32_t)(recv - tm->recvs);
+    tm->recv_free = index;
     return user;
 }
 
@@ -288,7 +295,7 @@ static inline void *efarm_tm_recv_remove(struct efarm_tm *tm, struct efarm_tm_re
     if (prev == next) /* Both are the sentinel: the queue is empty now. */
         efarm_tm_queue_put(tm, queue);
     tm->n_posted--;
-    return efarm_tm_recv_free(tm, recv);
+    return efarm_tm_recv_free(tm, recv, recv->index);
 }
 
 /* The live receive named by a handle, or NULL when the handle is stale. */
@@ -335,7 +342,7 @@ static inline struct efarm_tm_msg *efarm_tm_msg_find(const struct efarm_tm *tm, 
 
     if (tm->n_unexpected == 0)
         return NULL;
-    head = efarm_tm_queue_head(efarm_tm_bucket(tm, efarm_tm_hash(key_ct, source), kind), key_ct,
+    head = efarm_tm_queue_head(efarm_tm_bucket(tm, efarm_tm_hash(tm, key_ct, source), kind), key_ct,
                                efarm_tm_key_sk(kind, source));
     if (head == NULL)
         return NULL;
@@ -400,16 +407,16 @@ int efarm_tm_open(unsigned max_posted, unsigned max_unexpected, struct efarm_tm 
     unsigned n_chunks, bucket_unexpected;
     struct efarm_tm_queue *queues;
     struct efarm_tm *tm;
-    uint64_t n_buckets;
+    uint64_t n_buckets, shift;
 
     if (max_posted == 0 || max_unexpected == 0 || max_posted > EFARM_TM_MAX_ENTRIES ||
         max_unexpected > EFARM_TM_MAX_ENTRIES)
         return -EINVAL;
     bucket_unexpected =
         max_unexpected < EFARM_TM_BUCKET_UNEXPECTED ? max_unexpected : EFARM_TM_BUCKET_UNEXPECTED;
-    for (n_buckets = 16; n_buckets < (uint64_t)max_posted + EFARM_TM_SHAPES * bucket_unexpected;
-         n_buckets *= 2)
-        ;
+    for (n_buckets = 16, shift = 60;
+         n_buckets < (uint64_t)max_posted + EFARM_TM_SHAPES * bucket_unexpected; n_buckets *= 2)
+        shift--;
     n_chunks = (max_unexpected + EFARM_TM_MSG_CHUNK - 1) / EFARM_TM_MSG_CHUNK;
 
     _Static_assert(_Alignof(struct efarm_tm_bucket) <= EFARM_CACHE_LINE, "buckets fit the line");
@@ -438,7 +445,7 @@ int efarm_tm_open(unsigned max_posted, unsigned max_unexpected, struct efarm_tm 
         goto err_free_queue_chunks;
     tm->queue_chunks[tm->n_queue_chunks++] = queues;
 
-    tm->bucket_mask = n_buckets - 1;
+    tm->bucket_shift = shift;
     tm->max_posted = max_posted;
     tm->max_unexpected = max_unexpected;
     tm->msg_free = EFARM_TM_NO_FREE;
@@ -563,7 +570,7 @@ static bool efarm_tm_offload_post(struct efarm_tm *tm, uint32_t context, int32_t
 static void *efarm_tm_offload_remove(struct efarm_tm *tm, struct efarm_tm_recv *recv)
 {
     tm->offload.n_held--;
-    return efarm_tm_recv_free(tm, recv);
+    return efarm_tm_recv_free(tm, recv, (uint32_t)(recv - tm->recvs));
 }
 
 int efarm_tm_offload_matched(struct efarm_tm *tm, efarm_tm_handle_t recv, void **recv_user_p)
@@ -587,6 +594,28 @@ unsigned efarm_tm_offload_count(const struct efarm_tm *tm)
 }
 
 /*
+ * Queue a receive of wildcard shape `shape` at the end of `queue` (its key's)
+ * in a free slot (there is one) and store its handle in *recv_p.
+ */
+static inline void efarm_tm_recv_queue(struct efarm_tm *tm, struct efarm_tm_queue *queue,
+                                       uint32_t shape, void *user, efarm_tm_handle_t *recv_p)
+{
+    uint32_t index = tm->recv_free;
+    struct efarm_tm_recv *recv = &tm->recvs[index];
+
+    tm->recv_free = recv->next_free;
+    recv->index = index;
+    recv->queue = queue;
+    recv->seq = tm->next_seq++;
+    recv->user = user;
+    efarm_list_append(&queue->entries, &recv->link);
+    if (shape != 0)
+        tm->n_wild_recv++;
+    tm->n_posted++;
+    *recv_p = efarm_tm_handle(recv->gen, index);
+}
+
+/*
  * efarm_tm_post() for both cases; `offload` is a constant in each of the two
  * copies, so the copy without a device is the software matcher alone.
  */
@@ -594,10 +623,10 @@ static inline __attribute__((always_inline)) int
 efarm_tm_post_common(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag, void *user,
                      efarm_tm_handle_t *recv_p, void **msg_user_p, bool offload)
 {
-    struct efarm_tm_recv *recv;
+    struct efarm_tm_queue *queue;
     struct efarm_tm_msg *msg;
-    uint32_t shape, index;
     uint64_t key_ct;
+    uint32_t shape;
 
     if (!efarm_tm_key_valid(source, tag, true))
         return -EINVAL;
@@ -610,21 +639,20 @@ efarm_tm_post_common(struct efarm_tm *tm, uint32_t context, int32_t source, int3
         return -ENOMEM;
     if (offload && efarm_tm_offload_post(tm, context, source, tag, user, recv_p))
         return EFARM_TM_QUEUED;
-    index = tm->recv_free;
-    recv = &tm->recvs[index];
-    tm->recv_free = recv->next_free;
     shape = efarm_tm_shape(source, tag);
     key_ct = efarm_tm_key_ct(context, tag);
-    recv->queue = efarm_tm_queue_get(tm, efarm_tm_bucket(tm, efarm_tm_hash(key_ct, source), shape),
-                                     key_ct, efarm_tm_key_sk(shape, source));
-    recv->seq = tm->next_seq++;
-    recv->user = user;
-    efarm_list_append(&recv->queue->entries, &recv->link);
-    if (shape != 0)
-        tm->n_wild_recv++;
-    tm->n_posted++;
-    *recv_p = efarm_tm_handle(recv->gen, index);
+    queue = efarm_tm_queue_get(tm, efarm_tm_bucket(tm, efarm_tm_hash(tm, key_ct, source), shape),
+                               key_ct, efarm_tm_key_sk(shape, source));
+    efarm_tm_recv_queue(tm, queue, shape, user, recv_p);
     return EFARM_TM_QUEUED;
+}
+
+__attribute__((noinline)) static int efarm_tm_post_software(struct efarm_tm *tm, uint32_t context,
+                                                            int32_t source, int32_t tag, void *user,
+                                                            efarm_tm_handle_t *recv_p,
+                                                            void **msg_user_p)
+{
+    return efarm_tm_post_common(tm, context, source, tag, user, recv_p, msg_user_p, false);
 }
 
 __attribute__((noinline)) static int efarm_tm_post_offload(struct efarm_tm *tm, uint32_t context,
@@ -635,12 +663,53 @@ __attribute__((noinline)) static int efarm_tm_post_offload(struct efarm_tm *tm, 
     return efarm_tm_post_common(tm, context, source, tag, user, recv_p, msg_user_p, true);
 }
 
+/*
+ * The rest of efarm_tm_post() when nothing can match the receive (no
+ * unexpected message) and a slot is free but the key's queue is not its
+ * bucket's inline queue: `first` is the bucket.
+ */
+__attribute__((noinline)) static int efarm_tm_post_chained(struct efarm_tm *tm,
+                                                           struct efarm_tm_queue *first,
+                                                           uint64_t key_ct, uint64_t key_sk,
+                                                           void *user, efarm_tm_handle_t *recv_p)
+{
+    struct efarm_tm_queue *queue = efarm_tm_queue_get(tm, first, key_ct, key_sk);
+
+    efarm_tm_recv_queue(tm, queue, (uint32_t)key_sk & (EFARM_TM_SHAPES - 1), user, recv_p);
+    return EFARM_TM_QUEUED;
+}
+
+/*
+ * The common case is served here without a call: no device, no unexpected
+ * message, a free slot, a valid key, and the key's bucket either holds the
+ * key's queue inline or holds nothing at all (its inline queue empty, no
+ * chain), so that the inline queue is the key's. Everything else takes the
+ * general path, which gives the same result in these cases too.
+ */
 int efarm_tm_post(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag, void *user,
                   efarm_tm_handle_t *recv_p, void **msg_user_p)
 {
+    struct efarm_tm_queue *queue;
+    uint64_t key_ct, key_sk;
+    uint32_t shape;
+
     if (tm->offload_ops != NULL)
         return efarm_tm_post_offload(tm, context, source, tag, user, recv_p, msg_user_p);
-    return efarm_tm_post_common(tm, context, source, tag, user, recv_p, msg_user_p, false);
+    if (tm->n_unexpected != 0 || tm->recv_free == EFARM_TM_NO_FREE ||
+        !efarm_tm_key_valid(source, tag, true))
+        return efarm_tm_post_software(tm, context, source, tag, user, recv_p, msg_user_p);
+    shape = efarm_tm_shape(source, tag);
+    key_ct = efarm_tm_key_ct(context, tag);
+    key_sk = efarm_tm_key_sk(shape, source);
+    queue = efarm_tm_bucket(tm, efarm_tm_hash(tm, key_ct, source), shape);
+    if (queue->key_ct != key_ct || queue->key_sk != key_sk) {
+        if (!efarm_tm_queue_empty(queue) || queue->hnext != NULL)
+            return efarm_tm_post_chained(tm, queue, key_ct, key_sk, user, recv_p);
+        queue->key_ct = key_ct; /* Take over the empty inline queue, as efarm_tm_queue_get would. */
+        queue->key_sk = key_sk;
+    }
+    efarm_tm_recv_queue(tm, queue, shape, user, recv_p);
+    return EFARM_TM_QUEUED;
 }
 
 /* The oldest software receive of one shape matching a message's key, or NULL. */
@@ -653,8 +722,8 @@ static inline struct efarm_tm_recv *efarm_tm_recv_head(const struct efarm_tm *tm
 
     efarm_tm_key_shape(shape, &source, &tag);
     key_ct = efarm_tm_key_ct(context, tag);
-    link = efarm_tm_queue_head(efarm_tm_bucket(tm, efarm_tm_hash(key_ct, source), shape), key_ct,
-                               efarm_tm_key_sk(shape, source));
+    link = efarm_tm_queue_head(efarm_tm_bucket(tm, efarm_tm_hash(tm, key_ct, source), shape),
+                               key_ct, efarm_tm_key_sk(shape, source));
     return link == NULL ? NULL : efarm_container_of(link, struct efarm_tm_recv, link);
 }
 
@@ -690,8 +759,11 @@ static inline struct efarm_tm_recv *efarm_tm_recv_best(const struct efarm_tm *tm
     return efarm_tm_recv_best_wild(tm, context, source, tag, best);
 }
 
-int efarm_tm_match_posted(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag,
-                          void **recv_user_p)
+/* efarm_tm_match_posted() for every case. */
+__attribute__((noinline)) static int efarm_tm_match_posted_software(struct efarm_tm *tm,
+                                                                    uint32_t context,
+                                                                    int32_t source, int32_t tag,
+                                                                    void **recv_user_p)
 {
     struct efarm_tm_recv *best;
 
@@ -704,6 +776,44 @@ int efarm_tm_match_posted(struct efarm_tm *tm, uint32_t context, int32_t source,
         return EFARM_TM_MATCHED;
     }
     return 0;
+}
+
+/*
+ * The common case is served here without a call: no wildcard receive, a valid
+ * key, and the key's bucket holds the key's queue inline or no chain (then no
+ * queue of the key exists). An inline queue stays in place when it empties and
+ * holds only exact receives, so taking its head needs no more bookkeeping.
+ */
+int efarm_tm_match_posted(struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag,
+                          void **recv_user_p)
+{
+    struct efarm_tm_queue *queue;
+    struct efarm_link *link, *next;
+    struct efarm_tm_recv *recv;
+    uint64_t key_ct;
+
+    if (tm->n_wild_recv != 0 || !efarm_tm_key_valid(source, tag, false))
+        return efarm_tm_match_posted_software(tm, context, source, tag, recv_user_p);
+    if (tm->n_posted == 0)
+        return 0;
+    key_ct = efarm_tm_key_ct(context, tag);
+    queue = efarm_tm_bucket(tm, efarm_tm_hash(tm, key_ct, source), 0);
+    if (queue->key_ct != key_ct || queue->key_sk != efarm_tm_key_sk(0, source)) {
+        if (queue->hnext == NULL)
+            return 0;
+        return efarm_tm_match_posted_software(tm, context, source, tag, recv_user_p);
+    }
+    link = queue->entries.next;
+    if (link == &queue->entries)
+        return 0;
+    next = link->next;
+    queue->entries.next = next;
+    next->prev = &queue->entries;
+    tm->n_posted--;
+    tm->n_handled++;
+    recv = efarm_container_of(link, struct efarm_tm_recv, link);
+    *recv_user_p = efarm_tm_recv_free(tm, recv, recv->index);
+    return EFARM_TM_MATCHED;
 }
 
 int efarm_tm_would_match(const struct efarm_tm *tm, uint32_t context, int32_t source, int32_t tag)
@@ -738,9 +848,9 @@ int efarm_tm_arrive(struct efarm_tm *tm, uint32_t context, int32_t source, int32
 
         efarm_tm_key_shape(shape, &shaped_source, &shaped_tag);
         key_ct = efarm_tm_key_ct(context, shaped_tag);
-        msg->queue[shape] =
-            efarm_tm_queue_get(tm, efarm_tm_bucket(tm, efarm_tm_hash(key_ct, shaped_source), kind),
-                               key_ct, efarm_tm_key_sk(kind, shaped_source));
+        msg->queue[shape] = efarm_tm_queue_get(
+            tm, efarm_tm_bucket(tm, efarm_tm_hash(tm, key_ct, shaped_source), kind), key_ct,
+            efarm_tm_key_sk(kind, shaped_source));
         efarm_list_append(&msg->queue[shape]->entries, &msg->link[shape]);
     }
     msg->user = user;
