@@ -187,6 +187,135 @@ EFARM_TEST(tm_rejects_bad_keys)
     efarm_tm_close(tm);
 }
 
+EFARM_TEST(tm_emptied_queue_is_no_queue)
+{
+    struct efarm_tm *tm = open_tm(4, 4);
+    efarm_tm_handle_t h, m;
+    void *got = NULL;
+
+    /* The receive's queue empties and keeps its key: the next message must not see it. */
+    EXPECT_RET(efarm_tm_post(tm, 0, 7, 7, tm_user_of(9), &h, &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_post(tm, 0, 1, 1, tm_user_of(1), &h, &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_match_posted(tm, 0, 1, 1, &got), EFARM_TM_MATCHED);
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(1));
+    EXPECT_RET(efarm_tm_would_match(tm, 0, 1, 1), 0);
+    EXPECT_RET(efarm_tm_match_posted(tm, 0, 1, 1, &got), 0);
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 1, 1, tm_user_of(100), &got), EFARM_TM_QUEUED);
+    /* The same with a wildcard receive posted (the general path). */
+    EXPECT_RET(efarm_tm_post(tm, 0, ANY_SRC, 2, tm_user_of(2), &h, &got), EFARM_TM_QUEUED);
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 5, 2, tm_user_of(101), &got), EFARM_TM_MATCHED);
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(2));
+    EXPECT_RET(efarm_tm_arrive(tm, 0, 5, 2, tm_user_of(102), &got), EFARM_TM_QUEUED);
+    /* The message lists empty too and keep their keys: probes must not see them. */
+    EXPECT_RET(efarm_tm_post(tm, 0, 1, 1, tm_user_of(3), &h, &got), EFARM_TM_MATCHED);
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(100));
+    EXPECT_RET(efarm_tm_probe(tm, 0, 1, 1, &m, &got), 0);
+    EXPECT_RET(efarm_tm_probe(tm, 0, 1, ANY_TAG, &m, &got), 0);
+    EXPECT_RET(efarm_tm_post(tm, 0, ANY_SRC, ANY_TAG, tm_user_of(4), &h, &got), EFARM_TM_MATCHED);
+    EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(102));
+    EXPECT_RET(efarm_tm_probe(tm, 0, ANY_SRC, ANY_TAG, &m, &got), 0);
+    EXPECT_RET(efarm_tm_post(tm, 0, 5, 2, tm_user_of(5), &h, &got), EFARM_TM_QUEUED);
+    EXPECT_EQ(efarm_tm_posted_count(tm), 2);
+    EXPECT_EQ(efarm_tm_unexpected_count(tm), 0);
+    efarm_tm_close(tm);
+}
+
+/*
+ * Every ordered pair of 64 keys in a matcher of 16 buckets, so that many
+ * pairs share a bucket: a is posted first (its queue inline in the bucket),
+ * then b (chained when it collides), a is matched (its queue empties and
+ * lingers), b is posted again. b's two receives must stay in one queue, in
+ * posting order, whatever the bucket holds.
+ */
+EFARM_TEST(tm_colliding_keys_keep_posting_order)
+{
+    struct efarm_tm *tm = open_tm(4, 1);
+    efarm_tm_handle_t h;
+    void *got = NULL;
+
+    for (int32_t a = 0; a < 64; a++) {
+        for (int32_t b = 0; b < 64; b++) {
+            if (a == b)
+                continue;
+            efarm_test_context("tags a %d b %d", a, b);
+            EXPECT_RET(efarm_tm_post(tm, 0, 0, a, tm_user_of(1), &h, &got), EFARM_TM_QUEUED);
+            EXPECT_RET(efarm_tm_post(tm, 0, 0, b, tm_user_of(2), &h, &got), EFARM_TM_QUEUED);
+            EXPECT_RET(efarm_tm_match_posted(tm, 0, 0, a, &got), EFARM_TM_MATCHED);
+            EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(1));
+            EXPECT_RET(efarm_tm_post(tm, 0, 0, b, tm_user_of(3), &h, &got), EFARM_TM_QUEUED);
+            EXPECT_RET(efarm_tm_match_posted(tm, 0, 0, b, &got), EFARM_TM_MATCHED);
+            EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(2));
+            EXPECT_RET(efarm_tm_match_posted(tm, 0, 0, b, &got), EFARM_TM_MATCHED);
+            EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(3));
+            EXPECT_RET(efarm_tm_match_posted(tm, 0, 0, a, &got), 0);
+            EXPECT_EQ(efarm_tm_posted_count(tm), 0);
+        }
+    }
+    efarm_tm_close(tm);
+}
+
+/*
+ * Emptied queues linger in their buckets until another key takes them over.
+ * A matcher with 4 receives and 4 messages has 32 buckets and 20 pooled
+ * queues; round after round, new keys fill every receive and message slot
+ * while the last round's emptied queues linger. Every post must succeed up to
+ * the limit, exactly, and the bucket chains many rounds build must give every
+ * chained queue back (a queue kept would run the pool dry within a few rounds).
+ */
+EFARM_TEST(tm_lingering_queues_never_fail_a_post)
+{
+    struct efarm_tm *tm = open_tm(4, 4);
+    efarm_tm_handle_t h, m;
+    void *got = NULL;
+
+    for (uint32_t round = 0; round < 20000; round++) {
+        int32_t tags[4];
+
+        efarm_test_context("round %u", round);
+        for (int32_t k = 0; k < 4; k++) {
+            /* Every fifth round the last receive is ANY_SOURCE (from 9 below). */
+            int32_t source = round % 5 == 0 && k == 3 ? ANY_SRC : k;
+
+            tags[k] = (int32_t)((round * 7 + (uint32_t)k) % 13);
+            EXPECT_RET(
+                efarm_tm_post(tm, round, source, tags[k], tm_user_of(round * 8 + k + 1), &h, &got),
+                EFARM_TM_QUEUED);
+        }
+        h = 77;
+        EXPECT_RET(efarm_tm_post(tm, round, 0, 99, tm_user_of(1), &h, &got), -ENOMEM);
+        EXPECT_EQ(h, 77);
+        for (int32_t k = 3; k >= 0; k--) {
+            int32_t source = round % 5 == 0 && k == 3 ? 9 : k;
+
+            EXPECT_RET(efarm_tm_arrive(tm, round, source, tags[k], tm_user_of(2), &got),
+                       EFARM_TM_MATCHED);
+            EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(round * 8 + k + 1));
+        }
+        EXPECT_EQ(efarm_tm_posted_count(tm), 0);
+        /* Four messages for four keys fill the unexpected side (16 queues). */
+        for (int32_t k = 0; k < 4; k++)
+            EXPECT_RET(efarm_tm_arrive(tm, round, k, tags[k], tm_user_of(round * 8 + k + 5), &got),
+                       EFARM_TM_QUEUED);
+        EXPECT_RET(efarm_tm_arrive(tm, round, 5, 5, tm_user_of(3), &got), -EAGAIN);
+        EXPECT_RET(efarm_tm_probe(tm, round, ANY_SRC, ANY_TAG, &m, &got), 1);
+        EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(round * 8 + 5));
+        EXPECT_RET(efarm_tm_claim(tm, m, &got), 0);
+        /* The round's tags are distinct: an ANY_SOURCE receive takes the message for key 2. */
+        EXPECT_RET(efarm_tm_post(tm, round, ANY_SRC, tags[2], tm_user_of(4), &h, &got),
+                   EFARM_TM_MATCHED);
+        EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(round * 8 + 2 + 5));
+        for (int32_t k = 1; k < 4; k += 2) {
+            EXPECT_RET(efarm_tm_post(tm, round, k, tags[k], tm_user_of(4), &h, &got),
+                       EFARM_TM_MATCHED);
+            EXPECT_EQ((uintptr_t)got, (uintptr_t)tm_user_of(round * 8 + k + 5));
+        }
+        EXPECT_EQ(efarm_tm_unexpected_count(tm), 0);
+        EXPECT_EQ(efarm_tm_posted_count(tm), 0);
+        EXPECT_RET(efarm_tm_probe(tm, round, ANY_SRC, ANY_TAG, &m, &got), 0);
+    }
+    efarm_tm_close(tm);
+}
+
 static void run_model(unsigned max_posted, unsigned max_unexpected, unsigned steps,
                       unsigned n_contexts, unsigned n_sources, unsigned n_tags)
 {
