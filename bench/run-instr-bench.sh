@@ -57,7 +57,9 @@ log() { echo "run-instr-bench: $*" >&2; }
 command -v valgrind >/dev/null || { log "valgrind is not installed (apt-get install valgrind)"; exit 1; }
 [ -x "$prefix/bin/mpicc" ] || { log "no $prefix/bin/mpicc: run scripts/mpich-build.sh first"; exit 1; }
 
-bin=$out/efarm/bench-instr
+# One binary per MPICH prefix: mpicc links it to that prefix's libmpi (RUNPATH),
+# so a binary built for another prefix would count the other MPICH.
+bin=$out/efarm/bench-instr-$(printf %s "$(cd "$prefix" && pwd -P)" | cksum | cut -d' ' -f1)
 mkdir -p "$out/efarm"
 if [ ! -x "$bin" ] || [ "$bin" -ot "$top/bench/bench_instr.c" ] || [ "$bin" -ot "$prefix/bin/mpicc" ]; then
     "$prefix/bin/mpicc" -std=c11 -O2 -g -Wall -Wextra -Werror -o "$bin" "$top/bench/bench_instr.c"
