@@ -137,6 +137,11 @@ struct efarm_dev_send {
  */
 int efarm_dev_post_send(struct efarm_dev_ep *ep, const struct efarm_dev_send *sends, unsigned n);
 
+/* efarm_dev_post_send of one send of one segment (the small-message path's post). */
+int efarm_dev_post_send1(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah, uint32_t qpn,
+                         uint32_t qkey, uint64_t wr_id, const void *addr, uint32_t len,
+                         uint32_t lkey);
+
 /* RDMA read of [raddr, raddr+len) on the peer into local registered memory. */
 int efarm_dev_post_read(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah, uint32_t qpn,
                         uint32_t qkey, void *local, uint32_t len, uint32_t lkey, uint64_t raddr,
@@ -161,7 +166,11 @@ enum efarm_dev_op {
 
 #define EFARM_DEV_AHN_UNKNOWN 0xffff
 
-/* One completion. For receives, data points into an rx buffer until efarm_dev_rx_release. */
+/*
+ * One completion. op, status, vendor_err and wr_id are always set; the fields
+ * marked "receives" only for receives (a send's leaves them as they were). For
+ * receives, data points into an rx buffer until efarm_dev_rx_release.
+ */
 struct efarm_dev_cqe {
     enum efarm_dev_op op;
     int status; /* 0 or an EFARM_ERR_DEV_* code */

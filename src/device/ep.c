@@ -497,43 +497,71 @@ uint32_t efarm_dev_mr_rkey(const struct efarm_dev_mr *mr)
 
 /* ---- Posting ------------------------------------------------------------------------ */
 
-int efarm_dev_post_send(struct efarm_dev_ep *ep, const struct efarm_dev_send *sends, unsigned n)
+/* One send WR of a batch: opcode, address and the data, inline when it fits. */
+static inline void wr_send_one(struct efarm_dev_ep *ep, const struct efarm_dev_send *s)
 {
     struct ibv_qp_ex *qpx = ep->qpx;
-    int ret;
+    uint64_t total = 0;
 
-    if (ep->sq_used + n > ep->sq_depth)
-        return -EAGAIN; /* queue and retry after the next poll */
-    ibv_wr_start(qpx);
-    for (unsigned i = 0; i < n; i++) {
-        const struct efarm_dev_send *s = &sends[i];
-        uint64_t total = 0;
+    for (uint32_t k = 0; k < s->nseg; k++)
+        total += s->seg[k].len;
+    qpx->wr_id = s->wr_id;
+    qpx->wr_flags = IBV_SEND_SIGNALED;
+    ibv_wr_send(qpx);
+    ibv_wr_set_ud_addr(qpx, s->ah->ibv, s->qpn, s->qkey);
+    if (total <= ep->caps.inline_size) {
+        struct ibv_data_buf bufs[2];
 
         for (uint32_t k = 0; k < s->nseg; k++)
-            total += s->seg[k].len;
-        qpx->wr_id = s->wr_id;
-        qpx->wr_flags = IBV_SEND_SIGNALED;
-        ibv_wr_send(qpx);
-        ibv_wr_set_ud_addr(qpx, s->ah->ibv, s->qpn, s->qkey);
-        if (total <= ep->caps.inline_size) {
-            struct ibv_data_buf bufs[2];
+            bufs[k] = (struct ibv_data_buf){(void *)s->seg[k].addr, s->seg[k].len};
+        ibv_wr_set_inline_data_list(qpx, s->nseg, bufs);
+    } else {
+        struct ibv_sge sge[2];
 
-            for (uint32_t k = 0; k < s->nseg; k++)
-                bufs[k] = (struct ibv_data_buf){(void *)s->seg[k].addr, s->seg[k].len};
-            ibv_wr_set_inline_data_list(qpx, s->nseg, bufs);
-        } else {
-            struct ibv_sge sge[2];
-
-            for (uint32_t k = 0; k < s->nseg; k++)
-                sge[k] = (struct ibv_sge){(uintptr_t)s->seg[k].addr, s->seg[k].len, s->seg[k].lkey};
-            ibv_wr_set_sge_list(qpx, s->nseg, sge);
-        }
+        for (uint32_t k = 0; k < s->nseg; k++)
+            sge[k] = (struct ibv_sge){(uintptr_t)s->seg[k].addr, s->seg[k].len, s->seg[k].lkey};
+        ibv_wr_set_sge_list(qpx, s->nseg, sge);
     }
-    ret = ibv_wr_complete(qpx);
+}
+
+static inline int wr_finish(struct efarm_dev_ep *ep, unsigned n)
+{
+    int ret = ibv_wr_complete(ep->qpx);
+
     if (ret)
         return ret == ENOMEM ? -EAGAIN : -ret;
     ep->sq_used += n;
     return (int)n;
+}
+
+int efarm_dev_post_send(struct efarm_dev_ep *ep, const struct efarm_dev_send *sends, unsigned n)
+{
+    if (ep->sq_used + n > ep->sq_depth)
+        return -EAGAIN; /* queue and retry after the next poll */
+    ibv_wr_start(ep->qpx);
+    for (unsigned i = 0; i < n; i++)
+        wr_send_one(ep, &sends[i]);
+    return wr_finish(ep, n);
+}
+
+int efarm_dev_post_send1(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah, uint32_t qpn,
+                         uint32_t qkey, uint64_t wr_id, const void *addr, uint32_t len,
+                         uint32_t lkey)
+{
+    struct ibv_qp_ex *qpx = ep->qpx;
+
+    if (ep->sq_used >= ep->sq_depth)
+        return -EAGAIN;
+    ibv_wr_start(qpx);
+    qpx->wr_id = wr_id;
+    qpx->wr_flags = IBV_SEND_SIGNALED;
+    ibv_wr_send(qpx);
+    ibv_wr_set_ud_addr(qpx, ah->ibv, qpn, qkey);
+    if (len <= ep->caps.inline_size)
+        ibv_wr_set_inline_data(qpx, (void *)addr, len);
+    else
+        ibv_wr_set_sge(qpx, lkey, (uintptr_t)addr, len);
+    return wr_finish(ep, 1);
 }
 
 static int post_rdma(struct efarm_dev_ep *ep, bool write, struct efarm_dev_ah *ah, uint32_t qpn,
@@ -613,8 +641,11 @@ static void rx_refill(struct efarm_dev_ep *ep, bool all)
  */
 void efarm_dev_rx_release(struct efarm_dev_ep *ep, uint32_t rx_id)
 {
+    bool all = ep->rx_posted < ep->rx_refill;
+
     ep->rx_free[ep->rx_nfree++] = rx_id;
-    rx_refill(ep, ep->rx_posted < ep->rx_refill);
+    if (all || ep->rx_nfree >= ep->rx_refill)
+        rx_refill(ep, all);
 }
 
 unsigned efarm_dev_rx_posted(const struct efarm_dev_ep *ep)
@@ -628,20 +659,25 @@ static void cqe_fill(struct efarm_dev_ep *ep, struct efarm_dev_cqe *c)
 {
     struct ibv_cq_ex *cq = ep->cq;
 
-    memset(c, 0, offsetof(struct efarm_dev_cqe, sgid));
-    c->status = efarm_dev_status(cq->status);
-    c->vendor_err = c->status ? ibv_wc_read_vendor_err(cq) : 0;
+    if (cq->status == IBV_WC_SUCCESS) {
+        c->status = 0;
+        c->vendor_err = 0;
+    } else {
+        c->status = efarm_dev_status(cq->status);
+        c->vendor_err = ibv_wc_read_vendor_err(cq);
+    }
     switch (ibv_wc_read_opcode(cq)) {
     case IBV_WC_RECV:
     case IBV_WC_RECV_RDMA_WITH_IMM:
         c->op = EFARM_DEV_OP_RECV;
+        c->wr_id = cq->wr_id;
         c->rx_id = (uint32_t)cq->wr_id;
         c->data = ep->rx_mem + (size_t)c->rx_id * ep->caps.max_msg_size;
         c->len = c->status ? 0 : ibv_wc_read_byte_len(cq);
         c->src_qpn = ibv_wc_read_src_qp(cq);
         c->ahn = (uint16_t)ibv_wc_read_slid(cq);
-        if (c->ahn == EFARM_DEV_AHN_UNKNOWN && ep->efadv_cq)
-            c->has_sgid = !efadv_wc_read_sgid(ep->efadv_cq, (union ibv_gid *)c->sgid);
+        c->has_sgid = c->ahn == EFARM_DEV_AHN_UNKNOWN && ep->efadv_cq &&
+                      !efadv_wc_read_sgid(ep->efadv_cq, (union ibv_gid *)c->sgid);
         ep->rx_posted--;
         return;
     default:

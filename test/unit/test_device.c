@@ -205,14 +205,19 @@ EFARM_TEST(device_send_recv_sizes_inline_and_registered)
     use_efasim();
     pair_open(&p, 0, 16, 7);
     EXPECT_RET(efarm_dev_mr_reg(p.a, buf, 8928, false, false, &mr), 0);
-    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-        uint32_t n = sizes[i];
+    /* Each size through the batch post, then through the single-send post. */
+    for (size_t i = 0; i < 2 * sizeof(sizes) / sizeof(sizes[0]); i++) {
+        bool one = i >= sizeof(sizes) / sizeof(sizes[0]);
+        uint32_t n = sizes[one ? i - sizeof(sizes) / sizeof(sizes[0]) : i];
+        /* Inline sends (up to 32 bytes) need no lkey: pass a wrong one to prove it. */
+        uint32_t lkey = n <= 32 ? 0xdead : efarm_dev_mr_lkey(mr);
 
-        efarm_test_context("size %u", n);
+        efarm_test_context("size %u, %s", n, one ? "efarm_dev_post_send1" : "efarm_dev_post_send");
         for (uint32_t k = 0; k < n; k++)
             buf[k] = (uint8_t)(k * 7 + i);
-        /* Inline sends (up to 32 bytes) need no lkey: pass a wrong one to prove it. */
-        EXPECT_EQ(send_bytes(&p, buf, n, n <= 32 ? 0xdead : efarm_dev_mr_lkey(mr), i), 1);
+        EXPECT_EQ(one ? efarm_dev_post_send1(p.a, p.a_to_b, p.b_qpn, p.b_qkey, i, buf, n, lkey)
+                      : send_bytes(&p, buf, n, lkey, i),
+                  1);
         wait_cqe(p.b, EFARM_DEV_OP_RECV, &c);
         EXPECT_RET(c.status, 0);
         EXPECT_EQ(c.len, n);
@@ -270,6 +275,7 @@ EFARM_TEST(device_batched_sends_and_queue_full)
     EXPECT_RET(efarm_dev_post_send(p.a, s, 9), -EAGAIN); /* more than the queue holds */
     EXPECT_EQ(efarm_dev_post_send(p.a, s, 8), 8);
     EXPECT_RET(efarm_dev_post_send(p.a, s, 1), -EAGAIN); /* full until completions */
+    EXPECT_RET(efarm_dev_post_send1(p.a, p.a_to_b, p.b_qpn, p.b_qkey, 9, "x", 1, 0), -EAGAIN);
     for (double end = now_s() + 10; got < 8 && now_s() < end;) {
         int n = efarm_dev_poll(p.a, c, 16);
 
