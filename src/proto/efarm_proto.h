@@ -290,6 +290,18 @@ int efarm_tsend(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_
                 struct efarm_req *req);
 
 /*
+ * efarm_tsend of an EFARM_SEND_INJECT message without a request, when it can
+ * go at once as one eager packet (it fits EFARM_EAGER_MAX and one packet, no
+ * subprotocol is forced, no CQ data, nothing is queued to the peer): returns 0
+ * once sent (the buffer is free again and nothing completes later), 1 when it
+ * cannot go this way (nothing was done: send it with efarm_tsend), -EINVAL,
+ * or the peer's device error when it failed (as efarm_tsend's request would).
+ * What MPI's standard send of a small message needs, without a request.
+ */
+int efarm_tsend_now(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_t len,
+                    uint32_t context, int32_t source, int32_t tag, uint32_t flags);
+
+/*
  * Post a receive of at most len bytes: untagged from peer (EFARM_PEER_NONE:
  * any), or tagged on (context, source, tag) with wildcards. May complete the
  * request before returning when an unexpected eager message matches. Returns

@@ -960,8 +960,10 @@ static void req_start(struct efarm_req *req, void *buf, uint64_t len)
 }
 
 /* Post a receive; the request is written only once the receive is taken. */
-static int recv_post(struct efarm_ep *ep, uint32_t context, int32_t source, int32_t tag,
-                     struct efarm_req *req, void *buf, uint64_t len)
+static inline __attribute__((always_inline)) int recv_post(struct efarm_ep *ep, uint32_t context,
+                                                           int32_t source, int32_t tag,
+                                                           struct efarm_req *req, void *buf,
+                                                           uint64_t len)
 {
     efarm_tm_handle_t handle = 0;
     void *user = NULL;

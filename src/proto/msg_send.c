@@ -580,7 +580,9 @@ void efarm_rtw_long_begin(struct efarm_ep *ep, struct efarm_op *op, enum efarm_p
  * efarm_send_begin() would: the policy always picks eager for a message that
  * fits one packet and EFARM_EAGER_MAX unless forced (proto_select.c's first
  * rule, whose bound is efarm_select_eager_max()).
- * Returns 0 when sent, 1 when the send must take the general path.
+ * Returns 0 when sent, 1 when the send must take the general path. Without a
+ * request (efarm_tsend_now) a send that failed at its post returns the
+ * peer's device error instead of completing a request with it.
  */
 static int eager_tmpl_build(struct efarm_ep *ep, struct efarm_peer_state *st,
                             struct efarm_eager_tmpl *t)
@@ -615,6 +617,7 @@ static int tsend_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, const void *
     struct efarm_peer_state *st = ep->peers[peer].st;
     struct efarm_eager_tmpl *t;
     struct efarm_txpkt *tx;
+    int status;
 
     if ((flags & ~EFARM_SEND_HINTS) != EFARM_SEND_INJECT || (flags & EFARM_SEND_PROTO_MASK) ||
         ep->p.force >= 0)
@@ -642,12 +645,15 @@ static int tsend_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, const void *
     st->sends_inflight++;
     (*(uint64_t *)((char *)&ep->cnt + g_rtm_protos[EFARM_PROTO_EAGER].counter))++;
     ep->cnt.eager_fast++;
+    efarm_txpkt_send(ep, tx);
+    /* Done once posted; a post that failed at once failed the peer (and was counted). */
+    status = efarm_peer_failed(st) ? st->fail_status : 0;
+    if (req == NULL)
+        return status;
     req->proto = EFARM_PROTO_EAGER;
     req->length = len;
     req->peer = peer;
-    efarm_txpkt_send(ep, tx);
-    /* Done once posted; a post that failed at once failed the peer (and was counted). */
-    req->status = efarm_peer_failed(st) ? st->fail_status : 0;
+    req->status = status;
     req->done = true;
     if (req->cb)
         req->cb(req);
@@ -716,6 +722,15 @@ int efarm_send(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_t
                uint32_t flags, uint64_t cq_data, struct efarm_req *req)
 {
     return send_start(ep, peer, buf, len, false, 0, flags, cq_data, req);
+}
+
+int efarm_tsend_now(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_t len,
+                    uint32_t context, int32_t source, int32_t tag, uint32_t flags)
+{
+    if (context > EFARM_CONTEXT_MAX || source < 0 || source > EFARM_SOURCE_MAX || tag < 0 ||
+        tag > EFARM_TAG_MAX || peer >= ep->npeers || (len && buf == NULL))
+        return -EINVAL;
+    return tsend_eager_fast(ep, peer, buf, len, efarm_tag_pack(context, source, tag), flags, NULL);
 }
 
 int efarm_tsend(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_t len,

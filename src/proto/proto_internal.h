@@ -407,6 +407,7 @@ struct efarm_ep {
     struct efarm_txpkt *txpkts;
     uint8_t *tx_mem;
     struct efarm_dev_mr *tx_mr;
+    uint32_t tx_lkey; /* tx_mr's, read once */
     uint32_t *tx_free;
     uint32_t ntx_free;
     uint32_t tx_reserve;        /* buffers only control packets may take */
@@ -530,10 +531,53 @@ static inline bool efarm_peer_has(const struct efarm_peer_state *st, uint64_t fe
 /* proto_tx.c */
 int efarm_tx_init(struct efarm_ep *ep);
 void efarm_tx_fini(struct efarm_ep *ep);
-struct efarm_txpkt *efarm_txpkt_alloc(struct efarm_ep *ep, bool control);
-void efarm_txpkt_release(struct efarm_ep *ep, struct efarm_txpkt *pkt);
+/* A send buffer, or NULL: the last tx_reserve are for control packets. */
+static inline struct efarm_txpkt *efarm_txpkt_alloc(struct efarm_ep *ep, bool control)
+{
+    struct efarm_txpkt *tx;
+
+    if (ep->ntx_free == 0 || (!control && ep->ntx_free <= ep->tx_reserve))
+        return NULL;
+    tx = &ep->txpkts[ep->tx_free[--ep->ntx_free]];
+    tx->op = NULL;
+    tx->data_len = 0;
+    tx->queued = 0;
+    tx->injected = 0;
+    return tx;
+}
+
+static inline void efarm_txpkt_release(struct efarm_ep *ep, struct efarm_txpkt *tx)
+{
+    tx->op = NULL;
+    ep->tx_free[ep->ntx_free++] = tx->index;
+}
+
 void efarm_txpkt_send(struct efarm_ep *ep, struct efarm_txpkt *pkt);
-void efarm_tx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe);
+void efarm_tx_completion_general(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe);
+
+/*
+ * A send-queue completion of one of our packets. An injected send that went
+ * only gives its buffer back (txpkt_done's case), here without a call;
+ * everything else goes to efarm_tx_completion_general.
+ */
+static inline void efarm_tx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
+{
+    if (cqe->status == 0 && (cqe->wr_id & EFARM_WR_KIND) == EFARM_WR_TXPKT &&
+        (cqe->wr_id >> 2) < ep->p.tx_pkts) {
+        struct efarm_txpkt *tx = &ep->txpkts[cqe->wr_id >> 2];
+
+        if (tx->injected) {
+            struct efarm_peer_state *st = ep->peers[tx->peer].st;
+
+            st->rnr_streak = 0;
+            if (st->sends_inflight)
+                st->sends_inflight--;
+            efarm_txpkt_release(ep, tx);
+            return;
+        }
+    }
+    efarm_tx_completion_general(ep, cqe);
+}
 void efarm_tx_progress(struct efarm_ep *ep);
 void efarm_tx_drop_peer(struct efarm_ep *ep, struct efarm_peer_state *st);
 void efarm_pkt_set_connid(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_pkt *pkt);

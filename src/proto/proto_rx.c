@@ -814,7 +814,11 @@ static bool rx_eager_fast(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
     ep->cnt.rx_bytes += cqe->len;
     ep->cnt.rx_by_type[f->type]++;
     ep->cnt.eager_fast_rx++;
-    window_advance(ep, st);
+    /* window_advance's case with nothing waiting: only the message id moves */
+    if (st->overflow_count == 0 && st->win[(msg_id + 1) & (ep->p.recvwin - 1)] == NULL)
+        st->rx_msg_id = msg_id + 1;
+    else
+        window_advance(ep, st);
     efarm_dev_rx_release(ep->dev, cqe->rx_id);
     return true;
 }

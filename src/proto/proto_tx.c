@@ -36,6 +36,7 @@ int efarm_tx_init(struct efarm_ep *ep)
     ret = efarm_dev_mr_reg(ep->dev, ep->tx_mem, (size_t)n * ep->mtu, false, false, &ep->tx_mr);
     if (ret)
         goto err_free;
+    ep->tx_lkey = efarm_dev_mr_lkey(ep->tx_mr);
     for (uint32_t i = 0; i < n; i++) {
         struct efarm_txpkt *tx = &ep->txpkts[i];
 
@@ -63,26 +64,6 @@ void efarm_tx_fini(struct efarm_ep *ep)
     free(ep->tx_mem);
     free(ep->tx_free);
     free(ep->txpkts);
-}
-
-struct efarm_txpkt *efarm_txpkt_alloc(struct efarm_ep *ep, bool control)
-{
-    struct efarm_txpkt *tx;
-
-    if (ep->ntx_free == 0 || (!control && ep->ntx_free <= ep->tx_reserve))
-        return NULL;
-    tx = &ep->txpkts[ep->tx_free[--ep->ntx_free]];
-    tx->op = NULL;
-    tx->data_len = 0;
-    tx->queued = 0;
-    tx->injected = 0;
-    return tx;
-}
-
-void efarm_txpkt_release(struct efarm_ep *ep, struct efarm_txpkt *tx)
-{
-    tx->op = NULL;
-    ep->tx_free[ep->ntx_free++] = tx->index;
 }
 
 int efarm_txpkt_encode(struct efarm_ep *ep, struct efarm_txpkt *tx, const struct efarm_pkt *pkt,
@@ -162,22 +143,14 @@ void efarm_pkt_set_connid(struct efarm_ep *ep, struct efarm_peer_state *st, stru
     efarm_pkt_set(pkt, EFARM_PKT_F_CONNID, ep->connid);
 }
 
-static int post_one(struct efarm_ep *ep, struct efarm_txpkt *tx)
+static inline __attribute__((always_inline)) int post_one(struct efarm_ep *ep,
+                                                          struct efarm_txpkt *tx)
 {
     const struct efarm_peer *p = &ep->peers[tx->peer];
-    struct efarm_dev_send s = {
-        .ah = p->ah,
-        .qpn = p->qpn,
-        .qkey = p->connid,
-        .wr_id = (uint64_t)tx->index << 2 | EFARM_WR_TXPKT,
-        .nseg = 1,
-    };
-    int ret;
+    int ret = efarm_dev_post_send1(ep->dev, p->ah, p->qpn, p->connid,
+                                   (uint64_t)tx->index << 2 | EFARM_WR_TXPKT, tx->buf, tx->len,
+                                   ep->tx_lkey);
 
-    s.seg[0].addr = tx->buf;
-    s.seg[0].len = tx->len;
-    s.seg[0].lkey = efarm_dev_mr_lkey(ep->tx_mr);
-    ret = efarm_dev_post_send(ep->dev, &s, 1);
     if (ret < 0)
         return ret;
     ep->cnt.tx_pkts++;
@@ -334,7 +307,7 @@ static void rnr_handle(struct efarm_ep *ep, struct efarm_peer_state *st, struct 
               (unsigned long long)st->backoff_us);
 }
 
-void efarm_tx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
+void efarm_tx_completion_general(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
 {
     struct efarm_txpkt *tx;
     struct efarm_peer_state *st;

@@ -290,3 +290,70 @@ EFARM_TEST_TIMEOUT(proto_smoke_eager_fast_path_order, 60)
     EXPECT_EQ(efarm_ep_counters(p.a)->send_errors, 0);
     proto_pair_close(&p);
 }
+
+/*
+ * efarm_tsend_now: small injected messages go at once without a request, the
+ * rest answer 1 and nothing is sent (then efarm_tsend sends them); bad
+ * arguments are -EINVAL. Interleaved with efarm_tsend on one tag, every
+ * message arrives whole and in send order, and the eager fast path carried
+ * exactly the ones tsend_now took.
+ */
+EFARM_TEST_TIMEOUT(proto_smoke_tsend_now, 60)
+{
+    enum { N = 36 };
+    static const uint64_t sizes[] = {8, 0, 8000, 20000, 8, 1};
+    struct proto_pair p;
+    struct efarm_req sreq[N], rreq[N];
+    struct efarm_req *reqs[2 * N];
+    uint8_t *src[N], *dst[N];
+    uint64_t now = 0, len[N];
+    unsigned nreqs = 0;
+
+    proto_use_efasim();
+    proto_pair_open(&p, NULL, NULL);
+    memset(sreq, 0, sizeof(sreq));
+    memset(rreq, 0, sizeof(rreq));
+    EXPECT_RET(efarm_tsend_now(p.a, p.a_to_b, NULL, 8, 1, 2, 3, EFARM_SEND_INJECT), -EINVAL);
+    EXPECT_RET(efarm_tsend_now(p.a, 1000000, "x", 1, 1, 2, 3, EFARM_SEND_INJECT), -EINVAL);
+    EXPECT_RET(efarm_tsend_now(p.a, p.a_to_b, "x", 1, 1, 2, -1, EFARM_SEND_INJECT), -EINVAL);
+    for (unsigned i = 0; i < N; i++) {
+        len[i] = sizes[i % (sizeof(sizes) / sizeof(sizes[0]))];
+        src[i] = malloc(len[i] + 1);
+        dst[i] = calloc(1, len[i] + 1);
+        proto_fill(src[i], len[i], i + 7);
+        EXPECT_RET(efarm_trecv(p.b, dst[i], len[i], 1, 2, 3, &rreq[i]), 0);
+        reqs[nreqs++] = &rreq[i];
+    }
+    for (unsigned i = 0; i < N; i++) {
+        unsigned kind = i % (sizeof(sizes) / sizeof(sizes[0]));
+        /* kind 4: CQ data is not for tsend_now; kind 5: neither is a send that is not injected */
+        uint32_t flags = kind == 4   ? EFARM_SEND_INJECT | EFARM_SEND_CQ_DATA
+                         : kind == 5 ? 0
+                                     : EFARM_SEND_INJECT;
+        int ret = efarm_tsend_now(p.a, p.a_to_b, src[i], len[i], 1, 2, 3, flags);
+
+        efarm_test_context("message %u, %llu bytes", i, (unsigned long long)len[i]);
+        if (len[i] <= 8000 && flags == EFARM_SEND_INJECT) {
+            EXPECT_RET(ret, 0);
+            now++;
+            continue;
+        }
+        EXPECT_RET(ret, 1);
+        EXPECT_RET(efarm_tsend(p.a, p.a_to_b, src[i], len[i], 1, 2, 3, flags, 42, &sreq[i]), 0);
+        reqs[nreqs++] = &sreq[i];
+    }
+    proto_pair_wait(&p, reqs, nreqs, 30);
+    for (unsigned i = 0; i < N; i++) {
+        efarm_test_context("message %u", i);
+        EXPECT_RET(rreq[i].status, 0);
+        EXPECT_EQ(rreq[i].length, len[i]);
+        proto_expect_pattern(dst[i], len[i], i + 7);
+        free(src[i]);
+        free(dst[i]);
+    }
+    EXPECT_EQ(now, N / 2); /* kinds 0, 1 and 2 of six */
+    EXPECT_EQ(efarm_ep_counters(p.a)->eager_fast, now);
+    proto_pair_spin(&p, 500);
+    EXPECT_EQ(efarm_ep_counters(p.a)->send_errors, 0);
+    proto_pair_close(&p);
+}
