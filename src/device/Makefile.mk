@@ -8,5 +8,6 @@ libefarm_la_SOURCES += \
 	src/device/nic_choose.c
 libefarm_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/device $(IBVERBS_CFLAGS) $(HWLOC_CFLAGS) \
 	-DEFARM_EFASIM_DIR=\"$(pkglibdir)/efasim\"
+libefarm_la_CFLAGS = $(AM_CFLAGS) $(ENGINE_CFLAGS)
 libefarm_la_LIBADD = $(HWLOC_LIBS) -ldl -lpthread
 EXTRA_DIST += src/device/README.md

@@ -9,7 +9,8 @@
 lib_LTLIBRARIES = src/netmod_efarm/libefarm.la
 src_netmod_efarm_libefarm_la_SOURCES =
 src_netmod_efarm_libefarm_la_LIBADD = libefarm.la
-src_netmod_efarm_libefarm_la_LDFLAGS = -version-info 0:0:0 -export-symbols-regex '^g?_?efarm_'
+src_netmod_efarm_libefarm_la_LDFLAGS = -version-info 0:0:0 -export-symbols-regex '^g?_?efarm_' \
+	-Wl,-Bsymbolic-functions
 
 pkginclude_HEADERS = \
 	src/proto/efarm_proto.h \
