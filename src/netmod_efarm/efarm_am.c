@@ -70,19 +70,6 @@ struct MPIDI_EFARM_am_chunk {
 };
 
 static struct MPIDI_EFARM_am_chunk *am_chunks;
-/*
- * A claimed message whose receive could not start (every engine operation slot busy,
- * -EAGAIN); it keeps its place in the dispatch order and starts at a later progress
- * call. Claiming stops while there is one, so there is at most one.
- */
-static struct MPIDI_EFARM_am_op *am_unstarted;
-/*
- * The engine's count of untagged messages queued unexpected, and its value when
- * probing last found none: while the two agree there is nothing to claim and a
- * progress call reads one word instead of probing.
- */
-static const uint64_t *am_arrivals;
-static uint64_t am_arrivals_seen;
 
 static struct MPIDI_EFARM_am_op *am_op_alloc(enum MPIDI_EFARM_am_op_kind kind, uint64_t len)
 {
@@ -271,17 +258,17 @@ static int am_claim(void)
     struct efarm_probe_info info;
     uint64_t arrivals;
 
-    if (am_unstarted) {
-        int ret = am_start_recv(am_unstarted);
+    if (g->am_unstarted) {
+        int ret = am_start_recv(g->am_unstarted);
 
         if (ret != 0)
             return ret == 1 ? MPI_SUCCESS : ret;
-        am_unstarted = NULL;
+        g->am_unstarted = NULL;
     }
-    if (am_arrivals == NULL)
-        am_arrivals = efarm_ep_untagged_arrivals(g->ep);
-    arrivals = *am_arrivals;
-    if (arrivals == am_arrivals_seen)
+    if (g->am_arrivals == NULL)
+        g->am_arrivals = efarm_ep_untagged_arrivals(g->ep);
+    arrivals = *g->am_arrivals;
+    if (arrivals == g->am_arrivals_seen)
         return MPI_SUCCESS;
     for (int n = 0; n < MPIDI_EFARM_AM_CLAIM_MAX; n++) {
         struct MPIDI_EFARM_am_op *op;
@@ -291,7 +278,7 @@ static int am_claim(void)
         if (ret < 0)
             return MPIDI_EFARM_ERROR(ret, "efarm_probe");
         if (ret == 0) {
-            am_arrivals_seen = arrivals; /* everything up to here is claimed */
+            g->am_arrivals_seen = arrivals; /* everything up to here is claimed */
             break;
         }
         /* Allocate first: a message is claimed only once there is room for it. */
@@ -321,7 +308,7 @@ static int am_claim(void)
         g->am_recv_tail = op;
         g->am_recv_pending++;
         if (ret == 1) {
-            am_unstarted = op;
+            g->am_unstarted = op;
             break;
         }
     }
@@ -431,9 +418,9 @@ void MPIDI_EFARM_am_finalize(void)
         c = next;
     }
     am_chunks = NULL;
-    am_unstarted = NULL;
-    am_arrivals = NULL;
-    am_arrivals_seen = 0;
+    g->am_unstarted = NULL;
+    g->am_arrivals = NULL;
+    g->am_arrivals_seen = 0;
     g->am_free = NULL;
     g->am_recv_head = g->am_recv_tail = NULL;
     g->am_sent_head = g->am_sent_tail = NULL;

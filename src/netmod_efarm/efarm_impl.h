@@ -63,6 +63,20 @@ typedef struct {
     struct MPIDI_EFARM_am_op *am_sent_head, *am_sent_tail; /* sends done, origin_cb due */
     unsigned am_recv_pending;                              /* claimed, not yet dispatched */
     bool am_dispatching;                                   /* inside a target handler */
+    /*
+     * A claimed message whose receive could not start (every engine operation
+     * slot busy, -EAGAIN); it keeps its place in the dispatch order and starts
+     * at a later progress call. Claiming stops while there is one, so there is
+     * at most one.
+     */
+    struct MPIDI_EFARM_am_op *am_unstarted;
+    /*
+     * The engine's count of untagged messages queued unexpected, and its value
+     * when probing last found none: while the two agree there is nothing to
+     * claim, and MPIDI_EFARM_am_idle() tells without a call.
+     */
+    const uint64_t *am_arrivals;
+    uint64_t am_arrivals_seen;
     /* Progress calls in a row that found nothing, and how many make it yield (EFARM_YIELD_POLLS).
      */
     unsigned idle_polls;
@@ -182,6 +196,15 @@ int MPIDI_EFARM_am_send(int rank, MPIR_Comm *comm, int handler_id, const void *a
 
 /* Claim, receive and dispatch active messages; run origin callbacks. */
 int MPIDI_EFARM_am_progress(void);
+
+/* Whether MPIDI_EFARM_am_progress() has nothing to do (the progress call skips it). */
+MPL_STATIC_INLINE_PREFIX bool MPIDI_EFARM_am_idle(void)
+{
+    const MPIDI_EFARM_global_t *g = &MPIDI_EFARM_global;
+
+    return g->am_sent_head == NULL && g->am_recv_head == NULL && g->am_unstarted == NULL &&
+           g->am_arrivals != NULL && *g->am_arrivals == g->am_arrivals_seen;
+}
 void MPIDI_EFARM_am_finalize(void);
 
 /*

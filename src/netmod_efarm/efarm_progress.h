@@ -30,9 +30,11 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, int blocking)
         goto fn_fail;
     }
     /* Point-to-point requests completed inside the engine; active messages run here. */
-    mpi_errno = MPIDI_EFARM_am_progress();
-    if (mpi_errno)
-        goto fn_fail;
+    if (!MPIDI_EFARM_am_idle()) {
+        mpi_errno = MPIDI_EFARM_am_progress();
+        if (mpi_errno)
+            goto fn_fail;
+    }
 
     MPIDI_EFARM_global.nm_counters.progress_calls++;
     if (ret > 0 || MPIDI_EFARM_global.am_recv_head) {

@@ -12,7 +12,9 @@
  *
  * Standard sends complete as soon as their data is in send packets
  * (EFARM_SEND_INJECT: eager and medium sizes at once), as MPI allows once the
- * buffer is free, instead of when the peer's device acknowledges them.
+ * buffer is free, instead of when the peer's device acknowledges them. One
+ * that fits one eager packet goes through efarm_tsend_now() without a
+ * request of its own: the caller gets MPICH's pre-completed send request.
  *
  * A noncontiguous datatype is packed into one buffer first: the engine sends
  * from one contiguous buffer, told by EFARM_SEND_TEMP_BUF that it is a
@@ -40,7 +42,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send(const void *buf, MPI_Aint count,
                                               uint32_t flags)
 {
     int mpi_errno = MPI_SUCCESS;
-    MPIR_Request *sreq;
+    MPIR_Request *sreq = NULL;
     int dt_contig;
     MPI_Aint data_sz, dt_true_lb;
     MPIR_Datatype *dt_ptr;
@@ -50,12 +52,35 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send(const void *buf, MPI_Aint count,
 
     MPIR_FUNC_ENTER;
 
+    MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
+    /*
+     * A standard send that goes at once as one eager packet needs no request
+     * of its own: MPICH's pre-completed one stands for it, as for ch4:ofi's
+     * injected sends. Anything else (or when the engine says 1) takes a request.
+     */
+    if (likely(flags == EFARM_SEND_INJECT && dt_contig && !(tag & MPIDI_EFARM_TAG_ERROR_BITS) &&
+               !MPIDI_EFARM_stripe_to(addr, (uint64_t)data_sz))) {
+        ret = efarm_tsend_now(MPIDI_EFARM_global.ep, MPIDI_EFARM_AV(addr).peer,
+                              MPIR_get_contig_ptr(buf, dt_true_lb), (uint64_t)data_sz,
+                              (uint32_t)(comm->context_id + context_offset), comm->rank, tag,
+                              flags | MPIDI_EFARM_send_hints(comm));
+        if (ret == 0) {
+            *request = MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
+            MPIDI_EFARM_global.nm_counters.send_msgs++;
+            MPIDI_EFARM_global.nm_counters.send_bytes += (unsigned long long)data_sz;
+            goto fn_exit;
+        }
+        if (unlikely(ret < 0)) {
+            mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_tsend");
+            goto fn_fail;
+        }
+    }
+
     MPIDI_CH4_REQUEST_CREATE(sreq, MPIR_REQUEST_KIND__SEND, 0, 2);
     MPIR_ERR_CHKANDSTMT(sreq == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
     *request = sreq;
     MPIDI_EFARM_REQ(sreq).pack_buf = NULL;
 
-    MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
     if (dt_contig) {
         send_buf = MPIR_get_contig_ptr(buf, dt_true_lb);
     } else {
