@@ -291,6 +291,7 @@ static void hs_queue(struct efarm_ep *ep, struct efarm_peer_state *st)
         return;
     st->flags |= EFARM_PS_HS_QUEUED;
     efarm_list_append(&ep->hs_queue, &st->hs_link);
+    efarm_ep_pending(ep);
 }
 
 void efarm_handshake_owe(struct efarm_ep *ep, struct efarm_peer_state *st)
@@ -405,6 +406,7 @@ void efarm_peer_fail(struct efarm_ep *ep, efarm_peer_t peer, int status, uint8_t
         st->flags |= EFARM_PS_FAILED | EFARM_PS_FAIL_PENDING;
         st->fail_status = status;
         efarm_list_append(&ep->failed_peers, &st->fail_link);
+        efarm_ep_pending(ep);
         ep->cnt.peers_failed++;
         efarm_log(
             EFARM_LOG_WARN,

@@ -472,6 +472,48 @@ static void rdma_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe
     efarm_op_class(op)->rdma_done(ep, op, cqe);
 }
 
+/*
+ * Sanitizer builds (CI's ASan and TSan runs of every engine test) check on
+ * every progress call that no list holds work while ep->pending is clear:
+ * a place that queued work without efarm_ep_pending() would stall it.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define EFARM_CHECK_PENDING 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define EFARM_CHECK_PENDING 1
+#endif
+#endif
+
+/* Whether a list efarm_ep_progress serves besides the CQ holds something. */
+static bool lists_busy(const struct efarm_ep *ep)
+{
+    return !efarm_list_empty(&ep->tx_queue) || !efarm_list_empty(&ep->backoff_peers) ||
+           !efarm_list_empty(&ep->hs_queue) || !efarm_list_empty(&ep->work) ||
+           !efarm_list_empty(&ep->stalled_peers) || ep->rma_pending != NULL ||
+           !efarm_list_empty(&ep->failed_peers);
+}
+
+/* Serve the lists (ep->pending was set); pending stays set while any holds something. */
+__attribute__((noinline)) static void lists_progress(struct efarm_ep *ep)
+{
+    ep->pending = false;
+    if (!efarm_list_empty(&ep->tx_queue) || !efarm_list_empty(&ep->backoff_peers))
+        efarm_tx_progress(ep);
+    if (!efarm_list_empty(&ep->hs_queue))
+        efarm_handshake_progress(ep);
+    if (!efarm_list_empty(&ep->work))
+        work_progress(ep);
+    if (!efarm_list_empty(&ep->stalled_peers))
+        efarm_rx_progress(ep);
+    if (ep->rma_pending != NULL)
+        efarm_rma_pending_progress(ep);
+    if (!efarm_list_empty(&ep->failed_peers))
+        efarm_failed_peers_progress(ep);
+    if (lists_busy(ep))
+        ep->pending = true;
+}
+
 int efarm_ep_progress(struct efarm_ep *ep)
 {
     int n = efarm_dev_poll(ep->dev, ep->cqes, EFARM_POLL_BATCH);
@@ -494,18 +536,15 @@ int efarm_ep_progress(struct efarm_ep *ep)
             break;
         }
     }
-    if (!efarm_list_empty(&ep->tx_queue) || !efarm_list_empty(&ep->backoff_peers))
-        efarm_tx_progress(ep);
-    if (!efarm_list_empty(&ep->hs_queue))
-        efarm_handshake_progress(ep);
-    if (!efarm_list_empty(&ep->work))
-        work_progress(ep);
-    if (!efarm_list_empty(&ep->stalled_peers))
-        efarm_rx_progress(ep);
-    if (ep->rma_pending != NULL)
-        efarm_rma_pending_progress(ep);
-    if (!efarm_list_empty(&ep->failed_peers))
-        efarm_failed_peers_progress(ep);
+    if (ep->pending)
+        lists_progress(ep);
+#ifdef EFARM_CHECK_PENDING
+    /* Sanitizer builds: a list that got work without efarm_ep_pending() would stall. */
+    if (!ep->pending && lists_busy(ep)) {
+        efarm_log(EFARM_LOG_ERROR, "efarm_ep_progress: work on a list without efarm_ep_pending()");
+        abort();
+    }
+#endif
     if (efarm_rx_full(ep))
         efarm_rx_full_check(ep);
     return ep->fatal ? ep->fatal : n;

@@ -453,6 +453,14 @@ struct efarm_ep {
 
     /* Peers' unordered one-sided requests waiting for a reply buffer (rma_target.c). */
     struct efarm_rxpkt *rma_pending, *rma_pending_last;
+    /*
+     * Set (efarm_ep_pending) whenever something is put on a list that
+     * efarm_ep_progress serves besides the CQ (tx_queue, backoff_peers,
+     * hs_queue, work, stalled_peers, failed_peers, rma_pending); progress
+     * checks those lists only while it is set and clears it once they are
+     * all empty. One word instead of seven checks on every call.
+     */
+    bool pending;
 
     /* Exposed memory (proto_expose.c): key -> region, chained. */
     struct efarm_region **regions;
@@ -531,6 +539,12 @@ static inline bool efarm_peer_has(const struct efarm_peer_state *st, uint64_t fe
 /* proto_tx.c */
 int efarm_tx_init(struct efarm_ep *ep);
 void efarm_tx_fini(struct efarm_ep *ep);
+/* Something waits on one of the lists efarm_ep_progress serves (struct efarm_ep, pending). */
+static inline void efarm_ep_pending(struct efarm_ep *ep)
+{
+    ep->pending = true;
+}
+
 /* A send buffer, or NULL: the last tx_reserve are for control packets. */
 static inline struct efarm_txpkt *efarm_txpkt_alloc(struct efarm_ep *ep, bool control)
 {

@@ -127,6 +127,7 @@ void efarm_op_work(struct efarm_ep *ep, struct efarm_op *op)
         return;
     op->flags |= EFARM_OPF_IN_WORK;
     efarm_list_append(&ep->work, &op->link);
+    efarm_ep_pending(ep);
 }
 
 static uint32_t map_bucket(const struct efarm_ep *ep, efarm_peer_t peer, uint32_t msg_id)

@@ -661,6 +661,7 @@ static void stall(struct efarm_ep *ep, struct efarm_peer_state *st)
         return;
     st->flags |= EFARM_PS_STALLED;
     efarm_list_append(&ep->stalled_peers, &st->stalled_link);
+    efarm_ep_pending(ep);
 }
 
 /* The in-order message was processed: move on and run the successors that wait. */

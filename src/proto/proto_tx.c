@@ -275,6 +275,7 @@ void efarm_txpkt_send(struct efarm_ep *ep, struct efarm_txpkt *tx)
     ep->cnt.tx_queued++;
     tx->queued = 1;
     efarm_list_append(&ep->tx_queue, &tx->link);
+    efarm_ep_pending(ep);
 }
 
 static void rnr_handle(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_txpkt *tx)
@@ -290,6 +291,7 @@ static void rnr_handle(struct efarm_ep *ep, struct efarm_peer_state *st, struct 
         /* One RNR: the peer may just be between reposts; resend from the next progress. */
         ep->cnt.retransmits++;
         efarm_list_append(&ep->tx_queue, &tx->link);
+        efarm_ep_pending(ep);
         return;
     }
     if (st->rnr_streak == 2)
@@ -301,6 +303,7 @@ static void rnr_handle(struct efarm_ep *ep, struct efarm_peer_state *st, struct 
     st->backoff_until_ns = efarm_now_ns() + st->backoff_us * 1000;
     st->flags |= EFARM_PS_IN_BACKOFF;
     efarm_list_append(&ep->backoff_peers, &st->backoff_link);
+    efarm_ep_pending(ep);
     efarm_list_append(&st->rnr_queue, &tx->link);
     ep->cnt.rnr_backoff++;
     efarm_log(EFARM_LOG_DEBUG, "peer %u: RNR #%u, backing off %llu us", st->peer, st->rnr_streak,
@@ -352,6 +355,7 @@ void efarm_tx_progress(struct efarm_ep *ep)
             while ((q = efarm_list_first(&st->rnr_queue)) != NULL) {
                 efarm_list_remove(q);
                 efarm_list_append(&ep->tx_queue, q);
+                efarm_ep_pending(ep);
                 ep->cnt.retransmits++;
             }
         }

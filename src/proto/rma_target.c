@@ -298,6 +298,7 @@ int efarm_rma_pending_keep(struct efarm_ep *ep, efarm_peer_t peer, const struct 
     else
         ep->rma_pending_last->next = rp;
     ep->rma_pending_last = rp;
+    efarm_ep_pending(ep);
     ep->cnt.rma_pending++;
     return held ? EFARM_RX_KEEP : 0;
 }
