@@ -497,7 +497,17 @@ uint32_t efarm_dev_mr_rkey(const struct efarm_dev_mr *mr)
 
 /* ---- Posting ------------------------------------------------------------------------ */
 
-/* One send WR of a batch: opcode, address and the data, inline when it fits. */
+/* A signaled send WR to (ah, qpn, qkey): everything but its data. */
+static inline void wr_send_head(struct ibv_qp_ex *qpx, const struct efarm_dev_ah *ah, uint32_t qpn,
+                                uint32_t qkey, uint64_t wr_id)
+{
+    qpx->wr_id = wr_id;
+    qpx->wr_flags = IBV_SEND_SIGNALED;
+    ibv_wr_send(qpx);
+    ibv_wr_set_ud_addr(qpx, ah->ibv, qpn, qkey);
+}
+
+/* One send WR of a batch: its head and the data, inline when it fits. */
 static inline void wr_send_one(struct efarm_dev_ep *ep, const struct efarm_dev_send *s)
 {
     struct ibv_qp_ex *qpx = ep->qpx;
@@ -505,10 +515,7 @@ static inline void wr_send_one(struct efarm_dev_ep *ep, const struct efarm_dev_s
 
     for (uint32_t k = 0; k < s->nseg; k++)
         total += s->seg[k].len;
-    qpx->wr_id = s->wr_id;
-    qpx->wr_flags = IBV_SEND_SIGNALED;
-    ibv_wr_send(qpx);
-    ibv_wr_set_ud_addr(qpx, s->ah->ibv, s->qpn, s->qkey);
+    wr_send_head(qpx, s->ah, s->qpn, s->qkey, s->wr_id);
     if (total <= ep->caps.inline_size) {
         struct ibv_data_buf bufs[2];
 
@@ -553,10 +560,7 @@ int efarm_dev_post_send1(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah, uint3
     if (ep->sq_used >= ep->sq_depth)
         return -EAGAIN;
     ibv_wr_start(qpx);
-    qpx->wr_id = wr_id;
-    qpx->wr_flags = IBV_SEND_SIGNALED;
-    ibv_wr_send(qpx);
-    ibv_wr_set_ud_addr(qpx, ah->ibv, qpn, qkey);
+    wr_send_head(qpx, ah, qpn, qkey, wr_id);
     if (len <= ep->caps.inline_size)
         ibv_wr_set_inline_data(qpx, (void *)addr, len);
     else
