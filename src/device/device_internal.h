@@ -9,6 +9,7 @@
 #include <infiniband/verbs.h>
 
 #include "efarm_device.h"
+#include "efarm_device_inline.h"
 
 /* X(return type, name, parameters): every exported symbol src/device calls. */
 #define EFARM_VERBS_FUNCS(X)                                                                       \
@@ -64,8 +65,5 @@ void *efarm_dev_calloc(size_t n, size_t size);
 
 /* Whether the allocation about to be made should fail (counts it). */
 bool efarm_dev_alloc_fails(void);
-
-/* Map a work completion status to an efarm code (0 on success). */
-int efarm_dev_status(enum ibv_wc_status status);
 
 #endif /* EFARM_DEVICE_INTERNAL_H */

@@ -18,40 +18,11 @@
 
 #define V             (&g_efarm_verbs)
 #define EFARM_PORT    1
-#define AH_BUCKETS    256 /* AH cache buckets (chained), per endpoint */
+#define AH_BUCKETS    EFARM_DEV_AH_BUCKETS
 #define POLL_BATCH_OK 32
-
-struct efarm_dev_ah {
-    struct ibv_ah *ibv;
-    uint8_t gid[16];
-    uint16_t ahn;
-    struct efarm_dev_ah *next; /* bucket chain */
-};
 
 struct efarm_dev_mr {
     struct ibv_mr *ibv;
-};
-
-struct efarm_dev_ep {
-    struct efarm_device_caps caps;
-    struct ibv_context *ctx;
-    struct ibv_pd *pd;
-    struct ibv_cq_ex *cq;
-    struct efadv_cq *efadv_cq; /* NULL when the CQ cannot report SGIDs */
-    struct ibv_qp *qp;
-    struct ibv_qp_ex *qpx;
-    union ibv_gid gid;
-    uint32_t connid;
-    uint32_t sq_depth, sq_used;
-    /* Receive pool: rx_count buffers of caps.max_msg_size in one registration. */
-    uint8_t *rx_mem;
-    struct ibv_mr *rx_mr;
-    uint32_t rx_count, rx_refill, rx_posted;
-    uint32_t *rx_free; /* released buffers waiting to be reposted */
-    uint32_t rx_nfree;
-    struct ibv_recv_wr *rx_wrs;
-    struct ibv_sge *rx_sges;
-    struct efarm_dev_ah *ah_bucket[AH_BUCKETS];
 };
 
 /* ---- Allocation with a failure hook ------------------------------------------- */
@@ -256,8 +227,6 @@ static int create_qp(struct efarm_dev_ep *ep, uint32_t rq_depth, uint8_t rnr_ret
     return 0;
 }
 
-static void rx_refill(struct efarm_dev_ep *ep, bool all);
-
 static int rx_pool_open(struct efarm_dev_ep *ep, uint32_t count, uint32_t refill)
 {
     size_t size = (size_t)count * ep->caps.max_msg_size;
@@ -279,7 +248,7 @@ static int rx_pool_open(struct efarm_dev_ep *ep, uint32_t count, uint32_t refill
         return -ENOMEM;
     for (uint32_t i = 0; i < count; i++)
         ep->rx_free[ep->rx_nfree++] = i;
-    rx_refill(ep, true);
+    efarm_dev_rx_refill(ep, true);
     return ep->rx_posted == count ? 0 : -ENOMEM;
 }
 
@@ -497,16 +466,6 @@ uint32_t efarm_dev_mr_rkey(const struct efarm_dev_mr *mr)
 
 /* ---- Posting ------------------------------------------------------------------------ */
 
-/* A signaled send WR to (ah, qpn, qkey): everything but its data. */
-static inline void wr_send_head(struct ibv_qp_ex *qpx, const struct efarm_dev_ah *ah, uint32_t qpn,
-                                uint32_t qkey, uint64_t wr_id)
-{
-    qpx->wr_id = wr_id;
-    qpx->wr_flags = IBV_SEND_SIGNALED;
-    ibv_wr_send(qpx);
-    ibv_wr_set_ud_addr(qpx, ah->ibv, qpn, qkey);
-}
-
 /* One send WR of a batch: its head and the data, inline when it fits. */
 static inline void wr_send_one(struct efarm_dev_ep *ep, const struct efarm_dev_send *s)
 {
@@ -515,7 +474,7 @@ static inline void wr_send_one(struct efarm_dev_ep *ep, const struct efarm_dev_s
 
     for (uint32_t k = 0; k < s->nseg; k++)
         total += s->seg[k].len;
-    wr_send_head(qpx, s->ah, s->qpn, s->qkey, s->wr_id);
+    efarm_dev_wr_send_head(qpx, s->ah, s->qpn, s->qkey, s->wr_id);
     if (total <= ep->caps.inline_size) {
         struct ibv_data_buf bufs[2];
 
@@ -531,16 +490,6 @@ static inline void wr_send_one(struct efarm_dev_ep *ep, const struct efarm_dev_s
     }
 }
 
-static inline int wr_finish(struct efarm_dev_ep *ep, unsigned n)
-{
-    int ret = ibv_wr_complete(ep->qpx);
-
-    if (ret)
-        return ret == ENOMEM ? -EAGAIN : -ret;
-    ep->sq_used += n;
-    return (int)n;
-}
-
 int efarm_dev_post_send(struct efarm_dev_ep *ep, const struct efarm_dev_send *sends, unsigned n)
 {
     if (ep->sq_used + n > ep->sq_depth)
@@ -548,24 +497,14 @@ int efarm_dev_post_send(struct efarm_dev_ep *ep, const struct efarm_dev_send *se
     ibv_wr_start(ep->qpx);
     for (unsigned i = 0; i < n; i++)
         wr_send_one(ep, &sends[i]);
-    return wr_finish(ep, n);
+    return efarm_dev_wr_finish(ep, n);
 }
 
 int efarm_dev_post_send1(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah, uint32_t qpn,
                          uint32_t qkey, uint64_t wr_id, const void *addr, uint32_t len,
                          uint32_t lkey)
 {
-    struct ibv_qp_ex *qpx = ep->qpx;
-
-    if (ep->sq_used >= ep->sq_depth)
-        return -EAGAIN;
-    ibv_wr_start(qpx);
-    wr_send_head(qpx, ah, qpn, qkey, wr_id);
-    if (len <= ep->caps.inline_size)
-        ibv_wr_set_inline_data(qpx, (void *)addr, len);
-    else
-        ibv_wr_set_sge(qpx, lkey, (uintptr_t)addr, len);
-    return wr_finish(ep, 1);
+    return efarm_dev_post_send1_inl(ep, ah, qpn, qkey, wr_id, addr, len, lkey);
 }
 
 static int post_rdma(struct efarm_dev_ep *ep, bool write, struct efarm_dev_ah *ah, uint32_t qpn,
@@ -614,7 +553,7 @@ int efarm_dev_post_write(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah, uint3
 /* ---- Receive pool ------------------------------------------------------------------- */
 
 /* Post released buffers in batches of rx_refill (all of them when `all`). */
-static void rx_refill(struct efarm_dev_ep *ep, bool all)
+void efarm_dev_rx_refill(struct efarm_dev_ep *ep, bool all)
 {
     while (ep->rx_nfree && (all || ep->rx_nfree >= ep->rx_refill)) {
         uint32_t n = ep->rx_nfree < ep->rx_refill ? ep->rx_nfree : ep->rx_refill;
@@ -638,18 +577,9 @@ static void rx_refill(struct efarm_dev_ep *ep, bool all)
     }
 }
 
-/*
- * Reposted in batches, except when fewer than a batch are posted: then at
- * once, so buffers the caller gives back while it holds most of the others
- * (back-pressure) never sit unposted while the device has none.
- */
 void efarm_dev_rx_release(struct efarm_dev_ep *ep, uint32_t rx_id)
 {
-    bool all = ep->rx_posted < ep->rx_refill;
-
-    ep->rx_free[ep->rx_nfree++] = rx_id;
-    if (all || ep->rx_nfree >= ep->rx_refill)
-        rx_refill(ep, all);
+    efarm_dev_rx_release_inl(ep, rx_id);
 }
 
 unsigned efarm_dev_rx_posted(const struct efarm_dev_ep *ep)
@@ -659,52 +589,9 @@ unsigned efarm_dev_rx_posted(const struct efarm_dev_ep *ep)
 
 /* ---- Polling ------------------------------------------------------------------------- */
 
-static void cqe_fill(struct efarm_dev_ep *ep, struct efarm_dev_cqe *c)
-{
-    struct ibv_cq_ex *cq = ep->cq;
-
-    if (cq->status == IBV_WC_SUCCESS) {
-        c->status = 0;
-        c->vendor_err = 0;
-    } else {
-        c->status = efarm_dev_status(cq->status);
-        c->vendor_err = ibv_wc_read_vendor_err(cq);
-    }
-    switch (ibv_wc_read_opcode(cq)) {
-    case IBV_WC_RECV:
-    case IBV_WC_RECV_RDMA_WITH_IMM:
-        c->op = EFARM_DEV_OP_RECV;
-        c->wr_id = cq->wr_id;
-        c->rx_id = (uint32_t)cq->wr_id;
-        c->data = ep->rx_mem + (size_t)c->rx_id * ep->caps.max_msg_size;
-        c->len = c->status ? 0 : ibv_wc_read_byte_len(cq);
-        c->src_qpn = ibv_wc_read_src_qp(cq);
-        c->ahn = (uint16_t)ibv_wc_read_slid(cq);
-        c->has_sgid = c->ahn == EFARM_DEV_AHN_UNKNOWN && ep->efadv_cq &&
-                      !efadv_wc_read_sgid(ep->efadv_cq, (union ibv_gid *)c->sgid);
-        ep->rx_posted--;
-        return;
-    default:
-        /* Send, RDMA read or write: EFA reports reads as IBV_WC_SEND, so only wr_id tells. */
-        c->op = EFARM_DEV_OP_SEND;
-        break;
-    }
-    c->wr_id = cq->wr_id;
-    ep->sq_used--;
-}
-
 int efarm_dev_poll(struct efarm_dev_ep *ep, struct efarm_dev_cqe *cqes, unsigned max)
 {
-    struct ibv_poll_cq_attr attr = {.comp_mask = 0}; /* EFA reads it: never NULL */
-    unsigned n = 0;
-
-    if (!max || ibv_start_poll(ep->cq, &attr))
-        return 0;
-    do {
-        cqe_fill(ep, &cqes[n++]);
-    } while (n < max && !ibv_next_poll(ep->cq));
-    ibv_end_poll(ep->cq);
-    return (int)n;
+    return max ? efarm_dev_poll_inl(ep, cqes, max) : 0;
 }
 
 /* ---- Registration cache on this endpoint ------------------------------------------- */

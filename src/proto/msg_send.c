@@ -611,13 +611,14 @@ static int eager_tmpl_build(struct efarm_ep *ep, struct efarm_peer_state *st,
     return 0;
 }
 
-static int tsend_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_t len,
-                            uint64_t wire_tag, uint32_t flags, struct efarm_req *req)
+static inline __attribute__((always_inline)) int
+tsend_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_t len,
+                 uint64_t wire_tag, uint32_t flags, struct efarm_req *req)
 {
     struct efarm_peer_state *st = ep->peers[peer].st;
     struct efarm_eager_tmpl *t;
     struct efarm_txpkt *tx;
-    int status;
+    int status, ret;
 
     if ((flags & ~EFARM_SEND_HINTS) != EFARM_SEND_INJECT || (flags & EFARM_SEND_PROTO_MASK) ||
         ep->p.force >= 0)
@@ -645,7 +646,11 @@ static int tsend_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, const void *
     st->sends_inflight++;
     (*(uint64_t *)((char *)&ep->cnt + g_rtm_protos[EFARM_PROTO_EAGER].counter))++;
     ep->cnt.eager_fast++;
-    efarm_txpkt_send(ep, tx);
+    /* efarm_txpkt_send's case (the peer is not in back-off, checked above), without a call */
+    st->flags |= EFARM_PS_REQ_SENT;
+    ret = efarm_list_empty(&ep->tx_queue) ? efarm_txpkt_post(ep, tx) : -EAGAIN;
+    if (ret != 0)
+        efarm_txpkt_unposted(ep, tx, ret);
     /* Done once posted; a post that failed at once failed the peer (and was counted). */
     status = efarm_peer_failed(st) ? st->fail_status : 0;
     if (req == NULL)

@@ -516,7 +516,7 @@ __attribute__((noinline)) static void lists_progress(struct efarm_ep *ep)
 
 int efarm_ep_progress(struct efarm_ep *ep)
 {
-    int n = efarm_dev_poll(ep->dev, ep->cqes, EFARM_POLL_BATCH);
+    int n = efarm_dev_poll_inl(ep->dev, ep->cqes, EFARM_POLL_BATCH);
 
     if (n < 0)
         return n;

@@ -37,6 +37,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "efarm_device_inline.h"
 #include "efarm_errno.h"
 #include "efarm_list.h"
 #include "efarm_log.h"
@@ -567,6 +568,32 @@ static inline void efarm_txpkt_release(struct efarm_ep *ep, struct efarm_txpkt *
 }
 
 void efarm_txpkt_send(struct efarm_ep *ep, struct efarm_txpkt *pkt);
+/* The `data` log level's print of a packet as posted. */
+void efarm_txpkt_print(const struct efarm_ep *ep, const struct efarm_txpkt *tx);
+/* A packet efarm_txpkt_post did not post (ret): queued on -EAGAIN, else failed. */
+void efarm_txpkt_unposted(struct efarm_ep *ep, struct efarm_txpkt *tx, int ret);
+
+/*
+ * Post a built packet to its peer now: 0, or the device's -EAGAIN (queue
+ * full) or error, with nothing done. Callers keep the posting order (nothing
+ * on tx_queue) and the peer's back-off; efarm_txpkt_send does both.
+ */
+static inline __attribute__((always_inline)) int efarm_txpkt_post(struct efarm_ep *ep,
+                                                                  struct efarm_txpkt *tx)
+{
+    const struct efarm_peer *p = &ep->peers[tx->peer];
+    int ret = efarm_dev_post_send1_inl(ep->dev, p->ah, p->qpn, p->connid,
+                                       (uint64_t)tx->index << 2 | EFARM_WR_TXPKT, tx->buf, tx->len,
+                                       ep->tx_lkey);
+
+    if (ret < 0)
+        return ret;
+    ep->cnt.tx_pkts++;
+    ep->cnt.tx_by_type[tx->type]++;
+    if (efarm_log_level() >= EFARM_LOG_DATA)
+        efarm_txpkt_print(ep, tx);
+    return 0;
+}
 void efarm_tx_completion_general(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe);
 
 /*

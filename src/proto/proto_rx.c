@@ -328,7 +328,7 @@ void efarm_rxpkt_release(struct efarm_ep *ep, struct efarm_rxpkt *pkt)
     if (pkt->cls == EFARM_RXPKT_HELD) {
         ep->nheld--;
         ep->full_since_ns = 0;
-        efarm_dev_rx_release(ep->dev, pkt->rx_id);
+        efarm_dev_rx_release_inl(ep->dev, pkt->rx_id);
         return;
     }
     ep->stored_bytes -= class_size(ep, pkt->cls);
@@ -820,7 +820,7 @@ static bool rx_eager_fast(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
         st->rx_msg_id = msg_id + 1;
     else
         window_advance(ep, st);
-    efarm_dev_rx_release(ep->dev, cqe->rx_id);
+    efarm_dev_rx_release_inl(ep->dev, cqe->rx_id);
     return true;
 }
 
@@ -837,7 +837,7 @@ void efarm_rx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
     if (cqe->status) {
         efarm_log_ratelimited(EFARM_LOG_WARN, "receive completion error: %s",
                               efarm_strerror(cqe->status));
-        efarm_dev_rx_release(ep->dev, cqe->rx_id);
+        efarm_dev_rx_release_inl(ep->dev, cqe->rx_id);
         return;
     }
     ep->cnt.rx_pkts++;
@@ -847,7 +847,7 @@ void efarm_rx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
         ep->cnt.decode_errors++;
         efarm_log_ratelimited(EFARM_LOG_WARN, "undecodable packet of %u bytes from QPN %u: %s",
                               cqe->len, cqe->src_qpn, efarm_strerror(ret));
-        efarm_dev_rx_release(ep->dev, cqe->rx_id);
+        efarm_dev_rx_release_inl(ep->dev, cqe->rx_id);
         return;
     }
     ep->cnt.rx_by_type[pkt.type]++;
@@ -859,7 +859,7 @@ void efarm_rx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
     peer = efarm_peer_identify(ep, cqe, &pkt);
     st = peer == EFARM_PEER_NONE ? NULL : efarm_peer_state_get(ep, peer);
     if (st == NULL) {
-        efarm_dev_rx_release(ep->dev, cqe->rx_id);
+        efarm_dev_rx_release_inl(ep->dev, cqe->rx_id);
         return;
     }
     /* The first packet from a peer, whatever it is, gets our HANDSHAKE (section 2.1). */
@@ -867,7 +867,7 @@ void efarm_rx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
         efarm_handshake_owe(ep, st);
     handler = g_rx_handlers[pkt.type] ? g_rx_handlers[pkt.type] : rx_unsupported;
     if (handler(ep, st, &pkt, cqe) != EFARM_RX_KEEP)
-        efarm_dev_rx_release(ep->dev, cqe->rx_id);
+        efarm_dev_rx_release_inl(ep->dev, cqe->rx_id);
 }
 
 void efarm_rx_progress(struct efarm_ep *ep)

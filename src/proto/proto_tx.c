@@ -89,7 +89,7 @@ uint16_t efarm_ep_qpn(const struct efarm_ep *ep)
  * The `data` log level: a packet as it goes on the wire, decoded from the
  * send buffer with its data appended (read_iov, payload), once per post.
  */
-static void txpkt_print(const struct efarm_ep *ep, const struct efarm_txpkt *tx)
+void efarm_txpkt_print(const struct efarm_ep *ep, const struct efarm_txpkt *tx)
 {
     struct efarm_pkt pkt;
     int ret = efarm_pkt_decode(tx->buf, tx->len, &pkt);
@@ -141,23 +141,6 @@ void efarm_pkt_set_connid(struct efarm_ep *ep, struct efarm_peer_state *st, stru
         return;
     pkt->flags |= EFARM_PKT_FLAG_CONNID_HDR;
     efarm_pkt_set(pkt, EFARM_PKT_F_CONNID, ep->connid);
-}
-
-static inline __attribute__((always_inline)) int post_one(struct efarm_ep *ep,
-                                                          struct efarm_txpkt *tx)
-{
-    const struct efarm_peer *p = &ep->peers[tx->peer];
-    int ret = efarm_dev_post_send1(ep->dev, p->ah, p->qpn, p->connid,
-                                   (uint64_t)tx->index << 2 | EFARM_WR_TXPKT, tx->buf, tx->len,
-                                   ep->tx_lkey);
-
-    if (ret < 0)
-        return ret;
-    ep->cnt.tx_pkts++;
-    ep->cnt.tx_by_type[tx->type]++;
-    if (efarm_log_level() >= EFARM_LOG_DATA)
-        txpkt_print(ep, tx);
-    return 0;
 }
 
 /*
@@ -250,6 +233,18 @@ void efarm_tx_drop_peer(struct efarm_ep *ep, struct efarm_peer_state *st)
     }
 }
 
+void efarm_txpkt_unposted(struct efarm_ep *ep, struct efarm_txpkt *tx, int ret)
+{
+    if (ret != -EAGAIN) {
+        txpkt_done(ep, tx, ret);
+        return;
+    }
+    ep->cnt.tx_queued++;
+    tx->queued = 1;
+    efarm_list_append(&ep->tx_queue, &tx->link);
+    efarm_ep_pending(ep);
+}
+
 void efarm_txpkt_send(struct efarm_ep *ep, struct efarm_txpkt *tx)
 {
     struct efarm_peer_state *st = ep->peers[tx->peer].st;
@@ -263,19 +258,9 @@ void efarm_txpkt_send(struct efarm_ep *ep, struct efarm_txpkt *tx)
     if (tx->type >= EFARM_PKT_REQ_BEGIN)
         st->flags |= EFARM_PS_REQ_SENT;
     /* Behind packets already waiting, so a full queue does not reorder posting. */
-    if (efarm_list_empty(&ep->tx_queue)) {
-        ret = post_one(ep, tx);
-        if (ret == 0)
-            return;
-        if (ret != -EAGAIN) {
-            txpkt_done(ep, tx, ret);
-            return;
-        }
-    }
-    ep->cnt.tx_queued++;
-    tx->queued = 1;
-    efarm_list_append(&ep->tx_queue, &tx->link);
-    efarm_ep_pending(ep);
+    ret = efarm_list_empty(&ep->tx_queue) ? efarm_txpkt_post(ep, tx) : -EAGAIN;
+    if (ret != 0)
+        efarm_txpkt_unposted(ep, tx, ret);
 }
 
 static void rnr_handle(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_txpkt *tx)
@@ -370,7 +355,7 @@ void efarm_tx_progress(struct efarm_ep *ep)
             efarm_list_append(&st->rnr_queue, link);
             continue;
         }
-        ret = post_one(ep, tx);
+        ret = efarm_txpkt_post(ep, tx);
         if (ret == -EAGAIN)
             return;
         efarm_list_remove(link);

@@ -1,0 +1,168 @@
+/*
+ * The small-message path's device calls, as inline functions for code inside
+ * libefarm (the protocol engine): posting one packet, polling the CQ and
+ * giving a receive buffer back. Their exported forms in efarm_device.h
+ * (efarm_dev_post_send1, efarm_dev_poll, efarm_dev_rx_release) are these same
+ * bodies; the engine calls these to save a call and the argument shuffle per
+ * packet. Everything here goes through the verbs objects' own function
+ * pointers (ibv_wr_*, ibv_start_poll, ibv_post_recv), never through an
+ * exported verbs symbol, so the run-time loader is not involved.
+ *
+ * Also the endpoint's state, which these need; outside src/device only the
+ * engine includes this header, and it reads no field of it.
+ */
+#ifndef EFARM_DEVICE_INLINE_H
+#define EFARM_DEVICE_INLINE_H
+
+#include <errno.h>
+#include <infiniband/efadv.h>
+#include <infiniband/verbs.h>
+
+#include "efarm_device.h"
+
+#define EFARM_DEV_AH_BUCKETS 256 /* AH cache buckets (chained), per endpoint */
+
+struct efarm_dev_ah {
+    struct ibv_ah *ibv;
+    uint8_t gid[16];
+    uint16_t ahn;
+    struct efarm_dev_ah *next; /* bucket chain */
+};
+
+struct efarm_dev_ep {
+    struct efarm_device_caps caps;
+    struct ibv_context *ctx;
+    struct ibv_pd *pd;
+    struct ibv_cq_ex *cq;
+    struct efadv_cq *efadv_cq; /* NULL when the CQ cannot report SGIDs */
+    struct ibv_qp *qp;
+    struct ibv_qp_ex *qpx;
+    union ibv_gid gid;
+    uint32_t connid;
+    uint32_t sq_depth, sq_used;
+    /* Receive pool: rx_count buffers of caps.max_msg_size in one registration. */
+    uint8_t *rx_mem;
+    struct ibv_mr *rx_mr;
+    uint32_t rx_count, rx_refill, rx_posted;
+    uint32_t *rx_free; /* released buffers waiting to be reposted */
+    uint32_t rx_nfree;
+    struct ibv_recv_wr *rx_wrs;
+    struct ibv_sge *rx_sges;
+    struct efarm_dev_ah *ah_bucket[EFARM_DEV_AH_BUCKETS];
+};
+
+/* ep.c: map a failed work completion's status; repost released receive buffers. */
+int efarm_dev_status(enum ibv_wc_status status);
+void efarm_dev_rx_refill(struct efarm_dev_ep *ep, bool all);
+
+/* A signaled send WR to (ah, qpn, qkey): everything but its data. */
+static inline void efarm_dev_wr_send_head(struct ibv_qp_ex *qpx, const struct efarm_dev_ah *ah,
+                                          uint32_t qpn, uint32_t qkey, uint64_t wr_id)
+{
+    qpx->wr_id = wr_id;
+    qpx->wr_flags = IBV_SEND_SIGNALED;
+    ibv_wr_send(qpx);
+    ibv_wr_set_ud_addr(qpx, ah->ibv, qpn, qkey);
+}
+
+/* Ends a posting session of n WRs: 0 or more posted, -EAGAIN on a full queue. */
+static inline int efarm_dev_wr_finish(struct efarm_dev_ep *ep, unsigned n)
+{
+    int ret = ibv_wr_complete(ep->qpx);
+
+    if (ret)
+        return ret == ENOMEM ? -EAGAIN : -ret;
+    ep->sq_used += n;
+    return (int)n;
+}
+
+/* efarm_dev_post_send1 (efarm_device.h): one send of one segment, inline when it fits. */
+static inline __attribute__((always_inline)) int
+efarm_dev_post_send1_inl(struct efarm_dev_ep *ep, const struct efarm_dev_ah *ah, uint32_t qpn,
+                         uint32_t qkey, uint64_t wr_id, const void *addr, uint32_t len,
+                         uint32_t lkey)
+{
+    struct ibv_qp_ex *qpx = ep->qpx;
+
+    if (ep->sq_used >= ep->sq_depth)
+        return -EAGAIN;
+    ibv_wr_start(qpx);
+    efarm_dev_wr_send_head(qpx, ah, qpn, qkey, wr_id);
+    if (len <= ep->caps.inline_size)
+        ibv_wr_set_inline_data(qpx, (void *)addr, len);
+    else
+        ibv_wr_set_sge(qpx, lkey, (uintptr_t)addr, len);
+    return efarm_dev_wr_finish(ep, 1);
+}
+
+/*
+ * efarm_dev_rx_release: reposted in batches, except when fewer than a batch
+ * are posted: then at once, so buffers the caller gives back while it holds
+ * most of the others (back-pressure) never sit unposted while the device has
+ * none.
+ */
+static inline __attribute__((always_inline)) void efarm_dev_rx_release_inl(struct efarm_dev_ep *ep,
+                                                                           uint32_t rx_id)
+{
+    bool all = ep->rx_posted < ep->rx_refill;
+
+    ep->rx_free[ep->rx_nfree++] = rx_id;
+    if (all || ep->rx_nfree >= ep->rx_refill)
+        efarm_dev_rx_refill(ep, all);
+}
+
+/*
+ * One completion into *c. Only the fields of its kind are written (see
+ * struct efarm_dev_cqe); success needs no status mapping.
+ */
+static inline __attribute__((always_inline)) void efarm_dev_cqe_fill(struct efarm_dev_ep *ep,
+                                                                     struct efarm_dev_cqe *c)
+{
+    struct ibv_cq_ex *cq = ep->cq;
+
+    if (cq->status == IBV_WC_SUCCESS) {
+        c->status = 0;
+        c->vendor_err = 0;
+    } else {
+        c->status = efarm_dev_status(cq->status);
+        c->vendor_err = ibv_wc_read_vendor_err(cq);
+    }
+    c->wr_id = cq->wr_id;
+    switch (ibv_wc_read_opcode(cq)) {
+    case IBV_WC_RECV:
+    case IBV_WC_RECV_RDMA_WITH_IMM:
+        c->op = EFARM_DEV_OP_RECV;
+        c->rx_id = (uint32_t)cq->wr_id;
+        c->data = ep->rx_mem + (size_t)c->rx_id * ep->caps.max_msg_size;
+        c->len = c->status ? 0 : ibv_wc_read_byte_len(cq);
+        c->src_qpn = ibv_wc_read_src_qp(cq);
+        c->ahn = (uint16_t)ibv_wc_read_slid(cq);
+        c->has_sgid = c->ahn == EFARM_DEV_AHN_UNKNOWN && ep->efadv_cq &&
+                      !efadv_wc_read_sgid(ep->efadv_cq, (union ibv_gid *)c->sgid);
+        ep->rx_posted--;
+        return;
+    default:
+        /* Send, RDMA read or write: EFA reports reads as IBV_WC_SEND, so only wr_id tells. */
+        c->op = EFARM_DEV_OP_SEND;
+        ep->sq_used--;
+        return;
+    }
+}
+
+/* efarm_dev_poll (efarm_device.h): up to max completions (max >= 1). */
+static inline __attribute__((always_inline)) int
+efarm_dev_poll_inl(struct efarm_dev_ep *ep, struct efarm_dev_cqe *cqes, unsigned max)
+{
+    struct ibv_poll_cq_attr attr = {.comp_mask = 0}; /* EFA reads it: never NULL */
+    unsigned n = 0;
+
+    if (ibv_start_poll(ep->cq, &attr))
+        return 0;
+    do {
+        efarm_dev_cqe_fill(ep, &cqes[n++]);
+    } while (n < max && !ibv_next_poll(ep->cq));
+    ibv_end_poll(ep->cq);
+    return (int)n;
+}
+
+#endif /* EFARM_DEVICE_INLINE_H */
