@@ -32,6 +32,7 @@
  */
 #include <errno.h>
 
+#include "efarm_byteorder.h"
 #include "efarm_rma.h"
 #include "proto_internal.h"
 
@@ -773,8 +774,9 @@ static int unexp_arrive(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
     return ret;
 }
 
-bool efarm_rtm_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, uint64_t wire_tag,
-                          const uint8_t *payload, uint64_t len)
+static inline __attribute__((always_inline)) bool
+rtm_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, uint64_t wire_tag, const uint8_t *payload,
+               uint64_t len)
 {
     struct efarm_req *req;
     uint32_t context;
@@ -792,7 +794,54 @@ bool efarm_rtm_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, uint64_t wire_
         status = -EMSGSIZE;
         ep->cnt.truncated++;
     }
-    efarm_req_complete(ep, NULL, req, status);
+    /* efarm_req_complete without an operation; -EMSGSIZE is not a receive error */
+    req->status = status;
+    req->done = true;
+    if (req->cb)
+        req->cb(req);
+    return true;
+}
+
+/* The receiving fast path (proto_internal.h; its format: efarm_rx_fast_init in proto_rx.c). */
+bool efarm_rx_eager_fast(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
+{
+    const struct efarm_rx_fast_fmt *f = &ep->rx_fast;
+    const uint32_t not_now = EFARM_PS_FAILED | EFARM_PS_FAIL_PENDING | EFARM_PS_STALLED;
+    struct efarm_peer_state *st;
+    efarm_peer_t peer;
+    uint32_t msg_id, word, hdr = f->hdr_size;
+
+    if (cqe->len < hdr || f->word == 0 || cqe->ahn == EFARM_DEV_AHN_UNKNOWN ||
+        efarm_log_level() >= EFARM_LOG_DATA)
+        return false;
+    word = efarm_load_le32(cqe->data);
+    if (word == f->word_connid)
+        hdr += EFARM_REQ_OPT_CONNID_LEN;
+    else if (word != f->word)
+        return false;
+    if (cqe->len < hdr)
+        return false;
+    peer = efarm_peer_by_ahn(ep, cqe->ahn, (uint16_t)cqe->src_qpn);
+    if (peer == EFARM_PEER_NONE || (st = ep->peers[peer].st) == NULL || (st->flags & not_now) ||
+        !(st->flags & EFARM_PS_HS_SENT) ||
+        (hdr != f->hdr_size && efarm_load_le32(cqe->data + f->hdr_size) != ep->peers[peer].connid))
+        return false;
+    msg_id = efarm_load_le32(cqe->data + f->off_msg_id);
+    if (msg_id != st->rx_msg_id || st->win[msg_id & (ep->p.recvwin - 1)] != NULL)
+        return false;
+    if (!rtm_eager_fast(ep, peer, efarm_load_le64(cqe->data + f->off_tag), cqe->data + hdr,
+                              cqe->len - hdr))
+        return false; /* the general path counts it */
+    ep->cnt.rx_pkts++;
+    ep->cnt.rx_bytes += cqe->len;
+    ep->cnt.rx_by_type[f->type]++;
+    ep->cnt.eager_fast_rx++;
+    /* window_advance's case with nothing waiting: only the message id moves */
+    if (st->overflow_count == 0 && st->win[(msg_id + 1) & (ep->p.recvwin - 1)] == NULL)
+        st->rx_msg_id = msg_id + 1;
+    else
+        efarm_rx_window_advance(ep, st);
+    efarm_dev_rx_release_inl(ep->dev, cqe->rx_id);
     return true;
 }
 

@@ -35,13 +35,6 @@ static uint32_t hash_addr(const struct efarm_ep *ep, const uint8_t gid[EFARM_GID
     return (uint32_t)(h >> 32) & ep->hash_mask;
 }
 
-static uint32_t hash_ahn(const struct efarm_ep *ep, uint16_t ahn, uint16_t qpn)
-{
-    uint32_t h = ((uint32_t)ahn << 16 | qpn) * 2654435761u;
-
-    return (h ^ (h >> 15)) & ep->hash_mask;
-}
-
 int efarm_av_init(struct efarm_ep *ep)
 {
     uint32_t buckets = 16;
@@ -122,7 +115,7 @@ static int av_add(struct efarm_ep *ep, const uint8_t gid[EFARM_GID_LEN], uint16_
     b = hash_addr(ep, gid, qpn);
     p->addr_next = ep->addr_hash[b];
     ep->addr_hash[b] = idx;
-    b = hash_ahn(ep, p->ahn, qpn);
+    b = efarm_hash_ahn(ep, p->ahn, qpn);
     p->ahn_next = ep->ahn_hash[b];
     ep->ahn_hash[b] = idx;
     *peer_p = idx;
@@ -184,15 +177,6 @@ struct efarm_peer_state *efarm_peer_state_get(struct efarm_ep *ep, efarm_peer_t 
     return st;
 }
 
-efarm_peer_t efarm_peer_by_ahn(const struct efarm_ep *ep, uint16_t ahn, uint16_t qpn)
-{
-    for (uint32_t i = ep->ahn_hash[hash_ahn(ep, ahn, qpn)]; i != EFARM_PEER_NONE;
-         i = ep->peers[i].ahn_next)
-        if (ep->peers[i].ahn == ahn && ep->peers[i].qpn == qpn)
-            return i;
-    return EFARM_PEER_NONE;
-}
-
 efarm_peer_t efarm_peer_identify(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe,
                                  const struct efarm_pkt *pkt)
 {
@@ -221,7 +205,7 @@ efarm_peer_t efarm_peer_identify(struct efarm_ep *ep, const struct efarm_dev_cqe
         return peer;
     }
     if (cqe->ahn != EFARM_DEV_AHN_UNKNOWN) {
-        for (uint32_t i = ep->ahn_hash[hash_ahn(ep, cqe->ahn, qpn)]; i != EFARM_PEER_NONE;
+        for (uint32_t i = ep->ahn_hash[efarm_hash_ahn(ep, cqe->ahn, qpn)]; i != EFARM_PEER_NONE;
              i = ep->peers[i].ahn_next) {
             const struct efarm_peer *p = &ep->peers[i];
 

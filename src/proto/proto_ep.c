@@ -525,7 +525,8 @@ int efarm_ep_progress(struct efarm_ep *ep)
 
         switch (cqe->op) {
         case EFARM_DEV_OP_RECV:
-            efarm_rx_completion(ep, cqe);
+            if (cqe->status != 0 || !efarm_rx_eager_fast(ep, cqe))
+                efarm_rx_completion(ep, cqe);
             break;
         case EFARM_DEV_OP_SEND:
             /* Routed by our own wr_id: the device reports RDMA reads as sends. */

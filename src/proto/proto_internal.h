@@ -497,8 +497,22 @@ uint16_t efarm_ep_qpn(const struct efarm_ep *ep); /* ours, as logs name the endp
 int efarm_av_init(struct efarm_ep *ep);
 void efarm_av_fini(struct efarm_ep *ep);
 struct efarm_peer_state *efarm_peer_state_get(struct efarm_ep *ep, efarm_peer_t peer);
+/* The bucket of the (AHN, QPN) hash. */
+static inline uint32_t efarm_hash_ahn(const struct efarm_ep *ep, uint16_t ahn, uint16_t qpn)
+{
+    uint32_t h = ((uint32_t)ahn << 16 | qpn) * 2654435761u;
+
+    return (h ^ (h >> 15)) & ep->hash_mask;
+}
 /* The peer of an address handle and QPN (no connid to compare), or EFARM_PEER_NONE. */
-efarm_peer_t efarm_peer_by_ahn(const struct efarm_ep *ep, uint16_t ahn, uint16_t qpn);
+static inline efarm_peer_t efarm_peer_by_ahn(const struct efarm_ep *ep, uint16_t ahn, uint16_t qpn)
+{
+    for (uint32_t i = ep->ahn_hash[efarm_hash_ahn(ep, ahn, qpn)]; i != EFARM_PEER_NONE;
+         i = ep->peers[i].ahn_next)
+        if (ep->peers[i].ahn == ahn && ep->peers[i].qpn == qpn)
+            return i;
+    return EFARM_PEER_NONE;
+}
 efarm_peer_t efarm_peer_identify(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe,
                                  const struct efarm_pkt *pkt);
 void efarm_handshake_owe(struct efarm_ep *ep, struct efarm_peer_state *st);
@@ -668,6 +682,8 @@ static inline bool efarm_rx_full(const struct efarm_ep *ep)
 void efarm_rx_full_check(struct efarm_ep *ep);
 /* The receiving fast path's packet format, from the codec (endpoint open). */
 void efarm_rx_fast_init(struct efarm_ep *ep);
+/* The in-order message of st was processed: move on and run the successors that wait. */
+void efarm_rx_window_advance(struct efarm_ep *ep, struct efarm_peer_state *st);
 
 /* Unexpected records: NULL when none can be created (the caller defers the message). */
 struct efarm_unexp *efarm_unexp_alloc(struct efarm_ep *ep);
@@ -708,13 +724,15 @@ static inline bool efarm_peer_failed(const struct efarm_peer_state *st)
 
 /* msg_recv.c */
 /*
- * The eager fast path's receiving half (proto_rx.c): an eager tagged message
- * without optional headers, in its turn, matched and delivered as
- * efarm_rtm_recv() would, without a decoded packet. Returns true when a posted
- * receive took it; false when none matches, and nothing changed.
+ * The eager fast path's receiving half: a successful receive completion
+ * holding an EAGER_TAGRTM without optional headers (or with only the connid
+ * header naming the peer's connid), from a peer known by its address handle,
+ * in its turn, that a posted receive matches, is delivered as rx_ordered and
+ * efarm_rtm_recv() would, without a decoded packet, and its buffer released.
+ * Returns true then; false, with nothing changed, for anything else, which
+ * efarm_rx_completion takes.
  */
-bool efarm_rtm_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, uint64_t wire_tag,
-                          const uint8_t *payload, uint64_t len);
+bool efarm_rx_eager_fast(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe);
 int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
                    struct efarm_rxpkt *stored, uint32_t rx_id);
 int efarm_rtm_segment(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt,

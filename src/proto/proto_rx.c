@@ -665,7 +665,7 @@ static void stall(struct efarm_ep *ep, struct efarm_peer_state *st)
 }
 
 /* The in-order message was processed: move on and run the successors that wait. */
-static void window_advance(struct efarm_ep *ep, struct efarm_peer_state *st)
+void efarm_rx_window_advance(struct efarm_ep *ep, struct efarm_peer_state *st)
 {
     for (;;) {
         struct efarm_rxpkt **slot, *head, *rest;
@@ -743,7 +743,7 @@ static int rx_ordered(struct efarm_ep *ep, struct efarm_peer_state *st, const st
             stall(ep, st);
             return ret;
         }
-        window_advance(ep, st);
+        efarm_rx_window_advance(ep, st);
         return ret;
     }
     ep->cnt.out_of_order++;
@@ -756,8 +756,10 @@ static int rx_ordered(struct efarm_ep *ep, struct efarm_peer_state *st, const st
  * connid, from a peer known by its address handle, in its turn (nothing waits
  * in the peer's window), that a posted receive matches. It reads the first
  * word and the fields at the codec's offsets instead of decoding, then does
- * what rx_ordered and efarm_rtm_recv do for it. Anything else, also a message
+ * what rx_ordered and efarm_rtm_recv do for it (efarm_rx_eager_fast, in
+ * msg_recv.c next to the matching it inlines). Anything else, also a message
  * no receive matches, is left untouched to the general path (returns false).
+ * This sets up the format it checks, from the codec's tables.
  */
 void efarm_rx_fast_init(struct efarm_ep *ep)
 {
@@ -782,48 +784,6 @@ void efarm_rx_fast_init(struct efarm_ep *ep)
     ep->rx_fast.type = type;
 }
 
-static bool rx_eager_fast(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
-{
-    const struct efarm_rx_fast_fmt *f = &ep->rx_fast;
-    const uint32_t not_now = EFARM_PS_FAILED | EFARM_PS_FAIL_PENDING | EFARM_PS_STALLED;
-    struct efarm_peer_state *st;
-    efarm_peer_t peer;
-    uint32_t msg_id, word, hdr = f->hdr_size;
-
-    if (cqe->len < hdr || f->word == 0 || cqe->ahn == EFARM_DEV_AHN_UNKNOWN ||
-        efarm_log_level() >= EFARM_LOG_DATA)
-        return false;
-    word = efarm_load_le32(cqe->data);
-    if (word == f->word_connid)
-        hdr += EFARM_REQ_OPT_CONNID_LEN;
-    else if (word != f->word)
-        return false;
-    if (cqe->len < hdr)
-        return false;
-    peer = efarm_peer_by_ahn(ep, cqe->ahn, (uint16_t)cqe->src_qpn);
-    if (peer == EFARM_PEER_NONE || (st = ep->peers[peer].st) == NULL || (st->flags & not_now) ||
-        !(st->flags & EFARM_PS_HS_SENT) ||
-        (hdr != f->hdr_size && efarm_load_le32(cqe->data + f->hdr_size) != ep->peers[peer].connid))
-        return false;
-    msg_id = efarm_load_le32(cqe->data + f->off_msg_id);
-    if (msg_id != st->rx_msg_id || st->win[msg_id & (ep->p.recvwin - 1)] != NULL)
-        return false;
-    if (!efarm_rtm_eager_fast(ep, peer, efarm_load_le64(cqe->data + f->off_tag), cqe->data + hdr,
-                              cqe->len - hdr))
-        return false; /* the general path counts it */
-    ep->cnt.rx_pkts++;
-    ep->cnt.rx_bytes += cqe->len;
-    ep->cnt.rx_by_type[f->type]++;
-    ep->cnt.eager_fast_rx++;
-    /* window_advance's case with nothing waiting: only the message id moves */
-    if (st->overflow_count == 0 && st->win[(msg_id + 1) & (ep->p.recvwin - 1)] == NULL)
-        st->rx_msg_id = msg_id + 1;
-    else
-        window_advance(ep, st);
-    efarm_dev_rx_release_inl(ep->dev, cqe->rx_id);
-    return true;
-}
-
 void efarm_rx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
 {
     struct efarm_peer_state *st;
@@ -832,8 +792,6 @@ void efarm_rx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
     efarm_peer_t peer;
     int ret;
 
-    if (cqe->status == 0 && rx_eager_fast(ep, cqe))
-        return;
     if (cqe->status) {
         efarm_log_ratelimited(EFARM_LOG_WARN, "receive completion error: %s",
                               efarm_strerror(cqe->status));
@@ -882,7 +840,7 @@ void efarm_rx_progress(struct efarm_ep *ep)
         efarm_list_remove(link);
         st->flags = (st->flags & ~EFARM_PS_STALLED) | EFARM_PS_RETRY;
         st->rx_msg_id--; /* window_advance steps back onto the stalled id first */
-        window_advance(ep, st);
+        efarm_rx_window_advance(ep, st);
         st->flags &= ~EFARM_PS_RETRY;
     }
 }
