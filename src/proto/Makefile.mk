@@ -5,6 +5,7 @@ libefarm_la_SOURCES += \
 	src/proto/pkt_codec.c \
 	src/proto/pkt_print.c \
 	src/proto/efarm_tm.h \
+	src/proto/efarm_tm_inline.h \
 	src/proto/tm.c \
 	src/proto/efarm_proto.h \
 	src/proto/proto_internal.h \

@@ -34,6 +34,7 @@
 
 #include "efarm_byteorder.h"
 #include "efarm_rma.h"
+#include "efarm_tm_inline.h"
 #include "proto_internal.h"
 
 #define EFARM_READ_CHUNK_MAX (256ull << 20) /* one read WR; keeps the length in its wr_id */
@@ -785,7 +786,7 @@ rtm_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, uint64_t wire_tag, const 
     int status = 0;
 
     msg_key(wire_tag, true, peer, &context, &source, &tag);
-    if (efarm_tm_match_posted(ep->tm, context, source, tag, &user) != EFARM_TM_MATCHED)
+    if (efarm_tm_match_posted_inl(ep->tm, context, source, tag, &user) != EFARM_TM_MATCHED)
         return false;
     req = user;
     req_fill(req, peer, wire_tag, true, len, false, 0);
@@ -830,7 +831,7 @@ bool efarm_rx_eager_fast(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
     if (msg_id != st->rx_msg_id || st->win[msg_id & (ep->p.recvwin - 1)] != NULL)
         return false;
     if (!rtm_eager_fast(ep, peer, efarm_load_le64(cqe->data + f->off_tag), cqe->data + hdr,
-                              cqe->len - hdr))
+                        cqe->len - hdr))
         return false; /* the general path counts it */
     ep->cnt.rx_pkts++;
     ep->cnt.rx_bytes += cqe->len;
@@ -1022,7 +1023,7 @@ static inline __attribute__((always_inline)) int recv_post(struct efarm_ep *ep, 
     if (ep->nop_free == 0 && efarm_tm_probe(ep->tm, context, source, tag, &handle, &user) == 1 &&
         unexp_needs_op(user))
         return -EAGAIN;
-    ret = efarm_tm_post(ep->tm, context, source, tag, req, &handle, &user);
+    ret = efarm_tm_post_inl(ep->tm, context, source, tag, req, &handle, &user);
     if (ret == -ENOMEM)
         return -EAGAIN;
     if (ret < 0)
