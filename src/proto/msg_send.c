@@ -633,7 +633,11 @@ tsend_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64
     if (len > efarm_select_eager_max(&ep->p, ep->mtu - t->len) ||
         (tx = efarm_txpkt_alloc(ep, false)) == NULL)
         return 1;
-    memcpy(tx->buf, t->hdr, t->len);
+    /* The usual header (no raw address) in fixed moves: the template and the buffer hold 32 */
+    if (t->len <= EFARM_EAGER_TMPL_SHORT)
+        memcpy(tx->buf, t->hdr, EFARM_EAGER_TMPL_SHORT);
+    else
+        memcpy(tx->buf, t->hdr, t->len);
     efarm_store_le32(tx->buf + t->off_msg_id, st->tx_msg_id++);
     efarm_store_le64(tx->buf + t->off_tag, wire_tag);
     if (len)

@@ -22,6 +22,8 @@
 #include "proto_internal.h"
 
 #define EFARM_MIN_MTU 1024 /* below this the REQ headers leave too little room */
+_Static_assert(EFARM_MIN_MTU >= EFARM_EAGER_TMPL_SHORT,
+               "a send buffer holds a short template copy");
 
 uint64_t efarm_now_ns(void)
 {

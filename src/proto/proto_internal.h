@@ -357,6 +357,10 @@ struct efarm_ep_params {
  * template (msg_send.c). len 0: not built yet.
  */
 #define EFARM_EAGER_TMPL_MAX 96
+/* Templates up to this length are copied whole (fixed moves); send buffers are at least this. */
+#define EFARM_EAGER_TMPL_SHORT 32
+_Static_assert(EFARM_EAGER_TMPL_SHORT <= EFARM_EAGER_TMPL_MAX,
+               "the short copy stays in the template");
 struct efarm_eager_tmpl {
     uint16_t len;
     uint16_t off_msg_id, off_tag;
