@@ -57,13 +57,18 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send(const void *buf, MPI_Aint count,
      * A standard send that goes at once as one eager packet needs no request
      * of its own: MPICH's pre-completed one stands for it, as for ch4:ofi's
      * injected sends. Anything else (or when the engine says 1) takes a request.
+     * Of the communicator's hints only a forced subprotocol (efarm_protocol)
+     * can change what such a message does, and it takes the general path: the
+     * policy sends everything that fits one eager packet as eager whatever the
+     * fan-in.
      */
     if (likely(flags == EFARM_SEND_INJECT && dt_contig && !(tag & MPIDI_EFARM_TAG_ERROR_BITS) &&
+               comm->hints[MPIDI_EFARM_global.hint_proto] <= 0 &&
                !MPIDI_EFARM_stripe_to(addr, (uint64_t)data_sz))) {
-        ret = efarm_tsend_now(MPIDI_EFARM_global.ep, MPIDI_EFARM_AV(addr).peer,
-                              MPIR_get_contig_ptr(buf, dt_true_lb), (uint64_t)data_sz,
-                              (uint32_t)(comm->context_id + context_offset), comm->rank, tag,
-                              flags | MPIDI_EFARM_send_hints(comm));
+        ret =
+            efarm_tsend_now(MPIDI_EFARM_global.ep, MPIDI_EFARM_AV(addr).peer,
+                            MPIR_get_contig_ptr(buf, dt_true_lb), (uint64_t)data_sz,
+                            (uint32_t)(comm->context_id + context_offset), comm->rank, tag, flags);
         if (ret == 0) {
             *request = MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
             MPIDI_EFARM_global.nm_counters.send_msgs++;
