@@ -46,6 +46,7 @@ struct efarm_dev_ep {
     uint32_t rx_count, rx_refill, rx_posted;
     uint32_t *rx_free; /* released buffers waiting to be reposted */
     uint32_t rx_nfree;
+    bool polling; /* inside a poll session: released buffers wait for efarm_dev_poll_end */
     struct ibv_recv_wr *rx_wrs;
     struct ibv_sge *rx_sges;
     struct efarm_dev_ah *ah_bucket[EFARM_DEV_AH_BUCKETS];
@@ -95,27 +96,124 @@ efarm_dev_post_send1_inl(struct efarm_dev_ep *ep, const struct efarm_dev_ah *ah,
     return efarm_dev_wr_finish(ep, 1);
 }
 
+/* Whether released buffers are due to be posted (see efarm_dev_rx_release_inl). */
+static inline __attribute__((always_inline)) bool efarm_dev_rx_due(const struct efarm_dev_ep *ep)
+{
+    return ep->rx_nfree != 0 && (ep->rx_posted < ep->rx_refill || ep->rx_nfree >= ep->rx_refill);
+}
+
 /*
  * efarm_dev_rx_release: reposted in batches, except when fewer than a batch
  * are posted: then at once, so buffers the caller gives back while it holds
  * most of the others (back-pressure) never sit unposted while the device has
- * none.
+ * none. Inside a poll session they wait for its end: the device frees a
+ * receive queue slot only when its completion stops being current, so a
+ * post in the session could find the queue full.
  */
 static inline __attribute__((always_inline)) void efarm_dev_rx_release_inl(struct efarm_dev_ep *ep,
                                                                            uint32_t rx_id)
 {
-    bool all = ep->rx_posted < ep->rx_refill;
-
     ep->rx_free[ep->rx_nfree++] = rx_id;
-    if (all || ep->rx_nfree >= ep->rx_refill)
-        efarm_dev_rx_refill(ep, all);
+    if (!ep->polling && efarm_dev_rx_due(ep))
+        efarm_dev_rx_refill(ep, ep->rx_posted < ep->rx_refill);
 }
 
 /*
- * One completion into *c. Only the fields of its kind are written (see
- * struct efarm_dev_cqe); success needs no status mapping.
+ * A poll session, for the engine's progress loop: efarm_dev_poll_start()
+ * returns true when a completion is current (the session is then open until
+ * efarm_dev_poll_end()), efarm_dev_poll_next() when the next one is. The
+ * current completion is read with the efarm_dev_cur_* functions, or into a
+ * record with efarm_dev_cqe_read(), and taken exactly once with
+ * efarm_dev_cur_take() before anything posts. Completions may be handled
+ * inside the session, sends posted included: rdma-core's EFA provider holds
+ * only the CQ's lock across it, which posting does not take (libfabric's EFA
+ * provider handles its completions the same way); a queue slot is freed only
+ * when its completion stops being current, so a post may find the queue full
+ * (-EAGAIN). Receive buffers released in the session are posted at its end.
+ * Nothing may poll this CQ again before efarm_dev_poll_end().
  */
-static inline __attribute__((always_inline)) void efarm_dev_cqe_fill(struct efarm_dev_ep *ep,
+static inline __attribute__((always_inline)) bool efarm_dev_poll_start(struct efarm_dev_ep *ep)
+{
+    struct ibv_poll_cq_attr attr = {.comp_mask = 0}; /* EFA reads it: never NULL */
+
+    if (ibv_start_poll(ep->cq, &attr))
+        return false;
+    ep->polling = true;
+    return true;
+}
+
+static inline __attribute__((always_inline)) bool efarm_dev_poll_next(struct efarm_dev_ep *ep)
+{
+    return ibv_next_poll(ep->cq) == 0;
+}
+
+/* Ends the session, then posts the receive buffers released in it if they are due. */
+static inline __attribute__((always_inline)) void efarm_dev_poll_end(struct efarm_dev_ep *ep)
+{
+    ibv_end_poll(ep->cq);
+    ep->polling = false;
+    if (efarm_dev_rx_due(ep))
+        efarm_dev_rx_refill(ep, ep->rx_posted < ep->rx_refill);
+}
+
+/* Whether the current completion is a receive (else a send, RDMA read or RDMA write). */
+static inline __attribute__((always_inline)) bool efarm_dev_cur_is_recv(struct efarm_dev_ep *ep)
+{
+    enum ibv_wc_opcode op = ibv_wc_read_opcode(ep->cq);
+
+    return op == IBV_WC_RECV || op == IBV_WC_RECV_RDMA_WITH_IMM;
+}
+
+/* Account for the current completion: its receive buffer or send-queue slot is the caller's. */
+static inline __attribute__((always_inline)) void efarm_dev_cur_take(struct efarm_dev_ep *ep,
+                                                                     bool recv)
+{
+    if (recv)
+        ep->rx_posted--;
+    else
+        ep->sq_used--;
+}
+
+static inline __attribute__((always_inline)) bool efarm_dev_cur_ok(const struct efarm_dev_ep *ep)
+{
+    return ep->cq->status == IBV_WC_SUCCESS;
+}
+
+static inline __attribute__((always_inline)) uint64_t
+efarm_dev_cur_wr_id(const struct efarm_dev_ep *ep)
+{
+    return ep->cq->wr_id;
+}
+
+/* A successful receive's length, sender's AH number (EFARM_DEV_AHN_UNKNOWN) and QPN. */
+static inline __attribute__((always_inline)) uint32_t efarm_dev_cur_len(struct efarm_dev_ep *ep)
+{
+    return ibv_wc_read_byte_len(ep->cq);
+}
+
+static inline __attribute__((always_inline)) uint16_t efarm_dev_cur_ahn(struct efarm_dev_ep *ep)
+{
+    return (uint16_t)ibv_wc_read_slid(ep->cq);
+}
+
+static inline __attribute__((always_inline)) uint32_t efarm_dev_cur_src_qpn(struct efarm_dev_ep *ep)
+{
+    return ibv_wc_read_src_qp(ep->cq);
+}
+
+/* The data of receive buffer rx_id (a receive's wr_id). */
+static inline __attribute__((always_inline)) uint8_t *
+efarm_dev_rx_data(const struct efarm_dev_ep *ep, uint32_t rx_id)
+{
+    return ep->rx_mem + (size_t)rx_id * ep->caps.max_msg_size;
+}
+
+/*
+ * The current completion into *c, without taking it. Only the fields of its
+ * kind are written (see struct efarm_dev_cqe); success needs no status
+ * mapping. Returns whether it is a receive.
+ */
+static inline __attribute__((always_inline)) bool efarm_dev_cqe_read(struct efarm_dev_ep *ep,
                                                                      struct efarm_dev_cqe *c)
 {
     struct ibv_cq_ex *cq = ep->cq;
@@ -128,40 +226,34 @@ static inline __attribute__((always_inline)) void efarm_dev_cqe_fill(struct efar
         c->vendor_err = ibv_wc_read_vendor_err(cq);
     }
     c->wr_id = cq->wr_id;
-    switch (ibv_wc_read_opcode(cq)) {
-    case IBV_WC_RECV:
-    case IBV_WC_RECV_RDMA_WITH_IMM:
-        c->op = EFARM_DEV_OP_RECV;
-        c->rx_id = (uint32_t)cq->wr_id;
-        c->data = ep->rx_mem + (size_t)c->rx_id * ep->caps.max_msg_size;
-        c->len = c->status ? 0 : ibv_wc_read_byte_len(cq);
-        c->src_qpn = ibv_wc_read_src_qp(cq);
-        c->ahn = (uint16_t)ibv_wc_read_slid(cq);
-        c->has_sgid = c->ahn == EFARM_DEV_AHN_UNKNOWN && ep->efadv_cq &&
-                      !efadv_wc_read_sgid(ep->efadv_cq, (union ibv_gid *)c->sgid);
-        ep->rx_posted--;
-        return;
-    default:
+    if (!efarm_dev_cur_is_recv(ep)) {
         /* Send, RDMA read or write: EFA reports reads as IBV_WC_SEND, so only wr_id tells. */
         c->op = EFARM_DEV_OP_SEND;
-        ep->sq_used--;
-        return;
+        return false;
     }
+    c->op = EFARM_DEV_OP_RECV;
+    c->rx_id = (uint32_t)cq->wr_id;
+    c->data = efarm_dev_rx_data(ep, c->rx_id);
+    c->len = c->status ? 0 : ibv_wc_read_byte_len(cq);
+    c->src_qpn = ibv_wc_read_src_qp(cq);
+    c->ahn = (uint16_t)ibv_wc_read_slid(cq);
+    c->has_sgid = c->ahn == EFARM_DEV_AHN_UNKNOWN && ep->efadv_cq &&
+                  !efadv_wc_read_sgid(ep->efadv_cq, (union ibv_gid *)c->sgid);
+    return true;
 }
 
-/* efarm_dev_poll (efarm_device.h): up to max completions (max >= 1). */
+/* efarm_dev_poll (efarm_device.h): up to max completions (max >= 1), taken. */
 static inline __attribute__((always_inline)) int
 efarm_dev_poll_inl(struct efarm_dev_ep *ep, struct efarm_dev_cqe *cqes, unsigned max)
 {
-    struct ibv_poll_cq_attr attr = {.comp_mask = 0}; /* EFA reads it: never NULL */
     unsigned n = 0;
 
-    if (ibv_start_poll(ep->cq, &attr))
+    if (!efarm_dev_poll_start(ep))
         return 0;
     do {
-        efarm_dev_cqe_fill(ep, &cqes[n++]);
-    } while (n < max && !ibv_next_poll(ep->cq));
-    ibv_end_poll(ep->cq);
+        efarm_dev_cur_take(ep, efarm_dev_cqe_read(ep, &cqes[n++]));
+    } while (n < max && efarm_dev_poll_next(ep));
+    efarm_dev_poll_end(ep);
     return (int)n;
 }
 

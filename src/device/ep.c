@@ -570,8 +570,19 @@ void efarm_dev_rx_refill(struct efarm_dev_ep *ep, bool all)
                                                  .sg_list = &ep->rx_sges[i],
                                                  .num_sge = 1};
         }
-        if (ibv_post_recv(ep->qp, ep->rx_wrs, &bad))
-            return; /* kept for the next refill; the receiver applies back-pressure meanwhile */
+        if (ibv_post_recv(ep->qp, ep->rx_wrs, &bad)) {
+            /*
+             * The WRs before *bad are posted (rdma-core's providers stop at the
+             * first they refuse); the rest are kept for the next refill, and the
+             * receiver applies back-pressure meanwhile.
+             */
+            uint32_t posted =
+                bad >= ep->rx_wrs && bad < ep->rx_wrs + n ? (uint32_t)(bad - ep->rx_wrs) : 0;
+
+            ep->rx_nfree -= posted;
+            ep->rx_posted += posted;
+            return;
+        }
         ep->rx_nfree -= n;
         ep->rx_posted += n;
     }

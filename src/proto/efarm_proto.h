@@ -11,7 +11,10 @@
  * stay put until the request completes: the engine fills the result fields,
  * sets `done` and calls `cb` (if set) from inside an engine call (progress,
  * or the receive post that matched an unexpected message). After the
- * callback the engine never touches the request again.
+ * callback the engine never touches the request again. A callback may start
+ * operations but must not call efarm_ep_progress() on the endpoint that runs
+ * it (progress handles completions inside the device's poll session): such a
+ * call does nothing and returns -EDEADLK.
  *
  * Matching. Tagged messages carry a 64-bit wire tag that packs (context,
  * source, tag) as EFARM_TAG_*_BITS say; receives match on the three with
@@ -257,9 +260,10 @@ int efarm_av_lookup(const struct efarm_ep *ep, efarm_peer_t peer, uint8_t raw[EF
 
 /*
  * Make progress: poll one batch of completions, run the protocol, retry
- * queued work. Returns the number of completions handled (>= 0), or a
- * negative error when the device itself failed or the endpoint failed, and
- * then on every later call:
+ * queued work. Returns the number of completions handled (>= 0); -EDEADLK,
+ * doing nothing, when called from a request's callback that this endpoint's
+ * progress runs; or a negative error when the device itself failed or the
+ * endpoint failed, and then on every later call:
  *   EFARM_E(PROTO_PEER_FAILED): a packet to a peer failed at the device and
  *     what was lost cannot be reported through any request (the data of an
  *     injected send that had completed, later messages behind a lost one, a

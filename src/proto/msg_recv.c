@@ -803,38 +803,42 @@ rtm_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, uint64_t wire_tag, const 
     return true;
 }
 
-/* The receiving fast path (proto_internal.h; its format: efarm_rx_fast_init in proto_rx.c). */
-bool efarm_rx_eager_fast(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
+/*
+ * The receiving fast path (proto_internal.h; its format: efarm_rx_fast_init in
+ * proto_rx.c), on the device's current completion, a successful receive into
+ * buffer rx_id that the caller has taken.
+ */
+bool efarm_rx_eager_fast(struct efarm_ep *ep, struct efarm_dev_ep *dev, uint32_t rx_id)
 {
     const struct efarm_rx_fast_fmt *f = &ep->rx_fast;
     const uint32_t not_now = EFARM_PS_FAILED | EFARM_PS_FAIL_PENDING | EFARM_PS_STALLED;
+    const uint8_t *data = efarm_dev_rx_data(dev, rx_id);
+    uint32_t len = efarm_dev_cur_len(dev), msg_id, word, hdr = f->hdr_size;
     struct efarm_peer_state *st;
     efarm_peer_t peer;
-    uint32_t msg_id, word, hdr = f->hdr_size;
+    uint16_t ahn;
 
-    if (cqe->len < hdr || f->word == 0 || cqe->ahn == EFARM_DEV_AHN_UNKNOWN ||
-        efarm_log_level() >= EFARM_LOG_DATA)
+    if (len < hdr || f->word == 0 || efarm_log_level() >= EFARM_LOG_DATA)
         return false;
-    word = efarm_load_le32(cqe->data);
+    word = efarm_load_le32(data);
     if (word == f->word_connid)
         hdr += EFARM_REQ_OPT_CONNID_LEN;
     else if (word != f->word)
         return false;
-    if (cqe->len < hdr)
+    if (len < hdr || (ahn = efarm_dev_cur_ahn(dev)) == EFARM_DEV_AHN_UNKNOWN)
         return false;
-    peer = efarm_peer_by_ahn(ep, cqe->ahn, (uint16_t)cqe->src_qpn);
+    peer = efarm_peer_by_ahn(ep, ahn, (uint16_t)efarm_dev_cur_src_qpn(dev));
     if (peer == EFARM_PEER_NONE || (st = ep->peers[peer].st) == NULL || (st->flags & not_now) ||
         !(st->flags & EFARM_PS_HS_SENT) ||
-        (hdr != f->hdr_size && efarm_load_le32(cqe->data + f->hdr_size) != ep->peers[peer].connid))
+        (hdr != f->hdr_size && efarm_load_le32(data + f->hdr_size) != ep->peers[peer].connid))
         return false;
-    msg_id = efarm_load_le32(cqe->data + f->off_msg_id);
+    msg_id = efarm_load_le32(data + f->off_msg_id);
     if (msg_id != st->rx_msg_id || st->win[msg_id & (ep->p.recvwin - 1)] != NULL)
         return false;
-    if (!rtm_eager_fast(ep, peer, efarm_load_le64(cqe->data + f->off_tag), cqe->data + hdr,
-                        cqe->len - hdr))
+    if (!rtm_eager_fast(ep, peer, efarm_load_le64(data + f->off_tag), data + hdr, len - hdr))
         return false; /* the general path counts it */
     ep->cnt.rx_pkts++;
-    ep->cnt.rx_bytes += cqe->len;
+    ep->cnt.rx_bytes += len;
     ep->cnt.rx_by_type[f->type]++;
     ep->cnt.eager_fast_rx++;
     /* window_advance's case with nothing waiting: only the message id moves */
@@ -842,7 +846,7 @@ bool efarm_rx_eager_fast(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
         st->rx_msg_id = msg_id + 1;
     else
         efarm_rx_window_advance(ep, st);
-    efarm_dev_rx_release_inl(ep->dev, cqe->rx_id);
+    efarm_dev_rx_release_inl(dev, rx_id);
     return true;
 }
 

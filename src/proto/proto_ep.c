@@ -516,28 +516,54 @@ __attribute__((noinline)) static void lists_progress(struct efarm_ep *ep)
         ep->pending = true;
 }
 
+/*
+ * The device's current completion, handled inside the poll session: a
+ * receive the fast path takes, and an injected send's packet, straight from
+ * the CQ; anything else from a completion record.
+ */
+static inline __attribute__((always_inline)) void cur_completion(struct efarm_ep *ep,
+                                                                 struct efarm_dev_ep *dev)
+{
+    struct efarm_dev_cqe cqe;
+    bool recv = efarm_dev_cur_is_recv(dev);
+
+    efarm_dev_cur_take(dev, recv);
+    if (efarm_dev_cur_ok(dev)) {
+        uint64_t wr_id = efarm_dev_cur_wr_id(dev);
+
+        if (recv ? efarm_rx_eager_fast(ep, dev, (uint32_t)wr_id) : efarm_tx_done_fast(ep, wr_id))
+            return;
+    }
+    efarm_dev_cqe_read(dev, &cqe);
+    if (recv)
+        efarm_rx_completion(ep, &cqe);
+    else if ((cqe.wr_id & EFARM_WR_KIND) == EFARM_WR_RDMA)
+        rdma_completion(ep, &cqe); /* routed by our own wr_id: EFA reports reads as sends */
+    else
+        efarm_tx_completion_general(ep, &cqe);
+}
+
 int efarm_ep_progress(struct efarm_ep *ep)
 {
-    int n = efarm_dev_poll_inl(ep->dev, ep->cqes, EFARM_POLL_BATCH);
+    struct efarm_dev_ep *dev = ep->dev;
+    int n = 0;
 
-    if (n < 0)
-        return n;
-    for (int i = 0; i < n; i++) {
-        const struct efarm_dev_cqe *cqe = &ep->cqes[i];
-
-        switch (cqe->op) {
-        case EFARM_DEV_OP_RECV:
-            if (cqe->status != 0 || !efarm_rx_eager_fast(ep, cqe))
-                efarm_rx_completion(ep, cqe);
-            break;
-        case EFARM_DEV_OP_SEND:
-            /* Routed by our own wr_id: the device reports RDMA reads as sends. */
-            if ((cqe->wr_id & EFARM_WR_KIND) == EFARM_WR_RDMA)
-                rdma_completion(ep, cqe);
-            else
-                efarm_tx_completion(ep, cqe);
-            break;
-        }
+    if (__builtin_expect(ep->polling, 0)) {
+        efarm_log_ratelimited(EFARM_LOG_ERROR,
+                              "%s called from a request's callback that its "
+                              "progress runs; the call does nothing",
+                              __func__);
+        return -EDEADLK;
+    }
+    if (efarm_dev_poll_start(dev)) {
+        /* Completions are handled inside the poll session (efarm_device_inline.h). */
+        ep->polling = true;
+        do {
+            n++;
+            cur_completion(ep, dev);
+        } while (n < EFARM_POLL_BATCH && efarm_dev_poll_next(dev));
+        efarm_dev_poll_end(dev);
+        ep->polling = false;
     }
     if (ep->pending)
         lists_progress(ep);

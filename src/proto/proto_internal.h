@@ -466,6 +466,7 @@ struct efarm_ep {
      * all empty. One word instead of seven checks on every call.
      */
     bool pending;
+    bool polling; /* inside efarm_ep_progress's poll session (a callback must not progress) */
 
     /* Exposed memory (proto_expose.c): key -> region, chained. */
     struct efarm_region **regions;
@@ -475,7 +476,6 @@ struct efarm_ep {
 
     uint64_t rng;
     struct efarm_counters cnt;
-    struct efarm_dev_cqe cqes[EFARM_POLL_BATCH];
 };
 
 /* ---- Internal interfaces between the engine's files ------------------------------------ */
@@ -615,27 +615,27 @@ static inline __attribute__((always_inline)) int efarm_txpkt_post(struct efarm_e
 void efarm_tx_completion_general(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe);
 
 /*
- * A send-queue completion of one of our packets. An injected send that went
- * only gives its buffer back (txpkt_done's case), here without a call;
- * everything else goes to efarm_tx_completion_general.
+ * The successful send-queue completion wr_id, when it is an injected send's
+ * packet: its buffer goes back (txpkt_done's case) without a call, and true.
+ * Anything else (false) is efarm_tx_completion_general's.
  */
-static inline void efarm_tx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
+static inline __attribute__((always_inline)) bool efarm_tx_done_fast(struct efarm_ep *ep,
+                                                                     uint64_t wr_id)
 {
-    if (cqe->status == 0 && (cqe->wr_id & EFARM_WR_KIND) == EFARM_WR_TXPKT &&
-        (cqe->wr_id >> 2) < ep->p.tx_pkts) {
-        struct efarm_txpkt *tx = &ep->txpkts[cqe->wr_id >> 2];
+    struct efarm_txpkt *tx;
+    struct efarm_peer_state *st;
 
-        if (tx->injected) {
-            struct efarm_peer_state *st = ep->peers[tx->peer].st;
-
-            st->rnr_streak = 0;
-            if (st->sends_inflight)
-                st->sends_inflight--;
-            efarm_txpkt_release(ep, tx);
-            return;
-        }
-    }
-    efarm_tx_completion_general(ep, cqe);
+    if ((wr_id & EFARM_WR_KIND) != EFARM_WR_TXPKT || (wr_id >> 2) >= ep->p.tx_pkts)
+        return false;
+    tx = &ep->txpkts[wr_id >> 2];
+    if (!tx->injected)
+        return false;
+    st = ep->peers[tx->peer].st;
+    st->rnr_streak = 0;
+    if (st->sends_inflight)
+        st->sends_inflight--;
+    efarm_txpkt_release(ep, tx);
+    return true;
 }
 void efarm_tx_progress(struct efarm_ep *ep);
 void efarm_tx_drop_peer(struct efarm_ep *ep, struct efarm_peer_state *st);
@@ -728,15 +728,16 @@ static inline bool efarm_peer_failed(const struct efarm_peer_state *st)
 
 /* msg_recv.c */
 /*
- * The eager fast path's receiving half: a successful receive completion
- * holding an EAGER_TAGRTM without optional headers (or with only the connid
- * header naming the peer's connid), from a peer known by its address handle,
- * in its turn, that a posted receive matches, is delivered as rx_ordered and
- * efarm_rtm_recv() would, without a decoded packet, and its buffer released.
- * Returns true then; false, with nothing changed, for anything else, which
- * efarm_rx_completion takes.
+ * The eager fast path's receiving half, on the device's current completion
+ * (a successful receive into buffer rx_id, taken by the caller inside its
+ * poll session): an EAGER_TAGRTM without optional headers (or with only the
+ * connid header naming the peer's connid), from a peer known by its address
+ * handle, in its turn, that a posted receive matches, is delivered as
+ * rx_ordered and efarm_rtm_recv() would, without a decoded packet or a
+ * completion record, and its buffer released. Returns true then; false, with
+ * nothing changed, for anything else, which efarm_rx_completion takes.
  */
-bool efarm_rx_eager_fast(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe);
+bool efarm_rx_eager_fast(struct efarm_ep *ep, struct efarm_dev_ep *dev, uint32_t rx_id);
 int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
                    struct efarm_rxpkt *stored, uint32_t rx_id);
 int efarm_rtm_segment(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt,

@@ -348,6 +348,65 @@ EFARM_TEST(device_rx_pool_reposts_when_short)
     pair_close(&p);
 }
 
+/*
+ * The engine's poll session (efarm_device_inline.h): buffers released inside
+ * it wait for its end, and a refill the device refuses part of counts the
+ * part it took. Two packets into a pool of 4 whose receive queue holds 4: in
+ * the session, with the second completion current, the device has room for
+ * one repost only (a slot is freed when its completion stops being current,
+ * in efasim as in rdma-core's EFA provider). Counting that partial refill as
+ * nothing would post the buffer a second time at the session's end, and two
+ * packets would land in it: the four packets after it must land in four
+ * distinct buffers with their own data.
+ */
+EFARM_TEST(device_poll_session_defers_refill_and_counts_partial_posts)
+{
+    struct efarm_dev_ep_attr ab = {.rx_buffers = 4, .rx_refill = 4};
+    struct efarm_dev_cqe c;
+    uint32_t first, second, seen = 0;
+    struct pair p;
+    double deadline;
+
+    use_efasim();
+    pair_open_b_attr(&p, &ab);
+    EXPECT_EQ(efarm_dev_rx_posted(p.b), 4);
+    for (int i = 0; i < 2; i++) {
+        EXPECT_EQ(send_bytes(&p, "data", 4, 0, (uint64_t)i), 1);
+        wait_cqe(p.a, EFARM_DEV_OP_SEND, &c); /* acknowledged: in b's CQ */
+    }
+    deadline = now_s() + 10;
+    while (!efarm_dev_poll_start(p.b))
+        EXPECT_TRUE(now_s() < deadline);
+    EXPECT_TRUE(efarm_dev_cur_is_recv(p.b));
+    efarm_dev_cur_take(p.b, true);
+    first = (uint32_t)efarm_dev_cur_wr_id(p.b);
+    EXPECT_TRUE(efarm_dev_poll_next(p.b)); /* the first's slot is free now */
+    efarm_dev_cur_take(p.b, true);
+    second = (uint32_t)efarm_dev_cur_wr_id(p.b);
+    EXPECT_TRUE(second != first);
+    EXPECT_EQ(efarm_dev_rx_posted(p.b), 2);
+    efarm_dev_rx_release(p.b, first);
+    EXPECT_EQ(efarm_dev_rx_posted(p.b), 2); /* not reposted inside the session */
+    efarm_dev_rx_release(p.b, second);
+    efarm_dev_rx_refill(p.b, true); /* room for one: the second is still current */
+    EXPECT_EQ(efarm_dev_rx_posted(p.b), 3);
+    efarm_dev_poll_end(p.b); /* the other goes now */
+    EXPECT_EQ(efarm_dev_rx_posted(p.b), 4);
+    for (int i = 0; i < 4; i++) {
+        char msg[5] = {'m', 's', 'g', (char)('0' + i), 0};
+
+        EXPECT_EQ(send_bytes(&p, msg, 4, 0, (uint64_t)(10 + i)), 1);
+        wait_cqe(p.b, EFARM_DEV_OP_RECV, &c);
+        EXPECT_RET(c.status, 0);
+        EXPECT_TRUE(c.rx_id < 4 && !(seen & 1u << c.rx_id));
+        seen |= 1u << c.rx_id;
+        EXPECT_TRUE(c.len == 4 && !memcmp(c.data, msg, 4));
+        wait_cqe(p.a, EFARM_DEV_OP_SEND, &c);
+    }
+    EXPECT_EQ(seen, 0xfu);
+    pair_close(&p);
+}
+
 EFARM_TEST(device_rnr_maps_to_dev_rnr)
 {
     struct efarm_dev_cqe c;

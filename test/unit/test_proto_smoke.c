@@ -357,3 +357,66 @@ EFARM_TEST_TIMEOUT(proto_smoke_tsend_now, 60)
     EXPECT_EQ(efarm_ep_counters(p.a)->send_errors, 0);
     proto_pair_close(&p);
 }
+
+/*
+ * Completions are handled inside the device's poll session, so a request's
+ * callback must not progress its endpoint again: such a call does nothing and
+ * returns -EDEADLK (never a hang on the CQ's lock), and the outer progress
+ * goes on; the messages behind it still arrive. The callback may start new
+ * operations (here: the next receive), as MPI's completion hooks do.
+ */
+struct reenter {
+    struct efarm_ep *ep;
+    int ret;
+    unsigned calls;
+};
+
+static void reenter_cb(struct efarm_req *req)
+{
+    struct reenter *r = req->ctx;
+
+    r->calls++;
+    r->ret = efarm_ep_progress(r->ep);
+}
+
+EFARM_TEST_TIMEOUT(proto_smoke_progress_from_callback_refused, 60)
+{
+    enum { N = 8 };
+    struct proto_pair p;
+    struct efarm_req sreq[N], rreq[N];
+    struct efarm_req *reqs[2 * N];
+    struct reenter r = {0};
+    uint8_t dst[N][16];
+
+    proto_use_efasim();
+    proto_pair_open(&p, NULL, NULL);
+    memset(sreq, 0, sizeof(sreq));
+    memset(rreq, 0, sizeof(rreq));
+    r.ep = p.b;
+    for (unsigned i = 0; i < N; i++) {
+        rreq[i].cb = reenter_cb;
+        rreq[i].ctx = &r;
+        EXPECT_RET(efarm_trecv(p.b, dst[i], sizeof(dst[i]), 1, 2, 3, &rreq[i]), 0);
+        reqs[i] = &rreq[i];
+        reqs[N + i] = &sreq[i];
+    }
+    for (unsigned i = 0; i < N; i++) {
+        uint8_t msg[8];
+
+        proto_fill(msg, sizeof(msg), i);
+        EXPECT_RET(
+            efarm_tsend(p.a, p.a_to_b, msg, sizeof(msg), 1, 2, 3, EFARM_SEND_INJECT, 0, &sreq[i]),
+            0);
+    }
+    proto_pair_wait(&p, reqs, 2 * N, 20);
+    EXPECT_EQ(r.calls, N);
+    EXPECT_RET(r.ret, -EDEADLK);
+    for (unsigned i = 0; i < N; i++) {
+        EXPECT_RET(rreq[i].status, 0);
+        EXPECT_EQ(rreq[i].length, 8);
+        proto_expect_pattern(dst[i], 8, i);
+    }
+    /* Outside a callback progress works as before. */
+    EXPECT_TRUE(efarm_ep_progress(p.b) >= 0);
+    proto_pair_close(&p);
+}
