@@ -1,10 +1,11 @@
 /*
  * The small-message path's device calls, as inline functions for code inside
- * libefarm (the protocol engine): posting one packet, polling the CQ and
- * giving a receive buffer back. Their exported forms in efarm_device.h
- * (efarm_dev_post_send1, efarm_dev_poll, efarm_dev_rx_release) are these same
- * bodies; the engine calls these to save a call and the argument shuffle per
- * packet. Everything here goes through the verbs objects' own function
+ * libefarm (the protocol engine): posting one packet, polling the CQ (as a
+ * batch of records, or as a poll session whose completions are read in
+ * place) and giving a receive buffer back. Their exported forms in
+ * efarm_device.h (efarm_dev_post_send1, efarm_dev_poll, efarm_dev_rx_release)
+ * are these same bodies; the engine calls these to save a call and the
+ * argument shuffle per packet. Everything here goes through the verbs objects' own function
  * pointers (ibv_wr_*, ibv_start_poll, ibv_post_recv), never through an
  * exported verbs symbol, so the run-time loader is not involved.
  *
