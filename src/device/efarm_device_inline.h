@@ -148,6 +148,12 @@ static inline __attribute__((always_inline)) bool efarm_dev_poll_next(struct efa
     return ibv_next_poll(ep->cq) == 0;
 }
 
+/* Whether a poll session of this endpoint is open (between start and end). */
+static inline __attribute__((always_inline)) bool efarm_dev_in_poll(const struct efarm_dev_ep *ep)
+{
+    return ep->polling;
+}
+
 /* Ends the session, then posts the receive buffers released in it if they are due. */
 static inline __attribute__((always_inline)) void efarm_dev_poll_end(struct efarm_dev_ep *ep)
 {

@@ -618,7 +618,7 @@ tsend_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64
     struct efarm_peer_state *st = ep->peers[peer].st;
     struct efarm_eager_tmpl *t;
     struct efarm_txpkt *tx;
-    int status, ret;
+    int status;
 
     if ((flags & ~EFARM_SEND_HINTS) != EFARM_SEND_INJECT || (flags & EFARM_SEND_PROTO_MASK) ||
         ep->p.force >= 0)
@@ -650,11 +650,7 @@ tsend_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64
     st->sends_inflight++;
     (*(uint64_t *)((char *)&ep->cnt + g_rtm_protos[EFARM_PROTO_EAGER].counter))++;
     ep->cnt.eager_fast++;
-    /* efarm_txpkt_send's case (the peer is not in back-off, checked above), without a call */
-    st->flags |= EFARM_PS_REQ_SENT;
-    ret = efarm_list_empty(&ep->tx_queue) ? efarm_txpkt_post(ep, tx) : -EAGAIN;
-    if (ret != 0)
-        efarm_txpkt_unposted(ep, tx, ret);
+    efarm_txpkt_send(ep, tx); /* inline */
     /* Done once posted; a post that failed at once failed the peer (and was counted). */
     status = efarm_peer_failed(st) ? st->fail_status : 0;
     if (req == NULL)

@@ -548,7 +548,7 @@ int efarm_ep_progress(struct efarm_ep *ep)
     struct efarm_dev_ep *dev = ep->dev;
     int n = 0;
 
-    if (__builtin_expect(ep->polling, 0)) {
+    if (__builtin_expect(efarm_dev_in_poll(dev), 0)) {
         efarm_log_ratelimited(EFARM_LOG_ERROR,
                               "%s called from a request's callback that its "
                               "progress runs; the call does nothing",
@@ -557,13 +557,11 @@ int efarm_ep_progress(struct efarm_ep *ep)
     }
     if (efarm_dev_poll_start(dev)) {
         /* Completions are handled inside the poll session (efarm_device_inline.h). */
-        ep->polling = true;
         do {
             n++;
             cur_completion(ep, dev);
         } while (n < EFARM_POLL_BATCH && efarm_dev_poll_next(dev));
         efarm_dev_poll_end(dev);
-        ep->polling = false;
     }
     if (ep->pending)
         lists_progress(ep);

@@ -466,7 +466,6 @@ struct efarm_ep {
      * all empty. One word instead of seven checks on every call.
      */
     bool pending;
-    bool polling; /* inside efarm_ep_progress's poll session (a callback must not progress) */
 
     /* Exposed memory (proto_expose.c): key -> region, chained. */
     struct efarm_region **regions;
@@ -585,7 +584,6 @@ static inline void efarm_txpkt_release(struct efarm_ep *ep, struct efarm_txpkt *
     ep->tx_free[ep->ntx_free++] = tx->index;
 }
 
-void efarm_txpkt_send(struct efarm_ep *ep, struct efarm_txpkt *pkt);
 /* The `data` log level's print of a packet as posted. */
 void efarm_txpkt_print(const struct efarm_ep *ep, const struct efarm_txpkt *tx);
 /* A packet efarm_txpkt_post did not post (ret): queued on -EAGAIN, else failed. */
@@ -611,6 +609,29 @@ static inline __attribute__((always_inline)) int efarm_txpkt_post(struct efarm_e
     if (efarm_log_level() >= EFARM_LOG_DATA)
         efarm_txpkt_print(ep, tx);
     return 0;
+}
+
+/*
+ * Send a built packet: held while its peer is in RNR back-off, queued behind
+ * packets already waiting (a full queue does not reorder posting), else
+ * posted now. Inline: the eager fast path's send is this call.
+ */
+static inline __attribute__((always_inline)) void efarm_txpkt_send(struct efarm_ep *ep,
+                                                                   struct efarm_txpkt *tx)
+{
+    struct efarm_peer_state *st = ep->peers[tx->peer].st;
+    int ret;
+
+    if (st->flags & EFARM_PS_IN_BACKOFF) {
+        tx->queued = 1;
+        efarm_list_append(&st->rnr_queue, &tx->link);
+        return;
+    }
+    if (tx->type >= EFARM_PKT_REQ_BEGIN)
+        st->flags |= EFARM_PS_REQ_SENT;
+    ret = efarm_list_empty(&ep->tx_queue) ? efarm_txpkt_post(ep, tx) : -EAGAIN;
+    if (ret != 0)
+        efarm_txpkt_unposted(ep, tx, ret);
 }
 void efarm_tx_completion_general(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe);
 

@@ -245,24 +245,6 @@ void efarm_txpkt_unposted(struct efarm_ep *ep, struct efarm_txpkt *tx, int ret)
     efarm_ep_pending(ep);
 }
 
-void efarm_txpkt_send(struct efarm_ep *ep, struct efarm_txpkt *tx)
-{
-    struct efarm_peer_state *st = ep->peers[tx->peer].st;
-    int ret;
-
-    if (st->flags & EFARM_PS_IN_BACKOFF) {
-        tx->queued = 1;
-        efarm_list_append(&st->rnr_queue, &tx->link);
-        return;
-    }
-    if (tx->type >= EFARM_PKT_REQ_BEGIN)
-        st->flags |= EFARM_PS_REQ_SENT;
-    /* Behind packets already waiting, so a full queue does not reorder posting. */
-    ret = efarm_list_empty(&ep->tx_queue) ? efarm_txpkt_post(ep, tx) : -EAGAIN;
-    if (ret != 0)
-        efarm_txpkt_unposted(ep, tx, ret);
-}
-
 static void rnr_handle(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_txpkt *tx)
 {
     ep->cnt.rnr++;
