@@ -19,6 +19,7 @@ libefarm_la_SOURCES += \
 	src/proto/proto_select.c \
 	src/proto/proto_profile.c \
 	src/proto/msg_send.c \
+	src/proto/msg_fast_inline.h \
 	src/proto/msg_recv.c \
 	src/proto/rma.c \
 	src/proto/rma_target.c \

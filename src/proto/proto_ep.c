@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "efarm_config.h"
+#include "msg_fast_inline.h"
 #include "proto_internal.h"
 
 #define EFARM_MIN_MTU 1024 /* below this the REQ headers leave too little room */

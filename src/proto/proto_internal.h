@@ -757,8 +757,8 @@ static inline bool efarm_peer_failed(const struct efarm_peer_state *st)
  * rx_ordered and efarm_rtm_recv() would, without a decoded packet or a
  * completion record, and its buffer released. Returns true then; false, with
  * nothing changed, for anything else, which efarm_rx_completion takes.
+ * Inline: efarm_rx_eager_fast in msg_fast_inline.h.
  */
-bool efarm_rx_eager_fast(struct efarm_ep *ep, struct efarm_dev_ep *dev, uint32_t rx_id);
 int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
                    struct efarm_rxpkt *stored, uint32_t rx_id);
 int efarm_rtm_segment(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt,
