@@ -22,7 +22,7 @@
 
 /* The matcher key of a message: the wire tag's fields, or (untagged) the sending peer. */
 static inline void msg_key(uint64_t wire_tag, bool tagged, efarm_peer_t peer, uint32_t *context,
-                    int32_t *source, int32_t *tag)
+                           int32_t *source, int32_t *tag)
 {
     if (!tagged) {
         *context = EFARM_CTX_MSG;
@@ -36,8 +36,8 @@ static inline void msg_key(uint64_t wire_tag, bool tagged, efarm_peer_t peer, ui
 }
 
 /* Fill a request's message fields from what the packet or the op says. */
-static inline void req_fill(struct efarm_req *req, efarm_peer_t peer, uint64_t wire_tag, bool tagged,
-                     uint64_t msg_length, bool has_cq_data, uint64_t cq_data)
+static inline void req_fill(struct efarm_req *req, efarm_peer_t peer, uint64_t wire_tag,
+                            bool tagged, uint64_t msg_length, bool has_cq_data, uint64_t cq_data)
 {
     msg_key(wire_tag, tagged, peer, &req->context, &req->source, &req->tag);
     req->peer = peer;
@@ -49,7 +49,7 @@ static inline void req_fill(struct efarm_req *req, efarm_peer_t peer, uint64_t w
 
 /* Copy [offset, offset + n) of the message into the buffer, clipped to it. */
 static inline void copy_clip(uint8_t *buf, uint64_t buf_len, uint64_t offset, const uint8_t *src,
-                      uint64_t n)
+                             uint64_t n)
 {
     if (offset >= buf_len || n == 0)
         return;
@@ -91,9 +91,8 @@ rtm_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, uint64_t wire_tag, const 
  * proto_rx.c), on the device's current completion, a successful receive into
  * buffer rx_id that the caller has taken.
  */
-static inline __attribute__((always_inline)) bool efarm_rx_eager_fast(struct efarm_ep *ep,
-                                                                      struct efarm_dev_ep *dev,
-                                                                      uint32_t rx_id)
+static inline __attribute__((always_inline)) bool
+efarm_rx_eager_fast(struct efarm_ep *ep, struct efarm_dev_ep *dev, uint32_t rx_id)
 {
     const struct efarm_rx_fast_fmt *f = &ep->rx_fast;
     const uint32_t not_now = EFARM_PS_FAILED | EFARM_PS_FAIL_PENDING | EFARM_PS_STALLED;
