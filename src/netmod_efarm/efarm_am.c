@@ -177,7 +177,7 @@ int MPIDI_EFARM_am_send(int rank, MPIR_Comm *comm, int handler_id, const void *a
         MPI_Aint packed = 0;
 
         mpi_errno = MPIR_Typerep_pack(data, count, datatype, 0, op->buf + sizeof(hdr) + am_hdr_sz,
-                                      data_sz, &packed);
+                                      data_sz, &packed MPIDI_EFARM_TYPEREP_FLAGS);
         MPIR_ERR_CHECK(mpi_errno);
         MPIR_Assert(packed == data_sz);
     }

@@ -95,4 +95,42 @@ MPL_STATIC_INLINE_PREFIX void MPIDI_NM_am_request_finalize(MPIR_Request *req)
     (void)req; /* efarm keeps no state in MPIDIG requests */
 }
 
+#if MPIDI_EFARM_MPICH_43
+/*
+ * MPICH 4.3's tagged active messages (a large MPIDIG payload received by a
+ * tagged receive): efarm does not offer them, so MPIDIG uses its own
+ * rendezvous and never calls the two below.
+ */
+MPL_STATIC_INLINE_PREFIX bool MPIDI_NM_am_can_do_tag(void)
+{
+    return false;
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_tag_send(int rank, MPIR_Comm *comm, int handler_id,
+                                                  int tag, const void *buf, MPI_Aint count,
+                                                  MPI_Datatype datatype, int vci_src, int vci_dst,
+                                                  MPIR_Request *sreq)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    (void)rank, (void)comm, (void)handler_id, (void)tag, (void)buf, (void)count;
+    (void)datatype, (void)vci_src, (void)vci_dst, (void)sreq;
+    MPIR_ERR_SET(mpi_errno, MPI_ERR_INTERN, "**efarm_am_tag");
+    return mpi_errno;
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_tag_recv(int rank, MPIR_Comm *comm, int handler_id,
+                                                  int tag, void *buf, MPI_Aint count,
+                                                  MPI_Datatype datatype, int vci_src, int vci_dst,
+                                                  MPIR_Request *rreq)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    (void)rank, (void)comm, (void)handler_id, (void)tag, (void)buf, (void)count;
+    (void)datatype, (void)vci_src, (void)vci_dst, (void)rreq;
+    MPIR_ERR_SET(mpi_errno, MPI_ERR_INTERN, "**efarm_am_tag");
+    return mpi_errno;
+}
+#endif
+
 #endif /* EFARM_AM_H_INCLUDED */

@@ -16,6 +16,7 @@
 #ifndef EFARM_IMPL_H_INCLUDED
 #define EFARM_IMPL_H_INCLUDED
 
+#include "efarm_compat.h"
 #include "efarm_config.h"
 #include "efarm_errno.h"
 #include "efarm_proto.h"
@@ -99,6 +100,11 @@ typedef struct {
     uint64_t stripe_min;
     uint32_t stripe_id;                               /* the last striped message's id */
     struct MPIDI_EFARM_stripe *post_head, *post_tail; /* receives with tails to post */
+    /*
+     * Receives whose last reference the next progress call drops (MPICH 4.3's
+     * any-source pairs completed while posting, efarm_p2p.h).
+     */
+    struct MPIR_Request *release_later;
 } MPIDI_EFARM_global_t;
 
 extern MPIDI_EFARM_global_t MPIDI_EFARM_global;
@@ -131,10 +137,10 @@ MPL_STATIC_INLINE_PREFIX uint32_t MPIDI_EFARM_send_hints(const MPIR_Comm *comm)
 
 /*
  * MPICH reserves the top two bits of the tags it hands down for error flags
- * (collectives after a failure). Matching ignores them: they travel in the
- * message's CQ data and come back into the received status's tag.
+ * (collectives after a failure), MPIDI_EFARM_TAG_ERROR_BITS (efarm_compat.h).
+ * Matching ignores them: they travel in the message's CQ data and come back
+ * into the received status's tag.
  */
-#define MPIDI_EFARM_TAG_ERROR_BITS ((int)(MPIR_TAG_ERROR_BIT | MPIR_TAG_PROC_FAILURE_BIT))
 
 /* ---- Multi-rail striping (efarm_stripe.c) ---- */
 
@@ -171,6 +177,9 @@ int MPIDI_EFARM_stripe_send(MPIR_Request *sreq, const void *buf, uint64_t len, u
 void MPIDI_EFARM_stripe_recv_head(MPIR_Request *rreq);
 /* Progress every rail and post tails that waited for a slot; returns events or an error. */
 int MPIDI_EFARM_rails_progress(void);
+/* efarm_protocol's number for a communicator (MPICH 4.3's keyed hint callback). */
+int MPIDI_EFARM_hint_proto_set(MPIR_Comm *comm_ptr, int index, int value);
+
 /* Open the other rails (init_local) and close them (finalize). */
 int MPIDI_EFARM_rails_open(const struct efarm_ep_attr *attr);
 int MPIDI_EFARM_rails_flush(uint64_t timeout_ms);
@@ -182,12 +191,15 @@ int MPIDI_EFARM_rails_close(void);
 #define MPIDI_EFARM_AM_HDR_MAX 256
 /*
  * Largest header plus packed data MPIDIG sends eagerly: the engine's largest
- * medium message (EFARM_MEDIUM_MAX's default), within
- * MPIR_CVAR_CH4_AM_PACK_BUFFER_SIZE (69632) as MPIDIG_am_check_init requires.
+ * medium message (EFARM_MEDIUM_MAX's default), within MPIDIG's pack buffers as
+ * MPIDIG_am_check_init requires (MPIDI_EFARM_AM_PACK_BUFFER_SIZE: MPICH 4.0's
+ * default 69632 leaves 65536; 4.3's default is 16384).
  */
-#define MPIDI_EFARM_AM_EAGER_BUF_LIMIT 65536
+#define MPIDI_EFARM_AM_EAGER_BUF_LIMIT \
+    ((MPI_Aint)MPL_MIN(65536, MPL_MAX(MPIDI_EFARM_AM_PACK_BUFFER_SIZE, 0)))
 /* Largest payload of an eager active message: the buffer less the largest header. */
-#define MPIDI_EFARM_AM_EAGER_LIMIT (MPIDI_EFARM_AM_EAGER_BUF_LIMIT - MPIDI_EFARM_AM_HDR_MAX)
+#define MPIDI_EFARM_AM_EAGER_LIMIT \
+    MPL_MAX(MPIDI_EFARM_AM_EAGER_BUF_LIMIT - MPIDI_EFARM_AM_HDR_MAX, 0)
 
 /* Send one active message to rank of comm; sreq (may be NULL) gets its origin callback. */
 int MPIDI_EFARM_am_send(int rank, MPIR_Comm *comm, int handler_id, const void *am_hdr,

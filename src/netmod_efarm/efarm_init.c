@@ -15,6 +15,7 @@
 #include "efarm_impl.h"
 #include "efarm_mr_cache.h"
 #include "efarm_noinline.h"
+#include "efarm_p2p.h"
 #include "mpidu_bc.h"
 
 MPIDI_EFARM_global_t MPIDI_EFARM_global;
@@ -143,8 +144,10 @@ static void register_pvars(void)
  * efarm's communicator info keys, kept in MPICH's per-communicator hint array
  * (every communicator starts at 0 = no hint): efarm_fanin under its own key,
  * so MPICH parses it and MPI_Comm_get_info shows it; efarm_protocol's value
- * is a name, which MPICH's integer hints cannot parse, so its slot has no key
- * and efarm's comm_set_hints fills it (efarm_noinline.c).
+ * is a name, which MPICH's integer hints cannot parse, so with MPICH 4.0 its
+ * slot has no key and efarm's comm_set_hints fills it (efarm_noinline.c).
+ * MPICH 4.3 gives a new communicator's info to keyed slots only, so there the
+ * slot has its key and takes the subprotocol's number at creation.
  */
 static void register_comm_hints(void)
 {
@@ -152,8 +155,14 @@ static void register_comm_hints(void)
         return;
     MPIDI_EFARM_global.hint_fanin = MPIR_Comm_register_hint(
         0, "efarm_fanin", NULL, MPIR_COMM_HINT_TYPE_INT, MPIR_COMM_HINT_ATTR_LOCAL, 0);
+#if MPIDI_EFARM_MPICH_43
+    MPIDI_EFARM_global.hint_proto =
+        MPIR_Comm_register_hint(0, "efarm_protocol", MPIDI_EFARM_hint_proto_set,
+                                MPIR_COMM_HINT_TYPE_INT, MPIR_COMM_HINT_ATTR_LOCAL, 0);
+#else
     MPIDI_EFARM_global.hint_proto = MPIR_Comm_register_hint(0, NULL, NULL, MPIR_COMM_HINT_TYPE_INT,
                                                             MPIR_COMM_HINT_ATTR_LOCAL, 0);
+#endif
 }
 
 /*
@@ -311,6 +320,17 @@ fn_fail:
 }
 
 /*
+ * MPI_Finalize's early callback: drop the receives release_later still holds
+ * before MPICH checks that nothing references its built-in communicators.
+ */
+static int release_at_finalize(void *arg)
+{
+    (void)arg;
+    MPIDI_EFARM_release_drain();
+    return MPI_SUCCESS;
+}
+
+/*
  * Open the endpoint (the device layer loads the verbs libraries EFARM_DEVICE
  * names: efa, sim or auto) and report how many tag bits a message carries.
  */
@@ -362,6 +382,7 @@ int MPIDI_EFARM_init_local(int *tag_bits)
     MPIDI_EFARM_global.idle_polls = 0;
     register_pvars();
     register_comm_hints();
+    MPIR_Add_finalize(release_at_finalize, NULL, MPIR_FINALIZE_CALLBACK_PRIO + 1);
 
     /* The wire tag packs context, source and tag; MPI_TAG_UB follows from this. */
     *tag_bits = EFARM_TAG_TAG_BITS;
@@ -380,6 +401,20 @@ fn_fail:
  * whatever EFARM_RAILS says, so ranks may set it differently: two ranks
  * stripe over the rails both have.
  */
+#if MPIDI_EFARM_MPICH_43
+/*
+ * MPICH 4.3 asks how many VCIs the netmod serves once the world is up: one
+ * (init_local refused more), so reserved VCIs (MPIR_CVAR_CH4_RESERVE_VCIS)
+ * shrink to none.
+ */
+int MPIDI_EFARM_init_vcis(int num_vcis, int *num_vcis_actual)
+{
+    (void)num_vcis;
+    *num_vcis_actual = 1;
+    return MPI_SUCCESS;
+}
+#endif
+
 int MPIDI_EFARM_init_world(void)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -392,15 +427,12 @@ int MPIDI_EFARM_init_world(void)
     int ret;
 
     /*
-     * With MPIR_CVAR_CH4_ROOTS_ONLY_PMI only node roots publish through PMI
-     * and the other cards travel over the netmod itself (MPIDU_bc_allgather),
-     * which needs point-to-point efarm does not have yet.
+     * Every rank publishes its card through PMI, whatever
+     * MPIR_CVAR_CH4_ROOTS_ONLY_PMI says (MPICH 4.3's default is on): with it
+     * only node roots would publish, and the other cards would travel over
+     * the netmod itself (MPIDU_bc_allgather) before it has its addresses.
+     * The full exchange is what MPICH does with the variable off.
      */
-    if (MPIR_CVAR_CH4_ROOTS_ONLY_PMI) {
-        MPIR_ERR_SET(mpi_errno, MPI_ERR_OTHER, "**efarm_roots_only_pmi");
-        goto fn_fail;
-    }
-
     for (unsigned r = 0; r < MPIDI_EFARM_global.nrails && r < slots; r++)
         efarm_ep_addr(MPIDI_EFARM_global.rails[r], my_card + (size_t)r * EFARM_RAW_ADDR_LEN);
     mpi_errno = MPIDU_bc_table_create(MPIR_Process.rank, MPIR_Process.size, MPIR_Process.node_map,
@@ -471,6 +503,7 @@ int MPIDI_EFARM_mpi_finalize_hook(void)
 {
     int mpi_errno = MPI_SUCCESS;
 
+    MPIDI_EFARM_release_drain();
     if (MPIDI_EFARM_global.ep) {
         int ret = efarm_ep_flush(MPIDI_EFARM_global.ep, MPIDI_EFARM_FLUSH_TIMEOUT_MS);
 

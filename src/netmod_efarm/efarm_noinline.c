@@ -7,12 +7,13 @@
  * and a communicator's info hints live in MPICH's hint array. The hooks are
  * where such state would go.
  */
+/* MPICH's headers first: mpichconf.h sets the feature macros the system headers read. */
+#include "efarm_impl.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-#include "efarm_impl.h"
 #include "efarm_noinline.h"
 
 /* ---- Communicators --------------------------------------------------------- */
@@ -42,18 +43,45 @@ int MPIDI_EFARM_mpi_comm_free_hook(MPIR_Comm *comm)
  *                     once (medium's fan-in bound takes N instead of the
  *                     communicator's size); 0 = no hint;
  *   efarm_protocol=P  this communicator's sends go by subprotocol P (eager,
- *                     medium, longcts, longread, runtread) where it may carry
- *                     them, like EFARM_PROTO for one communicator; auto = none.
+ *                     medium, longcts, longread, runtread, or their numbers
+ *                     1-5) where it may carry them, like EFARM_PROTO for one
+ *                     communicator; auto (0) = none.
  * MPICH has parsed efarm_fanin into comm->hints already; both are checked
  * here. A value that is not valid is ignored, as MPI lets an implementation
  * ignore hints, with one message naming the key and the value: an
  * efarm_fanin that is not a count counts as unset, an unknown
  * efarm_protocol leaves the communicator's as it was.
+ *
+ * MPICH 4.3 calls comm_set_hints for MPI_Comm_set_info only: at a
+ * communicator's creation it hands the info to registered integer keys alone
+ * (atoi of the value). There efarm_protocol is such a key too
+ * (MPIDI_EFARM_hint_proto_set gets the number), so a name given at creation
+ * reads as 0 (auto) and efarm_fanin's text is not checked
+ * (doc/MPICH-VERSIONS.md).
  */
 static void hint_bad(const char *key, const char *value, const char *allowed)
 {
     fprintf(stderr, "efarm: MPI rank %d: ignoring info %s=%s (%s)\n", MPIR_Process.rank, key, value,
             allowed);
+}
+
+/* efarm_protocol as a number: 0 (auto) .. EFARM_PROTO_COUNT, the kind + 1. */
+static bool hint_proto_valid(int n)
+{
+    return n >= 0 && n <= EFARM_PROTO_COUNT;
+}
+
+int MPIDI_EFARM_hint_proto_set(MPIR_Comm *comm_ptr, int index, int value)
+{
+    if (hint_proto_valid(value)) {
+        comm_ptr->hints[index] = value;
+    } else {
+        char text[16];
+
+        snprintf(text, sizeof(text), "%d", value);
+        hint_bad("efarm_protocol", text, "auto, eager, medium, longcts, longread, runtread, 0-5");
+    }
+    return MPI_SUCCESS;
 }
 
 int MPIDI_EFARM_comm_set_hints(MPIR_Comm *comm_ptr, MPIR_Info *info)
@@ -76,10 +104,15 @@ int MPIDI_EFARM_comm_set_hints(MPIR_Comm *comm_ptr, MPIR_Info *info)
     }
     if (MPIR_Info_get_impl(info, "efarm_protocol", MPI_MAX_INFO_VAL, value, &flag) == MPI_SUCCESS &&
         flag) {
+        char *end;
+        long n = strtol(value, &end, 10);
         int k = efarm_proto_parse(value);
 
+        if (end != value && *end == 0 && n >= 0 && n <= EFARM_PROTO_COUNT)
+            k = (int)n - 1; /* a number: the kind + 1 */
         if (k == -EINVAL)
-            hint_bad("efarm_protocol", value, "auto, eager, medium, longcts, longread, runtread");
+            hint_bad("efarm_protocol", value,
+                     "auto, eager, medium, longcts, longread, runtread, 0-5");
         else
             comm_ptr->hints[MPIDI_EFARM_global.hint_proto] = k + 1;
     }

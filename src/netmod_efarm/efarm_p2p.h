@@ -45,7 +45,7 @@ MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_send_done(struct efarm_req *ereq)
         MPIDI_EFARM_REQ(sreq).pack_buf = NULL;
         MPIDI_EFARM_REQ(sreq).stripe = NULL;
     }
-    MPIDIU_request_complete(sreq);
+    MPIDI_EFARM_request_complete(sreq);
 }
 
 /*
@@ -54,12 +54,19 @@ MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_send_done(struct efarm_req *ereq)
  * cancelled (MPIDI_anysrc_try_cancel_partner; it cannot have matched), and
  * when efarm's request completes the partner is completed with its status
  * and freed (MPIDI_anysrc_free_partner). A request that completes while
- * efarm_trecv posts it is ch4's to sort out (posting).
+ * efarm_trecv posts it (posting) is ch4's to sort out with MPICH 4.0, which
+ * looks at the netmod request once it is posted. MPICH 4.3's ch4 does not:
+ * it links the pair when the netmod request still names its partner, and
+ * otherwise never looks at it again. So there efarm pairs them off at once,
+ * as for a later match, and keeps the netmod request alive until the next
+ * receive or progress call (MPIDI_EFARM_global.release_later), since ch4
+ * reads it on return; MPI_Finalize drops the last one before MPICH counts
+ * the references to its communicators (MPIDI_EFARM_release_at_finalize).
  */
 MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_recv_cancel_partner(MPIR_Request *rreq)
 {
 #ifndef MPIDI_CH4_DIRECT_NETMOD
-    if (!MPIDI_EFARM_REQ(rreq).posting) {
+    if (!MPIDI_EFARM_REQ(rreq).posting || MPIDI_EFARM_MPICH_43) {
         int is_cancelled;
 
         MPIDI_anysrc_try_cancel_partner(rreq, &is_cancelled);
@@ -82,6 +89,7 @@ MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_recv_finish(MPIR_Request *rreq, int st
 {
     MPIDI_EFARM_request_t *r = &MPIDI_EFARM_REQ(rreq);
     const struct efarm_req *ereq = &r->ereq;
+    bool release_later = false;
 
     if (unlikely(status == -ECANCELED)) {
         MPIR_STATUS_SET_CANCEL_BIT(rreq->status, TRUE);
@@ -105,7 +113,7 @@ MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_recv_finish(MPIR_Request *rreq, int st
         if (r->pack_buf && length > 0) {
             MPI_Aint unpacked = 0;
             int err = MPIR_Typerep_unpack(r->pack_buf, (MPI_Aint)length, r->user_buf, r->user_count,
-                                          r->user_dt, 0, &unpacked);
+                                          r->user_dt, 0, &unpacked MPIDI_EFARM_TYPEREP_FLAGS);
             if ((err || unpacked != (MPI_Aint)length) && !rreq->status.MPI_ERROR)
                 rreq->status.MPI_ERROR =
                     MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
@@ -114,7 +122,9 @@ MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_recv_finish(MPIR_Request *rreq, int st
         MPIDI_EFARM_global.nm_counters.recv_msgs++;
         MPIDI_EFARM_global.nm_counters.recv_bytes += length;
 #ifndef MPIDI_CH4_DIRECT_NETMOD
-        if (!r->posting) {
+        /* With MPICH 4.3, a pair that completed while posting too (see above). */
+        release_later = MPIDI_EFARM_MPICH_43 && r->posting && MPIDI_EFARM_ANYSRC_PARTNER(rreq);
+        if (!r->posting || release_later) {
             if (!partner_cancelled)
                 MPIDI_EFARM_recv_cancel_partner(rreq);
             MPIDI_anysrc_free_partner(rreq);
@@ -128,7 +138,23 @@ MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_recv_finish(MPIR_Request *rreq, int st
         r->pack_buf = NULL;
         MPIR_Datatype_release_if_not_builtin(r->user_dt);
     }
-    MPIDIU_request_complete(rreq);
+    if (unlikely(release_later)) {
+        r->release_next = MPIDI_EFARM_global.release_later;
+        MPIDI_EFARM_global.release_later = rreq;
+        return;
+    }
+    MPIDI_EFARM_request_complete(rreq);
+}
+
+/* Drop the last reference of the receives release_later holds (progress, finalize). */
+MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_release_drain(void)
+{
+    while (MPIDI_EFARM_global.release_later) {
+        MPIR_Request *rreq = MPIDI_EFARM_global.release_later;
+
+        MPIDI_EFARM_global.release_later = MPIDI_EFARM_REQ(rreq).release_next;
+        MPIDI_EFARM_request_complete(rreq);
+    }
 }
 
 #endif /* EFARM_P2P_H_INCLUDED */

@@ -65,21 +65,23 @@ fn_fail:
     goto fn_exit;
 }
 
-MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_iprobe(int source, int tag, MPIR_Comm *comm,
-                                                 int context_offset, MPIDI_av_entry_t *addr,
-                                                 int *flag, MPI_Status *status)
+/* attr: MPICH 4.3's attribute word, MPICH 4.0's context offset (efarm_compat.h). */
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_iprobe(int source, int tag, MPIR_Comm *comm, int attr,
+                                                 MPIDI_av_entry_t *addr, int *flag,
+                                                 MPI_Status *status)
 {
     (void)addr;
-    return MPIDI_EFARM_probe(source, tag, comm, context_offset, flag, NULL, status);
+    return MPIDI_EFARM_probe(source, tag, comm, MPIDI_EFARM_ATTR_CONTEXT_OFFSET(attr), flag, NULL,
+                             status);
 }
 
-MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_improbe(int source, int tag, MPIR_Comm *comm,
-                                                  int context_offset, MPIDI_av_entry_t *addr,
-                                                  int *flag, MPIR_Request **message,
-                                                  MPI_Status *status)
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_improbe(int source, int tag, MPIR_Comm *comm, int attr,
+                                                  MPIDI_av_entry_t *addr, int *flag,
+                                                  MPIR_Request **message, MPI_Status *status)
 {
     (void)addr;
-    return MPIDI_EFARM_probe(source, tag, comm, context_offset, flag, message, status);
+    return MPIDI_EFARM_probe(source, tag, comm, MPIDI_EFARM_ATTR_CONTEXT_OFFSET(attr), flag,
+                             message, status);
 }
 
 #endif /* EFARM_PROBE_H_INCLUDED */

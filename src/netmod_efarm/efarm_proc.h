@@ -11,7 +11,7 @@
 /* Whether `rank` of comm runs on this node; only asked when ch4 has no SHM module. */
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_rank_is_local(int rank, MPIR_Comm *comm)
 {
-    return MPIDIU_rank_is_local(rank, comm);
+    return MPIDIU_av_is_local(MPIDIU_comm_rank_to_av(comm, rank));
 }
 
 /* The global process id of rank idx of comm (of its remote group when is_remote). */

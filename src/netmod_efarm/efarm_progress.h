@@ -9,16 +9,18 @@
 #include <sched.h>
 
 #include "efarm_impl.h"
+#include "efarm_p2p.h"
 
-MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, int blocking)
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, MPIDI_EFARM_PROGRESS_PARAM)
 {
     int mpi_errno = MPI_SUCCESS;
     int ret;
 
-    MPL_UNREFERENCED_ARG(blocking);
     /* efarm opens one endpoint; ch4 with more VCIs would need one per VCI. */
     MPIR_Assert(vci == 0);
 
+    if (unlikely(MPIDI_EFARM_global.release_later))
+        MPIDI_EFARM_release_drain();
     /* ch4 may poll before init_local or after finalize (no endpoint): nothing to do. */
     if (unlikely(MPIDI_EFARM_global.ep == NULL))
         goto fn_exit;
@@ -37,6 +39,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, int blocking)
     }
 
     MPIDI_EFARM_global.nm_counters.progress_calls++;
+    MPIDI_EFARM_PROGRESS_REPORT(ret > 0 || MPIDI_EFARM_global.am_recv_head);
     if (ret > 0 || MPIDI_EFARM_global.am_recv_head) {
         MPIDI_EFARM_global.idle_polls = 0;
     } else {

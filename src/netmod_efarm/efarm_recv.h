@@ -86,9 +86,9 @@ MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_recv_unprepare(MPIR_Request *rreq)
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_irecv(void *buf, MPI_Aint count, MPI_Datatype datatype,
-                                                int rank, int tag, MPIR_Comm *comm,
-                                                int context_offset, MPIDI_av_entry_t *addr,
-                                                MPIR_Request **request, MPIR_Request *partner)
+                                                int rank, int tag, MPIR_Comm *comm, int attr,
+                                                MPIDI_av_entry_t *addr, MPIR_Request **request,
+                                                MPIR_Request *partner)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIR_Request *rreq = *request;
@@ -100,6 +100,10 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_irecv(void *buf, MPI_Aint count, MPI_D
 
     MPIR_FUNC_ENTER;
     (void)addr; /* NULL for MPI_ANY_SOURCE; the rank is the match key */
+#if MPIDI_EFARM_MPICH_43
+    if (unlikely(MPIDI_EFARM_global.release_later))
+        MPIDI_EFARM_release_drain(); /* at most one any-source pair waits (efarm_p2p.h) */
+#endif
 
     if (rreq == NULL) {
         MPIDI_CH4_REQUEST_CREATE(rreq, MPIR_REQUEST_KIND__RECV, 0, 2);
@@ -119,11 +123,12 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_irecv(void *buf, MPI_Aint count, MPI_D
     *request = rreq;
 
     MPIDI_EFARM_REQ(rreq).posting = true;
-    while ((ret = efarm_trecv(MPIDI_EFARM_global.ep, recv_buf, len,
-                              (uint32_t)(comm->recvcontext_id + context_offset),
-                              rank == MPI_ANY_SOURCE ? EFARM_ANY_SOURCE : rank,
-                              tag == MPI_ANY_TAG ? EFARM_ANY_TAG : tag,
-                              &MPIDI_EFARM_REQ(rreq).ereq)) == -EAGAIN) {
+    while (
+        (ret = efarm_trecv(MPIDI_EFARM_global.ep, recv_buf, len,
+                           (uint32_t)(comm->recvcontext_id + MPIDI_EFARM_ATTR_CONTEXT_OFFSET(attr)),
+                           rank == MPI_ANY_SOURCE ? EFARM_ANY_SOURCE : rank,
+                           tag == MPI_ANY_TAG ? EFARM_ANY_TAG : tag,
+                           &MPIDI_EFARM_REQ(rreq).ereq)) == -EAGAIN) {
         mpi_errno = MPIDI_EFARM_wait_for_slot(&waits);
         if (mpi_errno)
             break;
@@ -191,10 +196,12 @@ fn_fail:
  * cancelled (MPIDI_EFARM_recv_done sets the cancel bit). A receive that has
  * matched completes normally and the cancel has no effect.
  */
-MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_cancel_recv(MPIR_Request *rreq)
+MPL_STATIC_INLINE_PREFIX int
+MPIDI_NM_mpi_cancel_recv(MPIR_Request *rreq MPIDI_EFARM_CANCEL_RECV_PARAMS)
 {
     int ret;
 
+    MPIDI_EFARM_CANCEL_RECV_UNUSED();
     if (MPIR_Request_is_complete(rreq))
         return MPI_SUCCESS;
     ret = efarm_cancel_recv(MPIDI_EFARM_global.ep, &MPIDI_EFARM_REQ(rreq).ereq);

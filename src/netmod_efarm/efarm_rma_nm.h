@@ -149,11 +149,11 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_rma_target_local_cmpl_hook(int rank, MPIR_
     return MPIDI_NM_rma_target_cmpl_hook(rank, win);
 }
 
-MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_put(const void *origin_addr, int origin_count,
-                                              MPI_Datatype origin_datatype, int target_rank,
-                                              MPI_Aint target_disp, int target_count,
-                                              MPI_Datatype target_datatype, MPIR_Win *win,
-                                              MPIDI_av_entry_t *addr, MPIDI_winattr_t winattr)
+MPL_STATIC_INLINE_PREFIX int
+MPIDI_NM_mpi_put(const void *origin_addr, MPIDI_EFARM_rma_count_t origin_count,
+                 MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                 MPIDI_EFARM_rma_count_t target_count, MPI_Datatype target_datatype, MPIR_Win *win,
+                 MPIDI_av_entry_t *addr, MPIDI_winattr_t winattr)
 {
     MPIDI_EFARM_rma_args_t a = {.kind = MPIDI_EFARM_RMA_PUT,
                                 .origin = origin_addr,
@@ -170,11 +170,11 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_put(const void *origin_addr, int origi
                                        target_disp, target_count, target_datatype, win));
 }
 
-MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_get(void *origin_addr, int origin_count,
-                                              MPI_Datatype origin_datatype, int target_rank,
-                                              MPI_Aint target_disp, int target_count,
-                                              MPI_Datatype target_datatype, MPIR_Win *win,
-                                              MPIDI_av_entry_t *addr, MPIDI_winattr_t winattr)
+MPL_STATIC_INLINE_PREFIX int
+MPIDI_NM_mpi_get(void *origin_addr, MPIDI_EFARM_rma_count_t origin_count,
+                 MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                 MPIDI_EFARM_rma_count_t target_count, MPI_Datatype target_datatype, MPIR_Win *win,
+                 MPIDI_av_entry_t *addr, MPIDI_winattr_t winattr)
 {
     MPIDI_EFARM_rma_args_t a = {.kind = MPIDI_EFARM_RMA_GET,
                                 .result = origin_addr,
@@ -191,12 +191,11 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_get(void *origin_addr, int origin_coun
                                        target_disp, target_count, target_datatype, win));
 }
 
-MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_rput(const void *origin_addr, int origin_count,
-                                               MPI_Datatype origin_datatype, int target_rank,
-                                               MPI_Aint target_disp, int target_count,
-                                               MPI_Datatype target_datatype, MPIR_Win *win,
-                                               MPIDI_av_entry_t *addr, MPIDI_winattr_t winattr,
-                                               MPIR_Request **request)
+MPL_STATIC_INLINE_PREFIX int
+MPIDI_NM_mpi_rput(const void *origin_addr, MPIDI_EFARM_rma_count_t origin_count,
+                  MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                  MPIDI_EFARM_rma_count_t target_count, MPI_Datatype target_datatype, MPIR_Win *win,
+                  MPIDI_av_entry_t *addr, MPIDI_winattr_t winattr, MPIR_Request **request)
 {
     MPIDI_EFARM_rma_args_t a = {.kind = MPIDI_EFARM_RMA_PUT,
                                 .origin = origin_addr,
@@ -213,12 +212,11 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_rput(const void *origin_addr, int orig
                                         target_disp, target_count, target_datatype, win, request));
 }
 
-MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_rget(void *origin_addr, int origin_count,
-                                               MPI_Datatype origin_datatype, int target_rank,
-                                               MPI_Aint target_disp, int target_count,
-                                               MPI_Datatype target_datatype, MPIR_Win *win,
-                                               MPIDI_av_entry_t *addr, MPIDI_winattr_t winattr,
-                                               MPIR_Request **request)
+MPL_STATIC_INLINE_PREFIX int
+MPIDI_NM_mpi_rget(void *origin_addr, MPIDI_EFARM_rma_count_t origin_count,
+                  MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                  MPIDI_EFARM_rma_count_t target_count, MPI_Datatype target_datatype, MPIR_Win *win,
+                  MPIDI_av_entry_t *addr, MPIDI_winattr_t winattr, MPIR_Request **request)
 {
     MPIDI_EFARM_rma_args_t a = {.kind = MPIDI_EFARM_RMA_GET,
                                 .result = origin_addr,
@@ -235,12 +233,11 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_rget(void *origin_addr, int origin_cou
                                         target_disp, target_count, target_datatype, win, request));
 }
 
-MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_accumulate(const void *origin_addr, int origin_count,
-                                                     MPI_Datatype origin_datatype, int target_rank,
-                                                     MPI_Aint target_disp, int target_count,
-                                                     MPI_Datatype target_datatype, MPI_Op op,
-                                                     MPIR_Win *win, MPIDI_av_entry_t *addr,
-                                                     MPIDI_winattr_t winattr)
+MPL_STATIC_INLINE_PREFIX int
+MPIDI_NM_mpi_accumulate(const void *origin_addr, MPIDI_EFARM_rma_count_t origin_count,
+                        MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                        MPIDI_EFARM_rma_count_t target_count, MPI_Datatype target_datatype,
+                        MPI_Op op, MPIR_Win *win, MPIDI_av_entry_t *addr, MPIDI_winattr_t winattr)
 {
     MPIDI_EFARM_rma_args_t a = {.kind = MPIDI_EFARM_RMA_ACC,
                                 .origin = origin_addr,
@@ -260,10 +257,11 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_accumulate(const void *origin_addr, in
 }
 
 MPL_STATIC_INLINE_PREFIX int
-MPIDI_NM_mpi_raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-                         int target_rank, MPI_Aint target_disp, int target_count,
-                         MPI_Datatype target_datatype, MPI_Op op, MPIR_Win *win,
-                         MPIDI_av_entry_t *addr, MPIDI_winattr_t winattr, MPIR_Request **request)
+MPIDI_NM_mpi_raccumulate(const void *origin_addr, MPIDI_EFARM_rma_count_t origin_count,
+                         MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                         MPIDI_EFARM_rma_count_t target_count, MPI_Datatype target_datatype,
+                         MPI_Op op, MPIR_Win *win, MPIDI_av_entry_t *addr, MPIDI_winattr_t winattr,
+                         MPIR_Request **request)
 {
     MPIDI_EFARM_rma_args_t a = {.kind = MPIDI_EFARM_RMA_ACC,
                                 .origin = origin_addr,
@@ -282,12 +280,12 @@ MPIDI_NM_mpi_raccumulate(const void *origin_addr, int origin_count, MPI_Datatype
                                                target_datatype, op, win, request));
 }
 
-MPL_STATIC_INLINE_PREFIX int
-MPIDI_NM_mpi_get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-                            void *result_addr, int result_count, MPI_Datatype result_datatype,
-                            int target_rank, MPI_Aint target_disp, int target_count,
-                            MPI_Datatype target_datatype, MPI_Op op, MPIR_Win *win,
-                            MPIDI_av_entry_t *addr, MPIDI_winattr_t winattr)
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_get_accumulate(
+    const void *origin_addr, MPIDI_EFARM_rma_count_t origin_count, MPI_Datatype origin_datatype,
+    void *result_addr, MPIDI_EFARM_rma_count_t result_count, MPI_Datatype result_datatype,
+    int target_rank, MPI_Aint target_disp, MPIDI_EFARM_rma_count_t target_count,
+    MPI_Datatype target_datatype, MPI_Op op, MPIR_Win *win, MPIDI_av_entry_t *addr,
+    MPIDI_winattr_t winattr)
 {
     MPIDI_EFARM_rma_args_t a = {.kind = MPIDI_EFARM_RMA_GET_ACC,
                                 .origin = origin_addr,
@@ -311,10 +309,11 @@ MPIDI_NM_mpi_get_accumulate(const void *origin_addr, int origin_count, MPI_Datat
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_rget_accumulate(
-    const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr,
-    int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
-    int target_count, MPI_Datatype target_datatype, MPI_Op op, MPIR_Win *win,
-    MPIDI_av_entry_t *addr, MPIDI_winattr_t winattr, MPIR_Request **request)
+    const void *origin_addr, MPIDI_EFARM_rma_count_t origin_count, MPI_Datatype origin_datatype,
+    void *result_addr, MPIDI_EFARM_rma_count_t result_count, MPI_Datatype result_datatype,
+    int target_rank, MPI_Aint target_disp, MPIDI_EFARM_rma_count_t target_count,
+    MPI_Datatype target_datatype, MPI_Op op, MPIR_Win *win, MPIDI_av_entry_t *addr,
+    MPIDI_winattr_t winattr, MPIR_Request **request)
 {
     MPIDI_EFARM_rma_args_t a = {.kind = MPIDI_EFARM_RMA_GET_ACC,
                                 .origin = origin_addr,

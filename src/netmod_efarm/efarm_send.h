@@ -27,7 +27,7 @@
  *
  * MPI_PROC_NULL, sends to self on a size-1 communicator, and rsend/bsend/
  * persistent requests are handled by ch4 and MPICH above this layer, which
- * end in mpi_isend / mpi_issend.
+ * end in mpi_isend (and, with MPICH 4.0, mpi_issend and isend_coll).
  */
 #ifndef EFARM_SEND_H_INCLUDED
 #define EFARM_SEND_H_INCLUDED
@@ -94,7 +94,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send(const void *buf, MPI_Aint count,
 
         MPIR_ERR_CHKANDJUMP1(pack_buf == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem", "**nomem %s",
                              "efarm send pack buffer");
-        mpi_errno = MPIR_Typerep_pack(buf, count, datatype, 0, pack_buf, data_sz, &packed);
+        mpi_errno = MPIR_Typerep_pack(buf, count, datatype, 0, pack_buf, data_sz,
+                                      &packed MPIDI_EFARM_TYPEREP_FLAGS);
         if (mpi_errno) {
             MPL_free(pack_buf);
             goto fn_fail;
@@ -148,15 +149,41 @@ fn_fail:
     goto fn_exit;
 }
 
-MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_isend(const void *buf, MPI_Aint count,
-                                                MPI_Datatype datatype, int rank, int tag,
-                                                MPIR_Comm *comm, int context_offset,
-                                                MPIDI_av_entry_t *addr, MPIR_Request **request)
+/*
+ * A collective's send after an earlier failure: MPICH's error flag goes into
+ * the tag's error bits (no-ops when this MPICH has none, efarm_compat.h).
+ */
+MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_tag_errflag(int tag, MPIR_Errflag_t errflag)
 {
-    return MPIDI_EFARM_send(buf, count, datatype, rank, tag, comm, context_offset, addr, request,
-                            EFARM_SEND_INJECT);
+    switch (errflag) {
+    case MPIR_ERR_NONE:
+        break;
+    case MPIR_ERR_PROC_FAILED:
+        MPIR_TAG_SET_PROC_FAILURE_BIT(tag);
+        break;
+    default:
+        MPIR_TAG_SET_ERROR_BIT(tag);
+    }
+    return tag;
 }
 
+/*
+ * attr: MPICH 4.3's attribute word (context offset, synchronous and error
+ * flags), MPICH 4.0's context offset (efarm_compat.h).
+ */
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_isend(const void *buf, MPI_Aint count,
+                                                MPI_Datatype datatype, int rank, int tag,
+                                                MPIR_Comm *comm, int attr, MPIDI_av_entry_t *addr,
+                                                MPIR_Request **request)
+{
+    return MPIDI_EFARM_send(buf, count, datatype, rank,
+                            MPIDI_EFARM_tag_errflag(tag, MPIDI_EFARM_ATTR_ERRFLAG(attr)), comm,
+                            MPIDI_EFARM_ATTR_CONTEXT_OFFSET(attr), addr, request,
+                            MPIDI_EFARM_ATTR_SYNC(attr) ? EFARM_SEND_DC : EFARM_SEND_INJECT);
+}
+
+#if !MPIDI_EFARM_MPICH_43
+/* MPICH 4.0 only: 4.3 sends these through mpi_isend with flags in attr. */
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_issend(const void *buf, MPI_Aint count,
                                                  MPI_Datatype datatype, int rank, int tag,
                                                  MPIR_Comm *comm, int context_offset,
@@ -166,25 +193,16 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_issend(const void *buf, MPI_Aint count
                             EFARM_SEND_DC);
 }
 
-/* A collective's send: MPICH flags an earlier failure in the tag's error bits. */
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_isend_coll(const void *buf, MPI_Aint count,
                                                  MPI_Datatype datatype, int rank, int tag,
                                                  MPIR_Comm *comm, int context_offset,
                                                  MPIDI_av_entry_t *addr, MPIR_Request **request,
                                                  MPIR_Errflag_t *errflag)
 {
-    switch (*errflag) {
-    case MPIR_ERR_NONE:
-        break;
-    case MPIR_ERR_PROC_FAILED:
-        MPIR_TAG_SET_PROC_FAILURE_BIT(tag);
-        break;
-    default:
-        MPIR_TAG_SET_ERROR_BIT(tag);
-    }
-    return MPIDI_EFARM_send(buf, count, datatype, rank, tag, comm, context_offset, addr, request,
-                            EFARM_SEND_INJECT);
+    return MPIDI_EFARM_send(buf, count, datatype, rank, MPIDI_EFARM_tag_errflag(tag, *errflag),
+                            comm, context_offset, addr, request, EFARM_SEND_INJECT);
 }
+#endif
 
 /*
  * Cancelling a send is not supported (MPI allows a cancel to fail; MPI 4.0

@@ -29,11 +29,12 @@
  * rails are striped to (init_world); efarm's own peers only: libfabric's
  * provider has one rail.
  */
+/* MPICH's headers first: mpichconf.h sets the feature macros the system headers read. */
+#include "efarm_impl.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "efarm_impl.h"
 #include "efarm_p2p.h"
 
 _Static_assert(MPIDI_EFARM_RAILS_MAX == EFARM_NIC_RAILS_MAX, "one limit for rails");
@@ -225,8 +226,8 @@ void MPIDI_EFARM_stripe_recv_head(MPIR_Request *rreq)
                    : -1;
     bool partner_cancelled;
 
-    /* The message matched: an any-source partner must not match too. */
-    partner_cancelled = !r->posting;
+    /* The message matched: an any-source partner must not match too (efarm_p2p.h). */
+    partner_cancelled = !r->posting || MPIDI_EFARM_MPICH_43;
     MPIDI_EFARM_recv_cancel_partner(rreq);
     st = MPL_calloc(1, sizeof(*st), MPL_MEM_BUFFER);
     if (st == NULL || k > MPIDI_EFARM_global.nrails || lpid < 0) {

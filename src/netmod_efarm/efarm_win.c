@@ -14,9 +14,10 @@
  * completes it; MPIDIG's synchronisation waits for those through the
  * completion hooks.
  */
-#include <errno.h>
-
+/* MPICH's headers first: mpichconf.h sets the feature macros the system headers read. */
 #include "efarm_impl.h"
+
+#include <errno.h>
 #include "efarm_noinline.h"
 #include "efarm_rma.h"
 
@@ -114,8 +115,8 @@ static int win_native_init(MPIR_Win *win, void *base, MPI_Aint size, unsigned ac
     all = MPL_malloc(sizeof(*all) * n, MPL_MEM_RMA);
     MPIR_ERR_CHKANDJUMP1(all == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem", "**nomem %s",
                          "efarm window table");
-    mpi_errno =
-        MPIR_Allgather(&mine, sizeof(mine), MPI_BYTE, all, sizeof(mine), MPI_BYTE, comm, &errflag);
+    mpi_errno = MPIR_Allgather(&mine, sizeof(mine), MPI_BYTE, all, sizeof(mine), MPI_BYTE, comm,
+                               MPIDI_EFARM_ERRFLAG_ARG(errflag));
     MPIR_ERR_CHECK(mpi_errno);
     for (int r = 0; r < n; r++)
         all_ok = all_ok && all[r].ok;
@@ -643,7 +644,7 @@ static void rma_finish(MPIR_Request *req, int status)
         MPI_Aint unpacked;
 
         err = MPIR_Typerep_unpack(r->pack_buf, r->rma_bytes, r->user_buf, r->user_count, r->user_dt,
-                                  0, &unpacked);
+                                  0, &unpacked MPIDI_EFARM_TYPEREP_FLAGS);
     }
     rma_buffers_free(req);
     if (unlikely(err)) {
@@ -654,7 +655,7 @@ static void rma_finish(MPIR_Request *req, int status)
     w->outstanding--;
     w->outstanding_to[r->rma_target]--;
     r->rma_win = NULL;
-    MPIDIU_request_complete(req);
+    MPIDI_EFARM_request_complete(req);
 }
 
 static void rma_done(struct efarm_req *ereq)
@@ -751,7 +752,7 @@ static int target_ranges(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, bool tc
     *fallback_p = false;
     if (tcontig)
         return riov_add(win, a->target_rank, disp + (uint64_t)(uintptr_t)tgt, (uint64_t)tsize, l);
-    mpi_errno = MPIR_Typerep_iov_len(a->target_count, a->target_dt, tsize, &niov);
+    mpi_errno = MPIDI_EFARM_Typerep_iov_len(a->target_count, a->target_dt, tsize, &niov);
     MPIR_ERR_CHECK(mpi_errno);
     if (niov <= 0 || (uint64_t)niov > efarm_config()->rma_target_iov_max) {
         *fallback_p = true;
@@ -865,7 +866,7 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
             MPIDI_CH4_REQUEST_CREATE(req, MPIR_REQUEST_KIND__RMA, 0, 2);
             MPIR_ERR_CHKANDSTMT(req == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
             MPIDI_EFARM_REQ(req).rma_win = NULL;
-            MPIDIU_request_complete(req);
+            MPIDI_EFARM_request_complete(req);
             *request = req;
         }
         goto fn_exit;
@@ -909,8 +910,8 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
                                  "efarm RMA buffers");
         }
         if (pack) {
-            mpi_errno =
-                MPIR_Typerep_pack(a->origin, a->origin_count, a->origin_dt, 0, tmp, tsize, &packed);
+            mpi_errno = MPIR_Typerep_pack(a->origin, a->origin_count, a->origin_dt, 0, tmp, tsize,
+                                          &packed MPIDI_EFARM_TYPEREP_FLAGS);
             MPIR_Assert(mpi_errno || packed == tsize);
             origin = tmp;
         } else if (unpack) {
@@ -1036,7 +1037,5 @@ int MPIDI_EFARM_mpi_precv_init(void *buf, int partitions, MPI_Aint count, MPI_Da
                                MPIDI_av_entry_t *av, MPIR_Request **req_p)
 {
     (void)av;
-    /* MPIDIG takes an int count here (4.0.2); it came from MPI_Precv_init's int argument. */
-    return MPIDIG_mpi_precv_init(buf, partitions, (int)count, datatype, rank, tag, comm, info,
-                                 req_p);
+    return MPIDI_EFARM_precv_init(buf, partitions, count, datatype, rank, tag, comm, info, req_p);
 }

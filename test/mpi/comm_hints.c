@@ -11,12 +11,18 @@
  *    only when size - 1 senders' m bytes fit EFARM_UNEXP_BYTES (2 ranks) and
  *    long-CTS otherwise.
  * B. efarm_fanin=1: the user's fan-in replaces the size: m goes medium.
- * C. efarm_protocol=longcts: a medium-sized message goes long-CTS.
- * D. efarm_protocol=medium: a message beyond EFARM_MEDIUM_MAX goes medium.
- * E. efarm_protocol=runtread with MPI_Ssend: runting read cannot carry a
- *    synchronous send, so the policy picks (medium for this size).
+ * C. efarm_protocol=longcts: a medium-sized message goes long-CTS; given as
+ *    its number (3) at creation, and by name through MPI_Comm_set_info. By
+ *    name at creation: long-CTS with MPICH 4.0; with MPICH 4.3, which hands a
+ *    new communicator's info to integer keys only, it reads as 0 (auto).
+ * D. efarm_protocol=medium (MPI_Comm_set_info): a message beyond
+ *    EFARM_MEDIUM_MAX goes medium.
+ * E. efarm_protocol=runtread (5, at creation) with MPI_Ssend: runting read
+ *    cannot carry a synchronous send, so the policy picks (medium for this size).
  * F. efarm_fanin=12x and efarm_protocol=bulk are not valid: both are ignored
- *    (efarm prints why), so the communicator behaves as MPI_COMM_WORLD.
+ *    (efarm prints why), so the communicator behaves as MPI_COMM_WORLD; set
+ *    through MPI_Comm_set_info, and at creation with MPICH 4.0 (4.3 reads
+ *    12x as 12 there without showing efarm the text).
  * G. MPI_Comm_get_info returns efarm_fanin as set.
  * Needs RDMA read for E (skipped without), and sizes that fall between the
  * eager limit and the read threshold (checked; the run's variables see to it).
@@ -92,6 +98,22 @@ static MPI_Comm dup_with(const char *key1, const char *val1, const char *key2, c
     return comm;
 }
 
+/* A duplicate of MPI_COMM_WORLD whose hints come later, through MPI_Comm_set_info. */
+static MPI_Comm dup_then_set(const char *key1, const char *val1, const char *key2, const char *val2)
+{
+    MPI_Info info;
+    MPI_Comm comm;
+
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
+    CHECK_MPI(MPI_Info_create(&info));
+    CHECK_MPI(MPI_Info_set(info, key1, val1));
+    if (key2)
+        CHECK_MPI(MPI_Info_set(info, key2, val2));
+    CHECK_MPI(MPI_Comm_set_info(comm, info));
+    CHECK_MPI(MPI_Info_free(&info));
+    return comm;
+}
+
 /* Send as send_one does; rank 0 checks that the message went by the subprotocol want. */
 static void expect(MPI_Comm comm, size_t n, int ssend, int step, unsigned want, const char *what)
 {
@@ -143,26 +165,42 @@ int main(int argc, char **argv)
     CHECK_MPI(MPI_Comm_free(&c));
 
     /* C, D. efarm_protocol forces the communicator's sends where the subprotocol can carry them. */
-    c = dup_with("efarm_protocol", "longcts", NULL, NULL);
-    expect(c, mid, 0, 3, MPITEST_LONGCTS, "C: efarm_protocol=longcts, mid bytes");
+    c = dup_with("efarm_protocol", "3", NULL, NULL);
+    expect(c, mid, 0, 3, MPITEST_LONGCTS, "C: efarm_protocol=3 at creation, mid bytes");
     CHECK_MPI(MPI_Comm_free(&c));
-    c = dup_with("efarm_protocol", "medium", NULL, NULL);
+    c = dup_then_set("efarm_protocol", "longcts", NULL, NULL);
+    expect(c, mid, 0, 9, MPITEST_LONGCTS, "C: efarm_protocol=longcts set later, mid bytes");
+    CHECK_MPI(MPI_Comm_free(&c));
+    c = dup_with("efarm_protocol", "longcts", NULL, NULL);
+#if MPICH_NUMVERSION >= 40300000
+    expect(c, mid, 0, 10, MPITEST_MEDIUM, "C: efarm_protocol=longcts at creation (4.3: auto)");
+#else
+    expect(c, mid, 0, 10, MPITEST_LONGCTS, "C: efarm_protocol=longcts at creation, mid bytes");
+#endif
+    CHECK_MPI(MPI_Comm_free(&c));
+    c = dup_then_set("efarm_protocol", "medium", NULL, NULL);
     expect(c, big, 0, 4, MPITEST_MEDIUM, "D: efarm_protocol=medium, big bytes");
     CHECK_MPI(MPI_Comm_free(&c));
 
     /* E. Runting read cannot carry a synchronous send: the policy picks. */
     if (l->rdma_read) {
-        c = dup_with("efarm_protocol", "runtread", NULL, NULL);
+        c = dup_with("efarm_protocol", "5", NULL, NULL);
         expect(c, mid, 1, 5, MPITEST_MEDIUM, "E: efarm_protocol=runtread, ssend");
         expect(c, big, 0, 6, MPITEST_RUNTREAD, "E: efarm_protocol=runtread, send");
         CHECK_MPI(MPI_Comm_free(&c));
     }
 
     /* F. Values that are not valid are ignored. */
-    c = dup_with("efarm_fanin", "12x", "efarm_protocol", "bulk");
-    expect(c, m, 0, 7, world_want, "F: bad hints, m bytes");
-    expect(c, mid, 0, 8, MPITEST_MEDIUM, "F: bad hints, mid bytes");
+    c = dup_then_set("efarm_fanin", "12x", "efarm_protocol", "bulk");
+    expect(c, m, 0, 7, world_want, "F: bad hints set later, m bytes");
+    expect(c, mid, 0, 8, MPITEST_MEDIUM, "F: bad hints set later, mid bytes");
     CHECK_MPI(MPI_Comm_free(&c));
+#if MPICH_NUMVERSION < 40300000
+    c = dup_with("efarm_fanin", "12x", "efarm_protocol", "bulk");
+    expect(c, m, 0, 11, world_want, "F: bad hints at creation, m bytes");
+    expect(c, mid, 0, 12, MPITEST_MEDIUM, "F: bad hints at creation, mid bytes");
+    CHECK_MPI(MPI_Comm_free(&c));
+#endif
 
     free(g_buf);
     mpitest_finalize();

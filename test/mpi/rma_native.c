@@ -373,8 +373,10 @@ static void noncontig_origin(void)
 /*
  * A shared window (MPI_Win_allocate_shared): puts, gets and fetch_and_op to
  * the right neighbour's segment go native. Under MPIR_CVAR_NOLOCAL=1 every
- * rank is its own node, so MPICH gives each its own memory and load/store
- * through MPI_Win_shared_query reaches only a rank's own segment.
+ * rank is its own node, so MPICH 4.0 gives each its own memory and load/store
+ * through MPI_Win_shared_query reaches only a rank's own segment. MPICH 4.3
+ * refuses such a window ("processes are not in the same shared memory
+ * domain"), as MPI allows: the phase is left out there, saying so.
  */
 static void shared_window(void)
 {
@@ -387,6 +389,12 @@ static void shared_window(void)
     unsigned long long nat = native_ops();
 
     mpitest_context("shared window");
+#if MPICH_NUMVERSION >= 40300000
+    if (me == 0)
+        printf("rma_native: shared window left out: MPICH 4.3 refuses one across nodes "
+               "(MPIR_CVAR_NOLOCAL=1)\n");
+    return;
+#endif
     CHECK_MPI(MPI_Win_allocate_shared(N * sizeof(long long), sizeof(long long), MPI_INFO_NULL,
                                       MPI_COMM_WORLD, &mem, &win));
     CHECK_MPI(MPI_Win_shared_query(win, to, &peer_size, &disp, &peer));
