@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Build MPICH 4.0.2 with efarm's netmod (--with-device=ch4:efarm) and install it.
+# Build MPICH with efarm's netmod (--with-device=ch4:efarm) and install it.
 #
-#   scripts/mpich-build.sh [--source TARBALL|DIR] [--prefix DIR] [--jobs N] [--clean]
-#                          [--netmod efarm|ofi] [--release] [-- EXTRA-MPICH-CONFIGURE-ARGS...]
+#   scripts/mpich-build.sh [--mpich VERSION] [--source TARBALL|DIR] [--prefix DIR]
+#                          [--jobs N] [--clean] [--netmod efarm|ofi] [--release]
+#                          [--compile-only] [-- EXTRA-MPICH-CONFIGURE-ARGS...]
 #
 # Steps, each timed and logged to build/logs/mpich-STEP.log; the first failure stops
 # the script with the step's name and the end of its log:
@@ -14,10 +15,23 @@
 #   sync       netmod .c/.h files copied again when their content changed
 #   configure  MPICH's configure (VPATH build in CACHE/build)
 #   make, install, hello (mpicc compiles and links a hello world)
+# --compile-only stops after configure with the step "compile": the netmod's own
+# files compiled against that MPICH (every inline netmod header is in func_table.c),
+# without building or installing the rest of MPICH: CI's check of a second version.
 #
 # Environment: EFARM_MPICH_CACHE (default build/mpich), EFARM_MPICH_PREFIX (default
 # CACHE/install), EFARM_BUILD_ROOT (default build; logs go to its logs/), CCACHE_DIR
-# (default CACHE/ccache when ccache is installed).
+# (default CACHE/ccache when ccache is installed), EFARM_MPICH_SOURCE (--source's
+# default).
+#
+# Versions (--mpich; doc/MPICH-VERSIONS.md). 4.0.2 (the default) is Debian bookworm's
+# and is fetched from Debian. Any other version needs --source: a release tarball
+# (it has configure scripts) or an export of MPICH's git tag with its json-c, yaksa
+# and hwloc submodules (no configure: MPICH's own autogen.sh runs in full, which
+# takes several minutes more). Tested: 4.0.2 and 4.3.2. A version other than 4.0.2
+# has its own caches, build/mpich-VERSION (build/mpich-release-VERSION,
+# build/mpich-ofi-VERSION), so versions never share objects; the netmod handles the
+# API differences in src/netmod_efarm/efarm_compat.h.
 #
 # Source. By default Debian's source package of mpich, downloaded with apt-get into
 # CACHE/dl through a private sources list (deb-src lines derived from this machine's
@@ -84,49 +98,72 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-mpich_version=4.0.2
-cache=${EFARM_MPICH_CACHE:-$top/build/mpich}
+debian_version=4.0.2 # what Debian bookworm serves (fetch)
+mpich_version=$debian_version
+cache=
 prefix=${EFARM_MPICH_PREFIX:-}
 logs=${EFARM_BUILD_ROOT:-$top/build}/logs
 jobs=$(nproc 2>/dev/null || echo 2)
-source_arg=
+source_arg=${EFARM_MPICH_SOURCE:-}
 clean=no
 extra_configure=()
 netmod=efarm
 prefix_set=no
 release=no
+compile_only=no
 
 usage() { sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
     case $1 in
+    --mpich) mpich_version=${2:?--mpich needs a version}; shift 2 ;;
     --source) source_arg=${2:?--source needs a path}; shift 2 ;;
     --prefix) prefix=${2:?--prefix needs a directory}; prefix_set=yes; shift 2 ;;
     --jobs) jobs=${2:?--jobs needs a number}; shift 2 ;;
     --clean) clean=yes; shift ;;
     --netmod) netmod=${2:?--netmod needs efarm or ofi}; shift 2 ;;
     --release) release=yes; shift ;;
+    --compile-only) compile_only=yes; shift ;;
     -h | --help) usage; exit 0 ;;
     --) shift; extra_configure=("$@"); break ;;
     *) echo "mpich-build: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
 done
 
-logname=mpich
+case $mpich_version in
+[0-9]*.[0-9]*.[0-9]*) ;;
+*) echo "mpich-build: --mpich $mpich_version: a version such as 4.3.2" >&2; exit 2 ;;
+esac
+case $mpich_version in
+4.*) ;;
+*) echo "mpich-build: MPICH $mpich_version: the netmod is written for MPICH 4.x (tested: 4.0.2, 4.3.2)" >&2
+    exit 2 ;;
+esac
+if [ "$mpich_version" != "$debian_version" ] && [ -z "$source_arg" ]; then
+    echo "mpich-build: Debian serves MPICH $debian_version only; for $mpich_version pass --source TARBALL|DIR (or set EFARM_MPICH_SOURCE)" >&2
+    exit 2
+fi
+# Caches: build/mpich (4.0.2) or build/mpich-VERSION, and the same with -release, -ofi.
+vsuffix=
+[ "$mpich_version" = "$debian_version" ] || vsuffix=-$mpich_version
+cache=${EFARM_MPICH_CACHE:-$top/build/mpich$vsuffix}
+logname=mpich$vsuffix
 srccache=$cache # dl/ and src/ (the download and the pristine tree) live there
 case $netmod in
 efarm) ;;
 ofi)
-    logname=mpich-ofi
-    cache=${EFARM_MPICH_OFI_CACHE:-$top/build/mpich-ofi}
+    logname=mpich-ofi$vsuffix
+    cache=${EFARM_MPICH_OFI_CACHE:-$top/build/mpich-ofi$vsuffix}
     [ "$prefix_set" = yes ] || prefix=
     ;;
 *) echo "mpich-build: --netmod $netmod: efarm or ofi" >&2; exit 2 ;;
 esac
+[ "$compile_only" = no ] || [ "$netmod" = efarm ] ||
+    { echo "mpich-build: --compile-only checks ch4:efarm only" >&2; exit 2; }
 if [ "$release" = yes ]; then
     [ "$netmod" = efarm ] || { echo "mpich-build: --release builds ch4:efarm only" >&2; exit 2; }
-    logname=mpich-release
-    cache=${EFARM_MPICH_RELEASE_CACHE:-$top/build/mpich-release}
+    logname=mpich-release$vsuffix
+    cache=${EFARM_MPICH_RELEASE_CACHE:-$top/build/mpich-release$vsuffix}
     [ "$prefix_set" = yes ] || prefix=
 fi
 
@@ -333,8 +370,17 @@ prepare_key() {
     } | sha
 }
 
+# A release tarball has its modules' configure scripts: MPICH's quick autogen
+# regenerates only what the netmod changes. An export of the git tag has none:
+# the full autogen (without the ucx and ofi modules, whose directories are empty,
+# Fortran bindings, which the configure below disables, and the test
+# suite, whose autogen needs a tool the export lacks).
 autogen_tree() {
-    (cd "$tree" && ./autogen.sh -quick -without-hwloc -without-json -without-hydra -without-bindings)
+    if [ -x "$tree/configure" ] && [ -x "$tree/src/pm/hydra/configure" ]; then
+        (cd "$tree" && ./autogen.sh -quick -without-hwloc -without-json -without-hydra -without-bindings)
+    else
+        (cd "$tree" && ./autogen.sh -without-ucx -without-ofi -without-fortran -without-test)
+    fi
 }
 
 # Copy the netmod files whose content differs (they get a new mtime, so make
@@ -476,8 +522,20 @@ do_libfabric() {
 do_configure_ofi() {
     local src
     src=$(cat "$cache/pristine.path")
+    [ -x "$src/configure" ] || { echo "$src has no configure (a git export?): --netmod ofi needs a release tarball"; return 1; }
     configure_tree "$src" "$({ cat "$srccache/source.id"; echo "$src"; pkg-config --modversion libfabric
         printf '%s\n' "${configure_args[@]}"; } | sha)" ofi
+}
+
+# The netmod's objects only (--compile-only), as MPICH's make names them.
+do_compile() {
+    local objs=() f
+    for f in $(sed -n 's|^ *src/mpid/ch4/netmod/efarm/\([a-z_]*\)\.c.*|\1|p' "$netmod_src/Makefile.mk"); do
+        objs+=("src/mpid/ch4/netmod/efarm/lib_libmpi_la-$f.lo")
+    done
+    [ ${#objs[@]} -gt 0 ] || { echo "no netmod sources found in $netmod_src/Makefile.mk"; return 1; }
+    make -C "$builddir" -j"$jobs" "${objs[@]}"
+    note "compiled ${#objs[@]} netmod files against MPICH $mpich_version (compile only: nothing installed)"
 }
 
 do_make() {
@@ -551,6 +609,11 @@ step efarm do_efarm
 step prepare do_prepare
 step sync do_sync
 step configure do_configure
+if [ "$compile_only" = yes ]; then
+    step compile do_compile
+    echo "mpich-build: done in $(($(date +%s) - t_total)) s (compile only)"
+    exit 0
+fi
 step make do_make
 step install do_install
 step hello do_hello
