@@ -200,7 +200,7 @@ if [ -x "$mpich_prefix/bin/mpicc" ]; then
 fi
 
 # ---- MPICH 4.3.2 with ch4:efarm, and test/mpi over it --------------------------------------
-# The same netmod built into the current 4.x release (doc/MPICH-VERSIONS.md; about 12
+# The same netmod built into the current 4.x release (doc/MPICH-VERSIONS.md; about 9
 # minutes from a git export on 2 cores: MPICH's full autogen, configure, make), then
 # test/mpi's programs on it. MPICH's own test-suite subset on 4.3.2 is run by hand
 # (scripts/mpich-testsuite.sh --prefix build/mpich-4.3.2/install --source
