@@ -106,17 +106,23 @@ MPL_STATIC_INLINE_PREFIX bool MPIDI_NM_am_can_do_tag(void)
     return false;
 }
 
+/* What the two below return if MPIDIG ever called them. */
+MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_am_tag_refused(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    MPIR_ERR_SET(mpi_errno, MPI_ERR_INTERN, "**efarm_am_tag");
+    return mpi_errno;
+}
+
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_tag_send(int rank, MPIR_Comm *comm, int handler_id,
                                                   int tag, const void *buf, MPI_Aint count,
                                                   MPI_Datatype datatype, int vci_src, int vci_dst,
                                                   MPIR_Request *sreq)
 {
-    int mpi_errno = MPI_SUCCESS;
-
     (void)rank, (void)comm, (void)handler_id, (void)tag, (void)buf, (void)count;
     (void)datatype, (void)vci_src, (void)vci_dst, (void)sreq;
-    MPIR_ERR_SET(mpi_errno, MPI_ERR_INTERN, "**efarm_am_tag");
-    return mpi_errno;
+    return MPIDI_EFARM_am_tag_refused();
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_tag_recv(int rank, MPIR_Comm *comm, int handler_id,
@@ -124,12 +130,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_tag_recv(int rank, MPIR_Comm *comm, int
                                                   MPI_Datatype datatype, int vci_src, int vci_dst,
                                                   MPIR_Request *rreq)
 {
-    int mpi_errno = MPI_SUCCESS;
-
     (void)rank, (void)comm, (void)handler_id, (void)tag, (void)buf, (void)count;
     (void)datatype, (void)vci_src, (void)vci_dst, (void)rreq;
-    MPIR_ERR_SET(mpi_errno, MPI_ERR_INTERN, "**efarm_am_tag");
-    return mpi_errno;
+    return MPIDI_EFARM_am_tag_refused();
 }
 #endif
 

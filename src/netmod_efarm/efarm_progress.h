@@ -19,8 +19,10 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, MPIDI_EFARM_PROGRESS_PAR
     /* efarm opens one endpoint; ch4 with more VCIs would need one per VCI. */
     MPIR_Assert(vci == 0);
 
+#if MPIDI_EFARM_MPICH_43
     if (unlikely(MPIDI_EFARM_global.release_later))
-        MPIDI_EFARM_release_drain();
+        MPIDI_EFARM_release_drain(); /* 4.3's any-source pairs (efarm_p2p.h) */
+#endif
     /* ch4 may poll before init_local or after finalize (no endpoint): nothing to do. */
     if (unlikely(MPIDI_EFARM_global.ep == NULL))
         goto fn_exit;
