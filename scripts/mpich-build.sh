@@ -364,7 +364,7 @@ prepare_key() {
         declare -f patch_netmod_makefile patch_gen_ch4_api autogen_tree
         netmod_files
         local f
-        for f in subconfigure.m4 Makefile.mk errnames.txt; do
+        for f in subconfigure.m4 Makefile.mk errnames.txt efarm_cvars.h; do
             [ -f "$netmod_src/$f" ] && { echo "== $f"; cat "$netmod_src/$f"; }
         done
     } | sha

@@ -69,6 +69,8 @@ step build-gcc-werror configure_build "$root/gcc" CC=gcc
 step build-clang-werror configure_build "$root/clang" CC=clang
 step build-asan-ubsan configure_build "$root/asan" CC=clang CFLAGS="$sanitize" LDFLAGS="$sanitize"
 step check-format make -C "$root/gcc" check-format
+# The MPICH control variable block and doc/TUNABLES.md, generated from the tunable table.
+step check-config-gen make -C "$root/gcc" check-config-gen
 
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
@@ -76,6 +78,7 @@ for b in gcc clang asan; do
     suite "unit-$b" "$root/$b/test/unit/efarm-unit"
     # The registration cache's memory hook in a program that links only libefarm.so.
     suite "mem-hook-$b" "$root/$b/test/unit/mem-hook-so"
+    suite "efarm-info-$b" sh "$top/test/unit/test_efarm_info.sh" "$root/$b"
     suite "pktdump-$b" sh "$top/test/unit/test_pktdump.sh" "$root/$b/tools/efarm-pktdump" \
         "$root/$b/test/unit/golden-export"
 done

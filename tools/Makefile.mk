@@ -18,3 +18,21 @@ tools_efarm_info_LDADD = libefarm.la
 bin_PROGRAMS += tools/efarm-pingpong
 tools_efarm_pingpong_SOURCES = tools/efarm_pingpong.c
 tools_efarm_pingpong_LDADD = libefarm.la
+
+# efarm-config-gen: the files generated from the tunable table (not installed).
+noinst_PROGRAMS += tools/efarm-config-gen
+tools_efarm_config_gen_SOURCES = tools/efarm-config-gen.c
+tools_efarm_config_gen_LDADD = libefarm.la
+
+# `make config-gen` rewrites them; `make check-config-gen` fails when one is stale.
+CONFIG_GEN = src/netmod_efarm/efarm_cvars.h:--cvars doc/TUNABLES.md:--markdown
+config-gen: tools/efarm-config-gen
+	@for g in $(CONFIG_GEN); do \
+		tools/efarm-config-gen $${g#*:} > $(top_srcdir)/$${g%%:*} || exit 1; \
+		echo "config-gen: wrote $${g%%:*}"; done
+check-config-gen: tools/efarm-config-gen
+	@for g in $(CONFIG_GEN); do \
+		tools/efarm-config-gen $${g#*:} | diff -u $(top_srcdir)/$${g%%:*} - || \
+		{ echo "check-config-gen: $${g%%:*} is stale: run make config-gen" >&2; exit 1; }; \
+		done; echo "check-config-gen: efarm_cvars.h and TUNABLES.md match the tunable table"
+.PHONY: config-gen check-config-gen

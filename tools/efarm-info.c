@@ -1,6 +1,8 @@
 /*
- * efarm-info: every efarm tunable (EFARM_*) with its default, the value in
- * force and why it exists; the protocol engine's per-object sizes and its
+ * efarm-info: every efarm tunable (EFARM_*, also MPIR_CVAR_CH4_EFARM_*) with
+ * its default, what it allows, the value in force and what set it, and why it
+ * exists (a refused value shows as REFUSED, with the reason, and efarm-info
+ * then stops with status 1: efarm would not start); the protocol engine's per-object sizes and its
  * counters; then the devices efarm sees and their capabilities, and the
  * subprotocol selection policy on the first of them (its profile, thresholds
  * and, per message size, the subprotocol picked and why).
@@ -33,17 +35,25 @@ static int print_policy(void)
 int main(int argc, char **argv)
 {
     struct efarm_device_caps caps[16];
+    struct efarm_proto_sizes sizes;
+    const char *refused;
     int n;
 
-    struct efarm_proto_sizes sizes;
-
-    if (argc == 2 && !strcmp(argv[1], "--policy"))
-        return print_policy();
-    if (argc != 1) {
+    if (argc > 2 || (argc == 2 && strcmp(argv[1], "--policy"))) {
         fprintf(stderr, "usage: efarm-info [--policy]\n");
         return 2;
     }
-    efarm_config_print(stdout);
+    if (argc == 1)
+        efarm_config_print(stdout);
+    if (efarm_config_status(&refused)) {
+        if (argc == 2)
+            fprintf(stderr, "%s\n", refused);
+        fprintf(stderr,
+                "efarm-info: a tunable was refused (above); efarm does not start with it\n");
+        return 1;
+    }
+    if (argc == 2)
+        return print_policy();
     efarm_proto_sizes(NULL, &sizes);
     const struct efarm_config *c = efarm_config();
 

@@ -95,8 +95,7 @@ static void load(void)
         g_kind = EFARM_DEVICE_EFA;
     } else if (!strcmp(want, "sim")) {
         g_kind = EFARM_DEVICE_SIM;
-    } else {
-        fprintf(stderr, "efarm: EFARM_DEVICE=%s: expected efa, sim or auto\n", want);
+    } else { /* efarm_config refused it, and nothing may start */
         g_load_result = EFARM_E(DEV_LOAD);
         return;
     }

@@ -126,6 +126,8 @@ static void machine_topology_load(void)
 int efarm_dev_choose_nic(unsigned local_rank, unsigned nlocal, const char *const *bindings,
                          char name_p[EFARM_DEV_NAME_MAX], struct efarm_nic_choice *choice_p)
 {
+    if (efarm_config_status(NULL))
+        return -EINVAL; /* a refused tunable: nothing starts (efarm_config_status says which) */
     pthread_once(&g_machine_topology_once, machine_topology_load);
     if (g_machine_topology_ret)
         return g_machine_topology_ret;

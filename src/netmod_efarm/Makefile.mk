@@ -11,6 +11,7 @@ noinst_HEADERS += \
     src/mpid/ch4/netmod/efarm/efarm_pre.h \
     src/mpid/ch4/netmod/efarm/efarm_impl.h \
     src/mpid/ch4/netmod/efarm/efarm_compat.h \
+    src/mpid/ch4/netmod/efarm/efarm_cvars.h \
     src/mpid/ch4/netmod/efarm/netmod_inline.h \
     src/mpid/ch4/netmod/efarm/efarm_am.h \
     src/mpid/ch4/netmod/efarm/efarm_proc.h \

@@ -13,6 +13,7 @@
  * keeps the resulting peer handle in the rank's AV entry.
  */
 #include "efarm_impl.h"
+#include "efarm_cvars.h"
 #include "efarm_mr_cache.h"
 #include "efarm_noinline.h"
 #include "efarm_p2p.h"
@@ -331,6 +332,77 @@ static int release_at_finalize(void *arg)
 }
 
 /*
+ * MPI_T's copy of a string control variable: MPICH keeps what MPI_T reads and
+ * writes apart from the variable its environment reading fills.
+ */
+static const char *cvar_mpit_string(const char *name)
+{
+    name2index_hash_t *h = NULL;
+    cvar_table_entry_t *e;
+
+    if (!cvar_hash || !cvar_table)
+        return NULL;
+    HASH_FIND_STR(cvar_hash, name, h);
+    if (!h)
+        return NULL;
+    e = (cvar_table_entry_t *)utarray_eltptr(cvar_table, (unsigned)h->idx);
+    return e && e->datatype == MPI_CHAR ? (const char *)e->addr : NULL;
+}
+
+/*
+ * efarm_config_load's lookup: the text of v's control variable when it holds
+ * something other than its default (set by MPICH's environment names or by an
+ * MPI_T write before MPI_Init), else NULL.
+ */
+static const char *cvar_lookup(const struct efarm_config_var *v, void *ctx, char *buf, size_t len,
+                               const char **source)
+{
+    static char name[80];
+
+    (void)ctx;
+    for (size_t i = 0; i < sizeof(MPIDI_EFARM_cvars) / sizeof(MPIDI_EFARM_cvars[0]); i++) {
+        const struct MPIDI_EFARM_cvar *c = &MPIDI_EFARM_cvars[i];
+        const char *text;
+
+        if (strcmp(c->name, v->name))
+            continue;
+        snprintf(name, sizeof(name), "MPIR_CVAR_CH4_EFARM_%s", c->name);
+        *source = name;
+        if (!c->is_string) {
+            /* int and boolean: MPICH's value against the table's default */
+            int d = v->kind == EFARM_CONFIG_BOOL ? strcmp(v->def, "0") != 0 : atoi(v->def);
+
+            if (*(const int *)c->addr == d)
+                return NULL;
+            snprintf(buf, len, "%d", *(const int *)c->addr);
+            return buf;
+        }
+        text = cvar_mpit_string(name);
+        if (text && strcmp(text, v->def))
+            return text;
+        text = *(const char *const *)c->addr;
+        return text && strcmp(text, v->def) ? text : NULL;
+    }
+    return NULL;
+}
+
+/*
+ * The tunables once more, now with the control variables; a refused value
+ * fails MPI_Init with its message (every refused one, one per line).
+ */
+static int config_load(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    const char *refused;
+
+    if (efarm_config_load(cvar_lookup, NULL)) {
+        efarm_config_status(&refused);
+        MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**efarm_config", "**efarm_config %s", refused);
+    }
+    return mpi_errno;
+}
+
+/*
  * Open the endpoint (the device layer loads the verbs libraries EFARM_DEVICE
  * names: efa, sim or auto) and report how many tag bits a message carries.
  */
@@ -349,6 +421,9 @@ int MPIDI_EFARM_init_local(int *tag_bits)
         goto fn_fail;
     }
 
+    mpi_errno = config_load();
+    if (mpi_errno)
+        goto fn_fail;
     mpi_errno = choose_device(device);
     if (mpi_errno)
         goto fn_fail;

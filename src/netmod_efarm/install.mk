@@ -28,6 +28,7 @@ EXTRA_DIST += \
 	src/netmod_efarm/errnames.txt \
 	src/netmod_efarm/efarm_pre.h \
 	src/netmod_efarm/efarm_impl.h \
+	src/netmod_efarm/efarm_cvars.h \
 	src/netmod_efarm/netmod_inline.h \
 	src/netmod_efarm/efarm_am.h \
 	src/netmod_efarm/efarm_proc.h \

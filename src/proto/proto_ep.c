@@ -72,6 +72,13 @@ static uint64_t pick_u64(uint64_t attr_value, uint64_t tunable)
 static int params_resolve(const struct efarm_ep_attr *a, struct efarm_ep_params *p)
 {
     const struct efarm_config *c = efarm_config();
+    const char *refused;
+
+    if (efarm_config_status(&refused)) {
+        for (const char *line = refused; *line; line += strcspn(line, "\n"), line += !!*line)
+            efarm_log(EFARM_LOG_ERROR, "%.*s", (int)strcspn(line, "\n"), line);
+        return -EINVAL;
+    }
 
     p->av_size = pick_u32(a->av_size, c->av_size);
     p->sq_depth = pick_u32(a->sq_depth, c->sq_depth);
@@ -136,9 +143,9 @@ static int params_resolve(const struct efarm_ep_attr *a, struct efarm_ep_params 
         p->recvwin > (1u << 16) || (p->recvwin & (p->recvwin - 1)) || p->cts_credits == 0 ||
         p->rx_window == 0 || p->rnr_retry > 7 || p->rnr_backoff_us == 0 ||
         p->rnr_backoff_max_us < p->rnr_backoff_us || p->max_reads == 0) {
-        efarm_log(EFARM_LOG_ERROR,
-                  "endpoint parameters out of range (EFARM_RECVWIN must be a power of 2 up to "
-                  "65536, EFARM_MAX_OPS at most 65535, EFARM_RNR_RETRY at most 7)");
+        /* The tunables were checked by efarm_config: an attribute is out of range. */
+        efarm_log(EFARM_LOG_ERROR, "endpoint attributes out of range (efarm-info shows the "
+                                   "allowed range of each EFARM_* tunable of the same name)");
         return -EINVAL;
     }
     return 0;
@@ -179,6 +186,25 @@ int efarm_thresholds_resolve(const char *profile, const char *device_name, uint3
     if (!p->read_min)
         p->read_min = t.read_min;
     return 0;
+}
+
+/*
+ * EFARM_EAGER_MAX against this device: at most what one packet carries after
+ * the shortest eager header. A message whose header is longer (tagged, with
+ * the connid or the sender's address) carries a few bytes less eagerly.
+ */
+static int eager_max_check(uint64_t eager_max, const char *device_name, uint32_t mtu)
+{
+    uint64_t fit = mtu - efarm_pkt_type_info(EFARM_PKT_EAGER_MSGRTM)->hdr_size;
+
+    if (eager_max <= fit)
+        return 0;
+    efarm_log(EFARM_LOG_ERROR,
+              "EFARM_EAGER_MAX=%llu refused: one packet of %s (MTU %u) carries at most %llu "
+              "bytes of an eager message (expected 0 to %llu; 0: what fits)",
+              (unsigned long long)eager_max, device_name, mtu, (unsigned long long)fit,
+              (unsigned long long)fit);
+    return -EINVAL;
 }
 
 /* The sizes efarm_policy_print() lists: powers of two, one packet and each threshold +-1. */
@@ -230,6 +256,9 @@ int efarm_policy_print(FILE *out, const char *device_name, uint32_t mtu)
 
     memset(&p, 0, sizeof(p));
     ret = params_resolve(&none, &p);
+    if (ret)
+        return ret;
+    ret = eager_max_check(p.eager_max, device_name, mtu);
     if (ret)
         return ret;
     ret = efarm_thresholds_resolve(efarm_config()->profile, device_name, mtu, &p);
@@ -337,6 +366,9 @@ int efarm_ep_open(const struct efarm_ep_attr *attr, struct efarm_ep **ep_p)
         ret = -EINVAL;
         goto err_close_dev;
     }
+    ret = eager_max_check(ep->p.eager_max, ep->caps.name, ep->mtu);
+    if (ret)
+        goto err_close_dev;
     ret = efarm_thresholds_resolve(a.profile ? a.profile : efarm_config()->profile, ep->caps.name,
                                    ep->mtu, &ep->p);
     if (ret)

@@ -25,13 +25,9 @@ int efarm_log_level_init(void)
         if (!strcasecmp(want, g_level_names[i]))
             break;
     }
+    /* efarm_config checked the name: it is one of the table's. */
     if (i < sizeof(g_level_names) / sizeof(g_level_names[0]))
         level = (int)i;
-    else
-        fprintf(stderr,
-                "efarm: EFARM_LOG_LEVEL=%s ignored: expected error, warn, info, debug, "
-                "trace or data\n",
-                want);
     g_efarm_log_level = level;
     return level;
 }

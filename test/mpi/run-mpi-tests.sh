@@ -63,7 +63,14 @@ mkdir -p "$out/logs"
 faults="EFASIM_LOSS=0.02 EFASIM_REORDER=0.05 EFASIM_SEED=7"
 # Multi-rail: two efasim devices, an endpoint on each, striping from 64 KiB.
 rails="EFASIM_NDEV=2 EFARM_RAILS=2 EFARM_STRIPE_MIN=65536"
+# efarm's control variables (cvars.c): as many as doc/TUNABLES.md lists with an MPI_T type.
+ncvars=$(grep -c '^| `EFARM_[A-Z0-9_]*` | \(int\|boolean\|string\) |' "$top/doc/TUNABLES.md")
+cvars="MPITEST_CVARS_COUNT=$ncvars"
+cvars_pvars="MPITEST_PVAR_EXPECT=efarm_nm_medium_max=20000,efarm_nm_read_min=300000"
 runs=(
+    "cvars-n2 cvars 2 $cvars"
+    "cvars-write-n2 cvars 2 $cvars EFASIM_NDEV=2 MPITEST_CVAR_WRITE=MEDIUM_MAX=20000,READ_MIN=300000,RAILS=2 $cvars_pvars,efarm_nm_nrails=2"
+    "cvars-env-n2 cvars 2 $cvars MPIR_CVAR_CH4_EFARM_MEDIUM_MAX=20000 MPICH_CH4_EFARM_READ_MIN=300000 $cvars_pvars"
     "pt2pt_sizes-n2 pt2pt_sizes 2"
     "pt2pt_sizes-n4 pt2pt_sizes 4"
     "wildcard_order-n2 wildcard_order 2"
@@ -129,6 +136,11 @@ runs=(
 # nothing more).
 tiny_budget="EFARM_RX_BUFFERS=32 EFARM_UNEXP_BYTES=16384 EFARM_UNEXP_MAX_BYTES=65536"
 failruns=(
+    "cvars-refused-env-n2 cvars 2 MPIR_CVAR_CH4_EFARM_RECVWIN=100.refused $cvars MPIR_CVAR_CH4_EFARM_RECVWIN=100"
+    "cvars-refused-efarm-n2 cvars 2 EFARM_RECVWIN=100.refused:.expected.a.power.of.2.from.1.to.65536 $cvars EFARM_RECVWIN=100"
+    "cvars-refused-write-n2 cvars 2 MPIR_CVAR_CH4_EFARM_RECVWIN=100.refused $cvars MPITEST_CVAR_WRITE=RECVWIN=100"
+    "cvars-refused-write-string-n2 cvars 2 MPIR_CVAR_CH4_EFARM_PROTO=fastest.refused:.expected.one.of.auto $cvars MPITEST_CVAR_WRITE=PROTO=fastest"
+    "cvars-refused-eager-n2 cvars 2 EFARM_EAGER_MAX=9000.refused:.one.packet $cvars EFARM_EAGER_MAX=9000"
     "unexpected_flood-tiny-budget-n2 unexpected_flood 2 [Rr]aise.EFARM_UNEXP_MAX_BYTES $tiny_budget EFARM_RX_FULL_TIMEOUT_MS=2000 MPITEST_FLOOD_N=20000"
     "rma_native-passive-emulated-n2 rma_native 2 mem.0.....FLAG:.0.vs EFARM_RDMA_WRITE=0 MPITEST_RMA_PASSIVE=3"
     "rma_dynamic-passive-emulated-n2 rma_dynamic 2 mem.0.....FLAG:.0.vs EFARM_RDMA_WRITE=0 MPITEST_RMA_PASSIVE=3"

@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 
 #include "device_internal.h"
+#include "efarm_config.h"
 #include "efarm_device.h"
 #include "efarm_mr_cache.h"
 #include "topo_xml.h"
@@ -736,14 +737,31 @@ EFARM_TEST(device_choose_nic_from_efarm_topology)
     unlink(path);
 }
 
-/* An EFARM_TOPOLOGY that hwloc cannot load fails the choice (with a message naming it). */
-EFARM_TEST(device_choose_nic_bad_efarm_topology)
+/* An EFARM_TOPOLOGY that is no readable file is refused; the choice fails. */
+EFARM_TEST(device_choose_nic_missing_efarm_topology)
 {
     char name[EFARM_DEV_NAME_MAX];
 
     use_efasim();
     setenv("EFARM_TOPOLOGY", "/nonexistent/topology.xml", 1);
     EXPECT_RET(efarm_dev_choose_nic(0, 1, NULL, name, NULL), -EINVAL);
+}
+
+/* A readable EFARM_TOPOLOGY that hwloc cannot load fails the choice (with a message naming it). */
+EFARM_TEST(device_choose_nic_bad_efarm_topology)
+{
+    char name[EFARM_DEV_NAME_MAX];
+    char path[] = "/tmp/efarm-topo-XXXXXX";
+    int fd = mkstemp(path);
+
+    EXPECT_TRUE(fd >= 0);
+    EXPECT_TRUE(write(fd, "not xml\n", 8) == 8);
+    close(fd);
+    use_efasim();
+    setenv("EFARM_TOPOLOGY", path, 1);
+    EXPECT_EQ(efarm_config_status(NULL), 0);
+    EXPECT_RET(efarm_dev_choose_nic(0, 1, NULL, name, NULL), -EINVAL);
+    unlink(path);
 }
 
 EFARM_TEST(device_choose_nic_iface_naming_nothing)

@@ -1,0 +1,79 @@
+#!/bin/sh
+# efarm-info and the tunable table, from the outside:
+#
+#   sh test/unit/test_efarm_info.sh BUILD_DIR
+#
+# A refused value (from EFARM_* or from MPICH's names for the control
+# variable) shows as REFUSED with the variable, the value and what is allowed,
+# and efarm-info exits 1; an accepted one shows in force with what set it; an
+# unknown variable is reported; EFARM_EAGER_MAX beyond one packet of the
+# device is refused by --policy. Prints "PASS name" or "FAIL name: why" per
+# check, then "N passed, N failed"; exits nonzero if any check failed.
+set -u
+
+if [ $# -ne 1 ]; then
+    echo "usage: $0 BUILD_DIR" >&2
+    exit 2
+fi
+build=$1
+info=$build/tools/efarm-info
+npass=0
+nfail=0
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_efarm_info.XXXXXX") || exit 2
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 2' HUP INT PIPE TERM
+
+pass() {
+    npass=$((npass + 1))
+    echo "PASS $1"
+}
+
+fail() {
+    nfail=$((nfail + 1))
+    echo "FAIL $1: $2"
+}
+
+# check NAME WANT_STATUS PATTERN ENV... : run efarm-info under ENV; its exit
+# status must be WANT_STATUS and its output (stdout and stderr) match PATTERN.
+check() {
+    name=$1 want=$2 pattern=$3
+    shift 3
+    env EFARM_DEVICE=sim EFARM_EFASIM_PATH="$build/src/efasim/.libs" "$@" "$info" $info_args \
+        >"$tmp/out" 2>&1
+    status=$?
+    if [ "$status" -ne "$want" ]; then
+        fail "$name" "exit $status, expected $want ($(head -c 300 "$tmp/out"))"
+    elif ! grep -q -e "$pattern" "$tmp/out"; then
+        fail "$name" "output lacks '$pattern'"
+    else
+        pass "$name"
+    fi
+}
+
+info_args=
+check accepted-default 0 '^EFARM_RECVWIN  *128  *128  *default'
+check accepted-efarm-name 0 '^EFARM_RECVWIN  *128  *64  *EFARM_RECVWIN ' EFARM_RECVWIN=64
+check accepted-cvar-name 0 '^EFARM_RECVWIN  *128  *32  *MPIR_CVAR_CH4_EFARM_RECVWIN ' \
+    EFARM_RECVWIN=64 MPIR_CVAR_CH4_EFARM_RECVWIN=32
+check accepted-bytes-beyond-int 0 '^EFARM_UNEXP_MAX_BYTES  *268435456  *8589934592 ' \
+    EFARM_UNEXP_MAX_BYTES=8589934592
+check refused-not-power-of-2 1 \
+    'EFARM_RECVWIN=100 refused: expected a power of 2 from 1 to 65536 (default 128)' \
+    EFARM_RECVWIN=100
+check refused-shown-refused 1 '^EFARM_RECVWIN  *128  *REFUSED  *EFARM_RECVWIN ' EFARM_RECVWIN=100
+check refused-cvar-name 1 'MPICH_CH4_EFARM_MAX_OPS=65536 refused: expected a decimal number from 1 to 65535' \
+    MPICH_CH4_EFARM_MAX_OPS=65536
+check refused-not-a-number 1 'EFARM_SQ_DEPTH=lots refused' EFARM_SQ_DEPTH=lots
+check refused-choice 1 'EFARM_LOG_LEVEL=loud refused: expected one of error, warn, info' \
+    EFARM_LOG_LEVEL=loud
+check refused-between 1 'EFARM_RX_RESERVE=600 refused: expected less than EFARM_RX_BUFFERS (512)' \
+    EFARM_RX_RESERVE=600
+check unknown-reported 0 'unknown variable EFARM_RECVWINDOW ignored' EFARM_RECVWINDOW=64
+info_args=--policy
+check policy-refused 1 'EFARM_RECVWIN=100 refused' EFARM_RECVWIN=100
+check policy-eager-beyond-device 1 'EFARM_EAGER_MAX=9000 refused: one packet of efasim_0' \
+    EFARM_EAGER_MAX=9000
+check policy-eager-within-device 0 'eager up to 1000 B' EFARM_EAGER_MAX=1000
+
+echo "$npass passed, $nfail failed"
+[ "$nfail" -eq 0 ]
