@@ -14,6 +14,7 @@ packages=(
     python3 xz-utils  # MPICH's autogen (python3) and its source tarball (.tar.xz)
     valgrind          # bench/run-instr-bench.sh: instructions per round trip (callgrind)
     clang clang-format libclang-rt-14-dev   # clang builds, check-format, libFuzzer, sanitizers
+    tshark            # the Wireshark dissector tools/efarm.lua, tested on captures
 )
 
 missing=()

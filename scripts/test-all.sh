@@ -79,6 +79,8 @@ for b in gcc clang asan; do
     # The registration cache's memory hook in a program that links only libefarm.so.
     suite "mem-hook-$b" "$root/$b/test/unit/mem-hook-so"
     suite "efarm-info-$b" sh "$top/test/unit/test_efarm_info.sh" "$root/$b"
+    # EFARM_CAPTURE, the data log, efarm-pktdump --pcap/--log, the Wireshark dissector (tshark).
+    suite "capture-$b" sh "$top/test/unit/test_capture.sh" "$root/$b"
     suite "pktdump-$b" sh "$top/test/unit/test_pktdump.sh" "$root/$b/tools/efarm-pktdump" \
         "$root/$b/test/unit/golden-export"
 done

@@ -1,7 +1,12 @@
-# tools: efarm-pktdump, the protocol v4 dissector.
+# tools: efarm-pktdump, the protocol v4 dissector (packets, captures, data logs).
 bin_PROGRAMS += tools/efarm-pktdump
-tools_efarm_pktdump_SOURCES = tools/efarm-pktdump.c tools/json.c tools/json.h
+tools_efarm_pktdump_SOURCES = tools/efarm-pktdump.c tools/json.c tools/json.h \
+	tools/pktdump_streams.c tools/pktdump_streams.h
 tools_efarm_pktdump_LDADD = libefarm.la
+
+# The Wireshark dissector of EFARM_CAPTURE files and its generated packet table.
+wiresharkdir = $(pkgdatadir)/wireshark
+dist_wireshark_DATA = tools/efarm.lua tools/efarm_v4.lua
 
 # efasim-info: efasim's knob table and devices.
 bin_PROGRAMS += tools/efasim-info
@@ -19,13 +24,14 @@ bin_PROGRAMS += tools/efarm-pingpong
 tools_efarm_pingpong_SOURCES = tools/efarm_pingpong.c
 tools_efarm_pingpong_LDADD = libefarm.la
 
-# efarm-config-gen: the files generated from the tunable table (not installed).
+# efarm-config-gen: the files generated from efarm's tables (not installed).
 noinst_PROGRAMS += tools/efarm-config-gen
 tools_efarm_config_gen_SOURCES = tools/efarm-config-gen.c
 tools_efarm_config_gen_LDADD = libefarm.la
 
 # `make config-gen` rewrites them; `make check-config-gen` fails when one is stale.
-CONFIG_GEN = src/netmod_efarm/efarm_cvars.h:--cvars doc/TUNABLES.md:--markdown
+CONFIG_GEN = src/netmod_efarm/efarm_cvars.h:--cvars doc/TUNABLES.md:--markdown \
+	tools/efarm_v4.lua:--lua
 config-gen: tools/efarm-config-gen
 	@for g in $(CONFIG_GEN); do \
 		tools/efarm-config-gen $${g#*:} > $(top_srcdir)/$${g%%:*} || exit 1; \
@@ -34,5 +40,5 @@ check-config-gen: tools/efarm-config-gen
 	@for g in $(CONFIG_GEN); do \
 		tools/efarm-config-gen $${g#*:} | diff -u $(top_srcdir)/$${g%%:*} - || \
 		{ echo "check-config-gen: $${g%%:*} is stale: run make config-gen" >&2; exit 1; }; \
-		done; echo "check-config-gen: efarm_cvars.h and TUNABLES.md match the tunable table"
+		done; echo "check-config-gen: efarm_cvars.h, TUNABLES.md and efarm_v4.lua match the tables"
 .PHONY: config-gen check-config-gen

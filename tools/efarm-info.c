@@ -16,6 +16,7 @@
 #include "efarm_config.h"
 #include "efarm_device.h"
 #include "efarm_errno.h"
+#include "efarm_nic.h"
 #include "efarm_proto.h"
 
 static int print_policy(void)
@@ -73,12 +74,13 @@ int main(int argc, char **argv)
            (unsigned long long)c->rx_full_timeout_ms);
     printf("\nprotocol engine counters:\n");
     efarm_counters_describe(stdout);
+    printf("\ndevice: %s\n", efarm_device_choice()->reason);
     n = efarm_device_query_all(caps, 16);
     if (n < 0) {
-        printf("\nno devices: %s\n", efarm_strerror(n));
+        printf("no devices: %s\n", efarm_strerror(n));
         return 1;
     }
-    printf("\n%d device(s) through %s:\n", n,
+    printf("%d device(s) through %s:\n", n,
            efarm_device_kind() == EFARM_DEVICE_SIM ? "efasim" : "the system's rdma-core");
     for (int i = 0; i < n && i < 16; i++)
         printf("  %s: mtu %u, inline %u, sq %u, rq %u, sge %u/%u, rdma max %llu, read %s, "
@@ -88,5 +90,18 @@ int main(int argc, char **argv)
                (unsigned long long)caps[i].max_rdma_size, caps[i].rdma_read ? "yes" : "no",
                caps[i].rdma_write ? "yes" : "no", caps[i].rnr_retry ? "yes" : "no",
                caps[i].cq_with_sgid ? "yes" : "no", caps[i].device_version);
+    {
+        /* What one MPI rank, alone on this host and not bound, would take. */
+        struct efarm_nic_choice nic;
+        char name[EFARM_DEV_NAME_MAX];
+        int ret = efarm_dev_choose_nic(0, 1, NULL, name, &nic);
+
+        if (ret < 0)
+            printf("NIC choice: %s\n", efarm_strerror(ret));
+        else
+            printf("NIC a lone, unbound rank takes: %s (%s); EFARM_NIC_VERBOSE=1 prints each MPI "
+                   "rank's\n",
+                   name, nic.reason);
+    }
     return print_policy();
 }

@@ -4,6 +4,8 @@
  *   efarm-pktdump < packet.hex            readable form, one field per line
  *   efarm-pktdump --json < packet.hex     one JSON object on one line
  *   efarm-pktdump --encode < packet.json  the packet as hex on one line
+ *   efarm-pktdump [--json] --pcap FILE     every packet of an EFARM_CAPTURE file
+ *   efarm-pktdump [--json] --log < LOG     every packet of an EFARM_LOG_LEVEL=data log
  *
  * Hex input is one packet, whitespace ignored. JSON input is one object in the
  * --json format; every field the packet carries must be given, and nothing
@@ -22,6 +24,7 @@
 #include "efarm_hex.h"
 #include "efarm_pkt.h"
 #include "json.h"
+#include "pktdump_streams.h"
 
 /*
  * Bytes read from stdin, and bytes in a packet either way. An EFA packet is at
@@ -591,33 +594,61 @@ static int run_encode(void)
 static void usage(FILE *out)
 {
     fputs("usage: efarm-pktdump [--json | --encode | --help] < input\n"
-          "Reads one EFA RDM protocol v4 packet on stdin.\n"
+          "       efarm-pktdump [--json] --pcap FILE\n"
+          "       efarm-pktdump [--json] --log < LOG\n"
+          "Reads one EFA RDM protocol v4 packet on stdin, or every packet of a capture\n"
+          "(EFARM_CAPTURE) or of a data-level log (EFARM_LOG_LEVEL=data).\n"
           "  (no option)  hex in (whitespace ignored), readable text out\n"
-          "  --json       hex in, one JSON object out\n"
+          "  --json       hex in, one JSON object out (with --pcap/--log: one per packet)\n"
           "  --encode     one JSON object in (the --json format), hex out\n"
+          "  --pcap FILE  every record of a capture: time, direction, endpoint, peer, packet\n"
+          "  --log        every packet of a log: its header line, then the packet\n"
           "Malformed input: exit status 1 and one line on stderr.\n",
           out);
 }
 
 int main(int argc, char **argv)
 {
-    const char *opt = argc > 1 ? argv[1] : "";
+    bool json = false, log = false;
+    const char *pcap = NULL, *mode = "";
     int ret;
 
-    if (argc > 2 ||
-        (argc == 2 && strcmp(opt, "--json") && strcmp(opt, "--encode") && strcmp(opt, "--help"))) {
-        fprintf(stderr, "efarm-pktdump: unknown option or extra argument\n");
-        usage(stderr);
-        return 2;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json") && !json) {
+            json = true;
+        } else if (!strcmp(argv[i], "--pcap") && i + 1 < argc && !pcap && !log && !*mode) {
+            pcap = argv[++i];
+        } else if (!strcmp(argv[i], "--log") && !pcap && !log && !*mode) {
+            log = true;
+        } else if ((!strcmp(argv[i], "--encode") || !strcmp(argv[i], "--help")) && !*mode &&
+                   !pcap && !log && !json && argc == 2) {
+            mode = argv[i];
+        } else {
+            fprintf(stderr, "efarm-pktdump: unknown option or extra argument\n");
+            usage(stderr);
+            return 2;
+        }
     }
-    if (!strcmp(opt, "--help")) {
+    if (!strcmp(mode, "--help")) {
         usage(stdout);
         return 0;
     }
-    if (!strcmp(opt, "--encode"))
+    if (pcap) {
+        FILE *in = fopen(pcap, "rb");
+
+        if (!in) {
+            fail("cannot open %s: %s", pcap, strerror(errno));
+            return 1;
+        }
+        ret = pktdump_pcap(in, pcap, json);
+        fclose(in);
+    } else if (log) {
+        ret = pktdump_log(stdin, json);
+    } else if (!strcmp(mode, "--encode")) {
         ret = run_encode();
-    else
-        ret = run_decode(!strcmp(opt, "--json"));
+    } else {
+        ret = run_decode(json);
+    }
     if (ret)
         return 1;
     if (fflush(stdout) || ferror(stdout)) {

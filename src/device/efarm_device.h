@@ -25,20 +25,40 @@
 #define EFARM_RAW_ADDR_LEN 32 /* protocol v4 section 1.4 */
 #define EFARM_DEV_NAME_MAX 64
 
-/* Which libraries efarm_device_initialize() loaded. */
-enum efarm_device_kind { EFARM_DEVICE_EFA, EFARM_DEVICE_SIM };
+/* Which libraries efarm_device_initialize() loaded (NONE: it refused to load any). */
+enum efarm_device_kind { EFARM_DEVICE_EFA, EFARM_DEVICE_SIM, EFARM_DEVICE_NONE };
+
+/* The device choice EFARM_DEVICE makes on this host, and why, in words. */
+struct efarm_device_choice {
+    enum efarm_device_kind kind;
+    char reason[512];
+};
 
 /*
- * Load the verbs libraries, once per process: EFARM_DEVICE=efa loads the
- * system's libibverbs.so.1/libefa.so.1, sim loads efasim's (from
- * EFARM_EFASIM_PATH, else the installed efasim directory), auto (the default)
- * picks efa when sysfs shows an Amazon EFA device and sim otherwise. Returns
- * 0, or EFARM_E(DEV_LOAD) with the reason logged. Safe to call again.
+ * The choice without loading anything: EFARM_DEVICE=efa takes the system's
+ * rdma-core, sim efasim (the emulator), and auto (the default) EFA when
+ * SYSFS_ROOT/class/infiniband lists a device of Amazon's PCI vendor id, else
+ * NONE: efarm never falls back to the emulator without being told, because a
+ * cluster node without its EFA device would otherwise run 10x slower without a
+ * word. sysfs_root NULL means "/sys".
+ */
+void efarm_device_choose(const char *want, const char *sysfs_root,
+                         struct efarm_device_choice *choice);
+
+/*
+ * Load the verbs libraries of efarm_device_choose's choice, once per
+ * process: the system's libibverbs.so.1/libefa.so.1, or efasim's (from
+ * EFARM_EFASIM_PATH, else the installed efasim directory). Returns 0, or
+ * EFARM_E(DEV_LOAD) with the reason printed (for NONE, the choice's reason,
+ * which names EFARM_DEVICE). Safe to call again.
  */
 int efarm_device_initialize(void);
 
-/* What was loaded; valid after a successful efarm_device_initialize(). */
+/* What was loaded; valid after efarm_device_initialize(). */
 enum efarm_device_kind efarm_device_kind(void);
+
+/* efarm_device_initialize's choice and its reason (the choice is made on the first call). */
+const struct efarm_device_choice *efarm_device_choice(void);
 
 /* Capabilities of one device, from efadv_query_device and the port. */
 struct efarm_device_caps {

@@ -6,7 +6,7 @@
  * Only one pair may ever be loaded in a process: both carry the soname
  * libibverbs.so.1, and efasim's libefa binds to whichever is loaded. So
  * "auto" decides from sysfs (an Amazon EFA device present or not) without
- * loading anything first.
+ * loading anything first; without one it loads nothing (efarm_device_choose).
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -19,6 +19,7 @@
 #include "device_internal.h"
 #include "efarm_config.h"
 #include "efarm_errno.h"
+#include "efarm_log.h"
 
 #ifndef EFARM_EFASIM_DIR
 #define EFARM_EFASIM_DIR "/usr/local/lib/efarm/efasim"
@@ -30,31 +31,67 @@ static pthread_once_t g_load_once = PTHREAD_ONCE_INIT;
 static int g_load_result;
 static enum efarm_device_kind g_kind;
 
-/* True when sysfs lists an RDMA device whose PCI vendor is Amazon (EFA). */
-static bool sysfs_has_efa(void)
+static struct efarm_device_choice g_choice;
+
+/* The first RDMA device under ROOT/class/infiniband whose PCI vendor is Amazon (EFA). */
+static bool sysfs_find_efa(const char *root, char *name, size_t len)
 {
-    DIR *dir = opendir("/sys/class/infiniband");
+    char path[512];
+    DIR *dir;
     struct dirent *e;
     bool found = false;
 
+    snprintf(path, sizeof(path), "%s/class/infiniband", root);
+    dir = opendir(path);
     if (!dir)
         return false;
     while (!found && (e = readdir(dir))) {
-        char path[512], vendor[32] = "";
+        char vendor[32] = "";
         FILE *f;
 
         if (e->d_name[0] == '.')
             continue;
-        snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device/vendor", e->d_name);
+        snprintf(path, sizeof(path), "%s/class/infiniband/%s/device/vendor", root, e->d_name);
         f = fopen(path, "r");
         if (!f)
             continue;
-        if (fgets(vendor, sizeof(vendor), f) && !strncmp(vendor, "0x1d0f", 6))
+        if (fgets(vendor, sizeof(vendor), f) && !strncmp(vendor, "0x1d0f", 6)) {
             found = true;
+            snprintf(name, len, "%s", e->d_name);
+        }
         fclose(f);
     }
     closedir(dir);
     return found;
+}
+
+void efarm_device_choose(const char *want, const char *sysfs_root, struct efarm_device_choice *c)
+{
+    const char *root = sysfs_root ? sysfs_root : "/sys";
+    char name[256];
+
+    if (!strcmp(want, "efa")) {
+        c->kind = EFARM_DEVICE_EFA;
+        snprintf(c->reason, sizeof(c->reason),
+                 "EFA through the system's rdma-core (EFARM_DEVICE=efa)");
+    } else if (!strcmp(want, "sim")) {
+        c->kind = EFARM_DEVICE_SIM;
+        snprintf(c->reason, sizeof(c->reason),
+                 "efasim, the emulated EFA device (EFARM_DEVICE=sim)");
+    } else if (sysfs_find_efa(root, name, sizeof(name))) {
+        c->kind = EFARM_DEVICE_EFA;
+        snprintf(c->reason, sizeof(c->reason),
+                 "EFA through the system's rdma-core (EFARM_DEVICE=auto: %.200s/class/infiniband "
+                 "lists the EFA device %.64s)",
+                 root, name);
+    } else {
+        c->kind = EFARM_DEVICE_NONE;
+        snprintf(c->reason, sizeof(c->reason),
+                 "no EFA device on this host (%.200s/class/infiniband lists none of Amazon's), and "
+                 "EFARM_DEVICE=auto does not fall back to the emulator: set EFARM_DEVICE=sim "
+                 "to run on efasim, or fix the host's EFA driver",
+                 root);
+    }
 }
 
 static void *open_lib(const char *dir, const char *soname)
@@ -84,18 +121,21 @@ static int resolve(void *lib, const char *name, void **fn_p, bool required)
 
 static void load(void)
 {
-    const char *want = efarm_config()->device;
     const char *dir = NULL;
     void *verbs, *efa;
     int ret = 0;
 
-    if (!want || !*want || !strcmp(want, "auto")) {
-        g_kind = sysfs_has_efa() ? EFARM_DEVICE_EFA : EFARM_DEVICE_SIM;
-    } else if (!strcmp(want, "efa")) {
-        g_kind = EFARM_DEVICE_EFA;
-    } else if (!strcmp(want, "sim")) {
-        g_kind = EFARM_DEVICE_SIM;
-    } else { /* efarm_config refused it, and nothing may start */
+    if (efarm_config_status(NULL)) { /* a refused tunable: nothing may start */
+        g_choice.kind = EFARM_DEVICE_NONE;
+        snprintf(g_choice.reason, sizeof(g_choice.reason), "a tunable was refused");
+        g_kind = EFARM_DEVICE_NONE;
+        g_load_result = EFARM_E(DEV_LOAD);
+        return;
+    }
+    efarm_device_choose(efarm_config()->device, NULL, &g_choice);
+    g_kind = g_choice.kind;
+    if (g_kind == EFARM_DEVICE_NONE) {
+        efarm_log(EFARM_LOG_ERROR, "%s", g_choice.reason);
         g_load_result = EFARM_E(DEV_LOAD);
         return;
     }
@@ -136,4 +176,10 @@ int efarm_device_initialize(void)
 enum efarm_device_kind efarm_device_kind(void)
 {
     return g_kind;
+}
+
+const struct efarm_device_choice *efarm_device_choice(void)
+{
+    efarm_device_initialize();
+    return &g_choice;
 }

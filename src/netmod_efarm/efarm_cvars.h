@@ -23,8 +23,9 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        verbs libraries: efa (system rdma-core), sim (efasim), auto (efa if sysfs has
-        one). Allowed: one of auto, efa, sim. Also read as EFARM_DEVICE.
+        verbs libraries: efa (system rdma-core), sim (efasim, the emulator), auto (efa
+        when sysfs lists an EFA device; without one efarm refuses to start, never
+        emulating unasked). Allowed: one of auto, efa, sim. Also read as EFARM_DEVICE.
 
     - name        : MPIR_CVAR_CH4_EFARM_EFASIM_PATH
       category    : CH4_EFARM
@@ -150,6 +151,18 @@ cvars:
       description : >-
         error, warn, info, debug, trace or data (data prints every packet). Allowed: one
         of error, warn, info, debug, trace, data. Also read as EFARM_LOG_LEVEL.
+
+    - name        : MPIR_CVAR_CH4_EFARM_CAPTURE
+      category    : CH4_EFARM
+      type        : string
+      default     : NULL
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        pcap file of every packet sent and received (%p pid, %r MPI rank, %h host;
+        empty: no capture); efarm-pktdump --pcap and Wireshark with efarm.lua read it.
+        Allowed: any text. Also read as EFARM_CAPTURE.
 
     - name        : MPIR_CVAR_CH4_EFARM_AV_SIZE
       category    : CH4_EFARM
@@ -574,6 +587,7 @@ static const struct MPIDI_EFARM_cvar {
     {"MR_CACHE_MAX_ENTRIES", 0, &MPIR_CVAR_CH4_EFARM_MR_CACHE_MAX_ENTRIES},
     {"MR_CACHE_MAX_BYTES", 1, &MPIR_CVAR_CH4_EFARM_MR_CACHE_MAX_BYTES},
     {"LOG_LEVEL", 1, &MPIR_CVAR_CH4_EFARM_LOG_LEVEL},
+    {"CAPTURE", 1, &MPIR_CVAR_CH4_EFARM_CAPTURE},
     {"AV_SIZE", 0, &MPIR_CVAR_CH4_EFARM_AV_SIZE},
     {"SQ_DEPTH", 0, &MPIR_CVAR_CH4_EFARM_SQ_DEPTH},
     {"RX_BUFFERS", 0, &MPIR_CVAR_CH4_EFARM_RX_BUFFERS},

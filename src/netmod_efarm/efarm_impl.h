@@ -19,6 +19,7 @@
 #include "efarm_compat.h"
 #include "efarm_config.h"
 #include "efarm_errno.h"
+#include "efarm_log.h"
 #include "efarm_proto.h"
 
 /* The netmod's own counters (MPI_T pvars efarm_nm_*, beside the engine's efarm_*). */

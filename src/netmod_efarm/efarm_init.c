@@ -300,6 +300,12 @@ static int choose_device(char name[EFARM_DEV_NAME_MAX])
         nlocal = np.nlocal;
     }
     ret = efarm_dev_choose_nic(my_local, nlocal, (const char *const *)np.binding, name, c);
+    if (ret < 0 && efarm_device_choice()->kind == EFARM_DEVICE_NONE) {
+        /* EFARM_DEVICE=auto on a host without EFA: the reason names the variable. */
+        MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**efarm_device", "**efarm_device %s",
+                      efarm_device_choice()->reason);
+        goto fn_fail;
+    }
     if (ret < 0) {
         mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_dev_choose_nic");
         goto fn_fail;
@@ -421,6 +427,7 @@ int MPIDI_EFARM_init_local(int *tag_bits)
         goto fn_fail;
     }
 
+    efarm_log_set_rank(MPIR_Process.rank);
     mpi_errno = config_load();
     if (mpi_errno)
         goto fn_fail;
@@ -438,6 +445,8 @@ int MPIDI_EFARM_init_local(int *tag_bits)
         goto fn_fail;
     }
     MPIDI_EFARM_global.ep = ep;
+    efarm_log(EFARM_LOG_INFO, "MPI rank %d: %s; device %s: %s", MPIR_Process.rank,
+              efarm_device_choice()->reason, device, MPIDI_EFARM_global.nic.reason);
     mpi_errno = MPIDI_EFARM_rails_open(&attr);
     if (mpi_errno)
         goto fn_fail;

@@ -19,7 +19,8 @@ pkginclude_HEADERS = \
 	src/device/efarm_device.h \
 	src/device/efarm_mr_cache.h \
 	src/util/efarm_errno.h \
-	src/util/efarm_config.h
+	src/util/efarm_config.h \
+	src/util/efarm_log.h
 
 EXTRA_DIST += \
 	src/netmod_efarm/README.md \

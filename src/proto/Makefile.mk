@@ -14,6 +14,7 @@ libefarm_la_SOURCES += \
 	src/proto/proto_ep.c \
 	src/proto/proto_av.c \
 	src/proto/proto_tx.c \
+	src/proto/proto_observe.c \
 	src/proto/proto_rx.c \
 	src/proto/proto_ops.c \
 	src/proto/proto_select.c \

@@ -102,7 +102,7 @@ efarm_rx_eager_fast(struct efarm_ep *ep, struct efarm_dev_ep *dev, uint32_t rx_i
     efarm_peer_t peer;
     uint16_t ahn;
 
-    if (len < hdr || f->word == 0 || efarm_log_level() >= EFARM_LOG_DATA)
+    if (len < hdr || f->word == 0 || ep->observe)
         return false;
     word = efarm_load_le32(data);
     if (word == f->word_connid)

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "efarm_capture.h"
 #include "efarm_config.h"
 #include "msg_fast_inline.h"
 #include "proto_internal.h"
@@ -369,6 +370,10 @@ int efarm_ep_open(const struct efarm_ep_attr *attr, struct efarm_ep **ep_p)
     ret = eager_max_check(ep->p.eager_max, ep->caps.name, ep->mtu);
     if (ret)
         goto err_close_dev;
+    ret = efarm_capture_open(); /* EFARM_CAPTURE: the process's pcap file, on the first open */
+    if (ret)
+        goto err_close_dev;
+    ep->observe = efarm_log_level() >= EFARM_LOG_DATA || efarm_capture_on();
     ret = efarm_thresholds_resolve(a.profile ? a.profile : efarm_config()->profile, ep->caps.name,
                                    ep->mtu, &ep->p);
     if (ret)

@@ -386,6 +386,7 @@ struct efarm_ep {
     uint32_t connid;
     uint32_t mtu;
     uint64_t extra_info; /* what our HANDSHAKE advertises */
+    bool observe;        /* every packet goes by efarm_observe_*: data log or capture */
 
     /* Address vector. */
     struct efarm_peer *peers;
@@ -496,6 +497,15 @@ uint64_t efarm_now_ns(void);
 uint64_t efarm_ep_rand(struct efarm_ep *ep);
 uint16_t efarm_ep_qpn(const struct efarm_ep *ep); /* ours, as logs name the endpoint */
 
+/*
+ * EFARM_LOG_LEVEL=data and EFARM_CAPTURE (ep->observe): a packet sent (once
+ * posted) or received (before decoding: undecodable ones are captured too) is
+ * logged as one line ending in its hex, then decoded, and written to the
+ * capture file.
+ */
+void efarm_observe_tx(const struct efarm_ep *ep, const struct efarm_txpkt *tx);
+void efarm_observe_rx(const struct efarm_ep *ep, const struct efarm_dev_cqe *cqe);
+
 /* proto_av.c */
 int efarm_av_init(struct efarm_ep *ep);
 void efarm_av_fini(struct efarm_ep *ep);
@@ -585,7 +595,6 @@ static inline void efarm_txpkt_release(struct efarm_ep *ep, struct efarm_txpkt *
 }
 
 /* The `data` log level's print of a packet as posted. */
-void efarm_txpkt_print(const struct efarm_ep *ep, const struct efarm_txpkt *tx);
 /* A packet efarm_txpkt_post did not post (ret): queued on -EAGAIN, else failed. */
 void efarm_txpkt_unposted(struct efarm_ep *ep, struct efarm_txpkt *tx, int ret);
 
@@ -606,8 +615,8 @@ static inline __attribute__((always_inline)) int efarm_txpkt_post(struct efarm_e
         return ret;
     ep->cnt.tx_pkts++;
     ep->cnt.tx_by_type[tx->type]++;
-    if (efarm_log_level() >= EFARM_LOG_DATA)
-        efarm_txpkt_print(ep, tx);
+    if (ep->observe)
+        efarm_observe_tx(ep, tx);
     return 0;
 }
 

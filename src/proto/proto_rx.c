@@ -800,6 +800,8 @@ void efarm_rx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
     }
     ep->cnt.rx_pkts++;
     ep->cnt.rx_bytes += cqe->len;
+    if (ep->observe)
+        efarm_observe_rx(ep, cqe);
     ret = efarm_pkt_decode(cqe->data, cqe->len, &pkt);
     if (ret) {
         ep->cnt.decode_errors++;
@@ -809,11 +811,6 @@ void efarm_rx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
         return;
     }
     ep->cnt.rx_by_type[pkt.type]++;
-    if (efarm_log_level() >= EFARM_LOG_DATA) {
-        fprintf(stderr, "efarm: ep %u rx %s from QPN %u, %u bytes\n", efarm_ep_qpn(ep),
-                efarm_pkt_type_info(pkt.type)->name, cqe->src_qpn, cqe->len);
-        efarm_pkt_print_text(stderr, &pkt);
-    }
     peer = efarm_peer_identify(ep, cqe, &pkt);
     st = peer == EFARM_PEER_NONE ? NULL : efarm_peer_state_get(ep, peer);
     if (st == NULL) {

@@ -85,23 +85,6 @@ uint16_t efarm_ep_qpn(const struct efarm_ep *ep)
     return efarm_load_le16(ep->raw_addr + offsetof(struct efarm_wire_raw_addr, qpn));
 }
 
-/*
- * The `data` log level: a packet as it goes on the wire, decoded from the
- * send buffer with its data appended (read_iov, payload), once per post.
- */
-void efarm_txpkt_print(const struct efarm_ep *ep, const struct efarm_txpkt *tx)
-{
-    struct efarm_pkt pkt;
-    int ret = efarm_pkt_decode(tx->buf, tx->len, &pkt);
-
-    fprintf(stderr, "efarm: ep %u tx %s to peer %u, %u bytes\n", efarm_ep_qpn(ep),
-            efarm_pkt_type_info(tx->type)->name, tx->peer, tx->len);
-    if (ret == 0)
-        efarm_pkt_print_text(stderr, &pkt);
-    else
-        fprintf(stderr, "(our own packet does not decode: %s)\n", efarm_strerror(ret));
-}
-
 void efarm_pkt_set_raw_addr(const struct efarm_ep *ep, struct efarm_pkt *pkt)
 {
     pkt->flags |= EFARM_REQ_OPT_RAW_ADDR_HDR;

@@ -1,4 +1,4 @@
-# src/util: error codes, byte order, lists, pools, texts, logging, config.
+# src/util: error codes, byte order, lists, pools, texts, logging, config, packet capture.
 libefarm_la_SOURCES += \
 	src/util/efarm_byteorder.h \
 	src/util/efarm_config.h \
@@ -12,4 +12,6 @@ libefarm_la_SOURCES += \
 	src/util/efarm_text.h \
 	src/util/text.c \
 	src/util/efarm_log.h \
-	src/util/log.c
+	src/util/log.c \
+	src/util/efarm_capture.h \
+	src/util/capture.c

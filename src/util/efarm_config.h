@@ -35,7 +35,8 @@
  */
 #define EFARM_CONFIG_LIST(X)                                                                       \
     X(DEVICE, device, ENUM, "auto", 0, 0, "auto|efa|sim",                                          \
-      "verbs libraries: efa (system rdma-core), sim (efasim), auto (efa if sysfs has one)")        \
+      "verbs libraries: efa (system rdma-core), sim (efasim, the emulator), auto (efa when "       \
+      "sysfs lists an EFA device; without one efarm refuses to start, never emulating unasked)")   \
     X(EFASIM_PATH, efasim_path, DIR, "", 0, 0, "",                                                 \
       "directory of efasim's libibverbs.so.1 and libefa.so.1 (empty: the installed one)")          \
     X(IFACE, iface, STR, "", 0, 0, "",                                                             \
@@ -61,6 +62,9 @@
       "bytes the cache may keep registered (0: from the device's limits)")                         \
     X(LOG_LEVEL, log_level, ENUM, "warn", 0, 0, "error|warn|info|debug|trace|data",                \
       "error, warn, info, debug, trace or data (data prints every packet)")                        \
+    X(CAPTURE, capture, STR, "", 0, 0, "",                                                         \
+      "pcap file of every packet sent and received (%p pid, %r MPI rank, %h host; empty: no "      \
+      "capture); efarm-pktdump --pcap and Wireshark with efarm.lua read it")                       \
     X(AV_SIZE, av_size, U64, "4096", 1, 1073741823, "",                                            \
       "peers one endpoint can address, unknown senders included (56 bytes each)")                  \
     X(SQ_DEPTH, sq_depth, U64, "256", 1, 65536, "", "send work requests in flight on the device")  \

@@ -8,6 +8,7 @@
 #ifndef EFARM_LOG_H
 #define EFARM_LOG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum efarm_log_level {
@@ -28,6 +29,15 @@ static inline int efarm_log_level(void)
 {
     return g_efarm_log_level ? g_efarm_log_level : efarm_log_level_init();
 }
+
+/*
+ * Every line starts "efarm[PID] LEVEL file:line:", or "efarm[PID rank R]"
+ * once the MPI glue has said which rank this process is.
+ */
+void efarm_log_set_rank(int rank);
+
+/* "efarm[PID]" or "efarm[PID rank R]": how this process's lines start. */
+void efarm_log_who(char *buf, size_t len);
 
 void efarm_log_emit(int level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -8,9 +8,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "efarm_capture.h"
 #include "efarm_config.h"
 
 int g_efarm_log_level;
+
+/* Who this process is, after the pid on every line: "" or " rank 3" (efarm_log_set_rank). */
+static char g_who[32];
+
+void efarm_log_set_rank(int rank)
+{
+    snprintf(g_who, sizeof(g_who), " rank %d", rank);
+    efarm_capture_set_rank(rank);
+}
 
 static const char *const g_level_names[] = {"none",  "error", "warn", "info",
                                             "debug", "trace", "data"};
@@ -32,6 +42,11 @@ int efarm_log_level_init(void)
     return level;
 }
 
+void efarm_log_who(char *buf, size_t len)
+{
+    snprintf(buf, len, "efarm[%d%s]", (int)getpid(), g_who);
+}
+
 void efarm_log_emit(int level, const char *file, int line, const char *fmt, ...)
 {
     const char *base = strrchr(file, '/');
@@ -41,7 +56,7 @@ void efarm_log_emit(int level, const char *file, int line, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    fprintf(stderr, "efarm[%d] %s %s:%d: %s\n", (int)getpid(),
+    fprintf(stderr, "efarm[%d%s] %s %s:%d: %s\n", (int)getpid(), g_who,
             level >= 1 && level <= EFARM_LOG_DATA ? g_level_names[level] : "?",
             base ? base + 1 : file, line, msg);
 }

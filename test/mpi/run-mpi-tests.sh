@@ -70,6 +70,7 @@ cvars_pvars="MPITEST_PVAR_EXPECT=efarm_nm_medium_max=20000,efarm_nm_read_min=300
 runs=(
     "cvars-n2 cvars 2 $cvars"
     "cvars-write-n2 cvars 2 $cvars EFASIM_NDEV=2 MPITEST_CVAR_WRITE=MEDIUM_MAX=20000,READ_MIN=300000,RAILS=2 $cvars_pvars,efarm_nm_nrails=2"
+    "cvars-info-log-n2 cvars 2 $cvars EFARM_LOG_LEVEL=info MPITEST_LOG_EXPECT=MPI.rank.1:.efasim,.the.emulated.EFA.device..EFARM_DEVICE=sim.;.device.efasim_0:"
     "cvars-env-n2 cvars 2 $cvars MPIR_CVAR_CH4_EFARM_MEDIUM_MAX=20000 MPICH_CH4_EFARM_READ_MIN=300000 $cvars_pvars"
     "pt2pt_sizes-n2 pt2pt_sizes 2"
     "pt2pt_sizes-n4 pt2pt_sizes 4"
@@ -140,11 +141,17 @@ failruns=(
     "cvars-refused-efarm-n2 cvars 2 EFARM_RECVWIN=100.refused:.expected.a.power.of.2.from.1.to.65536 $cvars EFARM_RECVWIN=100"
     "cvars-refused-write-n2 cvars 2 MPIR_CVAR_CH4_EFARM_RECVWIN=100.refused $cvars MPITEST_CVAR_WRITE=RECVWIN=100"
     "cvars-refused-write-string-n2 cvars 2 MPIR_CVAR_CH4_EFARM_PROTO=fastest.refused:.expected.one.of.auto $cvars MPITEST_CVAR_WRITE=PROTO=fastest"
+    "cvars-refused-device-n2 cvars 2 EFARM_DEVICE=nic.refused:.expected.one.of.auto,.efa,.sim $cvars EFARM_DEVICE=nic"
     "cvars-refused-eager-n2 cvars 2 EFARM_EAGER_MAX=9000.refused:.one.packet $cvars EFARM_EAGER_MAX=9000"
     "unexpected_flood-tiny-budget-n2 unexpected_flood 2 [Rr]aise.EFARM_UNEXP_MAX_BYTES $tiny_budget EFARM_RX_FULL_TIMEOUT_MS=2000 MPITEST_FLOOD_N=20000"
     "rma_native-passive-emulated-n2 rma_native 2 mem.0.....FLAG:.0.vs EFARM_RDMA_WRITE=0 MPITEST_RMA_PASSIVE=3"
     "rma_dynamic-passive-emulated-n2 rma_dynamic 2 mem.0.....FLAG:.0.vs EFARM_RDMA_WRITE=0 MPITEST_RMA_PASSIVE=3"
 )
+
+# The default device on a host without EFA: MPI_Init fails and says how to ask for efasim.
+if ! grep -qs 0x1d0f /sys/class/infiniband/*/device/vendor; then
+    failruns+=("device-auto-without-efa-n2 cvars 2 no.EFA.device.on.this.host.*EFARM_DEVICE=sim $cvars EFARM_DEVICE=auto")
+fi
 
 # NIC placement runs (nic_placement.c): NAME RANKS BIND MODEL NDEV EXPECT. efasim gets
 # NDEV devices and its own sysfs directory (so its per-device counters start at zero),
@@ -234,14 +241,19 @@ launch() {
     fi
 }
 
-# judge NAME PROG RANKS: a run that must pass, from status, secs and log.
+# judge NAME PROG RANKS [VARS]: a run that must pass, from status, secs and log; with
+# MPITEST_LOG_EXPECT=PATTERN among VARS the log must also match PATTERN (grep -E).
 judge() {
+    local want
+    want=$(sed -n 's/.*MPITEST_LOG_EXPECT=\([^ ]*\).*/\1/p' <<<"${4:-}")
     if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
         fail "$1 (timeout ${timeout_s} s)" "$log"
     elif [ "$status" -ne 0 ]; then
         fail "$1 (exit $status, ${secs} s)" "$log"
     elif ! grep -q "^$2: OK ($3 ranks)" "$log"; then
         fail "$1 (no OK line, ${secs} s)" "$log"
+    elif [ -n "$want" ] && ! grep -Eq "$want" "$log"; then
+        fail "$1 (log lacks '$want', ${secs} s)" "$log"
     else
         pass "$1 (${secs} s)"
     fi
@@ -251,7 +263,7 @@ for r in "${runs[@]}"; do
     read -r name prog ranks vars <<<"$r"
     selected "$name" || continue
     launch "$name" "$prog" "$ranks" "$vars" || continue
-    judge "$name" "$prog" "$ranks"
+    judge "$name" "$prog" "$ranks" "$vars"
 done
 
 # Ranks that set EFARM_RAILS differently (MPMD): rank 0 opens two rails, rank 1 one;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "efarm_config.h"
 #include "efarm_errno.h"
@@ -324,4 +325,32 @@ EFARM_TEST(config_mpi_lookup_same_as_environment)
     EXPECT_TRUE(first != NULL);
     EXPECT_TRUE(strstr(first + 1, "MAX_OPS=70000 refused") == NULL);
     EXPECT_TRUE(strstr(msg, "MPIR_CVAR_CH4_EFARM_MAX_OPS=70000 refused") != NULL);
+}
+
+/* Log lines name the process, and the MPI rank once the glue has said it. */
+EFARM_TEST(log_lines_carry_pid_and_rank)
+{
+    char path[] = "/tmp/efarm-log-XXXXXX", line[512], want[64];
+    int fd = mkstemp(path), saved = dup(2);
+    FILE *f;
+
+    EXPECT_TRUE(fd >= 0 && saved >= 0);
+    fflush(stderr);
+    dup2(fd, 2);
+    efarm_log(EFARM_LOG_ERROR, "first");
+    efarm_log_set_rank(3);
+    efarm_log(EFARM_LOG_ERROR, "second");
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    f = fdopen(fd, "r");
+    rewind(f);
+    snprintf(want, sizeof(want), "efarm[%d] error ", (int)getpid());
+    EXPECT_TRUE(fgets(line, sizeof(line), f) && !strncmp(line, want, strlen(want)) &&
+                strstr(line, ": first"));
+    snprintf(want, sizeof(want), "efarm[%d rank 3] error ", (int)getpid());
+    EXPECT_TRUE(fgets(line, sizeof(line), f) && !strncmp(line, want, strlen(want)) &&
+                strstr(line, ": second"));
+    fclose(f);
+    unlink(path);
 }

@@ -162,6 +162,64 @@ EFARM_TEST(device_sim_path_missing_fails_cleanly)
     EXPECT_RET(efarm_device_query_all(&caps, 1), EFARM_E(DEV_LOAD));
 }
 
+/* A fake sysfs tree: ROOT/class/infiniband/NAME/device/vendor holding VENDOR. */
+static void fake_rdma_device(const char *root, const char *name, const char *vendor)
+{
+    char path[512];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "mkdir -p %s/class/infiniband/%s/device", root, name);
+    EXPECT_EQ(system(path), 0);
+    snprintf(path, sizeof(path), "%s/class/infiniband/%s/device/vendor", root, name);
+    f = fopen(path, "w");
+    EXPECT_TRUE(f != NULL);
+    fprintf(f, "%s\n", vendor);
+    fclose(f);
+}
+
+/* auto takes EFA only when sysfs lists one; otherwise it refuses rather than emulate. */
+EFARM_TEST(device_choice_auto_needs_an_efa_device)
+{
+    char root[] = "/tmp/efarm-sysfs-XXXXXX", cmd[64];
+    struct efarm_device_choice c;
+
+    EXPECT_TRUE(mkdtemp(root) != NULL);
+    efarm_device_choose("auto", root, &c); /* no class/infiniband at all */
+    EXPECT_EQ(c.kind, EFARM_DEVICE_NONE);
+    EXPECT_TRUE(strstr(c.reason, "EFARM_DEVICE=sim") != NULL);
+    fake_rdma_device(root, "mlx5_0", "0x15b3"); /* another vendor's RDMA device */
+    efarm_device_choose("auto", root, &c);
+    EXPECT_EQ(c.kind, EFARM_DEVICE_NONE);
+    fake_rdma_device(root, "rdmap16s27", "0x1d0f");
+    efarm_device_choose("auto", root, &c);
+    EXPECT_EQ(c.kind, EFARM_DEVICE_EFA);
+    EXPECT_TRUE(strstr(c.reason, "rdmap16s27") != NULL);
+    efarm_device_choose("sim", root, &c); /* asked for: always the emulator */
+    EXPECT_EQ(c.kind, EFARM_DEVICE_SIM);
+    efarm_device_choose("efa", "/nonexistent", &c); /* asked for: EFA, whatever sysfs says */
+    EXPECT_EQ(c.kind, EFARM_DEVICE_EFA);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+    EXPECT_EQ(system(cmd), 0);
+}
+
+/* On this host with the default: a host without EFA loads nothing and says why. */
+EFARM_TEST(device_default_without_efa_refuses)
+{
+    struct efarm_device_choice host;
+    struct efarm_device_caps caps;
+
+    unsetenv("EFARM_DEVICE");
+    efarm_device_choose("auto", NULL, &host);
+    if (host.kind == EFARM_DEVICE_EFA) {
+        printf("  this host has an EFA device: nothing to refuse\n");
+        return;
+    }
+    EXPECT_RET(efarm_device_query_all(&caps, 1), EFARM_E(DEV_LOAD));
+    EXPECT_EQ(efarm_device_kind(), EFARM_DEVICE_NONE);
+    EXPECT_TRUE(strstr(efarm_device_choice()->reason, "does not fall back to the emulator") !=
+                NULL);
+}
+
 EFARM_TEST(device_raw_address_and_connid)
 {
     uint8_t raw_a[EFARM_RAW_ADDR_LEN], raw_b[EFARM_RAW_ADDR_LEN];

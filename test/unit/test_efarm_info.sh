@@ -6,8 +6,9 @@
 # A refused value (from EFARM_* or from MPICH's names for the control
 # variable) shows as REFUSED with the variable, the value and what is allowed,
 # and efarm-info exits 1; an accepted one shows in force with what set it; an
-# unknown variable is reported; EFARM_EAGER_MAX beyond one packet of the
-# device is refused by --policy. Prints "PASS name" or "FAIL name: why" per
+# unknown variable is reported; the device efarm would use is said, and with
+# the default (auto) a host without EFA gets none; EFARM_EAGER_MAX beyond one
+# packet of the device is refused by --policy. Prints "PASS name" or "FAIL name: why" per
 # check, then "N passed, N failed"; exits nonzero if any check failed.
 set -u
 
@@ -68,6 +69,12 @@ check refused-choice 1 'EFARM_LOG_LEVEL=loud refused: expected one of error, war
     EFARM_LOG_LEVEL=loud
 check refused-between 1 'EFARM_RX_RESERVE=600 refused: expected less than EFARM_RX_BUFFERS (512)' \
     EFARM_RX_RESERVE=600
+check device-sim-said 0 '^device: efasim, the emulated EFA device (EFARM_DEVICE=sim)'
+check nic-choice-said 0 '^NIC a lone, unbound rank takes: efasim_0 '
+if ! grep -qs 0x1d0f /sys/class/infiniband/*/device/vendor; then
+    check device-auto-without-efa 1 '^device: no EFA device on this host.*set EFARM_DEVICE=sim' \
+        EFARM_DEVICE=auto
+fi
 check unknown-reported 0 'unknown variable EFARM_RECVWINDOW ignored' EFARM_RECVWINDOW=64
 info_args=--policy
 check policy-refused 1 'EFARM_RECVWIN=100 refused' EFARM_RECVWIN=100

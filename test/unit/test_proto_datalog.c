@@ -5,9 +5,11 @@
  * The engine's log is captured while traffic of every subprotocol runs (the
  * matrix of part 1, tagged and untagged, after a DC send that needs the
  * handshake trigger; READ_NACK with the registration limit of part 9), then
- * parsed: for each endpoint and packet type, the lines "efarm: ep <qpn> tx
- * <type>" and "rx <type>" must number exactly what the per-type counters
- * count, every type that crossed the wire in either direction is printed,
+ * parsed: for each endpoint and packet type, the lines "efarm[PID] data: ep
+ * <qpn> tx <type>" and "rx <type>" must number exactly what the per-type
+ * counters count, each followed by a hex line that decodes to that type (what
+ * efarm-pktdump --log reads), every type that crossed the wire in either
+ * direction is printed,
  * and the HANDSHAKE's extra_info is printed on send as on receive. Before,
  * printing a RUNTREAD packet on send read its read_iov through the packet
  * description's NULL payload (SIGSEGV), and the HANDSHAKE sent left out its
@@ -48,7 +50,8 @@ struct printed {
 static void parse_log(const char *path, uint16_t qa, uint16_t qb, struct printed *pa,
                       struct printed *pb)
 {
-    char line[4096], dir[8], name[64];
+    static char line[65536];
+    char dir[8], name[64];
     FILE *f = fopen(path, "r");
     unsigned qpn;
 
@@ -56,10 +59,27 @@ static void parse_log(const char *path, uint16_t qa, uint16_t qb, struct printed
     memset(pa, 0, sizeof(*pa));
     memset(pb, 0, sizeof(*pb));
     while (fgets(line, sizeof(line), f)) {
+        const char *at = strstr(line, "] data: ep ");
         struct printed *p;
         int type;
 
-        if (sscanf(line, "efarm: ep %u %7s %63s", &qpn, dir, name) != 3)
+        if (!strncmp(line, "efarm[", 6) && strstr(line, "] hex:")) {
+            /* The hex line after each header decodes to the type the header named. */
+            uint8_t bytes[16384];
+            unsigned n = 0, v;
+            int used;
+            struct efarm_pkt pkt;
+
+            for (const char *h = strstr(line, "] hex:") + 6; sscanf(h, " %2x%n", &v, &used) == 1;
+                 h += used)
+                if (n < sizeof(bytes))
+                    bytes[n++] = (uint8_t)v;
+            EXPECT_EQ(efarm_pkt_decode(bytes, n, &pkt), 0);
+            EXPECT_TRUE(!strcmp(efarm_pkt_type_info(pkt.type)->name, name));
+            continue;
+        }
+        if (!at || strncmp(line, "efarm[", 6) ||
+            sscanf(at, "] data: ep %u %7s %63s", &qpn, dir, name) != 3)
             continue;
         p = qpn == qa ? pa : qpn == qb ? pb : NULL;
         type = efarm_pkt_type_lookup(name);
