@@ -8,6 +8,10 @@ tools_efarm_pktdump_LDADD = libefarm.la
 wiresharkdir = $(pkgdatadir)/wireshark
 dist_wireshark_DATA = tools/efarm.lua tools/efarm_v4.lua
 
+# Manual pages: the tools', and efarm(7) with every tunable (generated, see below).
+dist_man_MANS = doc/man/efarm-info.1 doc/man/efarm-pktdump.1 doc/man/efarm-pingpong.1 \
+	doc/man/efasim-info.1 doc/man/efarm.7
+
 # efasim-info: efasim's knob table and devices.
 bin_PROGRAMS += tools/efasim-info
 tools_efasim_info_SOURCES = tools/efasim-info.c
@@ -31,7 +35,7 @@ tools_efarm_config_gen_LDADD = libefarm.la
 
 # `make config-gen` rewrites them; `make check-config-gen` fails when one is stale.
 CONFIG_GEN = src/netmod_efarm/efarm_cvars.h:--cvars doc/TUNABLES.md:--markdown \
-	tools/efarm_v4.lua:--lua
+	tools/efarm_v4.lua:--lua doc/man/efarm.7:--man
 config-gen: tools/efarm-config-gen
 	@for g in $(CONFIG_GEN); do \
 		tools/efarm-config-gen $${g#*:} > $(top_srcdir)/$${g%%:*} || exit 1; \
@@ -40,5 +44,5 @@ check-config-gen: tools/efarm-config-gen
 	@for g in $(CONFIG_GEN); do \
 		tools/efarm-config-gen $${g#*:} | diff -u $(top_srcdir)/$${g%%:*} - || \
 		{ echo "check-config-gen: $${g%%:*} is stale: run make config-gen" >&2; exit 1; }; \
-		done; echo "check-config-gen: efarm_cvars.h, TUNABLES.md and efarm_v4.lua match the tables"
+		done; echo "check-config-gen: efarm_cvars.h, TUNABLES.md, efarm_v4.lua and efarm.7 match the tables"
 .PHONY: config-gen check-config-gen

@@ -22,13 +22,22 @@ pkginclude_HEADERS = \
 	src/util/efarm_config.h \
 	src/util/efarm_log.h
 
-EXTRA_DIST += \
-	src/netmod_efarm/README.md \
+EXTRA_DIST += src/netmod_efarm/README.md
+
+# The netmod's sources and scripts/mpich-netmod-prepare.sh, installed so that an
+# MPICH build elsewhere (the Spack recipe, packaging/spack) can put the netmod
+# into its tree: PREFIX/share/efarm/mpich/mpich-netmod-prepare.sh MPICH_TREE.
+# test/unit/test_packaging.sh checks this list against src/netmod_efarm.
+mpichdir = $(pkgdatadir)/mpich
+dist_mpich_SCRIPTS = scripts/mpich-netmod-prepare.sh
+mpichnetmoddir = $(pkgdatadir)/mpich/netmod
+dist_mpichnetmod_DATA = \
 	src/netmod_efarm/subconfigure.m4 \
 	src/netmod_efarm/Makefile.mk \
 	src/netmod_efarm/errnames.txt \
 	src/netmod_efarm/efarm_pre.h \
 	src/netmod_efarm/efarm_impl.h \
+	src/netmod_efarm/efarm_compat.h \
 	src/netmod_efarm/efarm_cvars.h \
 	src/netmod_efarm/netmod_inline.h \
 	src/netmod_efarm/efarm_am.h \

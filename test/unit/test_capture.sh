@@ -23,21 +23,8 @@ build=$1
 top=$(cd "$(dirname "$0")/../.." && pwd)
 pktdump=$build/tools/efarm-pktdump
 pingpong=$build/tools/efarm-pingpong
-npass=0
-nfail=0
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_capture.XXXXXX") || exit 2
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 2' HUP INT PIPE TERM
-
-pass() {
-    npass=$((npass + 1))
-    echo "PASS $1"
-}
-
-fail() {
-    nfail=$((nfail + 1))
-    echo "FAIL $1: $2"
-}
+# shellcheck source=test/unit/testlib.sh
+. "$(dirname "$0")/testlib.sh"
 
 sim() {
     env EFARM_DEVICE=sim EFARM_EFASIM_PATH="$build/src/efasim/.libs" EFARM_PROFILE=reference "$@"
@@ -150,5 +137,4 @@ for bad in "$tmp/no/such/dir/cap.pcap" "$tmp/cap-%q.pcap"; do
     fi
 done
 
-echo "$npass passed, $nfail failed"
-[ "$nfail" -eq 0 ]
+summary

@@ -18,21 +18,8 @@ if [ $# -ne 1 ]; then
 fi
 build=$1
 info=$build/tools/efarm-info
-npass=0
-nfail=0
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_efarm_info.XXXXXX") || exit 2
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 2' HUP INT PIPE TERM
-
-pass() {
-    npass=$((npass + 1))
-    echo "PASS $1"
-}
-
-fail() {
-    nfail=$((nfail + 1))
-    echo "FAIL $1: $2"
-}
+# shellcheck source=test/unit/testlib.sh
+. "$(dirname "$0")/testlib.sh"
 
 # check NAME WANT_STATUS PATTERN ENV... : run efarm-info under ENV; its exit
 # status must be WANT_STATUS and its output (stdout and stderr) match PATTERN.
@@ -82,5 +69,4 @@ check policy-eager-beyond-device 1 'EFARM_EAGER_MAX=9000 refused: one packet of 
     EFARM_EAGER_MAX=9000
 check policy-eager-within-device 0 'eager up to 1000 B' EFARM_EAGER_MAX=1000
 
-echo "$npass passed, $nfail failed"
-[ "$nfail" -eq 0 ]
+summary

@@ -18,8 +18,6 @@ fi
 libdir=$1
 devinfo=${IBV_DEVINFO:-/usr/bin/ibv_devinfo}
 devices=$(dirname "$devinfo")/ibv_devices
-npass=0
-nfail=0
 
 if [ ! -x "$devinfo" ]; then
     echo "SKIP ibv_devinfo: ibverbs-utils not installed"
@@ -30,9 +28,8 @@ if [ ! -e "$libdir/libibverbs.so.1" ]; then
     exit 2
 fi
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_ibv_devinfo.XXXXXX") || exit 2
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 2' HUP INT PIPE TERM
+# shellcheck source=test/unit/testlib.sh
+. "$(dirname "$0")/testlib.sh"
 
 # The checks below expect efasim's defaults.
 unset EFASIM_NDEV EFASIM_ADDR EFASIM_MTU
@@ -44,16 +41,6 @@ run_limit=
 if command -v timeout >/dev/null 2>&1; then
     run_limit="timeout 30"
 fi
-
-pass() {
-    npass=$((npass + 1))
-    echo "PASS $1"
-}
-
-fail() {
-    nfail=$((nfail + 1))
-    echo "FAIL $1: $2"
-}
 
 # run TOOL ARGS...: stdout, stderr and status in $tmp/out, $tmp/err, $rc.
 run() {
@@ -131,5 +118,4 @@ if [ -x "$devices" ]; then
     expect_line ibv_devices_lists_efasim_0 '^[[:space:]]*efasim_0[[:space:]]' "not listed"
 fi
 
-echo "$npass passed, $nfail failed"
-[ "$nfail" -eq 0 ]
+summary

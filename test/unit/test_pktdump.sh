@@ -15,28 +15,15 @@ if [ $# -ne 2 ]; then
 fi
 pktdump=$1
 golden_export=$2
-npass=0
-nfail=0
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_pktdump.XXXXXX") || exit 2
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 2' HUP INT PIPE TERM
+# shellcheck source=test/unit/testlib.sh
+. "$(dirname "$0")/testlib.sh"
 
 # A hung tool must fail its check, not the whole run.
 run_limit=
 if command -v timeout >/dev/null 2>&1; then
     run_limit="timeout 30"
 fi
-
-pass() {
-    npass=$((npass + 1))
-    echo "PASS $1"
-}
-
-fail() {
-    nfail=$((nfail + 1))
-    echo "FAIL $1: $2"
-}
 
 # Hex digits only, lowercase: the form two hex dumps are compared in.
 normalize_hex() {
@@ -239,5 +226,4 @@ else
     fail help "exit status $rc or no usage text"
 fi
 
-echo "$npass passed, $nfail failed"
-[ "$nfail" -eq 0 ]
+summary

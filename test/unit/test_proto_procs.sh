@@ -25,17 +25,14 @@ if [ $# -ne 2 ]; then
 fi
 pingpong=$1
 libdir=$2
-npass=0
-nfail=0
 
 if [ ! -e "$libdir/libibverbs.so.1" ]; then
     echo "$0: no libibverbs.so.1 in $libdir" >&2
     exit 2
 fi
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_proto_procs.XXXXXX") || exit 2
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 2' HUP INT PIPE TERM
+# shellcheck source=test/unit/testlib.sh
+. "$(dirname "$0")/testlib.sh"
 
 # efasim's defaults, efarm on efasim; faults only where a run asks for them.
 unset EFASIM_LOSS EFASIM_DUP EFASIM_REORDER EFASIM_DELAY EFASIM_QPN EFASIM_NDEV EFASIM_ADDR \
@@ -50,16 +47,6 @@ run_limit=
 if command -v timeout >/dev/null 2>&1; then
     run_limit="timeout 60"
 fi
-
-pass() {
-    npass=$((npass + 1))
-    echo "PASS $1"
-}
-
-fail() {
-    nfail=$((nfail + 1))
-    echo "FAIL $1: $2"
-}
 
 first_err() {
     head -n 1 "$1" | tr -d '\n'
@@ -201,5 +188,4 @@ else
     fail bad_window "exit status not 2 or no message for --window 257"
 fi
 
-echo "$npass passed, $nfail failed"
-[ "$nfail" -eq 0 ]
+summary
