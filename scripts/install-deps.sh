@@ -15,6 +15,7 @@ packages=(
     valgrind          # bench/run-instr-bench.sh: instructions per round trip (callgrind)
     clang clang-format libclang-rt-14-dev   # clang builds, check-format, libFuzzer, sanitizers
     tshark            # the Wireshark dissector tools/efarm.lua, tested on captures
+    gnuplot-nox       # quickstart.sh's plot of latency and bandwidth (PNG)
 )
 
 missing=()

@@ -190,6 +190,24 @@ netmod_dst=$tree/src/mpid/ch4/netmod/efarm
 t_total=$(date +%s)
 current_log=
 
+# progress NAME PID T0: while PID runs, a line every EFARM_PROGRESS_SECONDS (60):
+# the step, the minutes so far and, for compiling steps, the files compiled so
+# far (lines "CC ..." of its log) against the count the last successful build of
+# that step logged (kept in $cache/progress-NAME), so a first build of 15-25
+# minutes is never silent.
+progress() {
+    local name=$1 pid=$2 t0=$3 every=${EFARM_PROGRESS_SECONDS:-60} n last
+    last=$(cat "$cache/progress-$name" 2>/dev/null || true)
+    while sleep "$every" && kill -0 "$pid" 2>/dev/null; do
+        n=$(grep -c '^ *CC ' "$current_log" 2>/dev/null || true)
+        printf '\n  ... %-9s %3d min' "$name" $((($(date +%s) - t0) / 60))
+        if [ "${n:-0}" -gt 0 ]; then
+            printf ', %d files compiled' "$n"
+            [ -n "$last" ] && printf ' (the last build compiled %d)' "$last"
+        fi
+    done
+}
+
 # step NAME FUNCTION: run FUNCTION with its output in build/logs/mpich-NAME.log.
 step() {
     local name=$1 fn=$2 t0 rc
@@ -197,15 +215,26 @@ step() {
     t0=$(date +%s)
     printf 'mpich-build: %-10s ' "$name"
     set +e
-    (set -e; "$fn") >"$current_log" 2>&1
+    (set -e; "$fn") >"$current_log" 2>&1 &
+    local pid=$!
+    progress "$name" "$pid" "$t0" &
+    local ticker=$!
+    wait "$pid"
     rc=$?
+    kill "$ticker" 2>/dev/null
+    wait "$ticker" 2>/dev/null
     set -e
+    # After progress lines, the step's result on a line of its own.
+    [ $(($(date +%s) - t0)) -lt "${EFARM_PROGRESS_SECONDS:-60}" ] || printf '\n  ... %-9s done: ' "$name"
     if [ $rc -ne 0 ]; then
         echo "FAILED after $(($(date +%s) - t0)) s (log: $current_log)"
         tail -n 30 "$current_log" | sed 's/^/    /'
         echo "mpich-build: step '$name' failed" >&2
         exit 1
     fi
+    local compiled
+    compiled=$(grep -c '^ *CC ' "$current_log" || true)
+    [ "${compiled:-0}" -eq 0 ] || echo "$compiled" >"$cache/progress-$name"
     echo "$(($(date +%s) - t0)) s  $(tail -n 1 "$current_log")"
 }
 
@@ -316,52 +345,19 @@ netmod_files() {
     (cd "$netmod_src" && ls -1 | grep -v -x -e README.md -e install.mk | LC_ALL=C sort)
 }
 
-# P2: MPICH's list of netmod Makefile fragments includes efarm's.
-patch_netmod_makefile() {
-    local f=$tree/src/mpid/ch4/netmod/Makefile.mk
-    local anchor='include $(top_srcdir)/src/mpid/ch4/netmod/stubnm/Makefile.mk'
-    local line='include $(top_srcdir)/src/mpid/ch4/netmod/efarm/Makefile.mk'
-    grep -qxF "$line" "$f" && return 0
-    [ "$(grep -cxF "$anchor" "$f")" = 1 ] || { echo "P2: '$anchor' not found once in $f"; return 1; }
-    printf '%s\n' "$line" >>"$f"
-}
-
-# P3: maint/gen_ch4_api.py writes efarm's func_table.c and efarm_noinline.h, and
-# netmod_impl.h includes efarm/netmod_inline.h when NETMOD_INLINE names efarm
-# (without the dispatch every file would silently include stubnm's).
-patch_gen_ch4_api() {
-    python3 - "$tree/maint/gen_ch4_api.py" <<'EOF'
-import sys
-path = sys.argv[1]
-text = open(path).read()
-if "__netmod_inline_efarm__" in text:
-    sys.exit(0)
-
-def replace(old, new, count):
-    global text
-    found = text.count(old)
-    if found != count:
-        sys.exit("P3: expected %d of %r in %s, found %d" % (count, old, path, found))
-    text = text.replace(old, new)
-
-replace('for m in "ofi", "ucx", "stubnm":', 'for m in "ofi", "ucx", "stubnm", "efarm":', 2)
-define_ucx = '        print("#define __netmod_inline_ucx__   2", file=Out)\n'
-replace(define_ucx,
-        define_ucx + '        print("#define __netmod_inline_efarm__   3", file=Out)\n', 1)
-include_ucx = '        print("#include \\"../ucx/netmod_inline.h\\"", file=Out)\n'
-replace(include_ucx,
-        include_ucx
-        + '        print("#elif NETMOD_INLINE==__netmod_inline_efarm__", file=Out)\n'
-        + '        print("#include \\"../efarm/netmod_inline.h\\"", file=Out)\n', 1)
-open(path, "w").write(text)
-EOF
+# P2 and P3 (efarm's Makefile fragment in MPICH's list; gen_ch4_api.py's
+# dispatch to efarm's inline header) and the copy of the netmod's files:
+# scripts/mpich-netmod-prepare.sh, which the Spack recipe runs too.
+prepare_netmod() {
+    "$top/scripts/mpich-netmod-prepare.sh" "$tree" "$netmod_src"
 }
 
 prepare_key() {
     {
         echo "mpich $mpich_version"
         cat "$cache/source.id"
-        declare -f patch_netmod_makefile patch_gen_ch4_api autogen_tree
+        declare -f autogen_tree
+        cat "$top/scripts/mpich-netmod-prepare.sh"
         netmod_files
         local f
         for f in subconfigure.m4 Makefile.mk errnames.txt efarm_cvars.h; do
@@ -409,9 +405,7 @@ do_prepare() {
     mkdir -p "$cache/tree"
     cp -a "$pristine" "$tree"
     chmod -R u+w "$tree"
-    copy_netmod
-    patch_netmod_makefile
-    patch_gen_ch4_api
+    prepare_netmod
     autogen_tree
     # What the patches must have produced.
     if ! grep -q '__netmod_inline_efarm__' "$tree/src/mpid/ch4/netmod/include/netmod_impl.h" ||

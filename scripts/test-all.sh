@@ -71,6 +71,8 @@ step build-asan-ubsan configure_build "$root/asan" CC=clang CFLAGS="$sanitize" L
 step check-format make -C "$root/gcc" check-format
 # The MPICH control variable block and doc/TUNABLES.md, generated from the tunable table.
 step check-config-gen make -C "$root/gcc" check-config-gen
+# make install's extras (efarm.pc, manual pages, the dissector, the netmod's sources), the Spack recipes.
+suite packaging sh "$top/test/unit/test_packaging.sh" "$root/gcc"
 
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
@@ -185,6 +187,26 @@ mpich_prefix=${EFARM_MPICH_PREFIX:-${EFARM_MPICH_CACHE:-$top/build/mpich}/instal
 step mpich-build env EFARM_BUILD_ROOT="$root" "$top/scripts/mpich-build.sh" --prefix "$mpich_prefix"
 if [ -x "$mpich_prefix/bin/mpicc" ]; then
     suite mpi bash "$top/test/mpi/run-mpi-tests.sh" --prefix "$mpich_prefix"
+    # Two emulated hosts (network and UTS namespaces), 2 ranks each: shared memory within
+    # a host, efarm between them (test/mpi/run-two-hosts.sh; SKIP lines without root).
+    suite two-hosts env MPITEST_BUILD_DIR="$root/mpitest-two-hosts" \
+        bash "$top/test/mpi/run-two-hosts.sh" --prefix "$mpich_prefix"
+    # quickstart.sh's verdict and plot on a short run of its benchmark; and the verdict
+    # must fail when the ranks' messages go through shared memory instead of efarm.
+    quickstart_report() {
+        local d=$root/quickstart-ci pv=(-p efarm_nm_send_msgs -p efarm_proto_eager -p efarm_proto_medium)
+        mkdir -p "$d" && "$mpich_prefix/bin/mpicc" -O2 -o "$d/bench-mpi" "$top/bench/bench_mpi.c" &&
+            EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 "$mpich_prefix/bin/mpiexec" -n 2 "$d/bench-mpi" \
+                -t latency,bw -m 64K -i 0.05 "${pv[@]}" >"$d/efarm.txt" &&
+            bash "$top/scripts/quickstart.sh" --report "$d/efarm.txt" &&
+            grep -Eq '^verdict: efarm carried ([0-9]+) of \1 messages; subprotocols used: eager' "$d/efarm.txt" &&
+            [ "$(head -c 4 "$d/efarm.png" | od -An -c | tr -d ' ')" = "211PNG" ] &&
+            EFARM_DEVICE=sim "$mpich_prefix/bin/mpiexec" -n 2 "$d/bench-mpi" -t latency -m 64 -i 0.05 \
+                "${pv[@]}" >"$d/shm.txt" &&
+            ! bash "$top/scripts/quickstart.sh" --report "$d/shm.txt" &&
+            grep -q '^verdict: efarm carried only ' "$d/shm.txt"
+    }
+    step quickstart-report quickstart_report
     # Instructions per 8-byte round trip under callgrind (issue 14's benchmark), short:
     # its phases, objects and the agreement of its two fits are checked, not its figures.
     step instr-bench-smoke env EFARM_BUILD_ROOT="$root" bash "$top/bench/run-instr-bench.sh" \

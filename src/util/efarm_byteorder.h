@@ -1,8 +1,8 @@
 /*
  * Explicit little-endian loads and stores.
  *
- * Every integer in protocol v4 is little-endian (ADDENDA.md, "Byte order and
- * alignment"). Received buffers are never cast to structs: they may be
+ * Every integer in protocol v4 is little-endian (doc/PROTOCOL-V4.md,
+ * "Encoding"). Received buffers are never cast to structs: they may be
  * unaligned and hostile, so every multi-byte field is assembled byte by byte.
  * The compilers fold these into single moves on little-endian targets.
  */

@@ -12,39 +12,18 @@
 #            pt2pt_sizes-faults); see the table below
 # Programs and logs go to build/mpitest (MPITEST_BUILD_DIR to change).
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-prefix=${EFARM_MPICH_PREFIX:-${EFARM_MPICH_CACHE:-$top/build/mpich}/install}
-out=${MPITEST_BUILD_DIR:-$top/build/mpitest}
+out=${MPITEST_BUILD_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/build/mpitest}
 timeout_s=120
-filters=()
+usage_lines=2,14
+# shellcheck source=test/mpi/mpitest-lib.sh
+. "$(dirname "$0")/mpitest-lib.sh"
 
-while [ $# -gt 0 ]; do
-    case $1 in
-    --prefix) prefix=${2:?--prefix needs a directory}; shift 2 ;;
-    --prefix=*) prefix=${1#--prefix=}; shift ;;
-    --timeout) timeout_s=${2:?--timeout needs seconds}; shift 2 ;;
-    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    -*) echo "run-mpi-tests: unknown option $1 (see --help)" >&2; exit 2 ;;
-    *) filters+=("$1"); shift ;;
-    esac
-done
-
-passed=0
-failed=0
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { # NAME LOG
-    echo "FAIL $1 (log: $2)"
-    [ -f "$2" ] && tail -n 15 "$2" | sed 's/^/    /'
-    failed=$((failed + 1))
-}
 finish() {
     echo "$passed passed, $failed failed"
     [ "$failed" -eq 0 ]
     exit
 }
 
-mpicc=$prefix/bin/mpicc
-mpiexec=$prefix/bin/mpiexec
 if [ ! -x "$mpicc" ] || [ ! -x "$mpiexec" ]; then
     echo "FAIL mpi-tests: no $mpicc or $mpiexec (build MPICH with scripts/mpich-build.sh)"
     failed=1
@@ -179,17 +158,7 @@ nicruns=(
     "nic_placement-p4d-n4 4 core p4d 4 0:0,1;1:2,3"
 )
 
-selected() { # NAME
-    [ ${#filters[@]} -eq 0 ] && return 0
-    local f
-    for f in "${filters[@]}"; do
-        case $1 in "$f"*) return 0 ;; esac
-    done
-    return 1
-}
-
 # Build every program a selected run needs.
-declare -A built=()
 for r in "${nicruns[@]}"; do
     read -r name _ <<<"$r"
     selected "$name" && nic_selected=1
@@ -209,15 +178,7 @@ fi
 for r in "${runs[@]}" "${failruns[@]}"; do
     read -r name prog _ <<<"$r"
     selected "$name" || continue
-    [ -n "${built[$prog]:-}" ] && continue
-    log=$out/logs/build-$prog.log
-    if "$mpicc" -std=c11 -O2 -g -Wall -Wextra -Werror -I"$top/test/mpi" -o "$out/$prog" \
-        "$top/test/mpi/$prog.c" "$top/test/mpi/efarm_mpitest.c" >"$log" 2>&1; then
-        built[$prog]=ok
-    else
-        built[$prog]=failed
-        fail "build-$prog" "$log"
-    fi
+    build_prog "$prog"
 done
 
 # launch NAME PROG RANKS VARS: run one job; sets status, secs and log (or returns 1 if the

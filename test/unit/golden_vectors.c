@@ -1,9 +1,9 @@
 /*
  * Golden packets for protocol v4, written from the spec tables, not from the
  * codec: efa_rdm_protocol_v4.md (table 1.2 types, 1.3 base header, 1.5 raw
- * address, 2.2/2.3 HANDSHAKE, 3.x and 4.x headers) as corrected by ADDENDA.md,
- * which wins where the two differ (MEDIUM msg_length, READRSP recv_id/send_id
- * order, RECEIPT and READ_NACK layouts, DC and RUNT* headers, REQ optional
+ * address, 2.2/2.3 HANDSHAKE, 3.x and 4.x headers) as corrected by the wire of
+ * libfabric's provider (doc/PROTOCOL-V4.md), which wins where the two differ (MEDIUM msg_length,
+ * READRSP recv_id/send_id order, RECEIPT and READ_NACK layouts, DC and RUNT* headers, REQ optional
  * header sizes and order, HANDSHAKE optional fields).
  *
  * Every integer is little-endian; each line of .hex is one wire field, with a

@@ -1,6 +1,6 @@
 /*
  * Wire-level conformance of the protocol engine (protocol v4 chapters 2-4 and
- * ADDENDA.md).
+ * doc/PROTOCOL-V4.md).
  *
  * One real engine endpoint (efarm_ep_open) talks to a "wire peer": a fake
  * protocol-v4 endpoint made directly on the device layer. The wire peer

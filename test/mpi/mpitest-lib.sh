@@ -1,0 +1,54 @@
+# Shared by run-mpi-tests.sh and run-two-hosts.sh (sourced; bash): options,
+# PASS/FAIL lines, run selection and building a test program with MPICH's mpicc.
+# The sourcing script sets `out` and `timeout_s` (defaults) and `usage_lines`
+# (the range of its header that --help prints) first.
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+prefix=${EFARM_MPICH_PREFIX:-${EFARM_MPICH_CACHE:-$top/build/mpich}/install}
+filters=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --prefix) prefix=${2:?--prefix needs a directory}; shift 2 ;;
+    --prefix=*) prefix=${1#--prefix=}; shift ;;
+    --timeout) timeout_s=${2:?--timeout needs seconds}; shift 2 ;;
+    -h | --help) sed -n "${usage_lines}p" "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "$(basename "$0"): unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) filters+=("$1"); shift ;;
+    esac
+done
+
+passed=0
+failed=0
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { # NAME LOG
+    echo "FAIL $1 (log: $2)"
+    [ -f "$2" ] && tail -n 15 "$2" | sed 's/^/    /'
+    failed=$((failed + 1))
+}
+
+mpicc=$prefix/bin/mpicc
+mpiexec=$prefix/bin/mpiexec
+
+# selected NAME: true when no filter was given or NAME starts with one.
+selected() {
+    [ ${#filters[@]} -eq 0 ] && return 0
+    local f
+    for f in "${filters[@]}"; do
+        case $1 in "$f"*) return 0 ;; esac
+    done
+    return 1
+}
+
+# build_prog PROG: test/mpi/PROG.c with the helpers into $out/PROG, once;
+# built[PROG] says ok or failed (a FAIL line names the log).
+declare -A built=()
+build_prog() {
+    [ -n "${built[$1]:-}" ] && return 0
+    local log=$out/logs/build-$1.log
+    if "$mpicc" -std=c11 -O2 -g -Wall -Wextra -Werror -I"$top/test/mpi" -o "$out/$1" \
+        "$top/test/mpi/$1.c" "$top/test/mpi/efarm_mpitest.c" >"$log" 2>&1; then
+        built[$1]=ok
+    else
+        built[$1]=failed
+        fail "build-$1" "$log"
+    fi
+}
