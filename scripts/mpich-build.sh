@@ -193,7 +193,7 @@ current_log=
 # progress NAME PID T0: while PID runs, a line every EFARM_PROGRESS_SECONDS (60):
 # the step, the minutes so far and, for compiling steps, the files compiled so
 # far (lines "CC ..." of its log) against the count the last successful build of
-# that step logged (kept in $cache/progress-NAME), so a first build of 15-25
+# that step logged (kept in $cache/progress-NAME), so a first build of several
 # minutes is never silent.
 progress() {
     local name=$1 pid=$2 t0=$3 every=${EFARM_PROGRESS_SECONDS:-60} n last

@@ -8,7 +8,7 @@
 # counters and a verdict: how many of the benchmark's messages efarm carried
 # and by which subprotocols. The tables go to build/bench/quickstart.txt and a
 # plot of latency and bandwidth to build/bench/quickstart.png. The first run
-# builds MPICH (15-25 minutes on 2 cores, with a progress line a minute); later
+# builds MPICH (about 5 minutes on 2 cores, with a progress line a minute); later
 # runs reuse build/mpich.
 #
 #   quickstart.sh                   all of it

@@ -176,7 +176,7 @@ case $? in
 esac
 
 # ---- MPICH 4.0.2 with ch4:efarm, and the MPI tests over it ----------------------------------
-# scripts/mpich-build.sh builds and installs MPICH with efarm's netmod (15-25 minutes
+# scripts/mpich-build.sh builds and installs MPICH with efarm's netmod (about 5 minutes
 # the first time on 2 cores; cached under build/mpich after, so a rerun only
 # recompiles what changed). Then test/mpi's programs with 2 and 4 ranks through
 # efarm on efasim, and a fixed subset of MPICH's own test suite (pt2pt, basic, comm,
