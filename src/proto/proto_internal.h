@@ -594,7 +594,6 @@ static inline void efarm_txpkt_release(struct efarm_ep *ep, struct efarm_txpkt *
     ep->tx_free[ep->ntx_free++] = tx->index;
 }
 
-/* The `data` log level's print of a packet as posted. */
 /* A packet efarm_txpkt_post did not post (ret): queued on -EAGAIN, else failed. */
 void efarm_txpkt_unposted(struct efarm_ep *ep, struct efarm_txpkt *tx, int ret);
 
