@@ -379,20 +379,6 @@ autogen_tree() {
     fi
 }
 
-# Copy the netmod files whose content differs (they get a new mtime, so make
-# rebuilds what depends on them); identical files are not touched. Prints the
-# names of the files copied.
-copy_netmod() {
-    local f
-    mkdir -p "$netmod_dst"
-    for f in $(netmod_files); do
-        if ! cmp -s "$netmod_src/$f" "$netmod_dst/$f"; then
-            cp "$netmod_src/$f" "$netmod_dst/$f"
-            echo "copied $f"
-        fi
-    done
-}
-
 do_prepare() {
     local key pristine
     key=$(prepare_key)
@@ -419,7 +405,9 @@ do_prepare() {
 
 do_sync() {
     local copied
-    copied=$(copy_netmod)
+    local out
+    out=$(prepare_netmod)
+    copied=$(grep '^copied ' <<<"$out" || true)
     [ -z "$copied" ] || echo "$copied"
     note "$(echo -n "$copied" | grep -c . || true) of $(netmod_files | wc -l) netmod files changed"
 }

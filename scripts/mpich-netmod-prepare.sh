@@ -5,7 +5,9 @@
 #
 # copies the netmod's files from NETMOD_DIR (default: the installed copy next
 # to this script, PREFIX/share/efarm/mpich/netmod, or src/netmod_efarm in a
-# checkout) to MPICH_TREE/src/mpid/ch4/netmod/efarm and makes two edits:
+# checkout) to MPICH_TREE/src/mpid/ch4/netmod/efarm: those whose content
+# differs, each named on a line "copied FILE" (identical ones keep their mtime,
+# so make rebuilds only what changed). Then it makes two edits:
 #   P2  MPICH's list of netmod Makefile fragments includes efarm's;
 #   P3  maint/gen_ch4_api.py writes efarm's func_table.c and efarm_noinline.h,
 #       and netmod_impl.h includes efarm/netmod_inline.h when NETMOD_INLINE
@@ -34,7 +36,7 @@ fi
 dst=$tree/src/mpid/ch4/netmod/efarm
 mkdir -p "$dst"
 for f in $(cd "$src" && ls -1 | grep -v -x -e README.md -e install.mk | LC_ALL=C sort); do
-    cmp -s "$src/$f" "$dst/$f" || cp "$src/$f" "$dst/$f"
+    cmp -s "$src/$f" "$dst/$f" || { cp "$src/$f" "$dst/$f" && echo "copied $f"; }
 done
 
 # P2
