@@ -52,3 +52,21 @@ build_prog() {
         fail "build-$1" "$log"
     fi
 }
+
+# judge NAME PROG RANKS [VARS]: a run that must pass, from $status, $secs and $log; with
+# MPITEST_LOG_EXPECT=PATTERN among VARS the log must also match PATTERN (grep -E).
+judge() {
+    local want
+    want=$(sed -n 's/.*MPITEST_LOG_EXPECT=\([^ ]*\).*/\1/p' <<<"${4:-}")
+    if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+        fail "$1 (timeout ${timeout_s} s)" "$log"
+    elif [ "$status" -ne 0 ]; then
+        fail "$1 (exit $status, ${secs} s)" "$log"
+    elif ! grep -q "^$2: OK ($3 ranks)" "$log"; then
+        fail "$1 (no OK line, ${secs} s)" "$log"
+    elif [ -n "$want" ] && ! grep -Eq "$want" "$log"; then
+        fail "$1 (log lacks '$want', ${secs} s)" "$log"
+    else
+        pass "$1 (${secs} s)"
+    fi
+}

@@ -106,14 +106,6 @@ for r in "${runs[@]}"; do
         -hosts 10.199.1.1:1,10.199.1.2:1 -n 4 "$out/$prog") >"$log" 2>&1
     status=$?
     secs=$(echo "$start $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
-    if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
-        fail "$name (timeout ${timeout_s} s)" "$log"
-    elif [ "$status" -ne 0 ]; then
-        fail "$name (exit $status, ${secs} s)" "$log"
-    elif ! grep -q "^$prog: OK (4 ranks)" "$log"; then
-        fail "$name (no OK line, ${secs} s)" "$log"
-    else
-        pass "$name (${secs} s)"
-    fi
+    judge "$name" "$prog" 4 "$vars"
 done
 finish
