@@ -23,6 +23,14 @@ static const struct efarm_config_var g_vars[] = {
 
 #define NVARS (sizeof(g_vars) / sizeof(g_vars[0]))
 
+static const struct efarm_script_var g_script_vars[] = {
+#define EFARM_SCRIPT_ROW(name, reader, what) {#name, reader, what},
+    EFARM_SCRIPT_VAR_LIST(EFARM_SCRIPT_ROW)
+#undef EFARM_SCRIPT_ROW
+};
+
+#define NSCRIPT (sizeof(g_script_vars) / sizeof(g_script_vars[0]))
+
 /* Where each member lives, in table order. */
 static const size_t g_offsets[] = {
 #define EFARM_CONFIG_OFFSET(name, member, kind, def, lo, hi, choices, why) \
@@ -51,6 +59,12 @@ const struct efarm_config_var *efarm_config_vars(unsigned *n)
 {
     *n = (unsigned)NVARS;
     return g_vars;
+}
+
+const struct efarm_script_var *efarm_script_vars(unsigned *n)
+{
+    *n = (unsigned)NSCRIPT;
+    return g_script_vars;
 }
 
 const struct efarm_config_var *efarm_config_var(const char *name)
@@ -359,6 +373,15 @@ static bool env_known(const char *entry, const char *prefix)
         if (!strncmp(entry + plen, g_vars[i].name, n) && entry[plen + n] == '=')
             return true;
     }
+    if (strcmp(prefix, "EFARM_"))
+        return false;
+    for (unsigned i = 0; i < NSCRIPT; i++) {
+        size_t n = strlen(g_script_vars[i].name);
+
+        if (!strncmp(entry + plen, g_script_vars[i].name, n) &&
+            (g_script_vars[i].name[n - 1] == '_' || entry[plen + n] == '='))
+            return true;
+    }
     return false;
 }
 
@@ -452,6 +475,18 @@ void efarm_config_print(FILE *out)
         fprintf(out, "%-28s %-9s %-14s %-30s %s; %s\n", name, *v->def ? v->def : "\"\"",
                 st->refused ? "REFUSED" : (*st->text ? st->text : "\"\""), st->source, allowed,
                 v->why);
+    }
+    fprintf(out, "\nread by efarm's scripts and tests, not by the library:\n");
+    for (unsigned i = 0; i < NSCRIPT; i++) {
+        const struct efarm_script_var *v = &g_script_vars[i];
+        const char *value = NULL;
+        char name[64];
+
+        snprintf(name, sizeof(name), "EFARM_%s%s", v->name,
+                 v->name[strlen(v->name) - 1] == '_' ? "*" : "");
+        if (!strchr(name, '*'))
+            value = getenv(name);
+        fprintf(out, "%-28s %-14s %s: %s\n", name, value ? value : "-", v->reader, v->what);
     }
     if (g_errors_len)
         fprintf(out, "\nrefused values (efarm will not start with them):\n%s\n", g_errors);

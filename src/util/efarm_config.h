@@ -7,8 +7,9 @@
  * source is checked here, by efarm_config_check, and nowhere else: a refused
  * value names the variable, the value and what is allowed, and makes
  * efarm_config_status fail, so the endpoint and MPI_Init refuse to start and
- * efarm-info shows it refused. An EFARM_* variable that is not in the table is
- * reported, because a misspelt knob that silently does nothing costs hours.
+ * efarm-info shows it refused. An EFARM_* variable that is not in the table
+ * (nor among the scripts' variables, EFARM_SCRIPT_VAR_LIST) is reported,
+ * because a misspelt knob that silently does nothing costs hours.
  */
 #ifndef EFARM_CONFIG_H
 #define EFARM_CONFIG_H
@@ -149,6 +150,32 @@
     X(TEST_SEED, test_seed, TEST, "0", 0, UINT64_MAX, "",                                          \
       "seed of the unit-test runner's random streams (tests only)")
 
+/*
+ * EFARM_* variables that the library does not read: efarm's scripts and tests
+ * do. S(NAME, read by, what). A NAME ending in '_' stands for every name that
+ * begins with it. efarm does not report them as unknown; efarm-info and
+ * doc/TUNABLES.md list them.
+ */
+#define EFARM_SCRIPT_VAR_LIST(S)                                                                 \
+    S(BUILD_ROOT, "scripts, tests, benchmarks", "directory of build trees and logs (build)")     \
+    S(MPICH_CACHE, "mpich-build.sh, mpich-testsuite.sh, test-all.sh",                            \
+      "cache of the efarm MPICH build (build/mpich, or build/mpich-VERSION)")                    \
+    S(MPICH_PREFIX, "mpich-build.sh, quickstart.sh, test scripts",                               \
+      "where MPICH is (to be) installed (CACHE/install)")                                        \
+    S(MPICH_RELEASE_CACHE, "mpich-build.sh", "cache of the --release build")                     \
+    S(MPICH_OFI_CACHE, "mpich-build.sh", "cache of the --netmod ofi build")                      \
+    S(MPICH_SOURCE, "mpich-build.sh", "--source: an MPICH tarball or directory")                 \
+    S(MPICH_SOURCE_, "test-all.sh",                                                              \
+      "per version (EFARM_MPICH_SOURCE_4_3_2): the source of that MPICH for the tests")          \
+    S(MPICH_TESTSUITE_DIR, "mpich-testsuite.sh", "where MPICH's test suite runs")                \
+    S(PROGRESS_SECONDS, "mpich-build.sh", "seconds between progress lines of a build step (60)") \
+    S(LIBFABRIC_CACHE, "libfabric-build.sh, test-all.sh", "cache of the libfabric build")        \
+    S(LIBFABRIC_PREFIX, "libfabric-build.sh, test-all.sh", "where that libfabric is installed")  \
+    S(FUZZ_SECONDS, "test-all.sh", "seconds of each fuzz run (60)")                              \
+    S(INTEROP_FI_RDMA_WRITE, "run-interop.sh",                                                   \
+      "1: the libfabric under test writes by RDMA write (>= 1.18 on rdma-core >= 45)")           \
+    S(TEST_VERBOSE, "unit tests", "set: some tests print what they chose")
+
 enum efarm_config_kind {
     EFARM_CONFIG_U64,
     EFARM_CONFIG_POW2,
@@ -232,6 +259,14 @@ int efarm_config_status(const char **msg);
 typedef const char *(*efarm_config_lookup_fn)(const struct efarm_config_var *v, void *ctx,
                                               char *buf, size_t len, const char **source_out);
 int efarm_config_load(efarm_config_lookup_fn lookup, void *ctx);
+
+/* The script variables: *n rows of {name, read by, what}. */
+struct efarm_script_var {
+    const char *name; /* without EFARM_; ending in '_': a prefix */
+    const char *reader;
+    const char *what;
+};
+const struct efarm_script_var *efarm_script_vars(unsigned *n);
 
 /* Print every tunable: name, default, allowed, value in force (or REFUSED), source, why. */
 void efarm_config_print(FILE *out);

@@ -6,7 +6,7 @@
 # A refused value (from EFARM_* or from MPICH's names for the control
 # variable) shows as REFUSED with the variable, the value and what is allowed,
 # and efarm-info exits 1; an accepted one shows in force with what set it; an
-# unknown variable is reported; the device efarm would use is said, and with
+# unknown variable is reported, the scripts' own EFARM_* variables are not; the device efarm would use is said, and with
 # the default (auto) a host without EFA gets none; EFARM_EAGER_MAX beyond one
 # packet of the device is refused by --policy. Prints "PASS name" or "FAIL name: why" per
 # check, then "N passed, N failed"; exits nonzero if any check failed.
@@ -38,6 +38,23 @@ check() {
     fi
 }
 
+# check_not NAME PATTERN ENV... : efarm-info under ENV exits 0 and its output
+# does not match PATTERN.
+check_not() {
+    name=$1 pattern=$2
+    shift 2
+    env EFARM_DEVICE=sim EFARM_EFASIM_PATH="$build/src/efasim/.libs" "$@" "$info" $info_args \
+        >"$tmp/out" 2>&1
+    status=$?
+    if [ "$status" -ne 0 ]; then
+        fail "$name" "exit $status, expected 0 ($(head -c 300 "$tmp/out"))"
+    elif grep -e "$pattern" "$tmp/out" >"$tmp/hit"; then
+        fail "$name" "output has '$(head -c 200 "$tmp/hit")'"
+    else
+        pass "$name"
+    fi
+}
+
 info_args=
 check accepted-default 0 '^EFARM_RECVWIN  *128  *128  *default'
 check accepted-efarm-name 0 '^EFARM_RECVWIN  *128  *64  *EFARM_RECVWIN ' EFARM_RECVWIN=64
@@ -63,6 +80,15 @@ if ! grep -qs 0x1d0f /sys/class/infiniband/*/device/vendor; then
         EFARM_DEVICE=auto
 fi
 check unknown-reported 0 'unknown variable EFARM_RECVWINDOW ignored' EFARM_RECVWINDOW=64
+# The scripts' own variables are listed, with their value, and not reported;
+# a name that only begins like one still is.
+check_not script-vars-not-unknown 'unknown variable' EFARM_MPICH_PREFIX=/opt/m \
+    EFARM_MPICH_SOURCE_4_3_2=/tmp/m.tar.xz EFARM_PROGRESS_SECONDS=5 EFARM_BUILD_ROOT=/tmp/b
+check script-var-listed 0 '^EFARM_MPICH_PREFIX  */opt/m  *mpich-build.sh' EFARM_MPICH_PREFIX=/opt/m
+check script-var-near-miss 0 'unknown variable EFARM_MPICH_PREFIXES ignored' \
+    EFARM_MPICH_PREFIXES=/opt/m
+check script-var-not-a-cvar 0 'unknown variable MPIR_CVAR_CH4_EFARM_BUILD_ROOT ignored' \
+    MPIR_CVAR_CH4_EFARM_BUILD_ROOT=/tmp/b
 info_args=--policy
 check policy-refused 1 'EFARM_RECVWIN=100 refused' EFARM_RECVWIN=100
 check policy-eager-beyond-device 1 'EFARM_EAGER_MAX=9000 refused: one packet of efasim_0' \
