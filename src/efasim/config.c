@@ -51,6 +51,9 @@ extern char **environ;
     X(REORDER, reorder, PROB, "0", "probability a datagram is held back behind later ones")       \
     X(DELAY, delay, PROB, "0", "probability a datagram is held for EFASIM_DELAY_US")              \
     X(DELAY_US, delay_us, U32, "1000", "how long a delayed datagram is held")                     \
+    X(JITTER, jitter, BOOL, "0", "1: a delayed datagram is held a random time up to DELAY_US")    \
+    X(RNR_STALL_US, rnr_stall_us, U32, "0", "RNR storms: a QP takes no receive this long ...")    \
+    X(RNR_STALL_PERIOD_US, rnr_stall_period_us, U32, "20000", "... in every period this long")    \
     X(SEED, seed, U64, "1", "seed of the fault injector's random stream")
 
 static struct efasim_config g_config;
@@ -128,6 +131,13 @@ static void config_read(void)
         fprintf(stderr, "efasim: EFASIM_FAST_CHUNK=%u out of EFASIM_RDMA_CHUNK..64 MiB; using %u\n",
                 c->fast_chunk, c->fast_chunk < c->rdma_chunk ? c->rdma_chunk : 64u << 20);
         c->fast_chunk = c->fast_chunk < c->rdma_chunk ? c->rdma_chunk : 64u << 20;
+    }
+    if (c->rnr_stall_us && (!c->rnr_stall_period_us || c->rnr_stall_us >= c->rnr_stall_period_us)) {
+        fprintf(stderr,
+                "efasim: EFASIM_RNR_STALL_US=%u not below EFASIM_RNR_STALL_PERIOD_US=%u; "
+                "no RNR storms\n",
+                c->rnr_stall_us, c->rnr_stall_period_us);
+        c->rnr_stall_us = 0;
     }
     if (!c->max_sq_sge)
         c->max_sq_sge = 1;

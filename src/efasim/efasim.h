@@ -98,6 +98,9 @@ struct efasim_config {
     uint32_t fast_chunk;     /* bytes per direct-copy request */
     double loss, dup, reorder, delay;
     uint32_t delay_us;
+    bool jitter;                  /* delay: a random hold up to delay_us */
+    uint32_t rnr_stall_us;        /* RNR storms: no receive taken for this long ... */
+    uint32_t rnr_stall_period_us; /* ... once per period (per QP, phases differ) */
     uint64_t seed;
 };
 

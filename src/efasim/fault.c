@@ -282,9 +282,15 @@ static int delayq_hold(struct efasim_context *ctx, int fd, const struct sockaddr
     d->used = true;
     d->fd = fd;
     d->dst = *dst;
-    /* Reordering: behind 1-4 later datagrams (or 200 us); delay: EFASIM_DELAY_US. */
+    /*
+     * Reordering: behind 1-4 later datagrams (or 200 us); delay: EFASIM_DELAY_US,
+     * or with EFASIM_JITTER a random time up to it.
+     */
     d->hold = by_time_only ? UINT32_MAX : 1 + (unsigned)(efasim_rand01(ctx) * 4);
-    d->due_ns = efasim_now_ns() + (by_time_only ? (uint64_t)cfg->delay_us * 1000 : 200000);
+    d->due_ns =
+        efasim_now_ns() + (!by_time_only ? 200000
+                           : cfg->jitter ? (uint64_t)(efasim_rand01(ctx) * cfg->delay_us * 1000)
+                                         : (uint64_t)cfg->delay_us * 1000);
     return 1;
 }
 

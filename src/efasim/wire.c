@@ -863,6 +863,23 @@ static uint32_t rx_fast_copy(struct efasim_qp *qp, const struct efasim_hdr *h,
 }
 
 /*
+ * EFASIM_RNR_STALL_US: the QP behaves as if nothing were posted (a receiver
+ * that stops posting for a while) during the first RNR_STALL_US of every
+ * RNR_STALL_PERIOD_US, in a phase that differs per QP number. Its posted
+ * receives stay; senders get RNR as from an empty queue.
+ */
+static bool rnr_stalled(const struct efasim_qp *qp)
+{
+    const struct efasim_config *cfg = efasim_config();
+    uint64_t t;
+
+    if (!cfg->rnr_stall_us)
+        return false;
+    t = efasim_now_ns() / 1000 + (uint64_t)qp->qpn * 7919u;
+    return t % cfg->rnr_stall_period_us < cfg->rnr_stall_us;
+}
+
+/*
  * DATA and WRITE from peer p (slot pidx): checked, de-duplicated, applied, answered.
  *
  * Each sequence number is settled here exactly once, and every copy of it is
@@ -904,11 +921,13 @@ static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pid
     if (is_read && (!efasim_config()->rdma_read || !rdma_range_ok(qp, h, IBV_ACCESS_REMOTE_READ)))
         nack = EFASIM_ST_REMOTE_BAD_ADDRESS;
     if (!nack && wants_recv) {
-        if (!qp->rq_count && !(h->flags & EFASIM_F_RNR_FINAL)) {
+        bool none = !qp->rq_count || rnr_stalled(qp);
+
+        if (none && !(h->flags & EFASIM_F_RNR_FINAL)) {
             send_nack(qp, src, EFASIM_ST_REMOTE_RNR, 0); /* not settled: a retry is fresh */
             return;
         }
-        if (!qp->rq_count)
+        if (none)
             nack = EFASIM_ST_REMOTE_RNR; /* the last attempt: refused for good */
         else if (efasim_cq_full(qp->recv_cq))
             return; /* no room to complete it: let the sender retransmit */

@@ -564,3 +564,82 @@ EFARM_TEST_TIMEOUT(efasim_faults_live_peer_one_datagram_waits, 60)
     EXPECT_EQ(ibv_destroy_ah(to_tx.ah), 0);
     efasim_pair_close(&p);
 }
+
+/*
+ * EFASIM_JITTER: a delayed datagram is held a random time up to
+ * EFASIM_DELAY_US instead of exactly that. Every datagram is delayed by up to
+ * 30 ms and retransmission waits longer than that, one send at a time: a send
+ * completes after its datagram's and its ACK's holds. Without jitter none can
+ * complete in under 30 ms; with it about half do (two holds summing under
+ * 30 ms), so at least one of 30 must (missing that by chance: 2^-30).
+ */
+static void jitter_run(unsigned *fast, unsigned *n)
+{
+    struct efasim_qp_opts opts = EFASIM_QP_OPTS_DEFAULT;
+    struct efasim_buf sbuf, rbuf;
+    struct efasim_pair p;
+    struct efasim_wc wc;
+
+    efasim_setenv("EFASIM_DELAY", "1");
+    efasim_setenv("EFASIM_DELAY_US", "30000");
+    efasim_setenv("EFASIM_TIMEOUT_MS", "20000");
+    efasim_setenv("EFASIM_RTO_US", "300000");
+    efasim_setenv("EFASIM_RTO_MAX_US", "600000");
+    efasim_pair_open(&p, &opts, &opts);
+    efasim_buf_alloc(&p.dev, 64, EFASIM_ACCESS_ALL, &sbuf);
+    efasim_buf_alloc(&p.dev, 64, EFASIM_ACCESS_ALL, &rbuf);
+    *fast = 0;
+    *n = 30;
+    for (unsigned i = 0; i < *n; i++) {
+        double t0, deadline;
+        bool sent = false, got = false;
+
+        efasim_post_recv(&p.rx, i, &rbuf, 0, 64);
+        t0 = efasim_now();
+        deadline = t0 + 5;
+        EXPECT_EQ(efasim_send(&p.tx, &p.to_rx, i, &sbuf, 0, 64), 0);
+        while (!sent || !got) {
+            EXPECT_TRUE(efasim_now() < deadline);
+            if (efasim_poll_one(p.tx.send_cq, &wc)) {
+                EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+                if (efasim_now() - t0 < 0.030)
+                    (*fast)++;
+                sent = true;
+            }
+            if (efasim_poll_one(p.rx.recv_cq, &wc)) {
+                EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+                got = true;
+            }
+        }
+    }
+    efasim_buf_free(&sbuf);
+    efasim_buf_free(&rbuf);
+    efasim_pair_close(&p);
+}
+
+EFARM_TEST_TIMEOUT(efasim_faults_jitter_varies_hold, 60)
+{
+    unsigned fast, n;
+
+    efasim_setenv("EFASIM_JITTER", "1");
+    jitter_run(&fast, &n);
+    efarm_test_context("%u of %u sends completed in under 30 ms", fast, n);
+    EXPECT_TRUE(fast > 0);
+}
+
+EFARM_TEST_TIMEOUT(efasim_faults_fixed_delay_holds_all, 60)
+{
+    unsigned fast, n;
+
+    jitter_run(&fast, &n);
+    efarm_test_context("%u of %u sends completed in under 30 ms", fast, n);
+    EXPECT_EQ(fast, 0);
+}
+
+/* Heavy faults with jittered delays: every message arrives once, intact. */
+EFARM_TEST_TIMEOUT(efasim_faults_heavy_jitter, 120)
+{
+    heavy_faults("0.3", "3000");
+    efasim_setenv("EFASIM_JITTER", "1");
+    stress(3000, 4);
+}

@@ -286,3 +286,86 @@ EFARM_TEST_TIMEOUT(efasim_rnr_infinite_under_faults, 60)
     EXPECT_EQ(r.sent, 2000);
     rnr_close(&r);
 }
+
+/*
+ * RNR storms (EFASIM_RNR_STALL_US): one send at a time to a receiver that
+ * always has every receive posted, so only a stall can refuse one. With
+ * rnr_retry 0 some are refused; each outcome still agrees with delivery.
+ */
+static void storm_run(uint8_t rnr_retry, unsigned n, struct rnr_run *r)
+{
+    unsigned next = 0, done = 0;
+    double deadline, drain_end;
+
+    efarm_test_context("EFASIM_SEED=%s, rnr_retry %u, RNR storms", g_rnr_seed, rnr_retry);
+    rnr_open(r, rnr_retry, n);
+    while (r->nfree_recv)
+        rnr_post_recv(r);
+    deadline = efasim_now() + 20;
+    while (done < n) {
+        if (efasim_now() > deadline)
+            efarm_test_fail(__FILE__, __LINE__,
+                            "EFASIM_SEED=%s, rnr_retry %u: %u of %u sends completed", g_rnr_seed,
+                            rnr_retry, done, n);
+        if (next == done && next < n)
+            rnr_post(r, next++);
+        while (rnr_poll_send(r))
+            done++;
+        rnr_poll_recv(r);
+        while (r->nfree_recv)
+            rnr_post_recv(r);
+    }
+    drain_end = efasim_now() + RNR_DRAIN_S;
+    while (efasim_now() < drain_end) {
+        rnr_poll_recv(r);
+        while (r->nfree_recv)
+            rnr_post_recv(r);
+    }
+    rnr_check(r, rnr_retry);
+}
+
+static void set_storm_env(const char *stall_us)
+{
+    snprintf(g_rnr_seed, sizeof(g_rnr_seed), "%" PRIu64, efarm_test_rand() % 1000000);
+    efasim_setenv("EFASIM_SEED", g_rnr_seed);
+    efasim_setenv("EFASIM_RNR_BACKOFF_US", "50");
+    efasim_setenv("EFASIM_RNR_STALL_US", stall_us);
+    efasim_setenv("EFASIM_RNR_STALL_PERIOD_US", "4000");
+    efasim_setenv("EFASIM_RDMA_WRITE", "1");
+}
+
+EFARM_TEST_TIMEOUT(efasim_rnr_storm_refuses_posted_receiver, 60)
+{
+    struct rnr_run r;
+
+    set_storm_env("2000");
+    storm_run(0, 400, &r);
+    efarm_test_context("EFASIM_SEED=%s: %u sent, %u refused", g_rnr_seed, r.sent, r.refused);
+    EXPECT_TRUE(r.refused > 0);
+    EXPECT_TRUE(r.sent > 0);
+    rnr_close(&r);
+}
+
+/* The same without storms: nothing is refused, so the refusals above are the storms'. */
+EFARM_TEST_TIMEOUT(efasim_rnr_no_storm_refuses_nothing, 60)
+{
+    struct rnr_run r;
+
+    set_storm_env("0");
+    storm_run(0, 400, &r);
+    EXPECT_EQ(r.refused, 0);
+    EXPECT_EQ(r.sent, 400);
+    rnr_close(&r);
+}
+
+/* rnr_retry 7 rides out every storm: all arrive, once. */
+EFARM_TEST_TIMEOUT(efasim_rnr_storm_infinite_delivers_all, 60)
+{
+    struct rnr_run r;
+
+    set_storm_env("2000");
+    storm_run(EFASIM_RNR_RETRY_INFINITE, 400, &r);
+    EXPECT_EQ(r.refused, 0);
+    EXPECT_EQ(r.sent, 400);
+    rnr_close(&r);
+}
