@@ -89,6 +89,7 @@ struct efarm_dev_mr;
 
 struct efarm_dev_ep_attr {
     uint32_t sq_depth;   /* send WRs in flight; 0 = 256 */
+    bool sq_depth_fit;   /* sq_depth above the device's max_sq_wr: take that max (else refuse) */
     uint32_t rx_buffers; /* receive buffers of max_msg_size kept posted; 0 = none */
     uint32_t rx_refill;  /* repost in batches of this many; 0 = 32 */
     uint32_t cq_depth;   /* 0 = sq_depth + rx_buffers + 64 */

@@ -14,6 +14,7 @@
 #include "device_internal.h"
 #include "efarm_config.h"
 #include "efarm_errno.h"
+#include "efarm_log.h"
 #include "efarm_mr_cache.h"
 
 #define V             (&g_efarm_verbs)
@@ -274,7 +275,24 @@ int efarm_dev_ep_open(const char *name, const struct efarm_dev_ep_attr *attr,
     if (ret)
         goto err_close_device;
     ep->sq_depth = a.sq_depth ? a.sq_depth : 256;
-    if (ep->sq_depth > ep->caps.max_sq_wr || a.rx_buffers > ep->caps.max_rq_wr) {
+    if (ep->sq_depth > ep->caps.max_sq_wr && a.sq_depth_fit && ep->caps.max_sq_wr) {
+        efarm_log(EFARM_LOG_INFO,
+                  "%s takes %u send work requests (max_sq_wr): EFARM_SQ_DEPTH %u -> %u",
+                  ep->caps.name, ep->caps.max_sq_wr, ep->sq_depth, ep->caps.max_sq_wr);
+        ep->sq_depth = ep->caps.max_sq_wr;
+    }
+    if (ep->sq_depth > ep->caps.max_sq_wr) {
+        efarm_log(EFARM_LOG_ERROR,
+                  "EFARM_SQ_DEPTH=%u refused: %s takes at most %u send work requests (max_sq_wr)",
+                  ep->sq_depth, ep->caps.name, ep->caps.max_sq_wr);
+        ret = -EINVAL;
+        goto err_close_device;
+    }
+    if (a.rx_buffers > ep->caps.max_rq_wr) {
+        efarm_log(
+            EFARM_LOG_ERROR,
+            "EFARM_RX_BUFFERS=%u refused: %s takes at most %u receive work requests (max_rq_wr)",
+            a.rx_buffers, ep->caps.name, ep->caps.max_rq_wr);
         ret = -EINVAL;
         goto err_close_device;
     }

@@ -183,8 +183,9 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        send work requests in flight on the device. Allowed: a decimal number from 1 to
-        65536. Also read as EFARM_SQ_DEPTH.
+        send work requests in flight on the device (the default fits itself to a device
+        that takes fewer; a value set above the device's max_sq_wr is refused). Allowed:
+        a decimal number from 1 to 65536. Also read as EFARM_SQ_DEPTH.
 
     - name        : MPIR_CVAR_CH4_EFARM_RX_BUFFERS
       category    : CH4_EFARM

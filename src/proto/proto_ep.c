@@ -350,6 +350,8 @@ int efarm_ep_open(const struct efarm_ep_attr *attr, struct efarm_ep **ep_p)
     efarm_list_init(&ep->failed_peers);
 
     dattr.sq_depth = ep->p.sq_depth;
+    /* The default fits the device's send queue; a depth the user asked for is not lowered. */
+    dattr.sq_depth_fit = !a.sq_depth && efarm_config_is_default("SQ_DEPTH");
     dattr.rx_buffers = ep->p.rx_buffers;
     dattr.rx_refill = ep->p.rx_buffers / 4 < 32 ? ep->p.rx_buffers / 4 : 32;
     if (dattr.rx_refill == 0)

@@ -458,6 +458,16 @@ int efarm_config_load(efarm_config_lookup_fn lookup, void *ctx)
     return efarm_config_status(NULL);
 }
 
+bool efarm_config_is_default(const char *name)
+{
+    efarm_config();
+    for (unsigned i = 0; i < NVARS; i++) {
+        if (!strcmp(g_vars[i].name, name))
+            return !strcmp(g_state[i].source, "default");
+    }
+    return false;
+}
+
 void efarm_config_print(FILE *out)
 {
     char allowed[320];

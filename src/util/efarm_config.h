@@ -68,7 +68,9 @@
       "capture); efarm-pktdump --pcap and Wireshark with efarm.lua read it")                       \
     X(AV_SIZE, av_size, U64, "4096", 1, 1073741823, "",                                            \
       "peers one endpoint can address, unknown senders included (56 bytes each)")                  \
-    X(SQ_DEPTH, sq_depth, U64, "256", 1, 65536, "", "send work requests in flight on the device")  \
+    X(SQ_DEPTH, sq_depth, U64, "256", 1, 65536, "",                                                \
+      "send work requests in flight on the device (the default fits itself to a device that "      \
+      "takes fewer; a value set above the device's max_sq_wr is refused)")                         \
     X(RX_BUFFERS, rx_buffers, U64, "512", 2, 1048576, "",                                          \
       "MTU-sized receive buffers kept posted; fewer means earlier RNR under bursts")               \
     X(TX_PKTS, tx_pkts, U64, "512", 4, 1048576, "",                                                \
@@ -267,6 +269,9 @@ struct efarm_script_var {
     const char *what;
 };
 const struct efarm_script_var *efarm_script_vars(unsigned *n);
+
+/* True when NAME (without EFARM_) is in force at its default: no source set it. */
+bool efarm_config_is_default(const char *name);
 
 /* Print every tunable: name, default, allowed, value in force (or REFUSED), source, why. */
 void efarm_config_print(FILE *out);

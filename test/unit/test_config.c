@@ -283,6 +283,39 @@ EFARM_TEST(config_eager_max_beyond_the_device)
     efarm_ep_close(ep);
 }
 
+/*
+ * A device with a small send queue (EFASIM_MAX_SQ_WR=16): the default
+ * EFARM_SQ_DEPTH (256) fits itself to it; a depth the user set above it is
+ * refused, not lowered; one within it is taken.
+ */
+EFARM_TEST(config_sq_depth_default_fits_device)
+{
+    struct efarm_ep *ep = NULL;
+
+    proto_use_efasim();
+    setenv("EFASIM_MAX_SQ_WR", "16", 1);
+    EXPECT_EQ(efarm_ep_open(NULL, &ep), 0);
+    EXPECT_TRUE(ep != NULL);
+    efarm_ep_close(ep);
+}
+
+EFARM_TEST(config_sq_depth_set_beyond_device_refused)
+{
+    struct efarm_ep *ep = NULL;
+
+    proto_use_efasim();
+    setenv("EFASIM_MAX_SQ_WR", "16", 1);
+    setenv("EFARM_SQ_DEPTH", "256", 1);
+    EXPECT_EQ(efarm_config_status(NULL), 0);
+    EXPECT_EQ(efarm_ep_open(NULL, &ep), -EINVAL);
+    EXPECT_TRUE(ep == NULL);
+    setenv("EFARM_SQ_DEPTH", "16", 1);
+    efarm_config_load(NULL, NULL);
+    EXPECT_EQ(efarm_ep_open(NULL, &ep), 0);
+    EXPECT_TRUE(ep != NULL);
+    efarm_ep_close(ep);
+}
+
 EFARM_TEST(config_table_printed_whole)
 {
     char *text = NULL;
@@ -298,9 +331,17 @@ EFARM_TEST(config_table_printed_whole)
     for (size_t i = 0; i < len; i++)
         lines += text[i] == '\n';
 #define CONFIG_COUNT_(name, member, kind, def, lo, hi, choices, why) +1
-    /* the header, one per tunable, then a blank line, a heading and the one refusal */
-    EXPECT_EQ(lines, 1 + (0 EFARM_CONFIG_LIST(CONFIG_COUNT_)) + 3);
+#define SCRIPT_COUNT_(name, reader, what)                            +1
+    /*
+     * the header, one per tunable, a blank line, a heading and one per script
+     * variable, then a blank line, a heading and the one refusal
+     */
+    EXPECT_EQ(lines, 1 + (0 EFARM_CONFIG_LIST(CONFIG_COUNT_)) + 2 +
+                         (0 EFARM_SCRIPT_VAR_LIST(SCRIPT_COUNT_)) + 3);
 #undef CONFIG_COUNT_
+#undef SCRIPT_COUNT_
+    EXPECT_TRUE(strstr(text, "\nEFARM_MPICH_PREFIX ") != NULL);
+    EXPECT_TRUE(strstr(text, "\nEFARM_MPICH_SOURCE_* ") != NULL);
 #define CONFIG_PRINTED_(name, member, kind, def, lo, hi, choices, why) \
     EXPECT_TRUE(strstr(text, "EFARM_" #name " ") != NULL);
     EFARM_CONFIG_LIST(CONFIG_PRINTED_)
