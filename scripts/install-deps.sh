@@ -16,6 +16,7 @@ packages=(
     clang clang-format libclang-rt-14-dev   # clang builds, check-format, libFuzzer, sanitizers
     tshark            # the Wireshark dissector tools/efarm.lua, tested on captures
     gnuplot-nox       # quickstart.sh's plot of latency and bandwidth (PNG)
+    gdb               # scripts/hang-guard.sh: the stacks of a hung test's processes
 )
 
 missing=()

@@ -53,8 +53,11 @@
 # this one machine talk through ch4:efarm on efasim, not MPICH's shared memory (the
 # first test, efarm-traffic-check, is test/mpich-efarm-check.c: two ranks exchange
 # messages and every rank's efarm MPI_T counters must have moved); the
-# test list's env= entries; MPIEXEC_TIMEOUT (hydra kills the job and prints
-# "APPLICATION TIMED OUT"; `timeout` is the backstop). --shm leaves MPIR_CVAR_NOLOCAL
+# test list's env= entries. Each test runs under scripts/hang-guard.sh: at its time
+# limit the stack of every thread of every rank goes to the test's log (the FAIL
+# line says "timeout after S s; stacks in the log"), then the job is killed;
+# MPIEXEC_TIMEOUT (30 s later: hydra kills the job and prints "APPLICATION TIMED
+# OUT") is the backstop. --shm leaves MPIR_CVAR_NOLOCAL
 # unset: ranks use MPICH's shared memory and efarm carries nothing, a check of the
 # harness and of MPICH only, never a result for efarm; its lines say so and the xfail
 # file is ignored.
@@ -523,11 +526,11 @@ run_line() { # DIR LINE
 
     local -a env_run=()
     if [ "$shm" = 1 ]; then env_run+=(-u MPIR_CVAR_NOLOCAL); else env_run+=(MPIR_CVAR_NOLOCAL=1); fi
-    env_run+=(EFARM_DEVICE=sim MPIEXEC_TIMEOUT="$limit" "${envs[@]}")
+    env_run+=(EFARM_DEVICE=sim MPIEXEC_TIMEOUT="$((limit + 30))" "${envs[@]}")
     t0=$(date +%s.%N)
     {
         echo "+ cd $obj/$d && env ${env_run[*]} $mpiexec -n $np ${mpiexec_args[*]} ./$prog ${args[*]}"
-        (cd "$obj/$d" && exec env "${env_run[@]}" timeout -k 10 $((limit + 30)) \
+        (cd "$obj/$d" && exec env "${env_run[@]}" "$top/scripts/hang-guard.sh" "$limit" \
             "$mpiexec" -n "$np" "${mpiexec_args[@]}" "./$prog" "${args[@]}" </dev/null 2>&1)
         rc=$?
         echo "+ exit status $rc"
@@ -540,6 +543,7 @@ run_line() { # DIR LINE
     body=$(sed -e '1d' -e '$d' "$log")
     if grep -q 'APPLICATION TIMED OUT' <<<"$body" || [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
         reason="timeout after $limit s"
+        ! grep -q '^hang-guard: stack of' <<<"$body" || reason="$reason; stacks of the ranks in $log"
         consecutive_timeouts=$((consecutive_timeouts + 1))
     else
         consecutive_timeouts=0

@@ -19,9 +19,14 @@ done
 passed=0
 failed=0
 pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { # NAME LOG
+fail() { # NAME LOG: the log's last lines or, after a hang, the top of each process's stack
     echo "FAIL $1 (log: $2)"
-    [ -f "$2" ] && tail -n 15 "$2" | sed 's/^/    /'
+    if [ -f "$2" ] && grep -q '^hang-guard: stack of' "$2"; then
+        grep -A8 '^hang-guard: stack of' "$2" | grep -e '^hang-guard' -e '^#' | head -n 40 |
+            sed 's/^/    /'
+    elif [ -f "$2" ]; then
+        tail -n 15 "$2" | sed 's/^/    /'
+    fi
     failed=$((failed + 1))
 }
 

@@ -101,6 +101,7 @@ runs=(
     "rma_dynamic-emulated-n2 rma_dynamic 2 EFARM_RDMA_WRITE=0 EFARM_RDMA_READ=0"
     "rma_dynamic-am-n2 rma_dynamic 2 EFARM_RMA_NATIVE=0 MPITEST_RMA_EXPECT=am"
     "rma_dynamic-faults-n4 rma_dynamic 4 EFASIM_RDMA_WRITE=1 $faults"
+    "pt2pt_sizes-small-sq-n2 pt2pt_sizes 2 EFASIM_MAX_SQ_WR=16 MPITEST_MAX_SIZE=4194304"
     "mr_cache_reuse-n2 mr_cache_reuse 2"
     "mr_cache_reuse-n4 mr_cache_reuse 4"
     "mr_cache_reuse-off-n2 mr_cache_reuse 2 EFARM_MR_CACHE=0 MPITEST_MR_CACHE=off"
@@ -122,9 +123,19 @@ failruns=(
     "cvars-refused-write-string-n2 cvars 2 MPIR_CVAR_CH4_EFARM_PROTO=fastest.refused:.expected.one.of.auto $cvars MPITEST_CVAR_WRITE=PROTO=fastest"
     "cvars-refused-device-n2 cvars 2 EFARM_DEVICE=nic.refused:.expected.one.of.auto,.efa,.sim $cvars EFARM_DEVICE=nic"
     "cvars-refused-eager-n2 cvars 2 EFARM_EAGER_MAX=9000.refused:.one.packet $cvars EFARM_EAGER_MAX=9000"
+    "sq-depth-refused-n2 cvars 2 EFARM_SQ_DEPTH=256.refused:.efasim_0.takes.at.most.16.send $cvars EFASIM_MAX_SQ_WR=16 EFARM_SQ_DEPTH=256"
     "unexpected_flood-tiny-budget-n2 unexpected_flood 2 [Rr]aise.EFARM_UNEXP_MAX_BYTES $tiny_budget EFARM_RX_FULL_TIMEOUT_MS=2000 MPITEST_FLOOD_N=20000"
     "rma_native-passive-emulated-n2 rma_native 2 mem.0.....FLAG:.0.vs EFARM_RDMA_WRITE=0 MPITEST_RMA_PASSIVE=3"
     "rma_dynamic-passive-emulated-n2 rma_dynamic 2 mem.0.....FLAG:.0.vs EFARM_RDMA_WRITE=0 MPITEST_RMA_PASSIVE=3"
+)
+
+# Runs that must hang: NAME PROGRAM RANKS. They pass when the hang guard ends the job
+# at the time limit (HANG_S, not the usual one) with the stack of every rank, each
+# inside MPI_Recv: a hang in any test is a failure that shows where every rank was.
+hang_s=8
+hangruns=(
+    "hang-stacks-n2 hang 2"
+    "hang-stacks-n4 hang 4"
 )
 
 # The default device on a host without EFA: MPI_Init fails and says how to ask for efasim.
@@ -175,7 +186,7 @@ if [ -n "${nic_selected:-}" ]; then
         fail "build-nic_placement" "$log"
     fi
 fi
-for r in "${runs[@]}" "${failruns[@]}"; do
+for r in "${runs[@]}" "${failruns[@]}" "${hangruns[@]}"; do
     read -r name prog _ <<<"$r"
     selected "$name" || continue
     build_prog "$prog"
@@ -193,7 +204,7 @@ launch() {
     local start
     start=$(date +%s.%N)
     # shellcheck disable=SC2086 # $4 is a list of VAR=VALUE words
-    timeout -k 10 "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 EFARM_PROFILE=reference $4 \
+    "$top/scripts/hang-guard.sh" "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 EFARM_PROFILE=reference $4 \
         "$mpiexec" -n "$3" "$out/$2" >"$log" 2>&1
     status=$?
     secs=$(echo "$start $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
@@ -219,7 +230,7 @@ if selected stripe-mixed-n2; then
     else
         log=$out/logs/$name.log
         start=$(date +%s.%N)
-        timeout -k 10 "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 EFARM_PROFILE=reference \
+        "$top/scripts/hang-guard.sh" "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 EFARM_PROFILE=reference \
             EFASIM_NDEV=2 EFARM_STRIPE_MIN=65536 "$mpiexec" \
             -n 1 -env EFARM_RAILS 2 -env MPITEST_RAILS 2 -env MPITEST_PEER_RAILS 1 "$out/stripe" : \
             -n 1 -env MPITEST_RAILS 1 -env MPITEST_PEER_RAILS 2 "$out/stripe" >"$log" 2>&1
@@ -249,7 +260,7 @@ for r in "${nicruns[@]}"; do
     # shellcheck disable=SC2046 # topo_args is a list of words
     "$out/efarm-topo-xml" $(topo_args "$model") >"$out/topo-$model.xml"
     start=$(date +%s.%N)
-    timeout -k 10 "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 SYSFS_PATH="$sysfs" \
+    "$top/scripts/hang-guard.sh" "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 SYSFS_PATH="$sysfs" \
         EFASIM_NDEV="$ndev" EFARM_TOPOLOGY="$out/topo-$model.xml" EFARM_NIC_VERBOSE=1 \
         MPITEST_NIC_EXPECT="$expect" "$mpiexec" -n "$ranks" -bind-to "$bind" \
         "$out/nic_placement" >"$log" 2>&1
@@ -285,6 +296,26 @@ for r in "${failruns[@]}"; do
         fail "$name (exit $status without a message matching '$pattern', ${secs} s)" "$log"
     else
         pass "$name (failed as it must: exit $status, ${secs} s)"
+    fi
+done
+
+for r in "${hangruns[@]}"; do
+    read -r name prog ranks <<<"$r"
+    selected "$name" || continue
+    saved_timeout=$timeout_s
+    timeout_s=$hang_s
+    launch "$name" "$prog" "$ranks" "" || { timeout_s=$saved_timeout; continue; }
+    timeout_s=$saved_timeout
+    # Stacks, and stacks inside MPI_Recv, one per rank.
+    stacks=$(grep -c "^hang-guard: stack of .* ($prog)" "$log")
+    in_recv=$(awk -v prog="($prog)" '/^hang-guard: stack of/ { cur = ($NF == prog) }
+        cur && /MPI_Recv/ { n++; cur = 0 } END { print n + 0 }' "$log")
+    if [ "$status" -ne 124 ]; then
+        fail "$name (exit $status, expected the guard's 124 after $hang_s s)" "$log"
+    elif [ "$stacks" -ne "$ranks" ] || [ "$in_recv" -ne "$ranks" ]; then
+        fail "$name ($stacks stacks of $ranks ranks, $in_recv inside MPI_Recv)" "$log"
+    else
+        pass "$name (guard stopped it after $hang_s s; $ranks stacks in MPI_Recv)"
     fi
 done
 finish

@@ -101,7 +101,7 @@ for r in "${runs[@]}"; do
     log=$out/logs/$name.log
     start=$(date +%s.%N)
     # shellcheck disable=SC2086 # $vars is a list of VAR=VALUE words
-    (cd "$out" && timeout -k 10 "$timeout_s" env EFARM_DEVICE=sim EFARM_PROFILE=reference $vars \
+    (cd "$out" && "$top/scripts/hang-guard.sh" "$timeout_s" env EFARM_DEVICE=sim EFARM_PROFILE=reference $vars \
         "$mpiexec" -launcher ssh -launcher-exec "$top/test/mpi/netns-launcher.sh" -iface "$bridge" \
         -hosts 10.199.1.1:1,10.199.1.2:1 -n 4 "$out/$prog") >"$log" 2>&1
     status=$?
