@@ -25,3 +25,9 @@ noinst_PROGRAMS += bench/bench-proto
 bench_bench_proto_SOURCES = bench/bench_proto.c
 bench_bench_proto_LDADD = libefarm.la
 EXTRA_DIST += bench/run-proto-bench.sh
+
+# Scale without the machines: address-vector memory and insert time per peer (issue 16).
+noinst_PROGRAMS += bench/bench-av
+bench_bench_av_SOURCES = bench/bench_av.c
+bench_bench_av_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/proto
+bench_bench_av_LDADD = libefarm.la

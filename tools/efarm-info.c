@@ -59,9 +59,10 @@ int main(int argc, char **argv)
     const struct efarm_config *c = efarm_config();
 
     printf("\nprotocol engine memory: %u bytes per address-vector entry (every peer), %u per "
-           "peer state (created on first contact, reorder window included), %u per operation, "
+           "peer state (created on first contact), %u per reorder window (EFARM_RECVWIN slots, "
+           "a peer holds one only while its packets wait for earlier ones), %u per operation, "
            "%u per send buffer descriptor, %u per stored packet descriptor\n",
-           sizes.peer, sizes.peer_state, sizes.op, sizes.tx_pkt, sizes.rx_pkt);
+           sizes.peer, sizes.peer_state, sizes.window, sizes.op, sizes.tx_pkt, sizes.rx_pkt);
     printf("\nunexpected messages (arrived before their receive): no count limit and no "
            "operation each; each costs a record of %u bytes (its matcher entry included) plus a "
            "copy of its packets in blocks of 256 B, 1 KiB, 4 KiB or an MTU, all counted against "

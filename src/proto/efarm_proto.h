@@ -440,11 +440,12 @@ void efarm_counters_describe(FILE *out);
 
 /*
  * Sizes of the hot structures, pinned by tests and printed by efarm-info.
- * With ep NULL the peer state is sized for the EFARM_RECVWIN tunable.
+ * With ep NULL the reorder window is sized for the EFARM_RECVWIN tunable.
  */
 struct efarm_proto_sizes {
     uint32_t peer;       /* address-vector entry, every peer */
-    uint32_t peer_state; /* created on first contact, reorder window included */
+    uint32_t peer_state; /* created on first contact */
+    uint32_t window;     /* a peer's reorder window, while packets of it wait (EFARM_RECVWIN) */
     uint32_t op;
     uint32_t tx_pkt;
     uint32_t rx_pkt;

@@ -117,7 +117,7 @@ efarm_rx_eager_fast(struct efarm_ep *ep, struct efarm_dev_ep *dev, uint32_t rx_i
         (hdr != f->hdr_size && efarm_load_le32(data + f->hdr_size) != ep->peers[peer].connid))
         return false;
     msg_id = efarm_load_le32(data + f->off_msg_id);
-    if (msg_id != st->rx_msg_id || st->win[msg_id & (ep->p.recvwin - 1)] != NULL)
+    if (msg_id != st->rx_msg_id || (st->win != NULL && st->win[msg_id & (ep->p.recvwin - 1)]))
         return false;
     if (!rtm_eager_fast(ep, peer, efarm_load_le64(data + f->off_tag), data + hdr, len - hdr))
         return false; /* the general path counts it */
@@ -126,7 +126,9 @@ efarm_rx_eager_fast(struct efarm_ep *ep, struct efarm_dev_ep *dev, uint32_t rx_i
     ep->cnt.rx_by_type[f->type]++;
     ep->cnt.eager_fast_rx++;
     /* window_advance's case with nothing waiting: only the message id moves */
-    if (st->overflow_count == 0 && st->win[(msg_id + 1) & (ep->p.recvwin - 1)] == NULL)
+    if (st->win == NULL)
+        st->rx_msg_id = msg_id + 1; /* no window: nothing waits, nothing overflows */
+    else if (st->overflow_count == 0 && st->win[(msg_id + 1) & (ep->p.recvwin - 1)] == NULL)
         st->rx_msg_id = msg_id + 1;
     else
         efarm_rx_window_advance(ep, st);

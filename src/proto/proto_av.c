@@ -40,7 +40,8 @@ int efarm_av_init(struct efarm_ep *ep)
     uint32_t buckets = 16;
     int ret;
 
-    while (buckets < 2 * ep->p.av_size)
+    /* At most one entry per bucket on average: 8 bytes a peer for both tables. */
+    while (buckets < ep->p.av_size)
         buckets *= 2;
     ep->hash_mask = buckets - 1;
     ep->peers = efarm_aligned_calloc(ep->p.av_size, sizeof(*ep->peers));
@@ -52,12 +53,18 @@ int efarm_av_init(struct efarm_ep *ep)
     }
     memset(ep->addr_hash, 0xff, buckets * sizeof(*ep->addr_hash));
     memset(ep->ahn_hash, 0xff, buckets * sizeof(*ep->ahn_hash));
-    ep->peer_state_size =
-        sizeof(struct efarm_peer_state) + ep->p.recvwin * sizeof(struct efarm_rxpkt *);
+    ep->peer_state_size = sizeof(struct efarm_peer_state);
     ret = efarm_pool_construct(&ep->peer_states, ep->peer_state_size, 64, ep->p.av_size,
                                ep->p.av_size < 8 ? ep->p.av_size : 8);
     if (ret)
         goto err_free;
+    /* At most one window per peer; they come and go with reordering. */
+    ret = efarm_pool_construct(&ep->windows, ep->p.recvwin * sizeof(struct efarm_rxpkt *), 16,
+                               ep->p.av_size, ep->p.av_size < 4 ? ep->p.av_size : 4);
+    if (ret) {
+        efarm_pool_destruct(&ep->peer_states);
+        goto err_free;
+    }
     return 0;
 
 err_free:
@@ -69,6 +76,7 @@ err_free:
 
 void efarm_av_fini(struct efarm_ep *ep)
 {
+    efarm_pool_destruct(&ep->windows);
     efarm_pool_destruct(&ep->peer_states);
     free(ep->ahn_hash);
     free(ep->addr_hash);
@@ -82,7 +90,7 @@ static efarm_peer_t av_find(const struct efarm_ep *ep, const uint8_t gid[EFARM_G
          i = ep->peers[i].addr_next) {
         const struct efarm_peer *p = &ep->peers[i];
 
-        if (p->qpn == qpn && p->connid == connid && !memcmp(p->gid, gid, EFARM_GID_LEN))
+        if (p->qpn == qpn && p->connid == connid && !memcmp(efarm_peer_gid(p), gid, EFARM_GID_LEN))
             return i;
     }
     return EFARM_PEER_NONE;
@@ -104,7 +112,6 @@ static int av_add(struct efarm_ep *ep, const uint8_t gid[EFARM_GID_LEN], uint16_
         return ret;
     idx = ep->npeers++;
     p = &ep->peers[idx];
-    memcpy(p->gid, gid, EFARM_GID_LEN);
     p->qpn = qpn;
     p->connid = connid;
     p->ah = ah;
@@ -145,7 +152,7 @@ int efarm_av_lookup(const struct efarm_ep *ep, efarm_peer_t peer, uint8_t raw[EF
         return -EINVAL;
     p = &ep->peers[peer];
     memset(raw, 0, EFARM_RAW_ADDR_LEN);
-    memcpy(raw, p->gid, EFARM_GID_LEN);
+    memcpy(raw, efarm_peer_gid(p), EFARM_GID_LEN);
     efarm_store_le16(raw + offsetof(struct efarm_wire_raw_addr, qpn), p->qpn);
     efarm_store_le32(raw + offsetof(struct efarm_wire_raw_addr, connid), p->connid);
     return 0;
@@ -220,7 +227,7 @@ efarm_peer_t efarm_peer_identify(struct efarm_ep *ep, const struct efarm_dev_cqe
              i = ep->peers[i].addr_next) {
             const struct efarm_peer *p = &ep->peers[i];
 
-            if (p->qpn != qpn || memcmp(p->gid, cqe->sgid, EFARM_GID_LEN))
+            if (p->qpn != qpn || memcmp(efarm_peer_gid(p), cqe->sgid, EFARM_GID_LEN))
                 continue;
             if (!has_connid || p->connid == connid)
                 return i;
@@ -374,7 +381,7 @@ static void peer_describe(const struct efarm_ep *ep, efarm_peer_t peer, char *ou
     int len = snprintf(out, n, "peer %u (QPN %u, connid %#x, GID ", peer, p->qpn, p->connid);
 
     for (unsigned i = 0; i < EFARM_GID_LEN && len > 0 && (size_t)len + 3 < n; i++)
-        len += snprintf(out + len, n - (size_t)len, "%02x", p->gid[i]);
+        len += snprintf(out + len, n - (size_t)len, "%02x", efarm_peer_gid(p)[i]);
     if (len > 0 && (size_t)len + 2 < n)
         snprintf(out + len, n - (size_t)len, ")");
 }

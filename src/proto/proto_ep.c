@@ -682,8 +682,8 @@ void efarm_proto_sizes(const struct efarm_ep *ep, struct efarm_proto_sizes *size
     uint64_t recvwin = ep ? ep->p.recvwin : efarm_config()->recvwin;
 
     sizes_p->peer = sizeof(struct efarm_peer);
-    sizes_p->peer_state =
-        (uint32_t)(sizeof(struct efarm_peer_state) + recvwin * sizeof(struct efarm_rxpkt *));
+    sizes_p->peer_state = (uint32_t)sizeof(struct efarm_peer_state);
+    sizes_p->window = (uint32_t)(recvwin * sizeof(struct efarm_rxpkt *));
     sizes_p->op = sizeof(struct efarm_op);
     sizes_p->tx_pkt = sizeof(struct efarm_txpkt);
     sizes_p->rx_pkt = sizeof(struct efarm_rxpkt);

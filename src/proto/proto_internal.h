@@ -57,8 +57,11 @@
 
 struct efarm_peer_state;
 
+/*
+ * An address-vector entry, every peer (40 bytes): the GID is the address
+ * handle's (efarm_peer_gid), shared by the peers of one node.
+ */
 struct efarm_peer {
-    uint8_t gid[EFARM_GID_LEN];
     uint16_t qpn;
     uint16_t ahn;
     uint32_t connid;
@@ -68,6 +71,11 @@ struct efarm_peer {
     struct efarm_dev_ah *ah;
     struct efarm_peer_state *st; /* NULL until first contact */
 };
+
+static inline const uint8_t *efarm_peer_gid(const struct efarm_peer *p)
+{
+    return p->ah->gid; /* efarm_device_inline.h */
+}
 
 /* efarm_peer_state.flags */
 #define EFARM_PS_HS_SENT        0x01u  /* our HANDSHAKE is posted (or went out) */
@@ -105,7 +113,14 @@ struct efarm_peer_state {
     struct efarm_link rnr_queue;    /* txpkts waiting for the backoff to end */
     struct efarm_link hs_waiters;   /* ops that need the peer's HANDSHAKE first */
     struct efarm_link overflow;     /* rxpkts beyond the reorder window */
-    struct efarm_rxpkt *win[];      /* recvwin slots, indexed by msg_id % recvwin */
+    /*
+     * The reorder window: recvwin slots indexed by msg_id % recvwin, taken
+     * from ep->windows when a packet must wait and given back when no slot
+     * holds one (win_count) and nothing overflows, so a peer whose messages
+     * arrive in order costs no window.
+     */
+    struct efarm_rxpkt **win;
+    uint32_t win_count; /* slots that hold packets */
 };
 
 /* ---- Stored received packets ---------------------------------------------------- */
@@ -397,6 +412,7 @@ struct efarm_ep {
     struct efarm_pool peer_states;
     uint32_t npeer_states; /* peers talked to (never freed before the endpoint closes) */
     size_t peer_state_size;
+    struct efarm_pool windows; /* reorder windows of peers with packets waiting */
 
     struct efarm_tm *tm;
 

@@ -57,7 +57,7 @@ void efarm_observe_tx(const struct efarm_ep *ep, const struct efarm_txpkt *tx)
     }
     if (efarm_capture_on()) {
         struct efarm_capture_rec rec = {EFARM_CAPTURE_TX, efarm_ep_qpn(ep), peer->qpn, tx->peer,
-                                        peer->gid};
+                                        efarm_peer_gid(peer)};
 
         efarm_capture_write(&rec, tx->buf, tx->len);
     }
@@ -80,7 +80,7 @@ void efarm_observe_rx(const struct efarm_ep *ep, const struct efarm_dev_cqe *cqe
     if (efarm_capture_on()) {
         struct efarm_capture_rec rec = {EFARM_CAPTURE_RX, efarm_ep_qpn(ep), cqe->src_qpn,
                                         peer == EFARM_PEER_NONE ? EFARM_CAPTURE_PEER_UNKNOWN : peer,
-                                        peer != EFARM_PEER_NONE ? ep->peers[peer].gid
+                                        peer != EFARM_PEER_NONE ? efarm_peer_gid(&ep->peers[peer])
                                         : cqe->has_sgid         ? cqe->sgid
                                                                 : NULL};
 

@@ -626,15 +626,49 @@ static int segment_or_stale(struct efarm_ep *ep, struct efarm_peer_state *st,
     return efarm_rtm_segment(ep, op, pkt, stored, rx_id);
 }
 
-/* Put a stored packet in its window slot, after packets of the same message. */
-static void window_put(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_rxpkt *rp)
+/*
+ * Put a stored packet in its window slot, after packets of the same message,
+ * taking a window for the peer first if it has none. -ENOMEM when no window
+ * could be had (the pool holds one per peer: only an allocation failure).
+ */
+static int window_put(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_rxpkt *rp)
 {
-    struct efarm_rxpkt **slot = &st->win[rp->msg_id & (ep->p.recvwin - 1)];
+    struct efarm_rxpkt **slot;
 
+    if (st->win == NULL) {
+        st->win = efarm_pool_alloc(&ep->windows);
+        if (st->win == NULL)
+            return -ENOMEM;
+        memset(st->win, 0, ep->p.recvwin * sizeof(*st->win));
+    }
+    slot = &st->win[rp->msg_id & (ep->p.recvwin - 1)];
+    if (*slot == NULL)
+        st->win_count++;
     while (*slot != NULL)
         slot = &(*slot)->next;
     rp->next = NULL;
     *slot = rp;
+    return 0;
+}
+
+/* No packet waits in the window and none overflows: give the window back. */
+static void window_maybe_release(struct efarm_ep *ep, struct efarm_peer_state *st)
+{
+    if (st->win != NULL && st->win_count == 0 && st->overflow_count == 0) {
+        efarm_pool_release(&ep->windows, st->win);
+        st->win = NULL;
+    }
+}
+
+/* No memory for a window: the endpoint cannot keep the packet, so it fails, saying why. */
+static void window_oom(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_rxpkt *rp)
+{
+    efarm_log(EFARM_LOG_ERROR,
+              "no memory for a reorder window of peer %u (%u windows in use, %zu bytes each): "
+              "the endpoint fails",
+              st->peer, ep->windows.in_use, (size_t)ep->p.recvwin * sizeof(*st->win));
+    efarm_rxpkt_release(ep, rp);
+    efarm_ep_fail(ep, -ENOMEM);
 }
 
 /* At a multiple of the window size, pull the overflow packets that now fit. */
@@ -650,7 +684,8 @@ static void overflow_refill(struct efarm_ep *ep, struct efarm_peer_state *st)
             continue;
         efarm_list_remove(link);
         st->overflow_count--;
-        window_put(ep, st, rp);
+        if (window_put(ep, st, rp))
+            window_oom(ep, st, rp);
     }
 }
 
@@ -675,10 +710,14 @@ void efarm_rx_window_advance(struct efarm_ep *ep, struct efarm_peer_state *st)
         st->rx_msg_id++;
         if (st->overflow_count && (st->rx_msg_id & (ep->p.recvwin - 1)) == 0)
             overflow_refill(ep, st);
+        if (st->win == NULL)
+            return;
         slot = &st->win[st->rx_msg_id & (ep->p.recvwin - 1)];
         head = *slot;
-        if (head == NULL)
+        if (head == NULL) {
+            window_maybe_release(ep, st);
             return;
+        }
         /* Read the chain first: a handler that takes head links it into its op's list. */
         rest = head->next;
         rxpkt_decode(head, &pkt);
@@ -690,6 +729,7 @@ void efarm_rx_window_advance(struct efarm_ep *ep, struct efarm_peer_state *st)
             return;
         }
         *slot = NULL;
+        st->win_count--;
         if (ret == 0)
             efarm_rxpkt_release(ep, head);
         /* Further packets of the same message (medium, runting read) follow it. */
@@ -718,8 +758,9 @@ static int keep(struct efarm_ep *ep, struct efarm_peer_state *st, const struct e
         efarm_list_append(&st->overflow, &rp->link);
         st->overflow_count++;
         ep->cnt.overflow++;
-    } else {
-        window_put(ep, st, rp);
+    } else if (window_put(ep, st, rp)) {
+        window_oom(ep, st, rp);
+        return 0;
     }
     return held ? EFARM_RX_KEEP : 0;
 }
@@ -734,7 +775,7 @@ static int rx_ordered(struct efarm_ep *ep, struct efarm_peer_state *st, const st
     if (ahead < 0)
         return segment_or_stale(ep, st, pkt, NULL, cqe->rx_id);
     if (ahead == 0) {
-        if (st->win[msg_id & (ep->p.recvwin - 1)] != NULL)
+        if (st->win != NULL && st->win[msg_id & (ep->p.recvwin - 1)] != NULL)
             return keep(ep, st, pkt, cqe, false); /* its message waits for room: join it */
         ret = req_process(ep, st, pkt, NULL, cqe->rx_id);
         if (ret == -EAGAIN) {

@@ -138,8 +138,9 @@ EFARM_TEST(proto_structure_sizes)
 
         EXPECT_RET(efarm_ep_open(&attr, &ep), 0);
         efarm_proto_sizes(ep, &s);
-        EXPECT_EQ(s.peer, 56);
-        EXPECT_EQ(s.peer_state, 176 + 8 * recvwins[i]);
+        EXPECT_EQ(s.peer, 40);
+        EXPECT_EQ(s.peer_state, 192);
+        EXPECT_EQ(s.window, 8 * recvwins[i]);
         EXPECT_EQ(s.op, 312); /* one-sided fields: result, compare, replies, segment size */
         EXPECT_EQ(s.tx_pkt, 56);
         EXPECT_EQ(s.rx_pkt, 56);

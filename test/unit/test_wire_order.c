@@ -11,6 +11,7 @@
 #include "efarm_pkt.h"
 #include "efarm_proto.h"
 #include "efarm_test.h"
+#include "proto_internal.h"
 #include "proto_common.h"
 #include "wire_peer.h"
 
@@ -130,6 +131,7 @@ EFARM_TEST(wire_ordering_overflow_beyond_window)
             ord_send(&w, base + id);
         EXPECT_EQ(cnt()->overflow, (round + 1) * (N - 4));
         EXPECT_TRUE(!req[0].done);
+        EXPECT_EQ(g_ep->windows.in_use, 1); /* the peer's window, taken for the waiting packets */
         ord_send(&w, base);
         if (round == 1)
             for (unsigned i = 0; i < N; i++)
@@ -139,6 +141,7 @@ EFARM_TEST(wire_ordering_overflow_beyond_window)
     }
     EXPECT_EQ(cnt()->out_of_order, 2 * (N - 1));
     EXPECT_EQ(cnt()->stale_ids, 0);
+    EXPECT_EQ(g_ep->windows.in_use, 0); /* nothing waits: the window was given back */
     wp_close(&w);
     engine_close();
 }
