@@ -48,6 +48,35 @@ static void engine_counter_read(void *addr, void *obj_handle, int count, void *b
 }
 
 /*
+ * The engine's levels (efarm_level_<name>, class level): what the endpoints
+ * hold now, summed over the rails; 0 once they are closed. addr is the
+ * field's offset in struct efarm_levels.
+ */
+static const size_t engine_level_offsets[] = {
+#define MPIDI_EFARM_LEVEL_OFFSET_(name, doc) offsetof(struct efarm_levels, name),
+    EFARM_LEVEL_LIST(MPIDI_EFARM_LEVEL_OFFSET_)
+#undef MPIDI_EFARM_LEVEL_OFFSET_
+};
+
+static void engine_level_read(void *addr, void *obj_handle, int count, void *buf)
+{
+    unsigned long long sum = 0;
+
+    (void)obj_handle, (void)count;
+    for (unsigned long long r = 0; MPIDI_EFARM_global.ep && r < MPIDI_EFARM_global.nrails; r++) {
+        struct efarm_levels lv;
+        uint64_t value;
+
+        if (!MPIDI_EFARM_global.rails[r])
+            continue;
+        efarm_ep_levels(MPIDI_EFARM_global.rails[r], &lv);
+        memcpy(&value, (const char *)&lv + *(const size_t *)addr, sizeof(value));
+        sum += value;
+    }
+    *(unsigned long long *)buf = sum;
+}
+
+/*
  * The registration caches' totals (every cache of the process: the memory hook
  * is process-wide), read through a callback; addr is the field's offset.
  */
@@ -89,6 +118,14 @@ static void register_pvars(void)
                               engine_counter_read, NULL, "EFARM", doc);
     EFARM_COUNTER_LIST(MPIDI_EFARM_ENGINE_PVAR_)
 #undef MPIDI_EFARM_ENGINE_PVAR_
+    i = 0;
+#define MPIDI_EFARM_LEVEL_PVAR_(name, doc)                                                       \
+    MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_LEVEL, MPI_UNSIGNED_LONG_LONG,                    \
+                              "efarm_level_" #name, (void *)&engine_level_offsets[i++], 1,       \
+                              MPI_T_ENUM_NULL, MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT, \
+                              flags, engine_level_read, NULL, "EFARM", doc);
+    EFARM_LEVEL_LIST(MPIDI_EFARM_LEVEL_PVAR_)
+#undef MPIDI_EFARM_LEVEL_PVAR_
 #define MPIDI_EFARM_NM_PVAR_(name, doc)                                                            \
     MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG, "efarm_nm_" #name, \
                               &MPIDI_EFARM_global.nm_counters.name, 1, MPI_T_ENUM_NULL,            \

@@ -432,6 +432,30 @@ struct efarm_counters {
 /* The endpoint's counters (live; owned by the endpoint). */
 const struct efarm_counters *efarm_ep_counters(const struct efarm_ep *ep);
 
+/*
+ * What the endpoint holds now (levels, not counters): X(name, doc). A soak
+ * reads them to see that nothing grows without bound.
+ */
+#define EFARM_LEVEL_LIST(X)                                                                \
+    X(ops, "operations in use (of EFARM_MAX_OPS)")                                         \
+    X(tx_bufs, "send buffers in use (of EFARM_TX_PKTS)")                                   \
+    X(rx_held, "device receive buffers holding a packet that waits (of EFARM_RX_BUFFERS)") \
+    X(rx_copies, "received packets kept as copies")                                        \
+    X(stored_bytes, "bytes of copies and unexpected records (against EFARM_UNEXP_*)")      \
+    X(unexpected, "unexpected messages waiting for their receive")                         \
+    X(windows, "reorder windows in use (peers with packets waiting for earlier ones)")     \
+    X(peers, "peers in the address vector")                                                \
+    X(peer_states, "peers talked to (state created on first contact)")
+
+struct efarm_levels {
+#define EFARM_LEVEL_MEMBER_(name, doc) uint64_t name;
+    EFARM_LEVEL_LIST(EFARM_LEVEL_MEMBER_)
+#undef EFARM_LEVEL_MEMBER_
+};
+
+/* The endpoint's levels now. */
+void efarm_ep_levels(const struct efarm_ep *ep, struct efarm_levels *out);
+
 /* Print the nonzero counters, one per line. */
 void efarm_counters_print(FILE *out, const struct efarm_counters *counters);
 

@@ -669,12 +669,31 @@ void efarm_counters_print(FILE *out, const struct efarm_counters *c)
     }
 }
 
+void efarm_ep_levels(const struct efarm_ep *ep, struct efarm_levels *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->ops = ep->p.max_ops - ep->nop_free;
+    out->tx_bufs = ep->p.tx_pkts - ep->ntx_free;
+    out->rx_held = ep->nheld;
+    for (unsigned i = 0; i < EFARM_RX_COPY_CLASSES; i++)
+        out->rx_copies += ep->copy_pool[i].in_use;
+    out->stored_bytes = ep->stored_bytes;
+    out->unexpected = ep->unexp_live;
+    out->windows = ep->windows.in_use;
+    out->peers = ep->npeers;
+    out->peer_states = ep->npeer_states;
+}
+
 void efarm_counters_describe(FILE *out)
 {
 #define EFARM_COUNTER_DESCRIBE_(name, doc) fprintf(out, "  %-20s %s\n", #name, doc);
     EFARM_COUNTER_LIST(EFARM_COUNTER_DESCRIBE_)
 #undef EFARM_COUNTER_DESCRIBE_
     fprintf(out, "  %-20s %s\n", "<packet type>", "packets posted and received, by type");
+    fprintf(out, "levels, what an endpoint holds now (MPI_T efarm_level_<name>):\n");
+#define EFARM_LEVEL_DESCRIBE_(name, doc) fprintf(out, "  %-20s %s\n", #name, doc);
+    EFARM_LEVEL_LIST(EFARM_LEVEL_DESCRIBE_)
+#undef EFARM_LEVEL_DESCRIBE_
 }
 
 void efarm_proto_sizes(const struct efarm_ep *ep, struct efarm_proto_sizes *sizes_p)

@@ -238,11 +238,13 @@ static struct pvar *pvar_open(const char *name)
                      name);
     CHECK_MPI(MPI_T_pvar_get_info(index, vname, &name_len, &verbosity, &var_class, &type, &enumtype,
                                   desc, &desc_len, &bind, &readonly, &continuous, &atomic));
-    /* Counters, and the NIC facts (efarm_nm_nic_*), which are generic variables. */
-    if ((var_class != MPI_T_PVAR_CLASS_COUNTER && var_class != MPI_T_PVAR_CLASS_GENERIC) ||
+    /* Counters, levels (efarm_level_*) and the NIC facts (efarm_nm_nic_*, generic). */
+    if ((var_class != MPI_T_PVAR_CLASS_COUNTER && var_class != MPI_T_PVAR_CLASS_GENERIC &&
+         var_class != MPI_T_PVAR_CLASS_LEVEL) ||
         bind != MPI_T_BIND_NO_OBJECT)
         mpitest_fail(__FILE__, __LINE__,
-                     "%s: class %d bind %d, want a counter or generic variable bound to no object",
+                     "%s: class %d bind %d, want a counter, level or generic variable bound to "
+                     "no object",
                      name, var_class, bind);
     if (type != MPI_UNSIGNED_LONG_LONG && type != MPI_UNSIGNED_LONG && type != MPI_UNSIGNED)
         mpitest_fail(__FILE__, __LINE__, "%s: not an unsigned integer variable", name);

@@ -42,6 +42,11 @@ mkdir -p "$out/logs"
 faults="EFASIM_LOSS=0.02 EFASIM_REORDER=0.05 EFASIM_SEED=7"
 # Multi-rail: two efasim devices, an endpoint on each, striping from 64 KiB.
 rails="EFASIM_NDEV=2 EFARM_RAILS=2 EFARM_STRIPE_MIN=65536"
+# The soak runs' length (soak.c): MPITEST_SOAK_SECONDS from the environment (10 s
+# by default; CI runs soak-faults-n4 for 120 s, the documented runs are 30 minutes),
+# a report every tenth of it.
+soak_s=${MPITEST_SOAK_SECONDS:-10}
+soak_report=$(((soak_s + 9) / 10))
 # efarm's control variables (cvars.c): as many as doc/TUNABLES.md lists with an MPI_T type.
 ncvars=$(grep -c '^| `EFARM_[A-Z0-9_]*` | \(int\|boolean\|string\) |' "$top/doc/TUNABLES.md")
 cvars="MPITEST_CVARS_COUNT=$ncvars"
@@ -102,6 +107,8 @@ runs=(
     "rma_dynamic-am-n2 rma_dynamic 2 EFARM_RMA_NATIVE=0 MPITEST_RMA_EXPECT=am"
     "rma_dynamic-faults-n4 rma_dynamic 4 EFASIM_RDMA_WRITE=1 $faults"
     "pt2pt_sizes-small-sq-n2 pt2pt_sizes 2 EFASIM_MAX_SQ_WR=16 MPITEST_MAX_SIZE=4194304"
+    "soak-n2 soak 2 MPITEST_SOAK_SECONDS=$soak_s MPITEST_SOAK_REPORT=$soak_report"
+    "soak-faults-n4 soak 4 MPITEST_SOAK_SECONDS=$soak_s MPITEST_SOAK_REPORT=$soak_report EFASIM_LOSS=0.05 EFASIM_DUP=0.05 EFASIM_REORDER=0.1 EFASIM_SEED=11"
     "mr_cache_reuse-n2 mr_cache_reuse 2"
     "mr_cache_reuse-n4 mr_cache_reuse 4"
     "mr_cache_reuse-off-n2 mr_cache_reuse 2 EFARM_MR_CACHE=0 MPITEST_MR_CACHE=off"
