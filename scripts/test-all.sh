@@ -182,11 +182,16 @@ esac
 # efarm on efasim, and a fixed subset of MPICH's own test suite (pt2pt, basic, comm,
 # coll, datatype, rma; `scripts/mpich-testsuite.sh --subset full` runs them all),
 # whose rma part runs a second time with RMA as active messages, and whose pt2pt,
-# coll and rma part runs again under efasim's faults.
+# coll and rma part runs again under efasim's network faults (the fault matrix's CI
+# slice).
 mpich_prefix=${EFARM_MPICH_PREFIX:-${EFARM_MPICH_CACHE:-$top/build/mpich}/install}
 step mpich-build env EFARM_BUILD_ROOT="$root" "$top/scripts/mpich-build.sh" --prefix "$mpich_prefix"
 if [ -x "$mpich_prefix/bin/mpicc" ]; then
     suite mpi bash "$top/test/mpi/run-mpi-tests.sh" --prefix "$mpich_prefix"
+    # The soak under faults for 2 minutes (test/mpi/soak.c: random traffic, every byte
+    # checked, memory flat after warm-up, efarm's levels back to 0 at the end).
+    suite soak env MPITEST_SOAK_SECONDS=120 MPITEST_BUILD_DIR="$root/mpitest-soak" \
+        bash "$top/test/mpi/run-mpi-tests.sh" --prefix "$mpich_prefix" --timeout 300 soak-faults-n4
     # Two emulated hosts (network and UTS namespaces), 2 ranks each: shared memory within
     # a host, efarm between them (test/mpi/run-two-hosts.sh; SKIP lines without root).
     suite two-hosts env MPITEST_BUILD_DIR="$root/mpitest-two-hosts" \
@@ -218,11 +223,13 @@ if [ -x "$mpich_prefix/bin/mpicc" ]; then
         # (EFARM_RMA_NATIVE=0): both paths must pass.
         suite mpich-testsuite-rma-am env EFARM_RMA_NATIVE=0 bash "$top/scripts/mpich-testsuite.sh" \
             --prefix "$mpich_prefix" --subset ci --dirs rma --logs "$root/mpich-testsuite-rma-am"
-        # The pt2pt, coll and rma part of that subset again with efasim at 10% loss,
-        # 10% duplication and 20% reordering (about 3 minutes; `--subset full --dirs
-        # "pt2pt coll rma" --faults` runs the whole directories).
-        suite mpich-testsuite-faults bash "$top/scripts/mpich-testsuite.sh" \
-            --prefix "$mpich_prefix" --subset ci --dirs "pt2pt coll rma" --faults
+        # The fault matrix's CI slice (scripts/check-faults.sh --slice ci): the pt2pt,
+        # coll and rma part of that subset again under 10% loss, 10% duplication and
+        # 20% reordering, and a few test/mpi runs under RNR storms, 16-WR send queues,
+        # delay jitter and all six at once.
+        # `make check-faults` runs the whole matrix.
+        suite check-faults-slice bash "$top/scripts/check-faults.sh" --prefix "$mpich_prefix" \
+            --slice ci --out "$root/check-faults"
     fi
 fi
 

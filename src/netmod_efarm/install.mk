@@ -68,3 +68,12 @@ check-mpich:
 	$(top_srcdir)/scripts/mpich-testsuite.sh --subset full
 
 .PHONY: check-mpich
+
+# `make check-faults`: the fault matrix, MPICH's pt2pt, rma and coll directories (all of
+# them) and test/mpi under each kind of efasim fault alone and all at once
+# (scripts/check-faults.sh; test-all runs its CI slice, --slice ci). Hours on 2 cores:
+# `scripts/check-faults.sh --subset ci` runs the same matrix on the CI lists.
+check-faults:
+	$(top_srcdir)/scripts/check-faults.sh
+
+.PHONY: check-faults

@@ -126,9 +126,8 @@ efarm_rx_eager_fast(struct efarm_ep *ep, struct efarm_dev_ep *dev, uint32_t rx_i
     ep->cnt.rx_by_type[f->type]++;
     ep->cnt.eager_fast_rx++;
     /* window_advance's case with nothing waiting: only the message id moves */
-    if (st->win == NULL)
-        st->rx_msg_id = msg_id + 1; /* no window: nothing waits, nothing overflows */
-    else if (st->overflow_count == 0 && st->win[(msg_id + 1) & (ep->p.recvwin - 1)] == NULL)
+    if (st->overflow_count == 0 &&
+        (st->win == NULL || st->win[(msg_id + 1) & (ep->p.recvwin - 1)] == NULL))
         st->rx_msg_id = msg_id + 1;
     else
         efarm_rx_window_advance(ep, st);

@@ -235,3 +235,40 @@ EFARM_TEST(wire_ordering_medium_segments_interleaved_unexpected)
 {
     medium_interleaved(false);
 }
+
+/*
+ * Only overflow packets waiting (one beyond a reorder window of 4, so the
+ * peer holds no window), then the messages before it arriving in order,
+ * receives posted, so the receive fast path takes them: moving past a
+ * multiple of the window must still pull the overflow packet in. (The fast
+ * path once stepped over it when the peer had no window: a hang.)
+ */
+EFARM_TEST(wire_ordering_overflow_only_fast_path)
+{
+    struct efarm_ep_attr attr = {.recvwin = 4};
+    enum { N = 7 };
+    uint8_t buf[N][ORD_LEN];
+    struct efarm_req req[N];
+    struct wp w;
+
+    engine_open(&attr);
+    wp_open(&w);
+    wp_connect(&w, FEAT_ALL);
+    memset(req, 0, sizeof(req));
+    for (unsigned i = 0; i < N; i++)
+        EXPECT_RET(efarm_trecv(g_ep, buf[i], ORD_LEN, 1, 2, 7, &req[i]), 0);
+    ord_send(&w, 5);
+    EXPECT_EQ(cnt()->overflow, 1);
+    EXPECT_EQ(g_ep->windows.in_use, 0);
+    for (uint32_t id = 0; id < 5; id++)
+        ord_send(&w, id);
+    ord_send(&w, 6);
+    EXPECT_TRUE(cnt()->eager_fast_rx > 0);
+    for (unsigned i = 0; i < N; i++) {
+        efarm_test_context("message %u", i);
+        ord_expect(&req[i], buf[i], i);
+    }
+    EXPECT_EQ(g_ep->windows.in_use, 0);
+    wp_close(&w);
+    engine_close();
+}
