@@ -28,6 +28,8 @@ EXTRA_DIST += bench/run-proto-bench.sh
 
 # Scale without the machines: address-vector memory and insert time per peer (issue 16).
 noinst_PROGRAMS += bench/bench-av
-bench_bench_av_SOURCES = bench/bench_av.c
-bench_bench_av_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/proto
+bench_bench_av_SOURCES = bench/bench_av.c test/common/resident.h
+bench_bench_av_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/proto -I$(top_srcdir)/test/common
 bench_bench_av_LDADD = libefarm.la
+# Start-up as the job grows (built with MPICH's mpicc by its script).
+EXTRA_DIST += bench/init_scale.c bench/run-init-scale.sh

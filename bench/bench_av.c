@@ -40,6 +40,7 @@
 #include "efarm_proto.h"
 #include "efarm_proto_v4.h"
 #include "proto_internal.h"
+#include "resident.h"
 
 #define QPS_PER_NODE 64
 
@@ -62,19 +63,6 @@ static double heap_in_use(void)
     struct mallinfo2 mi = mallinfo2();
 
     return (double)mi.uordblks + (double)mi.hblkhd;
-}
-
-static double rss_bytes(void)
-{
-    long pages = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
-            resident = 0;
-        fclose(f);
-    }
-    return (double)resident * (double)sysconf(_SC_PAGESIZE);
 }
 
 /* Node n's GID (IPv4-mapped 10.x.y.z, as efasim's are) and QP q's raw address. */
@@ -129,7 +117,7 @@ static void run(unsigned long n, struct result *r)
     if ((r->err = open_ep((uint32_t)n, &ep)))
         return;
     h2 = heap_in_use() - h0;
-    rss0 = rss_bytes();
+    rss0 = resident_bytes();
     t0 = now_ms();
     for (i = 0; i < n; i++) {
         uint8_t raw[EFARM_RAW_ADDR_LEN];
@@ -157,7 +145,7 @@ static void run(unsigned long n, struct result *r)
     }
     r->contact_ms = now_ms() - t0;
     r->contact_bytes = (heap_in_use() - h0 - h3) / (double)n;
-    r->rss_bytes = (rss_bytes() - rss0) / (double)n;
+    r->rss_bytes = (resident_bytes() - rss0) / (double)n;
 out:
     efarm_ep_close(ep);
 }

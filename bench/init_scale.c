@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include "resident.h"
 
 static double now_ms(void)
 {
@@ -20,19 +21,6 @@ static double now_ms(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static double rss_mb(void)
-{
-    long pages = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
-            resident = 0;
-        fclose(f);
-    }
-    return (double)resident * (double)sysconf(_SC_PAGESIZE) / 1e6;
 }
 
 int main(int argc, char **argv)
@@ -63,7 +51,7 @@ int main(int argc, char **argv)
     t0 = now_ms();
     MPI_Alltoall(sbuf, 1, MPI_INT, rbuf, 1, MPI_INT, MPI_COMM_WORLD);
     t[2] = now_ms() - t0;
-    t[3] = rss_mb();
+    t[3] = resident_bytes() / 1e6;
     for (int i = 0; i < 4; i++)
         mine[i] = t[i];
     MPI_Reduce(mine, worst, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);

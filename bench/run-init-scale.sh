@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
 done
 out=${EFARM_BUILD_ROOT:-$top/build}/bench/init-scale
 mkdir -p "$out"
-"$prefix/bin/mpicc" -O2 -o "$out/init_scale" "$top/bench/init_scale.c" || exit 2
+"$prefix/bin/mpicc" -O2 -I"$top/test/common" -o "$out/init_scale" "$top/bench/init_scale.c" || exit 2
 
 printf '%6s %10s %14s %14s %10s %12s %12s\n' ranks init_ms alltoall1_ms alltoall2_ms wall_ms \
     rss_mb_max rss_mb_mean

@@ -49,7 +49,7 @@ declare -A built=()
 build_prog() {
     [ -n "${built[$1]:-}" ] && return 0
     local log=$out/logs/build-$1.log
-    if "$mpicc" -std=c11 -O2 -g -Wall -Wextra -Werror -I"$top/test/mpi" -o "$out/$1" \
+    if "$mpicc" -std=c11 -O2 -g -Wall -Wextra -Werror -I"$top/test/mpi" -I"$top/test/common" -o "$out/$1" \
         "$top/test/mpi/$1.c" "$top/test/mpi/efarm_mpitest.c" >"$log" 2>&1; then
         built[$1]=ok
     else

@@ -43,6 +43,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "resident.h"
 
 enum { MAX_MSGS = 24, NCOMMS = 3, RMA_EVERY = 8, RMA_BLOCK = 65536 };
 enum { STYLE_SPECIFIC, STYLE_ANY_TAG, STYLE_ANY_ANY, STYLE_PROBE, STYLE_MPROBE, NSTYLES };
@@ -92,19 +93,6 @@ static double now_s(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double rss_mb(void)
-{
-    long pages = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
-            resident = 0;
-        fclose(f);
-    }
-    return (double)resident * (double)sysconf(_SC_PAGESIZE) / 1e6;
 }
 
 /* 0 .. max, log-uniform, with 0 and the small sizes common. */
@@ -327,7 +315,7 @@ int main(int argc, char **argv)
         CHECK_MPI(MPI_Allreduce(flags, all, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
         if (all[1]) {
             unsigned long long lv[NLEVELS], lvmax[NLEVELS], tot[2] = {msgs, bytes}, sum[2];
-            double rss = rss_mb(), rssmax;
+            double rss = resident_bytes() / 1e6, rssmax;
 
             read_levels(lv);
             CHECK_MPI(
@@ -412,7 +400,7 @@ int main(int argc, char **argv)
         }
     }
     if (warm_rss >= 0) {
-        double rss = rss_mb();
+        double rss = resident_bytes() / 1e6;
 
         mpitest_context("resident set: %.1f MB after warm-up, %.1f MB at the end", warm_rss, rss);
         CHECK_LE((long long)(rss - warm_rss), (long long)growth);
