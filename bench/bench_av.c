@@ -94,7 +94,7 @@ static int open_ep(uint32_t av_size, struct efarm_ep **ep)
 static void run(unsigned long n, struct result *r)
 {
     struct efarm_ep *ep;
-    double h0, h1, h2, h3, rss0, t0, t1;
+    double h0, h1, h3, rss0, t0, t1;
     unsigned long i;
 
     memset(r, 0, sizeof(*r));
@@ -116,7 +116,6 @@ static void run(unsigned long n, struct result *r)
     h0 = heap_in_use();
     if ((r->err = open_ep((uint32_t)n, &ep)))
         return;
-    h2 = heap_in_use() - h0;
     rss0 = resident_bytes();
     t0 = now_ms();
     for (i = 0; i < n; i++) {
@@ -135,7 +134,6 @@ static void run(unsigned long n, struct result *r)
     h3 = heap_in_use() - h0;
     r->insert_ms = t1 - t0;
     r->av_bytes = (h3 - h1) / (double)n; /* open(N) + inserts - open(16) */
-    (void)h2;
     t0 = now_ms();
     for (i = 0; i < n; i++) {
         if (!efarm_peer_state_get(ep, (efarm_peer_t)i)) {

@@ -620,8 +620,8 @@ if [ "$shm" = 1 ]; then
 fi
 echo "mpich-testsuite: MPICH $mpich_version ($mpich_device) in $prefix; subset $subset;" \
     "dirs $dirs; maxnp $maxnp; $mode_note"
-fault_env=$(env | grep -E '^EFASIM_(LOSS|DUP|REORDER|DELAY|DELAY_US|JITTER|RNR_STALL_US|RNR_STALL_PERIOD_US|MAX_SQ_WR|SEED)=' | sort | tr '\n' ' ')
-[ -z "$fault_env" ] || echo "mpich-testsuite: efasim faults: $fault_env"
+fault_env=$(env | grep -E '^EFASIM_[A-Z0-9_]+=' | sort | tr '\n' ' ')
+[ -z "$fault_env" ] || echo "mpich-testsuite: efasim variables: $fault_env"
 
 configure_suite || exit 2
 load_overrides

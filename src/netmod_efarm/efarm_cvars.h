@@ -172,7 +172,7 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        peers one endpoint can address, unknown senders included (56 bytes each).
+        peers one endpoint can address, unknown senders included (48 bytes each).
         Allowed: a decimal number from 1 to 1073741823. Also read as EFARM_AV_SIZE.
 
     - name        : MPIR_CVAR_CH4_EFARM_SQ_DEPTH

@@ -67,7 +67,7 @@
       "pcap file of every packet sent and received (%p pid, %r MPI rank, %h host; empty: no "      \
       "capture); efarm-pktdump --pcap and Wireshark with efarm.lua read it")                       \
     X(AV_SIZE, av_size, U64, "4096", 1, 1073741823, "",                                            \
-      "peers one endpoint can address, unknown senders included (56 bytes each)")                  \
+      "peers one endpoint can address, unknown senders included (48 bytes each)")                  \
     X(SQ_DEPTH, sq_depth, U64, "256", 1, 65536, "",                                                \
       "send work requests in flight on the device (the default fits itself to a device that "      \
       "takes fewer; a value set above the device's max_sq_wr is refused)")                         \

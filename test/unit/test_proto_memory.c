@@ -121,7 +121,8 @@ EFARM_TEST(proto_read_nack_receiver_cannot_register)
 /*
  * The hot structures' sizes, pinned so a change is a decision: the
  * address-vector entry every peer costs, the per-peer state created on
- * contact (176 bytes plus a pointer per reorder-window slot), an operation,
+ * contact (192 bytes), the reorder window a peer holds while packets wait (a
+ * pointer per slot), an operation,
  * the send and stored-packet descriptors, and what one unexpected message
  * costs besides its packets (its record, 88 bytes with the CQ data a probe
  * reports, and its matcher entry with the queues it may need, 312).
