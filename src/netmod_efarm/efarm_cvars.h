@@ -268,6 +268,20 @@ cvars:
         (UNEXP_MAX_BYTES reached, every receive buffer held; 0: wait forever). Allowed:
         a decimal number from 0 to 2147483647. Also read as EFARM_RX_FULL_TIMEOUT_MS.
 
+    - name        : MPIR_CVAR_CH4_EFARM_PEER_PROBE_MS
+      category    : CH4_EFARM
+      type        : int
+      default     : 5000
+      class       : none
+      verbosity   : MPI_T_VERBOSITY_USER_BASIC
+      scope       : MPI_T_SCOPE_LOCAL
+      description : >-
+        an operation that waited this long on a peer silent as long sends it a HANDSHAKE
+        as a liveness probe; a probe the device fails fails the peer and what waits on
+        it, within 2x this plus the device's timeout (5 s finds a vanished peer in
+        seconds, probes stay rare; 0: never probe). Allowed: a decimal number from 0 to
+        2147483647. Also read as EFARM_PEER_PROBE_MS.
+
     - name        : MPIR_CVAR_CH4_EFARM_RX_RESERVE
       category    : CH4_EFARM
       type        : int
@@ -598,6 +612,7 @@ static const struct MPIDI_EFARM_cvar {
     {"UNEXP_BYTES", 1, &MPIR_CVAR_CH4_EFARM_UNEXP_BYTES},
     {"UNEXP_MAX_BYTES", 1, &MPIR_CVAR_CH4_EFARM_UNEXP_MAX_BYTES},
     {"RX_FULL_TIMEOUT_MS", 0, &MPIR_CVAR_CH4_EFARM_RX_FULL_TIMEOUT_MS},
+    {"PEER_PROBE_MS", 0, &MPIR_CVAR_CH4_EFARM_PEER_PROBE_MS},
     {"RX_RESERVE", 0, &MPIR_CVAR_CH4_EFARM_RX_RESERVE},
     {"RECVWIN", 0, &MPIR_CVAR_CH4_EFARM_RECVWIN},
     {"EAGER_MAX", 0, &MPIR_CVAR_CH4_EFARM_EAGER_MAX},

@@ -17,6 +17,7 @@ libefarm_la_SOURCES += \
 	src/proto/proto_observe.c \
 	src/proto/proto_rx.c \
 	src/proto/proto_ops.c \
+	src/proto/proto_probe.c \
 	src/proto/proto_select.c \
 	src/proto/proto_profile.c \
 	src/proto/msg_send.c \

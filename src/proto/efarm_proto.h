@@ -171,6 +171,7 @@ struct efarm_ep_attr {
     uint32_t max_posted;
     uint64_t unexp_bytes, unexp_max_bytes;
     uint32_t rx_full_timeout_ms;
+    uint32_t peer_probe_ms; /* EFARM_PEER_PROBE_MS (0: the tunable) */
     uint32_t rx_reserve, recvwin;
     uint64_t eager_max, medium_max, read_min, runt_size;
     uint64_t read_min_unreg, runt_min; /* 0: the tunable, then the profile */
@@ -401,6 +402,7 @@ int efarm_cancel_recv(struct efarm_ep *ep, struct efarm_req *req);
     X(send_errors, "send operations completed with an error")                                \
     X(recv_errors, "receive operations completed with an error")                             \
     X(peers_failed, "peers marked failed after a packet to them failed at the device")       \
+    X(peer_probes, "HANDSHAKEs sent as liveness probes to silent peers operations wait on")  \
     X(lost_after_completion, "injected sends whose data was lost after they completed")      \
     X(read_platform_mismatch, "peers on an EFA platform this one cannot RDMA-read with")     \
     X(rma_refused, "remote accesses refused: unknown key, out of bounds or not granted")     \

@@ -252,6 +252,18 @@ efarm_peer_t efarm_peer_identify(struct efarm_ep *ep, const struct efarm_dev_cqe
 
 /* ---- Handshake -------------------------------------------------------------------- */
 
+void efarm_handshake_build(const struct efarm_ep *ep, struct efarm_pkt *pkt, uint8_t extra[8])
+{
+    efarm_store_le64(extra, ep->extra_info);
+    efarm_pkt_init(pkt, EFARM_PKT_HANDSHAKE);
+    /* Like the reference: always our connid, and the device version. */
+    pkt->flags = EFARM_PKT_FLAG_CONNID_HDR | EFARM_HANDSHAKE_DEVICE_VERSION_HDR;
+    efarm_pkt_set(pkt, EFARM_PKT_F_NEXTRA_P3, 4);
+    pkt->extra_info = extra;
+    efarm_pkt_set(pkt, EFARM_PKT_F_CONNID, ep->connid);
+    efarm_pkt_set(pkt, EFARM_PKT_F_DEVICE_VERSION, ep->caps.device_version);
+}
+
 static int handshake_post(struct efarm_ep *ep, struct efarm_peer_state *st)
 {
     uint8_t extra[8];
@@ -260,14 +272,7 @@ static int handshake_post(struct efarm_ep *ep, struct efarm_peer_state *st)
 
     if (efarm_peer_failed(st))
         return 0; /* nothing goes to a failed peer */
-    efarm_store_le64(extra, ep->extra_info);
-    efarm_pkt_init(&pkt, EFARM_PKT_HANDSHAKE);
-    /* Like the reference: always our connid, and the device version. */
-    pkt.flags = EFARM_PKT_FLAG_CONNID_HDR | EFARM_HANDSHAKE_DEVICE_VERSION_HDR;
-    efarm_pkt_set(&pkt, EFARM_PKT_F_NEXTRA_P3, 4);
-    pkt.extra_info = extra;
-    efarm_pkt_set(&pkt, EFARM_PKT_F_CONNID, ep->connid);
-    efarm_pkt_set(&pkt, EFARM_PKT_F_DEVICE_VERSION, ep->caps.device_version);
+    efarm_handshake_build(ep, &pkt, extra);
     ret = efarm_ctrl_send(ep, st->peer, NULL, &pkt);
     if (ret == 0) {
         st->flags |= EFARM_PS_HS_SENT;
@@ -327,8 +332,15 @@ void efarm_handshake_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct e
 {
     struct efarm_peer_state *st = ep->peers[peer].st;
     uint64_t nextra = pkt->value[EFARM_PKT_F_NEXTRA_P3] - 3;
+    bool first;
 
     ep->cnt.handshakes_recv++;
+    /*
+     * A peer may send its HANDSHAKE again (efarm's liveness probe, proto_probe.c):
+     * the same words give the same state; only the log and counter below are
+     * the first one's.
+     */
+    first = !(st->flags & EFARM_PS_HS_RECEIVED);
     /* Words beyond the first name features this engine does not know: ignore them. */
     st->extra_info = nextra ? efarm_pkt_extra_info(pkt, 0) : 0;
     /*
@@ -341,10 +353,13 @@ void efarm_handshake_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct e
                                   (uint32_t)pkt->value[EFARM_PKT_F_DEVICE_VERSION]) &&
         (st->extra_info & EFARM_EXTRA_FEATURE_RDMA_READ)) {
         st->extra_info &= ~(EFARM_EXTRA_FEATURE_RDMA_READ | EFARM_EXTRA_FEATURE_RUNT_READ);
-        ep->cnt.read_platform_mismatch++;
-        efarm_log(EFARM_LOG_INFO,
-                  "peer %u: EFA device %#x cannot RDMA-read with our %#x: no read protocols", peer,
-                  (unsigned)pkt->value[EFARM_PKT_F_DEVICE_VERSION], ep->caps.device_version);
+        if (first) {
+            ep->cnt.read_platform_mismatch++;
+            efarm_log(EFARM_LOG_INFO,
+                      "peer %u: EFA device %#x cannot RDMA-read with our %#x: no read protocols",
+                      peer, (unsigned)pkt->value[EFARM_PKT_F_DEVICE_VERSION],
+                      ep->caps.device_version);
+        }
     }
     st->flags |= EFARM_PS_HS_RECEIVED;
     efarm_log(EFARM_LOG_DEBUG, "peer %u HANDSHAKE: extra_info %#llx", peer,

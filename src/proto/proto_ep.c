@@ -91,6 +91,7 @@ static int params_resolve(const struct efarm_ep_attr *a, struct efarm_ep_params 
     p->unexp_bytes = pick_u64(a->unexp_bytes, c->unexp_bytes);
     p->unexp_max_bytes = pick_u64(a->unexp_max_bytes, c->unexp_max_bytes);
     p->rx_full_timeout_ms = pick_u64(a->rx_full_timeout_ms, c->rx_full_timeout_ms);
+    p->peer_probe_ms = pick_u64(a->peer_probe_ms, c->peer_probe_ms);
     if (p->unexp_max_bytes < p->unexp_bytes)
         p->unexp_max_bytes = p->unexp_bytes;
     p->rx_reserve = pick_u32(a->rx_reserve, c->rx_reserve);
@@ -394,6 +395,7 @@ int efarm_ep_open(const struct efarm_ep_attr *attr, struct efarm_ep **ep_p)
     ret = efarm_ops_init(ep);
     if (ret)
         goto err_fini_av;
+    ep->probe_ops = ep->p.peer_probe_ms ? ep->p.max_ops : 0; /* efarm_ep_progress's test */
     ret = efarm_tx_init(ep);
     if (ret)
         goto err_fini_ops;
@@ -614,6 +616,9 @@ int efarm_ep_progress(struct efarm_ep *ep)
 #endif
     if (efarm_rx_full(ep))
         efarm_rx_full_check(ep);
+    /* An operation is in use and probes are on: maybe one waits on a silent peer. */
+    if (ep->nop_free < ep->probe_ops)
+        efarm_probe_check(ep);
     return ep->fatal ? ep->fatal : n;
 }
 

@@ -78,18 +78,19 @@ static inline const uint8_t *efarm_peer_gid(const struct efarm_peer *p)
 }
 
 /* efarm_peer_state.flags */
-#define EFARM_PS_HS_SENT        0x01u  /* our HANDSHAKE is posted (or went out) */
-#define EFARM_PS_HS_RECEIVED    0x02u  /* the peer's HANDSHAKE arrived: extra_info is valid */
-#define EFARM_PS_HS_QUEUED      0x04u  /* on ep->hs_queue, waiting for a packet buffer */
-#define EFARM_PS_REQ_SENT       0x08u  /* we sent a REQ: the peer will answer with a HANDSHAKE */
-#define EFARM_PS_IN_BACKOFF     0x10u  /* on ep->backoff_peers */
-#define EFARM_PS_STALLED        0x20u  /* on ep->stalled_peers: in-order REQ waits for room */
-#define EFARM_PS_TRIGGER        0x40u  /* a trigger EAGER_RTW is out or queued */
-#define EFARM_PS_HS_OWED        0x80u  /* a packet came from the peer: it gets our HANDSHAKE */
-#define EFARM_PS_TRIGGER_WANTED 0x100u /* a trigger found no send buffer: retry from progress */
-#define EFARM_PS_RETRY          0x200u /* progress is retrying the stalled message */
-#define EFARM_PS_FAILED         0x400u /* a packet to the peer failed: nothing more goes to it */
-#define EFARM_PS_FAIL_PENDING   0x800u /* on ep->failed_peers: its operations still to fail */
+#define EFARM_PS_HS_SENT        0x01u   /* our HANDSHAKE is posted (or went out) */
+#define EFARM_PS_HS_RECEIVED    0x02u   /* the peer's HANDSHAKE arrived: extra_info is valid */
+#define EFARM_PS_HS_QUEUED      0x04u   /* on ep->hs_queue, waiting for a packet buffer */
+#define EFARM_PS_REQ_SENT       0x08u   /* we sent a REQ: the peer will answer with a HANDSHAKE */
+#define EFARM_PS_IN_BACKOFF     0x10u   /* on ep->backoff_peers */
+#define EFARM_PS_STALLED        0x20u   /* on ep->stalled_peers: in-order REQ waits for room */
+#define EFARM_PS_TRIGGER        0x40u   /* a trigger EAGER_RTW is out or queued */
+#define EFARM_PS_HS_OWED        0x80u   /* a packet came from the peer: it gets our HANDSHAKE */
+#define EFARM_PS_TRIGGER_WANTED 0x100u  /* a trigger found no send buffer: retry from progress */
+#define EFARM_PS_RETRY          0x200u  /* progress is retrying the stalled message */
+#define EFARM_PS_FAILED         0x400u  /* a packet to the peer failed: nothing more goes to it */
+#define EFARM_PS_FAIL_PENDING   0x800u  /* on ep->failed_peers: its operations still to fail */
+#define EFARM_PS_PROBING        0x1000u /* a liveness probe to it is in flight (proto_probe.c) */
 
 struct efarm_rxpkt;
 
@@ -120,7 +121,8 @@ struct efarm_peer_state {
      * arrive in order costs no window.
      */
     struct efarm_rxpkt **win;
-    uint32_t win_count; /* slots that hold packets */
+    uint32_t win_count;  /* slots that hold packets */
+    uint32_t heard_tick; /* ep->probe_tick when a packet from it last took the general path */
 };
 
 /* ---- Stored received packets ---------------------------------------------------- */
@@ -158,9 +160,9 @@ struct efarm_txpkt {
     uint32_t len;
     uint32_t index;
     uint8_t type;
-    uint8_t queued;   /* on a list (not posted) */
-    uint8_t injected; /* an eager tagged send of the fast path: no op, its request done */
-    uint8_t pad;
+    uint8_t queued;    /* on a list (not posted) */
+    uint8_t injected;  /* an eager tagged send of the fast path: no op, its request done */
+    uint8_t probe;     /* a liveness probe (proto_probe.c); reset when it completes */
     uint64_t data_len; /* application bytes it carries */
     uint8_t *buf;      /* registered, mtu bytes */
 };
@@ -202,6 +204,8 @@ enum efarm_op_kind { EFARM_OP_FREE, EFARM_OP_TX, EFARM_OP_RX, EFARM_OP_RMA, EFAR
 #define EFARM_OPF_REFUSED                                      \
     0x2000000u /* rx: a peer's long write refused: its data is \
                   discarded and the EOR or RECEIPT says REFUSED */
+#define EFARM_OPF_PROBE_AGED \
+    0x10000000u /* waited on its peer at the last liveness scan (proto_probe.c) */
 
 #define EFARM_MAX_READ_IOV 4 /* read_iov entries kept (the reference sends at most 4) */
 
@@ -351,6 +355,7 @@ double efarm_profile_cost(const struct efarm_profile *pr, int proto, double size
 struct efarm_ep_params {
     uint32_t av_size, sq_depth, rx_buffers, tx_pkts, max_ops, max_posted, max_unexpected;
     uint64_t unexp_bytes, unexp_max_bytes, rx_full_timeout_ms;
+    uint64_t peer_probe_ms; /* 0: no liveness probes */
     uint32_t rx_reserve, recvwin, first_msg_id;
     uint64_t eager_max, medium_max, read_min, runt_size;
     uint64_t read_min_cold, runt_min; /* resolved with the profile at endpoint open */
@@ -420,6 +425,7 @@ struct efarm_ep {
     struct efarm_op *ops;
     uint32_t *op_free;
     uint32_t nop_free;
+    uint32_t probe_ops;    /* max_ops with liveness probes on, else 0 (proto_probe.c) */
     uint32_t *map_buckets; /* (peer, msg_id) -> rx op index, chained through map_next */
     uint32_t map_mask;
 
@@ -460,6 +466,16 @@ struct efarm_ep {
     /* Failure. */
     struct efarm_link failed_peers; /* peers whose operations are still to fail */
     int fatal;                      /* nonzero: the endpoint failed; progress returns it */
+
+    /*
+     * Liveness probes (proto_probe.c): progress looks at the clock only while
+     * nop_free < probe_ops (above), every EFARM_PROBE_POLLS calls, and scans
+     * the operations once per period from probe_next_ns. probe_tick counts
+     * the scans; a packet from a peer stamps it into the peer's heard_tick.
+     */
+    uint32_t probe_tick;
+    uint32_t probe_polls;
+    uint64_t probe_next_ns;
 
     /* Work waiting for resources or time. */
     struct efarm_link work;          /* ops with packets to build or reads to post */
@@ -693,6 +709,8 @@ void efarm_pkt_set_raw_addr(const struct efarm_ep *ep, struct efarm_pkt *pkt);
  */
 int efarm_ctrl_send(struct efarm_ep *ep, efarm_peer_t peer, struct efarm_op *op,
                     const struct efarm_pkt *pkt);
+/* The same for a liveness probe: its send buffer is marked (efarm_txpkt.probe). */
+int efarm_probe_send(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
 int efarm_txpkt_encode(struct efarm_ep *ep, struct efarm_txpkt *tx, const struct efarm_pkt *pkt,
                        size_t *hdr_len_p);
 
@@ -753,6 +771,16 @@ struct efarm_unexp *efarm_unexp_find(struct efarm_ep *ep, uint64_t handle);
 void efarm_peer_fail(struct efarm_ep *ep, efarm_peer_t peer, int status, uint8_t pkt_type,
                      const char *lost);
 void efarm_failed_peers_progress(struct efarm_ep *ep);
+
+/*
+ * proto_probe.c: liveness probes. efarm_probe_check runs from progress while
+ * an operation is in use (ep->probe_ops); efarm_probe_done ends a probe
+ * (status 0: the peer's QP is alive) from its packet's completion.
+ */
+void efarm_probe_check(struct efarm_ep *ep);
+void efarm_probe_done(struct efarm_ep *ep, struct efarm_txpkt *tx, int status);
+/* proto_av.c: a HANDSHAKE of ours in pkt (extra: 8 bytes that must outlive pkt's encoding). */
+void efarm_handshake_build(const struct efarm_ep *ep, struct efarm_pkt *pkt, uint8_t extra[8]);
 /* Fail the endpoint: log once, and efarm_ep_progress returns status from now on. */
 void efarm_ep_fail(struct efarm_ep *ep, int status);
 static inline bool efarm_peer_failed(const struct efarm_peer_state *st)

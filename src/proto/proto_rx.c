@@ -858,6 +858,8 @@ void efarm_rx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
         efarm_dev_rx_release_inl(ep->dev, cqe->rx_id);
         return;
     }
+    /* Heard from: no liveness probe for this period (proto_probe.c). */
+    st->heard_tick = ep->probe_tick;
     /* The first packet from a peer, whatever it is, gets our HANDSHAKE (section 2.1). */
     if (!(st->flags & EFARM_PS_HS_SENT))
         efarm_handshake_owe(ep, st);

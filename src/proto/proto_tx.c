@@ -94,8 +94,8 @@ void efarm_pkt_set_raw_addr(const struct efarm_ep *ep, struct efarm_pkt *pkt)
     pkt->raw_addr_size = EFARM_REQ_OPT_RAW_ADDR_SIZE_FIELD;
 }
 
-int efarm_ctrl_send(struct efarm_ep *ep, efarm_peer_t peer, struct efarm_op *op,
-                    const struct efarm_pkt *pkt)
+static int ctrl_send(struct efarm_ep *ep, efarm_peer_t peer, struct efarm_op *op,
+                     const struct efarm_pkt *pkt, bool probe)
 {
     struct efarm_txpkt *tx = efarm_txpkt_alloc(ep, true);
     size_t hdr_len;
@@ -111,10 +111,22 @@ int efarm_ctrl_send(struct efarm_ep *ep, efarm_peer_t peer, struct efarm_op *op,
     tx->len = (uint32_t)hdr_len;
     tx->peer = peer;
     tx->op = op;
+    tx->probe = probe;
     if (op != NULL)
         op->pkts_inflight++;
     efarm_txpkt_send(ep, tx);
     return 0;
+}
+
+int efarm_ctrl_send(struct efarm_ep *ep, efarm_peer_t peer, struct efarm_op *op,
+                    const struct efarm_pkt *pkt)
+{
+    return ctrl_send(ep, peer, op, pkt, false);
+}
+
+int efarm_probe_send(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
+{
+    return ctrl_send(ep, peer, NULL, pkt, true);
 }
 
 void efarm_pkt_set_connid(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_pkt *pkt)
@@ -145,8 +157,12 @@ static void txpkt_failed(struct efarm_ep *ep, struct efarm_txpkt *tx, int status
         lost = "the data of an injected send that had already completed";
         ep->cnt.lost_after_completion++;
     } else if (op == NULL) {
-        /* HANDSHAKE or eager RECEIPT: the peer may wait for it, unless it is gone (spec 2.3). */
-        if (tx->type != EFARM_PKT_EAGER_RTW && !gone)
+        /*
+         * HANDSHAKE or eager RECEIPT: the peer may wait for it, unless it is gone
+         * (spec 2.3). A liveness probe is a HANDSHAKE the peer had before: its
+         * loss says only that the peer is gone, and fails the peer alone.
+         */
+        if (tx->type != EFARM_PKT_EAGER_RTW && !gone && !tx->probe)
             lost = tx->type == EFARM_PKT_HANDSHAKE ? "our HANDSHAKE, which it may wait for"
                                                    : "a RECEIPT its send waits for";
     } else if (efarm_op_class(op)->origin) {
@@ -179,6 +195,8 @@ static void txpkt_done(struct efarm_ep *ep, struct efarm_txpkt *tx, int status)
         if (status)
             ep->cnt.send_errors++; /* its loss failed the peer and the endpoint */
     } else if (op == NULL) {
+        if (tx->probe)
+            efarm_probe_done(ep, tx, status);
         /* Sends waiting for the HANDSHAKE a failed trigger asked for cannot go. */
         if (status && tx->type == EFARM_PKT_EAGER_RTW)
             efarm_hs_waiters_fail(ep, ep->peers[tx->peer].st, status);

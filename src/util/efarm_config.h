@@ -88,6 +88,11 @@
     X(RX_FULL_TIMEOUT_MS, rx_full_timeout_ms, U64, "30000", 0, INT32_MAX, "",                      \
       "fail the endpoint when nothing could be received this long while progress ran "             \
       "(UNEXP_MAX_BYTES reached, every receive buffer held; 0: wait forever)")                     \
+    X(PEER_PROBE_MS, peer_probe_ms, U64, "5000", 0, INT32_MAX, "",                                 \
+      "an operation that waited this long on a peer silent as long sends it a HANDSHAKE as a "     \
+      "liveness probe; a probe the device fails fails the peer and what waits on it, within 2x "   \
+      "this plus the device's timeout (5 s finds a vanished peer in seconds, probes stay rare; "   \
+      "0: never probe)")                                                                           \
     X(RX_RESERVE, rx_reserve, U64, "0", 0, 1048575, "",                                            \
       "receive buffers waiting packets may not hold, so the next in-order one lands (0: 1/4)")     \
     X(RECVWIN, recvwin, POW2, "128", 1, 65536, "",                                                 \
