@@ -32,6 +32,7 @@ test_unit_efarm_unit_SOURCES = \
 	test/unit/test_proto_unexpected.c \
 	test/unit/test_proto_datalog.c \
 	test/unit/test_proto_failures.c \
+	test/unit/test_proto_vanish.c \
 	test/unit/test_proto_expose.c \
 	test/unit/test_proto_rma.c \
 	test/unit/test_proto_force.c \

@@ -27,6 +27,8 @@
  *   test_proto_unexpected.c 12: floods of unexpected messages; the byte budget
  *   test_proto_datalog.c    13: the `data` log level prints every packet
  *   test_proto_failures.c   14: device errors fail peers, operations, endpoint
+ *   test_proto_vanish.c     15: a peer that vanishes mid-rendezvous is found by
+ *                           liveness probes; a slow one is not failed
  */
 #ifndef EFARM_TEST_PROTO_RIG_H
 #define EFARM_TEST_PROTO_RIG_H
