@@ -2,7 +2,7 @@
 # Quick start, step 2: run every test. Builds efarm with gcc and clang
 # (-Werror), checks formatting, runs the unit tests (gcc, clang, and clang with
 # ASan+UBSan), the dissector round trip over every golden vector (also under
-# ASan), the decoder fuzzer for a bounded time, builds libfabric 2.1.0 with only
+# ASan), the decoder and receive-path fuzzers for a bounded time each, builds libfabric 2.1.0 with only
 # its efa provider, then builds MPICH 4.0.2 with ch4:efarm and runs the MPI tests
 # over it (test/mpi, and a subset of MPICH's own test suite), and builds MPICH 4.3.2
 # with ch4:efarm and runs test/mpi over it. The last line is "N passed, N failed";
@@ -146,11 +146,16 @@ fuzz_build() {
         { [ -f Makefile ] && [ Makefile -nt "$top/configure" ] ||
             "$top/configure" --enable-fuzz CC=clang CFLAGS="-O1 -g"; } &&
         make -j"$jobs" test/fuzz/fuzz-pkt-decode &&
-        make -j"$jobs" test/unit/golden-export
+        make -j"$jobs" test/unit/golden-export &&
+        make -j"$jobs" test/fuzz/fuzz-rx test/fuzz/fuzz-rx-seeds tools/efarm-pingpong \
+            src/efasim/libibverbs.la src/efasim/libefa.la
 }
 step build-fuzz fuzz_build
 FUZZ_ARTIFACTS=$logs/ step "fuzz-pkt-decode-${fuzz_seconds}s" sh "$top/test/fuzz/run-fuzz.sh" \
     "$root/fuzz/test/fuzz/fuzz-pkt-decode" "$root/fuzz/test/unit/golden-export" "$fuzz_seconds"
+# The receive-path fuzzer's smoke run: the whole engine on efasim, hostile wire peers.
+FUZZ_ARTIFACTS=$logs/ step "fuzz-rx-${fuzz_seconds}s" sh "$top/test/fuzz/run-fuzz-rx.sh" \
+    "$root/fuzz" "$fuzz_seconds"
 
 # ---- libfabric 2.1.0, efa provider only --------------------------------------------------
 # scripts/libfabric-build.sh builds Debian trixie's libfabric 2.1.0 (source fetched
