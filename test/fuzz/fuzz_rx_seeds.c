@@ -193,9 +193,9 @@ static int capture_seeds(const char *dir, const char *path, unsigned index)
         uint32_t caplen = host_u32(rhdr + 8);
 
         if (caplen > EFARM_CAPTURE_SNAPLEN || fread(rec, 1, caplen, f) != caplen) {
-            fprintf(stderr, "fuzz-rx-seeds: %s: truncated record\n", path);
-            ret = -1;
-            goto out;
+            /* A process that died mid-write leaves a partial last record: use the rest. */
+            fprintf(stderr, "fuzz-rx-seeds: %s: truncated record, the rest is used\n", path);
+            break;
         }
         if (caplen <= EFARM_CAPTURE_HDR_LEN || rec[1] != EFARM_CAPTURE_RX)
             continue;
