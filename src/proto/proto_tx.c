@@ -162,7 +162,16 @@ static void txpkt_failed(struct efarm_ep *ep, struct efarm_txpkt *tx, int status
          * (spec 2.3). A liveness probe is a HANDSHAKE the peer had before: its
          * loss says only that the peer is gone, and fails the peer alone.
          */
-        if (tx->type != EFARM_PKT_EAGER_RTW && !gone && !tx->probe)
+        /*
+         * A peer learnt only from a raw-address header (never inserted here) that
+         * our HANDSHAKE cannot reach gave an address that is not its own or is
+         * gone: nothing the application addressed waits on it, and one forged
+         * header must not fail the endpoint. It fails that peer alone.
+         */
+        const bool implicit = ep->peers[tx->peer].flags & EFARM_PEER_IMPLICIT;
+
+        if (tx->type != EFARM_PKT_EAGER_RTW && !gone && !tx->probe &&
+            !(implicit && tx->type == EFARM_PKT_HANDSHAKE))
             lost = tx->type == EFARM_PKT_HANDSHAKE ? "our HANDSHAKE, which it may wait for"
                                                    : "a RECEIPT its send waits for";
     } else if (efarm_op_class(op)->origin) {

@@ -211,6 +211,56 @@ EFARM_TEST(wire_unknown_sender_without_raw_address_dropped)
     engine_close();
 }
 
+/*
+ * A REQ whose raw-address header names an address that is not the sender's
+ * and answers nothing (a forged header, a peer gone at once): the message is
+ * delivered, the engine's HANDSHAKE to that address fails at the device
+ * (efasim's timeout), and that learnt peer alone fails. The endpoint goes on:
+ * a connected peer's messages still cross, both ways.
+ */
+EFARM_TEST(wire_forged_raw_address_fails_that_peer_only)
+{
+    struct efarm_req rreq = {0}, r2 = {0}, sreq = {0};
+    uint8_t data[64], buf[64], buf2[64];
+    struct wp w, forger;
+    struct wp_pkt p;
+    double deadline;
+
+    setenv("EFASIM_TIMEOUT_MS", "300", 1);
+    engine_open(NULL);
+    wp_open(&w);
+    wp_connect(&w, FEAT_ALL);
+    wp_open(&forger);
+    proto_fill(data, sizeof(data), 6);
+    /* The forger claims 127.1.2.3, where nothing listens, with its own QPN and connid. */
+    forger.raw[12] = 127, forger.raw[13] = 1, forger.raw[14] = 2, forger.raw[15] = 3;
+    EXPECT_RET(efarm_trecv(g_ep, buf, sizeof(buf), 1, 2, 5, &rreq), 0);
+    send_eager(&forger, EFARM_PKT_EAGER_TAGRTM, 0, tag_of(5), data, 40);
+    EXPECT_TRUE(rreq.done);
+    EXPECT_EQ(rreq.length, 40);
+    EXPECT_EQ(cnt()->implicit_peers, 1);
+    deadline = proto_now_s() + WP_TIMEOUT_S;
+    while (cnt()->peers_failed == 0 && proto_now_s() < deadline)
+        EXPECT_TRUE(efarm_ep_progress(g_ep) >= 0);
+    EXPECT_EQ(cnt()->peers_failed, 1);
+    pump_for(50000);
+    EXPECT_TRUE(efarm_ep_progress(g_ep) >= 0); /* the endpoint did not fail */
+
+    EXPECT_RET(efarm_trecv(g_ep, buf2, sizeof(buf2), 1, 2, 6, &r2), 0);
+    send_eager(&w, EFARM_PKT_EAGER_TAGRTM, 0, tag_of(6), data + 1, 30);
+    EXPECT_TRUE(r2.done);
+    EXPECT_RET(r2.status, 0);
+    EXPECT_MEM_EQ(buf2, data + 1, 30);
+    EXPECT_RET(efarm_tsend(g_ep, w.peer, data, 20, 1, 2, 7, 0, 0, &sreq), 0);
+    wp_expect(&w, EFARM_PKT_EAGER_TAGRTM, &p);
+    wait_req(&sreq);
+    EXPECT_RET(sreq.status, 0);
+    EXPECT_EQ(cnt()->peers_failed, 1);
+    wp_close(&forger);
+    wp_close(&w);
+    engine_close();
+}
+
 /* ---- 3. connid (section 4.4) --------------------------------------------------------- */
 
 /* Packets whose connid names no peer at their (GID, QPN) are dropped, never acted on. */
