@@ -464,8 +464,18 @@ static uint32_t fix(unsigned k, uint8_t flags, const uint8_t *bytes, uint32_t le
         uint32_t n = (uint32_t)pkt.value[EFARM_PKT_F_RMA_IOV_COUNT];
         uint64_t base = (uint64_t)(uintptr_t)g.win;
 
+        /* An atomic: an operation and datatype pair that exists, an aligned target, and
+         * (one range) a length that matches its data, so the checks can pass. */
+        bool rta = pkt.present & EFARM_PKT_HAS(ATOMIC_OP);
+        uint64_t total =
+            pkt.type == EFARM_PKT_COMPARE_RTA ? pkt.payload_length / 2 : pkt.payload_length;
+
         if (n > FZ_IOV_MAX)
             return 0;
+        if (rta) {
+            pkt.value[EFARM_PKT_F_ATOMIC_OP] %= EFARM_AOP_COUNT;
+            pkt.value[EFARM_PKT_F_ATOMIC_DATATYPE] %= EFARM_DT_COUNT;
+        }
         for (uint32_t i = 0; i < n; i++) {
             struct efarm_rma_iov e;
 
@@ -474,6 +484,11 @@ static uint32_t fix(unsigned k, uint8_t flags, const uint8_t *bytes, uint32_t le
             e.addr = base - g.page + e.addr % (FZ_WINDOW_LEN + 2 * g.page);
             e.len %= FZ_WINDOW_LEN + g.page;
             e.key = efarm_region_key(g.region) ^ (e.key & 1);
+            if (rta) {
+                e.addr &= ~(uint64_t)7;
+                if (n == 1)
+                    e.len = total;
+            }
             efarm_rma_iov_store(iov, i, &e);
         }
         pkt.rma_iov = iov;

@@ -53,7 +53,7 @@ enum fz_op {
 #define FZ_FIX_ADDR  0x01u /* connid, raw address: the sending wire peer's own */
 #define FZ_FIX_MSGID 0x02u /* msg_id: the next one this peer's REQs should carry */
 #define FZ_FIX_IDS   0x04u /* send_id / recv_id: the last ones the engine sent this peer */
-#define FZ_FIX_RMA   0x08u /* rma_iov entries: inside (or just around) the engine's window */
+#define FZ_FIX_RMA   0x08u /* rma_iov: inside (or around) the window; atomics made valid */
 
 /* The window the engine exposes (read and write) and its neighbours' guard pages. */
 #define FZ_WINDOW_LEN 65536u
