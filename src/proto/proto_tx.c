@@ -159,14 +159,12 @@ static void txpkt_failed(struct efarm_ep *ep, struct efarm_txpkt *tx, int status
     } else if (op == NULL) {
         /*
          * HANDSHAKE or eager RECEIPT: the peer may wait for it, unless it is gone
-         * (spec 2.3). A liveness probe is a HANDSHAKE the peer had before: its
-         * loss says only that the peer is gone, and fails the peer alone.
-         */
-        /*
-         * A peer learnt only from a raw-address header (never inserted here) that
-         * our HANDSHAKE cannot reach gave an address that is not its own or is
-         * gone: nothing the application addressed waits on it, and one forged
-         * header must not fail the endpoint. It fails that peer alone.
+         * (spec 2.3). Two HANDSHAKEs fail the peer alone: a liveness probe (the
+         * peer had our HANDSHAKE before; its loss says only that the peer is
+         * gone), and one to a peer learnt only from a raw-address header (never
+         * inserted here: an address that is not its sender's, or gone; nothing
+         * the application addressed waits on it, and one forged header must not
+         * fail the endpoint).
          */
         const bool implicit = ep->peers[tx->peer].flags & EFARM_PEER_IMPLICIT;
 
