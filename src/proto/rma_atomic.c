@@ -119,39 +119,39 @@ bool efarm_atomic_valid(enum efarm_atomic_kind kind, uint32_t op, uint32_t dt)
         return (c) > (d) ? (s) : (d);
 
 /* Integers: arithmetic and bits on the unsigned type (wrapping), order on the signed one. */
-#define DEF_INT(name, T, U)                           \
-    static T new_##name(uint32_t op, T d, T s, T c)   \
-    {                                                 \
-        U ud = (U)d, us = (U)s, uc = (U)c;            \
-        switch (op) {                                 \
-        case EFARM_AOP_SUM:                           \
-            return (T)(U)(ud + us);                   \
-        case EFARM_AOP_PROD:                          \
-            return (T)(U)((U)(ud * us));              \
-        case EFARM_AOP_BOR:                           \
-            return (T)(U)(ud | us);                   \
-        case EFARM_AOP_BAND:                          \
-            return (T)(U)(ud & us);                   \
-        case EFARM_AOP_BXOR:                          \
-            return (T)(U)(ud ^ us);                   \
-        case EFARM_AOP_MSWAP:                         \
-            return (T)(U)((us & uc) | (ud & (U)~uc)); \
-            NEW_ORDERED(op, d, s, c)                  \
-        case EFARM_AOP_LOR:                           \
-            return (T)(d != 0 || s != 0);             \
-        case EFARM_AOP_LAND:                          \
-            return (T)(d != 0 && s != 0);             \
-        case EFARM_AOP_LXOR:                          \
-            return (T)((d != 0) != (s != 0));         \
-        case EFARM_AOP_WRITE:                         \
-            return s;                                 \
-        case EFARM_AOP_CSWAP:                         \
-            return d == c ? s : d;                    \
-        case EFARM_AOP_CSWAP_NE:                      \
-            return d != c ? s : d;                    \
-        default: /* READ */                           \
-            return d;                                 \
-        }                                             \
+#define DEF_INT(name, T, U)                                                                    \
+    static T new_##name(uint32_t op, T d, T s, T c)                                            \
+    {                                                                                          \
+        U ud = (U)d, us = (U)s, uc = (U)c;                                                     \
+        switch (op) {                                                                          \
+        case EFARM_AOP_SUM:                                                                    \
+            return (T)(U)(ud + us);                                                            \
+        case EFARM_AOP_PROD:                                                                   \
+            return (T)(U)(1u * ud * us); /* unsigned int at least: no promoted int overflow */ \
+        case EFARM_AOP_BOR:                                                                    \
+            return (T)(U)(ud | us);                                                            \
+        case EFARM_AOP_BAND:                                                                   \
+            return (T)(U)(ud & us);                                                            \
+        case EFARM_AOP_BXOR:                                                                   \
+            return (T)(U)(ud ^ us);                                                            \
+        case EFARM_AOP_MSWAP:                                                                  \
+            return (T)(U)((us & uc) | (ud & (U)~uc));                                          \
+            NEW_ORDERED(op, d, s, c)                                                           \
+        case EFARM_AOP_LOR:                                                                    \
+            return (T)(d != 0 || s != 0);                                                      \
+        case EFARM_AOP_LAND:                                                                   \
+            return (T)(d != 0 && s != 0);                                                      \
+        case EFARM_AOP_LXOR:                                                                   \
+            return (T)((d != 0) != (s != 0));                                                  \
+        case EFARM_AOP_WRITE:                                                                  \
+            return s;                                                                          \
+        case EFARM_AOP_CSWAP:                                                                  \
+            return d == c ? s : d;                                                             \
+        case EFARM_AOP_CSWAP_NE:                                                               \
+            return d != c ? s : d;                                                             \
+        default: /* READ */                                                                    \
+            return d;                                                                          \
+        }                                                                                      \
     }
 
 #define DEF_REAL(name, T)                           \

@@ -847,3 +847,17 @@ EFARM_TEST(proto_rma_bad_arguments)
                -EINVAL);
     rig_down(&r);
 }
+
+/* PROD of 16-bit integers wraps: 0xffff * 0xffff must not overflow a promoted int (UBSan). */
+EFARM_TEST(rma_atomic_prod_int16_wraps)
+{
+    int16_t d = -1, s = -1;
+    uint16_t ud = 0xffff, us = 0xffff;
+
+    efarm_atomic_apply(EFARM_AOP_PROD, EFARM_DT_INT16, (uint8_t *)&d, (const uint8_t *)&s, NULL,
+                       NULL, 1);
+    EXPECT_EQ(d, 1);
+    efarm_atomic_apply(EFARM_AOP_PROD, EFARM_DT_UINT16, (uint8_t *)&ud, (const uint8_t *)&us, NULL,
+                       NULL, 1);
+    EXPECT_EQ(ud, 1);
+}
