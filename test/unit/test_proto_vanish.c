@@ -7,12 +7,14 @@
  * destroyed) while a has an operation that waits on b with nothing to send:
  * a long-CTS send waiting for its CTS, a receive waiting for the CTSDATA its
  * CTS asked for, a long-read send waiting for its EOR, a DC send waiting for
- * its RECEIPT. Nothing of a's fails by itself; a's liveness probe
- * (EFARM_PEER_PROBE_MS, here 200 ms) must find b gone, so the operation ends
- * with the device's error (efasim reports b silent after EFASIM_TIMEOUT_MS,
- * here 300 ms: DEV_TIMEOUT) within 2 x 200 + 300 ms plus scheduling slack,
- * while a keeps exchanging messages with c, before and after, and a's
- * endpoint never fails.
+ * its RECEIPT, a one-sided operation (an emulated read, a fetching atomic, a
+ * write with remote completion) waiting for its response, a write waiting
+ * for b's HANDSHAKE (b never answered a's trigger). Nothing of a's fails by
+ * itself; a's liveness probe (EFARM_PEER_PROBE_MS, here 200 ms) must find b
+ * gone, so the operation ends with the device's error (efasim reports b
+ * silent after EFASIM_TIMEOUT_MS, here 300 ms: DEV_TIMEOUT) within
+ * 2 x 200 + 300 ms plus scheduling slack, while a keeps exchanging messages
+ * with c, before and after, and a's endpoint never fails.
  *
  * A peer whose process does not progress for many periods while its QP
  * lives (the device answers the probes) is never failed: the transfer
@@ -26,6 +28,7 @@
 #include "efarm_errno.h"
 #include "efarm_pkt.h"
 #include "efarm_proto.h"
+#include "efarm_rma.h"
 #include "efarm_test.h"
 #include "proto_common.h"
 #include "proto_rig.h"
@@ -102,8 +105,12 @@ static void exchange_ac(struct trio *t, uint64_t len)
     t->exchanges++;
 }
 
-/* a, b and c on efasim with probes every PROBE_MS (probe_ms 0: the tunable), introduced. */
-static void trio_open(struct trio *t, uint32_t probe_ms)
+/*
+ * a, b and c on efasim with probes every PROBE_MS (probe_ms 0: the tunable),
+ * introduced; a and b have exchanged a message (their HANDSHAKEs) when
+ * ab_contact.
+ */
+static void trio_open_ex(struct trio *t, uint32_t probe_ms, bool ab_contact)
 {
     struct efarm_ep_attr attr = g_attr;
 
@@ -117,8 +124,14 @@ static void trio_open(struct trio *t, uint32_t probe_ms)
     link_eps(t->a, t->b, &t->a_to_b, &t->b_to_a);
     link_eps(t->a, t->c, &t->a_to_c, &t->c_to_a);
     /* Each pair handshakes first, as peers in the middle of a job have. */
-    exchange(t->a, t->a_to_b, SRC_B, t->b, t->b_to_a, SRC_B, 8, 1);
+    if (ab_contact)
+        exchange(t->a, t->a_to_b, SRC_B, t->b, t->b_to_a, SRC_B, 8, 1);
     exchange_ac(t, 8);
+}
+
+static void trio_open(struct trio *t, uint32_t probe_ms)
+{
+    trio_open_ex(t, probe_ms, true);
 }
 
 /* Progress x alone until its packets are all acknowledged by the device. */
@@ -360,4 +373,92 @@ EFARM_TEST(proto_vanish_slow_peer_not_failed)
     trio_close(&t);
     free(src);
     free(dst);
+}
+
+/* ---- One-sided operations waiting for b's answer --------------------------------- */
+
+#define RMA_LEN 4096
+
+enum rma_case { RMA_READ, RMA_FETCH_ATOMIC, RMA_DC_WRITE, RMA_WRITE_BEFORE_HS };
+
+/*
+ * a starts one-sided operation `which` on b's exposed memory; b's device
+ * takes a's packet (REQ or, before any contact, the HANDSHAKE trigger) but
+ * b's process never handles it, and b vanishes. The operation ends by a's
+ * probe like the two-sided ones; b's memory was never touched.
+ */
+static void vanish_while_rma(enum rma_case which, enum efarm_rma_proto want, uint64_t trigger_pkts,
+                             const char *what)
+{
+    uint8_t *mem = malloc(RMA_LEN), *local = malloc(RMA_LEN);
+    uint64_t operand = 5, result = 0;
+    struct efarm_region *reg;
+    struct efarm_req req = {0};
+    struct efarm_riov riov;
+    struct trio t;
+
+    trio_open_ex(&t, PROBE_MS, which != RMA_WRITE_BEFORE_HS);
+    EXPECT_TRUE(mem && local);
+    memset(mem, 0x5a, RMA_LEN);
+    proto_fill(local, RMA_LEN, RDV_SEED);
+    EXPECT_RET(efarm_expose(t.b, mem, RMA_LEN, EFARM_EXPOSE_READ | EFARM_EXPOSE_WRITE, &reg), 0);
+    riov = (struct efarm_riov){(uint64_t)(uintptr_t)mem, RMA_LEN, efarm_region_key(reg)};
+    switch (which) {
+    case RMA_READ:
+        EXPECT_RET(efarm_read(t.a, t.a_to_b, local, RMA_LEN, &riov, 1, EFARM_RMA_NO_DIRECT, &req),
+                   0);
+        break;
+    case RMA_FETCH_ATOMIC:
+        riov.len = sizeof(uint64_t);
+        EXPECT_RET(efarm_atomic(t.a, t.a_to_b, EFARM_AOP_SUM, EFARM_DT_UINT64, &operand, NULL,
+                                &result, 1, &riov, 1, 0, &req),
+                   0);
+        break;
+    case RMA_DC_WRITE:
+    case RMA_WRITE_BEFORE_HS:
+        EXPECT_RET(efarm_write(t.a, t.a_to_b, local, RMA_LEN, &riov, 1,
+                               EFARM_RMA_NO_DIRECT | EFARM_RMA_DC, &req),
+                   0);
+        break;
+    }
+    efarm_test_context("%s: b's device takes a's packets", what);
+    settle(t.a); /* b's device acknowledged all; b's process saw nothing */
+    EXPECT_TRUE(!req.done);
+    EXPECT_EQ(efarm_ep_counters(t.a)->handshake_triggers, trigger_pkts);
+    if (which != RMA_WRITE_BEFORE_HS)
+        EXPECT_EQ(req.proto, want);
+    efarm_unexpose(t.b, reg);
+    efarm_ep_close(t.b);
+    expect_vanish_outcome(&t, &req, what);
+    EXPECT_EQ(result, 0); /* nothing fetched */
+    for (unsigned i = 0; i < RMA_LEN; i++)
+        if (mem[i] != 0x5a)
+            efarm_test_fail(__FILE__, __LINE__, "%s: b's byte %u written", what, i);
+    trio_close(&t);
+    free(mem);
+    free(local);
+}
+
+EFARM_TEST(proto_vanish_rma_read_waiting_for_readrsp)
+{
+    vanish_while_rma(RMA_READ, EFARM_RMA_SHORT_RTR, 0, "emulated read waiting for its READRSP");
+}
+
+EFARM_TEST(proto_vanish_fetch_atomic_waiting_for_atomrsp)
+{
+    vanish_while_rma(RMA_FETCH_ATOMIC, EFARM_RMA_FETCH_RTA, 0,
+                     "fetching atomic waiting for its ATOMRSP");
+}
+
+EFARM_TEST(proto_vanish_dc_write_waiting_for_receipt)
+{
+    vanish_while_rma(RMA_DC_WRITE, EFARM_RMA_EAGER_RTW, 0,
+                     "emulated write (remote completion) waiting for its RECEIPT");
+}
+
+/* a and b never talked: the write waits for b's HANDSHAKE, which a's trigger asked for. */
+EFARM_TEST(proto_vanish_write_waiting_for_handshake)
+{
+    vanish_while_rma(RMA_WRITE_BEFORE_HS, EFARM_RMA_EAGER_RTW, 1,
+                     "write waiting for the peer's HANDSHAKE");
 }
