@@ -24,20 +24,38 @@ jobs=$(nproc 2>/dev/null || echo 2)
 pass() { echo "PASS $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL $1 (log: $2)"; tail -n 25 "$2" | sed 's/^/    /'; failed=$((failed + 1)); }
 
+# EFARM_TEST_BUDGET=SECONDS (default 0: none): a step or suite that would start
+# after that much of this run has gone is not run but counted as a failure that
+# says so, so a slow machine still ends with the summary line and the times below
+# tell where the time went (.ci/run sets it below CI's own limit).
+budget=${EFARM_TEST_BUDGET:-0}
+case $budget in '' | *[!0-9]*) echo "test-all: EFARM_TEST_BUDGET must be a number of seconds, not '$budget'" >&2; exit 2 ;; esac
+over_budget() { # NAME: true (and counted as a failure) if the budget is used up
+    [ "$budget" -gt 0 ] && [ "$SECONDS" -ge "$budget" ] || return 1
+    echo "FAIL $1: not run (test-all's time budget of $budget s, EFARM_TEST_BUDGET, used up at $SECONDS s)"
+    failed=$((failed + 1))
+}
+# Each step and suite ends with "TIME NAME: N s (at M s)": where a run's time goes.
+took() { echo "TIME $1: $((SECONDS - $2)) s (at $SECONDS s)"; }
+
 # step NAME COMMAND...: one check, counted once.
 step() {
-    local name=$1 log=$logs/$1.log
+    local name=$1 log=$logs/$1.log t0=$SECONDS
     shift
+    over_budget "$name" && return
     if "$@" >"$log" 2>&1; then pass "$name"; else fail "$name" "$log"; fi
+    took "$name" "$t0"
 }
 
 # suite NAME COMMAND...: a runner that prints PASS/FAIL lines and "N passed, N failed".
 suite() {
-    local name=$1 log=$logs/$1.log status p f
+    local name=$1 log=$logs/$1.log status p f t0=$SECONDS
     shift
+    over_budget "$name" && return
     "$@" >"$log" 2>&1
     status=$?
     grep -E '^(PASS|FAIL|SKIP) ' "$log" | sed "s/^\(PASS\|FAIL\|SKIP\) /\1 $name: /"
+    took "$name" "$t0"
     read -r p f < <(tail -n 1 "$log" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p')
     if [ -z "${p:-}" ]; then
         fail "$name (no summary line, exit $status)" "$log"
@@ -165,8 +183,15 @@ FUZZ_ARTIFACTS=$logs/ step "fuzz-rx-${fuzz_seconds}s" sh "$top/test/fuzz/run-fuz
 # fi_pingpong. Skipped, saying why, only when the source cannot be downloaded.
 lf_prefix=${EFARM_LIBFABRIC_PREFIX:-${EFARM_LIBFABRIC_CACHE:-$top/build/libfabric}/install}
 lf_log=$logs/libfabric-build.log
-env EFARM_BUILD_ROOT="$root" "$top/scripts/libfabric-build.sh" --prefix "$lf_prefix" >"$lf_log" 2>&1
-case $? in
+lf_t0=$SECONDS
+if over_budget libfabric-build; then
+    lf_status=4
+else
+    env EFARM_BUILD_ROOT="$root" "$top/scripts/libfabric-build.sh" --prefix "$lf_prefix" >"$lf_log" 2>&1
+    lf_status=$?
+    took libfabric-build "$lf_t0"
+fi
+case $lf_status in
 0)
     pass libfabric-build
     # The same fi_info/fi_pingpong checks as for Debian's 1.17, with 2.1.0's tools.
@@ -177,6 +202,7 @@ case $? in
         --libfabric "$lf_prefix" --label libfabric-2.1
     ;;
 3) echo "SKIP libfabric-build: $(grep -m 1 '^    cannot download' "$lf_log" | sed 's/^ *//') (log: $lf_log)" ;;
+4) ;; # not run: counted by over_budget
 *) fail libfabric-build "$lf_log" ;;
 esac
 
@@ -186,8 +212,8 @@ esac
 # recompiles what changed). Then test/mpi's programs with 2 and 4 ranks through
 # efarm on efasim, and a fixed subset of MPICH's own test suite (pt2pt, basic, comm,
 # coll, datatype, rma; `scripts/mpich-testsuite.sh --subset full` runs them all),
-# whose rma part runs a second time with RMA as active messages, and whose pt2pt,
-# coll and rma part runs again under efasim's network faults (the fault matrix's CI
+# whose rma part runs a second time with RMA as active messages, and whose pt2pt
+# and coll part runs again under efasim's network faults (the fault matrix's CI
 # slice).
 mpich_prefix=${EFARM_MPICH_PREFIX:-${EFARM_MPICH_CACHE:-$top/build/mpich}/install}
 step mpich-build env EFARM_BUILD_ROOT="$root" "$top/scripts/mpich-build.sh" --prefix "$mpich_prefix"
@@ -228,8 +254,8 @@ if [ -x "$mpich_prefix/bin/mpicc" ]; then
         # (EFARM_RMA_NATIVE=0): both paths must pass.
         suite mpich-testsuite-rma-am env EFARM_RMA_NATIVE=0 bash "$top/scripts/mpich-testsuite.sh" \
             --prefix "$mpich_prefix" --subset ci --dirs rma --logs "$root/mpich-testsuite-rma-am"
-        # The fault matrix's CI slice (scripts/check-faults.sh --slice ci): the pt2pt,
-        # coll and rma part of that subset again under 10% loss, 10% duplication and
+        # The fault matrix's CI slice (scripts/check-faults.sh --slice ci): the pt2pt
+        # and coll part of that subset again under 10% loss, 10% duplication and
         # 20% reordering, and a few test/mpi runs under RNR storms, 16-WR send queues,
         # delay jitter and all six at once.
         # `make check-faults` runs the whole matrix.
@@ -257,5 +283,6 @@ else
     echo "SKIP mpich-4.3.2: no MPICH 4.3.2 source (EFARM_MPICH_SOURCE_4_3_2 names its tarball or tree)"
 fi
 
+echo "TIME test-all: $SECONDS s"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
