@@ -152,7 +152,7 @@ check_read_nack() {
 # messages, reads by RDMA) as a subprotocol the sender may not pick: its log must
 # match PATTERN, and it must fail.
 selfcheck() {
-    local name=$1 efargs=$2 pattern=$3 what=$4 log=$logs/$label-$1.log sock pe
+    local name=$1 efargs=$2 pattern=$3 what=$4 log=$logs/$label-$1.log sock pe se sf
     case ",${only:-$name}," in *",$name,"*) ;; *) return ;; esac
     sock=$(mktemp -u "${TMPDIR:-/tmp}/efarm-interop.XXXXXX")
     # shellcheck disable=SC2086
@@ -164,11 +164,19 @@ selfcheck() {
         [ -z "$lfprefix" ] || export LD_LIBRARY_PATH=$simlib:$lfprefix/lib:$lfprefix/lib64
         exec env FI_EFA_USE_DEVICE_RDMA=1 timeout -k 5 "$timeout_s" "$fi_bin" --connect "$sock"
     ) >>"$log" 2>&1
-    if ! wait $pe && grep -q "$pattern" "$log"; then
+    sf=$?
+    wait $pe
+    se=$?
+    echo "## interop-efarm exit $se, interop-fi exit $sf" >>"$log"
+    if [ $se -ne 0 ] && grep -q "$pattern" "$log"; then
         echo "PASS $label/$name: $what is reported"
         passed=$((passed + 1))
     else
-        echo "FAIL $label/$name: interop-efarm did not report $what (log $log)"
+        # Which subprotocols each case saw, and both exits: enough to tell a
+        # checker that missed the defect from a run that never got that far.
+        echo "FAIL $label/$name: interop-efarm did not report $what (efarm exit $se, libfabric exit $sf; log $log)"
+        grep -E 'interop|^(libfabric->efarm|efarm->libfabric|one-sided)|_RTM|_RTR|HANDSHAKE' "$log" |
+            head -n 20 | sed 's/^/    /'
         failed=$((failed + 1))
     fi
     rm -f "$sock"
