@@ -432,8 +432,15 @@ configure_args=(
     --disable-fortran --disable-cxx
     --enable-g=none
     --disable-static
+    --no-recursion
     CC="$cc"
 )
+# --no-recursion: 4.0.2's configure also configures its test suite (test/mpi and
+# DTPools, AC_CONFIG_SUBDIRS; two of its five minutes on a slow VM), which the build
+# never uses: scripts/mpich-testsuite.sh configures a copy of it against the
+# installed MPICH. MPICH's own subsystems (mpl, json-c, romio, hydra) are configured
+# by its PAC_CONFIG_SUBDIR, which --no-recursion does not touch; 4.3.2 has no
+# AC_CONFIG_SUBDIRS.
 configure_args+=("${extra_configure[@]}")
 if [ "$release" = yes ]; then
     for i in "${!configure_args[@]}"; do
