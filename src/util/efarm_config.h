@@ -180,7 +180,7 @@
     S(LIBFABRIC_PREFIX, "libfabric-build.sh, test-all.sh", "where that libfabric is installed")  \
     S(FUZZ_SECONDS, "test-all.sh", "seconds of each fuzz run (60)")                              \
     S(TEST_BUDGET, "test-all.sh, .ci/run",                                                       \
-      "seconds after which test-all.sh starts no step (0: none; CI sets 4200)")                  \
+      "seconds after which test-all.sh starts no step (0: none; CI sets 4500)")                  \
     S(INTEROP_FI_RDMA_WRITE, "run-interop.sh",                                                   \
       "1: the libfabric under test writes by RDMA write (>= 1.18 on rdma-core >= 45)")           \
     S(TEST_VERBOSE, "unit tests", "set: some tests print what they chose")
