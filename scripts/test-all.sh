@@ -143,11 +143,11 @@ trap 'kill_tree "$bg_pid"' EXIT
 bg_wait() {
     local name=$1 t0=$SECONDS status secs
     # The build started long ago, so the budget does not stop this wait; a wait
-    # past the budget by 10 minutes more ends it (a failure, and the summary still
+    # past the budget by 5 minutes more ends it (a failure, and the summary still
     # comes before CI's own limit).
     while [ ! -f "$bg_dir/$name.rc" ] && kill -0 "$bg_pid" 2>/dev/null; do
-        if [ "$budget" -gt 0 ] && [ "$SECONDS" -ge $((budget + 600)) ]; then
-            echo "FAIL $name: still building at $SECONDS s, 600 s past test-all's time budget of $budget s (EFARM_TEST_BUDGET)"
+        if [ "$budget" -gt 0 ] && [ "$SECONDS" -ge $((budget + 300)) ]; then
+            echo "FAIL $name: still building at $SECONDS s, 300 s past test-all's time budget of $budget s (EFARM_TEST_BUDGET)"
             failed=$((failed + 1))
             return
         fi
