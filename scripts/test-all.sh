@@ -161,7 +161,6 @@ bg_wait() {
     echo "TIME $name: waited $((SECONDS - t0)) s, built in ${secs:-?} s in the background (at $SECONDS s)"
 }
 
-
 step build-gcc-werror configure_build "$root/gcc" CC=gcc
 step build-clang-werror configure_build "$root/clang" CC=clang
 step build-asan-ubsan configure_build "$root/asan" CC=clang CFLAGS="$sanitize" LDFLAGS="$sanitize"
@@ -348,7 +347,7 @@ fi
 # default compile only (scripts/mpich-build.sh --compile-only: MPICH's full
 # autogen from a git export and its configure, then the netmod's own files
 # compiled against 4.3.2's headers): a cold 4.3.2 build and test/mpi over it took
-# about 20 minutes on a slow 2-core VM, more than CI's budget has room for.
+# an estimated 20 minutes on a slow 2-core VM, more than CI's budget has room for.
 # --mpich-4.3.2-tests builds and installs it in full and runs test/mpi over it;
 # MPICH's own test-suite subset on 4.3.2 is run by hand (scripts/mpich-testsuite.sh
 # --prefix PREFIX --source build/mpich/tree/mpich-4.0.2).
