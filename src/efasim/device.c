@@ -314,10 +314,14 @@ EFASIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     c->ops.post_srq_recv = ctx_post_srq_recv;
     (void)ctx_poll_cq_unsupported;
 
-    if (efasim_service_start(ctx))
+    if (efasim_tx_init(ctx))
         goto err_lock;
+    if (efasim_service_start(ctx))
+        goto err_tx;
     return c;
 
+err_tx:
+    efasim_tx_free(ctx);
 err_lock:
     pthread_mutex_destroy(&ctx->lock);
     efasim_hw_counters_unmap(ctx->hwc);
@@ -340,7 +344,6 @@ EFASIM_EXPORT int ibv_close_device(struct ibv_context *context)
         return EBUSY;
     efasim_service_stop(ctx);
     pthread_mutex_lock(&ctx->lock);
-    efasim_delayq_free(ctx);
     efasim_tx_free(ctx);
     for (uint32_t i = 0; i < efasim_config()->max_mr; i++)
         free(ctx->mrs[i]);

@@ -548,7 +548,12 @@ int efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *ds
  */
 int efasim_xmit_batched(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
                         struct iovec *iov, int iovcnt, int owned, bool probe_on_fault);
-/* fault.c: open (nested) and close a batch; flush sends what it holds now. */
+/*
+ * fault.c: efasim_tx_init allocates, when the context opens, everything the
+ * send path uses (the batch; the fault injector's delay queue); tx_free
+ * releases it. Open (nested) and close a batch; flush sends what it holds now.
+ */
+int efasim_tx_init(struct efasim_context *ctx);
 void efasim_tx_begin(struct efasim_context *ctx);
 void efasim_tx_flush(struct efasim_context *ctx);
 void efasim_tx_end(struct efasim_context *ctx);
@@ -585,7 +590,6 @@ uint64_t efasim_nic_now(const struct efasim_context *ctx);
 
 /* fault.c: flush datagrams held by the fault injector whose time has come. Lock held. */
 void efasim_delayq_flush(struct efasim_context *ctx, bool all);
-void efasim_delayq_free(struct efasim_context *ctx);
 
 /*
  * Direct copy between processes of one host (fastpath.c). efasim_fast_usable:
@@ -637,7 +641,15 @@ static inline void efasim_hw_count(uint64_t *pkts, uint64_t *bytes, size_t len)
     __atomic_fetch_add(bytes, len, __ATOMIC_RELAXED);
 }
 
-/* Service thread (service.c). */
+/*
+ * Service thread (service.c). It never allocates or frees memory, nor calls
+ * anything else that may enter mmap, munmap, mremap, madvise, brk, shmat or
+ * shmdt: a memory monitor in the application (libfabric's "memhooks")
+ * overwrites the first bytes of those libc functions while the application
+ * runs, and a thread executing one of them at that moment faults. Real EFA has
+ * no thread in the process, so efasim must not bring that hazard in. What the
+ * progress path needs is allocated when the context or the QP is created.
+ */
 int efasim_service_start(struct efasim_context *ctx);
 void efasim_service_stop(struct efasim_context *ctx);
 

@@ -131,8 +131,6 @@ static void txb_send(struct efasim_txbatch *b)
 
 void efasim_tx_begin(struct efasim_context *ctx)
 {
-    if (!ctx->txb && !(ctx->txb = calloc(1, sizeof(*ctx->txb))))
-        return; /* no batching: every datagram goes at once */
     ctx->txb->depth++;
 }
 
@@ -148,13 +146,6 @@ void efasim_tx_end(struct efasim_context *ctx)
         return;
     if (!--ctx->txb->depth)
         efasim_tx_flush(ctx);
-}
-
-void efasim_tx_free(struct efasim_context *ctx)
-{
-    efasim_tx_flush(ctx);
-    free(ctx->txb);
-    ctx->txb = NULL;
 }
 
 /*
@@ -239,8 +230,38 @@ void efasim_delayq_flush(struct efasim_context *ctx, bool all)
     }
 }
 
-void efasim_delayq_free(struct efasim_context *ctx)
+/*
+ * The send batch, and with reordering, delay or duplication on, the delay
+ * queue with all its buffers: allocated here, when the context opens, because
+ * the service thread must never allocate or free (efasim.h, "Service thread").
+ */
+int efasim_tx_init(struct efasim_context *ctx)
 {
+    const struct efasim_config *cfg = efasim_config();
+    struct efasim_delayq *q;
+
+    if (!(ctx->txb = calloc(1, sizeof(*ctx->txb))))
+        return -ENOMEM;
+    if (!cfg->dup && !cfg->reorder && !cfg->delay)
+        return 0;
+    if (!(q = ctx->delayq = calloc(1, sizeof(*q))))
+        goto err;
+    q->buf_size = efasim_datagram_max(cfg);
+    for (unsigned i = 0; i < DELAYQ_SLOTS; i++)
+        if (!(q->slot[i].buf = malloc(q->buf_size)))
+            goto err;
+    return 0;
+err:
+    efasim_tx_free(ctx);
+    return -ENOMEM;
+}
+
+void efasim_tx_free(struct efasim_context *ctx)
+{
+    if (ctx->txb)
+        efasim_tx_flush(ctx);
+    free(ctx->txb);
+    ctx->txb = NULL;
     if (!ctx->delayq)
         return;
     for (unsigned i = 0; i < DELAYQ_SLOTS; i++)
@@ -261,12 +282,8 @@ static int delayq_hold(struct efasim_context *ctx, int fd, const struct sockaddr
     struct delayed *d = NULL;
     size_t len = 0;
 
-    if (!q) {
-        q = ctx->delayq = calloc(1, sizeof(*q));
-        if (!q)
-            return 0;
-        q->buf_size = efasim_datagram_max(cfg);
-    }
+    if (!q)
+        return 0; /* cannot happen: efasim_tx_init made it for these faults */
     for (int i = 0; i < iovcnt; i++)
         len += iov[i].iov_len;
     if (len > q->buf_size)
@@ -274,7 +291,7 @@ static int delayq_hold(struct efasim_context *ctx, int fd, const struct sockaddr
     for (unsigned i = 0; i < DELAYQ_SLOTS && !d; i++)
         if (!q->slot[i].used)
             d = &q->slot[i];
-    if (!d || (!d->buf && !(d->buf = malloc(q->buf_size))))
+    if (!d)
         return 0;
     if (gather(d->buf, len, iov, iovcnt))
         return -EFAULT;

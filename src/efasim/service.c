@@ -3,7 +3,8 @@
  * retransmission timers and answers peers (RDMA reads and writes, ACKs) while
  * the application is not polling. It only ever try-locks the context, so the
  * application's post and poll never wait for it, and it never wakes the
- * application: completions it produces are found by the next poll.
+ * application: completions it produces are found by the next poll. It never
+ * allocates, frees or maps memory (efasim.h, "Service thread", says why).
  */
 #include <errno.h>
 #include <time.h>

@@ -84,11 +84,17 @@ counter() {
     awk -v n="$1" '$1 == n && $2 ~ /^[0-9]+$/ { v = $2 } END { print v + 0 }' "$2"
 }
 
+# first_complaint LOG: a crash's line, else the first error either side printed.
+first_complaint() {
+    { grep -m 1 'terminated with signal' "$1" || grep -m 1 -E '^interop(-efarm|-fi|\()' "$1"; } |
+        cut -c 1-200
+}
+
 # run NAME FI-ENV EFARM-ARGS [CHECK]: one configuration; both sides under one timeout.
 # CHECK, when given, is a function called with the log that prints a reason and
 # returns nonzero when the run passed but did not show what the configuration is for.
 run() {
-    local name=$1 fienv=$2 efargs=$3 check=${4:-} log=$logs/$label-$1.log sock pe pf se sf why
+    local name=$1 fienv=$2 efargs=$3 check=${4:-} log=$logs/$label-$1.log sock pe pf se sf why first
     case ",${only:-$name}," in *",$name,"*) ;; *) return ;; esac
     sock=$(mktemp -u "${TMPDIR:-/tmp}/efarm-interop.XXXXXX")
     {
@@ -119,7 +125,9 @@ run() {
         echo "PASS $label/$name: $(grep -E '^(one-sided )?(libfabric->efarm|efarm->libfabric):' "$log" | tr '\n' ' ')"
         passed=$((passed + 1))
     else
-        echo "FAIL $label/$name (efarm exit $se, libfabric exit $sf${why:+: $why}; log $log)"
+        # The first complaint on the FAIL line itself: summaries may keep only that line.
+        first=$(first_complaint "$log")
+        echo "FAIL $label/$name (efarm exit $se, libfabric exit $sf${why:+: $why}; log $log)${first:+: $first}"
         grep -E 'interop|FAIL|error|Error' "$log" | head -n 15 | sed 's/^/    /'
         failed=$((failed + 1))
     fi
@@ -152,7 +160,7 @@ check_read_nack() {
 # messages, reads by RDMA) as a subprotocol the sender may not pick: its log must
 # match PATTERN, and it must fail.
 selfcheck() {
-    local name=$1 efargs=$2 pattern=$3 what=$4 log=$logs/$label-$1.log sock pe se sf
+    local name=$1 efargs=$2 pattern=$3 what=$4 log=$logs/$label-$1.log sock pe se sf first
     case ",${only:-$name}," in *",$name,"*) ;; *) return ;; esac
     sock=$(mktemp -u "${TMPDIR:-/tmp}/efarm-interop.XXXXXX")
     # shellcheck disable=SC2086
@@ -174,7 +182,8 @@ selfcheck() {
     else
         # Which subprotocols each case saw, and both exits: enough to tell a
         # checker that missed the defect from a run that never got that far.
-        echo "FAIL $label/$name: interop-efarm did not report $what (efarm exit $se, libfabric exit $sf; log $log)"
+        first=$(first_complaint "$log")
+        echo "FAIL $label/$name: interop-efarm did not report $what (efarm exit $se, libfabric exit $sf; log $log)${first:+: $first}"
         grep -E 'interop|^(libfabric->efarm|efarm->libfabric|one-sided)|_RTM|_RTR|HANDSHAKE' "$log" |
             head -n 20 | sed 's/^/    /'
         failed=$((failed + 1))

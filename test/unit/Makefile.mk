@@ -73,6 +73,7 @@ test_unit_efasim_unit_SOURCES = \
 	test/unit/runner.c \
 	test/unit/efasim_common.h \
 	test/unit/efasim_common.c \
+	test/unit/efasim_alloc_watch.c \
 	test/unit/test_procs.h \
 	test/unit/test_procs.c \
 	test/unit/test_efasim_device.c \

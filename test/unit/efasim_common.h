@@ -221,4 +221,24 @@ size_t efasim_check_fill(const void *buf, size_t len, uint64_t seed);
 /* Offset of the first byte that is not c, or len if none. */
 size_t efasim_check_byte(const void *buf, size_t len, uint8_t c);
 
+/*
+ * Allocation and mapping calls from other threads (efasim_alloc_watch.c):
+ * begin marks the calling thread as the watcher and starts counting; end
+ * stops, returns how many calls came from other threads and names the first.
+ * Only counted where EFASIM_ALLOC_WATCH is 1: ASan's and TSan's runtimes
+ * define those functions themselves.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define EFASIM_ALLOC_WATCH 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define EFASIM_ALLOC_WATCH 0
+#endif
+#endif
+#ifndef EFASIM_ALLOC_WATCH
+#define EFASIM_ALLOC_WATCH 1
+#endif
+void efasim_alloc_watch_begin(void);
+unsigned long efasim_alloc_watch_end(const char **first);
+
 #endif /* EFASIM_COMMON_H */

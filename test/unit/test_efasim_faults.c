@@ -143,6 +143,31 @@ EFARM_TEST_TIMEOUT(efasim_faults_heavy_service_thread, 120)
     stress(3000, 4);
 }
 
+#if EFASIM_ALLOC_WATCH
+/*
+ * The service thread never allocates, frees or maps memory (efasim.h, "Service
+ * thread"): with every fault on and the application mostly asleep, it
+ * retransmits, serves reads and releases held datagrams, and none of that may
+ * call malloc, free, mmap, munmap, mremap or madvise. Not built under ASan or
+ * TSan (efasim_alloc_watch.c).
+ */
+EFARM_TEST_TIMEOUT(efasim_service_thread_never_allocates, 120)
+{
+    const char *first;
+    unsigned long n;
+
+    heavy_faults("0.2", "5000");
+    efasim_alloc_watch_begin();
+    stress(1000, 2);
+    n = efasim_alloc_watch_end(&first);
+    if (n)
+        efarm_test_fail(__FILE__, __LINE__,
+                        "another thread (efasim's service thread) made %lu allocation or mapping "
+                        "calls, the first to %s",
+                        n, first);
+}
+#endif
+
 /* The default delay, polled hard. */
 EFARM_TEST_TIMEOUT(efasim_faults_heavy_polled, 120)
 {
