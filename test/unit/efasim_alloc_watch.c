@@ -14,6 +14,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <malloc.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -93,9 +94,9 @@ int posix_memalign(void **out, size_t align, size_t size)
 
     note("posix_memalign");
     if (align < sizeof(void *) || (align & (align - 1)))
-        return 22; /* EINVAL */
+        return EINVAL;
     if (!(p = __libc_memalign(align, size)))
-        return 12; /* ENOMEM */
+        return ENOMEM;
     *out = p;
     return 0;
 }
