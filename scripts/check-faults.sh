@@ -5,7 +5,7 @@
 #
 #   scripts/check-faults.sh [--prefix PREFIX] [--subset full|ci] [--slice ci]
 #                           [--configs "loss dup ..."] [--suites "mpich mpi"]
-#                           [--seed N] [--out DIR] [--list]
+#                           [--dirs "pt2pt rma coll"] [--seed N] [--out DIR] [--list]
 #
 # Configurations (efasim's knobs, src/efasim/README.md; every fault knob not named
 # is 0, so each row is that fault alone):
@@ -41,6 +41,8 @@
 # under loss, duplication and reordering is in CI through test/mpi's
 # rma_native-faults-n2 and rma_dynamic-faults-n4, and through the slice's `all`
 # runs. `--configs net --suites mpich --subset ci` runs the whole list.
+# --dirs narrows the mpich suite to some of its three directories, so a long
+# configuration can be run (and recorded) one directory at a time.
 # --seed N (default 1) is EFASIM_SEED.
 #
 # Output: each suite's lines tagged with [CONFIG/SUITE] ("PASS [all/mpi] probe-n4 ..."),
@@ -58,6 +60,7 @@ suites="mpich mpi"
 seed=1
 out=${EFARM_BUILD_ROOT:-$top/build}/check-faults
 list=0
+dirs_opt=
 
 # NAME|ENVIRONMENT|WHAT: the one table of configurations.
 table=(
@@ -89,6 +92,7 @@ while [ $# -gt 0 ]; do
     --slice) slice=${2:?--slice needs ci}; shift ;;
     --configs) configs=${2:?--configs needs names}; shift ;;
     --suites) suites=${2:?--suites needs names}; shift ;;
+    --dirs) dirs_opt=${2:?--dirs needs directory names}; shift ;;
     --seed) seed=${2:?--seed needs a number}; shift ;;
     --out) out=${2:?--out needs a directory}; shift ;;
     --list) list=1 ;;
@@ -133,6 +137,10 @@ fi
 for c in $configs; do
     env_of "$c" >/dev/null || { echo "check-faults: no configuration $c (see --list)" >&2; exit 2; }
 done
+for d in $dirs_opt; do
+    case $d in pt2pt | rma | coll) ;; *) echo "check-faults: no directory $d (pt2pt, rma, coll)" >&2; exit 2 ;; esac
+done
+[ -z "$dirs_opt" ] || [ -z "$slice" ] || { echo "check-faults: --dirs and --slice do not mix" >&2; exit 2; }
 for s in $suites; do
     case $s in mpich | mpi) ;; *) echo "check-faults: no suite $s (mpich, mpi)" >&2; exit 2 ;; esac
 done
@@ -148,7 +156,7 @@ fi
 # the slice gives them 600 s, so a slower machine or a neighbour does not turn
 # it red.
 limits=(--budget 600)
-dirs="pt2pt rma coll"
+dirs=${dirs_opt:-pt2pt rma coll}
 [ "$slice" = ci ] && dirs=$slice_mpich_dirs
 [ "$slice" = ci ] || limits=(--budget 0 --timeout 300 --max-timeout 900)
 passed=0
@@ -193,7 +201,7 @@ for r in "${runs[@]}"; do
 done
 
 echo
-echo "check-faults: the matrix, passed/failed (time), seed $seed, subset $subset$([ -n "$slice" ] && echo ", slice $slice")"
+echo "check-faults: the matrix, passed/failed (time), seed $seed, subset $subset$([ -n "$slice" ] && echo ", slice $slice")$([ -n "$dirs_opt" ] && echo ", mpich directories $dirs_opt")"
 printf '%-8s %-22s %-22s %s\n' config mpich mpi what
 for row in "${table[@]}"; do
     IFS='|' read -r name _ what <<<"$row"
