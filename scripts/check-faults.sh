@@ -80,6 +80,8 @@ table+=("net|EFASIM_LOSS=0.1 EFASIM_DUP=0.1 EFASIM_REORDER=0.2|loss, duplication
 table+=("all|${all_env# }|all six at once")
 # Every fault knob, 0 unless a configuration sets it.
 fault_zero="EFASIM_LOSS=0 EFASIM_DUP=0 EFASIM_REORDER=0 EFASIM_DELAY=0 EFASIM_RNR_STALL_US=0"
+# MPICH's test directories the mpich suite runs (--dirs picks some).
+mpich_dirs="pt2pt rma coll"
 # The CI slice: MPICH's directories under `net`, and test/mpi's runs under the others.
 slice_mpich_dirs="pt2pt coll"
 slice_mpi_runs="pt2pt_sizes-n2 probe-n4 ssend-n2 collectives-n4 rma_native-n2 rma_native-emulated-n2"
@@ -138,7 +140,7 @@ for c in $configs; do
     env_of "$c" >/dev/null || { echo "check-faults: no configuration $c (see --list)" >&2; exit 2; }
 done
 for d in $dirs_opt; do
-    case $d in pt2pt | rma | coll) ;; *) echo "check-faults: no directory $d (pt2pt, rma, coll)" >&2; exit 2 ;; esac
+    [[ " $mpich_dirs " == *" $d "* ]] || { echo "check-faults: no directory $d ($mpich_dirs)" >&2; exit 2; }
 done
 [ -z "$dirs_opt" ] || [ -z "$slice" ] || { echo "check-faults: --dirs and --slice do not mix" >&2; exit 2; }
 for s in $suites; do
@@ -156,7 +158,7 @@ fi
 # the slice gives them 600 s, so a slower machine or a neighbour does not turn
 # it red.
 limits=(--budget 600)
-dirs=${dirs_opt:-pt2pt rma coll}
+dirs=${dirs_opt:-$mpich_dirs}
 [ "$slice" = ci ] && dirs=$slice_mpich_dirs
 [ "$slice" = ci ] || limits=(--budget 0 --timeout 300 --max-timeout 900)
 passed=0
