@@ -6,6 +6,7 @@
 #   scripts/check-faults.sh [--prefix PREFIX] [--subset full|ci] [--slice ci]
 #                           [--configs "loss dup ..."] [--suites "mpich mpi"]
 #                           [--dirs "pt2pt rma coll"] [--seed N] [--out DIR] [--list]
+#                           [--only FILE]
 #
 # Configurations (efasim's knobs, src/efasim/README.md; every fault knob not named
 # is 0, so each row is that fault alone):
@@ -44,6 +45,10 @@
 # --dirs narrows the mpich suite to some of its three directories, so a long
 # configuration can be run (and recorded) one directory at a time.
 # --seed N (default 1) is EFASIM_SEED.
+# --only FILE runs only the mpich suite's tests whose ids match a line of FILE
+# (scripts/mpich-testsuite.sh --only: ID-GLOBs): a cell's failures again, or the
+# rest of a cell that was stopped (each test seeds efasim alike, whatever ran
+# before it). It needs --suites mpich.
 #
 # Output: each suite's lines tagged with [CONFIG/SUITE] ("PASS [all/mpi] probe-n4 ..."),
 # then the matrix (passed
@@ -61,6 +66,7 @@ seed=1
 out=${EFARM_BUILD_ROOT:-$top/build}/check-faults
 list=0
 dirs_opt=
+only=
 
 # NAME|ENVIRONMENT|WHAT: the one table of configurations.
 table=(
@@ -86,7 +92,7 @@ mpich_dirs="pt2pt rma coll"
 slice_mpich_dirs="pt2pt coll"
 slice_mpi_runs="pt2pt_sizes-n2 probe-n4 ssend-n2 collectives-n4 rma_native-n2 rma_native-emulated-n2"
 
-usage() { sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -uo pipefail/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case $1 in
     --prefix) prefix=${2:?--prefix needs a directory}; shift ;;
@@ -97,6 +103,7 @@ while [ $# -gt 0 ]; do
     --dirs) dirs_opt=${2:?--dirs needs directory names}; shift ;;
     --seed) seed=${2:?--seed needs a number}; shift ;;
     --out) out=${2:?--out needs a directory}; shift ;;
+    --only) only=${2:?--only needs a file}; shift ;;
     --list) list=1 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "check-faults: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -143,6 +150,12 @@ for d in $dirs_opt; do
     [[ " $mpich_dirs " == *" $d "* ]] || { echo "check-faults: no directory $d ($mpich_dirs)" >&2; exit 2; }
 done
 [ -z "$dirs_opt" ] || [ -z "$slice" ] || { echo "check-faults: --dirs and --slice do not mix" >&2; exit 2; }
+if [ -n "$only" ]; then
+    [ "$suites" = mpich ] && [ -z "$slice" ] ||
+        { echo "check-faults: --only needs --suites mpich and no --slice" >&2; exit 2; }
+    [ -r "$only" ] || { echo "check-faults: --only: cannot read $only" >&2; exit 2; }
+    only=$(cd "$(dirname "$only")" && pwd)/$(basename "$only")
+fi
 for s in $suites; do
     case $s in mpich | mpi) ;; *) echo "check-faults: no suite $s (mpich, mpi)" >&2; exit 2 ;; esac
 done
@@ -177,7 +190,7 @@ for r in "${runs[@]}"; do
     if [ "$suite" = mpich ]; then
         env $fault_zero $env EFASIM_SEED="$seed" \
             bash "$top/scripts/mpich-testsuite.sh" --prefix "$prefix" --subset "$subset" \
-            --dirs "$dirs" --faults --logs "$dir/logs" "${limits[@]}" \
+            --dirs "$dirs" --faults --logs "$dir/logs" "${limits[@]}" ${only:+--only "$only"} \
             >"$dir/out.txt" 2>&1
     else
         filter=()

@@ -5,7 +5,7 @@
 #                              [--subset ci|full] [--shm] [--source DIR] [--maxnp N]
 #                              [--timeout S] [--max-timeout S] [--budget S] [--jobs N]
 #                              [--xfail FILE] [--testlists DIR] [--list] [--build-only]
-#                              [--faults] [--logs DIR]
+#                              [--faults] [--logs DIR] [--only FILE]
 #
 # Prints one line per test and ends with "N passed, N failed" (the format the
 # `suite` function of scripts/test-all.sh reads); exits 0 only when nothing failed.
@@ -69,6 +69,11 @@
 # rely on an order MPI does not promise, which lost and reordered packets upset) are
 # skipped then, each with its reason.
 # --logs DIR puts the logs elsewhere.
+# --only FILE runs (and with --list lists) only the tests whose id matches a line of
+# FILE, an ID-GLOB as in the xfail file (# starts a comment); the others are left out,
+# not counted. For rerunning a run's failures, or finishing a run that was stopped:
+# the ids still to run are the --list output less the ids of its PASS/FAIL/SKIP lines.
+# A FILE that matches no test is an error.
 #
 # Subsets.
 #   ci    test/mpich-testlists/basic and test/mpich-testlists/ci-DIR: a fixed subset
@@ -120,6 +125,7 @@ list_only=0
 build_only=0
 faults=0
 logs=
+only_file=
 consecutive_timeouts_max=5
 
 die() {
@@ -147,6 +153,7 @@ while [ $# -gt 0 ]; do
     --build-only) build_only=1 ;;
     --faults) faults=1 ;;
     --logs) need_arg "$@"; logs=$2; shift ;;
+    --only) need_arg "$@"; only_file=$2; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument '$1'" ;;
     esac
@@ -332,6 +339,26 @@ load_overrides() {
     done <"$f"
 }
 
+# --only FILE: one ID-GLOB a line.
+only_globs=()
+n_only=0
+load_only() {
+    local line
+    [ -n "$only_file" ] || return 0
+    [ -r "$only_file" ] || die "--only: cannot read $only_file"
+    while IFS= read -r line || [ -n "$line" ]; do
+        line=${line%%#*}
+        line=${line#"${line%%[![:space:]]*}"}
+        line=${line%"${line##*[![:space:]]}"}
+        [ -n "$line" ] && only_globs+=("$line")
+    done <"$only_file"
+    [ ${#only_globs[@]} -gt 0 ] || die "--only: $only_file names no test"
+}
+only_check() { # after the lists were read: a FILE that matched nothing is a mistake
+    [ -z "$only_file" ] || [ "$n_only" -gt 0 ] ||
+        die "--only: no test of dirs '$dirs' (subset $subset) matches a line of $only_file"
+}
+
 glob_match() { # ID GLOB...: true when a pattern matches ID
     local id=$1 glob
     shift
@@ -488,6 +515,10 @@ run_line() { # DIR LINE
         done
     done
     [ "$np" -le "$maxnp" ] || [ "$keep_np" = 1 ] || np=$maxnp
+    if [ -n "$only_file" ]; then
+        glob_match "$id" "${only_globs[@]}" || return 0
+        n_only=$((n_only + 1))
+    fi
 
     if [ "$list_only" = 1 ]; then
         echo "$id"
@@ -625,6 +656,7 @@ fault_env=$(env | grep -E '^EFASIM_[A-Z0-9_]+=' | sort | tr '\n' ' ')
 
 configure_suite || exit 2
 load_overrides
+load_only
 for d in $dirs; do
     for f in $(lists_of "$d"); do
         [ -r "$f" ] || die "test list $f is missing"
@@ -636,6 +668,7 @@ if [ "$list_only" = 1 ]; then
             while IFS= read -r line; do run_line "$d" "$line"; done < <(list_lines "$f")
         done
     done
+    only_check
     exit 0
 fi
 build_suite || exit 2
@@ -650,6 +683,7 @@ for d in $dirs; do
         while IFS= read -r line; do run_line "$d" "$line"; done < <(list_lines "$f")
     done
 done
+only_check
 step_note run $(($(now) - run_t0)) "$n_xfail xfail, $n_xpass xpass, $n_skip skipped; logs in $logs"
 [ "$shm" = 0 ] || echo "mpich-testsuite: HARNESS CHECK ONLY (shared memory, efarm not involved)"
 echo "$n_pass passed, $((n_fail + n_xpass)) failed"

@@ -326,6 +326,22 @@ if [ -x "$mpich_prefix/bin/mpicc" ]; then
     step instr-bench-smoke env EFARM_BUILD_ROOT="$root" bash "$top/bench/run-instr-bench.sh" \
         --prefix "$mpich_prefix" --iters 100,400 --check
     if [ -x "$top/scripts/mpich-testsuite.sh" ]; then
+        # --only (finishing a stopped fault-matrix cell): it must pick exactly the
+        # tests of the full list that its globs match, and refuse a file matching none.
+        only_select() {
+            local ts=$top/scripts/mpich-testsuite.sh d=$root/only-select all picked
+            mkdir -p "$d"
+            all=$(bash "$ts" --prefix "$mpich_prefix" --list --dirs rma --subset full | grep '^rma/') || return 1
+            printf '# comment\nrma/rma_contig 2 -iter=10000\n  rma/atomic_get_*  \n' >"$d/only"
+            picked=$(bash "$ts" --prefix "$mpich_prefix" --list --dirs rma --subset full --only "$d/only" |
+                grep '^rma/') || return 1
+            echo "$picked"
+            [ "$picked" = "$(grep -E '^rma/(rma_contig 2 -iter=10000|atomic_get_.*)$' <<<"$all")" ] &&
+                [ "$(wc -l <<<"$picked")" -ge 2 ] || return 1
+            echo 'rma/no-such-test*' >"$d/none"
+            ! bash "$ts" --prefix "$mpich_prefix" --list --dirs rma --subset full --only "$d/none"
+        }
+        step mpich-testsuite-only only_select
         suite mpich-testsuite bash "$top/scripts/mpich-testsuite.sh" --prefix "$mpich_prefix" \
             --subset ci --logs "$root/mpich-testsuite-logs"
         # Its rma part again with every RMA operation as MPIDIG's active messages
