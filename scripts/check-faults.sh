@@ -24,7 +24,7 @@
 #   mpich    scripts/mpich-testsuite.sh --faults --dirs "pt2pt rma coll" --subset
 #            SUBSET (full: every test of the three directories; ci: the fixed CI
 #            lists), without a time budget and with 300 s a test (a test's own
-#            limit from MPICH's list or efarm's overrides, up to 900 s, wins). Tests that rely on an order MPI does not promise are skipped
+#            limit from MPICH's list, up to 900 s, or efarm's overrides wins). Tests that rely on an order MPI does not promise are skipped
 #            with their reason (test/mpich-testlists/faults-skip).
 #   mpi      test/mpi/run-mpi-tests.sh, every run (runs that set their own efasim
 #            faults keep them), with a 300 s limit per run.
