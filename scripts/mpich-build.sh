@@ -399,6 +399,10 @@ do_prepare() {
         echo "autogen did not generate efarm's func_table.c, efarm_noinline.h and dispatch"
         return 1
     fi
+    if ! grep -q 'efarm P4' "$tree/src/mpid/ch4/src/ch4_probe.h"; then
+        echo "MPID_Probe was not patched (P4, scripts/mpich-netmod-prepare.sh)"
+        return 1
+    fi
     echo "$key" >"$cache/tree/.prepare-key"
     note "patched and regenerated (key $key)"
 }

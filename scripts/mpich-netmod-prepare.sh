@@ -7,12 +7,21 @@
 # to this script, PREFIX/share/efarm/mpich/netmod, or src/netmod_efarm in a
 # checkout) to MPICH_TREE/src/mpid/ch4/netmod/efarm: those whose content
 # differs, each named on a line "copied FILE" (identical ones keep their mtime,
-# so make rebuilds only what changed). Then it makes two edits:
+# so make rebuilds only what changed). Then it makes two edits for the netmod
 #   P2  MPICH's list of netmod Makefile fragments includes efarm's;
 #   P3  maint/gen_ch4_api.py writes efarm's func_table.c and efarm_noinline.h,
 #       and netmod_impl.h includes efarm/netmod_inline.h when NETMOD_INLINE
 #       names efarm (without it every file would silently include stubnm's).
-# Both edits are idempotent. MPICH's autogen.sh must run afterwards (it turns
+# and one fix to MPICH's ch4 layer that efarm's ordering guarantee needs:
+#   P4  MPID_Probe (ch4_probe.h) stops as soon as its probe found a message.
+#       Unpatched, it polls progress once more after a successful probe, and
+#       that poll can bring a shared-memory message in: an MPI_ANY_SOURCE
+#       receive, which ch4 tries on shared memory first, then takes that
+#       message instead of the one the probe reported (another source,
+#       another count). MPICH's own MPI_Dist_graph_create probes and receives
+#       that way. See "Wildcards and probes: one arrival order" in
+#       doc/NETMOD.md.
+# All three edits are idempotent. MPICH's autogen.sh must run afterwards (it turns
 # efarm_cvars.h into control variables and errnames.txt into messages).
 # scripts/mpich-build.sh and the Spack recipe (packaging/spack) both use it.
 set -euo pipefail
@@ -72,6 +81,24 @@ replace(include_ucx,
         include_ucx
         + '        print("#elif NETMOD_INLINE==__netmod_inline_efarm__", file=Out)\n'
         + '        print("#include \\"../efarm/netmod_inline.h\\"", file=Out)\n', 1)
+open(path, "w").write(text)
+EOF
+
+# P4
+python3 - "$tree/src/mpid/ch4/src/ch4_probe.h" <<'EOF'
+import re, sys
+path = sys.argv[1]
+text = open(path).read()
+if "efarm P4" in text:
+    sys.exit(0)
+# MPID_Probe's loop: probe, then poll progress whether or not the probe found a message.
+loop = re.compile(r"(\n( +)mpi_errno = MPIDI_iprobe\(source, tag, comm, \w+, av, &flag, status\);\n"
+                  r" +MPIR_ERR_CHECK\(mpi_errno\);\n)(\n +mpi_errno = MPID_Progress_test\(NULL\);)")
+text, found = loop.subn(lambda m: m.group(1) + m.group(2) + "if (flag)\n" + m.group(2)
+                        + "    break; /* efarm P4: no progress between a probe and its receive */\n"
+                        + m.group(3), text)
+if found != 1:
+    sys.exit("P4: expected MPID_Probe's probe-then-progress loop once in %s, found %d" % (path, found))
 open(path, "w").write(text)
 EOF
 echo "mpich-netmod-prepare: efarm's netmod in $dst; now run MPICH's autogen.sh"
