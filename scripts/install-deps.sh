@@ -17,6 +17,8 @@ packages=(
     tshark            # the Wireshark dissector tools/efarm.lua, tested on captures
     gnuplot-nox       # quickstart.sh's plot of latency and bandwidth (PNG)
     gdb               # scripts/hang-guard.sh: the stacks of a hung test's processes
+    scalapack-mpi-test netpipe-mpich2  # scripts/run-mpich-apps.sh: Debian's MPICH-built
+                                       # applications, run over efarm through the MPICH ABI
 )
 
 missing=()

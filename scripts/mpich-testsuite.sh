@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run MPICH's own test suite (test/mpi of the MPICH source) against an installed MPICH.
 #
-#   scripts/mpich-testsuite.sh [--prefix PREFIX] [--dirs "pt2pt basic comm coll datatype rma"]
+#   scripts/mpich-testsuite.sh [--prefix PREFIX] [--dirs "pt2pt basic comm coll datatype rma"|all]
 #                              [--subset ci|full] [--shm] [--source DIR] [--maxnp N]
 #                              [--timeout S] [--max-timeout S] [--budget S] [--jobs N]
 #                              [--xfail FILE] [--testlists DIR] [--list] [--build-only]
@@ -20,9 +20,16 @@
 # A test's <id> is "DIR/PROGRAM NP ARGS... ENV..." as in the test list (NP as listed,
 # before --maxnp; runtests' junit output names tests the same way).
 #
+# Directories: pt2pt basic comm coll datatype rma (the default) and topo threads part
+# io errhan attr group info init mpi_t; `--dirs all` is all of them. threads runs its
+# subdirectories (threads/pt2pt, threads/comm, threads/init, threads/mpi_t,
+# threads/rma, threads/part, threads/coll in 4.0.2), which --dirs may also name one
+# at a time.
+#
 # Steps. (1) configure: test/mpi is copied out of the MPICH source into
 # build/mpich-testsuite/obj-KEY and configured there with --with-mpi=PREFIX (no
-# Fortran, C++, spawn, ROMIO or fault-tolerance tests), once per KEY, a hash of the
+# Fortran, C++, spawn or fault-tolerance tests; io's MPI-IO tests need the ROMIO
+# that MPICH builds by default), once per KEY, a hash of the
 # prefix, the installed MPICH's `mpichversion` (version, device, configure options)
 # and these configure arguments. (2) build: MTest's library, DTPools, and then only
 # the programs the chosen test lists name, `make -k -jN` (each MPICH install
@@ -33,7 +40,9 @@
 #
 # What a test is and when it passes follows MPICH's runtests. A test list line is
 # "PROGRAM NP [key=value...]" (arg=, env=, timeLimit=, mem=, xfail=, strict=, mpix=,
-# mpiexecarg=). NP above --maxnp (default 4, for 2 cores) runs with --maxnp
+# mpiexecarg=, resultTest=TestErrFatal or TestStatus: the test passes only when
+# mpiexec exits nonzero, as the program ends with an error on purpose, through
+# MPI_ERRORS_ARE_FATAL, its exit code or, for init/timeout, its time limit). NP above --maxnp (default 4, for 2 cores) runs with --maxnp
 # processes. test/mpich-testlists/overrides changes that for named tests (np=keep:
 # those that abort unless they get the count their list gives, one that divides 10,
 # or 33) and gives longer time limits to tests too slow for theirs on efasim on 2
@@ -108,6 +117,10 @@ cache=${EFARM_MPICH_CACHE:-$top/build/mpich}
 prefix=${EFARM_MPICH_PREFIX:-$cache/install}
 out=${EFARM_MPICH_TESTSUITE_DIR:-$top/build/mpich-testsuite}
 dirs="pt2pt basic comm coll datatype rma"
+# Every directory this script runs (--dirs all). threads stands for its
+# subdirectories (threads/pt2pt, threads/comm, ...: the directories its testlist
+# names), each of which may also be named alone.
+all_dirs="pt2pt basic comm coll datatype rma topo threads part io errhan attr group info init mpi_t"
 # The tests must not see this script's own settings: libefarm warns on stderr about
 # EFARM_* variables it does not know, and a test's stray output fails it.
 for v in $(compgen -e EFARM_MPICH_); do unset "$v"; done
@@ -169,10 +182,12 @@ for v in maxnp timeout_default timeout_max budget jobs; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die "--${v//_/-} must be a whole number, not '${!v}'"
 done
 [ "$maxnp" -ge 1 ] || die "--maxnp must be at least 1"
+[ "$dirs" != all ] || dirs=$all_dirs
 for d in $dirs; do
     case $d in
-    pt2pt | basic | comm | coll | datatype | rma) ;;
-    *) die "unknown directory '$d' (choose from pt2pt basic comm coll datatype rma)" ;;
+    pt2pt | basic | comm | coll | datatype | rma | topo | threads | threads/* | part | io | errhan | \
+        attr | group | info | init | mpi_t) ;;
+    *) die "unknown directory '$d' (choose from $all_dirs)" ;;
     esac
 done
 [ -n "$dirs" ] || die "--dirs is empty"
@@ -204,7 +219,7 @@ if [ -n "$suite_version" ] && [ "$suite_version" != "$mpich_version" ] &&
 fi
 
 configure_args=(--with-mpi="$prefix" --enable-fortran=no --disable-cxx --disable-spawn
-    --disable-romio --disable-ft-tests --disable-maintainer-mode)
+    --disable-ft-tests --disable-maintainer-mode)
 key=$({
     echo "$prefix"
     echo "$mpichversion_out"
@@ -243,13 +258,30 @@ configure_suite() {
 }
 
 # ---- test lists ----------------------------------------------------------------------
+# threads, in $dirs, becomes the subdirectories its testlist names (in the
+# configured suite: a testlist line of one word that is a directory with a
+# testlist of its own), as runtests recurses into them.
+expand_dirs() {
+    local d sub out=
+    for d in $dirs; do
+        if [ "$d" = threads ]; then
+            for sub in $(list_lines "$obj/threads/testlist" | awk 'NF == 1 { print $1 }'); do
+                [ -f "$obj/threads/$sub/testlist" ] && out+=" threads/$sub"
+            done
+        else
+            out+=" $d"
+        fi
+    done
+    dirs=${out# }
+}
+
 # Prints the list files of directory $1 for the chosen subset.
 lists_of() {
     local d=$1
     if [ "$d" = basic ]; then
         echo "$lists_dir/basic"
     elif [ "$subset" = ci ]; then
-        echo "$lists_dir/ci-$d"
+        echo "$lists_dir/ci-${d//\//-}"
     else
         echo "$obj/$d/testlist"
         [ -f "$obj/$d/testlist.dtp" ] && echo "$obj/$d/testlist.dtp"
@@ -269,7 +301,7 @@ build_dir() { # DIR: builds the programs its lists name; log build-DIR.log
         sort -u)
     [ -n "$progs" ] || return 0
     # shellcheck disable=SC2086 # one word per program
-    make -k -j"$jobs" -C "$obj/$d" $progs >"$logs/build-$d.log" 2>&1
+    make -k -j"$jobs" -C "$obj/$d" $progs >"$logs/build-${d//\//-}.log" 2>&1
 }
 
 
@@ -481,7 +513,7 @@ run_line() { # DIR LINE
     if [[ $prog == !* ]]; then
         # "!DIR:TARGET": a prerequisite runtests makes first.
         spec=${prog#!}
-        make -C "$obj/$d/${spec%%:*}" "${spec#*:}" >>"$logs/build-$d.log" 2>&1
+        make -C "$obj/$d/${spec%%:*}" "${spec#*:}" >>"$logs/build-${d//\//-}.log" 2>&1
         return 0
     fi
     for word in "${words[@]:2}"; do
@@ -498,6 +530,15 @@ run_line() { # DIR LINE
         expect) expect+=("$value") ;;
         reject) reject+=("$value") ;;
         pass) [ "$value" = exit ] || die "pass= takes only 'exit' (in '$line' of $d)"; pass_rule="exit" ;;
+        resultTest)
+            # runtests' checks by name: TestErrFatal and TestStatus require a
+            # nonzero exit (the program ends with an error on purpose: through
+            # MPI_ERRORS_ARE_FATAL, a nonzero exit code, or its time limit), any output.
+            case $value in
+            TestErrFatal | TestStatus) pass_rule=errfatal ;;
+            *) die "resultTest=$value is not supported (in '$line' of $d)" ;;
+            esac
+            ;;
         strict | mpix | lock) ;; # this MPI is MPICH: not strict, has MPIX
         *) die "unknown key '$key' in test line '$line' of $d" ;;
         esac
@@ -548,9 +589,9 @@ run_line() { # DIR LINE
     log=$logs/$d/$(printf '%s' "${id#*/}" | tr -c 'A-Za-z0-9._=+,-' '_' | cut -c1-150).log
 
     if [ ! -x "$obj/$d/$prog" ]; then
-        reason=$(grep -m1 -E "(error|Error|\*\*\*).*" "$logs/build-$d.log" 2>/dev/null |
+        reason=$(grep -m1 -E "(error|Error|\*\*\*).*" "$logs/build-${d//\//-}.log" 2>/dev/null |
             grep -m1 -F "$prog" || true)
-        finish "$id" 0 "build failed: ${reason:-no $prog after make; see $logs/build-$d.log}" \
+        finish "$id" 0 "build failed: ${reason:-no $prog after make; see $logs/build-${d//\//-}.log}" \
             "$mpich_xfail" 0 "$np"
         return 0
     fi
@@ -572,7 +613,12 @@ run_line() { # DIR LINE
     reason=
     local body
     body=$(sed -e '1d' -e '$d' "$log")
-    if grep -q 'APPLICATION TIMED OUT' <<<"$body" || [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    if [ "$pass_rule" = errfatal ]; then
+        # Ended with an error, as it must (a time limit that stops it counts).
+        consecutive_timeouts=0
+        ok=$([ "$rc" != 0 ] && echo 1 || echo 0)
+        [ "$ok" = 1 ] || reason="exit status 0; the test must end with an error"
+    elif grep -q 'APPLICATION TIMED OUT' <<<"$body" || [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
         reason="timeout after $limit s"
         ! grep -q '^hang-guard: stack of' <<<"$body" || reason="$reason; stacks of the ranks in $log"
         consecutive_timeouts=$((consecutive_timeouts + 1))
@@ -655,6 +701,7 @@ fault_env=$(env | grep -E '^EFASIM_[A-Z0-9_]+=' | sort | tr '\n' ' ')
 [ -z "$fault_env" ] || echo "mpich-testsuite: efasim variables: $fault_env"
 
 configure_suite || exit 2
+expand_dirs
 load_overrides
 load_only
 for d in $dirs; do

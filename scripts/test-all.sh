@@ -295,6 +295,7 @@ esac
 # and coll part runs again under efasim's network faults (the fault matrix's CI
 # slice).
 bg_wait mpich-build
+more_dirs="topo threads part io errhan attr group info init mpi_t"
 if [ -x "$mpich_prefix/bin/mpicc" ]; then
     suite mpi bash "$top/test/mpi/run-mpi-tests.sh" --prefix "$mpich_prefix"
     # The soak under faults for 2 minutes (test/mpi/soak.c: random traffic, every byte
@@ -325,6 +326,10 @@ if [ -x "$mpich_prefix/bin/mpicc" ]; then
     # its phases, objects and the agreement of its two fits are checked, not its figures.
     step instr-bench-smoke env EFARM_BUILD_ROOT="$root" bash "$top/bench/run-instr-bench.sh" \
         --prefix "$mpich_prefix" --iters 100,400 --check
+    # Applications Debian builds against its MPICH, run over efarm through the MPICH
+    # ABI (ScaLAPACK's test programs, NetPIPE; scripts/run-mpich-apps.sh, its ci subset).
+    suite mpich-apps bash "$top/scripts/run-mpich-apps.sh" --prefix "$mpich_prefix" --subset ci \
+        --logs "$root/mpich-apps"
     if [ -x "$top/scripts/mpich-testsuite.sh" ]; then
         # --only (finishing a stopped fault-matrix cell): it must pick exactly the
         # tests of the full list that its globs match, and refuse a file matching none.
@@ -344,6 +349,10 @@ if [ -x "$mpich_prefix/bin/mpicc" ]; then
         step mpich-testsuite-only only_select
         suite mpich-testsuite bash "$top/scripts/mpich-testsuite.sh" --prefix "$mpich_prefix" \
             --subset ci --logs "$root/mpich-testsuite-logs"
+        # MPICH's other directories (topo, threads, part, io, errhan, attr, group, info,
+        # init, mpi_t): their CI lists (test/mpich-testlists/ci-DIR).
+        suite mpich-testsuite-more bash "$top/scripts/mpich-testsuite.sh" --prefix "$mpich_prefix" \
+            --subset ci --dirs "$more_dirs" --logs "$root/mpich-testsuite-more"
         # Its rma part again with every RMA operation as MPIDIG's active messages
         # (EFARM_RMA_NATIVE=0): both paths must pass.
         suite mpich-testsuite-rma-am env EFARM_RMA_NATIVE=0 bash "$top/scripts/mpich-testsuite.sh" \
