@@ -83,16 +83,19 @@ static void phase_print(struct counters *c, int rank, const char *name, int iter
     fflush(stdout);
 }
 
+/* The receives' source: the peer, or MPI_ANY_SOURCE (-a). */
+static int g_recv_source = -2;
+
 static void round_trips(int rank, char *buf, int size, int iters)
 {
-    int peer = 1 - rank;
+    int peer = 1 - rank, source = g_recv_source == -2 ? peer : g_recv_source;
 
     for (int i = 0; i < iters; i++) {
         if (rank == 0) {
             MPI_Send(buf, size, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
-            MPI_Recv(buf, size, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(buf, size, MPI_BYTE, source, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         } else {
-            MPI_Recv(buf, size, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(buf, size, MPI_BYTE, source, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             MPI_Send(buf, size, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
         }
     }
@@ -110,10 +113,11 @@ static int usage(int rank)
 {
     if (rank == 0)
         fprintf(stderr,
-                "usage: mpiexec -n 2 bench-instr [-n N1,N2,...] [-s SIZE] [-d MS]\n"
+                "usage: mpiexec -n 2 bench-instr [-n N1,N2,...] [-s SIZE] [-d MS] [-a]\n"
                 "  -n  round trips per measured phase (default 200,1000; at most %d)\n"
                 "  -s  message size in bytes (default 8; at most %d)\n"
-                "  -d  the idle phase's sender delay in ms (default 300)\n",
+                "  -d  the idle phase's sender delay in ms (default 300)\n"
+                "  -a  receive with MPI_ANY_SOURCE\n",
                 MAX_COUNTS, MAX_SIZE);
     return 2;
 }
@@ -140,7 +144,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    while ((opt = getopt(argc, argv, "n:s:d:")) != -1) {
+    while ((opt = getopt(argc, argv, "n:s:d:a")) != -1) {
         const char *p = optarg;
 
         switch (opt) {
@@ -161,6 +165,9 @@ int main(int argc, char **argv)
         case 'd':
             if ((delay_ms = parse_int(optarg, &end, 60000)) < 0 || *end)
                 MPI_Abort(MPI_COMM_WORLD, usage(rank));
+            break;
+        case 'a':
+            g_recv_source = MPI_ANY_SOURCE;
             break;
         default:
             MPI_Abort(MPI_COMM_WORLD, usage(rank));

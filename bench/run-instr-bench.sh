@@ -7,7 +7,10 @@
 # callgrind's client requests, so start-up and warm-up count nothing.
 #
 #   bench/run-instr-bench.sh [--prefix MPICH-PREFIX] [--iters N1,N2] [--size BYTES]
-#                            [--check] [--keep DIR]
+#                            [--any-source] [--check] [--keep DIR]
+#
+# --any-source: the receives use MPI_ANY_SOURCE (with MPICH's shared memory built,
+# ch4's any-source pair and efarm's arrival-order check, issue 39, are in the count).
 #
 # The fit. A round trip's count depends on how often the receive polled in vain,
 # which valgrind's slowness and the partner decide. bench-instr's idle phase (one
@@ -39,6 +42,7 @@ out=${EFARM_BUILD_ROOT:-$top/build}/bench
 prefix=${EFARM_MPICH_PREFIX:-$top/build/mpich/install}
 iters=200,1000
 size=8
+any=
 check=no
 keep=
 
@@ -47,6 +51,7 @@ while [ $# -gt 0 ]; do
     --prefix) prefix=${2:?}; shift 2 ;;
     --iters) iters=${2:?}; shift 2 ;;
     --size) size=${2:?}; shift 2 ;;
+    --any-source) any=-a; shift ;;
     --check) check=yes; shift ;;
     --keep) keep=${2:?}; shift 2 ;;
     -h | --help) sed -n '2,/^set -e/p' "$0" | sed 's/^# \{0,1\}//;/^set -e/d'; exit 0 ;;
@@ -73,7 +78,7 @@ rm -f "$dir"/cg.* "$dir"/phases
 # The efasim that MPICH's prefix holds, unless EFARM_EFASIM_PATH names another.
 EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 HWLOC_HIDE_ERRORS=1 timeout 900 \
     "$prefix/bin/mpiexec" -n 2 valgrind -q --tool=callgrind --separate-threads=yes \
-    --callgrind-out-file="$dir/cg.%p" "$bin" -n "$iters" -s "$size" >"$dir/phases" \
+    --callgrind-out-file="$dir/cg.%p" "$bin" -n "$iters" -s "$size" $any >"$dir/phases" \
     2> >(grep -v -e "x86 backend cannot work under Valgrind" -e "May be reenabled by dumping" \
         -e "and reloading them under Valgrind" >&2)
 grep -q '^PHASE' "$dir/phases" || { log "bench-instr printed no phases"; exit 1; }

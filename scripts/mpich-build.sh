@@ -399,8 +399,11 @@ do_prepare() {
         echo "autogen did not generate efarm's func_table.c, efarm_noinline.h and dispatch"
         return 1
     fi
-    if ! grep -q 'efarm P4' "$tree/src/mpid/ch4/src/ch4_probe.h"; then
-        echo "MPID_Probe was not patched (P4, scripts/mpich-netmod-prepare.sh)"
+    if ! grep -q 'efarm P4' "$tree/src/mpid/ch4/src/ch4_probe.h" ||
+        ! grep -q 'efarm P5 improbe' "$tree/src/mpid/ch4/src/ch4_probe.h" ||
+        ! grep -q 'efarm P5' "$tree/src/mpid/ch4/src/ch4_recv.h" ||
+        ! grep -q 'efarm P5' "$tree/src/mpid/ch4/src/mpidig_recvq.h"; then
+        echo "ch4 was not patched (P4, P5: scripts/mpich-netmod-prepare.sh)"
         return 1
     fi
     echo "$key" >"$cache/tree/.prepare-key"

@@ -12,16 +12,23 @@
 #   P3  maint/gen_ch4_api.py writes efarm's func_table.c and efarm_noinline.h,
 #       and netmod_impl.h includes efarm/netmod_inline.h when NETMOD_INLINE
 #       names efarm (without it every file would silently include stubnm's).
-# and one fix to MPICH's ch4 layer that efarm's ordering guarantee needs:
+# and two changes to MPICH's ch4 layer that efarm's ordering guarantee needs:
 #   P4  MPID_Probe (ch4_probe.h) stops as soon as its probe found a message.
 #       Unpatched, it polls progress once more after a successful probe, and
 #       that poll can bring a shared-memory message in: an MPI_ANY_SOURCE
 #       receive, which ch4 tries on shared memory first, then takes that
 #       message instead of the one the probe reported (another source,
 #       another count). MPICH's own MPI_Dist_graph_create probes and receives
-#       that way. See "Wildcards and probes: one arrival order" in
-#       doc/NETMOD.md.
-# All three edits are idempotent. MPICH's autogen.sh must run afterwards (it turns
+#       that way.
+#   P5  One arrival order across shared memory and efarm for MPI_ANY_SOURCE:
+#       MPIDIG stamps each unexpected message it queues (mpidig_recvq.h) from
+#       the clock efarm's engine stamps its own with, and ch4's any-source
+#       probe, mprobe and receive (ch4_probe.h, ch4_recv.h) go to efarm first
+#       when efarm's matching message arrived before shared memory's
+#       (MPIDI_EFARM_anysrc_nm_first), instead of always to shared memory
+#       first.
+# See "Wildcards and probes: one arrival order" in doc/NETMOD.md. Every edit is
+# idempotent. MPICH's autogen.sh must run afterwards (it turns
 # efarm_cvars.h into control variables and errnames.txt into messages).
 # scripts/mpich-build.sh and the Spack recipe (packaging/spack) both use it.
 set -euo pipefail
@@ -101,4 +108,62 @@ if found != 1:
     sys.exit("P4: expected MPID_Probe's probe-then-progress loop once in %s, found %d" % (path, found))
 open(path, "w").write(text)
 EOF
+# P5
+python3 - "$tree/src/mpid/ch4/src" <<'EOF'
+import re, sys
+src = sys.argv[1]
+
+def patch(name, pattern, insert, mark):
+    path = src + "/" + name
+    text = open(path).read()
+    if mark in text:
+        return
+    text, found = re.subn(pattern, insert, text, flags=re.S)
+    if found != 1:
+        sys.exit("P5: expected one match of %r in %s, found %d" % (pattern, path, found))
+    open(path, "w").write(text)
+
+# MPIDIG's unexpected queue stamps each message from the clock efarm's engine uses.
+patch("mpidig_recvq.h",
+      r"(MPIDIG_enqueue_request\(MPIR_Request \* req,.*?\n    DL_APPEND\(\*list, req\);\n)",
+      lambda m: m.group(1)
+      + "#ifdef HAVE_CH4_NETMOD_EFARM /* efarm P5: one arrival order with efarm's queue */\n"
+      + "    if (qtype == MPIDIG_PT2PT_UNEXP)\n"
+      + "        MPIDIG_REQUEST(req, netmod_am.efarm.arrival) = ++MPIDI_EFARM_arrival_clock;\n"
+      + "#endif\n", "efarm P5")
+
+# MPI_ANY_SOURCE: ask efarm first when its match arrived before shared memory's.
+def nm_first(mark, call):
+    def fn(m):
+        ind, arg = m.group(2), m.group(4)
+        return (m.group(1) + "#ifdef HAVE_CH4_NETMOD_EFARM /* " + mark + ": the earlier match */\n"
+                + ind + "    if (MPIDI_EFARM_anysrc_nm_first(tag, comm, " + arg + ")) {\n"
+                + call(ind + "        ", arg)
+                + ind + "        goto fn_exit;\n" + ind + "    }\n#endif\n" + m.group(3))
+    return fn
+
+patch("ch4_probe.h",
+      r"(\n( +)if \(unlikely\(source == MPI_ANY_SOURCE\)\) \{\n)"
+      r"( +mpi_errno = MPIDI_SHM_mpi_iprobe\(source, tag, comm, (\w+), flag, status\);)",
+      nm_first("efarm P5 iprobe",
+               lambda i, a: i + "mpi_errno = MPIDI_NM_mpi_iprobe(source, tag, comm, " + a
+               + ", av, flag, status);\n" + i + "MPIR_ERR_CHECK(mpi_errno);\n"),
+      "efarm P5 iprobe")
+patch("ch4_probe.h",
+      r"(\n( +)if \(unlikely\(source == MPI_ANY_SOURCE\)\) \{\n)"
+      r"( +mpi_errno = MPIDI_SHM_mpi_improbe\(source, tag, comm, (\w+), flag, message, status\);)",
+      nm_first("efarm P5 improbe",
+               lambda i, a: i + "mpi_errno = MPIDI_NM_mpi_improbe(source, tag, comm, " + a
+               + ", av, flag, message, status);\n" + i + "MPIR_ERR_CHECK(mpi_errno);\n"
+               + i + "if (*flag)\n" + i + "    MPIDI_REQUEST(*message, is_local) = 0;\n"),
+      "efarm P5 improbe")
+patch("ch4_recv.h",
+      r"(MPL_STATIC_INLINE_PREFIX int anysource_irecv\([^{]*?int (context_offset|attr), MPIDI_av_entry_t \* av,[^{]*?\)\n\{\n    int mpi_errno = MPI_SUCCESS;\n)",
+      lambda m: m.group(1)
+      + "#ifdef HAVE_CH4_NETMOD_EFARM /* efarm P5: efarm's match arrived first: it alone receives */\n"
+      + "    if (MPIDI_EFARM_anysrc_nm_first(tag, comm, " + m.group(2) + "))\n"
+      + "        return MPIDI_NM_mpi_irecv(buf, count, datatype, rank, tag, comm, " + m.group(2)
+      + ", av, request, NULL);\n#endif\n", "efarm P5")
+EOF
+
 echo "mpich-netmod-prepare: efarm's netmod in $dst; now run MPICH's autogen.sh"

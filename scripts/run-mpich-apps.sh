@@ -15,10 +15,10 @@
 #              (/usr/lib/x86_64-linux-gnu/scalapack/mpich-tests), each as its
 #              CTestTestfile.cmake runs it (4 processes), in a scratch directory
 #              holding a copy of the input files next to it. Passes when mpiexec
-#              exits 0, the output has its end line ("END OF TESTS", PBLAS's "End of
-#              Tests", BLACS's own) and no line reports a failure: "N tests
-#              completed and failed" with N > 0, a check "FAILED", a nonzero
-#              FAILED column in PBLAS's summary, or an error termination. xsllt and xdllt are left out: they hang on Debian's own
+#              exits 0, the output has its end line ("END OF TESTS" in any case;
+#              BLACS's own) and no line reports a failure: "N tests completed and
+#              failed" with N > 0, a check "FAILED", an SVD line "Failed", a
+#              nonzero FAILED column in PBLAS's summary, or an error termination. xsllt and xdllt are left out: they hang on Debian's own
 #              MPICH (ch4:ucx) as well.
 #   netpipe    netpipe-mpich2 (NPmpich2) with 2 processes: its integrity check (-i)
 #              one way, with preposted receives (-a), both ways at once (-2, with
@@ -141,7 +141,7 @@ verdict() { # NAME RC LOG
         echo "exit status $rc; $(grep -m1 -E 'Error|error|Abort|FAILED|failed' "$log" | cut -c1-160)"
         return
     fi
-    line=$(grep -m1 -E '[1-9][0-9]* tests completed and failed|[0-9] +FAILED *$|check: *[A-Z0-9]+ +FAILED|Error termination|Integrity check failed|Fatal error|Segmentation|Abort\(' "$log")
+    line=$(grep -m1 -E '[1-9][0-9]* tests completed and failed|[0-9] +FAILED *$|check: *[A-Z0-9]+ +FAILED|^ *Failed |Error termination|Integrity check failed|Fatal error|Segmentation|Abort\(' "$log")
     # PBLAS's summary table: "|  PDGEMM  TOTAL PASSED FAILED SKIPPED"
     [ -n "$line" ] || line=$(awk '$1 == "|" && $2 ~ /^P[A-Z0-9]+$/ && NF == 6 && $5 != 0 { print "PBLAS " $2 ": " $5 " failed"; exit }' "$log")
     if [ -n "$line" ]; then
@@ -149,7 +149,9 @@ verdict() { # NAME RC LOG
         return
     fi
     case $name in
-    scalapack/*) grep -q -E 'END OF TESTS|End of Tests' "$log" || echo "no end-of-tests line" ;;
+    # xshseqr and xdhseqr print no end line: their one result line must say PASSED.
+    scalapack/x[sd]hseqr) grep -q -E ' PASSED *$' "$log" || echo "no PASSED line" ;;
+    scalapack/*) grep -q -i -E 'END OF TESTS' "$log" || echo "no end-of-tests line" ;;
     netpipe/timed) [ -s "$logs/np.out" ] || echo "no np.out written" ;;
     netpipe/*) grep -q -i 'integrity' "$log" || echo "no integrity-check output" ;;
     esac

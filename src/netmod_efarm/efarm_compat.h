@@ -28,6 +28,8 @@
  *     macro; and ch4 no longer looks at a netmod receive that completed while
  *     it was posted (efarm_p2p.h);
  *   - the tag's error bits exist only when MPICH is configured with them;
+ *   - MPIDIG's queue lookups take whether the message came through shared
+ *     memory (4.0 keeps both modules' active messages in one queue);
  *   - MPIDIG's pack buffers, which bound an eager active message, are
  *     MPIR_CVAR_CH4_PACK_BUFFER_SIZE (default 16384), not
  *     MPIR_CVAR_CH4_AM_PACK_BUFFER_SIZE (default 69632).
@@ -87,6 +89,10 @@ typedef MPI_Aint MPIDI_EFARM_rma_count_t;
 /* The netmod's peers are remote to it: local ones are the SHM module's. */
 #define MPIDI_EFARM_precv_init(buf, parts, count, dt, src, tag, comm, info, req_p) \
     MPIDIG_mpi_precv_init(buf, parts, count, dt, src, tag, comm, info, false, req_p)
+/* The oldest unexpected shared-memory message in MPIDIG's queue matching (any source). */
+#define MPIDI_EFARM_shm_unexp_find(tag, context_id)                                     \
+    MPIDIG_rreq_find(MPI_ANY_SOURCE, tag, context_id, &MPIDI_global.per_vci[0].unexp_list, \
+                     true, MPIDIG_PT2PT_UNEXP)
 
 #else /* MPICH 4.0 */
 
@@ -116,6 +122,10 @@ typedef int MPIDI_EFARM_rma_count_t;
 /* 4.0's MPIDIG takes an int count; it came from MPI_Precv_init's int argument. */
 #define MPIDI_EFARM_precv_init(buf, parts, count, dt, src, tag, comm, info, req_p) \
     MPIDIG_mpi_precv_init(buf, parts, (int)(count), dt, src, tag, comm, info, req_p)
+/* 4.0's MPIDIG queue does not tell local messages from the netmod's: efarm sends none. */
+#define MPIDI_EFARM_shm_unexp_find(tag, context_id)                                     \
+    MPIDIG_rreq_find(MPI_ANY_SOURCE, tag, context_id, &MPIDI_global.per_vci[0].unexp_list, \
+                     MPIDIG_PT2PT_UNEXP)
 
 #endif /* MPIDI_EFARM_MPICH_43 */
 

@@ -20,6 +20,7 @@
 #include "mpidu_bc.h"
 
 MPIDI_EFARM_global_t MPIDI_EFARM_global;
+uint64_t MPIDI_EFARM_arrival_clock;
 
 /* ---- MPI_T performance variables ------------------------------------------ */
 
@@ -482,6 +483,8 @@ int MPIDI_EFARM_init_local(int *tag_bits)
         goto fn_fail;
     }
     MPIDI_EFARM_global.ep = ep;
+    /* One arrival order with MPIDIG's unexpected queue (efarm_pre.h). */
+    efarm_ep_set_arrival_clock(ep, &MPIDI_EFARM_arrival_clock);
     efarm_log(EFARM_LOG_INFO, "MPI rank %d: %s; device %s: %s", MPIR_Process.rank,
               efarm_device_choice()->reason, device, MPIDI_EFARM_global.nic.reason);
     mpi_errno = MPIDI_EFARM_rails_open(&attr);

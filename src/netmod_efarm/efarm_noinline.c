@@ -203,3 +203,27 @@ int MPIDI_EFARM_dynamic_recv(int tag, void *buf, int size, int timeout)
     MPIR_ERR_SET(mpi_errno, MPI_ERR_OTHER, "**efarm_dynamic");
     return mpi_errno;
 }
+
+/*
+ * MPI_ANY_SOURCE across the two modules (MPICH patch P5, efarm_pre.h): efarm
+ * first only when both hold a matching unexpected message and efarm's
+ * arrived first, by the arrival clock both stamp from. MPIDIG's queue is the
+ * one of VCI 0: efarm serves one VCI (doc/NETMOD.md, "Not done").
+ */
+int MPIDI_EFARM_anysrc_nm_first(int tag, MPIR_Comm *comm, int attr)
+{
+#ifdef MPIDI_CH4_DIRECT_NETMOD
+    (void)tag, (void)comm, (void)attr;
+    return 0;
+#else
+    struct efarm_probe_info info;
+    int context_id = comm->recvcontext_id + MPIDI_EFARM_ATTR_CONTEXT_OFFSET(attr);
+    MPIR_Request *shm;
+
+    if (efarm_tprobe(MPIDI_EFARM_global.ep, (uint32_t)context_id, EFARM_ANY_SOURCE,
+                     tag == MPI_ANY_TAG ? EFARM_ANY_TAG : tag, false, &info) != 1)
+        return 0;
+    shm = MPIDI_EFARM_shm_unexp_find(tag, (MPIR_Context_id_t)context_id);
+    return shm != NULL && info.arrival < MPIDIG_REQUEST(shm, netmod_am.efarm.arrival);
+#endif
+}

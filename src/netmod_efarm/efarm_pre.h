@@ -18,13 +18,37 @@
 #include "efarm_proto.h"
 
 /*
- * Netmod state of an active-message request (MPIDIG): none. efarm's active
- * messages keep their state in their own operations (efarm_am.c), since one
- * MPIDIG request can have more than one message in flight.
+ * Netmod state of an active-message request (MPIDIG). efarm's active messages
+ * keep their state in their own operations (efarm_am.c), since one MPIDIG
+ * request can have more than one message in flight. The one field is an
+ * unexpected point-to-point message's arrival stamp, written when MPIDIG
+ * queues it (MPICH patch P5, scripts/mpich-netmod-prepare.sh), whichever
+ * module it came through: MPICH's shared memory, or efarm's active messages.
  */
 typedef struct {
-    int placeholder;
+    uint64_t arrival;
 } MPIDI_EFARM_am_request_t;
+
+/*
+ * The arrival clock shared by MPIDIG's unexpected queue and efarm's engine
+ * (efarm_ep_set_arrival_clock): every unexpected point-to-point message, in
+ * either, takes the next value, so that for MPI_ANY_SOURCE ch4 takes the
+ * earlier of the two modules' oldest matching messages (P5;
+ * MPIDI_EFARM_anysrc_nm_first, efarm_probe.h).
+ */
+extern uint64_t MPIDI_EFARM_arrival_clock;
+
+/*
+ * For an MPI_ANY_SOURCE receive, probe or mprobe on (tag, comm, attr): 1 when
+ * efarm holds a matching unexpected message that arrived before the oldest
+ * matching one in MPIDIG's queue (shared memory), so ch4 must ask efarm
+ * first; 0 otherwise (ch4's usual order: shared memory first). Called by the
+ * ch4 code P5 patches; attr is MPICH 4.0's context offset, 4.3's attribute
+ * word. Not inline: ch4 calls it with the netmod's inline functions compiled
+ * in or not.
+ */
+struct MPIR_Comm;
+int MPIDI_EFARM_anysrc_nm_first(int tag, struct MPIR_Comm *comm, int attr);
 
 /*
  * Netmod state of a point-to-point request: the engine request and, for a

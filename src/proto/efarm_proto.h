@@ -156,6 +156,7 @@ struct efarm_probe_info {
     uint64_t msg_length;
     bool has_cq_data; /* the sender's CQ data (EFARM_SEND_CQ_DATA) */
     uint64_t cq_data;
+    uint64_t arrival;         /* its arrival stamp (efarm_ep_set_arrival_clock) */
     efarm_tm_handle_t handle; /* for efarm_tmrecv after a claiming probe */
 };
 
@@ -342,6 +343,17 @@ int efarm_probe(struct efarm_ep *ep, efarm_peer_t peer, bool claim, struct efarm
  * pointer stays valid until the endpoint closes.
  */
 const uint64_t *efarm_ep_untagged_arrivals(const struct efarm_ep *ep);
+
+/*
+ * The counter that stamps unexpected messages: each one queued takes
+ * ++*clock as its arrival stamp, which efarm_tprobe() and efarm_probe()
+ * report (info->arrival). By default every endpoint counts for itself; a
+ * caller that keeps other receive queues besides the engine's (the netmod:
+ * MPICH's shared-memory messages) passes one counter shared with them, so
+ * that stamps tell which of two messages in different queues arrived first.
+ * NULL goes back to the endpoint's own. Same thread as the endpoint's calls.
+ */
+void efarm_ep_set_arrival_clock(struct efarm_ep *ep, uint64_t *clock);
 
 /*
  * Receive a message claimed by efarm_tprobe() or efarm_probe(). Returns 0,

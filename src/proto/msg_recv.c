@@ -729,6 +729,7 @@ static int unexp_arrive(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
         return -EAGAIN;
     }
     ep->cnt.unexpected++;
+    ux->arrival = ++*ep->arrival_clock;
     if (!k->tagged)
         ep->untagged_arrivals++;
     if (k->proto == EFARM_PROTO_MEDIUM || k->proto == EFARM_PROTO_RUNTREAD)
@@ -966,6 +967,7 @@ static int probe(struct efarm_ep *ep, uint32_t context, int32_t source, int32_t 
     info->msg_length = ux->msg_length;
     info->has_cq_data = ux->flags & EFARM_UXF_CQ_DATA;
     info->cq_data = ux->cq_data;
+    info->arrival = ux->arrival;
     info->handle = 0;
     if (claim) {
         efarm_tm_claim(ep->tm, handle, &user);
@@ -995,6 +997,11 @@ int efarm_probe(struct efarm_ep *ep, efarm_peer_t peer, bool claim, struct efarm
 const uint64_t *efarm_ep_untagged_arrivals(const struct efarm_ep *ep)
 {
     return &ep->untagged_arrivals;
+}
+
+void efarm_ep_set_arrival_clock(struct efarm_ep *ep, uint64_t *clock)
+{
+    ep->arrival_clock = clock != NULL ? clock : &ep->own_clock;
 }
 
 int efarm_tmrecv(struct efarm_ep *ep, efarm_tm_handle_t handle, void *buf, uint64_t len,

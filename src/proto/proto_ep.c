@@ -343,6 +343,7 @@ int efarm_ep_open(const struct efarm_ep_attr *attr, struct efarm_ep **ep_p)
     ret = params_resolve(&a, &ep->p);
     if (ret)
         goto err_free;
+    ep->arrival_clock = &ep->own_clock;
     efarm_list_init(&ep->tx_queue);
     efarm_list_init(&ep->work);
     efarm_list_init(&ep->hs_queue);

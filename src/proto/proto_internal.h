@@ -302,6 +302,7 @@ struct efarm_unexp {
     uint64_t runt_length;
     uint64_t seg_bytes; /* data of the segments stored (medium, runt) */
     uint64_t cq_data;   /* with EFARM_UXF_CQ_DATA (probes report it) */
+    uint64_t arrival;   /* its stamp from ep->arrival_clock when it was queued */
 };
 
 /* ---- The endpoint -------------------------------------------------------------------- */
@@ -454,6 +455,8 @@ struct efarm_ep {
     uint32_t unexp_nalloc;             /* records created */
     uint32_t unexp_live;
     uint64_t untagged_arrivals; /* untagged messages queued unexpected (efarm_probe's news) */
+    uint64_t *arrival_clock;    /* stamps unexpected messages: own_clock or the caller's */
+    uint64_t own_clock;
     struct efarm_unexp *unexp_free;
     struct efarm_unexp **unexp_map; /* (peer, msg_id) -> record with segments to come */
     uint32_t unexp_map_mask;

@@ -413,16 +413,131 @@ static void random_rounds(unsigned rounds, size_t max)
     free(seq);
 }
 
+/* ---- 4. Arrival order across MPICH's shared memory and efarm ------------------------------ */
+
+enum { TAG_CROSS = 40, TAG_GO = 41 };
+
+/* Wait until a probe naming source `from` sees a message of tag TAG_CROSS on comm. */
+static void wait_arrived(int from, MPI_Comm comm)
+{
+    int flag = 0;
+
+    while (!flag)
+        CHECK_MPI(MPI_Iprobe(from, TAG_CROSS, comm, &flag, MPI_STATUS_IGNORE));
+}
+
+/*
+ * Pairs (r, r ^ 1): the receiver r gets one message from its partner (through
+ * efarm) and one from itself (through MPICH's shared memory when it is built:
+ * MPIR_CVAR_NOLOCAL keeps a rank's messages to itself there), in a known
+ * order: each is seen by a probe naming its source before the other is sent.
+ * Then an MPI_ANY_SOURCE operation (receive, probe, iprobe, mprobe, in turn)
+ * must find the one that arrived first, as one unexpected queue would, and
+ * the other is received after it. The partner sends first in even
+ * iterations; in odd ones the receiver sends to itself first and then tells
+ * the partner to send, on another communicator.
+ */
+static void cross_module_order(unsigned iters)
+{
+    const int me = g_mpitest_rank, partner = me ^ 1;
+    MPI_Comm comm = g_comms[0], ctl = g_comms[1];
+    int self_by_efarm = -1;
+
+    if (partner >= g_mpitest_size)
+        return; /* an odd rank out */
+    for (unsigned it = 0; it < iters; it++) {
+        int receiver = (int)(it / 2 % 2), partner_first = !(it & 1), style = (int)(it / 4 % 4);
+        int first, value = -1, flag = 0;
+        MPI_Status st;
+        MPI_Message msg;
+        MPI_Request sreq;
+
+        mpitest_context("cross-module order: iteration %u, %s first, style %d", it,
+                        partner_first ? "the partner" : "self", style);
+        if ((me & 1) != receiver) {
+            /* The partner: one message to the receiver, when told to in odd iterations. */
+            int v = 1000 + (int)it;
+
+            if (!partner_first)
+                CHECK_MPI(MPI_Recv(NULL, 0, MPI_BYTE, partner, TAG_GO, ctl, MPI_STATUS_IGNORE));
+            CHECK_MPI(MPI_Send(&v, 1, MPI_INT, partner, TAG_CROSS, comm));
+            CHECK_MPI(MPI_Barrier(ctl));
+            continue;
+        }
+        {
+            int self_v = 2000 + (int)it;
+
+            if (partner_first) {
+                wait_arrived(partner, comm);
+                CHECK_MPI(MPI_Isend(&self_v, 1, MPI_INT, me, TAG_CROSS, comm, &sreq));
+                wait_arrived(me, comm);
+            } else {
+                unsigned long long before =
+                    mpitest_pvar_checks() ? mpitest_pvar_read("efarm_nm_send_msgs") : 0;
+
+                CHECK_MPI(MPI_Isend(&self_v, 1, MPI_INT, me, TAG_CROSS, comm, &sreq));
+                wait_arrived(me, comm);
+                if (self_by_efarm < 0 && mpitest_pvar_checks())
+                    self_by_efarm = mpitest_pvar_read("efarm_nm_send_msgs") != before;
+                CHECK_MPI(MPI_Send(NULL, 0, MPI_BYTE, partner, TAG_GO, ctl));
+                wait_arrived(partner, comm);
+            }
+            first = partner_first ? partner : me;
+            switch (style) {
+            case 0:
+                CHECK_MPI(MPI_Recv(&value, 1, MPI_INT, MPI_ANY_SOURCE, TAG_CROSS, comm, &st));
+                break;
+            case 1:
+                CHECK_MPI(MPI_Probe(MPI_ANY_SOURCE, TAG_CROSS, comm, &st));
+                break;
+            case 2:
+                CHECK_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, &st));
+                CHECK(flag);
+                break;
+            default:
+                CHECK_MPI(MPI_Mprobe(MPI_ANY_SOURCE, TAG_CROSS, comm, &msg, &st));
+                CHECK_MPI(MPI_Mrecv(&value, 1, MPI_INT, &msg, MPI_STATUS_IGNORE));
+                break;
+            }
+            if (st.MPI_SOURCE != first)
+                mpitest_fail(__FILE__, __LINE__,
+                             "MPI_ANY_SOURCE (style %d) found rank %d's message, which arrived "
+                             "after rank %d's",
+                             style, st.MPI_SOURCE, first);
+            if (style == 0 || style == 3)
+                CHECK_EQ(value, (first == me ? 2000 : 1000) + (int)it);
+            /* The rest, by their sources. */
+            for (int k = 0; k < 2; k++) {
+                int from = k == 0 ? first : (first == me ? partner : me);
+
+                if ((style == 0 || style == 3) && k == 0)
+                    continue;
+                CHECK_MPI(MPI_Recv(&value, 1, MPI_INT, from, TAG_CROSS, comm, MPI_STATUS_IGNORE));
+                CHECK_EQ(value, (from == me ? 2000 : 1000) + (int)it);
+            }
+            CHECK_MPI(MPI_Wait(&sreq, MPI_STATUS_IGNORE));
+        }
+        CHECK_MPI(MPI_Barrier(ctl));
+    }
+    if (me == 0)
+        printf("match_model: cross-module order: %u iterations; messages to self through %s\n",
+               iters,
+               self_by_efarm < 0 ? "(not measured)"
+               : self_by_efarm   ? "efarm (no shared memory: one queue)"
+                                 : "MPICH's shared memory");
+}
+
 int main(int argc, char **argv)
 {
     struct mpitest_counters c0, c1;
-    unsigned iters, graphs, rounds;
+    unsigned iters, graphs, rounds, cross;
     size_t max;
 
     mpitest_init(&argc, &argv, "match_model");
     iters = (unsigned)mpitest_env_size("MPITEST_MATCH_ITERS", 1000);
     graphs = (unsigned)mpitest_env_size("MPITEST_MATCH_GRAPHS", 500);
     rounds = (unsigned)mpitest_env_size("MPITEST_MATCH_ROUNDS", 200);
+    cross = (unsigned)mpitest_env_size("MPITEST_MATCH_CROSS", 64);
     max = mpitest_env_size("MPITEST_MAX_SIZE", 2u << 20);
     g_rng = mpitest_seed(mpitest_env_size("MPITEST_SEED", 1), (uint64_t)g_mpitest_rank, 39, 0) | 1;
     /* Two communicators with world's ranks: the same keys, separate matching. */
@@ -432,6 +547,7 @@ int main(int argc, char **argv)
     probe_pairs(iters);
     dist_graphs(graphs);
     random_rounds(rounds, max);
+    cross_module_order(cross);
     mpitest_counters_read(&c1);
     /* The traffic crossed efarm (self-sends and shared memory aside, with 2 ranks or more). */
     CHECK(c1.nm_recv_msgs > c0.nm_recv_msgs || !mpitest_pvar_checks());

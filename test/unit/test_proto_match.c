@@ -380,3 +380,60 @@ EFARM_TEST(proto_probe_reports_cq_data)
     free(src);
     free(dst);
 }
+
+/*
+ * Arrival stamps (issue 39): each unexpected message takes the next value of
+ * the endpoint's clock, its own or one the caller shares, in arrival order;
+ * probes report it, and it does not change while the message waits.
+ */
+EFARM_TEST(proto_probe_reports_arrival)
+{
+    struct rig r;
+    struct proto_pair *p = &r.p;
+    struct efarm_probe_info info[3];
+    uint64_t shared = 1000, unexp0, own;
+    struct msg m[3];
+
+    rig_open(&r, &g_small, &g_small);
+    rig_handshake(&r);
+    for (unsigned i = 0; i < 3; i++) {
+        msg_init(&m[i], i == 1 ? r.medium_max : 64, r.medium_max, 0, true,
+                 i == 1 ? EFARM_PROTO_MEDIUM : EFARM_PROTO_EAGER, 70 + i);
+        m[i].tag = (int32_t)(10 + i);
+    }
+    /* Its own clock first: m[0] gets some stamp, the next message one more. */
+    unexp0 = cnt(p->b)->unexpected;
+    msg_send(&r, &m[0]);
+    SPIN_UNTIL(p, cnt(p->b)->unexpected - unexp0 == 1, WAIT_S);
+    EXPECT_EQ(efarm_tprobe(p->b, CTX, SRC, 10, false, &info[0]), 1);
+    own = info[0].arrival;
+    EXPECT_TRUE(own >= 1);
+    /* A shared clock: the next two messages take 1001 and 1002, in arrival order. */
+    efarm_ep_set_arrival_clock(p->b, &shared);
+    msg_send(&r, &m[1]);
+    msg_send(&r, &m[2]);
+    SPIN_UNTIL(p, cnt(p->b)->unexpected - unexp0 == 3, WAIT_S);
+    EXPECT_EQ(shared, 1002);
+    EXPECT_EQ(efarm_tprobe(p->b, CTX, EFARM_ANY_SOURCE, 11, false, &info[1]), 1);
+    EXPECT_EQ(efarm_tprobe(p->b, CTX, SRC, 12, true, &info[2]), 1);
+    EXPECT_EQ(info[1].arrival, 1001);
+    EXPECT_EQ(info[2].arrival, 1002);
+    /* Waiting changes nothing; the earliest of all is still m[0]. */
+    EXPECT_EQ(efarm_tprobe(p->b, CTX, EFARM_ANY_SOURCE, EFARM_ANY_TAG, false, &info[1]), 1);
+    EXPECT_EQ(info[1].arrival, own);
+    /* NULL: back to its own clock, which went on from where it was. */
+    efarm_ep_set_arrival_clock(p->b, NULL);
+    for (unsigned i = 0; i < 2; i++)
+        msg_post(&r, &m[i]);
+    EXPECT_RET(efarm_tmrecv(p->b, info[2].handle, m[2].dst, m[2].buf_len, &m[2].rreq), 0);
+    msgs_wait_check(&r, m, 3);
+    msg_send(&r, &m[0]);
+    SPIN_UNTIL(p, cnt(p->b)->unexpected - unexp0 == 4, WAIT_S);
+    EXPECT_EQ(efarm_tprobe(p->b, CTX, SRC, 10, false, &info[0]), 1);
+    EXPECT_EQ(info[0].arrival, own + 1);
+    msg_post(&r, &m[0]);
+    proto_pair_wait(p, (struct efarm_req *[]){&m[0].rreq}, 1, WAIT_S);
+    for (unsigned i = 0; i < 3; i++)
+        msg_free(&m[i]);
+    rig_close(&r);
+}
