@@ -83,12 +83,12 @@ static void phase_print(struct counters *c, int rank, const char *name, int iter
     fflush(stdout);
 }
 
-/* The receives' source: the peer, or MPI_ANY_SOURCE (-a). */
-static int g_recv_source = -2;
+/* Whether the receives take MPI_ANY_SOURCE instead of the peer's rank (-a). */
+static int g_any_source;
 
 static void round_trips(int rank, char *buf, int size, int iters)
 {
-    int peer = 1 - rank, source = g_recv_source == -2 ? peer : g_recv_source;
+    int peer = 1 - rank, source = g_any_source ? MPI_ANY_SOURCE : peer;
 
     for (int i = 0; i < iters; i++) {
         if (rank == 0) {
@@ -167,7 +167,7 @@ int main(int argc, char **argv)
                 MPI_Abort(MPI_COMM_WORLD, usage(rank));
             break;
         case 'a':
-            g_recv_source = MPI_ANY_SOURCE;
+            g_any_source = 1;
             break;
         default:
             MPI_Abort(MPI_COMM_WORLD, usage(rank));
