@@ -90,9 +90,9 @@ typedef MPI_Aint MPIDI_EFARM_rma_count_t;
 #define MPIDI_EFARM_precv_init(buf, parts, count, dt, src, tag, comm, info, req_p) \
     MPIDIG_mpi_precv_init(buf, parts, count, dt, src, tag, comm, info, false, req_p)
 /* The oldest unexpected shared-memory message in MPIDIG's queue matching (any source). */
-#define MPIDI_EFARM_shm_unexp_find(tag, context_id)                                     \
-    MPIDIG_rreq_find(MPI_ANY_SOURCE, tag, context_id, &MPIDI_global.per_vci[0].unexp_list, \
-                     true, MPIDIG_PT2PT_UNEXP)
+#define MPIDI_EFARM_shm_unexp_find(tag, context_id)                                              \
+    MPIDIG_rreq_find(MPI_ANY_SOURCE, tag, context_id, &MPIDI_global.per_vci[0].unexp_list, true, \
+                     MPIDIG_PT2PT_UNEXP)
 
 #else /* MPICH 4.0 */
 
@@ -123,7 +123,7 @@ typedef int MPIDI_EFARM_rma_count_t;
 #define MPIDI_EFARM_precv_init(buf, parts, count, dt, src, tag, comm, info, req_p) \
     MPIDIG_mpi_precv_init(buf, parts, (int)(count), dt, src, tag, comm, info, req_p)
 /* 4.0's MPIDIG queue does not tell local messages from the netmod's: efarm sends none. */
-#define MPIDI_EFARM_shm_unexp_find(tag, context_id)                                     \
+#define MPIDI_EFARM_shm_unexp_find(tag, context_id)                                        \
     MPIDIG_rreq_find(MPI_ANY_SOURCE, tag, context_id, &MPIDI_global.per_vci[0].unexp_list, \
                      MPIDIG_PT2PT_UNEXP)
 
