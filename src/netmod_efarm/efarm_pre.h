@@ -34,7 +34,7 @@ typedef struct {
  * (efarm_ep_set_arrival_clock): every unexpected point-to-point message, in
  * either, takes the next value, so that for MPI_ANY_SOURCE ch4 takes the
  * earlier of the two modules' oldest matching messages (P5;
- * MPIDI_EFARM_anysrc_nm_first, efarm_probe.h).
+ * MPIDI_EFARM_anysrc_nm_first, efarm_noinline.c).
  */
 extern uint64_t MPIDI_EFARM_arrival_clock;
 
