@@ -325,9 +325,12 @@ do_efarm() {
     fi
     local args=(--prefix="$prefix" CC=gcc)
     local key
-    key=$(printf '%s\n' "${args[@]}" | sha)
-    mkdir -p "$b"
+    # The source tree is part of the key: a build configured from another clone
+    # (CI clones anew each time) would build and install that clone's efarm.
+    key=$(printf '%s\n' "$top" "${args[@]}" | sha)
     if [ ! -f "$b/Makefile" ] || [ "$(cat "$b/.efarm-key" 2>/dev/null)" != "$key" ]; then
+        rm -rf "$b" # objects and dependency files of another tree must not be reused
+        mkdir -p "$b"
         (cd "$b" && "$top/configure" -q "${args[@]}")
         echo "$key" >"$b/.efarm-key"
     fi
