@@ -22,7 +22,7 @@
  *    with MPI_Probe(MPI_ANY_SOURCE) and MPI_Recv(MPI_ANY_SOURCE).
  * 3. Random rounds (MPITEST_MATCH_ROUNDS, 200), a model of matching under MPI:
  *    every rank plans 0-10 messages to random ranks (itself too) on two
- *    communicators, 4 tags, sizes from 16 B to past the medium size (and
+ *    communicators, 4 tags, sizes from 32 B to past the medium size (and
  *    read-sized ones now and then), sent by MPI_Isend or MPI_Issend; the plans
  *    are exchanged, so every receiver knows every message it will get (its
  *    source, communicator, tag, size and place in its sender's order). It
@@ -35,6 +35,10 @@
  *    it was not received before, and non-overtaking: no earlier message of
  *    the same sender and communicator that the receive also matched is still
  *    waiting. At the end of each round every planned message was received.
+ * 4. Arrival order across MPICH's shared memory and efarm
+ *    (MPITEST_MATCH_CROSS, 64): a receiver gets one message from its partner
+ *    and one from itself, in a known order, and every kind of MPI_ANY_SOURCE
+ *    operation must find the earlier (cross_module_order).
  *
  * Runs with 2, 4 and 8 ranks, and under efasim's faults. Seed: MPITEST_SEED.
  */
