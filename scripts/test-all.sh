@@ -295,7 +295,6 @@ esac
 # and coll part runs again under efasim's network faults (the fault matrix's CI
 # slice).
 bg_wait mpich-build
-more_dirs="topo threads part io errhan attr group info init mpi_t"
 if [ -x "$mpich_prefix/bin/mpicc" ]; then
     suite mpi bash "$top/test/mpi/run-mpi-tests.sh" --prefix "$mpich_prefix"
     # The soak under faults for 2 minutes (test/mpi/soak.c: random traffic, every byte
@@ -352,7 +351,7 @@ if [ -x "$mpich_prefix/bin/mpicc" ]; then
         # MPICH's other directories (topo, threads, part, io, errhan, attr, group, info,
         # init, mpi_t): their CI lists (test/mpich-testlists/ci-DIR).
         suite mpich-testsuite-more bash "$top/scripts/mpich-testsuite.sh" --prefix "$mpich_prefix" \
-            --subset ci --dirs "$more_dirs" --logs "$root/mpich-testsuite-more"
+            --subset ci --dirs more --logs "$root/mpich-testsuite-more"
         # Its rma part again with every RMA operation as MPIDIG's active messages
         # (EFARM_RMA_NATIVE=0): both paths must pass.
         suite mpich-testsuite-rma-am env EFARM_RMA_NATIVE=0 bash "$top/scripts/mpich-testsuite.sh" \
