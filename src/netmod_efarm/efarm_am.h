@@ -101,10 +101,18 @@ MPL_STATIC_INLINE_PREFIX void MPIDI_NM_am_request_finalize(MPIR_Request *req)
  * tagged receive): efarm does not offer them, so MPIDIG uses its own
  * rendezvous and never calls the two below.
  */
+#if MPIDI_EFARM_MPICH_50
+MPL_STATIC_INLINE_PREFIX bool MPIDI_NM_am_can_do_tag(MPIR_Request *rreq)
+{
+    (void)rreq;
+    return false;
+}
+#else
 MPL_STATIC_INLINE_PREFIX bool MPIDI_NM_am_can_do_tag(void)
 {
     return false;
 }
+#endif
 
 /* What the two below return if MPIDIG ever called them. */
 MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_am_tag_refused(void)

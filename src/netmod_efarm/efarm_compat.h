@@ -3,10 +3,12 @@
  * their internal APIs that it meets, in one place: the rest of the netmod is
  * written once, against the names below.
  *
- * Supported: MPICH 4.0.x (tested: 4.0.2, Debian bookworm's) and 4.3.x (tested:
- * 4.3.2). The series in between (4.1, 4.2) changed the same interfaces in
- * steps this header does not track, so they are refused at compile time.
- * doc/MPICH-VERSIONS.md lists the differences for users.
+ * Supported: MPICH 4.0.x (tested: 4.0.2, Debian bookworm's), 4.3.x (tested:
+ * 4.3.2) and 5.0.x (tested: 5.0.1). The series in between (4.1, 4.2) changed
+ * the same interfaces in steps this header does not track, so they are
+ * refused at compile time, as is any series after 5.0 until it is tested.
+ * doc/MPICH-VERSIONS.md lists the differences for users. A new series is a
+ * new block below, not a fork of the netmod.
  *
  * What changed from 4.0 to 4.3, as the netmod sees it:
  *   - point-to-point calls take an attribute word (context offset, error flag,
@@ -33,6 +35,28 @@
  *   - MPIDIG's pack buffers, which bound an eager active message, are
  *     MPIR_CVAR_CH4_PACK_BUFFER_SIZE (default 16384), not
  *     MPIR_CVAR_CH4_AM_PACK_BUFFER_SIZE (default 69632).
+ *
+ * And from 4.3 to 5.0 (everything above still holds):
+ *   - start-up: init_world, post_init and init_vcis are gone; the addresses
+ *     are exchanged when a communicator marked MPIR_COMM_ATTR__BOOTSTRAP is
+ *     committed (MPI_COMM_WORLD, or a group's communicator of MPI sessions),
+ *     after the shared-memory module's hook; comm_set_vcis tells the netmod a
+ *     communicator's VCIs; MPIDU_bc_* is gone (efarm_init.c);
+ *   - processes are named by one 64-bit lpid (MPIDIU_lpid_to_av) instead of an
+ *     (address table, rank) pair: comm_get_gpid and upids_to_gpids are gone,
+ *     insert_upid and dynamic_sendrecv are new, dynamic_send takes an lpid;
+ *   - every C binding swaps MPI's predefined datatypes for MPICH-internal
+ *     ones (MPIR_INT32, ...) before they reach the netmod, so a test against
+ *     MPI_INT no longer matches: MPIDI_EFARM_RAW_TYPE gives the internal type
+ *     to look up (efarm_win.c), and internal collectives take MPIR_BYTE_INTERNAL;
+ *   - collectives take a collective attribute word (error flags and
+ *     MPIR_COLL_ATTR_SYNC) instead of an error flag; MPIR_Errflag_t is gone
+ *     and the attribute word's error flag is an error class;
+ *   - am_can_do_tag is asked per receive request;
+ *   - ch4 links an any-source pair both ways when the netmod names the
+ *     partner (MPIDI_REQUEST_SET_LOCAL) and never looks at the netmod request
+ *     after posting, so one that completes while it is posted is paired off at
+ *     once and released at once (efarm_p2p.h).
  */
 #ifndef EFARM_COMPAT_H_INCLUDED
 #define EFARM_COMPAT_H_INCLUDED
@@ -44,7 +68,20 @@
 #elif MPICH_NUMVERSION < 40000000
 #error "efarm's netmod needs MPICH 4.0 or later (tested: 4.0.2, 4.3.2)"
 #elif MPICH_NUMVERSION >= 40100000 && MPICH_NUMVERSION < 40300000
-#error "efarm's netmod supports MPICH 4.0.x and 4.3.x (tested: 4.0.2, 4.3.2), not 4.1 or 4.2"
+#error \
+    "efarm's netmod supports MPICH 4.0.x, 4.3.x and 5.0.x (tested: 4.0.2, 4.3.2, 5.0.1), not 4.1 or 4.2"
+#elif MPICH_NUMVERSION >= 40400000 && MPICH_NUMVERSION < 50000000
+#error "efarm's netmod supports MPICH 4.0.x, 4.3.x and 5.0.x (tested: 4.0.2, 4.3.2, 5.0.1)"
+#elif MPICH_NUMVERSION >= 50100000
+#error \
+    "efarm's netmod supports MPICH 4.0.x, 4.3.x and 5.0.x (tested: 4.0.2, 4.3.2, 5.0.1); a later series needs its differences in efarm_compat.h first"
+#endif
+
+/* 1 for MPICH 5.0 and later (lpids, bootstrap communicators, internal datatypes). */
+#if MPICH_NUMVERSION >= 50000000
+#define MPIDI_EFARM_MPICH_50 1
+#else
+#define MPIDI_EFARM_MPICH_50 0
 #endif
 
 /* 1 for MPICH 4.3 and later (the attribute-word API), 0 for 4.0. */
@@ -77,8 +114,7 @@
 /* The type of RMA origin, target and result counts. */
 typedef MPI_Aint MPIDI_EFARM_rma_count_t;
 
-#define MPIDI_EFARM_TYPEREP_FLAGS        , MPIR_TYPEREP_FLAG_NONE
-#define MPIDI_EFARM_ERRFLAG_ARG(errflag) (errflag)
+#define MPIDI_EFARM_TYPEREP_FLAGS , MPIR_TYPEREP_FLAG_NONE
 
 #define MPIDI_EFARM_request_complete(req) MPIDI_Request_complete_fast(req)
 #define MPIDI_EFARM_AM_PACK_BUFFER_SIZE   MPIR_CVAR_CH4_PACK_BUFFER_SIZE
@@ -112,7 +148,6 @@ typedef MPI_Aint MPIDI_EFARM_rma_count_t;
 typedef int MPIDI_EFARM_rma_count_t;
 
 #define MPIDI_EFARM_TYPEREP_FLAGS
-#define MPIDI_EFARM_ERRFLAG_ARG(errflag) (&(errflag))
 
 #define MPIDI_EFARM_request_complete(req) MPIDIU_request_complete(req)
 #define MPIDI_EFARM_AM_PACK_BUFFER_SIZE   MPIR_CVAR_CH4_AM_PACK_BUFFER_SIZE
@@ -128,6 +163,52 @@ typedef int MPIDI_EFARM_rma_count_t;
                      MPIDIG_PT2PT_UNEXP)
 
 #endif /* MPIDI_EFARM_MPICH_43 */
+
+#if MPIDI_EFARM_MPICH_50
+
+/* The MPI_COMM_WORLD rank of comm's rank, or -1 (another world, a dynamic process). */
+#define MPIDI_EFARM_world_rank(rank, comm) \
+    MPIDI_EFARM_lpid_world_rank(MPIR_comm_rank_to_lpid(comm, rank))
+#define MPIDI_EFARM_lpid_world_rank(lpid)                                \
+    (((lpid)&MPIR_LPID_DYNAMIC_MASK) || MPIR_LPID_WORLD_INDEX(lpid) != 0 \
+         ? -1                                                            \
+         : (int)MPIR_LPID_WORLD_RANK(lpid))
+
+/* The error flag a point-to-point attribute word or a collective carries. */
+typedef int MPIDI_EFARM_errflag_t;
+#define MPIDI_EFARM_ERRFLAG_NONE        0
+#define MPIDI_EFARM_ERRFLAG_PROC_FAILED MPIX_ERR_PROC_FAILED
+/* An internal allgather of bytes over comm (the window tables). */
+#define MPIDI_EFARM_Allgather_bytes(sendbuf, recvbuf, len, comm)                             \
+    MPIR_Allgather(sendbuf, len, MPIR_BYTE_INTERNAL, recvbuf, len, MPIR_BYTE_INTERNAL, comm, \
+                   MPIR_COLL_ATTR_SYNC)
+/* The MPICH-internal type a C binding handed over for dt (MPIR_INT32, ...), or dt. */
+#define MPIDI_EFARM_RAW_TYPE(dt) \
+    (MPIR_DATATYPE_IS_INTERNAL(dt) ? MPIR_DATATYPE_GET_RAW_INTERNAL(dt) : (dt))
+/* ch4 never reads a netmod receive after posting it: no request is kept back. */
+#define MPIDI_EFARM_RELEASE_LATER 0
+
+#else /* MPICH 4.x */
+
+/* The MPI_COMM_WORLD rank of comm's rank, or -1 (another world). */
+#define MPIDI_EFARM_world_rank(rank, comm) MPIDIU_rank_to_lpid(rank, comm)
+
+typedef MPIR_Errflag_t MPIDI_EFARM_errflag_t;
+#define MPIDI_EFARM_ERRFLAG_NONE           MPIR_ERR_NONE
+#define MPIDI_EFARM_ERRFLAG_PROC_FAILED    MPIR_ERR_PROC_FAILED
+#if MPIDI_EFARM_MPICH_43
+#define MPIDI_EFARM_Allgather_bytes(sendbuf, recvbuf, len, comm) \
+    MPIR_Allgather(sendbuf, len, MPI_BYTE, recvbuf, len, MPI_BYTE, comm, MPIR_ERR_NONE)
+#else
+#define MPIDI_EFARM_Allgather_bytes(sendbuf, recvbuf, len, comm)         \
+    MPIR_Allgather(sendbuf, len, MPI_BYTE, recvbuf, len, MPI_BYTE, comm, \
+                   &(MPIR_Errflag_t){MPIR_ERR_NONE})
+#endif
+#define MPIDI_EFARM_RAW_TYPE(dt)  (dt)
+/* 4.3's ch4 reads a netmod receive on return from posting it (efarm_p2p.h). */
+#define MPIDI_EFARM_RELEASE_LATER MPIDI_EFARM_MPICH_43
+
+#endif /* MPIDI_EFARM_MPICH_50 */
 
 /*
  * MPICH's two tag error bits (collectives after a failure), or 0 when this

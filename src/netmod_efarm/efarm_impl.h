@@ -183,6 +183,10 @@ int MPIDI_EFARM_hint_proto_set(MPIR_Comm *comm_ptr, int index, int value);
 
 /* Open the other rails (init_local) and close them (finalize). */
 int MPIDI_EFARM_rails_open(const struct efarm_ep_attr *attr);
+#if MPIDI_EFARM_MPICH_50
+/* MPICH 5.0: the address exchange of a bootstrap communicator (efarm_init.c). */
+int MPIDI_EFARM_comm_addr_exchange(MPIR_Comm *comm);
+#endif
 int MPIDI_EFARM_rails_flush(uint64_t timeout_ms);
 int MPIDI_EFARM_rails_close(void);
 

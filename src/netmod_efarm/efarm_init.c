@@ -2,9 +2,11 @@
  * Start-up and teardown of ch4:efarm.
  *
  * ch4 calls, in this order (src/mpid/ch4/src/ch4_init.c, ch4_comm.c):
- * init_local from MPID_Init, before any other process is known; init_world
- * while MPI_COMM_WORLD is committed, once the node's init shared memory
- * exists; post_init after it; mpi_finalize_hook from MPID_Finalize.
+ * init_local from MPID_Init, before any other process is known; with MPICH
+ * 4.x init_world while MPI_COMM_WORLD is committed, once the node's init
+ * shared memory exists, and post_init after it; with MPICH 5.0 the commit
+ * hook of every bootstrap communicator (MPI_COMM_WORLD, a session's group
+ * communicator) instead; mpi_finalize_hook from MPID_Finalize.
  *
  * One efarm endpoint serves the process (ch4 VCI 0). Its 32-byte raw address
  * (protocol v4 section 1.4) is the business card every rank publishes through
@@ -17,7 +19,9 @@
 #include "efarm_mr_cache.h"
 #include "efarm_noinline.h"
 #include "efarm_p2p.h"
+#if !MPIDI_EFARM_MPICH_50
 #include "mpidu_bc.h"
+#endif
 
 MPIDI_EFARM_global_t MPIDI_EFARM_global;
 uint64_t MPIDI_EFARM_arrival_clock;
@@ -518,13 +522,47 @@ fn_fail:
 }
 
 /*
- * Publish this rank's raw addresses and insert everyone's. The PMI allgather
- * lands in the node's init shared memory, one card per rank in rank order:
- * a slot of 32 bytes per possible rail, rail 0's address first, zeros for a
- * rail the rank has not opened. Every card has the same length (same_len)
- * whatever EFARM_RAILS says, so ranks may set it differently: two ranks
- * stripe over the rails both have.
+ * A rank's card: a slot of 32 bytes per possible rail, rail 0's raw address
+ * (protocol v4 section 1.4) first, zeros for a rail the rank has not opened.
+ * Every card has the same length whatever EFARM_RAILS says, so ranks may set
+ * it differently: two ranks stripe over the rails both have.
  */
+#define MPIDI_EFARM_CARD_LEN ((size_t)MPIDI_EFARM_RAILS_MAX * EFARM_RAW_ADDR_LEN)
+
+static void my_card(uint8_t card[MPIDI_EFARM_CARD_LEN])
+{
+    memset(card, 0, MPIDI_EFARM_CARD_LEN);
+    for (unsigned r = 0; r < MPIDI_EFARM_global.nrails && r < MPIDI_EFARM_RAILS_MAX; r++)
+        efarm_ep_addr(MPIDI_EFARM_global.rails[r], card + (size_t)r * EFARM_RAW_ADDR_LEN);
+}
+
+/* Insert a peer's card into the address vectors and set its AV entry. */
+static int insert_card(MPIDI_EFARM_addr_t *a, const uint8_t *card)
+{
+    static const uint8_t zero[EFARM_RAW_ADDR_LEN];
+    unsigned k = 1;
+    efarm_peer_t peer;
+    int ret;
+
+    ret = efarm_av_insert(MPIDI_EFARM_global.ep, card, &peer);
+    if (ret < 0)
+        return MPIDI_EFARM_ERROR(ret, "efarm_av_insert");
+    a->peer = peer;
+    /* The rails both have: the peer's published ones, up to ours. */
+    while (k < MPIDI_EFARM_global.nrails && k < MPIDI_EFARM_RAILS_MAX &&
+           memcmp(card + (size_t)k * EFARM_RAW_ADDR_LEN, zero, sizeof(zero)))
+        k++;
+    for (unsigned r = 1; r < k; r++) {
+        ret = efarm_av_insert(MPIDI_EFARM_global.rails[r], card + (size_t)r * EFARM_RAW_ADDR_LEN,
+                              &a->rail_peer[r - 1]);
+        if (ret < 0)
+            return MPIDI_EFARM_ERROR(ret, "efarm_av_insert (a rail)");
+    }
+    a->nrails = (uint8_t)k;
+    return MPI_SUCCESS;
+}
+
+#if !MPIDI_EFARM_MPICH_50
 #if MPIDI_EFARM_MPICH_43
 /*
  * MPICH 4.3 asks how many VCIs the netmod serves once the world is up: one
@@ -539,16 +577,17 @@ int MPIDI_EFARM_init_vcis(int num_vcis, int *num_vcis_actual)
 }
 #endif
 
+/*
+ * MPICH 4.x: publish this rank's card and insert everyone's. The PMI
+ * allgather lands in the node's init shared memory, one card per rank in
+ * rank order.
+ */
 int MPIDI_EFARM_init_world(void)
 {
     int mpi_errno = MPI_SUCCESS;
-    const unsigned slots = MPIDI_EFARM_RAILS_MAX;
-    size_t card_len = (size_t)slots * EFARM_RAW_ADDR_LEN;
-    uint8_t my_card[MPIDI_EFARM_RAILS_MAX * EFARM_RAW_ADDR_LEN] = {0};
-    static const uint8_t zero[EFARM_RAW_ADDR_LEN];
+    uint8_t card[MPIDI_EFARM_CARD_LEN];
     bool table_created = false;
     void *table = NULL;
-    int ret;
 
     /*
      * Every rank publishes its card through PMI, whatever
@@ -557,40 +596,19 @@ int MPIDI_EFARM_init_world(void)
      * the netmod itself (MPIDU_bc_allgather) before it has its addresses.
      * The full exchange is what MPICH does with the variable off.
      */
-    for (unsigned r = 0; r < MPIDI_EFARM_global.nrails && r < slots; r++)
-        efarm_ep_addr(MPIDI_EFARM_global.rails[r], my_card + (size_t)r * EFARM_RAW_ADDR_LEN);
+    my_card(card);
     mpi_errno = MPIDU_bc_table_create(MPIR_Process.rank, MPIR_Process.size, MPIR_Process.node_map,
-                                      my_card, (int)card_len, TRUE /* same_len */,
+                                      card, (int)MPIDI_EFARM_CARD_LEN, TRUE /* same_len */,
                                       FALSE /* roots_only */, &table, NULL);
     if (mpi_errno)
         goto fn_fail;
     table_created = true;
 
     for (int rank = 0; rank < MPIR_Process.size; rank++) {
-        const uint8_t *card = (const uint8_t *)table + (size_t)rank * card_len;
-        MPIDI_EFARM_addr_t *a = &MPIDI_EFARM_AV(&MPIDIU_get_av(0, rank));
-        unsigned k = 1;
-        efarm_peer_t peer;
-
-        ret = efarm_av_insert(MPIDI_EFARM_global.ep, card, &peer);
-        if (ret < 0) {
-            mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_av_insert");
+        mpi_errno = insert_card(&MPIDI_EFARM_AV(&MPIDIU_get_av(0, rank)),
+                                (const uint8_t *)table + (size_t)rank * MPIDI_EFARM_CARD_LEN);
+        if (mpi_errno)
             goto fn_fail;
-        }
-        a->peer = peer;
-        /* The rails both have: the peer's published ones, up to ours. */
-        while (k < MPIDI_EFARM_global.nrails && k < slots &&
-               memcmp(card + (size_t)k * EFARM_RAW_ADDR_LEN, zero, sizeof(zero)))
-            k++;
-        for (unsigned r = 1; r < k; r++) {
-            ret = efarm_av_insert(MPIDI_EFARM_global.rails[r],
-                                  card + (size_t)r * EFARM_RAW_ADDR_LEN, &a->rail_peer[r - 1]);
-            if (ret < 0) {
-                mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_av_insert (a rail)");
-                goto fn_fail;
-            }
-        }
-        a->nrails = (uint8_t)k;
     }
 
 fn_exit:
@@ -610,6 +628,109 @@ int MPIDI_EFARM_post_init(void)
 {
     return MPI_SUCCESS;
 }
+
+#else /* MPICH 5.0 */
+
+/*
+ * MPICH 5.0 asks the netmod for a communicator's VCIs when more are wanted
+ * (MPIR_CVAR_CH4_NUM_VCIS, reserved VCIs): efarm serves one on every rank,
+ * and every rank's answer is gathered, as ch4 expects.
+ */
+int MPIDI_EFARM_comm_set_vcis(MPIR_Comm *comm, int num_implicit, int num_reserved,
+                              MPIDI_num_vci_t *all_num_vcis)
+{
+    (void)num_implicit, (void)num_reserved;
+    all_num_vcis[comm->rank].n_vcis = 1;
+    all_num_vcis[comm->rank].n_total_vcis = 1;
+    return MPIR_Allgather_fallback(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all_num_vcis,
+                                   sizeof(MPIDI_num_vci_t), MPIR_BYTE_INTERNAL, comm,
+                                   MPIR_COLL_ATTR_SYNC);
+}
+
+/* Insert the card of comm's rank unless its AV entry has one (a process met before). */
+static int insert_rank_card(MPIR_Comm *comm, int rank, const uint8_t *card)
+{
+    MPIDI_EFARM_addr_t *a = &MPIDI_EFARM_AV(MPIDIU_comm_rank_to_av(comm, rank));
+
+    return a->nrails ? MPI_SUCCESS : insert_card(a, card);
+}
+
+/*
+ * MPICH 5.0: the address exchange of a communicator marked
+ * MPIR_COMM_ATTR__BOOTSTRAP (MPI_COMM_WORLD, or a group's communicator of MPI
+ * sessions), called when it is committed, after the shared-memory module's
+ * hook. The node roots exchange their cards through PMI (MPICH's
+ * MPIDIU_bc_exchange_node_roots, which uses PMI groups where it can) and
+ * insert them, so efarm reaches every node root; then, when a node has more
+ * than one of comm's processes, every card travels over the node's shared
+ * memory and the roots (an allgather that needs only those two). Processes
+ * already known (from an earlier communicator) keep their entries.
+ */
+int MPIDI_EFARM_comm_addr_exchange(MPIR_Comm *comm)
+{
+    int mpi_errno = MPI_SUCCESS;
+    uint8_t card[MPIDI_EFARM_CARD_LEN];
+    int nroots = comm->num_external;
+    uint8_t *roots = NULL, *all = NULL;
+    const size_t rc_len = sizeof(int) + MPIDI_EFARM_CARD_LEN;
+
+    my_card(card);
+    if (nroots > 1) {
+        if (comm->local_rank == 0) {
+            roots = MPL_malloc((size_t)nroots * MPIDI_EFARM_CARD_LEN, MPL_MEM_ADDRESS);
+            MPIR_ERR_CHKANDJUMP(!roots, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        }
+        mpi_errno = MPIDIU_bc_exchange_node_roots(comm, (const char *)card,
+                                                  (int)MPIDI_EFARM_CARD_LEN, roots);
+        MPIR_ERR_CHECK(mpi_errno);
+        if (comm->local_rank == 0) {
+            MPIR_Comm *node_roots_comm = MPIR_Comm_get_node_roots_comm(comm);
+
+            for (int i = 0; i < nroots; i++) {
+                mpi_errno =
+                    insert_rank_card(node_roots_comm, i, roots + (size_t)i * MPIDI_EFARM_CARD_LEN);
+                MPIR_ERR_CHECK(mpi_errno);
+            }
+        }
+    }
+    if (nroots < comm->local_size) {
+        /* (rank, card) pairs: the allgather gathers them in node order. */
+        uint8_t *mine = MPL_malloc(rc_len, MPL_MEM_ADDRESS);
+
+        all = MPL_malloc((size_t)comm->local_size * rc_len, MPL_MEM_ADDRESS);
+        if (!mine || !all) {
+            MPL_free(mine);
+            MPIR_ERR_SETANDJUMP(mpi_errno, MPI_ERR_OTHER, "**nomem");
+        }
+        memcpy(mine, &comm->rank, sizeof(int));
+        memcpy(mine + sizeof(int), card, MPIDI_EFARM_CARD_LEN);
+        mpi_errno = MPIR_Allgather_intra_smp_no_order(mine, (MPI_Aint)rc_len, MPIR_BYTE_INTERNAL,
+                                                      all, (MPI_Aint)rc_len, MPIR_BYTE_INTERNAL,
+                                                      comm, MPIR_COLL_ATTR_SYNC);
+        MPL_free(mine);
+        MPIR_ERR_CHECK(mpi_errno);
+        for (int i = 0; i < comm->local_size; i++) {
+            int rank;
+
+            memcpy(&rank, all + (size_t)i * rc_len, sizeof(int));
+            MPIR_Assert(rank >= 0 && rank < comm->local_size);
+            mpi_errno = insert_rank_card(comm, rank, all + (size_t)i * rc_len + sizeof(int));
+            MPIR_ERR_CHECK(mpi_errno);
+        }
+    }
+    /* A single-process communicator exchanged nothing: this process's own entry. */
+    mpi_errno = insert_rank_card(comm, comm->rank, card);
+    MPIR_ERR_CHECK(mpi_errno);
+
+fn_exit:
+    MPL_free(roots);
+    MPL_free(all);
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
+}
+
+#endif /* MPIDI_EFARM_MPICH_50 */
 
 /* How long MPI_Finalize waits for this rank's last packets to be acknowledged. */
 #define MPIDI_EFARM_FLUSH_TIMEOUT_MS 60000

@@ -20,6 +20,11 @@
 
 int MPIDI_EFARM_mpi_comm_commit_pre_hook(MPIR_Comm *comm)
 {
+#if MPIDI_EFARM_MPICH_50
+    /* MPI_COMM_WORLD or a session's group communicator: exchange the addresses first. */
+    if (comm->attr & MPIR_COMM_ATTR__BOOTSTRAP)
+        return MPIDI_EFARM_comm_addr_exchange(comm);
+#endif
     (void)comm;
     return MPI_SUCCESS;
 }
@@ -176,6 +181,7 @@ int MPIDI_EFARM_get_local_upids(MPIR_Comm *comm, int **local_upid_size, char **l
     return mpi_errno;
 }
 
+#if !MPIDI_EFARM_MPICH_50
 int MPIDI_EFARM_upids_to_gpids(int size, int *remote_upid_size, char *remote_upids,
                                uint64_t *remote_gpids)
 {
@@ -194,6 +200,37 @@ int MPIDI_EFARM_dynamic_send(uint64_t remote_gpid, int tag, const void *buf, int
     MPIR_ERR_SET(mpi_errno, MPI_ERR_OTHER, "**efarm_dynamic");
     return mpi_errno;
 }
+#else
+int MPIDI_EFARM_insert_upid(MPIR_Lpid lpid, const char *upid, int upid_len)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    (void)lpid, (void)upid, (void)upid_len;
+    MPIR_ERR_SET(mpi_errno, MPI_ERR_OTHER, "**efarm_dynamic");
+    return mpi_errno;
+}
+
+int MPIDI_EFARM_dynamic_send(MPIR_Lpid remote_lpid, int tag, const void *buf, int size, int timeout)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    (void)remote_lpid, (void)tag, (void)buf, (void)size, (void)timeout;
+    MPIR_ERR_SET(mpi_errno, MPI_ERR_OTHER, "**efarm_dynamic");
+    return mpi_errno;
+}
+
+int MPIDI_EFARM_dynamic_sendrecv(MPIR_Lpid remote_lpid, MPIR_Comm *peer_comm, int tag,
+                                 const void *send_buf, int send_size, void *recv_buf, int recv_size,
+                                 int timeout)
+{
+    int mpi_errno = MPI_SUCCESS;
+
+    (void)remote_lpid, (void)peer_comm, (void)tag, (void)send_buf, (void)send_size;
+    (void)recv_buf, (void)recv_size, (void)timeout;
+    MPIR_ERR_SET(mpi_errno, MPI_ERR_OTHER, "**efarm_dynamic");
+    return mpi_errno;
+}
+#endif
 
 int MPIDI_EFARM_dynamic_recv(int tag, void *buf, int size, int timeout)
 {
@@ -223,7 +260,7 @@ int MPIDI_EFARM_anysrc_nm_first(int tag, MPIR_Comm *comm, int attr)
     if (efarm_tprobe(MPIDI_EFARM_global.ep, (uint32_t)context_id, EFARM_ANY_SOURCE,
                      tag == MPI_ANY_TAG ? EFARM_ANY_TAG : tag, false, &info) != 1)
         return 0;
-    shm = MPIDI_EFARM_shm_unexp_find(tag, (MPIR_Context_id_t)context_id);
+    shm = MPIDI_EFARM_shm_unexp_find(tag, context_id);
     return shm != NULL && info.arrival < MPIDIG_REQUEST(shm, netmod_am.efarm.arrival);
 #endif
 }

@@ -62,6 +62,9 @@ MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_send_done(struct efarm_req *ereq)
  * receive or progress call (MPIDI_EFARM_global.release_later), since ch4
  * reads it on return; MPI_Finalize drops the last one before MPICH counts
  * the references to its communicators (MPIDI_EFARM_release_at_finalize).
+ * MPICH 5.0's ch4 links the pair both ways when the netmod names the partner
+ * (MPIDI_REQUEST_SET_LOCAL) and never reads the netmod request after posting:
+ * there efarm pairs them off at once and releases the request at once.
  */
 MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_recv_cancel_partner(MPIR_Request *rreq)
 {
@@ -122,9 +125,12 @@ MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_recv_finish(MPIR_Request *rreq, int st
         MPIDI_EFARM_global.nm_counters.recv_msgs++;
         MPIDI_EFARM_global.nm_counters.recv_bytes += length;
 #ifndef MPIDI_CH4_DIRECT_NETMOD
-        /* With MPICH 4.3, a pair that completed while posting too (see above). */
-        release_later = MPIDI_EFARM_MPICH_43 && r->posting && MPIDI_EFARM_ANYSRC_PARTNER(rreq);
-        if (!r->posting || release_later) {
+        /* With MPICH 4.3 and 5.0, a pair that completed while posting too (see above). */
+        bool pair_now =
+            !r->posting || (MPIDI_EFARM_MPICH_43 && MPIDI_EFARM_ANYSRC_PARTNER(rreq) != NULL);
+
+        release_later = MPIDI_EFARM_RELEASE_LATER && r->posting && pair_now;
+        if (pair_now) {
             if (!partner_cancelled)
                 MPIDI_EFARM_recv_cancel_partner(rreq);
             MPIDI_anysrc_free_partner(rreq);

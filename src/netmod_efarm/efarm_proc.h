@@ -14,7 +14,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_rank_is_local(int rank, MPIR_Comm *comm)
     return MPIDIU_av_is_local(MPIDIU_comm_rank_to_av(comm, rank));
 }
 
-/* The global process id of rank idx of comm (of its remote group when is_remote). */
+#if !MPIDI_EFARM_MPICH_50
+/* The global process id of rank idx of comm (of its remote group when is_remote). 4.x only:
+ * MPICH 5.0 names processes by lpids of its own. */
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_comm_get_gpid(MPIR_Comm *comm_ptr, int idx,
                                                     uint64_t *gpid_ptr, bool is_remote)
 {
@@ -29,5 +31,6 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_comm_get_gpid(MPIR_Comm *comm_ptr, int idx
     *gpid_ptr = MPIDIU_GPID_CREATE(avtid, lpid);
     return MPI_SUCCESS;
 }
+#endif
 
 #endif /* EFARM_PROC_H_INCLUDED */

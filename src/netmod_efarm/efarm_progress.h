@@ -19,7 +19,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, MPIDI_EFARM_PROGRESS_PAR
     /* efarm opens one endpoint; ch4 with more VCIs would need one per VCI. */
     MPIR_Assert(vci == 0);
 
-#if MPIDI_EFARM_MPICH_43
+#if MPIDI_EFARM_RELEASE_LATER
     if (unlikely(MPIDI_EFARM_global.release_later))
         MPIDI_EFARM_release_drain(); /* 4.3's any-source pairs (efarm_p2p.h) */
 #endif

@@ -100,7 +100,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_irecv(void *buf, MPI_Aint count, MPI_D
 
     MPIR_FUNC_ENTER;
     (void)addr; /* NULL for MPI_ANY_SOURCE; the rank is the match key */
-#if MPIDI_EFARM_MPICH_43
+#if MPIDI_EFARM_RELEASE_LATER
     if (unlikely(MPIDI_EFARM_global.release_later))
         MPIDI_EFARM_release_drain(); /* at most one any-source pair waits (efarm_p2p.h) */
 #endif

@@ -153,17 +153,14 @@ fn_fail:
  * A collective's send after an earlier failure: MPICH's error flag goes into
  * the tag's error bits (no-ops when this MPICH has none, efarm_compat.h).
  */
-MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_tag_errflag(int tag, MPIR_Errflag_t errflag)
+MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_tag_errflag(int tag, MPIDI_EFARM_errflag_t errflag)
 {
-    switch (errflag) {
-    case MPIR_ERR_NONE:
-        break;
-    case MPIR_ERR_PROC_FAILED:
+    if (errflag == MPIDI_EFARM_ERRFLAG_NONE)
+        return tag;
+    if (errflag == MPIDI_EFARM_ERRFLAG_PROC_FAILED)
         MPIR_TAG_SET_PROC_FAILURE_BIT(tag);
-        break;
-    default:
+    else
         MPIR_TAG_SET_ERROR_BIT(tag);
-    }
     return tag;
 }
 

@@ -222,7 +222,7 @@ void MPIDI_EFARM_stripe_recv_head(MPIR_Request *rreq)
                                                                   : rreq->comm->local_size;
     /* The source is the sender's word: a rank of the communicator, or the message is refused. */
     int lpid = head->source >= 0 && head->source < nsrc
-                   ? MPIDIU_rank_to_lpid(head->source, rreq->comm)
+                   ? MPIDI_EFARM_world_rank(head->source, rreq->comm)
                    : -1;
     bool partner_cancelled;
 

@@ -89,7 +89,6 @@ static int win_native_init(MPIR_Win *win, void *base, MPI_Aint size, unsigned ac
 {
     MPIDI_EFARM_win_t *w = &MPIDI_EFARM_WIN(win);
     MPIR_Comm *comm = win->comm_ptr;
-    MPIR_Errflag_t errflag = MPIR_ERR_NONE;
     win_info_t mine = {0}, *all = NULL;
     int mpi_errno = MPI_SUCCESS, n = comm->local_size;
     bool all_ok = true;
@@ -115,8 +114,7 @@ static int win_native_init(MPIR_Win *win, void *base, MPI_Aint size, unsigned ac
     all = MPL_malloc(sizeof(*all) * n, MPL_MEM_RMA);
     MPIR_ERR_CHKANDJUMP1(all == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem", "**nomem %s",
                          "efarm window table");
-    mpi_errno = MPIR_Allgather(&mine, sizeof(mine), MPI_BYTE, all, sizeof(mine), MPI_BYTE, comm,
-                               MPIDI_EFARM_ERRFLAG_ARG(errflag));
+    mpi_errno = MPIDI_EFARM_Allgather_bytes(&mine, all, (MPI_Aint)sizeof(mine), comm);
     MPIR_ERR_CHECK(mpi_errno);
     for (int r = 0; r < n; r++)
         all_ok = all_ok && all[r].ok;
@@ -557,13 +555,31 @@ fn_fail:
 
 /* ---- Native operations ------------------------------------------------------------------ */
 
-/* MPI's predefined datatypes that are atomic datatypes of protocol v4. */
+/*
+ * MPI's predefined datatypes that are atomic datatypes of protocol v4: by
+ * MPI's names, and (MPICH 5.0, whose C bindings hand the netmod internal
+ * types) by MPICH's internal ones, which name the kind and the size.
+ */
 static int atomic_dt(MPI_Datatype dt)
 {
     static const struct {
         MPI_Datatype mpi;
         int8_t efarm;
     } map[] = {
+#if MPIDI_EFARM_MPICH_50
+        {MPIR_INT8, EFARM_DT_INT8},
+        {MPIR_UINT8, EFARM_DT_UINT8},
+        {MPIR_FIXED8, EFARM_DT_UINT8}, /* MPI_BYTE, MPI_CHAR: MPI allows replace and no-op */
+        {MPIR_INT16, EFARM_DT_INT16},
+        {MPIR_UINT16, EFARM_DT_UINT16},
+        {MPIR_INT32, EFARM_DT_INT32},
+        {MPIR_UINT32, EFARM_DT_UINT32},
+        {MPIR_INT64, EFARM_DT_INT64},
+        {MPIR_UINT64, EFARM_DT_UINT64},
+        {MPIR_FLOAT32, EFARM_DT_FLOAT},
+        {MPIR_FLOAT64, EFARM_DT_DOUBLE},
+        {MPIR_COMPLEX32, EFARM_DT_FLOAT_COMPLEX}, /* two 32-bit floats */
+#endif
         {MPI_SIGNED_CHAR, EFARM_DT_INT8},
         {MPI_INT8_T, EFARM_DT_INT8},
         {MPI_UNSIGNED_CHAR, EFARM_DT_UINT8},
@@ -589,6 +605,7 @@ static int atomic_dt(MPI_Datatype dt)
         {MPI_C_FLOAT_COMPLEX, EFARM_DT_FLOAT_COMPLEX},
     };
 
+    dt = MPIDI_EFARM_RAW_TYPE(dt);
     for (unsigned i = 0; i < sizeof(map) / sizeof(map[0]); i++)
         if (map[i].mpi == dt)
             return map[i].efarm;
