@@ -3,7 +3,7 @@
 #
 #   scripts/mpich-build.sh [--mpich VERSION] [--source TARBALL|DIR] [--prefix DIR]
 #                          [--jobs N] [--clean] [--netmod efarm|ofi] [--release]
-#                          [--compile-only] [-- EXTRA-MPICH-CONFIGURE-ARGS...]
+#                          [--compile-only] [--c-only] [-- EXTRA-MPICH-CONFIGURE-ARGS...]
 #
 # Steps, each timed and logged to build/logs/mpich-STEP.log; the first failure stops
 # the script with the step's name and the end of its log:
@@ -111,6 +111,7 @@ netmod=efarm
 prefix_set=no
 release=no
 compile_only=no
+c_only=no
 
 usage() { sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; }
 
@@ -124,6 +125,7 @@ while [ $# -gt 0 ]; do
     --netmod) netmod=${2:?--netmod needs efarm or ofi}; shift 2 ;;
     --release) release=yes; shift ;;
     --compile-only) compile_only=yes; shift ;;
+    --c-only) c_only=yes; shift ;;
     -h | --help) usage; exit 0 ;;
     --) shift; extra_configure=("$@"); break ;;
     *) echo "mpich-build: unknown argument $1" >&2; usage >&2; exit 2 ;;
@@ -135,12 +137,24 @@ case $mpich_version in
 *) echo "mpich-build: --mpich $mpich_version: a version such as 4.3.2" >&2; exit 2 ;;
 esac
 case $mpich_version in
-4.*) ;;
-*) echo "mpich-build: MPICH $mpich_version: the netmod is written for MPICH 4.x (tested: 4.0.2, 4.3.2)" >&2
+4.* | 5.*) ;;
+*) echo "mpich-build: MPICH $mpich_version: the netmod is written for MPICH 4.x and 5.x (tested: 4.0.2, 4.3.2, 5.0.1)" >&2
     exit 2 ;;
 esac
-if [ "$mpich_version" != "$debian_version" ] && [ -z "$source_arg" ]; then
-    echo "mpich-build: Debian serves MPICH $debian_version only; for $mpich_version pass --source TARBALL|DIR (or set EFARM_MPICH_SOURCE)" >&2
+# MPICH's release tarballs this script can fetch itself (--mpich VERSION without
+# --source), each checked against the SHA-256 pinned here: the checksums MPICH's
+# release tarballs have, as package recipes elsewhere pin them too.
+mpich_release_url() { echo "https://www.mpich.org/static/downloads/$1/mpich-$1.tar.gz"; }
+mpich_release_sha256() {
+    case $1 in
+    5.0.1) echo 8c1832a13ddacf071685069f5fadfd1f2877a29e1a628652892c65211b1f3327 ;;
+    4.3.2) echo 47d774587a7156a53752218c811c852e70ac44db9c502dc3f399b4cb817e3818 ;;
+    *) return 1 ;;
+    esac
+}
+if [ "$mpich_version" != "$debian_version" ] && [ -z "$source_arg" ] &&
+    ! mpich_release_sha256 "$mpich_version" >/dev/null; then
+    echo "mpich-build: Debian serves MPICH $debian_version only, and MPICH $mpich_version has no pinned release checksum here (5.0.1, 4.3.2 do); pass --source TARBALL|DIR (or set EFARM_MPICH_SOURCE)" >&2
     exit 2
 fi
 # Caches: build/mpich (4.0.2) or build/mpich-VERSION, and the same with -release, -ofi.
@@ -198,7 +212,7 @@ current_log=
 progress() {
     local name=$1 pid=$2 t0=$3 every=${EFARM_PROGRESS_SECONDS:-60} n last
     last=$(cat "$cache/progress-$name" 2>/dev/null || true)
-    while sleep "$every" && kill -0 "$pid" 2>/dev/null; do
+    while sleep "$every" >/dev/null 2>&1 && kill -0 "$pid" 2>/dev/null; do
         n=$(grep -c '^ *CC ' "$current_log" 2>/dev/null || true)
         printf '\n  ... %-9s %3d min' "$name" $((($(date +%s) - t0) / 60))
         if [ "${n:-0}" -gt 0 ]; then
@@ -269,10 +283,46 @@ fetch_from_debian() {
     debsrc_download "$srccache/apt" "$srccache/dl" mpich "mpich_${mpich_version}.orig.tar."
 }
 
+# MPICH's release tarball into CACHE/dl, checked against its pinned SHA-256. A
+# machine that cannot reach MPICH's release site stops here at once, saying what
+# to pass instead. Prints the tarball's path.
+fetch_release() {
+    local want url file got
+    want=$(mpich_release_sha256 "$mpich_version")
+    url=$(mpich_release_url "$mpich_version")
+    file=$srccache/dl/mpich-$mpich_version.tar.gz
+    mkdir -p "$srccache/dl"
+    if [ ! -f "$file" ]; then
+        local ok=no
+        if command -v curl >/dev/null; then
+            curl -fsSL --connect-timeout 15 --max-time 900 -o "$file.part" "$url" && ok=yes
+        elif command -v wget >/dev/null; then
+            wget -q --timeout=15 -O "$file.part" "$url" && ok=yes
+        fi
+        if [ "$ok" != yes ]; then
+            rm -f "$file.part"
+            echo "cannot download $url (no network to MPICH's release site here?)." >&2
+            echo "Get mpich-$mpich_version.tar.gz (SHA-256 $want) or an export of MPICH's git tag v$mpich_version with its modules elsewhere and pass it: --source PATH (or EFARM_MPICH_SOURCE=PATH)." >&2
+            return 1
+        fi
+        mv "$file.part" "$file"
+    fi
+    got=$(sha256sum "$file" | cut -d' ' -f1)
+    if [ "$got" != "$want" ]; then
+        rm -f "$file"
+        echo "$url: SHA-256 $got, expected $want: removed; not building from it" >&2
+        return 1
+    fi
+    echo "$file"
+}
+
 # Sets pristine (the extracted upstream tree) and source_id.
 do_fetch() {
     local tarball= dir=
-    if [ -z "$source_arg" ]; then
+    if [ -z "$source_arg" ] && [ "$mpich_version" != "$debian_version" ]; then
+        tarball=$(fetch_release) || return 1
+        note "checked $(basename "$tarball") against its pinned SHA-256"
+    elif [ -z "$source_arg" ]; then
         tarball=$(ls "$srccache"/dl/mpich_"$mpich_version".orig.tar.* 2>/dev/null | head -n 1 || true)
         if [ -z "$tarball" ]; then
             fetch_from_debian
@@ -358,6 +408,7 @@ prepare_netmod() {
 prepare_key() {
     {
         echo "mpich $mpich_version"
+        echo "c-only $c_only"
         cat "$cache/source.id"
         declare -f autogen_tree
         cat "$top/scripts/mpich-netmod-prepare.sh"
@@ -372,13 +423,16 @@ prepare_key() {
 # A release tarball has its modules' configure scripts: MPICH's quick autogen
 # regenerates only what the netmod changes. An export of the git tag has none:
 # the full autogen (without the ucx and ofi modules, whose directories are empty,
-# Fortran bindings, which the configure below disables, and the test
-# suite, whose autogen needs a tool the export lacks).
+# yaksa, since the configure below picks the dataloop datatype engine, the test
+# suite, whose autogen needs a tool the export lacks, and with --c-only the
+# Fortran bindings; the C++ ones are generated either way, as configure wants them).
 autogen_tree() {
     if [ -x "$tree/configure" ] && [ -x "$tree/src/pm/hydra/configure" ]; then
         (cd "$tree" && ./autogen.sh -quick -without-hwloc -without-json -without-hydra -without-bindings)
     else
-        (cd "$tree" && ./autogen.sh -without-ucx -without-ofi -without-fortran -without-test)
+        local lang=()
+        [ "$c_only" = no ] || lang=(-without-fortran)
+        (cd "$tree" && ./autogen.sh -without-ucx -without-ofi -without-yaksa -without-test "${lang[@]}")
     fi
 }
 
@@ -439,7 +493,6 @@ configure_args=(
     --with-hwloc
     --with-datatype-engine=dataloop
     --disable-ch4-netmod-inline
-    --disable-fortran --disable-cxx
     --enable-g=none
     --disable-static
     --no-recursion
@@ -451,6 +504,26 @@ configure_args=(
 # installed MPICH. MPICH's own subsystems (mpl, json-c, romio, hydra) are configured
 # by its PAC_CONFIG_SUBDIR, which --no-recursion does not touch; 4.3.2 has no
 # AC_CONFIG_SUBDIRS.
+# Languages. By default the C++ and Fortran bindings and their compiler wrappers
+# (mpicxx; mpif77, mpif90, mpifort), so applications in either compile against this
+# MPICH; --c-only leaves them out (a faster build, mpicc only). gfortran 10 and
+# later refuse MPICH 4.0's Fortran 77 bindings without -fallow-argument-mismatch
+# (4.1 and later add it themselves): FFLAGS/FCFLAGS carry it for every version.
+if [ "$c_only" = yes ]; then
+    configure_args+=(--disable-fortran --disable-cxx)
+else
+    if ! command -v gfortran >/dev/null || ! command -v g++ >/dev/null; then
+        echo "mpich-build: the C++ and Fortran wrappers need g++ and gfortran (scripts/install-deps.sh), or pass --c-only" >&2
+        exit 2
+    fi
+    cxx=g++
+    [ -z "$ccache" ] || cxx="ccache g++"
+    configure_args+=(--enable-cxx --enable-fortran=all CXX="$cxx" FC=gfortran F77=gfortran)
+    case $(gfortran -dumpversion) in
+    [1-9]) ;;
+    *) configure_args+=(FFLAGS=-fallow-argument-mismatch FCFLAGS=-fallow-argument-mismatch) ;;
+    esac
+fi
 configure_args+=("${extra_configure[@]}")
 if [ "$release" = yes ]; then
     for i in "${!configure_args[@]}"; do
@@ -544,11 +617,12 @@ do_make() {
 
 do_install() {
     make -C "$builddir" install
-    if [ ! -x "$prefix/bin/mpicc" ] || [ ! -x "$prefix/bin/mpiexec" ]; then
-        echo "no mpicc or mpiexec in $prefix/bin"
-        return 1
-    fi
-    note "installed mpicc, mpiexec ($(readlink "$prefix/bin/mpiexec" || echo mpiexec))"
+    local w wrappers=(mpicc mpiexec)
+    [ "$c_only" = yes ] || wrappers+=(mpicxx mpif77 mpif90 mpifort)
+    for w in "${wrappers[@]}"; do
+        [ -x "$prefix/bin/$w" ] || { echo "no $w in $prefix/bin"; return 1; }
+    done
+    note "installed ${wrappers[*]} ($(readlink "$prefix/bin/mpiexec" || echo mpiexec))"
 }
 
 do_hello() {
@@ -571,7 +645,26 @@ int main(int argc, char **argv)
 }
 EOF
     "$prefix/bin/mpicc" -o "$d/hello" "$d/hello.c"
-    note "mpicc built $d/hello"
+    if [ "$c_only" = yes ]; then
+        note "mpicc built $d/hello"
+        return 0
+    fi
+    cp "$d/hello.c" "$d/hello_cxx.cxx"
+    "$prefix/bin/mpicxx" -o "$d/hello_cxx" "$d/hello_cxx.cxx"
+    cat >"$d/hello_f.f90" <<'EOF'
+program hello
+    use mpi
+    implicit none
+    integer :: rank, nprocs, ierr
+    call MPI_Init(ierr)
+    call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+    call MPI_Comm_size(MPI_COMM_WORLD, nprocs, ierr)
+    print '(a,i0,a,i0)', 'hello from rank ', rank, ' of ', nprocs
+    call MPI_Finalize(ierr)
+end program hello
+EOF
+    "$prefix/bin/mpifort" -o "$d/hello_f" "$d/hello_f.f90"
+    note "mpicc, mpicxx and mpifort built $d/hello, hello_cxx, hello_f"
 }
 
 # ---- main --------------------------------------------------------------------------
