@@ -3,19 +3,22 @@
 # (-Werror), checks formatting, runs the unit tests (gcc, clang, and clang with
 # ASan+UBSan), the dissector round trip over every golden vector (also under
 # ASan), the decoder and receive-path fuzzers for a bounded time each, builds libfabric 2.1.0 with only
-# its efa provider, then builds MPICH 4.0.2 with ch4:efarm and runs the MPI tests
-# over it (test/mpi, and a subset of MPICH's own test suite), and compiles the
-# netmod against MPICH 4.3.2 (--mpich-4.3.2-tests: builds 4.3.2 in full and runs
-# test/mpi over it). The last line is "N passed, N failed"; the exit status is
-# nonzero if anything failed.
+# its efa provider, then builds MPICH 4.0.2 with ch4:efarm (C, C++ and Fortran) and
+# runs the MPI tests over it (test/mpi, and a subset of MPICH's own test suite),
+# builds MPICH 5.0.1 with ch4:efarm and runs test/mpi and the test-suite subset over
+# it too, and compiles the netmod against MPICH 4.3.2 (--mpich-4.3.2-tests: builds
+# 4.3.2 in full and runs test/mpi over it). The last line is "N passed, N failed";
+# the exit status is nonzero if anything failed.
 #
 #   scripts/test-all.sh [--mpich-4.3.2-tests]
 #
 # Environment: EFARM_BUILD_ROOT (default ./build), EFARM_FUZZ_SECONDS (default 60),
 # EFARM_MPICH_SOURCE_4_3_2 (MPICH 4.3.2's source, a tarball or tree: Debian serves
-# none; without it the 4.3.2 part prints a SKIP line saying so), EFARM_MPICH_CACHE
-# and EFARM_LIBFABRIC_CACHE (where MPICH 4.0.2 and libfabric are built and cached;
-# 4.3.2's cache is EFARM_MPICH_CACHE's name with -4.3.2), EFARM_TEST_BUDGET.
+# none; without it the 4.3.2 part prints a SKIP line saying so),
+# EFARM_MPICH_SOURCE_5_0_1 (the same for MPICH 5.0.1), EFARM_MPICH_CACHE and
+# EFARM_LIBFABRIC_CACHE (where MPICH 4.0.2 and libfabric are built and cached;
+# 4.3.2's and 5.0.1's caches are EFARM_MPICH_CACHE's name with -4.3.2, -5.0.1),
+# EFARM_TEST_BUDGET.
 set -u
 full432=no
 case ${1:-} in
@@ -108,6 +111,10 @@ src432=${EFARM_MPICH_SOURCE_4_3_2:-}
 [ -n "$src432" ] && [ -e "$src432" ] || src432=
 cache432=${mpich_cache}-4.3.2
 prefix432=$cache432/install
+src501=${EFARM_MPICH_SOURCE_5_0_1:-}
+[ -n "$src501" ] && [ -e "$src501" ] || src501=
+cache501=${mpich_cache}-5.0.1
+prefix501=$cache501/install
 bg_dir=$logs/background
 rm -rf "$bg_dir"
 mkdir -p "$bg_dir"
@@ -122,13 +129,19 @@ bg_build() { # NAME COMMAND...: log to $logs/NAME.log; "STATUS SECONDS" to $bg_d
     renice -n 19 -p "$BASHPID" >/dev/null 2>&1
     bg_build mpich-build env EFARM_BUILD_ROOT="$root" "$top/scripts/mpich-build.sh" \
         --prefix "$mpich_prefix"
+    # MPICH 5.0.1, C only: the C++ and Fortran wrappers are tested on 4.0.2's build,
+    # and leaving them out here keeps a cold build within CI's budget.
+    if [ -n "$src501" ]; then
+        bg_build mpich-5.0.1-build env EFARM_BUILD_ROOT="$root" EFARM_MPICH_CACHE="$cache501" \
+            "$top/scripts/mpich-build.sh" --mpich 5.0.1 --source "$src501" --prefix "$prefix501" --c-only
+    fi
     if [ -n "$src432" ] && [ "$full432" = yes ]; then
         bg_build mpich-4.3.2-build env EFARM_BUILD_ROOT="$root" EFARM_MPICH_CACHE="$cache432" \
             "$top/scripts/mpich-build.sh" --mpich 4.3.2 --source "$src432" --prefix "$prefix432"
     elif [ -n "$src432" ]; then
         bg_build mpich-4.3.2-compile env EFARM_BUILD_ROOT="$root" EFARM_MPICH_CACHE="$cache432" \
             "$top/scripts/mpich-build.sh" --mpich 4.3.2 --source "$src432" --prefix "$prefix432" \
-            --compile-only
+            --compile-only --c-only
     fi
 ) &
 bg_pid=$!
@@ -169,6 +182,9 @@ step check-format make -C "$root/gcc" check-format
 step check-config-gen make -C "$root/gcc" check-config-gen
 # make install's extras (efarm.pc, manual pages, the dissector, the netmod's sources), the Spack recipes.
 suite packaging sh "$top/test/unit/test_packaging.sh" "$root/gcc"
+# scripts/mpich-build.sh's version and source checks: the pinned release checksums, the
+# prompt stop without network.
+suite mpich-build-args sh "$top/test/unit/test_mpich_build_args.sh"
 
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
@@ -364,6 +380,25 @@ if [ -x "$mpich_prefix/bin/mpicc" ]; then
         suite check-faults-slice bash "$top/scripts/check-faults.sh" --prefix "$mpich_prefix" \
             --slice ci --out "$root/check-faults"
     fi
+fi
+
+# ---- MPICH 5.0.1 with ch4:efarm ---------------------------------------------------------
+# The current MPICH release line (doc/MPICH-VERSIONS.md), built in the background
+# after 4.0.2 from the source EFARM_MPICH_SOURCE_5_0_1 names (.ci/run finds the
+# workplace's export of its git tag): test/mpi in full, then MPICH's test-suite CI
+# subset. The suite's programs come from 4.0.2's tree (an export of 5.0.1's tag
+# cannot build its own suite); test/mpich-xfail-suite-4.0.2-on-5.0.1.txt lists
+# what the two versions expect differently.
+if [ -n "$src501" ]; then
+    bg_wait mpich-5.0.1-build
+    if [ -x "$prefix501/bin/mpicc" ]; then
+        suite mpi-5.0.1 env MPITEST_BUILD_DIR="$root/mpitest-5.0.1" \
+            bash "$top/test/mpi/run-mpi-tests.sh" --prefix "$prefix501"
+        suite mpich-testsuite-5.0.1 bash "$top/scripts/mpich-testsuite.sh" --prefix "$prefix501" \
+            --subset ci --source "$mpich_cache/tree/mpich-4.0.2" --logs "$root/mpich-testsuite-5.0.1"
+    fi
+else
+    echo "SKIP mpich-5.0.1: no MPICH 5.0.1 source (EFARM_MPICH_SOURCE_5_0_1 names its tarball or tree)"
 fi
 
 # ---- MPICH 4.3.2 with ch4:efarm ---------------------------------------------------------

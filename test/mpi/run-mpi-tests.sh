@@ -117,6 +117,11 @@ runs=(
     "mr_cache_reuse-n2 mr_cache_reuse 2"
     "mr_cache_reuse-n4 mr_cache_reuse 4"
     "mr_cache_reuse-off-n2 mr_cache_reuse 2 EFARM_MR_CACHE=0 MPITEST_MR_CACHE=off"
+    "intercomm-n2 intercomm 2"
+    "intercomm-n4 intercomm 4"
+    "intercomm-faults-n4 intercomm 4 $faults"
+    "sessions-n2 sessions 2"
+    "sessions-n4 sessions 4"
 )
 
 # Runs that must fail: NAME PROGRAM RANKS PATTERN [VAR=VALUE...]. They pass when
@@ -293,6 +298,50 @@ for r in "${nicruns[@]}"; do
         fail "$name (traffic not on exactly the chosen devices, ${secs} s)" "$log"
     else
         pass "$name (${secs} s; devices $(echo $used | tr ' ' ,))"
+    fi
+done
+
+# Other languages: a C++ program built with mpicxx, Fortran ones built with mpifort
+# (use mpi; use mpi_f08), each run with 2 ranks over efarm. efasim's counters (a
+# sysfs directory of the run's own) must show packets both ways, so the program's
+# messages crossed efarm. A build with scripts/mpich-build.sh --c-only has no such
+# wrappers: SKIP lines say so (mpich-build.sh's own hello step checks that a default
+# build has them).
+langruns=(
+    "lang-cxx lang_cxx mpicxx lang_cxx.cxx"
+    "lang-fortran lang_fortran mpifort lang_fortran.f90"
+    "lang-f08 lang_f08 mpifort lang_f08.f90"
+)
+for r in "${langruns[@]}"; do
+    read -r name prog wrapper src <<<"$r"
+    selected "$name" || continue
+    if [ ! -x "$prefix/bin/$wrapper" ]; then
+        echo "SKIP $name: $prefix/bin/$wrapper not installed (MPICH built with --c-only?)"
+        continue
+    fi
+    log=$out/logs/$name.log
+    if ! "$prefix/bin/$wrapper" -O2 -o "$out/$prog" "$top/test/mpi/$src" >"$out/logs/build-$prog.log" 2>&1; then
+        fail "build-$prog ($wrapper)" "$out/logs/build-$prog.log"
+        continue
+    fi
+    sysfs=$out/sysfs-$name
+    rm -rf "$sysfs"
+    mkdir -p "$sysfs"
+    start=$(date +%s.%N)
+    "$top/scripts/hang-guard.sh" "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 SYSFS_PATH="$sysfs" \
+        "$mpiexec" -n 2 "$out/$prog" >"$log" 2>&1
+    status=$?
+    secs=$(echo "$start $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
+    traffic=$(device_traffic "$sysfs" 1)
+    echo "efasim counters (device tx_pkts rx_pkts): $traffic" >>"$log"
+    if [ "$status" -ne 0 ]; then
+        fail "$name (exit $status, ${secs} s)" "$log"
+    elif ! grep -q "^$prog: OK (2 ranks)" "$log"; then
+        fail "$name (no OK line, ${secs} s)" "$log"
+    elif ! echo "$traffic" | awk '$2 > 100 && $3 > 100 { ok = 1 } END { exit !ok }'; then
+        fail "$name (efasim saw no traffic both ways: $traffic)" "$log"
+    else
+        pass "$name (${secs} s; $wrapper)"
     fi
 done
 
