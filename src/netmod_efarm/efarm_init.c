@@ -632,14 +632,21 @@ int MPIDI_EFARM_post_init(void)
 #else /* MPICH 5.0 */
 
 /*
- * MPICH 5.0 asks the netmod for a communicator's VCIs when more are wanted
- * (MPIR_CVAR_CH4_NUM_VCIS, reserved VCIs): efarm serves one on every rank,
- * and every rank's answer is gathered, as ch4 expects.
+ * MPICH 5.0 asks the netmod for MPI_COMM_WORLD's VCIs once it is committed
+ * (MPIR_CVAR_CH4_NUM_VCIS, MPIR_CVAR_CH4_RESERVE_VCIS): efarm serves one, so
+ * more are refused with the message init_local gives on MPICH 4.x; every
+ * rank's answer is gathered, as ch4 expects.
  */
 int MPIDI_EFARM_comm_set_vcis(MPIR_Comm *comm, int num_implicit, int num_reserved,
                               MPIDI_num_vci_t *all_num_vcis)
 {
-    (void)num_implicit, (void)num_reserved;
+    int mpi_errno = MPI_SUCCESS;
+
+    if (num_implicit + num_reserved != 1) {
+        MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**efarm_vcis", "**efarm_vcis %d",
+                      num_implicit + num_reserved);
+        return mpi_errno;
+    }
     all_num_vcis[comm->rank].n_vcis = 1;
     all_num_vcis[comm->rank].n_total_vcis = 1;
     return MPIR_Allgather_fallback(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all_num_vcis,
