@@ -9,6 +9,7 @@ EXTRA_DIST += test/mpi/README.md test/mpi/run-mpi-tests.sh \
 	test/mpi/rma_native.c test/mpi/rma_dynamic.c \
 	test/mpi/comm_hints.c test/mpi/nic_placement.c test/mpi/stripe.c \
 	test/mpi/cvars.c test/mpi/mr_cache_reuse.c test/mpi/two_hosts.c test/mpi/hang.c test/mpi/soak.c \
+	test/mpi/dynproc.c \
 	test/mpi/mpitest-lib.sh test/mpi/run-two-hosts.sh test/mpi/netns-launcher.sh
 
 # `make check-mpi`: the MPI tests against the MPICH that scripts/mpich-build.sh installed.

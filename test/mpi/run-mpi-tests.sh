@@ -117,6 +117,9 @@ runs=(
     "mr_cache_reuse-n2 mr_cache_reuse 2"
     "mr_cache_reuse-n4 mr_cache_reuse 4"
     "mr_cache_reuse-off-n2 mr_cache_reuse 2 EFARM_MR_CACHE=0 MPITEST_MR_CACHE=off"
+    "dynproc-n2 dynproc 2"
+    "dynproc-n1 dynproc 1"
+    "dynproc-faults-n2 dynproc 2 $faults EFASIM_DUP=0.05"
 )
 
 # Runs that must fail: NAME PROGRAM RANKS PATTERN [VAR=VALUE...]. They pass when
