@@ -21,14 +21,17 @@
 # before --maxnp; runtests' junit output names tests the same way).
 #
 # Directories: pt2pt basic comm coll datatype rma (the default) and topo threads part
-# io errhan attr group info init mpi_t (`--dirs more`); `--dirs all` is all of them.
+# io errhan attr group info init mpi_t spawn (`--dirs more`); `--dirs all` is all of them.
+# spawn is dynamic processes (MPI_Comm_spawn, connect/accept, join, disconnect):
+# its tests start further MPI jobs through mpiexec, whose processes inherit the
+# environment below.
 # threads runs its subdirectories (threads/pt2pt, threads/comm, threads/init,
 # threads/mpi_t, threads/rma, threads/part, threads/coll in 4.0.2), which --dirs may
 # also name one at a time.
 #
 # Steps. (1) configure: test/mpi is copied out of the MPICH source into
 # build/mpich-testsuite/obj-KEY and configured there with --with-mpi=PREFIX (no
-# Fortran, C++, spawn or fault-tolerance tests; io's MPI-IO tests need the ROMIO
+# Fortran, C++ or fault-tolerance tests; spawn's are built; io's MPI-IO tests need the ROMIO
 # that MPICH builds by default), once per KEY, a hash of the
 # prefix, the installed MPICH's `mpichversion` (version, device, configure options)
 # and these configure arguments. (2) build: MTest's library, DTPools, and then only
@@ -120,7 +123,7 @@ dirs="pt2pt basic comm coll datatype rma"
 # The other directories (--dirs more), and every directory (--dirs all). threads
 # stands for its subdirectories (threads/pt2pt, threads/comm, ...: the directories
 # its testlist names), each of which may also be named alone.
-more_dirs="topo threads part io errhan attr group info init mpi_t"
+more_dirs="topo threads part io errhan attr group info init mpi_t spawn"
 all_dirs="$dirs $more_dirs"
 # The tests must not see this script's own settings: libefarm warns on stderr about
 # EFARM_* variables it does not know, and a test's stray output fails it.
@@ -187,7 +190,7 @@ case $dirs in all) dirs=$all_dirs ;; more) dirs=$more_dirs ;; esac
 for d in $dirs; do
     case $d in
     pt2pt | basic | comm | coll | datatype | rma | topo | threads | threads/* | part | io | errhan | \
-        attr | group | info | init | mpi_t) ;;
+        attr | group | info | init | mpi_t | spawn) ;;
     *) die "unknown directory '$d' (choose from $all_dirs)" ;;
     esac
 done
@@ -219,7 +222,7 @@ if [ -n "$suite_version" ] && [ "$suite_version" != "$mpich_version" ] &&
     suite_xfail=$top/test/mpich-xfail-suite-$suite_version-on-$mpich_version.txt
 fi
 
-configure_args=(--with-mpi="$prefix" --enable-fortran=no --disable-cxx --disable-spawn
+configure_args=(--with-mpi="$prefix" --enable-fortran=no --disable-cxx
     --disable-ft-tests --disable-maintainer-mode)
 key=$({
     echo "$prefix"

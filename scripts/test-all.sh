@@ -365,7 +365,7 @@ if [ -x "$mpich_prefix/bin/mpicc" ]; then
         suite mpich-testsuite bash "$top/scripts/mpich-testsuite.sh" --prefix "$mpich_prefix" \
             --subset ci --logs "$root/mpich-testsuite-logs"
         # MPICH's other directories (topo, threads, part, io, errhan, attr, group, info,
-        # init, mpi_t): their CI lists (test/mpich-testlists/ci-DIR).
+        # init, mpi_t, spawn): their CI lists (test/mpich-testlists/ci-DIR).
         suite mpich-testsuite-more bash "$top/scripts/mpich-testsuite.sh" --prefix "$mpich_prefix" \
             --subset ci --dirs more --logs "$root/mpich-testsuite-more"
         # Its rma part again with every RMA operation as MPIDIG's active messages

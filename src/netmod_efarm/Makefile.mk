@@ -21,6 +21,7 @@ noinst_HEADERS += \
     src/mpid/ch4/netmod/efarm/efarm_p2p.h \
     src/mpid/ch4/netmod/efarm/efarm_probe.h \
     src/mpid/ch4/netmod/efarm/efarm_rma_nm.h \
+    src/mpid/ch4/netmod/efarm/efarm_dynproc.h \
     src/mpid/ch4/netmod/efarm/efarm_noinline.h
 
 mpi_core_sources += \
@@ -29,7 +30,9 @@ mpi_core_sources += \
     src/mpid/ch4/netmod/efarm/efarm_am.c \
     src/mpid/ch4/netmod/efarm/efarm_win.c \
     src/mpid/ch4/netmod/efarm/efarm_stripe.c \
-    src/mpid/ch4/netmod/efarm/efarm_noinline.c
+    src/mpid/ch4/netmod/efarm/efarm_noinline.c \
+    src/mpid/ch4/netmod/efarm/efarm_dynproc.c \
+    src/mpid/ch4/netmod/efarm/efarm_dynproc_core.c
 
 errnames_txt_files += src/mpid/ch4/netmod/efarm/errnames.txt
 

@@ -42,6 +42,11 @@
     X(stripe_sends, "messages sent striped over the rails (EFARM_RAILS)")               \
     X(stripe_recvs, "striped messages received")                                        \
     X(stripe_tail_waits, "striped receives whose rail parts waited for an engine slot") \
+    X(dyn_sends, "dynamic-process bootstrap messages sent (connect, accept)")           \
+    X(dyn_recvs, "dynamic-process bootstrap messages received")                         \
+    X(dyn_timeouts, "dynamic-process exchanges that timed out")                         \
+    X(dyn_peers_new, "processes added to an address table from their upid")             \
+    X(dyn_peers_reused, "upids naming a process an address table held already")         \
     X(progress_calls, "calls of the netmod's progress (ch4's progress engine polls)")   \
     X(progress_idle, "progress calls that found nothing to do (no completion, no message)")
 

@@ -1,6 +1,6 @@
 /*
  * The rest of ch4:efarm's non-inline API: communicator, datatype and
- * operation hooks, memory allocation, and dynamic processes.
+ * operation hooks and memory allocation (dynamic processes: efarm_dynproc.c).
  *
  * efarm keeps no per-communicator, per-datatype or per-operation state of its
  * own: ch4 maps ranks to AV entries itself, datatypes are packed by MPICH,
@@ -160,85 +160,6 @@ void *MPIDI_EFARM_mpi_alloc_mem(MPI_Aint size, MPIR_Info *info)
 int MPIDI_EFARM_mpi_free_mem(void *ptr)
 {
     return MPIDIG_mpi_free_mem(ptr);
-}
-
-/*
- * ---- Dynamic processes -------------------------------------------------------
- *
- * Spawn, connect/accept, join, and intercommunicators between groups that do
- * not share an address table, identify processes by "upids" (for efarm, the
- * raw address) and bootstrap over dynamic_send/recv. Not provided yet: these
- * fail the MPI call with an error rather than abort, since the application
- * can handle it.
- */
-
-int MPIDI_EFARM_get_local_upids(MPIR_Comm *comm, int **local_upid_size, char **local_upids)
-{
-    int mpi_errno = MPI_SUCCESS;
-
-    (void)comm, (void)local_upid_size, (void)local_upids;
-    MPIR_ERR_SET(mpi_errno, MPI_ERR_OTHER, "**efarm_dynamic");
-    return mpi_errno;
-}
-
-#if !MPIDI_EFARM_MPICH_50
-int MPIDI_EFARM_upids_to_gpids(int size, int *remote_upid_size, char *remote_upids,
-                               uint64_t *remote_gpids)
-{
-    int mpi_errno = MPI_SUCCESS;
-
-    (void)size, (void)remote_upid_size, (void)remote_upids, (void)remote_gpids;
-    MPIR_ERR_SET(mpi_errno, MPI_ERR_OTHER, "**efarm_dynamic");
-    return mpi_errno;
-}
-
-int MPIDI_EFARM_dynamic_send(uint64_t remote_gpid, int tag, const void *buf, int size, int timeout)
-{
-    int mpi_errno = MPI_SUCCESS;
-
-    (void)remote_gpid, (void)tag, (void)buf, (void)size, (void)timeout;
-    MPIR_ERR_SET(mpi_errno, MPI_ERR_OTHER, "**efarm_dynamic");
-    return mpi_errno;
-}
-#else
-int MPIDI_EFARM_insert_upid(MPIR_Lpid lpid, const char *upid, int upid_len)
-{
-    int mpi_errno = MPI_SUCCESS;
-
-    (void)lpid, (void)upid, (void)upid_len;
-    MPIR_ERR_SET(mpi_errno, MPI_ERR_OTHER, "**efarm_dynamic");
-    return mpi_errno;
-}
-
-int MPIDI_EFARM_dynamic_send(MPIR_Lpid remote_lpid, int tag, const void *buf, int size, int timeout)
-{
-    int mpi_errno = MPI_SUCCESS;
-
-    (void)remote_lpid, (void)tag, (void)buf, (void)size, (void)timeout;
-    MPIR_ERR_SET(mpi_errno, MPI_ERR_OTHER, "**efarm_dynamic");
-    return mpi_errno;
-}
-
-int MPIDI_EFARM_dynamic_sendrecv(MPIR_Lpid remote_lpid, MPIR_Comm *peer_comm, int tag,
-                                 const void *send_buf, int send_size, void *recv_buf, int recv_size,
-                                 int timeout)
-{
-    int mpi_errno = MPI_SUCCESS;
-
-    (void)remote_lpid, (void)peer_comm, (void)tag, (void)send_buf, (void)send_size;
-    (void)recv_buf, (void)recv_size, (void)timeout;
-    MPIR_ERR_SET(mpi_errno, MPI_ERR_OTHER, "**efarm_dynamic");
-    return mpi_errno;
-}
-#endif
-
-int MPIDI_EFARM_dynamic_recv(int tag, void *buf, int size, int timeout)
-{
-    int mpi_errno = MPI_SUCCESS;
-
-    (void)tag, (void)buf, (void)size, (void)timeout;
-    MPIR_ERR_SET(mpi_errno, MPI_ERR_OTHER, "**efarm_dynamic");
-    return mpi_errno;
 }
 
 /*

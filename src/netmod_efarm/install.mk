@@ -48,11 +48,14 @@ dist_mpichnetmod_DATA = \
 	src/netmod_efarm/efarm_p2p.h \
 	src/netmod_efarm/efarm_probe.h \
 	src/netmod_efarm/efarm_rma_nm.h \
+	src/netmod_efarm/efarm_dynproc.h \
 	src/netmod_efarm/efarm_am.c \
 	src/netmod_efarm/efarm_init.c \
 	src/netmod_efarm/efarm_win.c \
 	src/netmod_efarm/efarm_stripe.c \
-	src/netmod_efarm/efarm_noinline.c
+	src/netmod_efarm/efarm_noinline.c \
+	src/netmod_efarm/efarm_dynproc.c \
+	src/netmod_efarm/efarm_dynproc_core.c
 
 # `make mpich`: MPICH 4.0.2 with this netmod, installed under build/mpich/install
 # (scripts/mpich-build.sh; caches under build/mpich, so a rerun redoes only what changed).

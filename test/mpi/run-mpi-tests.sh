@@ -122,6 +122,9 @@ runs=(
     "intercomm-faults-n4 intercomm 4 $faults"
     "sessions-n2 sessions 2"
     "sessions-n4 sessions 4"
+    "dynproc-n2 dynproc 2"
+    "dynproc-n1 dynproc 1"
+    "dynproc-faults-n2 dynproc 2 $faults EFASIM_DUP=0.05"
 )
 
 # Runs that must fail: NAME PROGRAM RANKS PATTERN [VAR=VALUE...]. They pass when

@@ -46,8 +46,13 @@ test_unit_efarm_unit_SOURCES = \
 	test/unit/test_wire_negotiation.c \
 	test/unit/test_wire_order.c \
 	test/unit/test_wire_malformed.c \
-	test/unit/test_wire_rma.c
+	test/unit/test_wire_rma.c \
+	test/unit/test_dynproc.c \
+	src/netmod_efarm/efarm_dynproc.h \
+	src/netmod_efarm/efarm_dynproc_core.c
+# The netmod's dynamic-process core includes no MPICH header (test_dynproc.c).
 test_unit_efarm_unit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test/unit $(IBVERBS_CFLAGS) \
+	-I$(top_srcdir)/src/netmod_efarm \
 	$(HWLOC_CFLAGS) -DEFARM_TEST_EFASIM_PATH=\"$(abs_builddir)/src/efasim/.libs\"
 test_unit_efarm_unit_LDADD = libefarm.la
 
