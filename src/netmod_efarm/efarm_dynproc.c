@@ -35,6 +35,8 @@
 #include "efarm_impl.h"
 
 #include <errno.h>
+#include <time.h>
+#include <unistd.h>
 #include "efarm_dynproc.h"
 #include "efarm_noinline.h"
 
@@ -69,9 +71,14 @@ static int dyn_finalize(void *arg)
     return MPI_SUCCESS;
 }
 
-/* One exchange with peer (EFARM_PEER_NONE: receive only), as MPI errors. */
-static int dyn_exchange_peer(efarm_peer_t peer, int tag, const void *sbuf, int ssize, void *rbuf,
-                             int rsize, int timeout, const char *what)
+/*
+ * One exchange with peer (EFARM_PEER_NONE: receive only) in conversation conv
+ * (MPIDI_EFARM_DYN_SOURCE: none), as MPI errors; res_p (may be NULL) gets the
+ * core's result.
+ */
+static int dyn_exchange_conv(efarm_peer_t peer, int32_t conv, int tag, const void *sbuf, int ssize,
+                             void *rbuf, int rsize, int timeout, const char *what,
+                             struct MPIDI_EFARM_dyn_result *res_p)
 {
     static bool finalize_added;
     int mpi_errno = MPI_SUCCESS, progress_errno = MPI_SUCCESS;
@@ -82,8 +89,10 @@ static int dyn_exchange_peer(efarm_peer_t peer, int tag, const void *sbuf, int s
 
     MPIR_ERR_CHKANDJUMP(MPIDI_EFARM_global.ep == NULL || ssize < 0 || rsize < 0, mpi_errno,
                         MPI_ERR_OTHER, "**efarm");
-    ret = MPIDI_EFARM_dyn_exchange(MPIDI_EFARM_global.ep, peer, tag, sbuf, (uint64_t)ssize, rbuf,
-                                   (uint64_t)rsize, &w, &res);
+    ret = MPIDI_EFARM_dyn_exchange_conv(MPIDI_EFARM_global.ep, peer, conv, tag, sbuf,
+                                        (uint64_t)ssize, rbuf, (uint64_t)rsize, &w, &res);
+    if (res_p)
+        *res_p = res;
     MPIDI_EFARM_global.nm_counters.dyn_sends += sbuf && res.send_status == 0;
     MPIDI_EFARM_global.nm_counters.dyn_recvs += rbuf && res.recv_status == 0;
     MPIDI_EFARM_global.nm_counters.dyn_timeouts += ret == -ETIMEDOUT;
@@ -104,6 +113,14 @@ fn_exit:
     return mpi_errno;
 fn_fail:
     goto fn_exit;
+}
+
+/* The same outside any conversation. */
+static int dyn_exchange_peer(efarm_peer_t peer, int tag, const void *sbuf, int ssize, void *rbuf,
+                             int rsize, int timeout, const char *what)
+{
+    return dyn_exchange_conv(peer, MPIDI_EFARM_DYN_SOURCE, tag, sbuf, ssize, rbuf, rsize, timeout,
+                             what, NULL);
 }
 
 #if !MPIDI_EFARM_MPICH_50
@@ -383,14 +400,25 @@ int MPIDI_EFARM_insert_upid(MPIR_Lpid lpid, const char *upid, int upid_len)
         MPIDI_EFARM_global.nm_counters.dyn_peers_reused++;
         goto fn_exit; /* known */
     }
+    /*
+     * MPICH 5.0 gives a process a new dynamic lpid at every connect/accept
+     * and a world lpid when an intercommunicator names it; the engine keeps
+     * one peer per process, so a process some entry named already counts as
+     * reused.
+     */
     ret = MPIDI_EFARM_dyn_peer(MPIDI_EFARM_global.ep, raw, &peer);
+    if (ret >= 0)
+        ret = MPIDI_EFARM_peer_name(peer);
     if (ret < 0) {
         mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_av_insert (a remote upid)");
         goto fn_fail;
     }
     a->peer = peer;
     a->nrails = 1;
-    MPIDI_EFARM_global.nm_counters.dyn_peers_new++;
+    if (ret == 0)
+        MPIDI_EFARM_global.nm_counters.dyn_peers_new++;
+    else
+        MPIDI_EFARM_global.nm_counters.dyn_peers_reused++;
 
 fn_exit:
     return mpi_errno;
@@ -400,54 +428,204 @@ fn_fail:
 
 /* ---- MPICH 5.0: bootstrap messages -------------------------------------------------------- */
 
-static int dyn_exchange_lpid(MPIR_Lpid lpid, bool has_peer, int tag, const void *sbuf, int ssize,
-                             void *rbuf, int rsize, int timeout, const char *what)
+/*
+ * Conversations. MPICH 5.0 follows a connect/accept's first message with
+ * the leaders' exchange (dynamic_sendrecv) under the port's tag, and a
+ * connect that times out has sent its part of that exchange already; a later
+ * connect/accept between the same two processes (the other way round, say,
+ * with an equal port tag) would take that stale message for its own. So each
+ * connect numbers its conversation (a random number from
+ * MPIDI_EFARM_DYN_CONV_MIN up), sends the number after the connect message,
+ * and both sides keep it per peer; the exchanges carry it as their source
+ * word (efarm_dynproc.h), so a receive takes only its own conversation's
+ * messages. An exchange that times out ends its conversation. Processes that
+ * never connected (MPI_Intercomm_create within a world) use none.
+ */
+static int32_t *g_conv; /* per engine peer: its conversation, 0 for none */
+static size_t g_conv_len;
+
+static int conv_free(void *arg)
 {
-    efarm_peer_t peer = EFARM_PEER_NONE;
-
-    if (has_peer) {
-        MPIDI_EFARM_addr_t *a = &MPIDI_EFARM_AV(MPIDIU_lpid_to_av_slow(lpid));
-
-        if (a->nrails == 0) {
-            int mpi_errno = MPI_SUCCESS;
-
-            MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**efarm_dyngpid", "**efarm_dyngpid %d %d",
-                          (int)MPIR_LPID_WORLD_INDEX(lpid), (int)MPIR_LPID_WORLD_RANK(lpid));
-            return mpi_errno;
-        }
-        peer = a->peer;
-    }
-    return dyn_exchange_peer(peer, tag, sbuf, ssize, rbuf, rsize, timeout, what);
+    (void)arg;
+    MPL_free(g_conv);
+    g_conv = NULL;
+    g_conv_len = 0;
+    return MPI_SUCCESS;
 }
 
-/* Send size bytes to the process remote_lpid names (tag: the port's), within timeout seconds. */
+static int32_t conv_of(efarm_peer_t peer)
+{
+    return peer < g_conv_len && g_conv[peer] ? g_conv[peer] : MPIDI_EFARM_DYN_SOURCE;
+}
+
+static int conv_set(efarm_peer_t peer, int32_t conv)
+{
+    if (peer >= g_conv_len) {
+        size_t len = g_conv_len ? g_conv_len : 16;
+        int32_t *p;
+
+        while (len <= peer)
+            len *= 2;
+        p = MPL_realloc(g_conv, len * sizeof(*p), MPL_MEM_ADDRESS);
+        if (p == NULL)
+            return MPI_ERR_NO_MEM;
+        if (g_conv == NULL)
+            MPIR_Add_finalize(conv_free, NULL, 0);
+        memset(p + g_conv_len, 0, (len - g_conv_len) * sizeof(*p));
+        g_conv = p;
+        g_conv_len = len;
+    }
+    g_conv[peer] = conv;
+    return MPI_SUCCESS;
+}
+
+/* A new conversation number: MPIDI_EFARM_DYN_CONV_MIN to MPIDI_EFARM_DYN_SOURCE - 1. */
+static int32_t conv_new(void)
+{
+    static uint64_t counter;
+    struct timespec ts;
+    uint64_t x;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    x = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    x ^= (uint64_t)getpid() << 32;
+    x += ++counter * 0x9e3779b97f4a7c15u; /* splitmix64 */
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    x ^= x >> 31;
+    return MPIDI_EFARM_DYN_CONV_MIN +
+           (int32_t)(x % (uint64_t)(MPIDI_EFARM_DYN_SOURCE - MPIDI_EFARM_DYN_CONV_MIN));
+}
+
+#define MPIDI_EFARM_CONV_LEN                                            \
+    4 /* the conversation number after a connect message, little-endian \
+       */
+
+static void conv_store(uint8_t *p, int32_t conv)
+{
+    for (int i = 0; i < MPIDI_EFARM_CONV_LEN; i++)
+        p[i] = (uint8_t)((uint32_t)conv >> (8 * i));
+}
+
+static int32_t conv_load(const uint8_t *p)
+{
+    uint32_t v = 0;
+
+    for (int i = 0; i < MPIDI_EFARM_CONV_LEN; i++)
+        v |= (uint32_t)p[i] << (8 * i);
+    return (int32_t)v;
+}
+
+/* The engine peer of lpid's entry, or an error if the entry names none. */
+static int lpid_peer(MPIR_Lpid lpid, efarm_peer_t *peer_p)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_EFARM_addr_t *a = &MPIDI_EFARM_AV(MPIDIU_lpid_to_av_slow(lpid));
+
+    if (a->nrails == 0) {
+        MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**efarm_dyngpid", "**efarm_dyngpid %d %d",
+                      (int)MPIR_LPID_WORLD_INDEX(lpid), (int)MPIR_LPID_WORLD_RANK(lpid));
+        return mpi_errno;
+    }
+    *peer_p = a->peer;
+    return MPI_SUCCESS;
+}
+
+/*
+ * The connect message: size bytes to the process remote_lpid names (tag: the
+ * port's) and a new conversation number after them, within timeout seconds.
+ */
 int MPIDI_EFARM_dynamic_send(MPIR_Lpid remote_lpid, int tag, const void *buf, int size, int timeout)
 {
-    return dyn_exchange_lpid(remote_lpid, true, tag, buf, size, NULL, 0, timeout,
-                             "a dynamic-process send (connect/accept)");
+    int mpi_errno;
+    efarm_peer_t peer;
+    int32_t conv = conv_new();
+    uint8_t *msg;
+
+    mpi_errno = lpid_peer(remote_lpid, &peer);
+    if (mpi_errno)
+        return mpi_errno;
+    if (size < 0 || size > INT32_MAX - MPIDI_EFARM_CONV_LEN)
+        return MPIDI_EFARM_ERROR(-EINVAL, "a dynamic-process send (connect/accept)");
+    msg = MPL_malloc((size_t)size + MPIDI_EFARM_CONV_LEN, MPL_MEM_OTHER);
+    if (msg == NULL)
+        return MPIDI_EFARM_ERROR(-ENOMEM, "a dynamic-process send (connect/accept)");
+    if (size > 0)
+        memcpy(msg, buf, (size_t)size);
+    conv_store(msg + size, conv);
+    mpi_errno =
+        dyn_exchange_conv(peer, MPIDI_EFARM_DYN_SOURCE, tag, msg, size + MPIDI_EFARM_CONV_LEN, NULL,
+                          0, timeout, "a dynamic-process send (connect/accept)", NULL);
+    MPL_free(msg);
+    if (mpi_errno == MPI_SUCCESS)
+        mpi_errno = conv_set(peer, conv);
+    return mpi_errno;
 }
 
-/* Receive at most size bytes tagged tag from any process, within timeout seconds. */
+/*
+ * The accept: a connect message of at most size bytes tagged tag from any
+ * process, within timeout seconds; its conversation number (checked) is kept
+ * for the sender.
+ */
 int MPIDI_EFARM_dynamic_recv(int tag, void *buf, int size, int timeout)
 {
-    return dyn_exchange_lpid(0, false, tag, NULL, 0, buf, size, timeout,
-                             "a dynamic-process receive (connect/accept)");
+    int mpi_errno;
+    struct MPIDI_EFARM_dyn_result res;
+    uint8_t *msg;
+    int32_t conv;
+
+    if (size < 0 || size > INT32_MAX - MPIDI_EFARM_CONV_LEN)
+        return MPIDI_EFARM_ERROR(-EINVAL, "a dynamic-process receive (connect/accept)");
+    msg = MPL_malloc((size_t)size + MPIDI_EFARM_CONV_LEN, MPL_MEM_OTHER);
+    if (msg == NULL)
+        return MPIDI_EFARM_ERROR(-ENOMEM, "a dynamic-process receive (connect/accept)");
+    mpi_errno = dyn_exchange_conv(EFARM_PEER_NONE, MPIDI_EFARM_DYN_SOURCE, tag, NULL, 0, msg,
+                                  size + MPIDI_EFARM_CONV_LEN, timeout,
+                                  "a dynamic-process receive (connect/accept)", &res);
+    if (mpi_errno)
+        goto out;
+    conv = res.recv_len >= MPIDI_EFARM_CONV_LEN
+               ? conv_load(msg + res.recv_len - MPIDI_EFARM_CONV_LEN)
+               : 0;
+    if (conv < MPIDI_EFARM_DYN_CONV_MIN || conv >= MPIDI_EFARM_DYN_SOURCE) {
+        MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**efarm_dynconv", "**efarm_dynconv %d",
+                      (int)res.recv_len);
+        goto out;
+    }
+    memcpy(buf, msg, (size_t)res.recv_len - MPIDI_EFARM_CONV_LEN);
+    mpi_errno = conv_set(res.sender, conv);
+out:
+    MPL_free(msg);
+    return mpi_errno;
 }
 
 /*
  * The leaders' exchange of MPI_Intercomm_create (and of connect/accept after
- * the first message): send_size bytes to remote_lpid and at most recv_size
- * from it, both with tag, within timeout seconds. A size of 0 skips that
- * half, as ch4 asks.
+ * the connect message): send_size bytes to remote_lpid and at most recv_size
+ * from it, both with tag, in the pair's conversation, within timeout seconds.
+ * A size of 0 skips that half, as ch4 asks. ch4's tags here carry MPICH's
+ * collective bit (MPIR_Intercomm_create_timeout sets MPIR_TAG_COLL_BIT),
+ * a port's tag never does: an exchange and a connect message never match
+ * each other even outside a conversation.
  */
 int MPIDI_EFARM_dynamic_sendrecv(MPIR_Lpid remote_lpid, MPIR_Comm *peer_comm, int tag,
                                  const void *send_buf, int send_size, void *recv_buf, int recv_size,
                                  int timeout)
 {
+    int mpi_errno = MPI_SUCCESS;
+    struct MPIDI_EFARM_dyn_result res;
+    efarm_peer_t peer;
+
     (void)peer_comm;
-    return dyn_exchange_lpid(remote_lpid, true, tag, send_size > 0 ? send_buf : NULL, send_size,
-                             recv_size > 0 ? recv_buf : NULL, recv_size, timeout,
-                             "a dynamic-process exchange (intercommunicator creation)");
+    mpi_errno = lpid_peer(remote_lpid, &peer);
+    if (mpi_errno)
+        return mpi_errno;
+    mpi_errno = dyn_exchange_conv(peer, conv_of(peer), tag, send_size > 0 ? send_buf : NULL,
+                                  send_size, recv_size > 0 ? recv_buf : NULL, recv_size, timeout,
+                                  "a dynamic-process exchange (intercommunicator creation)", &res);
+    if (mpi_errno && (res.recv_status == -ETIMEDOUT || res.send_status == -ETIMEDOUT))
+        conv_set(peer, 0); /* the conversation is over: its late messages match nothing */
+    return mpi_errno;
 }
 
 #endif /* MPIDI_EFARM_MPICH_50 */

@@ -105,6 +105,22 @@ int MPIDI_EFARM_dyn_exchange(struct efarm_ep *ep, efarm_peer_t peer, int32_t tag
                              const struct MPIDI_EFARM_dyn_wait *wait,
                              struct MPIDI_EFARM_dyn_result *res_p);
 
+/*
+ * The same in one conversation: conv, in MPIDI_EFARM_DYN_CONV_MIN to
+ * MPIDI_EFARM_DYN_SOURCE, is the source word both the send and the receive
+ * carry (MPIDI_EFARM_dyn_exchange's is MPIDI_EFARM_DYN_SOURCE), so a receive
+ * takes only messages of its conversation: MPICH 5.0's hooks number each
+ * connect/accept's conversation (efarm_dynproc.c), so that a message left by
+ * an exchange that timed out never passes for one of a later exchange between
+ * the same two processes. Values from 2^23 up: no rank of a communicator that
+ * might share the reserved context reaches them. -EINVAL for another value.
+ */
+#define MPIDI_EFARM_DYN_CONV_MIN (1 << (EFARM_TAG_SOURCE_BITS - 1))
+int MPIDI_EFARM_dyn_exchange_conv(struct efarm_ep *ep, efarm_peer_t peer, int32_t conv, int32_t tag,
+                                  const void *sbuf, uint64_t slen, void *rbuf, uint64_t rlen,
+                                  const struct MPIDI_EFARM_dyn_wait *wait,
+                                  struct MPIDI_EFARM_dyn_result *res_p);
+
 /* Sends left behind by timed-out exchanges and not yet complete. */
 unsigned MPIDI_EFARM_dyn_abandoned(void);
 

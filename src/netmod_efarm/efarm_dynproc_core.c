@@ -175,13 +175,14 @@ static bool expired(const struct MPIDI_EFARM_dyn_wait *w, double start)
 }
 
 /* Start the send (from op's copy), retrying while the engine has no slot. */
-static int send_start(struct efarm_ep *ep, efarm_peer_t peer, int32_t tag, struct dyn_op *op,
-                      uint64_t len, const struct MPIDI_EFARM_dyn_wait *w, double start)
+static int send_start(struct efarm_ep *ep, efarm_peer_t peer, int32_t source, int32_t tag,
+                      struct dyn_op *op, uint64_t len, const struct MPIDI_EFARM_dyn_wait *w,
+                      double start)
 {
     int ret;
 
-    while ((ret = efarm_tsend(ep, peer, op->data, len, MPIDI_EFARM_DYN_CONTEXT,
-                              MPIDI_EFARM_DYN_SOURCE, tag, 0, 0, &op->req)) == -EAGAIN) {
+    while ((ret = efarm_tsend(ep, peer, op->data, len, MPIDI_EFARM_DYN_CONTEXT, source, tag, 0, 0,
+                              &op->req)) == -EAGAIN) {
         if (expired(w, start))
             return -ETIMEDOUT;
         ret = w->progress(w->arg);
@@ -191,13 +192,13 @@ static int send_start(struct efarm_ep *ep, efarm_peer_t peer, int32_t tag, struc
     return ret;
 }
 
-static int recv_start(struct efarm_ep *ep, int32_t tag, struct dyn_op *op,
+static int recv_start(struct efarm_ep *ep, int32_t source, int32_t tag, struct dyn_op *op,
                       const struct MPIDI_EFARM_dyn_wait *w, double start)
 {
     int ret;
 
-    while ((ret = efarm_trecv(ep, op->data, op->cap, MPIDI_EFARM_DYN_CONTEXT,
-                              MPIDI_EFARM_DYN_SOURCE, tag, &op->req)) == -EAGAIN) {
+    while ((ret = efarm_trecv(ep, op->data, op->cap, MPIDI_EFARM_DYN_CONTEXT, source, tag,
+                              &op->req)) == -EAGAIN) {
         if (expired(w, start))
             return -ETIMEDOUT;
         ret = w->progress(w->arg);
@@ -233,12 +234,22 @@ int MPIDI_EFARM_dyn_exchange(struct efarm_ep *ep, efarm_peer_t peer, int32_t tag
                              const struct MPIDI_EFARM_dyn_wait *wait,
                              struct MPIDI_EFARM_dyn_result *res_p)
 {
+    return MPIDI_EFARM_dyn_exchange_conv(ep, peer, MPIDI_EFARM_DYN_SOURCE, tag, sbuf, slen, rbuf,
+                                         rlen, wait, res_p);
+}
+
+int MPIDI_EFARM_dyn_exchange_conv(struct efarm_ep *ep, efarm_peer_t peer, int32_t conv, int32_t tag,
+                                  const void *sbuf, uint64_t slen, void *rbuf, uint64_t rlen,
+                                  const struct MPIDI_EFARM_dyn_wait *wait,
+                                  struct MPIDI_EFARM_dyn_result *res_p)
+{
     struct MPIDI_EFARM_dyn_result res = {.sender = EFARM_PEER_NONE};
     struct dyn_op *rop = NULL, *sop = NULL;
     double start = now_s();
     int ret = 0;
 
-    if (tag < 0 || tag > EFARM_TAG_MAX || slen > INT32_MAX || rlen > INT32_MAX ||
+    if (tag < 0 || tag > EFARM_TAG_MAX || conv < MPIDI_EFARM_DYN_CONV_MIN ||
+        conv > MPIDI_EFARM_DYN_SOURCE || slen > INT32_MAX || rlen > INT32_MAX ||
         (sbuf == NULL && slen) || (!sbuf && !rbuf)) {
         res.recv_status = res.send_status = -EINVAL;
         if (res_p)
@@ -251,7 +262,7 @@ int MPIDI_EFARM_dyn_exchange(struct efarm_ep *ep, efarm_peer_t peer, int32_t tag
             ret = -ENOMEM;
             goto out;
         }
-        ret = recv_start(ep, tag, rop, wait, start);
+        ret = recv_start(ep, conv, tag, rop, wait, start);
         if (ret < 0)
             goto err_free_recv;
     }
@@ -262,7 +273,7 @@ int MPIDI_EFARM_dyn_exchange(struct efarm_ep *ep, efarm_peer_t peer, int32_t tag
             goto out;
         }
         memcpy(sop->data, sbuf, (size_t)slen);
-        ret = send_start(ep, peer, tag, sop, slen, wait, start);
+        ret = send_start(ep, peer, conv, tag, sop, slen, wait, start);
         if (ret < 0)
             goto err_free_send;
     }

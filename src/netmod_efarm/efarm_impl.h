@@ -23,31 +23,31 @@
 #include "efarm_proto.h"
 
 /* The netmod's own counters (MPI_T pvars efarm_nm_*, beside the engine's efarm_*). */
-#define MPIDI_EFARM_NM_COUNTER_LIST(X)                                                  \
-    X(send_msgs, "native point-to-point sends started")                                 \
-    X(send_bytes, "payload bytes of native point-to-point sends")                       \
-    X(recv_msgs, "native point-to-point receives completed with data")                  \
-    X(recv_bytes, "payload bytes delivered by native point-to-point")                   \
-    X(am_send, "active messages sent (MPIDIG over efarm)")                              \
-    X(am_recv, "active messages received and dispatched to MPIDIG")                     \
-    X(eagain_waits, "engine calls retried after progress (no free slot)")               \
-    X(rma_native_ops, "RMA operations carried natively (efarm_write/read/atomic)")      \
-    X(rma_native_bytes, "bytes of native RMA operations")                               \
-    X(rma_fallback_ops, "RMA operations sent through MPIDIG (active messages)")         \
-    X(rma_native_windows, "windows whose RMA may go native")                            \
-    X(rma_fallback_windows, "windows whose RMA all goes through MPIDIG")                \
-    X(rma_native_split, "native RMA operations carried by several engine operations")   \
-    X(rma_dyn_attached, "regions attached to dynamic windows with native RMA")          \
-    X(rma_dyn_lookups, "reads of a peer's dynamic-window directory (cache misses)")     \
-    X(stripe_sends, "messages sent striped over the rails (EFARM_RAILS)")               \
-    X(stripe_recvs, "striped messages received")                                        \
-    X(stripe_tail_waits, "striped receives whose rail parts waited for an engine slot") \
-    X(dyn_sends, "dynamic-process bootstrap messages sent (connect, accept)")           \
-    X(dyn_recvs, "dynamic-process bootstrap messages received")                         \
-    X(dyn_timeouts, "dynamic-process exchanges that timed out")                         \
-    X(dyn_peers_new, "processes added to an address table from their upid")             \
-    X(dyn_peers_reused, "upids naming a process an address table held already")         \
-    X(progress_calls, "calls of the netmod's progress (ch4's progress engine polls)")   \
+#define MPIDI_EFARM_NM_COUNTER_LIST(X)                                                    \
+    X(send_msgs, "native point-to-point sends started")                                   \
+    X(send_bytes, "payload bytes of native point-to-point sends")                         \
+    X(recv_msgs, "native point-to-point receives completed with data")                    \
+    X(recv_bytes, "payload bytes delivered by native point-to-point")                     \
+    X(am_send, "active messages sent (MPIDIG over efarm)")                                \
+    X(am_recv, "active messages received and dispatched to MPIDIG")                       \
+    X(eagain_waits, "engine calls retried after progress (no free slot)")                 \
+    X(rma_native_ops, "RMA operations carried natively (efarm_write/read/atomic)")        \
+    X(rma_native_bytes, "bytes of native RMA operations")                                 \
+    X(rma_fallback_ops, "RMA operations sent through MPIDIG (active messages)")           \
+    X(rma_native_windows, "windows whose RMA may go native")                              \
+    X(rma_fallback_windows, "windows whose RMA all goes through MPIDIG")                  \
+    X(rma_native_split, "native RMA operations carried by several engine operations")     \
+    X(rma_dyn_attached, "regions attached to dynamic windows with native RMA")            \
+    X(rma_dyn_lookups, "reads of a peer's dynamic-window directory (cache misses)")       \
+    X(stripe_sends, "messages sent striped over the rails (EFARM_RAILS)")                 \
+    X(stripe_recvs, "striped messages received")                                          \
+    X(stripe_tail_waits, "striped receives whose rail parts waited for an engine slot")   \
+    X(dyn_sends, "dynamic-process bootstrap messages sent (connect, accept)")             \
+    X(dyn_recvs, "dynamic-process bootstrap messages received")                           \
+    X(dyn_timeouts, "dynamic-process exchanges that timed out")                           \
+    X(dyn_peers_new, "upids naming a process new to efarm (4.x: to every address table)") \
+    X(dyn_peers_reused, "upids naming a process efarm knew (4.x: a table held it)")       \
+    X(progress_calls, "calls of the netmod's progress (ch4's progress engine polls)")     \
     X(progress_idle, "progress calls that found nothing to do (no completion, no message)")
 
 typedef struct {
@@ -111,6 +111,9 @@ typedef struct {
      * any-source pairs completed while posting, efarm_p2p.h).
      */
     struct MPIR_Request *release_later;
+    /* Engine peers some AV entry names (one bit per peer): MPIDI_EFARM_peer_name. */
+    uint8_t *named_peers;
+    size_t named_peers_len; /* bytes */
 } MPIDI_EFARM_global_t;
 
 extern MPIDI_EFARM_global_t MPIDI_EFARM_global;
@@ -188,6 +191,11 @@ int MPIDI_EFARM_hint_proto_set(MPIR_Comm *comm_ptr, int index, int value);
 
 /* Open the other rails (init_local) and close them (finalize). */
 int MPIDI_EFARM_rails_open(const struct efarm_ep_attr *attr);
+/*
+ * Note that an AV entry names engine peer `peer` (efarm_init.c). Returns 1 if
+ * one did already (the process is known), 0 if not, or -ENOMEM.
+ */
+int MPIDI_EFARM_peer_name(efarm_peer_t peer);
 #if MPIDI_EFARM_MPICH_50
 /* MPICH 5.0: the address exchange of a bootstrap communicator (efarm_init.c). */
 int MPIDI_EFARM_comm_addr_exchange(MPIR_Comm *comm);

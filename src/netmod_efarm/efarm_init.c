@@ -536,6 +536,30 @@ static void my_card(uint8_t card[MPIDI_EFARM_CARD_LEN])
         efarm_ep_addr(MPIDI_EFARM_global.rails[r], card + (size_t)r * EFARM_RAW_ADDR_LEN);
 }
 
+int MPIDI_EFARM_peer_name(efarm_peer_t peer)
+{
+    size_t byte = peer / 8;
+    uint8_t bit = (uint8_t)(1u << (peer % 8));
+    int known;
+
+    if (byte >= MPIDI_EFARM_global.named_peers_len) {
+        size_t len = MPIDI_EFARM_global.named_peers_len ? MPIDI_EFARM_global.named_peers_len : 64;
+        uint8_t *p;
+
+        while (len <= byte)
+            len *= 2;
+        p = MPL_realloc(MPIDI_EFARM_global.named_peers, len, MPL_MEM_ADDRESS);
+        if (p == NULL)
+            return -ENOMEM;
+        memset(p + MPIDI_EFARM_global.named_peers_len, 0, len - MPIDI_EFARM_global.named_peers_len);
+        MPIDI_EFARM_global.named_peers = p;
+        MPIDI_EFARM_global.named_peers_len = len;
+    }
+    known = (MPIDI_EFARM_global.named_peers[byte] & bit) != 0;
+    MPIDI_EFARM_global.named_peers[byte] |= bit;
+    return known;
+}
+
 /* Insert a peer's card into the address vectors and set its AV entry. */
 static int insert_card(MPIDI_EFARM_addr_t *a, const uint8_t *card)
 {
@@ -545,6 +569,8 @@ static int insert_card(MPIDI_EFARM_addr_t *a, const uint8_t *card)
     int ret;
 
     ret = efarm_av_insert(MPIDI_EFARM_global.ep, card, &peer);
+    if (ret >= 0)
+        ret = MPIDI_EFARM_peer_name(peer);
     if (ret < 0)
         return MPIDI_EFARM_ERROR(ret, "efarm_av_insert");
     a->peer = peer;
@@ -775,6 +801,9 @@ int MPIDI_EFARM_mpi_finalize_hook(void)
         efarm_ep_close(MPIDI_EFARM_global.ep);
         MPIDI_EFARM_global.ep = NULL;
     }
+    MPL_free(MPIDI_EFARM_global.named_peers);
+    MPIDI_EFARM_global.named_peers = NULL;
+    MPIDI_EFARM_global.named_peers_len = 0;
     MPIDI_EFARM_am_finalize();
     return mpi_errno;
 }
