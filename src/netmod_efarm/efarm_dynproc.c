@@ -23,6 +23,14 @@
  * so MPICH sees one process as one. Such processes are never striped to
  * (their entry has one rail): efarm_stripe.c keys tails by world rank.
  *
+ * Departure. A process of another job leaves after MPI_Comm_disconnect
+ * without any barrier with this one (MPICH 4.0's disconnect is a free), so a
+ * packet to it can still be in flight, delivered but its acknowledgement
+ * lost, when it exits. Within one MPI_COMM_WORLD MPI_Finalize's flush and
+ * barrier rule that out and such a loss fails the endpoint; a peer added from
+ * a upid is marked departing (efarm_av_set_departing), so the loss fails
+ * that peer alone.
+ *
  * Disconnect. MPI_Comm_disconnect frees the communicator; the last
  * reference to a table frees it in MPICH (MPIDIU_free_avt) without calling
  * the netmod, and the engine has no removal from its address vector
@@ -269,6 +277,8 @@ int MPIDI_EFARM_upids_to_gpids(int size, int *remote_upid_size, char *remote_upi
             a = &MPIDI_EFARM_AV(&MPIDIU_get_av(avtid, slot[i]));
             a->peer = peers[i];
             a->nrails = 1; /* never striped to (efarm_stripe.c keys tails by world rank) */
+            /* It may exit after MPI_Comm_disconnect, with no barrier with us (doc/NETMOD.md). */
+            efarm_av_set_departing(MPIDI_EFARM_global.ep, peers[i]);
             remote_gpids[i] = MPIDIU_GPID_CREATE(avtid, slot[i]);
         }
         MPIDI_EFARM_global.nm_counters.dyn_peers_new += (unsigned long long)n_new;
@@ -414,7 +424,10 @@ int MPIDI_EFARM_insert_upid(MPIR_Lpid lpid, const char *upid, int upid_len)
         goto fn_fail;
     }
     a->peer = peer;
-    a->nrails = 1;
+    a->nrails = 1; /* never striped to (efarm_stripe.c keys tails by world rank) */
+    /* A process of another job may exit after MPI_Comm_disconnect, with no barrier with us. */
+    if ((lpid & MPIR_LPID_DYNAMIC_MASK) || MPIR_LPID_WORLD_INDEX(lpid) != 0)
+        efarm_av_set_departing(MPIDI_EFARM_global.ep, peer);
     if (ret == 0)
         MPIDI_EFARM_global.nm_counters.dyn_peers_new++;
     else

@@ -134,7 +134,9 @@ void MPIDI_EFARM_dyn_release(void);
  * Insert-or-reuse: the peer of a process known by its raw address, added to
  * the endpoint's address vector unless present (efarm_av_insert keeps one
  * entry per GID, QPN and connid). Returns 0 or the engine's error (-ENOSPC:
- * the address vector is full, EFARM_AV_SIZE).
+ * the address vector is full, EFARM_AV_SIZE). A process that is not of the
+ * caller's MPI_COMM_WORLD should then be marked with efarm_av_set_departing
+ * (it may exit after MPI_Comm_disconnect without a barrier with us).
  */
 int MPIDI_EFARM_dyn_peer(struct efarm_ep *ep, const uint8_t raw[EFARM_RAW_ADDR_LEN],
                          efarm_peer_t *peer_p);

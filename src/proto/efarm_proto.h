@@ -257,6 +257,19 @@ int efarm_policy_print(FILE *out, const char *device_name, uint32_t mtu);
 int efarm_av_insert(struct efarm_ep *ep, const uint8_t raw[EFARM_RAW_ADDR_LEN],
                     efarm_peer_t *peer_p);
 
+/*
+ * Say that peer may exit at any time without synchronising with this
+ * endpoint (MPI: a process of another job, met through spawn, connect or
+ * join, which leaves after MPI_Comm_disconnect). A packet to it that fails at
+ * the device (unresponsive, or its QP gone) then fails the peer alone, even
+ * when it held something no request reports (an injected send's data, our
+ * HANDSHAKE, a reply): such a packet was delivered before its process left
+ * and only the acknowledgement went missing, or MPI would not have let the
+ * process go. The endpoint goes on; the log says so. Without it such a loss
+ * fails the endpoint (efarm_ep_progress). Returns 0 or -EINVAL.
+ */
+int efarm_av_set_departing(struct efarm_ep *ep, efarm_peer_t peer);
+
 /* The raw address of a peer. Returns 0 or -EINVAL. */
 int efarm_av_lookup(const struct efarm_ep *ep, efarm_peer_t peer, uint8_t raw[EFARM_RAW_ADDR_LEN]);
 

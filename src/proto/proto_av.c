@@ -144,6 +144,14 @@ int efarm_av_insert(struct efarm_ep *ep, const uint8_t raw[EFARM_RAW_ADDR_LEN],
     return av_add(ep, raw, qpn, connid, 0, peer_p);
 }
 
+int efarm_av_set_departing(struct efarm_ep *ep, efarm_peer_t peer)
+{
+    if (peer >= ep->npeers)
+        return -EINVAL;
+    ep->peers[peer].flags |= EFARM_PEER_DEPARTS;
+    return 0;
+}
+
 int efarm_av_lookup(const struct efarm_ep *ep, efarm_peer_t peer, uint8_t raw[EFARM_RAW_ADDR_LEN])
 {
     const struct efarm_peer *p;
@@ -405,6 +413,8 @@ void efarm_peer_fail(struct efarm_ep *ep, efarm_peer_t peer, int status, uint8_t
                      const char *lost)
 {
     struct efarm_peer_state *st = ep->peers[peer].st;
+    /* A peer that may depart (efarm_av_set_departing) ends so: said at info level. */
+    const bool departs = ep->peers[peer].flags & EFARM_PEER_DEPARTS;
     char who[96];
 
     peer_describe(ep, peer, who, sizeof(who));
@@ -415,7 +425,7 @@ void efarm_peer_fail(struct efarm_ep *ep, efarm_peer_t peer, int status, uint8_t
         efarm_ep_pending(ep);
         ep->cnt.peers_failed++;
         efarm_log(
-            EFARM_LOG_WARN,
+            departs ? EFARM_LOG_INFO : EFARM_LOG_WARN,
             "%s failed: a packet to it (%s) failed at the device: %s; every operation with it ends "
             "with this error",
             who, efarm_pkt_type_info(pkt_type)->name, efarm_strerror(status));
@@ -432,6 +442,14 @@ void efarm_peer_fail(struct efarm_ep *ep, efarm_peer_t peer, int status, uint8_t
     }
     if (lost == NULL)
         return;
+    if (departs) {
+        /* It may have left (efarm_av_set_departing): what it held reached it first. */
+        efarm_log(EFARM_LOG_INFO,
+                  "%s: lost %s (%s: %s); it may exit without telling us (another job's "
+                  "process), so only the peer fails",
+                  who, lost, efarm_pkt_type_info(pkt_type)->name, efarm_strerror(status));
+        return;
+    }
     efarm_log(EFARM_LOG_ERROR,
               "%s: lost %s (%s: %s); a lost message cannot be recovered: the endpoint fails", who,
               lost, efarm_pkt_type_info(pkt_type)->name, efarm_strerror(status));

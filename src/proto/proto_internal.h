@@ -54,6 +54,7 @@
 
 #define EFARM_PEER_USED     0x1u
 #define EFARM_PEER_IMPLICIT 0x2u /* learnt from a raw-address header */
+#define EFARM_PEER_DEPARTS  0x4u /* may exit without a barrier with us (efarm_av_set_departing) */
 
 struct efarm_peer_state;
 

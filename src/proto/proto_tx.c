@@ -303,10 +303,11 @@ void efarm_tx_completion_general(struct efarm_ep *ep, const struct efarm_dev_cqe
     }
     if (cqe->status == 0)
         st->rnr_streak = 0;
-    else
-        efarm_log_ratelimited(EFARM_LOG_WARN, "%s to peer %u failed: %s (vendor error %u)",
-                              efarm_pkt_type_info(tx->type)->name, tx->peer,
-                              efarm_strerror(cqe->status), cqe->vendor_err);
+    else /* expected of a peer that may depart (efarm_av_set_departing): info only */
+        efarm_log_ratelimited(
+            ep->peers[tx->peer].flags & EFARM_PEER_DEPARTS ? EFARM_LOG_INFO : EFARM_LOG_WARN,
+            "%s to peer %u failed: %s (vendor error %u)", efarm_pkt_type_info(tx->type)->name,
+            tx->peer, efarm_strerror(cqe->status), cqe->vendor_err);
     txpkt_done(ep, tx, cqe->status);
 }
 

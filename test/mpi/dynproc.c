@@ -14,8 +14,10 @@
  *   4. time out: parent 0 accepts on a port of its own with info
  *      timeout=2 that nobody connects to, and connects with timeout=2 to a
  *      port of the last child that never accepts: both must fail within a few
- *      seconds (MPI_ERRORS_RETURN), after which parent 0 accepts child 0's
- *      connection on its port (the process goes on working);
+ *      seconds (MPI_ERRORS_RETURN), connects to ports whose process id is
+ *      cut short or not efarm's fail with an error naming the upid, and
+ *      after all that parent 0 accepts child 0's connection on its port
+ *      (the process goes on working);
  *   5. MPI_Comm_join over a TCP loopback socket between parent 0 and child 0;
  *   6. MPI_Comm_disconnect the spawn intercommunicator.
  * efarm's counters show the traffic went through efarm: the bootstrap
@@ -27,6 +29,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -238,6 +241,28 @@ static void run(MPI_Comm inter, int is_parent)
         CHECK(now_s() - t0 >= 1.9 && now_s() - t0 < 30);
         CHECK_COUNTER(mpitest_pvar_read("efarm_nm_dyn_timeouts"), ==, timeouts0 + 2);
         CHECK_MPI(MPI_Info_free(&info));
+
+        /* A port whose process id is cut short, or another netmod's: a clear error, no crash. */
+        for (int k = 0; k < 2; k++) {
+            char bad[MPI_MAX_PORT_NAME], msg[MPI_MAX_ERROR_STRING];
+            char *hex;
+            int len = 0;
+
+            mpitest_context("connect to a port with a malformed process id (%d)", k);
+            snprintf(bad, sizeof(bad), "%s", port2);
+            hex = strstr(bad, "connentry#");
+            CHECK(hex != NULL);
+            hex += strlen("connentry#");
+            if (k == 0)
+                snprintf(hex, sizeof(bad) - (size_t)(hex - bad), "454601$"); /* 3 bytes */
+            else
+                hex[0] = hex[1] = '5'; /* 'U' for 'E': not efarm's */
+            err = MPI_Comm_connect(bad, MPI_INFO_NULL, 0, MPI_COMM_SELF, &cc);
+            CHECK(err != MPI_SUCCESS);
+            MPI_Error_string(err, msg, &len);
+            CHECK(strstr(msg, "upid") != NULL);
+        }
+        CHECK_COUNTER(mpitest_pvar_read("efarm_nm_dyn_timeouts"), ==, timeouts0 + 2);
 
         mpitest_context("accept after the timeouts");
         CHECK_MPI(MPI_Send(port2, MPI_MAX_PORT_NAME, MPI_CHAR, 0, TAG_PORT, inter));

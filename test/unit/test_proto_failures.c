@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "efarm_errno.h"
+#include "efarm_log.h"
 #include "efarm_proto.h"
 #include "efarm_test.h"
 #include "proto_common.h"
@@ -85,6 +86,55 @@ EFARM_TEST(proto_failure_injected_send_lost)
         proto_file_count(path, "lost the data of an injected send that had already completed"), 1);
     EXPECT_EQ(proto_file_count(path, "remote unresponsive or unreachable"), 3);
     /* Nothing more goes to the failed peer: a new send ends with its error at once. */
+    EXPECT_RET(efarm_tsend(r.p.a, r.p.a_to_b, data, 8, CTX, SRC, TAG, 0, 0, &later), 0);
+    EXPECT_TRUE(later.done);
+    EXPECT_RET(later.status, EFARM_E(DEV_TIMEOUT));
+    unlink(path);
+    efarm_ep_close(r.p.a);
+}
+
+/*
+ * The same loss to a peer that may depart (efarm_av_set_departing: MPI's
+ * dynamic processes, which exit after MPI_Comm_disconnect without a barrier
+ * with us): the peer fails and the loss is counted and logged at info level
+ * (no warning: MPICH's tests fail on any stray output, and a departed peer is
+ * no fault), but a's endpoint goes on working.
+ */
+EFARM_TEST(proto_failure_departing_peer_lost)
+{
+    char path[256];
+    uint8_t data[100] = {7};
+    struct efarm_req s = {0}, later = {0};
+    double deadline;
+    struct rig r;
+    int saved;
+
+    quick_timeout();
+    proto_tmp_path(path, sizeof(path), "departed");
+    rig_open(&r, NULL, NULL);
+    rig_handshake(&r);
+    EXPECT_RET(efarm_av_set_departing(r.p.a, r.p.a_to_b), 0);
+    EXPECT_RET(efarm_av_set_departing(r.p.a, 12345), -EINVAL);
+    efarm_ep_close(r.p.b);
+    g_efarm_log_level = EFARM_LOG_INFO;
+    saved = proto_stderr_capture(path);
+    EXPECT_RET(
+        efarm_tsend(r.p.a, r.p.a_to_b, data, sizeof(data), CTX, SRC, TAG, EFARM_SEND_INJECT, 0, &s),
+        0);
+    EXPECT_TRUE(s.done);
+    deadline = proto_now_s() + FAIL_WAIT;
+    while (cnt(r.p.a)->peers_failed == 0 && proto_now_s() < deadline)
+        EXPECT_TRUE(efarm_ep_progress(r.p.a) >= 0);
+    for (int i = 0; i < 1000; i++)
+        EXPECT_TRUE(efarm_ep_progress(r.p.a) >= 0); /* and it stays so */
+    proto_stderr_restore(saved);
+    EXPECT_EQ(cnt(r.p.a)->lost_after_completion, 1);
+    EXPECT_EQ(cnt(r.p.a)->peers_failed, 1);
+    EXPECT_EQ(proto_file_count(path, "so only the peer fails"), 1);
+    EXPECT_EQ(proto_file_count(path, "the endpoint fails"), 0);
+    EXPECT_EQ(proto_file_count(path, "] warn "), 0);
+    EXPECT_EQ(proto_file_count(path, "] error "), 0);
+    EXPECT_EQ(proto_file_count(path, "] info "), 3); /* the packet, the peer, the loss */
     EXPECT_RET(efarm_tsend(r.p.a, r.p.a_to_b, data, 8, CTX, SRC, TAG, 0, 0, &later), 0);
     EXPECT_TRUE(later.done);
     EXPECT_RET(later.status, EFARM_E(DEV_TIMEOUT));
