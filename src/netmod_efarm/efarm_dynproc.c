@@ -399,13 +399,23 @@ int MPIDI_EFARM_insert_upid(MPIR_Lpid lpid, const char *upid, int upid_len)
     int ret;
 
     MPIR_ERR_CHKANDJUMP(MPIDI_EFARM_global.ep == NULL, mpi_errno, MPI_ERR_OTHER, "**efarm");
+    av = MPIDIU_lpid_to_av_slow(lpid);
+    a = &MPIDI_EFARM_AV(av);
+    /*
+     * MPICH 5.0 allocates dynamic entries without clearing them, and its
+     * MPIDIU_insert_dynamic_upid drops this function's error: a refused
+     * upid must leave the entry naming no process, so that the connect's
+     * dynamic_send fails on it (lpid_peer) instead of sending anywhere.
+     */
+    if (lpid & MPIR_LPID_DYNAMIC_MASK) {
+        a->nrails = 0;
+        a->peer = EFARM_PEER_NONE;
+    }
     if (MPIDI_EFARM_upid_decode(upid, upid_len, raw, &why) < 0) {
         MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**efarm_upid", "**efarm_upid %d %s", upid_len,
                       why);
         goto fn_fail;
     }
-    av = MPIDIU_lpid_to_av_slow(lpid);
-    a = &MPIDI_EFARM_AV(av);
     if (!(lpid & MPIR_LPID_DYNAMIC_MASK) && a->nrails != 0) {
         MPIDI_EFARM_global.nm_counters.dyn_peers_reused++;
         goto fn_exit; /* known */
@@ -535,6 +545,11 @@ static int lpid_peer(MPIR_Lpid lpid, efarm_peer_t *peer_p)
     int mpi_errno = MPI_SUCCESS;
     MPIDI_EFARM_addr_t *a = &MPIDI_EFARM_AV(MPIDIU_lpid_to_av_slow(lpid));
 
+    if (a->nrails == 0 && (lpid & MPIR_LPID_DYNAMIC_MASK)) {
+        /* insert_upid refused its upid (MPICH 5.0 goes on without its error). */
+        MPIR_ERR_SET(mpi_errno, MPI_ERR_PORT, "**efarm_upidrefused");
+        return mpi_errno;
+    }
     if (a->nrails == 0) {
         MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**efarm_dyngpid", "**efarm_dyngpid %d %d",
                       (int)MPIR_LPID_WORLD_INDEX(lpid), (int)MPIR_LPID_WORLD_RANK(lpid));
