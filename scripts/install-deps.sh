@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
     build-essential autoconf automake libtool pkg-config git
+    gfortran          # scripts/mpich-build.sh: MPICH's Fortran bindings and mpifort (g++ is in build-essential)
     libhwloc-dev      # NIC selection (required by configure)
     libibverbs-dev    # libibverbs, libefa and infiniband/efadv.h (rdma-core)
     ibverbs-utils     # ibv_devinfo, run unmodified on efasim by the tests

@@ -463,6 +463,11 @@ do_prepare() {
         echo "ch4 was not patched (P4, P5: scripts/mpich-netmod-prepare.sh)"
         return 1
     fi
+    if grep -q 'static int establish_peer_conn(' "$tree/src/mpid/ch4/src/ch4_spawn.c" &&
+        ! grep -q 'efarm P6' "$tree/src/mpid/ch4/src/ch4_spawn.c"; then
+        echo "ch4's connect/accept was not patched (P6: scripts/mpich-netmod-prepare.sh)"
+        return 1
+    fi
     echo "$key" >"$cache/tree/.prepare-key"
     note "patched and regenerated (key $key)"
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Put efarm's ch4 netmod into an MPICH source tree (4.0.2 or 4.3.x):
+# Put efarm's ch4 netmod into an MPICH source tree (4.0.x, 4.3.x or 5.0.x):
 #
 #   mpich-netmod-prepare.sh MPICH_TREE [NETMOD_DIR]
 #
@@ -27,8 +27,13 @@
 #       when efarm's matching message arrived before shared memory's
 #       (MPIDI_EFARM_anysrc_nm_first), instead of always to shared memory
 #       first.
-# See "Wildcards and probes: one arrival order" in doc/NETMOD.md. Every edit is
-# idempotent. MPICH's autogen.sh must run afterwards (it turns
+# and, on MPICH 5.0, one fix to its connect/accept:
+#   P6  establish_peer_conn (ch4_spawn.c) frees the dynamic lpid it inserted
+#       when the connection fails after that (a refused process id, a send
+#       that fails or times out); unpatched, the lpid stays and MPI_Finalize
+#       aborts on MPICH's own assertion that every dynamic lpid was freed.
+# See "Wildcards and probes: one arrival order" and "Dynamic processes" in
+# doc/NETMOD.md. Every edit is idempotent. MPICH's autogen.sh must run afterwards (it turns
 # efarm_cvars.h into control variables and errnames.txt into messages).
 # scripts/mpich-build.sh and the Spack recipe (packaging/spack) both use it.
 set -euo pipefail
@@ -164,6 +169,26 @@ patch("ch4_recv.h",
       + "    if (MPIDI_EFARM_anysrc_nm_first(tag, comm, " + m.group(2) + "))\n"
       + "        return MPIDI_NM_mpi_irecv(buf, count, datatype, rank, tag, comm, " + m.group(2)
       + ", av, request, NULL);\n#endif\n", "efarm P5")
+EOF
+
+# P6 (MPICH 5.0, whose connect/accept is establish_peer_conn in ch4_spawn.c)
+python3 - "$tree/src/mpid/ch4/src/ch4_spawn.c" <<'EOF'
+import re, sys
+path = sys.argv[1]
+text = open(path).read()
+if "efarm P6" in text or "static int establish_peer_conn(" not in text:
+    sys.exit(0)
+# establish_peer_conn's failure path: the dynamic lpid it inserted is freed nowhere.
+pat = re.compile(r"(static int establish_peer_conn\(.*?\n  fn_fail:\n)(    goto fn_exit;\n\})", re.S)
+text, found = pat.subn(lambda m: m.group(1)
+                       + "#ifdef HAVE_CH4_NETMOD_EFARM /* efarm P6: a failed connection frees its lpid */\n"
+                       + "    if (remote_lpid != MPIR_LPID_INVALID) {\n"
+                       + "        MPIDIU_free_dynamic_lpid(remote_lpid);\n"
+                       + "        remote_lpid = MPIR_LPID_INVALID;\n"
+                       + "    }\n#endif\n" + m.group(2), text)
+if found != 1:
+    sys.exit("P6: expected establish_peer_conn's fn_fail once in %s, found %d" % (path, found))
+open(path, "w").write(text)
 EOF
 
 echo "mpich-netmod-prepare: efarm's netmod in $dst; now run MPICH's autogen.sh"
