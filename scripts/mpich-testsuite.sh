@@ -5,7 +5,7 @@
 #                              [--subset ci|full] [--shm] [--source DIR] [--maxnp N]
 #                              [--timeout S] [--max-timeout S] [--budget S] [--jobs N]
 #                              [--xfail FILE] [--testlists DIR] [--list] [--build-only]
-#                              [--faults] [--logs DIR] [--only FILE]
+#                              [--faults] [--logs DIR] [--only FILE] [--fortran]
 #
 # Prints one line per test and ends with "N passed, N failed" (the format the
 # `suite` function of scripts/test-all.sh reads); exits 0 only when nothing failed.
@@ -28,6 +28,10 @@
 # threads runs its subdirectories (threads/pt2pt, threads/comm, threads/init,
 # threads/mpi_t, threads/rma, threads/part, threads/coll in 4.0.2), which --dirs may
 # also name one at a time.
+# --fortran configures the suite with its Fortran tests (the prefix's mpif77 and
+# mpifort: an MPICH built without --c-only) and adds f77 and f90, which run their
+# subdirectories (f77/pt2pt, f90/coll, ...) as threads does; `--dirs fortran` is
+# the two of them. Without --fortran the suite has no Fortran tests.
 #
 # Steps. (1) configure: test/mpi is copied out of the MPICH source into
 # build/mpich-testsuite/obj-KEY and configured there with --with-mpi=PREFIX (no
@@ -143,6 +147,8 @@ build_only=0
 faults=0
 logs=
 only_file=
+fortran=0
+fortran_dirs="f77 f90"
 consecutive_timeouts_max=5
 
 die() {
@@ -171,6 +177,7 @@ while [ $# -gt 0 ]; do
     --faults) faults=1 ;;
     --logs) need_arg "$@"; logs=$2; shift ;;
     --only) need_arg "$@"; only_file=$2; shift ;;
+    --fortran) fortran=1 ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument '$1'" ;;
     esac
@@ -186,11 +193,14 @@ for v in maxnp timeout_default timeout_max budget jobs; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die "--${v//_/-} must be a whole number, not '${!v}'"
 done
 [ "$maxnp" -ge 1 ] || die "--maxnp must be at least 1"
-case $dirs in all) dirs=$all_dirs ;; more) dirs=$more_dirs ;; esac
+[ "$fortran" = 0 ] || all_dirs="$all_dirs $fortran_dirs"
+case $dirs in all) dirs=$all_dirs ;; more) dirs=$more_dirs ;; fortran) dirs=$fortran_dirs ;; esac
 for d in $dirs; do
     case $d in
     pt2pt | basic | comm | coll | datatype | rma | topo | threads | threads/* | part | io | errhan | \
         attr | group | info | init | mpi_t | spawn) ;;
+    f77 | f77/* | f90 | f90/*)
+        [ "$fortran" = 1 ] || die "directory '$d' needs --fortran (the suite's Fortran tests)" ;;
     *) die "unknown directory '$d' (choose from $all_dirs)" ;;
     esac
 done
@@ -224,6 +234,15 @@ fi
 
 configure_args=(--with-mpi="$prefix" --enable-fortran=no --disable-cxx
     --disable-ft-tests --disable-maintainer-mode)
+if [ "$fortran" = 1 ]; then
+    for t in mpif77 mpifort; do
+        [ -x "$prefix/bin/$t" ] || die "--fortran: $prefix/bin/$t not found (MPICH built with --c-only?)"
+    done
+    # gfortran 10 and later refuse the tests' mismatched buffer arguments without this.
+    configure_args=(--with-mpi="$prefix" --enable-fortran=all --disable-cxx
+        --disable-ft-tests --disable-maintainer-mode
+        FFLAGS=-fallow-argument-mismatch FCFLAGS=-fallow-argument-mismatch)
+fi
 key=$({
     echo "$prefix"
     echo "$mpichversion_out"
@@ -268,9 +287,9 @@ configure_suite() {
 expand_dirs() {
     local d sub out=
     for d in $dirs; do
-        if [ "$d" = threads ]; then
-            for sub in $(list_lines "$obj/threads/testlist" | awk 'NF == 1 { print $1 }'); do
-                [ -f "$obj/threads/$sub/testlist" ] && out+=" threads/$sub"
+        if [ "$d" = threads ] || [ "$d" = f77 ] || [ "$d" = f90 ]; then
+            for sub in $(list_lines "$obj/$d/testlist" | awk 'NF == 1 { print $1 }'); do
+                [ -f "$obj/$d/$sub/testlist" ] && out+=" $d/$sub"
             done
         else
             out+=" $d"
