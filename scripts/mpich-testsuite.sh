@@ -106,7 +106,8 @@
 # the test id, then ": " and the reason; # starts a comment). When the suite comes
 # from another MPICH version than the one under test (4.0.2's suite against 4.3.2,
 # doc/MPICH-VERSIONS.md), test/mpich-xfail-suite-SUITE-on-MPICH.txt is read too if
-# it exists: tests whose expectations the two versions do not share.
+# it exists: tests whose expectations the two versions do not share; and
+# test/mpich-xfail-suite-SUITE-on-MPICH-c-only.txt when that MPICH has no Fortran.
 #
 # Commands (one per subset; the last line is the summary):
 #   scripts/mpich-testsuite.sh --subset ci
@@ -230,6 +231,13 @@ suite_xfail=
 if [ -n "$suite_version" ] && [ "$suite_version" != "$mpich_version" ] &&
     [ -r "$top/test/mpich-xfail-suite-$suite_version-on-$mpich_version.txt" ]; then
     suite_xfail=$top/test/mpich-xfail-suite-$suite_version-on-$mpich_version.txt
+fi
+# An MPICH built without Fortran (--c-only) may refuse the Fortran datatypes an older
+# suite's C tests use: test/mpich-xfail-suite-SUITE-on-MPICH-c-only.txt then.
+suite_xfail_c_only=
+if [ -n "$suite_xfail" ] && [ ! -x "$prefix/bin/mpifort" ] &&
+    [ -r "$top/test/mpich-xfail-suite-$suite_version-on-$mpich_version-c-only.txt" ]; then
+    suite_xfail_c_only=$top/test/mpich-xfail-suite-$suite_version-on-$mpich_version-c-only.txt
 fi
 
 configure_args=(--with-mpi="$prefix" --enable-fortran=no --disable-cxx
@@ -368,6 +376,7 @@ load_xfail() {
     [ "$shm" = 0 ] || return 0
     load_reasons "$xfail_file" xfail_globs xfail_reasons
     [ -z "$suite_xfail" ] || load_reasons "$suite_xfail" xfail_globs xfail_reasons
+    [ -z "$suite_xfail_c_only" ] || load_reasons "$suite_xfail_c_only" xfail_globs xfail_reasons
     [ "$faults" = 0 ] || [ ! -r "$lists_dir/faults-skip" ] ||
         load_reasons "$lists_dir/faults-skip" faults_skip_globs faults_skip_reasons
 }

@@ -52,7 +52,7 @@ int MPIDI_EFARM_upid_decode(const void *upid, int64_t len, uint8_t raw[EFARM_RAW
                             const char **why_p)
 {
     const uint8_t *u = upid;
-    const uint8_t *addr = u + MPIDI_EFARM_UPID_HDR_LEN;
+    const uint8_t *addr = u != NULL ? u + MPIDI_EFARM_UPID_HDR_LEN : NULL; /* no offset on NULL */
     const char *why = NULL;
 
     if (u == NULL || len < (int64_t)MPIDI_EFARM_UPID_HDR_LEN)
