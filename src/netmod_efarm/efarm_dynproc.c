@@ -147,45 +147,6 @@ static MPIDI_av_entry_t *local_av(MPIR_Comm *comm, int i)
     return &MPIDIU_get_av(avtid, lpid);
 }
 
-/*
- * The upids of comm's local group, rank order: *local_upid_size (one length
- * per rank) and *local_upids (their bytes one after another), both
- * MPL_malloc'd for the caller, who frees them.
- */
-int MPIDI_EFARM_get_local_upids(MPIR_Comm *comm, int **local_upid_size, char **local_upids)
-{
-    int mpi_errno = MPI_SUCCESS;
-    int n = comm->local_size;
-    int *sizes = NULL;
-    char *upids = NULL;
-
-    MPIR_ERR_CHKANDJUMP(MPIDI_EFARM_global.ep == NULL, mpi_errno, MPI_ERR_OTHER, "**efarm");
-    sizes = MPL_malloc((size_t)n * sizeof(*sizes), MPL_MEM_ADDRESS);
-    upids = MPL_malloc((size_t)n * MPIDI_EFARM_UPID_LEN, MPL_MEM_ADDRESS);
-    MPIR_ERR_CHKANDJUMP(!sizes || !upids, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    for (int i = 0; i < n; i++) {
-        uint8_t raw[EFARM_RAW_ADDR_LEN];
-        int ret =
-            efarm_av_lookup(MPIDI_EFARM_global.ep, MPIDI_EFARM_AV(local_av(comm, i)).peer, raw);
-
-        if (ret < 0) {
-            mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_av_lookup (a local upid)");
-            goto fn_fail;
-        }
-        MPIDI_EFARM_upid_encode(raw, (uint8_t *)upids + (size_t)i * MPIDI_EFARM_UPID_LEN);
-        sizes[i] = MPIDI_EFARM_UPID_LEN;
-    }
-    *local_upid_size = sizes;
-    *local_upids = upids;
-
-fn_exit:
-    return mpi_errno;
-fn_fail:
-    MPL_free(sizes);
-    MPL_free(upids);
-    goto fn_exit;
-}
-
 /* The gpid of an address-table entry whose peer is peer, if a table has one. */
 static bool gpid_of_peer(efarm_peer_t peer, uint64_t *gpid_p)
 {
@@ -332,53 +293,12 @@ int MPIDI_EFARM_dynamic_recv(int tag, void *buf, int size, int timeout)
 
 /* ---- MPICH 5.0: lpids ------------------------------------------------------------------- */
 
-/* The lpid of rank i of comm's local group. */
-static MPIR_Lpid local_lpid(MPIR_Comm *comm, int i)
+/* The av entry of rank i of comm's local group. */
+static MPIDI_av_entry_t *local_av(MPIR_Comm *comm, int i)
 {
     if (comm->comm_kind == MPIR_COMM_KIND__INTERCOMM)
-        return MPIR_Group_rank_to_lpid(comm->local_group, i);
-    return MPIR_comm_rank_to_lpid(comm, i);
-}
-
-/*
- * The upids of comm's local group, rank order: *local_upid_size (one length
- * per rank) and *local_upids (their bytes one after another), both
- * MPL_malloc'd for the caller, who frees them.
- */
-int MPIDI_EFARM_get_local_upids(MPIR_Comm *comm, int **local_upid_size, char **local_upids)
-{
-    int mpi_errno = MPI_SUCCESS;
-    int n = comm->local_size;
-    int *sizes = NULL;
-    char *upids = NULL;
-
-    MPIR_ERR_CHKANDJUMP(MPIDI_EFARM_global.ep == NULL, mpi_errno, MPI_ERR_OTHER, "**efarm");
-    sizes = MPL_malloc((size_t)n * sizeof(*sizes) + 1, MPL_MEM_ADDRESS);
-    upids = MPL_malloc((size_t)n * MPIDI_EFARM_UPID_LEN + 1, MPL_MEM_ADDRESS);
-    MPIR_ERR_CHKANDJUMP(!sizes || !upids, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    for (int i = 0; i < n; i++) {
-        MPIDI_EFARM_addr_t *a = &MPIDI_EFARM_AV(MPIDIU_lpid_to_av_slow(local_lpid(comm, i)));
-        uint8_t raw[EFARM_RAW_ADDR_LEN];
-        int ret;
-
-        MPIR_ERR_CHKANDJUMP(a->nrails == 0, mpi_errno, MPI_ERR_OTHER, "**efarm");
-        ret = efarm_av_lookup(MPIDI_EFARM_global.ep, a->peer, raw);
-        if (ret < 0) {
-            mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_av_lookup (a local upid)");
-            goto fn_fail;
-        }
-        MPIDI_EFARM_upid_encode(raw, (uint8_t *)upids + (size_t)i * MPIDI_EFARM_UPID_LEN);
-        sizes[i] = MPIDI_EFARM_UPID_LEN;
-    }
-    *local_upid_size = sizes;
-    *local_upids = upids;
-
-fn_exit:
-    return mpi_errno;
-fn_fail:
-    MPL_free(sizes);
-    MPL_free(upids);
-    goto fn_exit;
+        return MPIDIU_lpid_to_av_slow(MPIR_Group_rank_to_lpid(comm->local_group, i));
+    return MPIDIU_lpid_to_av_slow(MPIR_comm_rank_to_lpid(comm, i));
 }
 
 /*
@@ -657,3 +577,46 @@ int MPIDI_EFARM_dynamic_sendrecv(MPIR_Lpid remote_lpid, MPIR_Comm *peer_comm, in
 }
 
 #endif /* MPIDI_EFARM_MPICH_50 */
+
+/* ---- Every version: this process's group as upids ------------------------------------------- */
+
+/*
+ * The upids of comm's local group, rank order: *local_upid_size (one length
+ * per rank) and *local_upids (their bytes one after another), both
+ * MPL_malloc'd for the caller, who frees them.
+ */
+int MPIDI_EFARM_get_local_upids(MPIR_Comm *comm, int **local_upid_size, char **local_upids)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int n = comm->local_size;
+    int *sizes = NULL;
+    char *upids = NULL;
+
+    MPIR_ERR_CHKANDJUMP(MPIDI_EFARM_global.ep == NULL, mpi_errno, MPI_ERR_OTHER, "**efarm");
+    sizes = MPL_malloc((size_t)n * sizeof(*sizes) + 1, MPL_MEM_ADDRESS);
+    upids = MPL_malloc((size_t)n * MPIDI_EFARM_UPID_LEN + 1, MPL_MEM_ADDRESS);
+    MPIR_ERR_CHKANDJUMP(!sizes || !upids, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    for (int i = 0; i < n; i++) {
+        const MPIDI_EFARM_addr_t *a = &MPIDI_EFARM_AV(local_av(comm, i));
+        uint8_t raw[EFARM_RAW_ADDR_LEN];
+        int ret;
+
+        MPIR_ERR_CHKANDJUMP(a->nrails == 0, mpi_errno, MPI_ERR_OTHER, "**efarm");
+        ret = efarm_av_lookup(MPIDI_EFARM_global.ep, a->peer, raw);
+        if (ret < 0) {
+            mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_av_lookup (a local upid)");
+            goto fn_fail;
+        }
+        MPIDI_EFARM_upid_encode(raw, (uint8_t *)upids + (size_t)i * MPIDI_EFARM_UPID_LEN);
+        sizes[i] = MPIDI_EFARM_UPID_LEN;
+    }
+    *local_upid_size = sizes;
+    *local_upids = upids;
+
+fn_exit:
+    return mpi_errno;
+fn_fail:
+    MPL_free(sizes);
+    MPL_free(upids);
+    goto fn_exit;
+}
