@@ -6,7 +6,7 @@
 #   scripts/check-faults.sh [--prefix PREFIX] [--subset full|ci] [--slice ci]
 #                           [--configs "loss dup ..."] [--suites "mpich mpi"]
 #                           [--dirs "pt2pt rma coll"] [--seed N] [--out DIR] [--list]
-#                           [--only FILE]
+#                           [--only FILE] [--source DIR]
 #
 # Configurations (efasim's knobs, src/efasim/README.md; every fault knob not named
 # is 0, so each row is that fault alone):
@@ -49,6 +49,9 @@
 # (scripts/mpich-testsuite.sh --only: ID-GLOBs): a cell's failures again, or the
 # rest of a cell that was stopped (each test seeds efasim alike, whatever ran
 # before it). It needs --suites mpich.
+# --source DIR is the MPICH source tree whose test suite the mpich suite runs
+# (scripts/mpich-testsuite.sh --source): 4.0.2's tree for an MPICH 5.0.1 or 4.3.2
+# prefix, as CI does, since an export of their tags cannot build its own suite.
 #
 # Output: each suite's lines tagged with [CONFIG/SUITE] ("PASS [all/mpi] probe-n4 ..."),
 # then the matrix (passed
@@ -67,6 +70,7 @@ out=${EFARM_BUILD_ROOT:-$top/build}/check-faults
 list=0
 dirs_opt=
 only=
+source=
 
 # NAME|ENVIRONMENT|WHAT: the one table of configurations.
 table=(
@@ -104,6 +108,7 @@ while [ $# -gt 0 ]; do
     --seed) seed=${2:?--seed needs a number}; shift ;;
     --out) out=${2:?--out needs a directory}; shift ;;
     --only) only=${2:?--only needs a file}; shift ;;
+    --source) source=${2:?--source needs a directory}; shift ;;
     --list) list=1 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "check-faults: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -190,7 +195,7 @@ for r in "${runs[@]}"; do
     if [ "$suite" = mpich ]; then
         env $fault_zero $env EFASIM_SEED="$seed" \
             bash "$top/scripts/mpich-testsuite.sh" --prefix "$prefix" --subset "$subset" \
-            --dirs "$dirs" --faults --logs "$dir/logs" "${limits[@]}" ${only:+--only "$only"} \
+            --dirs "$dirs" --faults --logs "$dir/logs" "${limits[@]}" ${only:+--only "$only"} ${source:+--source "$source"} \
             >"$dir/out.txt" 2>&1
     else
         filter=()
