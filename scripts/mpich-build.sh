@@ -509,6 +509,14 @@ configure_args=(
 # installed MPICH. MPICH's own subsystems (mpl, json-c, romio, hydra) are configured
 # by its PAC_CONFIG_SUBDIR, which --no-recursion does not touch; 4.3.2 has no
 # AC_CONFIG_SUBDIRS.
+# Threads: efarm relies on MPICH's global critical section under MPI_THREAD_MULTIPLE
+# and refuses to compile against per-VCI ones (efarm_compat.h). ch4's default is
+# global in 4.0 and per-vci from 4.1 on, so later versions ask for global (4.0's
+# configure line stays as it was, and so does its cached build).
+case $mpich_version in
+4.0.*) ;;
+*) configure_args+=(--enable-thread-cs=global) ;;
+esac
 # Languages. By default the C++ and Fortran bindings and their compiler wrappers
 # (mpicxx; mpif77, mpif90, mpifort), so applications in either compile against this
 # MPICH; --c-only leaves them out (a faster build, mpicc only). gfortran 10 and

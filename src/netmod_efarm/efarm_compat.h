@@ -77,6 +77,29 @@
     "efarm's netmod supports MPICH 4.0.x, 4.3.x and 5.0.x (tested: 4.0.2, 4.3.2, 5.0.1); a later series needs its differences in efarm_compat.h first"
 #endif
 
+/*
+ * Thread safety. efarm takes no MPICH lock of its own: under
+ * MPI_THREAD_MULTIPLE it relies on MPICH's global critical section, which
+ * every MPI call enters and which progress yields while it waits. With
+ * per-VCI critical sections (--enable-thread-cs=per-vci, the default of ch4
+ * from MPICH 4.1 on) ch4 calls a netmod's send, receive, probe and RMA entry
+ * points without any lock, expecting the netmod to lock its VCI; efarm would
+ * then run its engine from several threads at once (lost and damaged
+ * messages, crashes: test/mpi threads.c shows it). scripts/mpich-build.sh
+ * configures MPICH with --enable-thread-cs=global; any other MPICH is refused
+ * here rather than left to fail at run time.
+ */
+#if defined(MPICH_THREAD_GRANULARITY) && defined(MPICH_THREAD_GRANULARITY__GLOBAL) && \
+    defined(MPICH_THREAD_GRANULARITY__SINGLE)
+#if MPICH_THREAD_GRANULARITY != MPICH_THREAD_GRANULARITY__GLOBAL && \
+    MPICH_THREAD_GRANULARITY != MPICH_THREAD_GRANULARITY__SINGLE
+#error \
+    "efarm's netmod needs MPICH's global critical section: configure MPICH with --enable-thread-cs=global (scripts/mpich-build.sh does); per-VCI critical sections are not supported yet"
+#endif
+#elif defined(MPICH_THREAD_GRANULARITY)
+#error "efarm's netmod cannot tell MPICH's thread granularity: mpichconfconst.h was not included"
+#endif
+
 /* 1 for MPICH 5.0 and later (lpids, bootstrap communicators, internal datatypes). */
 #if MPICH_NUMVERSION >= 50000000
 #define MPIDI_EFARM_MPICH_50 1

@@ -17,6 +17,9 @@
 #define EFARM_IMPL_H_INCLUDED
 
 #include "efarm_compat.h"
+#ifndef MPICH_THREAD_GRANULARITY /* efarm_compat.h checks it; it must have been seen */
+#error "mpidimpl.h did not define MPICH_THREAD_GRANULARITY"
+#endif
 #include "efarm_config.h"
 #include "efarm_errno.h"
 #include "efarm_log.h"

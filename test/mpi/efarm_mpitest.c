@@ -482,14 +482,19 @@ void mpitest_check_received(const char *file, int line, const struct mpitest_cou
 
 /* ---- Start and end -------------------------------------------------------------------- */
 
-void mpitest_init(int *argc, char ***argv, const char *name)
+static void init_common(int *argc, char ***argv, const char *name, int required)
 {
     struct mpitest_counters c;
     int provided;
     const char *skip = getenv("MPITEST_NO_PVAR_CHECK");
 
     g_name = name;
-    CHECK_MPI(MPI_Init(argc, argv));
+    if (required < 0) {
+        CHECK_MPI(MPI_Init(argc, argv));
+    } else {
+        CHECK_MPI(MPI_Init_thread(argc, argv, required, &provided));
+        CHECK_EQ(provided, required);
+    }
     CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &g_mpitest_rank));
     CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &g_mpitest_size));
     /* Errors come back to CHECK_MPI, which names the call, the place and the step. */
@@ -503,6 +508,16 @@ void mpitest_init(int *argc, char ***argv, const char *name)
     CHECK_MPI(MPI_T_pvar_session_create(&g_session));
     mpitest_counters_read(&c); /* every counter resolves now, or the job stops here */
     limits_init(&g_mpitest_limits);
+}
+
+void mpitest_init(int *argc, char ***argv, const char *name)
+{
+    init_common(argc, argv, name, -1);
+}
+
+void mpitest_init_thread(int *argc, char ***argv, const char *name, int required)
+{
+    init_common(argc, argv, name, required);
 }
 
 void mpitest_finalize(void)

@@ -27,6 +27,8 @@ extern int g_mpitest_size;
 
 /* MPI_Init, MPI_T_init_thread and a first read of every counter (clear error if one is missing). */
 void mpitest_init(int *argc, char ***argv, const char *name);
+/* The same with MPI_Init_thread: fails unless MPI provides `required`. */
+void mpitest_init_thread(int *argc, char ***argv, const char *name, int required);
 
 /* Barrier, MPI_T_finalize, MPI_Finalize; rank 0 prints "<name>: OK (<n> ranks)". */
 void mpitest_finalize(void);

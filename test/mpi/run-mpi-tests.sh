@@ -125,6 +125,9 @@ runs=(
     "dynproc-n2 dynproc 2"
     "dynproc-n1 dynproc 1"
     "dynproc-faults-n2 dynproc 2 $faults EFASIM_DUP=0.05"
+    "threads-n2 threads 2"
+    "threads-n4 threads 4"
+    "threads-faults-n2 threads 2 $faults MPITEST_THREAD_MSGS=100"
 )
 
 # Runs that must fail: NAME PROGRAM RANKS PATTERN [VAR=VALUE...]. They pass when
