@@ -179,6 +179,14 @@ extern struct mpitest_limits g_mpitest_limits;
 /* The subprotocols a message of `len` bytes may go by (mask of MPITEST_*). */
 unsigned mpitest_expect_proto(size_t len);
 
+/*
+ * MPITEST_PROTO_NSIZES sizes that between them reach every subprotocol, from
+ * the limits in force: 0, 1, eager_lo, eager_hi + 1, medium_max + 1,
+ * read_min + 5 and 3 * read_min + 11, each at most `cap`. Returns the largest.
+ */
+#define MPITEST_PROTO_NSIZES 7
+size_t mpitest_proto_sizes(size_t sizes[MPITEST_PROTO_NSIZES], size_t cap);
+
 /* Messages a counter difference shows going by each subprotocol in `mask`. */
 unsigned long long mpitest_proto_count(const struct mpitest_counters *d, unsigned mask);
 

@@ -25,7 +25,7 @@
 
 enum { TAG_BASE = 10, TAG_NEVER = 99, TAG_START = 98, TAG_ACK = 97, TAG_SAME = 50, TAG_ALL = 60 };
 
-#define NSIZES 7
+#define NSIZES MPITEST_PROTO_NSIZES
 static size_t g_sizes[NSIZES];
 static size_t g_max;
 
@@ -36,17 +36,7 @@ static uint64_t seed_of(int from, int tag, int section, int i)
 
 static void build_sizes(void)
 {
-    const struct mpitest_limits *l = &g_mpitest_limits;
-    const size_t s[NSIZES] = {0,
-                              1,
-                              l->eager_lo,
-                              l->eager_hi + 1,
-                              l->medium_max + 1,
-                              l->read_min + 5,
-                              3 * l->read_min + 11};
-
-    for (int i = 0; i < NSIZES; i++)
-        g_sizes[i] = s[i] < g_max ? s[i] : g_max;
+    mpitest_proto_sizes(g_sizes, g_max);
 }
 
 static void check_status(const MPI_Status *st, int from, int tag, size_t n)

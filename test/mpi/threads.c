@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { TAG_SHARED = 1000, NSIZES = 7, WINDOW = 8, MAX_THREADS = 16, HDR = 16 };
+enum { TAG_SHARED = 1000, NSIZES = MPITEST_PROTO_NSIZES, WINDOW = 8, MAX_THREADS = 16, HDR = 16 };
 
 static int g_nthreads;
 static int g_peer; /* -1: no partner */
@@ -44,21 +44,7 @@ static size_t g_slice; /* longs per thread in the RMA window */
 
 static void build_sizes(void)
 {
-    const struct mpitest_limits *l = &g_mpitest_limits;
-    const size_t max = mpitest_env_size("MPITEST_MAX_SIZE", 1u << 20);
-    const size_t s[NSIZES] = {0,
-                              1,
-                              l->eager_lo,
-                              l->eager_hi + 1,
-                              l->medium_max + 1,
-                              l->read_min + 5,
-                              2 * l->read_min + 11};
-
-    for (int i = 0; i < NSIZES; i++) {
-        g_sizes[i] = s[i] < max ? s[i] : max;
-        if (g_sizes[i] > g_max)
-            g_max = g_sizes[i];
-    }
+    g_max = mpitest_proto_sizes(g_sizes, mpitest_env_size("MPITEST_MAX_SIZE", 1u << 20));
 }
 
 /* Phase 1: thread t against thread t of the peer, tag t. */
