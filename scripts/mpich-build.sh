@@ -511,12 +511,9 @@ configure_args=(
 # AC_CONFIG_SUBDIRS.
 # Threads: efarm relies on MPICH's global critical section under MPI_THREAD_MULTIPLE
 # and refuses to compile against per-VCI ones (efarm_compat.h). ch4's default is
-# global in 4.0 and per-vci from 4.1 on, so later versions ask for global (4.0's
-# configure line stays as it was, and so does its cached build).
-case $mpich_version in
-4.0.*) ;;
-*) configure_args+=(--enable-thread-cs=global) ;;
-esac
+# global in 4.0 and per-vci from 4.1 on; the netmod's subconfigure.m4 picks global
+# when the configure line names no granularity (as here: the builds of 4.3 and 5.0
+# thus check that a user's plain configure line gets it) and refuses any other.
 # Languages. By default the C++ and Fortran bindings and their compiler wrappers
 # (mpicxx; mpif77, mpif90, mpifort), so applications in either compile against this
 # MPICH; --c-only leaves them out (a faster build, mpicc only). gfortran 10 and

@@ -85,16 +85,17 @@
  * from MPICH 4.1 on) ch4 calls a netmod's send, receive, probe and RMA entry
  * points without any lock, expecting the netmod to lock its VCI; efarm would
  * then run its engine from several threads at once (lost and damaged
- * messages, crashes: test/mpi threads.c shows it). scripts/mpich-build.sh
- * configures MPICH with --enable-thread-cs=global; any other MPICH is refused
- * here rather than left to fail at run time.
+ * messages, crashes: test/mpi threads.c shows it). The netmod's
+ * subconfigure.m4 makes --enable-thread-cs=global the default and refuses
+ * other granularities at configure time; an MPICH configured otherwise all
+ * the same is refused here rather than left to fail at run time.
  */
 #if defined(MPICH_THREAD_GRANULARITY) && defined(MPICH_THREAD_GRANULARITY__GLOBAL) && \
     defined(MPICH_THREAD_GRANULARITY__SINGLE)
 #if MPICH_THREAD_GRANULARITY != MPICH_THREAD_GRANULARITY__GLOBAL && \
     MPICH_THREAD_GRANULARITY != MPICH_THREAD_GRANULARITY__SINGLE
 #error \
-    "efarm's netmod needs MPICH's global critical section: configure MPICH with --enable-thread-cs=global (scripts/mpich-build.sh does); per-VCI critical sections are not supported yet"
+    "efarm's netmod needs MPICH's global critical section: configure MPICH with --enable-thread-cs=global (ch4:efarm's default); per-VCI critical sections are not supported yet"
 #endif
 #elif defined(MPICH_THREAD_GRANULARITY)
 #error "efarm's netmod cannot tell MPICH's thread granularity: mpichconfconst.h was not included"
