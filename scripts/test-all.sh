@@ -368,6 +368,17 @@ if [ -x "$mpich_prefix/bin/mpicc" ]; then
         # init, mpi_t, spawn): their CI lists (test/mpich-testlists/ci-DIR).
         suite mpich-testsuite-more bash "$top/scripts/mpich-testsuite.sh" --prefix "$mpich_prefix" \
             --subset ci --dirs more --logs "$root/mpich-testsuite-more"
+        # Its Fortran directories, f77 and f90, where MPICH was built with Fortran
+        # (the default; --c-only leaves it out): the suite configured a second time
+        # with its Fortran tests, and their CI lists (test/mpich-testlists/ci-f77-*,
+        # ci-f90-*).
+        if [ -x "$mpich_prefix/bin/mpifort" ]; then
+            suite mpich-testsuite-fortran bash "$top/scripts/mpich-testsuite.sh" \
+                --prefix "$mpich_prefix" --fortran --subset ci --dirs fortran \
+                --logs "$root/mpich-testsuite-fortran"
+        else
+            echo "SKIP mpich-testsuite-fortran: $mpich_prefix has no mpifort (MPICH built with --c-only)"
+        fi
         # Its rma part again with every RMA operation as MPIDIG's active messages
         # (EFARM_RMA_NATIVE=0): both paths must pass.
         suite mpich-testsuite-rma-am env EFARM_RMA_NATIVE=0 bash "$top/scripts/mpich-testsuite.sh" \
