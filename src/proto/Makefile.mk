@@ -2,6 +2,7 @@
 libefarm_la_SOURCES += \
 	src/proto/efarm_proto_v4.h \
 	src/proto/efarm_pkt.h \
+	src/proto/efarm_pkt_types.h \
 	src/proto/pkt_codec.c \
 	src/proto/pkt_print.c \
 	src/proto/efarm_tm.h \
@@ -16,6 +17,7 @@ libefarm_la_SOURCES += \
 	src/proto/proto_tx.c \
 	src/proto/proto_observe.c \
 	src/proto/proto_rx.c \
+	src/proto/proto_pkt.c \
 	src/proto/proto_ops.c \
 	src/proto/proto_probe.c \
 	src/proto/proto_select.c \

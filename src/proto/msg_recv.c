@@ -41,60 +41,18 @@
 #define EFARM_READ_CHUNK_MAX (256ull << 20) /* one read WR; keeps the length in its wr_id */
 
 /*
- * What a REQ that carries data into a receive operation is: its subprotocol,
- * tagged or not, DC or not, where its data lies (RX_*), and whether it is a
- * message (rtm: matched against receives) or a long write into exposed
- * memory (rtw: rma_target's LONGCTS_RTW/LONGREAD_RTW, no matching). One row
- * per packet type; a type without a row carries no receive data.
+ * What a REQ that carries data into a receive operation is comes from its row
+ * (efarm_pkt_types.h): its subprotocol, tagged or not, DC or not, where its
+ * data lies (RX_*, read_iov), and whether it is a message (rtm: matched
+ * against receives) or a long write into exposed memory (rtw: LONGCTS_RTW,
+ * LONGREAD_RTW, no matching).
  */
-#define RX_SEG_OFFSET 0x1u /* the data sits at seg_offset in the message (medium, runt) */
-#define RX_READ_IOV   0x2u /* the payload starts with read_iov[] (runting read) */
-#define RX_ONLY_IOV   0x4u /* the payload is the read_iov[] alone (long read) */
-
-struct rtm_kind {
-    uint8_t proto;
-    bool tagged;
-    bool dc;
-    uint8_t data; /* RX_* */
-    bool rtm, rtw;
-};
-
-#define RTM_ROW(p, tg, d, dt)                                                    \
-    {                                                                            \
-        .proto = EFARM_PROTO_##p, .tagged = tg, .dc = d, .data = dt, .rtm = true \
-    }
-#define RTW_ROW(p, d, dt)                                          \
-    {                                                              \
-        .proto = EFARM_PROTO_##p, .dc = d, .data = dt, .rtw = true \
-    }
-
-static const struct rtm_kind g_rx_kinds[EFARM_PKT_TYPE_COUNT] = {
-    [EFARM_PKT_EAGER_MSGRTM] = RTM_ROW(EAGER, false, false, 0),
-    [EFARM_PKT_EAGER_TAGRTM] = RTM_ROW(EAGER, true, false, 0),
-    [EFARM_PKT_DC_EAGER_MSGRTM] = RTM_ROW(EAGER, false, true, 0),
-    [EFARM_PKT_DC_EAGER_TAGRTM] = RTM_ROW(EAGER, true, true, 0),
-    [EFARM_PKT_MEDIUM_MSGRTM] = RTM_ROW(MEDIUM, false, false, RX_SEG_OFFSET),
-    [EFARM_PKT_MEDIUM_TAGRTM] = RTM_ROW(MEDIUM, true, false, RX_SEG_OFFSET),
-    [EFARM_PKT_DC_MEDIUM_MSGRTM] = RTM_ROW(MEDIUM, false, true, RX_SEG_OFFSET),
-    [EFARM_PKT_DC_MEDIUM_TAGRTM] = RTM_ROW(MEDIUM, true, true, RX_SEG_OFFSET),
-    [EFARM_PKT_LONGCTS_MSGRTM] = RTM_ROW(LONGCTS, false, false, 0),
-    [EFARM_PKT_LONGCTS_TAGRTM] = RTM_ROW(LONGCTS, true, false, 0),
-    [EFARM_PKT_DC_LONGCTS_MSGRTM] = RTM_ROW(LONGCTS, false, true, 0),
-    [EFARM_PKT_DC_LONGCTS_TAGRTM] = RTM_ROW(LONGCTS, true, true, 0),
-    [EFARM_PKT_LONGREAD_MSGRTM] = RTM_ROW(LONGREAD, false, false, RX_ONLY_IOV),
-    [EFARM_PKT_LONGREAD_TAGRTM] = RTM_ROW(LONGREAD, true, false, RX_ONLY_IOV),
-    [EFARM_PKT_RUNTREAD_MSGRTM] = RTM_ROW(RUNTREAD, false, false, RX_SEG_OFFSET | RX_READ_IOV),
-    [EFARM_PKT_RUNTREAD_TAGRTM] = RTM_ROW(RUNTREAD, true, false, RX_SEG_OFFSET | RX_READ_IOV),
-    [EFARM_PKT_LONGCTS_RTW] = RTW_ROW(LONGCTS, false, 0),
-    [EFARM_PKT_DC_LONGCTS_RTW] = RTW_ROW(LONGCTS, true, 0),
-    [EFARM_PKT_LONGREAD_RTW] = RTW_ROW(LONGREAD, false, RX_ONLY_IOV),
-};
-
-/* The row of a message REQ; false for every other packet type. */
-static bool rtm_kind(uint8_t type, struct rtm_kind *k)
+/* The row of a message REQ; NULL for every other packet type. */
+static inline const struct efarm_pkt_row *rtm_row(uint8_t type)
 {
-    *k = g_rx_kinds[type];
-    return k->rtm;
+    const struct efarm_pkt_row *k = efarm_pkt_row(type);
+
+    return k->rtm ? k : NULL;
 }
 
 /* Decode a stored packet again (it decoded when it arrived, so this cannot fail). */
@@ -189,7 +147,7 @@ static int rtr_req_send(struct efarm_ep *ep, struct efarm_op *op);
 
 /* Set up an op from the first REQ of its message. Returns 0 or a protocol error. */
 static int rx_op_init(struct efarm_op *op, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                      const struct rtm_kind *k)
+                      const struct efarm_pkt_row *k)
 {
     op->proto = k->proto;
     op->req_type = pkt->type;
@@ -231,13 +189,14 @@ static int rx_op_init(struct efarm_op *op, efarm_peer_t peer, const struct efarm
 static void pkt_data(const struct efarm_pkt *pkt, const uint8_t **data_p, uint64_t *offset_p,
                      uint64_t *len_p)
 {
-    const uint8_t where = g_rx_kinds[pkt->type].data;
+    const struct efarm_pkt_row *k = efarm_pkt_row(pkt->type);
+    const uint8_t where = k->data;
     const uint8_t *data = pkt->payload;
     uint64_t len = pkt->payload_length, offset = 0;
 
     if (where & RX_ONLY_IOV) {
         len = 0;
-    } else if (where & RX_READ_IOV) {
+    } else if (k->read_iov) {
         uint64_t iov_bytes =
             pkt->value[EFARM_PKT_F_READ_IOV_COUNT] * sizeof(struct efarm_wire_rma_iov);
 
@@ -265,11 +224,11 @@ static void rx_op_data(struct efarm_op *op, const struct efarm_pkt *pkt)
 /* Whether a later packet belongs to the same message as the op (a peer could lie). */
 static bool rx_op_same_message(const struct efarm_op *op, const struct efarm_pkt *pkt)
 {
-    struct rtm_kind k;
+    const struct efarm_pkt_row *k = rtm_row(pkt->type);
 
-    return rtm_kind(pkt->type, &k) && k.proto == op->proto &&
+    return k != NULL && k->proto == op->proto &&
            pkt->value[EFARM_PKT_F_MSG_LENGTH] == op->msg_length &&
-           (k.proto != EFARM_PROTO_RUNTREAD ||
+           (k->proto != EFARM_PROTO_RUNTREAD ||
             pkt->value[EFARM_PKT_F_RUNT_LENGTH] == op->runt_length);
 }
 
@@ -384,7 +343,7 @@ static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
         req_fill(req, op->peer, op->wire_tag, op->flags & EFARM_OPF_TAGGED, op->msg_length,
                  op->flags & EFARM_OPF_CQ_DATA, op->cq_data);
         /* A target whose long write failed says so in its EOR or RECEIPT (efarm's flag). */
-        if (status && g_rx_kinds[op->req_type].rtw)
+        if (status && efarm_pkt_row(op->req_type)->rtw)
             op->flags |= EFARM_OPF_REFUSED;
         if (op->flags & EFARM_OPF_REFUSED) {
             if (status == 0)
@@ -403,7 +362,7 @@ static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
         if (op->flags & EFARM_OPF_RMA)
             req->length = status ? 0 : op->len; /* this endpoint's long read (LONGCTS_RTR) */
         /* A peer's write has no user to tell: its refusal was counted (rma_refused). */
-        efarm_req_complete(ep, op, req, g_rx_kinds[op->req_type].rtw ? 0 : status);
+        efarm_req_complete(ep, op, req, efarm_pkt_row(op->req_type)->rtw ? 0 : status);
         if (op->flags & owed) {
             efarm_rx_op_work(ep, op);
             return; /* efarm_rx_op_work ends in another check */
@@ -539,7 +498,7 @@ void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
         (op->proto != EFARM_PROTO_RUNTREAD || op->done_bytes >= op->runt_length)) {
         if (nack_send(ep, op) == 0) {
             op->flags = (op->flags & ~EFARM_OPF_NEED_NACK) | EFARM_OPF_NACKED;
-            if (g_rx_kinds[op->req_type].rtw) {
+            if (efarm_pkt_row(op->req_type)->rtw) {
                 /* The LONGCTS_RTW that answers it is a new request: this one is done, no EOR. */
                 op->flags &= ~EFARM_OPF_NACKED;
                 op->proto = EFARM_PROTO_LONGCTS;
@@ -636,7 +595,7 @@ static void unexp_seg_count(struct efarm_ep *ep, struct efarm_unexp *ux,
 }
 
 static void eager_deliver(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                          const struct rtm_kind *k, struct efarm_req *req)
+                          const struct efarm_pkt_row *k, struct efarm_req *req)
 {
     int status = 0;
 
@@ -670,25 +629,25 @@ static void unexp_receive(struct efarm_ep *ep, struct efarm_unexp *ux, struct ef
 {
     struct efarm_rxpkt *stored = ux->pkts;
     struct efarm_pkt first;
-    struct rtm_kind k;
+    const struct efarm_pkt_row *k;
     struct efarm_op *op;
 
     rxpkt_first_decode(stored, &first);
-    rtm_kind(first.type, &k);
+    k = efarm_pkt_row(first.type);
     if (!unexp_needs_op(ux)) {
-        eager_deliver(ep, ux->peer, &first, &k, req);
+        eager_deliver(ep, ux->peer, &first, k, req);
         efarm_unexp_release(ep, ux);
         return;
     }
     op = efarm_op_alloc(ep, EFARM_OP_RX);
-    op->status = rx_op_init(op, ux->peer, &first, &k);
+    op->status = rx_op_init(op, ux->peer, &first, k);
     if (op->status)
         efarm_log_ratelimited(EFARM_LOG_WARN, "%s from peer %u: %s",
                               efarm_pkt_type_info(first.type)->name, ux->peer,
                               efarm_strerror(op->status));
     if (ux->flags & EFARM_UXF_MAPPED)
         efarm_unexp_map_remove(ep, ux);
-    if (k.proto != EFARM_PROTO_LONGCTS && k.proto != EFARM_PROTO_EAGER)
+    if (k->proto != EFARM_PROTO_LONGCTS && k->proto != EFARM_PROTO_EAGER)
         efarm_op_map_insert(ep, op); /* later segments, or the long-CTS after a NACK */
     ux->pkts = ux->last = NULL;
     efarm_unexp_release(ep, ux);
@@ -697,8 +656,8 @@ static void unexp_receive(struct efarm_ep *ep, struct efarm_unexp *ux, struct ef
 
 /* An in-order message that matched no receive: keep it with a record, no operation. */
 static int unexp_arrive(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                        const struct rtm_kind *k, uint32_t context, int32_t source, int32_t tag,
-                        struct efarm_rxpkt *stored, uint32_t rx_id)
+                        const struct efarm_pkt_row *k, uint32_t context, int32_t source,
+                        int32_t tag, struct efarm_rxpkt *stored, uint32_t rx_id)
 {
     struct efarm_unexp *ux;
     void *user = NULL;
@@ -742,44 +701,44 @@ static int unexp_arrive(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
 int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
                    struct efarm_rxpkt *stored, uint32_t rx_id)
 {
-    struct rtm_kind k;
+    const struct efarm_pkt_row *k = rtm_row(pkt->type);
     uint32_t context;
     int32_t source, tag;
     struct efarm_op *op;
     void *user = NULL;
     int ret;
 
-    if (!rtm_kind(pkt->type, &k))
+    if (k == NULL)
         return 0;
-    msg_key(k.tagged ? pkt->value[EFARM_PKT_F_TAG] : 0, k.tagged, peer, &context, &source, &tag);
+    msg_key(k->tagged ? pkt->value[EFARM_PKT_F_TAG] : 0, k->tagged, peer, &context, &source, &tag);
     /*
      * Everything matching may need must be there first: matching cannot be
      * undone. An eager DC message needs a control buffer for its RECEIPT,
      * anything longer that matches needs an operation; a message that
      * matches nothing needs neither.
      */
-    if (k.proto == EFARM_PROTO_EAGER) {
-        if (k.dc && ep->ntx_free == 0)
+    if (k->proto == EFARM_PROTO_EAGER) {
+        if (k->dc && ep->ntx_free == 0)
             return -EAGAIN;
     } else if (ep->nop_free == 0) {
         if (efarm_tm_would_match(ep->tm, context, source, tag) > 0)
             return -EAGAIN;
-        return unexp_arrive(ep, peer, pkt, &k, context, source, tag, stored, rx_id);
+        return unexp_arrive(ep, peer, pkt, k, context, source, tag, stored, rx_id);
     }
     ret = efarm_tm_match_posted(ep->tm, context, source, tag, &user);
     if (ret != EFARM_TM_MATCHED)
-        return unexp_arrive(ep, peer, pkt, &k, context, source, tag, stored, rx_id);
-    if (k.proto == EFARM_PROTO_EAGER) {
-        eager_deliver(ep, peer, pkt, &k, user);
+        return unexp_arrive(ep, peer, pkt, k, context, source, tag, stored, rx_id);
+    if (k->proto == EFARM_PROTO_EAGER) {
+        eager_deliver(ep, peer, pkt, k, user);
         return 0;
     }
     op = efarm_op_alloc(ep, EFARM_OP_RX);
-    op->status = rx_op_init(op, peer, pkt, &k);
+    op->status = rx_op_init(op, peer, pkt, k);
     if (op->status)
         efarm_log_ratelimited(EFARM_LOG_WARN, "%s from peer %u: %s",
                               efarm_pkt_type_info(pkt->type)->name, peer,
                               efarm_strerror(op->status));
-    if (k.proto != EFARM_PROTO_LONGCTS)
+    if (k->proto != EFARM_PROTO_LONGCTS)
         efarm_op_map_insert(ep, op); /* later segments, or the long-CTS after a NACK */
     rx_op_matched(ep, op, user, NULL, pkt);
     return 0;
@@ -805,11 +764,11 @@ int efarm_rtm_segment(struct efarm_ep *ep, struct efarm_op *op, const struct efa
 /* Whether a later packet belongs to the same message as the record (a peer could lie). */
 static bool unexp_same_message(const struct efarm_unexp *ux, const struct efarm_pkt *pkt)
 {
-    struct rtm_kind k;
+    const struct efarm_pkt_row *k = rtm_row(pkt->type);
 
-    return rtm_kind(pkt->type, &k) && k.proto == ux->proto &&
+    return k != NULL && k->proto == ux->proto &&
            pkt->value[EFARM_PKT_F_MSG_LENGTH] == ux->msg_length &&
-           (k.proto != EFARM_PROTO_RUNTREAD ||
+           (k->proto != EFARM_PROTO_RUNTREAD ||
             pkt->value[EFARM_PKT_F_RUNT_LENGTH] == ux->runt_length);
 }
 
@@ -869,9 +828,9 @@ void efarm_ctsdata_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
 void efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
 {
     struct efarm_op *op = efarm_op_map_find(ep, peer, (uint32_t)pkt->value[EFARM_PKT_F_MSG_ID]);
-    struct rtm_kind k;
+    const struct efarm_pkt_row *k = rtm_row(pkt->type);
 
-    if (op == NULL || !(op->flags & EFARM_OPF_NACKED) || !rtm_kind(pkt->type, &k) ||
+    if (op == NULL || !(op->flags & EFARM_OPF_NACKED) || k == NULL ||
         pkt->value[EFARM_PKT_F_MSG_LENGTH] != op->msg_length) {
         ep->cnt.stale_ids++;
         return;
@@ -880,7 +839,7 @@ void efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struc
     op->proto = EFARM_PROTO_LONGCTS;
     op->peer_op_id = (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID];
     op->credit_request = (uint32_t)pkt->value[EFARM_PKT_F_CREDIT_REQUEST];
-    if (k.dc)
+    if (k->dc)
         op->flags |= EFARM_OPF_DC;
     efarm_op_map_remove(ep, op);
     op->flags |= EFARM_OPF_NEED_CTS;
@@ -1053,15 +1012,17 @@ int efarm_cancel_recv(struct efarm_ep *ep, struct efarm_req *req)
  * protocol v4 and its refusal is only counted here). Returns 0, or -EAGAIN
  * when no operation slot is free (the caller keeps the packet and retries).
  */
-int efarm_rtw_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
+int efarm_rtw_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
+                        struct efarm_rxpkt *stored, uint32_t rx_id)
 {
-    const struct rtm_kind *k = &g_rx_kinds[pkt->type];
+    const struct efarm_pkt_row *k = efarm_pkt_row(pkt->type);
     struct efarm_rma_iov iov;
     struct efarm_req *req;
     struct efarm_op *op;
     uint8_t *dst = NULL;
     int ret;
 
+    (void)stored, (void)rx_id;
     if (ep->tgt_reqs == NULL) {
         ep->tgt_reqs = efarm_calloc(ep->p.max_ops, sizeof(*ep->tgt_reqs));
         if (ep->tgt_reqs == NULL)

@@ -897,7 +897,8 @@ void efarm_read_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct e
  * REFUSED flag, as a SHORT_RTR is. Returns 0, or -EAGAIN when no operation
  * slot or send buffer is free (the caller keeps the packet and retries).
  */
-int efarm_rtr_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
+int efarm_rtr_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
+                        struct efarm_rxpkt *stored, uint32_t rx_id)
 {
     uint64_t len = pkt->value[EFARM_PKT_F_MSG_LENGTH], grant = pkt->value[EFARM_PKT_F_RECV_LENGTH];
     struct efarm_rma_iov iov;
@@ -905,6 +906,7 @@ int efarm_rtr_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
     uint8_t *src = NULL;
     int ret;
 
+    (void)stored, (void)rx_id;
     if (ep->ntx_free == 0 || ep->nop_free == 0)
         return -EAGAIN; /* checked first: a refusal is counted once */
 

@@ -17,6 +17,7 @@
 
 #include "efarm_byteorder.h"
 #include "efarm_errno.h"
+#include "efarm_pkt_types.h"
 
 /* A fixed field: its id, wire width taken from the layout struct, and offset. */
 #define FIELD(id, s, m)                                                     \
@@ -682,11 +683,6 @@ static int validate_longcts(const struct efarm_pkt *pkt)
 
 #define T_SUP EFARM_PKT_T_SUPPORTED
 #define T_REQ (EFARM_PKT_T_SUPPORTED | EFARM_PKT_T_REQ)
-#define T_TAG EFARM_PKT_T_TAGGED
-#define T_RMA EFARM_PKT_T_RMA_IOV
-#define T_RIO EFARM_PKT_T_READ_IOV
-#define T_MU  EFARM_PKT_T_MULTIUSE
-#define T_LC  EFARM_PKT_T_LONGCTS
 
 /* One table entry, by designated initializers. */
 #define ENTRY(nick, size, traits_, f, n, dec, enc, check)                                         \
@@ -695,78 +691,32 @@ static int validate_longcts(const struct efarm_pkt *pkt)
         .fields = f, .decode = dec, .encode = enc, .validate = check                              \
     }
 
-/* Plain (non-REQ) packet. */
-#define PLAIN(nick, s, traits_, f, check)                                                 \
-    [EFARM_PKT_##nick] = ENTRY(#nick, sizeof(struct s), T_SUP | (traits_), f, NFIELDS(f), \
-                               decode_plain, encode_plain, check)
+/* The codec's columns of each CODEC kind of efarm_pkt_types.h. */
+#define CODEC_RETIRED(nick, s, f, tr, check) \
+    ENTRY(nick, 0, 0, NULL, 0, decode_retired, encode_unsupported, validate_none)
+#define CODEC_RESERVED(nick, s, f, tr, check) \
+    ENTRY(nick, 0, 0, NULL, 0, decode_reserved, encode_unsupported, validate_none)
+#define CODEC_PLAIN(nick, s, f, tr, check) \
+    ENTRY(nick, sizeof(struct s), T_SUP | (tr), f, NFIELDS(f), decode_plain, encode_plain, check)
+#define CODEC_HANDSHAKE(nick, s, f, tr, check)                                                     \
+    ENTRY(nick, sizeof(struct s), T_SUP | (tr), f, NFIELDS(f), decode_handshake, encode_handshake, \
+          check)
+#define CODEC_REQ(nick, s, f, tr, check) \
+    ENTRY(nick, sizeof(struct s), T_REQ | (tr), f, NFIELDS(f), decode_req, encode_req, check)
+#define CODEC_REQ_SHORT(nick, s, f, tr, check) \
+    ENTRY(nick, sizeof(struct s), T_REQ | (tr), f, NFIELDS(f) - 1, decode_req, encode_req, check)
+#define CODEC_MSG(nick, s, f, tr, check)                                                    \
+    ENTRY(nick, EFARM_WIRE_SIZE_MSG(struct s), T_REQ | (tr), f, NFIELDS(f) - 1, decode_req, \
+          encode_req, check)
+#define CODEC_TAG(nick, s, f, tr, check)                                                \
+    ENTRY(nick, EFARM_WIRE_SIZE_TAG(struct s), T_REQ | (tr), f, NFIELDS(f), decode_req, \
+          encode_req, check)
 
-/* REQ packet whose mandatory header is the whole layout struct. */
-#define REQ(nick, s, traits_, f, check)                                                   \
-    [EFARM_PKT_##nick] = ENTRY(#nick, sizeof(struct s), T_REQ | (traits_), f, NFIELDS(f), \
-                               decode_req, encode_req, check)
-
-/* RTM pair: the MSG variant stops before the tag, the TAG variant includes it. */
-#define RTM_PAIR(stem, s, traits_, f, check)                                                \
-    [EFARM_PKT_##stem##_MSGRTM] =                                                           \
-        ENTRY(#stem "_MSGRTM", EFARM_WIRE_SIZE_MSG(struct s), T_REQ | (traits_), f,         \
-              NFIELDS(f) - 1, decode_req, encode_req, check),                               \
-    [EFARM_PKT_##stem##_TAGRTM] =                                                           \
-        ENTRY(#stem "_TAGRTM", EFARM_WIRE_SIZE_TAG(struct s), T_REQ | T_TAG | (traits_), f, \
-              NFIELDS(f), decode_req, encode_req, check)
-
-/* A type with no wire format: decoding says why, encoding refuses. */
-#define NOFORMAT(type, nick, decoder) \
-    [type] = ENTRY(nick, 0, 0, NULL, 0, decoder, encode_unsupported, validate_none)
+#define CODEC_ROW(type, nick, codec, s, f, tr, check, engine, loss) \
+    [EFARM_PKT_##type] = CODEC_##codec(nick, s, f, tr, check),
 
 static const struct efarm_pkt_type_info g_efarm_pkt_types[EFARM_PKT_TYPE_COUNT] = {
-    NOFORMAT(EFARM_PKT_RETIRED_RTS, "RTS", decode_retired),
-    NOFORMAT(EFARM_PKT_RETIRED_CONNACK, "CONNACK", decode_retired),
-    PLAIN(CTS, efarm_wire_cts_hdr, T_MU, g_cts_fields, validate_cts),
-    PLAIN(CTSDATA, efarm_wire_ctsdata_hdr, EFARM_PKT_T_OPT_8, g_ctsdata_fields,
-          validate_seg_length),
-    PLAIN(READRSP, efarm_wire_readrsp_hdr, T_MU, g_readrsp_fields, validate_seg_length),
-    NOFORMAT(EFARM_PKT_RESERVED_6, "RESERVED_6", decode_reserved),
-    PLAIN(EOR, efarm_wire_eor_hdr, T_MU, g_eor_fields, validate_none),
-    PLAIN(ATOMRSP, efarm_wire_atomrsp_hdr, T_MU, g_atomrsp_fields, validate_seg_length),
-    [EFARM_PKT_HANDSHAKE] =
-        ENTRY("HANDSHAKE", sizeof(struct efarm_wire_handshake_hdr), T_SUP, g_handshake_fields,
-              NFIELDS(g_handshake_fields), decode_handshake, encode_handshake, validate_none),
-    PLAIN(RECEIPT, efarm_wire_receipt_hdr, T_MU, g_receipt_fields, validate_none),
-    PLAIN(READ_NACK, efarm_wire_read_nack_hdr, T_MU, g_read_nack_fields, validate_none),
-
-    RTM_PAIR(EAGER, efarm_wire_eager_rtm_hdr, 0, g_eager_rtm_fields, validate_none),
-    RTM_PAIR(MEDIUM, efarm_wire_medium_rtm_hdr, 0, g_medium_rtm_fields, validate_medium),
-    RTM_PAIR(LONGCTS, efarm_wire_longcts_rtm_hdr, T_LC, g_longcts_rtm_fields, validate_longcts),
-    REQ(EAGER_RTW, efarm_wire_eager_rtw_hdr, T_RMA, g_eager_rtw_fields, validate_none),
-    REQ(LONGCTS_RTW, efarm_wire_longcts_rtw_hdr, T_RMA | T_LC, g_longcts_rtw_fields,
-        validate_longcts),
-    [EFARM_PKT_SHORT_RTR] =
-        ENTRY("SHORT_RTR", sizeof(struct efarm_wire_rtr_hdr), T_REQ | T_RMA, g_rtr_fields,
-              NFIELDS(g_rtr_fields) - 1, decode_req, encode_req, validate_none),
-    REQ(LONGCTS_RTR, efarm_wire_rtr_hdr, T_RMA, g_rtr_fields, validate_none),
-    REQ(WRITE_RTA, efarm_wire_rta_hdr, T_RMA, g_write_rta_fields, validate_none),
-    REQ(FETCH_RTA, efarm_wire_rta_hdr, T_RMA, g_fetch_rta_fields, validate_none),
-    REQ(COMPARE_RTA, efarm_wire_rta_hdr, T_RMA, g_fetch_rta_fields, validate_none),
-
-    RTM_PAIR(LONGREAD, efarm_wire_longread_rtm_hdr, T_RIO, g_longread_rtm_fields, validate_none),
-    REQ(LONGREAD_RTW, efarm_wire_longcts_rtw_hdr, T_RMA | T_RIO, g_longread_rtw_fields,
-        validate_none),
-    NOFORMAT(EFARM_PKT_RESERVED_READ_RTR, "READ_RTR", decode_reserved),
-    NOFORMAT(EFARM_PKT_RESERVED_132, "RESERVED_132", decode_reserved),
-
-    RTM_PAIR(DC_EAGER, efarm_wire_dc_eager_rtm_hdr, 0, g_dc_eager_rtm_fields, validate_none),
-    RTM_PAIR(DC_MEDIUM, efarm_wire_dc_medium_rtm_hdr, 0, g_dc_medium_rtm_fields, validate_medium),
-    RTM_PAIR(DC_LONGCTS, efarm_wire_longcts_rtm_hdr, T_LC, g_longcts_rtm_fields, validate_longcts),
-    REQ(DC_EAGER_RTW, efarm_wire_dc_eager_rtw_hdr, T_RMA, g_dc_eager_rtw_fields, validate_none),
-    REQ(DC_LONGCTS_RTW, efarm_wire_longcts_rtw_hdr, T_RMA | T_LC, g_longcts_rtw_fields,
-        validate_longcts),
-    REQ(DC_WRITE_RTA, efarm_wire_rta_hdr, T_RMA, g_dc_write_rta_fields, validate_none),
-
-    RTM_PAIR(RUNTCTS, efarm_wire_runt_rtm_hdr, 0, g_runtcts_rtm_fields, validate_runt),
-    REQ(RUNTCTS_RTW, efarm_wire_runt_rtw_hdr, T_RMA, g_runtcts_rtw_fields, validate_runt),
-    RTM_PAIR(RUNTREAD, efarm_wire_runt_rtm_hdr, T_RIO, g_runtread_rtm_fields, validate_runt),
-    REQ(RUNTREAD_RTW, efarm_wire_runt_rtw_hdr, T_RMA | T_RIO, g_runtread_rtw_fields, validate_runt),
-};
+    EFARM_PKT_TYPE_LIST(CODEC_ROW)};
 
 static const struct efarm_pkt_type_info g_efarm_pkt_unknown =
     ENTRY("UNKNOWN", 0, 0, NULL, 0, decode_unknown, encode_unsupported, validate_none);

@@ -803,6 +803,51 @@ static inline bool efarm_peer_failed(const struct efarm_peer_state *st)
  */
 #define EFARM_RX_KEEP 1
 
+/*
+ * The engine's row of a packet type (proto_pkt.c), generated with the
+ * codec's from the one list of efarm_pkt_types.h. A packet is received by the
+ * first that applies: `ctrl` (a control packet), `on_nack` when it carries
+ * the READ_NACK REQ flag, `serve` in msg_id order (`ordered`) or at once
+ * (kept and retried from progress while it returns -EAGAIN); no handler:
+ * counted and dropped.
+ */
+typedef void (*efarm_ctrl_fn)(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
+typedef int (*efarm_serve_fn)(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
+                              struct efarm_rxpkt *stored, uint32_t rx_id);
+
+/* Where the data of a REQ that carries data into a receive operation lies. */
+#define RX_SEG_OFFSET 0x1u /* at seg_offset in the message; later packets follow (medium, runt) */
+#define RX_ONLY_IOV   0x2u /* the payload is the read_iov[] alone (long read) */
+
+struct efarm_pkt_row {
+    efarm_ctrl_fn ctrl;
+    efarm_ctrl_fn on_nack;
+    efarm_serve_fn serve;
+    const char *lost_alone;   /* sent with no operation: what its loss costs the peer, or NULL */
+    bool ordered;             /* takes the peer's msg_id sequence: served in that order */
+    bool rtm;                 /* a message: matched against receives (msg_recv.c) */
+    bool rtw;                 /* a long write run as a receive operation (msg_recv.c) */
+    bool tagged;              /* carries a tag (the codec's trait) */
+    bool dc;                  /* delivery-complete: the receiver answers with a RECEIPT */
+    bool read_iov;            /* the payload starts with read_iov[] (the codec's trait) */
+    bool trigger;             /* its empty form only asks for our HANDSHAKE (L_TRIGGER) */
+    bool lost_to_implicit_ok; /* its loss to a peer learnt from a raw address costs nothing */
+    uint8_t proto;            /* enum efarm_proto_kind of its data (rtm, rtw) */
+    uint8_t data;             /* RX_* (rtm, rtw, refused) */
+    uint8_t atomic;           /* enum efarm_atomic_kind (RTA) */
+};
+
+extern const struct efarm_pkt_row g_efarm_pkt_rows[EFARM_PKT_TYPE_COUNT];
+
+static inline const struct efarm_pkt_row *efarm_pkt_row(uint8_t type)
+{
+    return &g_efarm_pkt_rows[type];
+}
+
+/* proto_rx.c: a REQ in its turn that efarm refuses (runting CTS): counted, its id used up. */
+int efarm_req_refuse(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
+                     struct efarm_rxpkt *stored, uint32_t rx_id);
+
 /* msg_recv.c */
 /*
  * The eager fast path's receiving half, on the device's current completion
@@ -877,15 +922,19 @@ void efarm_atomrsp_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
 #define EFARM_RSP_FLAG_REFUSED 0x0100u
 
 /* rma_target.c: peers' emulated one-sided requests */
+/* Each an efarm_serve_fn: the `serve` of its rows in efarm_pkt_types.h. */
 int efarm_rtw_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                   struct efarm_rxpkt *stored);
+                   struct efarm_rxpkt *stored, uint32_t rx_id);
 int efarm_rtr_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                   struct efarm_rxpkt *stored);
-int efarm_rta_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
+                   struct efarm_rxpkt *stored, uint32_t rx_id);
+int efarm_rta_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
+                   struct efarm_rxpkt *stored, uint32_t rx_id);
 /* msg_recv.c: LONGCTS_RTW, DC_LONGCTS_RTW, LONGREAD_RTW run as receive operations. */
-int efarm_rtw_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
+int efarm_rtw_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
+                        struct efarm_rxpkt *stored, uint32_t rx_id);
 /* msg_send.c: LONGCTS_RTR runs as a long-CTS send of the exposed range. */
-int efarm_rtr_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
+int efarm_rtr_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
+                        struct efarm_rxpkt *stored, uint32_t rx_id);
 /* Keep an unordered request whose reply found no buffer; progress retries it in order. */
 int efarm_rma_pending_keep(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_dev_cqe *cqe);
 void efarm_rma_pending_progress(struct efarm_ep *ep);

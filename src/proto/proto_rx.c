@@ -385,219 +385,30 @@ static void rxpkt_decode(const struct efarm_rxpkt *stored, struct efarm_pkt *pkt
     (void)ret;
 }
 
-/* ---- Per-type handlers --------------------------------------------------------------- */
+/* ---- Per-type handling: the rows of efarm_pkt_types.h -------------------------------- */
 
-typedef int (*efarm_rx_fn)(struct efarm_ep *ep, struct efarm_peer_state *st,
-                           const struct efarm_pkt *pkt, const struct efarm_dev_cqe *cqe);
-
-static int rx_ordered(struct efarm_ep *ep, struct efarm_peer_state *st, const struct efarm_pkt *pkt,
-                      const struct efarm_dev_cqe *cqe);
-
-static int rx_handshake(struct efarm_ep *ep, struct efarm_peer_state *st,
-                        const struct efarm_pkt *pkt, const struct efarm_dev_cqe *cqe)
+/* A type no row serves (RUNTCTS_RTW, RUNTREAD_RTW, unknown): count and drop. */
+static void rx_unsupported(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
 {
-    (void)cqe;
-    efarm_handshake_recv(ep, st->peer, pkt);
-    return 0;
-}
-
-static int rx_cts(struct efarm_ep *ep, struct efarm_peer_state *st, const struct efarm_pkt *pkt,
-                  const struct efarm_dev_cqe *cqe)
-{
-    (void)cqe;
-    efarm_cts_recv(ep, st->peer, pkt);
-    return 0;
-}
-
-static int rx_ctsdata(struct efarm_ep *ep, struct efarm_peer_state *st, const struct efarm_pkt *pkt,
-                      const struct efarm_dev_cqe *cqe)
-{
-    (void)cqe;
-    efarm_ctsdata_recv(ep, st->peer, pkt);
-    return 0;
-}
-
-static int rx_eor(struct efarm_ep *ep, struct efarm_peer_state *st, const struct efarm_pkt *pkt,
-                  const struct efarm_dev_cqe *cqe)
-{
-    (void)cqe;
-    efarm_eor_recv(ep, st->peer, pkt);
-    return 0;
-}
-
-static int rx_receipt(struct efarm_ep *ep, struct efarm_peer_state *st, const struct efarm_pkt *pkt,
-                      const struct efarm_dev_cqe *cqe)
-{
-    (void)cqe;
-    efarm_receipt_recv(ep, st->peer, pkt);
-    return 0;
-}
-
-static int rx_read_nack(struct efarm_ep *ep, struct efarm_peer_state *st,
-                        const struct efarm_pkt *pkt, const struct efarm_dev_cqe *cqe)
-{
-    (void)cqe;
-    efarm_read_nack_recv(ep, st->peer, pkt);
-    return 0;
-}
-
-/* LONGCTS RTM: ordered, except the one sent after a READ_NACK (its msg_id was processed). */
-static int rx_longcts(struct efarm_ep *ep, struct efarm_peer_state *st, const struct efarm_pkt *pkt,
-                      const struct efarm_dev_cqe *cqe)
-{
-    if (pkt->flags & EFARM_REQ_READ_NACK) {
-        efarm_longcts_nack_recv(ep, st->peer, pkt);
-        return 0;
-    }
-    return rx_ordered(ep, st, pkt, cqe);
-}
-
-/*
- * EAGER_RTW and DC_EAGER_RTW: a peer's emulated write. The 0-byte one with no
- * rma_iov is a handshake trigger (it exists to get our HANDSHAKE) and does
- * nothing else. A write whose RECEIPT finds no send buffer is kept and
- * retried from progress.
- */
-static int rx_rtw(struct efarm_ep *ep, struct efarm_peer_state *st, const struct efarm_pkt *pkt,
-                  const struct efarm_dev_cqe *cqe)
-{
-    if (pkt->type == EFARM_PKT_EAGER_RTW && pkt->value[EFARM_PKT_F_RMA_IOV_COUNT] == 0 &&
-        pkt->payload_length == 0)
-        return 0;
-    if (efarm_rtw_recv(ep, st->peer, pkt, NULL) == -EAGAIN)
-        return efarm_rma_pending_keep(ep, st->peer, cqe);
-    return 0;
-}
-
-/*
- * SHORT_RTR: a peer's emulated read, answered by one READRSP; LONGCTS_RTR: a
- * long-CTS send of the range. Kept while no buffer or operation is free.
- */
-static int rx_rtr(struct efarm_ep *ep, struct efarm_peer_state *st, const struct efarm_pkt *pkt,
-                  const struct efarm_dev_cqe *cqe)
-{
-    int ret = pkt->type == EFARM_PKT_LONGCTS_RTR ? efarm_rtr_long_recv(ep, st->peer, pkt)
-                                                 : efarm_rtr_recv(ep, st->peer, pkt, NULL);
-
-    if (ret == -EAGAIN)
-        return efarm_rma_pending_keep(ep, st->peer, cqe);
-    return 0;
-}
-
-/* A peer's long write (LONGCTS_RTW, DC_LONGCTS_RTW, LONGREAD_RTW): kept while no op is free. */
-static int rx_rtw_long(struct efarm_ep *ep, struct efarm_peer_state *st,
-                       const struct efarm_pkt *pkt, const struct efarm_dev_cqe *cqe)
-{
-    if (efarm_rtw_long_recv(ep, st->peer, pkt) == -EAGAIN)
-        return efarm_rma_pending_keep(ep, st->peer, cqe);
-    return 0;
-}
-
-static int rx_readrsp(struct efarm_ep *ep, struct efarm_peer_state *st, const struct efarm_pkt *pkt,
-                      const struct efarm_dev_cqe *cqe)
-{
-    (void)cqe;
-    efarm_readrsp_recv(ep, st->peer, pkt);
-    return 0;
-}
-
-static int rx_atomrsp(struct efarm_ep *ep, struct efarm_peer_state *st, const struct efarm_pkt *pkt,
-                      const struct efarm_dev_cqe *cqe)
-{
-    (void)cqe;
-    efarm_atomrsp_recv(ep, st->peer, pkt);
-    return 0;
-}
-
-/* Anything else: count and drop (RUNTCTS_RTW and RUNTREAD_RTW are not served). */
-static int rx_unsupported(struct efarm_ep *ep, struct efarm_peer_state *st,
-                          const struct efarm_pkt *pkt, const struct efarm_dev_cqe *cqe)
-{
-    (void)st, (void)cqe;
     ep->cnt.unsupported++;
     efarm_log_ratelimited(EFARM_LOG_WARN, "%s from peer %u is not served by this engine; dropped",
-                          efarm_pkt_type_info(pkt->type)->name, st->peer);
+                          efarm_pkt_type_info(pkt->type)->name, peer);
+}
+
+int efarm_req_refuse(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
+                     struct efarm_rxpkt *stored, uint32_t rx_id)
+{
+    (void)stored, (void)rx_id;
+    rx_unsupported(ep, peer, pkt);
     return 0;
 }
 
-/* One handler per packet type; a type left out gets rx_unsupported. */
-static const efarm_rx_fn g_rx_handlers[EFARM_PKT_TYPE_COUNT] = {
-    [EFARM_PKT_HANDSHAKE] = rx_handshake,
-    [EFARM_PKT_CTS] = rx_cts,
-    [EFARM_PKT_CTSDATA] = rx_ctsdata,
-    [EFARM_PKT_EOR] = rx_eor,
-    [EFARM_PKT_RECEIPT] = rx_receipt,
-    [EFARM_PKT_READ_NACK] = rx_read_nack,
-    [EFARM_PKT_READRSP] = rx_readrsp,
-    [EFARM_PKT_ATOMRSP] = rx_atomrsp,
-    [EFARM_PKT_EAGER_MSGRTM] = rx_ordered,
-    [EFARM_PKT_EAGER_TAGRTM] = rx_ordered,
-    [EFARM_PKT_MEDIUM_MSGRTM] = rx_ordered,
-    [EFARM_PKT_MEDIUM_TAGRTM] = rx_ordered,
-    [EFARM_PKT_LONGCTS_MSGRTM] = rx_longcts,
-    [EFARM_PKT_LONGCTS_TAGRTM] = rx_longcts,
-    [EFARM_PKT_LONGREAD_MSGRTM] = rx_ordered,
-    [EFARM_PKT_LONGREAD_TAGRTM] = rx_ordered,
-    [EFARM_PKT_RUNTREAD_MSGRTM] = rx_ordered,
-    [EFARM_PKT_RUNTREAD_TAGRTM] = rx_ordered,
-    [EFARM_PKT_DC_EAGER_MSGRTM] = rx_ordered,
-    [EFARM_PKT_DC_EAGER_TAGRTM] = rx_ordered,
-    [EFARM_PKT_DC_MEDIUM_MSGRTM] = rx_ordered,
-    [EFARM_PKT_DC_MEDIUM_TAGRTM] = rx_ordered,
-    [EFARM_PKT_DC_LONGCTS_MSGRTM] = rx_longcts,
-    [EFARM_PKT_DC_LONGCTS_TAGRTM] = rx_longcts,
-    /* RTA packets take msg_ids from the same sequence: applied in msg_id order. */
-    [EFARM_PKT_WRITE_RTA] = rx_ordered,
-    [EFARM_PKT_FETCH_RTA] = rx_ordered,
-    [EFARM_PKT_COMPARE_RTA] = rx_ordered,
-    [EFARM_PKT_DC_WRITE_RTA] = rx_ordered,
-    [EFARM_PKT_RUNTCTS_MSGRTM] = rx_ordered,
-    [EFARM_PKT_RUNTCTS_TAGRTM] = rx_ordered,
-    [EFARM_PKT_EAGER_RTW] = rx_rtw,
-    [EFARM_PKT_DC_EAGER_RTW] = rx_rtw,
-    [EFARM_PKT_SHORT_RTR] = rx_rtr,
-    [EFARM_PKT_LONGCTS_RTR] = rx_rtr,
-    [EFARM_PKT_LONGCTS_RTW] = rx_rtw_long,
-    [EFARM_PKT_DC_LONGCTS_RTW] = rx_rtw_long,
-    [EFARM_PKT_LONGREAD_RTW] = rx_rtw_long,
-};
-
-static bool is_mulreq(uint8_t type)
+/* Process the in-order REQ with its row's handler. */
+static inline int req_process(struct efarm_ep *ep, struct efarm_peer_state *st,
+                              const struct efarm_pkt *pkt, struct efarm_rxpkt *stored,
+                              uint32_t rx_id)
 {
-    switch (type) {
-    case EFARM_PKT_MEDIUM_MSGRTM:
-    case EFARM_PKT_MEDIUM_TAGRTM:
-    case EFARM_PKT_DC_MEDIUM_MSGRTM:
-    case EFARM_PKT_DC_MEDIUM_TAGRTM:
-    case EFARM_PKT_RUNTREAD_MSGRTM:
-    case EFARM_PKT_RUNTREAD_TAGRTM:
-    case EFARM_PKT_RUNTCTS_MSGRTM:
-    case EFARM_PKT_RUNTCTS_TAGRTM:
-        return true;
-    default:
-        return false;
-    }
-}
-
-/*
- * Process the in-order REQ. RTMs go to the message layer, RTAs to the atomic
- * target; RUNTCTS messages are refused but still use up their id.
- */
-static int req_process(struct efarm_ep *ep, struct efarm_peer_state *st,
-                       const struct efarm_pkt *pkt, struct efarm_rxpkt *stored, uint32_t rx_id)
-{
-    switch (pkt->type) {
-    case EFARM_PKT_WRITE_RTA:
-    case EFARM_PKT_FETCH_RTA:
-    case EFARM_PKT_COMPARE_RTA:
-    case EFARM_PKT_DC_WRITE_RTA:
-        return efarm_rta_recv(ep, st->peer, pkt);
-    case EFARM_PKT_RUNTCTS_MSGRTM:
-    case EFARM_PKT_RUNTCTS_TAGRTM:
-        return rx_unsupported(ep, st, pkt, NULL);
-    default:
-        return efarm_rtm_recv(ep, st->peer, pkt, stored, rx_id);
-    }
+    return efarm_pkt_row(pkt->type)->serve(ep, st->peer, pkt, stored, rx_id);
 }
 
 /* A packet of a message already being received (or waiting unexpected), or one past its turn. */
@@ -607,7 +418,7 @@ static int segment_or_stale(struct efarm_ep *ep, struct efarm_peer_state *st,
     uint32_t msg_id = (uint32_t)pkt->value[EFARM_PKT_F_MSG_ID];
     struct efarm_op *op = NULL;
 
-    if (is_mulreq(pkt->type)) {
+    if (efarm_pkt_row(pkt->type)->data & RX_SEG_OFFSET) {
         op = efarm_op_map_find(ep, st->peer, msg_id);
         if (op == NULL) {
             struct efarm_unexp *ux = efarm_unexp_map_find(ep, st->peer, msg_id);
@@ -792,6 +603,38 @@ static int rx_ordered(struct efarm_ep *ep, struct efarm_peer_state *st, const st
 }
 
 /*
+ * A packet by its row: a control packet, a REQ sent again after a READ_NACK,
+ * a REQ in msg_id order, or one served at once (kept while its reply finds no
+ * buffer, retried from progress: efarm_rma_pending_progress).
+ */
+static int rx_dispatch(struct efarm_ep *ep, struct efarm_peer_state *st,
+                       const struct efarm_pkt *pkt, const struct efarm_dev_cqe *cqe)
+{
+    const struct efarm_pkt_row *row = efarm_pkt_row(pkt->type);
+
+    if (row->ctrl != NULL) {
+        row->ctrl(ep, st->peer, pkt);
+        return 0;
+    }
+    if (row->on_nack != NULL && (pkt->flags & EFARM_REQ_READ_NACK)) {
+        row->on_nack(ep, st->peer, pkt);
+        return 0;
+    }
+    if (row->ordered)
+        return rx_ordered(ep, st, pkt, cqe);
+    if (row->serve == NULL) {
+        rx_unsupported(ep, st->peer, pkt);
+        return 0;
+    }
+    /* The 0-byte trigger with no rma_iov exists to get our HANDSHAKE, sent already. */
+    if (row->trigger && pkt->value[EFARM_PKT_F_RMA_IOV_COUNT] == 0 && pkt->payload_length == 0)
+        return 0;
+    if (row->serve(ep, st->peer, pkt, NULL, cqe->rx_id) == -EAGAIN)
+        return efarm_rma_pending_keep(ep, st->peer, cqe);
+    return 0;
+}
+
+/*
  * The receiving fast path: an EAGER_TAGRTM without optional headers, or with
  * only the connid header (efarm asks its peers for it) naming the peer's
  * connid, from a peer known by its address handle, in its turn (nothing waits
@@ -829,7 +672,6 @@ void efarm_rx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
 {
     struct efarm_peer_state *st;
     struct efarm_pkt pkt;
-    efarm_rx_fn handler;
     efarm_peer_t peer;
     int ret;
 
@@ -863,8 +705,7 @@ void efarm_rx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
     /* The first packet from a peer, whatever it is, gets our HANDSHAKE (section 2.1). */
     if (!(st->flags & EFARM_PS_HS_SENT))
         efarm_handshake_owe(ep, st);
-    handler = g_rx_handlers[pkt.type] ? g_rx_handlers[pkt.type] : rx_unsupported;
-    if (handler(ep, st, &pkt, cqe) != EFARM_RX_KEEP)
+    if (rx_dispatch(ep, st, &pkt, cqe) != EFARM_RX_KEEP)
         efarm_dev_rx_release_inl(ep->dev, cqe->rx_id);
 }
 

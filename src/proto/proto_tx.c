@@ -158,8 +158,10 @@ static void txpkt_failed(struct efarm_ep *ep, struct efarm_txpkt *tx, int status
         ep->cnt.lost_after_completion++;
     } else if (op == NULL) {
         /*
-         * HANDSHAKE or eager RECEIPT: the peer may wait for it, unless it is gone
-         * (spec 2.3). Two HANDSHAKEs fail the peer alone: a liveness probe (the
+         * HANDSHAKE, a RECEIPT, READRSP or ATOMRSP of a target, or a HANDSHAKE
+         * trigger: what its loss costs is its row's LOSS column. The peer may
+         * wait for it, unless it is gone (spec 2.3). Two HANDSHAKEs fail the
+         * peer alone: a liveness probe (the
          * peer had our HANDSHAKE before; its loss says only that the peer is
          * gone), and one to a peer learnt only from a raw-address header (never
          * inserted here: an address that is not its sender's, or gone; nothing
@@ -167,11 +169,10 @@ static void txpkt_failed(struct efarm_ep *ep, struct efarm_txpkt *tx, int status
          * fail the endpoint).
          */
         const bool implicit = ep->peers[tx->peer].flags & EFARM_PEER_IMPLICIT;
+        const struct efarm_pkt_row *row = efarm_pkt_row(tx->type);
 
-        if (tx->type != EFARM_PKT_EAGER_RTW && !gone && !tx->probe &&
-            !(implicit && tx->type == EFARM_PKT_HANDSHAKE))
-            lost = tx->type == EFARM_PKT_HANDSHAKE ? "our HANDSHAKE, which it may wait for"
-                                                   : "a RECEIPT its send waits for";
+        if (!gone && !tx->probe && !(implicit && row->lost_to_implicit_ok))
+            lost = row->lost_alone; /* its row's LOSS column (efarm_pkt_types.h) */
     } else if (efarm_op_class(op)->origin) {
         if (op->req == NULL && op->status == 0 && (op->flags & EFARM_OPF_INJECT)) {
             lost = "the data of an injected send that had already completed";
@@ -205,7 +206,7 @@ static void txpkt_done(struct efarm_ep *ep, struct efarm_txpkt *tx, int status)
         if (tx->probe)
             efarm_probe_done(ep, tx, status);
         /* Sends waiting for the HANDSHAKE a failed trigger asked for cannot go. */
-        if (status && tx->type == EFARM_PKT_EAGER_RTW)
+        if (status && efarm_pkt_row(tx->type)->trigger)
             efarm_hs_waiters_fail(ep, ep->peers[tx->peer].st, status);
     } else {
         efarm_op_class(op)->pkt_done(ep, op, tx, status);

@@ -384,22 +384,13 @@ static int send_segment(struct efarm_ep *ep, struct efarm_peer_state *st, struct
     efarm_rma_req_init(ep, st, &pkt, op->req_type, sl, k, wire);
     if (info->elements)
         pkt.flags = (uint16_t)((pkt.flags & ~EFARM_REQ_RMA) | EFARM_REQ_ATOMIC);
-    switch (op->req_type) {
-    case EFARM_PKT_DC_EAGER_RTW:
-    case EFARM_PKT_DC_WRITE_RTA:
-        efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
-        break;
-    case EFARM_PKT_SHORT_RTR:
-        efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, n);
-        efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, op->id);
-        break;
-    case EFARM_PKT_FETCH_RTA:
-    case EFARM_PKT_COMPARE_RTA:
-        efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, op->id);
-        break;
-    default:
-        break;
-    }
+    /* What its layout has (the codec's row): the reply's address, the read's length. */
+    if (efarm_pkt_field_offset(op->req_type, EFARM_PKT_F_SEND_ID, NULL) >= 0)
+        efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id); /* DC: the RECEIPT names the op */
+    if (efarm_pkt_field_offset(op->req_type, EFARM_PKT_F_RECV_ID, NULL) >= 0)
+        efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, op->id); /* READRSP, ATOMRSP name the op */
+    if (efarm_pkt_field_offset(op->req_type, EFARM_PKT_F_MSG_LENGTH, NULL) >= 0)
+        efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, n); /* SHORT_RTR: the bytes to read */
     if (info->elements) {
         efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_ID, op->msg_id + (uint32_t)nsegs_before);
         efarm_pkt_set(&pkt, EFARM_PKT_F_ATOMIC_DATATYPE, op->atomic_dt);

@@ -104,12 +104,12 @@ static void receipt_reply(struct efarm_ep *ep, efarm_peer_t peer, uint32_t send_
 }
 
 int efarm_rtw_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                   struct efarm_rxpkt *stored)
+                   struct efarm_rxpkt *stored, uint32_t rx_id)
 {
-    bool dc = pkt->type == EFARM_PKT_DC_EAGER_RTW;
+    bool dc = efarm_pkt_row(pkt->type)->dc;
     int status;
 
-    (void)stored;
+    (void)stored, (void)rx_id;
     if (dc && ep->ntx_free == 0)
         return -EAGAIN;
     status = iovs_check(ep, peer, pkt, EFARM_EXPOSE_WRITE, pkt->payload_length, 1);
@@ -170,13 +170,13 @@ static void read_fill(const struct efarm_pkt *req, uint8_t *out, void *ctx)
 }
 
 int efarm_rtr_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                   struct efarm_rxpkt *stored)
+                   struct efarm_rxpkt *stored, uint32_t rx_id)
 {
     uint64_t n = pkt->value[EFARM_PKT_F_MSG_LENGTH];
     struct efarm_pkt rsp;
     int status = 0;
 
-    (void)stored;
+    (void)stored, (void)rx_id;
     if (ep->ntx_free == 0)
         return -EAGAIN;
     if (n > ep->mtu - sizeof(struct efarm_wire_readrsp_hdr)) {
@@ -222,17 +222,12 @@ static void rta_fill(const struct efarm_pkt *req, uint8_t *res, void *ctx)
     }
 }
 
-int efarm_rta_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
+int efarm_rta_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
+                   struct efarm_rxpkt *stored, uint32_t rx_id)
 {
-    static const enum efarm_atomic_kind kinds[] = {
-        [EFARM_PKT_WRITE_RTA - EFARM_PKT_WRITE_RTA] = EFARM_ATOMIC_WRITE,
-        [EFARM_PKT_FETCH_RTA - EFARM_PKT_WRITE_RTA] = EFARM_ATOMIC_FETCH,
-        [EFARM_PKT_COMPARE_RTA - EFARM_PKT_WRITE_RTA] = EFARM_ATOMIC_COMPARE,
-    };
-    enum efarm_atomic_kind kind = pkt->type == EFARM_PKT_DC_WRITE_RTA
-                                      ? EFARM_ATOMIC_WRITE
-                                      : kinds[pkt->type - EFARM_PKT_WRITE_RTA];
-    bool dc = pkt->type == EFARM_PKT_DC_WRITE_RTA, fetch = kind != EFARM_ATOMIC_WRITE;
+    const struct efarm_pkt_row *row = efarm_pkt_row(pkt->type);
+    enum efarm_atomic_kind kind = (enum efarm_atomic_kind)row->atomic;
+    bool dc = row->dc, fetch = kind != EFARM_ATOMIC_WRITE;
     struct rta_apply a = {
         .op = (uint32_t)pkt->value[EFARM_PKT_F_ATOMIC_OP],
         .dt = (uint32_t)pkt->value[EFARM_PKT_F_ATOMIC_DATATYPE],
@@ -241,6 +236,7 @@ int efarm_rta_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pk
     uint64_t total = pkt->payload_length;
     int status = 0;
 
+    (void)stored, (void)rx_id;
     if ((dc || fetch) && ep->ntx_free == 0)
         return -EAGAIN; /* its reply needs a buffer: wait in order */
     a.size = efarm_atomic_dt_size(a.dt);
@@ -303,23 +299,6 @@ int efarm_rma_pending_keep(struct efarm_ep *ep, efarm_peer_t peer, const struct 
     return held ? EFARM_RX_KEEP : 0;
 }
 
-static int pending_retry(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                         struct efarm_rxpkt *rp)
-{
-    switch (pkt->type) {
-    case EFARM_PKT_SHORT_RTR:
-        return efarm_rtr_recv(ep, peer, pkt, rp);
-    case EFARM_PKT_LONGCTS_RTR:
-        return efarm_rtr_long_recv(ep, peer, pkt);
-    case EFARM_PKT_LONGCTS_RTW:
-    case EFARM_PKT_DC_LONGCTS_RTW:
-    case EFARM_PKT_LONGREAD_RTW:
-        return efarm_rtw_long_recv(ep, peer, pkt);
-    default:
-        return efarm_rtw_recv(ep, peer, pkt, rp);
-    }
-}
-
 void efarm_rma_pending_progress(struct efarm_ep *ep)
 {
     struct efarm_rxpkt *rp;
@@ -330,7 +309,7 @@ void efarm_rma_pending_progress(struct efarm_ep *ep)
 
         if (efarm_pkt_decode(rp->data, rp->len, &pkt) == 0 &&
             !efarm_peer_failed(ep->peers[rp->peer].st))
-            ret = pending_retry(ep, rp->peer, &pkt, rp);
+            ret = efarm_pkt_row(pkt.type)->serve(ep, rp->peer, &pkt, rp, rp->rx_id);
         if (ret == -EAGAIN)
             return;
         ep->rma_pending = rp->next;

@@ -10,6 +10,7 @@ test_unit_efarm_unit_SOURCES = \
 	test/unit/test_pkt_golden.c \
 	test/unit/test_pkt_malformed.c \
 	test/unit/test_pkt_roundtrip.c \
+	test/unit/test_pkt_rows.c \
 	test/unit/test_device.c \
 	test/unit/test_config.c \
 	test/unit/test_tm.c \

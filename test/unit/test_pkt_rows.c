@@ -1,0 +1,119 @@
+/*
+ * The packet-type rows (src/proto/efarm_pkt_types.h): every type with a wire
+ * format has a complete engine row, and what the engine's row says agrees
+ * with the codec's row of the same type (both are generated from one list;
+ * this catches a list entry whose columns contradict each other).
+ */
+#include "efarm_pkt.h"
+#include "efarm_rma.h"
+#include "efarm_test.h"
+#include "proto_internal.h"
+
+static bool has_field(uint8_t type, enum efarm_pkt_field id)
+{
+    return efarm_pkt_field_offset(type, id, NULL) >= 0;
+}
+
+/* Types with a wire format that efarm does not serve (counted and dropped). */
+static bool unserved(uint8_t type)
+{
+    return type == EFARM_PKT_RUNTCTS_RTW || type == EFARM_PKT_RUNTREAD_RTW;
+}
+
+EFARM_TEST(pkt_rows_complete)
+{
+    unsigned served = 0, control = 0, ordered = 0;
+
+    for (unsigned t = 0; t < EFARM_PKT_TYPE_COUNT; t++) {
+        const struct efarm_pkt_type_info *info = efarm_pkt_type_info((uint8_t)t);
+        const struct efarm_pkt_row *row = efarm_pkt_row((uint8_t)t);
+        const bool req = info->traits & EFARM_PKT_T_REQ;
+
+        efarm_test_context("type %u (%s)", t, info->name);
+        if (!(info->traits & EFARM_PKT_T_SUPPORTED)) {
+            /* No wire format: nothing decodes, so no handler may exist. */
+            EXPECT_TRUE(row->ctrl == NULL && row->serve == NULL && row->on_nack == NULL);
+            continue;
+        }
+        /* Section 3.1: the REQ types are exactly those from 64 on. */
+        EXPECT_EQ(req, t >= EFARM_PKT_REQ_BEGIN);
+        if (unserved((uint8_t)t)) {
+            EXPECT_TRUE(row->ctrl == NULL && row->serve == NULL);
+            continue;
+        }
+        /* Exactly one way in: a control packet or a served REQ. */
+        EXPECT_EQ(row->ctrl != NULL, !req);
+        EXPECT_EQ(row->serve != NULL, req);
+        served++;
+        control += row->ctrl != NULL;
+        /* A REQ that takes a msg_id must be served in that order, or the sequence stalls. */
+        if (req)
+            EXPECT_EQ(row->ordered, has_field((uint8_t)t, EFARM_PKT_F_MSG_ID));
+        ordered += row->ordered;
+        /* Traits the engine reads from the same list as the codec. */
+        EXPECT_EQ(row->tagged, (info->traits & EFARM_PKT_T_TAGGED) != 0);
+        EXPECT_EQ(row->tagged, has_field((uint8_t)t, EFARM_PKT_F_TAG));
+        EXPECT_EQ(row->read_iov, (info->traits & EFARM_PKT_T_READ_IOV) != 0);
+        EXPECT_EQ(row->read_iov, has_field((uint8_t)t, EFARM_PKT_F_READ_IOV_COUNT));
+        /* Where the data sits: at seg_offset exactly when the layout has one. */
+        if (row->rtm || row->rtw || row->serve == efarm_req_refuse)
+            EXPECT_EQ((row->data & RX_SEG_OFFSET) != 0,
+                      has_field((uint8_t)t, EFARM_PKT_F_SEG_OFFSET));
+        /* A long read's REQ carries its read_iov[] and nothing else. */
+        if (row->data & RX_ONLY_IOV)
+            EXPECT_TRUE(row->read_iov && row->proto == EFARM_PROTO_LONGREAD);
+        /* The READ_NACK variant exists only where the codec lets the flag through. */
+        if (row->on_nack != NULL)
+            EXPECT_TRUE(info->traits & EFARM_PKT_T_LONGCTS);
+        /* Messages and long writes. */
+        EXPECT_TRUE(!(row->rtm && row->rtw));
+        if (row->rtm)
+            EXPECT_TRUE(row->ordered && row->serve == efarm_rtm_recv &&
+                        !(info->traits & EFARM_PKT_T_RMA_IOV));
+        if (row->rtw)
+            EXPECT_TRUE(!row->ordered && (info->traits & EFARM_PKT_T_RMA_IOV));
+        /* DC: the layout names the sender's operation for its RECEIPT. */
+        if (row->dc)
+            EXPECT_TRUE(has_field((uint8_t)t, EFARM_PKT_F_SEND_ID));
+        /* Sent alone (no operation), its loss says what it cost unless nothing waits. */
+        EXPECT_EQ(row->lost_alone == NULL, row->trigger);
+    }
+    efarm_test_context("totals");
+    /* 8 control types; 29 served REQs, of which 22 (the RTMs, RTAs) in msg_id order. */
+    EXPECT_EQ(control, 8);
+    EXPECT_EQ(served, 8 + 29);
+    EXPECT_EQ(ordered, 22);
+}
+
+/* The rows the protocol names: spot checks of what each column must say. */
+EFARM_TEST(pkt_rows_spot_checks)
+{
+    const struct efarm_pkt_row *r;
+
+    r = efarm_pkt_row(EFARM_PKT_MEDIUM_TAGRTM);
+    EXPECT_TRUE(r->rtm && r->tagged && !r->dc && r->proto == EFARM_PROTO_MEDIUM);
+    r = efarm_pkt_row(EFARM_PKT_DC_EAGER_MSGRTM);
+    EXPECT_TRUE(r->rtm && !r->tagged && r->dc && r->proto == EFARM_PROTO_EAGER);
+    r = efarm_pkt_row(EFARM_PKT_LONGCTS_TAGRTM);
+    EXPECT_TRUE(r->on_nack == efarm_longcts_nack_recv && r->proto == EFARM_PROTO_LONGCTS);
+    r = efarm_pkt_row(EFARM_PKT_RUNTREAD_MSGRTM);
+    EXPECT_TRUE(r->read_iov && (r->data & RX_SEG_OFFSET) && r->proto == EFARM_PROTO_RUNTREAD);
+    r = efarm_pkt_row(EFARM_PKT_FETCH_RTA);
+    EXPECT_TRUE(r->ordered && r->serve == efarm_rta_recv && r->atomic == EFARM_ATOMIC_FETCH);
+    r = efarm_pkt_row(EFARM_PKT_COMPARE_RTA);
+    EXPECT_TRUE(r->atomic == EFARM_ATOMIC_COMPARE && !r->dc);
+    r = efarm_pkt_row(EFARM_PKT_DC_WRITE_RTA);
+    EXPECT_TRUE(r->atomic == EFARM_ATOMIC_WRITE && r->dc);
+    r = efarm_pkt_row(EFARM_PKT_EAGER_RTW);
+    EXPECT_TRUE(r->trigger && r->serve == efarm_rtw_recv && !r->ordered);
+    r = efarm_pkt_row(EFARM_PKT_LONGREAD_RTW);
+    EXPECT_TRUE(r->rtw && r->serve == efarm_rtw_long_recv && (r->data & RX_ONLY_IOV));
+    r = efarm_pkt_row(EFARM_PKT_LONGCTS_RTR);
+    EXPECT_TRUE(r->serve == efarm_rtr_long_recv && !r->ordered);
+    r = efarm_pkt_row(EFARM_PKT_RUNTCTS_TAGRTM);
+    EXPECT_TRUE(r->serve == efarm_req_refuse && r->ordered);
+    r = efarm_pkt_row(EFARM_PKT_HANDSHAKE);
+    EXPECT_TRUE(r->ctrl == efarm_handshake_recv && r->lost_to_implicit_ok && r->lost_alone != NULL);
+    r = efarm_pkt_row(EFARM_PKT_RECEIPT);
+    EXPECT_TRUE(r->ctrl == efarm_receipt_recv && !r->lost_to_implicit_ok);
+}
