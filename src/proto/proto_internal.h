@@ -248,8 +248,10 @@ struct efarm_op {
 };
 
 /*
- * What one kind of operation does with the events that reach it. Every
- * routing decision the engine makes by op kind goes through this table.
+ * What one kind of operation does with the events that reach it. Routing by
+ * op kind goes through this table, except two tests of the kind itself: a
+ * message segment reaches only a receive (efarm_rtm_segment), and a failed
+ * request of a one-sided operation counts as a send error (proto_ops.c).
  */
 struct efarm_op_class {
     const char *name;
