@@ -20,6 +20,7 @@ pkginclude_HEADERS = \
 	src/device/efarm_mr_cache.h \
 	src/util/efarm_errno.h \
 	src/util/efarm_config.h \
+	src/util/efarm_proto_names.h \
 	src/util/efarm_log.h
 
 EXTRA_DIST += src/netmod_efarm/README.md

@@ -38,6 +38,7 @@
 #include <stdio.h>
 
 #include "efarm_device.h"
+#include "efarm_proto_names.h"
 #include "efarm_tm.h"
 
 struct efarm_ep;
@@ -62,14 +63,7 @@ static inline uint64_t efarm_tag_pack(uint32_t context, int32_t source, int32_t 
            ((uint64_t)(uint32_t)source << EFARM_TAG_TAG_BITS) | (uint32_t)tag;
 }
 
-/* The two-sided subprotocols, in the order the selection table tries them. */
-#define EFARM_PROTO_LIST(X) \
-    X(EAGER, eager)         \
-    X(MEDIUM, medium)       \
-    X(LONGCTS, longcts)     \
-    X(LONGREAD, longread)   \
-    X(RUNTREAD, runtread)
-
+/* The two-sided subprotocols (EFARM_PROTO_LIST in efarm_proto_names.h). */
 enum efarm_proto_kind {
 #define EFARM_PROTO_ENUM_(id, name) EFARM_PROTO_##id,
     EFARM_PROTO_LIST(EFARM_PROTO_ENUM_)

@@ -68,25 +68,9 @@ uint32_t efarm_region_count(const struct efarm_ep *ep);
 
 #include "efarm_proto.h"
 
-/*
- * One-sided subprotocols, in the order selection tries them for each kind of
- * operation (rma.c has the table: packet types, what completes each, its
- * counter). X(ID, name, doc).
- */
-#define EFARM_RMA_PROTO_LIST(X)                                                          \
-    X(DIRECT_WRITE, direct_write, "RDMA write by the device (both sides negotiated it)") \
-    X(EAGER_RTW, eager_rtw, "emulated write: EAGER_RTW packets the target copies")       \
-    X(DIRECT_READ, direct_read, "RDMA read by the device (both sides negotiated it)")    \
-    X(SHORT_RTR, short_rtr, "emulated read: SHORT_RTR answered by one READRSP each")     \
-    X(LONGCTS_RTW, longcts_rtw, "emulated write: LONGCTS_RTW, then CTSDATA per CTS")     \
-    X(LONGREAD_RTW, longread_rtw, "emulated write: the target RDMA-reads it, then EOR")  \
-    X(LONGCTS_RTR, longcts_rtr, "emulated read: LONGCTS_RTR, READRSP, CTSDATA per CTS")  \
-    X(WRITE_RTA, write_rta, "atomic without result: WRITE_RTA packets")                  \
-    X(FETCH_RTA, fetch_rta, "fetching atomic: FETCH_RTA answered by ATOMRSP")            \
-    X(COMPARE_RTA, compare_rta, "compare atomic: COMPARE_RTA answered by ATOMRSP")
-
+/* One-sided subprotocols (EFARM_RMA_PROTO_LIST in efarm_proto_names.h). */
 enum efarm_rma_proto {
-#define EFARM_RMA_PROTO_ENUM_(id, name, doc) EFARM_RMA_##id,
+#define EFARM_RMA_PROTO_ENUM_(id, name, force, doc) EFARM_RMA_##id,
     EFARM_RMA_PROTO_LIST(EFARM_RMA_PROTO_ENUM_)
 #undef EFARM_RMA_PROTO_ENUM_
         EFARM_RMA_PROTO_COUNT

@@ -120,19 +120,16 @@ static int params_resolve(const struct efarm_ep_attr *a, struct efarm_ep_params 
         int force = efarm_proto_parse(name);
 
         if (force == -EINVAL) {
-            efarm_log(EFARM_LOG_ERROR,
-                      "EFARM_PROTO=%s: expected auto, eager, medium, longcts, longread or runtread",
-                      name);
+            efarm_log(EFARM_LOG_ERROR, "EFARM_PROTO=%s: expected one of " EFARM_PROTO_NAMES, name);
             return -EINVAL;
         }
         p->force = (int8_t)force;
         name = a->rma_proto ? a->rma_proto : c->rma_proto;
         if (efarm_rma_proto_parse(name, &p->rma_force)) {
-            efarm_log(
-                EFARM_LOG_ERROR,
-                "EFARM_RMA_PROTO=%s: expected auto or a comma-separated list of direct_write, "
-                "eager_rtw, longcts_rtw, longread_rtw, direct_read, short_rtr, longcts_rtr",
-                name);
+            efarm_log(EFARM_LOG_ERROR,
+                      "EFARM_RMA_PROTO=%s: expected auto or a comma-separated list of some "
+                      "of " EFARM_RMA_FORCE_NAMES,
+                      name);
             return -EINVAL;
         }
     }

@@ -44,7 +44,6 @@
 
 /* How a subprotocol moves data and what completes it. */
 static const struct rma_proto_info {
-    const char *name;
     uint8_t type, dc_type; /* REQ packet types (0: direct RDMA) */
     uint8_t rsp_type;      /* READRSP/ATOMRSP answering each segment (0: none) */
     bool direct;           /* device RDMA by this endpoint */
@@ -58,69 +57,59 @@ static const struct rma_proto_info {
     uint16_t counter;      /* offset in struct efarm_counters */
 } g_rma_protos[EFARM_RMA_PROTO_COUNT] = {
 #define RMA_COUNTER(name) .counter = offsetof(struct efarm_counters, name)
-    [EFARM_RMA_DIRECT_WRITE] = {.name = "direct_write",
-                                .direct = true,
+    [EFARM_RMA_DIRECT_WRITE] = {.direct = true,
                                 .to_target = true,
                                 .reg = 0 + 1,
                                 .runs_as = EFARM_OP_RMA,
                                 RMA_COUNTER(rma_direct_write)},
-    [EFARM_RMA_EAGER_RTW] = {.name = "eager_rtw",
-                             .type = EFARM_PKT_EAGER_RTW,
+    [EFARM_RMA_EAGER_RTW] = {.type = EFARM_PKT_EAGER_RTW,
                              .dc_type = EFARM_PKT_DC_EAGER_RTW,
                              .to_target = true,
                              .runs_as = EFARM_OP_RMA,
                              RMA_COUNTER(rma_eager_rtw)},
-    [EFARM_RMA_DIRECT_READ] = {.name = "direct_read",
-                               .direct = true,
+    [EFARM_RMA_DIRECT_READ] = {.direct = true,
                                .reg = EFARM_DEV_ACCESS_LOCAL_WRITE + 1,
                                .runs_as = EFARM_OP_RMA,
                                RMA_COUNTER(rma_direct_read)},
-    [EFARM_RMA_SHORT_RTR] = {.name = "short_rtr",
-                             .type = EFARM_PKT_SHORT_RTR,
+    [EFARM_RMA_SHORT_RTR] = {.type = EFARM_PKT_SHORT_RTR,
                              .dc_type = EFARM_PKT_SHORT_RTR,
                              .rsp_type = EFARM_PKT_READRSP,
                              .runs_as = EFARM_OP_RMA,
                              RMA_COUNTER(rma_short_rtr)},
-    [EFARM_RMA_LONGCTS_RTW] = {.name = "longcts_rtw",
-                               .type = EFARM_PKT_LONGCTS_RTW,
+    [EFARM_RMA_LONGCTS_RTW] = {.type = EFARM_PKT_LONGCTS_RTW,
                                .dc_type = EFARM_PKT_DC_LONGCTS_RTW,
                                .to_target = true,
                                .runs_as = EFARM_OP_TX,
                                .msg_proto = EFARM_PROTO_LONGCTS,
                                RMA_COUNTER(rma_longcts_rtw)},
     /* The EOR that ends it already says the data is in place: no DC type. */
-    [EFARM_RMA_LONGREAD_RTW] = {.name = "longread_rtw",
-                                .type = EFARM_PKT_LONGREAD_RTW,
+    [EFARM_RMA_LONGREAD_RTW] = {.type = EFARM_PKT_LONGREAD_RTW,
                                 .dc_type = EFARM_PKT_LONGREAD_RTW,
                                 .to_target = true,
                                 .reg = EFARM_DEV_ACCESS_REMOTE_READ + 1,
                                 .runs_as = EFARM_OP_TX,
                                 .msg_proto = EFARM_PROTO_LONGREAD,
                                 RMA_COUNTER(rma_longread_rtw)},
-    [EFARM_RMA_LONGCTS_RTR] = {.name = "longcts_rtr",
-                               .type = EFARM_PKT_LONGCTS_RTR,
+    [EFARM_RMA_LONGCTS_RTR] = {.type = EFARM_PKT_LONGCTS_RTR,
                                .dc_type = EFARM_PKT_LONGCTS_RTR,
                                .rsp_type = EFARM_PKT_READRSP,
                                .runs_as = EFARM_OP_RX,
                                .msg_proto = EFARM_PROTO_LONGCTS,
                                RMA_COUNTER(rma_longcts_rtr)},
-    [EFARM_RMA_WRITE_RTA] = {.name = "write_rta",
-                             .type = EFARM_PKT_WRITE_RTA,
+    [EFARM_RMA_WRITE_RTA] = {.type = EFARM_PKT_WRITE_RTA,
                              .dc_type = EFARM_PKT_DC_WRITE_RTA,
                              .to_target = true,
                              .elements = true,
                              .runs_as = EFARM_OP_RMA,
                              RMA_COUNTER(rma_write_rta)},
-    [EFARM_RMA_FETCH_RTA] = {.name = "fetch_rta",
-                             .type = EFARM_PKT_FETCH_RTA,
+    [EFARM_RMA_FETCH_RTA] = {.type = EFARM_PKT_FETCH_RTA,
                              .dc_type = EFARM_PKT_FETCH_RTA,
                              .rsp_type = EFARM_PKT_ATOMRSP,
                              .to_target = true,
                              .elements = true,
                              .runs_as = EFARM_OP_RMA,
                              RMA_COUNTER(rma_fetch_rta)},
-    [EFARM_RMA_COMPARE_RTA] = {.name = "compare_rta",
-                               .type = EFARM_PKT_COMPARE_RTA,
+    [EFARM_RMA_COMPARE_RTA] = {.type = EFARM_PKT_COMPARE_RTA,
                                .dc_type = EFARM_PKT_COMPARE_RTA,
                                .rsp_type = EFARM_PKT_ATOMRSP,
                                .to_target = true,
@@ -130,9 +119,21 @@ static const struct rma_proto_info {
 #undef RMA_COUNTER
 };
 
+/* Names, and which EFARM_RMA_PROTO may force, from the one list (efarm_proto_names.h). */
+#define RMA_FORCE_F true
+#define RMA_FORCE_N false
+static const struct {
+    const char *name;
+    bool forceable;
+} g_rma_names[EFARM_RMA_PROTO_COUNT] = {
+#define RMA_NAME_(id, name_, force, doc) [EFARM_RMA_##id] = {#name_, RMA_FORCE_##force},
+    EFARM_RMA_PROTO_LIST(RMA_NAME_)
+#undef RMA_NAME_
+};
+
 const char *efarm_rma_proto_name(enum efarm_rma_proto proto)
 {
-    return (unsigned)proto < EFARM_RMA_PROTO_COUNT ? g_rma_protos[proto].name : "unknown";
+    return (unsigned)proto < EFARM_RMA_PROTO_COUNT ? g_rma_names[proto].name : "unknown";
 }
 
 int efarm_rma_proto_parse(const char *list, uint32_t *mask_p)
@@ -145,7 +146,8 @@ int efarm_rma_proto_parse(const char *list, uint32_t *mask_p)
         unsigned k = 0;
 
         while (k < EFARM_RMA_PROTO_COUNT &&
-               (strlen(g_rma_protos[k].name) != n || strncmp(s, g_rma_protos[k].name, n)))
+               (!g_rma_names[k].forceable || strlen(g_rma_names[k].name) != n ||
+                strncmp(s, g_rma_names[k].name, n)))
             k++;
         if (k < EFARM_RMA_PROTO_COUNT)
             mask |= 1u << k;
@@ -453,8 +455,8 @@ void efarm_rma_op_work(struct efarm_ep *ep, struct efarm_op *op)
         return;
     }
     if (ret) {
-        efarm_log(EFARM_LOG_ERROR, "cannot build a %s packet for peer %u: %s", info->name, op->peer,
-                  efarm_strerror(ret));
+        efarm_log(EFARM_LOG_ERROR, "cannot build a %s packet for peer %u: %s",
+                  efarm_rma_proto_name(op->proto), op->peer, efarm_strerror(ret));
         if (op->status == 0)
             op->status = ret;
         op->offset = op->len;
@@ -503,7 +505,7 @@ void efarm_rma_op_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct
             break;
         /* Registration is a limited resource: the emulated protocols need none. */
         efarm_log(EFARM_LOG_DEBUG, "cannot register %llu bytes for %s (%s): emulated",
-                  (unsigned long long)op->len, info->name, efarm_strerror(ret));
+                  (unsigned long long)op->len, efarm_rma_proto_name(proto), efarm_strerror(ret));
         ep->cnt.reg_fallbacks++;
         op->mr.entry = NULL;
         op->flags |= EFARM_OPF_NO_REG; /* no rule that registers holds now */

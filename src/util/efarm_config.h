@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "efarm_proto_names.h"
+
 /*
  * X(NAME, member, kind, default, lo, hi, choices, why). kind:
  *   U64      a decimal number from lo to hi
@@ -118,11 +120,10 @@
     X(READ_MIN_STREAM, read_min_stream, U64, "0", 0, INT64_MAX, "",                                \
       "smallest read-protocol message while other sends to the same peer are in flight (0: "       \
       "READ_MIN if set, else the profile's stream curves, else as without sends in flight)")       \
-    X(PROTO, proto, ENUM, "auto", 0, 0, "auto|eager|medium|longcts|longread|runtread",             \
+    X(PROTO, proto, ENUM, "auto", 0, 0, EFARM_PROTO_NAMES,                                         \
       "two-sided subprotocol forced where legal: auto, eager, medium, longcts, longread, "         \
       "runtread")                                                                                  \
-    X(RMA_PROTO, rma_proto, LIST, "auto", 0, 0,                                                    \
-      "auto|direct_write|eager_rtw|longcts_rtw|longread_rtw|direct_read|short_rtr|longcts_rtr",    \
+    X(RMA_PROTO, rma_proto, LIST, "auto", 0, 0, EFARM_RMA_FORCE_NAMES,                             \
       "one-sided subprotocols forced where legal: auto or a list of direct_write, eager_rtw, "     \
       "longcts_rtw, longread_rtw, direct_read, short_rtr, longcts_rtr")                            \
     X(RUNT_SIZE, runt_size, U64, "307200", 0, INT64_MAX, "",                                       \

@@ -52,7 +52,7 @@ static const uint8_t g_ie_rma_replies[] = {EFARM_PKT_READRSP, EFARM_PKT_ATOMRSP,
 
 /* The engine's counter of each subprotocol it picks as origin. */
 static const size_t g_ie_rma_counter[EFARM_RMA_PROTO_COUNT] = {
-#define IE_RMA_COUNTER_(id, name, doc) \
+#define IE_RMA_COUNTER_(id, name, force, doc) \
     [EFARM_RMA_##id] = offsetof(struct efarm_counters, rma_##name),
     EFARM_RMA_PROTO_LIST(IE_RMA_COUNTER_)
 #undef IE_RMA_COUNTER_

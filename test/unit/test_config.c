@@ -12,6 +12,7 @@
 #include "efarm_errno.h"
 #include "efarm_log.h"
 #include "efarm_proto.h"
+#include "efarm_rma.h"
 #include "efarm_test.h"
 #include "proto_common.h"
 #include "proto_internal.h"
@@ -246,6 +247,27 @@ EFARM_TEST(config_choices_match_the_parsers)
         EXPECT_TRUE(mask != 0);
         EXPECT_EQ(efarm_config_check(efarm_config_var("RMA_PROTO"), "R", rma[i], err, 512), 0);
     }
+    /* Every subprotocol name: the parser accepts it exactly when the tunable does. */
+    for (unsigned k = 0; k < EFARM_PROTO_COUNT; k++) {
+        const char *name = efarm_proto_name((enum efarm_proto_kind)k);
+
+        efarm_test_context("two-sided %s", name);
+        EXPECT_EQ(efarm_proto_parse(name), k);
+        EXPECT_EQ(efarm_config_check(efarm_config_var("PROTO"), "P", name, err, 512), 0);
+    }
+    for (unsigned k = 0; k < EFARM_RMA_PROTO_COUNT; k++) {
+        const char *name = efarm_rma_proto_name((enum efarm_rma_proto)k);
+        bool parsed = efarm_rma_proto_parse(name, &mask) == 0;
+
+        efarm_test_context("one-sided %s", name);
+        EXPECT_EQ(parsed,
+                  efarm_config_check(efarm_config_var("RMA_PROTO"), "R", name, err, 512) == 0);
+        if (parsed)
+            EXPECT_EQ(mask, 1u << k);
+    }
+    /* The atomics have one subprotocol each: nothing to force. */
+    EXPECT_RET(efarm_rma_proto_parse("write_rta", &mask), -EINVAL);
+    EXPECT_TRUE(efarm_config_check(efarm_config_var("RMA_PROTO"), "R", "write_rta", err, 512) != 0);
     for (unsigned i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
         EXPECT_EQ(efarm_config_check(efarm_config_var("LOG_LEVEL"), "L", levels[i], err, 512), 0);
         setenv("EFARM_LOG_LEVEL", levels[i], 1);
