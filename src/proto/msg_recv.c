@@ -146,12 +146,12 @@ static int rtr_req_send(struct efarm_ep *ep, struct efarm_op *op);
 /* ---- Receive operations ----------------------------------------------------------------- */
 
 /* Set up an op from the first REQ of its message. Returns 0 or a protocol error. */
-static int rx_op_init(struct efarm_op *op, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                      const struct efarm_pkt_row *k)
+static int rx_op_init(struct efarm_ep *ep, struct efarm_op *op, efarm_peer_t peer,
+                      const struct efarm_pkt *pkt, const struct efarm_pkt_row *k)
 {
     op->proto = k->proto;
     op->req_type = pkt->type;
-    op->peer = peer;
+    efarm_op_set_peer(ep, op, peer);
     op->msg_id = (uint32_t)pkt->value[EFARM_PKT_F_MSG_ID];
     op->flags |= (k->tagged ? EFARM_OPF_TAGGED : 0) | (k->dc ? EFARM_OPF_DC : 0);
     op->wire_tag = k->tagged ? pkt->value[EFARM_PKT_F_TAG] : 0;
@@ -640,7 +640,7 @@ static void unexp_receive(struct efarm_ep *ep, struct efarm_unexp *ux, struct ef
         return;
     }
     op = efarm_op_alloc(ep, EFARM_OP_RX);
-    op->status = rx_op_init(op, ux->peer, &first, k);
+    op->status = rx_op_init(ep, op, ux->peer, &first, k);
     if (op->status)
         efarm_log_ratelimited(EFARM_LOG_WARN, "%s from peer %u: %s",
                               efarm_pkt_type_info(first.type)->name, ux->peer,
@@ -733,7 +733,7 @@ int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pk
         return 0;
     }
     op = efarm_op_alloc(ep, EFARM_OP_RX);
-    op->status = rx_op_init(op, peer, pkt, k);
+    op->status = rx_op_init(ep, op, peer, pkt, k);
     if (op->status)
         efarm_log_ratelimited(EFARM_LOG_WARN, "%s from peer %u: %s",
                               efarm_pkt_type_info(pkt->type)->name, peer,
@@ -1044,11 +1044,11 @@ int efarm_rtw_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
     }
     op = efarm_op_alloc(ep, EFARM_OP_RX);
     if (ret == 0) {
-        ret = rx_op_init(op, peer, pkt, k);
+        ret = rx_op_init(ep, op, peer, pkt, k);
         if (ret)
             ep->cnt.rma_refused++;
     } else {
-        rx_op_init(op, peer, pkt, k); /* what the replies need; its result no longer matters */
+        rx_op_init(ep, op, peer, pkt, k); /* what the replies need; its result no longer matters */
     }
     op->msg_id = 0; /* an RTW has none; its RECEIPT says 0 */
     req = &ep->tgt_reqs[op->id & 0xffff];

@@ -699,7 +699,7 @@ static int send_start(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, u
     req->length = len;
     req->peer = peer;
     op->req = req;
-    op->peer = peer;
+    efarm_op_set_peer(ep, op, peer);
     op->buf = (uint8_t *)(uintptr_t)buf;
     op->len = len;
     op->wire_tag = wire_tag;
@@ -939,7 +939,7 @@ int efarm_rtr_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
     op = efarm_op_alloc(ep, EFARM_OP_TX);
     if (op == NULL)
         return -EAGAIN;
-    op->peer = peer;
+    efarm_op_set_peer(ep, op, peer);
     op->buf = src;
     op->len = len;
     op->proto = EFARM_PROTO_LONGCTS;

@@ -186,6 +186,7 @@ struct efarm_peer_state *efarm_peer_state_get(struct efarm_ep *ep, efarm_peer_t 
     efarm_list_init(&st->stalled_link);
     efarm_list_init(&st->rnr_queue);
     efarm_list_init(&st->hs_waiters);
+    efarm_list_init(&st->ops);
     efarm_list_init(&st->overflow);
     p->st = st;
     ep->npeer_states++;
@@ -468,12 +469,6 @@ void efarm_failed_peers_progress(struct efarm_ep *ep)
         st->flags &= ~(EFARM_PS_FAIL_PENDING | EFARM_PS_TRIGGER_WANTED);
         efarm_tx_drop_peer(ep, st);
         efarm_hs_waiters_fail(ep, st, st->fail_status);
-        for (uint32_t i = 0; i < ep->p.max_ops; i++) {
-            struct efarm_op *op = &ep->ops[i];
-
-            if (op->kind == EFARM_OP_FREE || op->peer != st->peer)
-                continue;
-            efarm_op_class(op)->peer_failed(ep, op, st->fail_status);
-        }
+        efarm_peer_ops_fail(ep, st);
     }
 }

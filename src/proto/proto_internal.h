@@ -114,6 +114,7 @@ struct efarm_peer_state {
     struct efarm_link stalled_link; /* ep->stalled_peers */
     struct efarm_link rnr_queue;    /* txpkts waiting for the backoff to end */
     struct efarm_link hs_waiters;   /* ops that need the peer's HANDSHAKE first */
+    struct efarm_link ops;          /* its live operations (efarm_op.peer_link) */
     struct efarm_link overflow;     /* rxpkts beyond the reorder window */
     /*
      * The reorder window: recvwin slots indexed by msg_id % recvwin, taken
@@ -243,6 +244,7 @@ struct efarm_op {
     uint32_t replies_owed;  /* rma: RECEIPTs still to come */
     uint32_t seg_bytes;     /* rma: bytes of data per packet (emulated) */
     uint8_t atomic_op, atomic_dt, rma_dc, pad8;
+    struct efarm_link peer_link; /* its peer's ops (efarm_peer_state.ops), once it has one */
     struct efarm_rma_iov iov[EFARM_MAX_READ_IOV]; /* rx: the sender's read_iov; rma: remote */
     struct efarm_mr_ref mr;                       /* the user buffer's registration */
 };
@@ -727,6 +729,10 @@ void efarm_regions_fini(struct efarm_ep *ep);
 int efarm_ops_init(struct efarm_ep *ep);
 void efarm_ops_fini(struct efarm_ep *ep);
 struct efarm_op *efarm_op_alloc(struct efarm_ep *ep, enum efarm_op_kind kind);
+/* The op's peer, once: it joins that peer's list of operations (efarm_peer_state.ops). */
+void efarm_op_set_peer(struct efarm_ep *ep, struct efarm_op *op, efarm_peer_t peer);
+/* The peer failed: each of its live operations ends with st->fail_status (its class's way). */
+void efarm_peer_ops_fail(struct efarm_ep *ep, struct efarm_peer_state *st);
 void efarm_op_release(struct efarm_ep *ep, struct efarm_op *op);
 struct efarm_op *efarm_op_find(struct efarm_ep *ep, uint32_t id, enum efarm_op_kind kind,
                                efarm_peer_t peer);

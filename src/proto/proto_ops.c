@@ -72,7 +72,40 @@ struct efarm_op *efarm_op_alloc(struct efarm_ep *ep, enum efarm_op_kind kind)
     op->kind = (uint8_t)kind;
     op->map_next = UINT32_MAX;
     efarm_list_init(&op->link);
+    efarm_list_init(&op->peer_link);
     return op;
+}
+
+/*
+ * Every live operation with this failed peer ends with its error, each by its
+ * class. A class's handler may release other operations of the peer too, so
+ * the list is moved aside first and each op is put back before its handler
+ * runs: whatever the handler releases leaves whichever list it is on.
+ */
+void efarm_peer_ops_fail(struct efarm_ep *ep, struct efarm_peer_state *st)
+{
+    struct efarm_link pending, *link;
+
+    efarm_list_init(&pending);
+    efarm_list_splice_tail(&pending, &st->ops);
+    while ((link = efarm_list_first(&pending)) != NULL) {
+        struct efarm_op *op = efarm_container_of(link, struct efarm_op, peer_link);
+
+        efarm_list_remove(link);
+        efarm_list_append(&st->ops, link);
+        efarm_op_class(op)->peer_failed(ep, op, st->fail_status);
+    }
+}
+
+void efarm_op_set_peer(struct efarm_ep *ep, struct efarm_op *op, efarm_peer_t peer)
+{
+    struct efarm_peer_state *st = peer < ep->npeers ? ep->peers[peer].st : NULL;
+
+    op->peer = peer;
+    if (efarm_link_linked(&op->peer_link))
+        efarm_list_remove(&op->peer_link);
+    if (st != NULL)
+        efarm_list_append(&st->ops, &op->peer_link);
 }
 
 void efarm_op_release(struct efarm_ep *ep, struct efarm_op *op)
@@ -83,6 +116,8 @@ void efarm_op_release(struct efarm_ep *ep, struct efarm_op *op)
         efarm_op_map_remove(ep, op);
     if (efarm_link_linked(&op->link))
         efarm_list_remove(&op->link);
+    if (efarm_link_linked(&op->peer_link))
+        efarm_list_remove(&op->peer_link);
     if (op->mr.entry != NULL)
         efarm_mr_cache_put(ep->mr_cache, &op->mr);
     if ((op->flags & EFARM_OPF_COUNTED) && op->peer < ep->npeers && ep->peers[op->peer].st &&

@@ -9,7 +9,7 @@
  * HANDSHAKE. If the peer's process is gone (its QP destroyed), nothing of
  * ours fails and the operation would wait forever.
  *
- * So once per EFARM_PEER_PROBE_MS, progress scans the operations. An
+ * So once per EFARM_PEER_PROBE_MS, progress scans each peer's operations. An
  * operation waits on its peer when nothing of its own is queued or in flight
  * (no packet, no RDMA read) and it is not on the work list: only a packet
  * from the peer can move it on. One that waited so at two scans in a row,
@@ -39,7 +39,7 @@
  *
  * Cost: no clock read while no operation is in use (the fast paths take
  * none); with one in use, one clock read every EFARM_PROBE_POLLS progress
- * calls; the scan (every operation slot) once per period. "Heard from" is a
+ * calls; the scan (each known peer's list of operations) once per period. "Heard from" is a
  * store of the scan count into the peer's state on the general receive path
  * (the receiving fast path does not stamp it: a peer heard only through it
  * may be probed, which is harmless). A peer's state grows by that word (in
@@ -77,24 +77,27 @@ static void probe_scan(struct efarm_ep *ep)
     /* Peers stamped with this tick were heard from since the last scan. */
     uint32_t tick = ep->probe_tick++;
 
-    for (uint32_t i = 0; i < ep->p.max_ops; i++) {
-        struct efarm_op *op = &ep->ops[i];
-        struct efarm_peer_state *st;
+    for (efarm_peer_t p = 0; p < ep->npeers; p++) {
+        struct efarm_peer_state *st = ep->peers[p].st;
+        struct efarm_link *link, *tmp;
+        bool probe = false;
 
-        if (op->kind == EFARM_OP_FREE || op->peer >= ep->npeers)
+        if (st == NULL)
             continue;
-        st = ep->peers[op->peer].st;
-        if (st == NULL || efarm_peer_failed(st) || !op_waits_on_peer(op)) {
-            op->flags &= ~EFARM_OPF_PROBE_AGED;
-            continue;
+        efarm_list_foreach_safe(link, tmp, &st->ops)
+        {
+            struct efarm_op *op = efarm_container_of(link, struct efarm_op, peer_link);
+
+            if (efarm_peer_failed(st) || !op_waits_on_peer(op)) {
+                op->flags &= ~EFARM_OPF_PROBE_AGED;
+            } else if (!(op->flags & EFARM_OPF_PROBE_AGED)) {
+                op->flags |= EFARM_OPF_PROBE_AGED; /* waiting now: probe at the next scan */
+            } else if (st->heard_tick != tick && !(st->flags & EFARM_PS_PROBING)) {
+                probe = true;
+            }
         }
-        if (!(op->flags & EFARM_OPF_PROBE_AGED)) {
-            op->flags |= EFARM_OPF_PROBE_AGED; /* waiting now: probe at the next scan */
-            continue;
-        }
-        if (st->heard_tick == tick || (st->flags & EFARM_PS_PROBING))
-            continue;
-        probe_post(ep, st);
+        if (probe)
+            probe_post(ep, st);
     }
 }
 

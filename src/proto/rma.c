@@ -592,7 +592,7 @@ static int rma_start(struct efarm_ep *ep, efarm_peer_t peer, enum rma_want want,
     req->length = 0;
     req->peer = peer;
     op->req = req;
-    op->peer = peer;
+    efarm_op_set_peer(ep, op, peer);
     op->buf = buf;
     op->len = len;
     op->rma_dc = (flags & EFARM_RMA_DC) != 0;

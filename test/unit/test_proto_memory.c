@@ -121,10 +121,9 @@ EFARM_TEST(proto_read_nack_receiver_cannot_register)
 /*
  * The hot structures' sizes, pinned so a change is a decision: the
  * address-vector entry every peer costs, the per-peer state created on
- * contact (192 bytes), the reorder window a peer holds while packets wait (a
- * pointer per slot), an operation,
- * the send and stored-packet descriptors, and what one unexpected message
- * costs besides its packets (its record, 88 bytes with the CQ data a probe
+ * contact (208 bytes, its list of operations included), the reorder window a peer holds while
+ * packets wait (a pointer per slot), an operation, the send and stored-packet descriptors, and what
+ * one unexpected message costs besides its packets (its record, 88 bytes with the CQ data a probe
  * reports, and its matcher entry with the queues it may need, 312).
  */
 EFARM_TEST(proto_structure_sizes)
@@ -140,9 +139,9 @@ EFARM_TEST(proto_structure_sizes)
         EXPECT_RET(efarm_ep_open(&attr, &ep), 0);
         efarm_proto_sizes(ep, &s);
         EXPECT_EQ(s.peer, 40);
-        EXPECT_EQ(s.peer_state, 192);
+        EXPECT_EQ(s.peer_state, 208);
         EXPECT_EQ(s.window, 8 * recvwins[i]);
-        EXPECT_EQ(s.op, 312); /* one-sided fields: result, compare, replies, segment size */
+        EXPECT_EQ(s.op, 328); /* one-sided fields; its link in its peer's list of operations */
         EXPECT_EQ(s.tx_pkt, 56);
         EXPECT_EQ(s.rx_pkt, 56);
         EXPECT_EQ(s.unexp, 408); /* its arrival stamp (issue 39) */
