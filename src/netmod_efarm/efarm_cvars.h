@@ -410,9 +410,9 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        two-sided subprotocol forced where legal: auto, eager, medium, longcts,
-        longread, runtread. Allowed: one of auto, eager, medium, longcts, longread,
-        runtread. Also read as EFARM_PROTO.
+        two-sided subprotocol forced where legal (auto: the selection rules choose).
+        Allowed: one of auto, eager, medium, longcts, longread, runtread. Also read as
+        EFARM_PROTO.
 
     - name        : MPIR_CVAR_CH4_EFARM_RMA_PROTO
       category    : CH4_EFARM
@@ -422,8 +422,8 @@ cvars:
       verbosity   : MPI_T_VERBOSITY_USER_BASIC
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
-        one-sided subprotocols forced where legal: auto or a list of direct_write,
-        eager_rtw, longcts_rtw, longread_rtw, direct_read, short_rtr, longcts_rtr.
+        one-sided subprotocols forced where legal, each for its kind of operation (auto:
+        the selection rules choose; an atomic has one subprotocol, nothing to force).
         Allowed: auto, or a comma-separated list of direct_write, eager_rtw,
         longcts_rtw, longread_rtw, direct_read, short_rtr, longcts_rtr. Also read as
         EFARM_RMA_PROTO.

@@ -37,15 +37,15 @@
  *             E_TARGET(fn, DC)       RMA target REQ, served at once, kept
  *                                    and retried while resources lack
  *             E_TARGET_RTW(P, DATA, DC)  long write served by a receive op
- *             E_TRIGGER(fn)          E_TARGET whose empty form only asks
- *                                    for our HANDSHAKE (EAGER_RTW)
  *   LOSS    what losing one sent with no operation costs (proto_tx.c):
  *             L_OP         only operations send it (their class decides)
  *             L_REPLY(s)   the peer waits for it: s says what
  *             L_HELLO(s)   the same, except to a peer learnt only from a
  *                          raw-address header (HANDSHAKE)
- *             L_TRIGGER    nothing waits at the peer; our sends waiting for
- *                          the HANDSHAKE it asked for fail
+ *             L_TRIGGER    a HANDSHAKE trigger (EAGER_RTW): its empty form (no
+ *                          rma_iov, no data) only asks for our HANDSHAKE, so
+ *                          received it does nothing; lost, nothing waits at the
+ *                          peer, and our sends waiting for that HANDSHAKE fail
  *
  * Types missing from the list (12-63, 77-127, 148-255) have no wire format
  * and decode as unknown.
@@ -96,7 +96,7 @@
     X(LONGCTS_TAGRTM, "LONGCTS_TAGRTM", TAG, efarm_wire_longcts_rtm_hdr, g_longcts_rtm_fields,    \
       T_LC | T_TAG, validate_longcts, E_RTM_NACK(LONGCTS, false), L_OP)                           \
     X(EAGER_RTW, "EAGER_RTW", REQ, efarm_wire_eager_rtw_hdr, g_eager_rtw_fields, T_RMA,           \
-      validate_none, E_TRIGGER(efarm_rtw_recv), L_TRIGGER)                                        \
+      validate_none, E_TARGET(efarm_rtw_recv, false), L_TRIGGER)                                        \
     X(LONGCTS_RTW, "LONGCTS_RTW", REQ, efarm_wire_longcts_rtw_hdr, g_longcts_rtw_fields,          \
       T_RMA | T_LC, validate_longcts, E_TARGET_RTW(LONGCTS, 0, false), L_OP)                      \
     X(SHORT_RTR, "SHORT_RTR", REQ_SHORT, efarm_wire_rtr_hdr, g_rtr_fields, T_RMA, validate_none,  \

@@ -838,7 +838,7 @@ struct efarm_pkt_row {
     bool tagged;              /* carries a tag (the codec's trait) */
     bool dc;                  /* delivery-complete: the receiver answers with a RECEIPT */
     bool read_iov;            /* the payload starts with read_iov[] (the codec's trait) */
-    bool trigger;             /* its empty form only asks for our HANDSHAKE (L_TRIGGER) */
+    bool trigger;             /* a HANDSHAKE trigger (L_TRIGGER): its empty form asks only that */
     bool lost_to_implicit_ok; /* its loss to a peer learnt from a raw address costs nothing */
     uint8_t proto;            /* enum efarm_proto_kind of its data (rtm, rtw) */
     uint8_t data;             /* RX_* (rtm, rtw, refused) */

@@ -97,6 +97,7 @@ void efarm_peer_ops_fail(struct efarm_ep *ep, struct efarm_peer_state *st)
     }
 }
 
+/* Every caller has made first contact, so the peer's state exists. */
 void efarm_op_set_peer(struct efarm_ep *ep, struct efarm_op *op, efarm_peer_t peer)
 {
     struct efarm_peer_state *st = peer < ep->npeers ? ep->peers[peer].st : NULL;

@@ -22,13 +22,12 @@
 #define E_TARGET(fn, c)  .serve = fn, .dc = (c)
 #define E_TARGET_RTW(p, d, c) \
     .serve = efarm_rtw_long_recv, .rtw = true, .proto = EFARM_PROTO_##p, .data = (d), .dc = (c)
-#define E_TRIGGER(fn) .serve = fn, .trigger = true
 
 /* LOSS columns. */
 #define L_OP       .lost_alone = "a packet it waits for" /* sent alone: not expected */
 #define L_REPLY(s) .lost_alone = s
 #define L_HELLO(s) .lost_alone = s, .lost_to_implicit_ok = true
-#define L_TRIGGER  .lost_alone = NULL
+#define L_TRIGGER  .lost_alone = NULL, .trigger = true
 
 #define ENGINE_ROW(type, nick, codec, s, f, tr, check, engine, loss)              \
     [EFARM_PKT_##type] = {engine, loss, .tagged = ((tr)&EFARM_PKT_T_TAGGED) != 0, \

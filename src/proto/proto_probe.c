@@ -39,8 +39,9 @@
  *
  * Cost: no clock read while no operation is in use (the fast paths take
  * none); with one in use, one clock read every EFARM_PROBE_POLLS progress
- * calls; the scan (each known peer's list of operations) once per period. "Heard from" is a
- * store of the scan count into the peer's state on the general receive path
+ * calls; the scan (each known peer's list of operations) once per period.
+ * "Heard from" is a store of the scan count into the peer's state on the
+ * general receive path
  * (the receiving fast path does not stamp it: a peer heard only through it
  * may be probed, which is harmless). A peer's state grows by that word (in
  * what was padding) and a flag.

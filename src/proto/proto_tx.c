@@ -161,12 +161,11 @@ static void txpkt_failed(struct efarm_ep *ep, struct efarm_txpkt *tx, int status
          * HANDSHAKE, a RECEIPT, READRSP or ATOMRSP of a target, or a HANDSHAKE
          * trigger: what its loss costs is its row's LOSS column. The peer may
          * wait for it, unless it is gone (spec 2.3). Two HANDSHAKEs fail the
-         * peer alone: a liveness probe (the
-         * peer had our HANDSHAKE before; its loss says only that the peer is
-         * gone), and one to a peer learnt only from a raw-address header (never
-         * inserted here: an address that is not its sender's, or gone; nothing
-         * the application addressed waits on it, and one forged header must not
-         * fail the endpoint).
+         * peer alone: a liveness probe (the peer had our HANDSHAKE before; its
+         * loss says only that the peer is gone), and one to a peer learnt only
+         * from a raw-address header (never inserted here: an address that is
+         * not its sender's, or gone; nothing the application addressed waits
+         * on it, and one forged header must not fail the endpoint).
          */
         const bool implicit = ep->peers[tx->peer].flags & EFARM_PEER_IMPLICIT;
         const struct efarm_pkt_row *row = efarm_pkt_row(tx->type);

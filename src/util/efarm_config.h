@@ -121,11 +121,10 @@
       "smallest read-protocol message while other sends to the same peer are in flight (0: "       \
       "READ_MIN if set, else the profile's stream curves, else as without sends in flight)")       \
     X(PROTO, proto, ENUM, "auto", 0, 0, EFARM_PROTO_NAMES,                                         \
-      "two-sided subprotocol forced where legal: auto, eager, medium, longcts, longread, "         \
-      "runtread")                                                                                  \
+      "two-sided subprotocol forced where legal (auto: the selection rules choose)")               \
     X(RMA_PROTO, rma_proto, LIST, "auto", 0, 0, EFARM_RMA_FORCE_NAMES,                             \
-      "one-sided subprotocols forced where legal: auto or a list of direct_write, eager_rtw, "     \
-      "longcts_rtw, longread_rtw, direct_read, short_rtr, longcts_rtr")                            \
+      "one-sided subprotocols forced where legal, each for its kind of operation (auto: the "      \
+      "selection rules choose; an atomic has one subprotocol, nothing to force)")                  \
     X(RUNT_SIZE, runt_size, U64, "307200", 0, INT64_MAX, "",                                       \
       "bytes runting read sends eagerly per peer in flight, as FI_EFA_RUNT_SIZE (0: never)")       \
     X(RDMA_READ, rdma_read, BOOL, "1", 0, 1, "",                                                   \

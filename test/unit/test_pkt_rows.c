@@ -77,6 +77,10 @@ EFARM_TEST(pkt_rows_complete)
             EXPECT_TRUE(has_field((uint8_t)t, EFARM_PKT_F_SEND_ID));
         /* Sent alone (no operation), its loss says what it cost unless nothing waits. */
         EXPECT_EQ(row->lost_alone == NULL, row->trigger);
+        /* A trigger is told by its empty rma_iov: a REQ served at once that carries one. */
+        if (row->trigger)
+            EXPECT_TRUE(req && row->serve != NULL && !row->ordered &&
+                        (info->traits & EFARM_PKT_T_RMA_IOV));
     }
     efarm_test_context("totals");
     /* The list has rows of every kind: control packets, REQs in order and at once. */
