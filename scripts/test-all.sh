@@ -337,10 +337,13 @@ if [ -x "$mpich_prefix/bin/mpicc" ]; then
             grep -q '^verdict: efarm carried only ' "$d/shm.txt"
     }
     step quickstart-report quickstart_report
-    # Instructions per 8-byte round trip under callgrind (issue 14's benchmark), short:
-    # its phases, objects and the agreement of its two fits are checked, not its figures.
+    # Instructions per 8-byte round trip under callgrind (issue 14's benchmark), at its
+    # default 200 and 1000 round trips: its phases, objects and the agreement of its two
+    # fits are checked, not its figures. (At 100 and 400 a one-off cost of about 12000
+    # MPICH instructions in the shorter phase, on a machine loaded by the background
+    # MPICH build, once made MPICH's fits differ by 11%.)
     step instr-bench-smoke env EFARM_BUILD_ROOT="$root" bash "$top/bench/run-instr-bench.sh" \
-        --prefix "$mpich_prefix" --iters 100,400 --check
+        --prefix "$mpich_prefix" --check
     # Applications Debian builds against its MPICH, run over efarm through the MPICH
     # ABI (ScaLAPACK's test programs, NetPIPE; scripts/run-mpich-apps.sh, its ci subset).
     suite mpich-apps bash "$top/scripts/run-mpich-apps.sh" --prefix "$mpich_prefix" --subset ci \
