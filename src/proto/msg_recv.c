@@ -149,7 +149,9 @@ static int rtr_req_send(struct efarm_ep *ep, struct efarm_op *op);
 static int rx_op_init(struct efarm_ep *ep, struct efarm_op *op, efarm_peer_t peer,
                       const struct efarm_pkt *pkt, const struct efarm_pkt_row *k)
 {
-    op->proto = k->proto;
+    const struct efarm_msg_proto *mp = &efarm_msg_protos[k->proto];
+
+    efarm_msg_proto_set(op, k->proto);
     op->req_type = pkt->type;
     efarm_op_set_peer(ep, op, peer);
     op->msg_id = (uint32_t)pkt->value[EFARM_PKT_F_MSG_ID];
@@ -159,12 +161,11 @@ static int rx_op_init(struct efarm_ep *ep, struct efarm_op *op, efarm_peer_t pee
         op->flags |= EFARM_OPF_CQ_DATA;
         op->cq_data = pkt->value[EFARM_PKT_F_CQ_DATA];
     }
-    op->msg_length =
-        k->proto == EFARM_PROTO_EAGER ? pkt->payload_length : pkt->value[EFARM_PKT_F_MSG_LENGTH];
+    op->msg_length = mp->whole ? pkt->payload_length : pkt->value[EFARM_PKT_F_MSG_LENGTH];
     op->peer_op_id = (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID];
     op->credit_request = (uint32_t)pkt->value[EFARM_PKT_F_CREDIT_REQUEST];
     op->runt_length = pkt->value[EFARM_PKT_F_RUNT_LENGTH];
-    if (k->proto == EFARM_PROTO_LONGREAD || k->proto == EFARM_PROTO_RUNTREAD) {
+    if (mp->reads) {
         uint64_t n = pkt->value[EFARM_PKT_F_READ_IOV_COUNT], total = 0;
 
         if (n == 0 || n > EFARM_MAX_READ_IOV)
@@ -221,15 +222,18 @@ static void rx_op_data(struct efarm_op *op, const struct efarm_pkt *pkt)
     op->done_bytes += len;
 }
 
-/* Whether a later packet belongs to the same message as the op (a peer could lie). */
-static bool rx_op_same_message(const struct efarm_op *op, const struct efarm_pkt *pkt)
+/*
+ * Whether a later packet belongs to the message whose first REQ said `proto`,
+ * msg_length and runt_length (an op's or an unexpected record's): a peer
+ * could lie.
+ */
+static bool same_message(const struct efarm_pkt *pkt, uint8_t proto, uint64_t msg_length,
+                         uint64_t runt_length)
 {
     const struct efarm_pkt_row *k = rtm_row(pkt->type);
 
-    return k != NULL && k->proto == op->proto &&
-           pkt->value[EFARM_PKT_F_MSG_LENGTH] == op->msg_length &&
-           (k->proto != EFARM_PROTO_RUNTREAD ||
-            pkt->value[EFARM_PKT_F_RUNT_LENGTH] == op->runt_length);
+    return k != NULL && k->proto == proto && pkt->value[EFARM_PKT_F_MSG_LENGTH] == msg_length &&
+           (!efarm_msg_protos[proto].runt || pkt->value[EFARM_PKT_F_RUNT_LENGTH] == runt_length);
 }
 
 static uint64_t read_end(const struct efarm_op *op)
@@ -237,10 +241,13 @@ static uint64_t read_end(const struct efarm_op *op)
     return op->msg_length < op->len ? op->msg_length : op->len;
 }
 
-/* Long-read and runting read: register the buffer, or prepare the READ_NACK. */
-static void rx_op_read_start(struct efarm_ep *ep, struct efarm_op *op)
+/*
+ * The read protocols, once matched: register the buffer past the runt and
+ * read, or prepare the READ_NACK.
+ */
+void efarm_rx_start_read(struct efarm_ep *ep, struct efarm_op *op)
 {
-    uint64_t start = op->proto == EFARM_PROTO_RUNTREAD ? op->runt_length : 0;
+    uint64_t start = efarm_msg_proto(op)->runt ? op->runt_length : 0;
     uint64_t end = read_end(op) > start ? read_end(op) : start;
     int ret = -ENOTSUP;
 
@@ -269,6 +276,24 @@ static void rx_op_read_start(struct efarm_ep *ep, struct efarm_op *op)
         op->flags |= EFARM_OPF_NEED_READ;
         efarm_rx_op_work(ep, op);
     }
+}
+
+/* Long-CTS, once matched: the first CTS, unless the REQ carried the whole message. */
+void efarm_rx_start_cts(struct efarm_ep *ep, struct efarm_op *op)
+{
+    if (op->done_bytes < op->msg_length) {
+        op->flags |= EFARM_OPF_NEED_CTS;
+        efarm_rx_op_work(ep, op);
+    }
+}
+
+/*
+ * Whether a receive op of this message joins the (peer, msg_id) map: its
+ * later segments come, or the long-CTS REQ that answers a READ_NACK.
+ */
+static bool rx_op_mapped(const struct efarm_pkt_row *k)
+{
+    return efarm_msg_protos[k->proto].segmented || efarm_msg_protos[k->proto].reads;
 }
 
 static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op);
@@ -304,24 +329,12 @@ static void rx_op_matched(struct efarm_ep *ep, struct efarm_op *op, struct efarm
         return;
     }
     if (op->status == 0) {
-        switch (op->proto) {
-        case EFARM_PROTO_LONGCTS:
-            if (op->done_bytes < op->msg_length) {
-                op->flags |= EFARM_OPF_NEED_CTS;
-                efarm_rx_op_work(ep, op);
-            }
-            break;
-        case EFARM_PROTO_LONGREAD:
-        case EFARM_PROTO_RUNTREAD:
-            rx_op_read_start(ep, op);
-            break;
-        default:
-            break;
-        }
+        if (efarm_msg_proto(op)->rx_start != NULL)
+            efarm_msg_proto(op)->rx_start(ep, op);
     } else {
         /* A bad read_iov: nothing to read; complete with the error and release the sender. */
         op->done_bytes = op->msg_length;
-        if (op->proto == EFARM_PROTO_LONGREAD || op->proto == EFARM_PROTO_RUNTREAD)
+        if (efarm_msg_proto(op)->reads)
             op->flags |= EFARM_OPF_NEED_EOR;
     }
     rx_op_check(ep, op);
@@ -352,7 +365,7 @@ static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
             status = -EMSGSIZE;
             ep->cnt.truncated++;
         }
-        if (op->proto == EFARM_PROTO_LONGREAD || op->proto == EFARM_PROTO_RUNTREAD)
+        if (efarm_msg_proto(op)->reads)
             op->flags |= EFARM_OPF_NEED_EOR; /* a read delivers: EOR is the receipt */
         else if (op->flags & EFARM_OPF_DC)
             op->flags |= EFARM_OPF_NEED_RCPT;
@@ -379,7 +392,7 @@ void efarm_rx_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op)
      * A CTS that failed leaves the sender without a grant: nothing more will
      * come, so complete now with the error rather than wait forever.
      */
-    if (op->status && !(op->flags & EFARM_OPF_COMPLETED) && op->proto == EFARM_PROTO_LONGCTS &&
+    if (op->status && !(op->flags & EFARM_OPF_COMPLETED) && efarm_msg_proto(op)->cts &&
         op->pkts_inflight == 0)
         op->done_bytes = op->msg_length;
     rx_op_check(ep, op);
@@ -495,13 +508,13 @@ void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
     }
     /* The runt must all be in before a READ_NACK (section 4.7). */
     if ((op->flags & EFARM_OPF_NEED_NACK) &&
-        (op->proto != EFARM_PROTO_RUNTREAD || op->done_bytes >= op->runt_length)) {
+        (!efarm_msg_proto(op)->runt || op->done_bytes >= op->runt_length)) {
         if (nack_send(ep, op) == 0) {
             op->flags = (op->flags & ~EFARM_OPF_NEED_NACK) | EFARM_OPF_NACKED;
             if (efarm_pkt_row(op->req_type)->rtw) {
                 /* The LONGCTS_RTW that answers it is a new request: this one is done, no EOR. */
                 op->flags &= ~EFARM_OPF_NACKED;
-                op->proto = EFARM_PROTO_LONGCTS;
+                efarm_msg_proto_set(op, efarm_msg_proto(op)->fallback);
                 op->done_bytes = op->msg_length;
             }
         } else {
@@ -585,11 +598,11 @@ static void unexp_seg_count(struct efarm_ep *ep, struct efarm_unexp *ux,
     const uint8_t *data;
     uint64_t offset, len, want;
 
-    if (ux->proto != EFARM_PROTO_MEDIUM && ux->proto != EFARM_PROTO_RUNTREAD)
+    if (!efarm_msg_protos[ux->proto].segmented)
         return;
     pkt_data(pkt, &data, &offset, &len);
     ux->seg_bytes += len;
-    want = ux->proto == EFARM_PROTO_MEDIUM ? ux->msg_length : ux->runt_length;
+    want = efarm_msg_protos[ux->proto].runt ? ux->runt_length : ux->msg_length;
     if (ux->seg_bytes >= want && (ux->flags & EFARM_UXF_MAPPED))
         efarm_unexp_map_remove(ep, ux);
 }
@@ -616,7 +629,7 @@ static void eager_deliver(struct efarm_ep *ep, efarm_peer_t peer, const struct e
 /* Whether receiving an unexpected message takes an operation (all but plain eager do). */
 static bool unexp_needs_op(const struct efarm_unexp *ux)
 {
-    return ux->proto != EFARM_PROTO_EAGER || (ux->flags & EFARM_UXF_DC);
+    return !efarm_msg_protos[ux->proto].whole || (ux->flags & EFARM_UXF_DC);
 }
 
 /*
@@ -647,7 +660,7 @@ static void unexp_receive(struct efarm_ep *ep, struct efarm_unexp *ux, struct ef
                               efarm_strerror(op->status));
     if (ux->flags & EFARM_UXF_MAPPED)
         efarm_unexp_map_remove(ep, ux);
-    if (k->proto != EFARM_PROTO_LONGCTS && k->proto != EFARM_PROTO_EAGER)
+    if (rx_op_mapped(k))
         efarm_op_map_insert(ep, op); /* later segments, or the long-CTS after a NACK */
     ux->pkts = ux->last = NULL;
     efarm_unexp_release(ep, ux);
@@ -659,6 +672,7 @@ static int unexp_arrive(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
                         const struct efarm_pkt_row *k, uint32_t context, int32_t source,
                         int32_t tag, struct efarm_rxpkt *stored, uint32_t rx_id)
 {
+    const struct efarm_msg_proto *mp = &efarm_msg_protos[k->proto];
     struct efarm_unexp *ux;
     void *user = NULL;
     int ret;
@@ -673,9 +687,8 @@ static int unexp_arrive(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
     ux->proto = k->proto;
     ux->flags |= (k->tagged ? EFARM_UXF_TAGGED : 0) | (k->dc ? EFARM_UXF_DC : 0);
     ux->wire_tag = k->tagged ? pkt->value[EFARM_PKT_F_TAG] : 0;
-    ux->msg_length =
-        k->proto == EFARM_PROTO_EAGER ? pkt->payload_length : pkt->value[EFARM_PKT_F_MSG_LENGTH];
-    ux->runt_length = k->proto == EFARM_PROTO_RUNTREAD ? pkt->value[EFARM_PKT_F_RUNT_LENGTH] : 0;
+    ux->msg_length = mp->whole ? pkt->payload_length : pkt->value[EFARM_PKT_F_MSG_LENGTH];
+    ux->runt_length = mp->runt ? pkt->value[EFARM_PKT_F_RUNT_LENGTH] : 0;
     ux->cq_data = 0;
     if (pkt->present & EFARM_PKT_HAS(CQ_DATA)) {
         ux->flags |= EFARM_UXF_CQ_DATA;
@@ -691,7 +704,7 @@ static int unexp_arrive(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
     ux->arrival = ++*ep->arrival_clock;
     if (!k->tagged)
         ep->untagged_arrivals++;
-    if (k->proto == EFARM_PROTO_MEDIUM || k->proto == EFARM_PROTO_RUNTREAD)
+    if (mp->segmented)
         efarm_unexp_map_insert(ep, ux); /* its other segments join it */
     ret = unexp_store(ep, ux, pkt, stored, rx_id);
     unexp_seg_count(ep, ux, pkt);
@@ -717,7 +730,7 @@ int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pk
      * anything longer that matches needs an operation; a message that
      * matches nothing needs neither.
      */
-    if (k->proto == EFARM_PROTO_EAGER) {
+    if (efarm_msg_protos[k->proto].whole) {
         if (k->dc && ep->ntx_free == 0)
             return -EAGAIN;
     } else if (ep->nop_free == 0) {
@@ -728,7 +741,7 @@ int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pk
     ret = efarm_tm_match_posted(ep->tm, context, source, tag, &user);
     if (ret != EFARM_TM_MATCHED)
         return unexp_arrive(ep, peer, pkt, k, context, source, tag, stored, rx_id);
-    if (k->proto == EFARM_PROTO_EAGER) {
+    if (efarm_msg_protos[k->proto].whole) {
         eager_deliver(ep, peer, pkt, k, user);
         return 0;
     }
@@ -738,7 +751,7 @@ int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pk
         efarm_log_ratelimited(EFARM_LOG_WARN, "%s from peer %u: %s",
                               efarm_pkt_type_info(pkt->type)->name, peer,
                               efarm_strerror(op->status));
-    if (k->proto != EFARM_PROTO_LONGCTS)
+    if (rx_op_mapped(k))
         efarm_op_map_insert(ep, op); /* later segments, or the long-CTS after a NACK */
     rx_op_matched(ep, op, user, NULL, pkt);
     return 0;
@@ -749,7 +762,8 @@ int efarm_rtm_segment(struct efarm_ep *ep, struct efarm_op *op, const struct efa
 {
     (void)stored, (void)rx_id;
     if (op->kind != EFARM_OP_RX || (op->flags & EFARM_OPF_COMPLETED) ||
-        !(op->flags & EFARM_OPF_MATCHED) || !rx_op_same_message(op, pkt)) {
+        !(op->flags & EFARM_OPF_MATCHED) ||
+        !same_message(pkt, op->proto, op->msg_length, op->runt_length)) {
         ep->cnt.stale_ids++;
         return 0;
     }
@@ -761,23 +775,12 @@ int efarm_rtm_segment(struct efarm_ep *ep, struct efarm_op *op, const struct efa
     return 0;
 }
 
-/* Whether a later packet belongs to the same message as the record (a peer could lie). */
-static bool unexp_same_message(const struct efarm_unexp *ux, const struct efarm_pkt *pkt)
-{
-    const struct efarm_pkt_row *k = rtm_row(pkt->type);
-
-    return k != NULL && k->proto == ux->proto &&
-           pkt->value[EFARM_PKT_F_MSG_LENGTH] == ux->msg_length &&
-           (k->proto != EFARM_PROTO_RUNTREAD ||
-            pkt->value[EFARM_PKT_F_RUNT_LENGTH] == ux->runt_length);
-}
-
 int efarm_unexp_segment(struct efarm_ep *ep, struct efarm_unexp *ux, const struct efarm_pkt *pkt,
                         struct efarm_rxpkt *stored, uint32_t rx_id)
 {
     int ret;
 
-    if (!unexp_same_message(ux, pkt)) {
+    if (!same_message(pkt, ux->proto, ux->msg_length, ux->runt_length)) {
         ep->cnt.stale_ids++;
         return 0;
     }
@@ -814,7 +817,7 @@ void efarm_ctsdata_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
      * The data must lie inside the message and inside the current grant,
      * which runs from op->offset to done_bytes + window_end.
      */
-    if (op == NULL || op->proto != EFARM_PROTO_LONGCTS ||
+    if (op == NULL || !efarm_msg_proto(op)->cts ||
         (op->flags & (EFARM_OPF_COMPLETED | EFARM_OPF_NEED_CTS)) ||
         !(op->flags & EFARM_OPF_MATCHED) || offset > op->msg_length ||
         n > op->msg_length - offset || n > op->window_end || offset < op->offset ||
@@ -836,7 +839,7 @@ void efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struc
         return;
     }
     op->flags &= ~EFARM_OPF_NACKED;
-    op->proto = EFARM_PROTO_LONGCTS;
+    efarm_msg_proto_set(op, efarm_msg_proto(op)->fallback);
     op->peer_op_id = (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID];
     op->credit_request = (uint32_t)pkt->value[EFARM_PKT_F_CREDIT_REQUEST];
     if (k->dc)
@@ -1082,7 +1085,7 @@ void efarm_rtr_long_begin(struct efarm_ep *ep, struct efarm_op *op)
     uint64_t grant = (uint64_t)ep->p.rx_window * ctsdata_payload(ep);
 
     op->kind = EFARM_OP_RX;
-    op->proto = EFARM_PROTO_LONGCTS;
+    efarm_msg_proto_set(op, EFARM_PROTO_LONGCTS);
     op->req_type = EFARM_PKT_LONGCTS_RTR;
     op->flags = EFARM_OPF_RMA | EFARM_OPF_MATCHED | EFARM_OPF_NEED_REQ | EFARM_OPF_WAIT_RSP;
     op->msg_length = op->len;

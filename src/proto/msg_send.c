@@ -26,42 +26,9 @@
 #include "efarm_byteorder.h"
 #include "proto_internal.h"
 
-/*
- * Facts of each two-sided subprotocol: its REQ packet type by (DC, tagged),
- * the RTW type by DC when a long one-sided write runs on it, and the counter
- * of messages sent with it. Read protocols have no DC types: the EOR that
- * ends them already says the data was delivered.
- */
-static const struct rtm_proto_info {
-    uint8_t type[2][2]; /* [dc][tagged] */
-    uint8_t rtw[2];     /* [dc]: one-sided writes (0: none run on it) */
-    uint16_t counter;   /* offset in struct efarm_counters */
-} g_rtm_protos[EFARM_PROTO_COUNT] = {
-    [EFARM_PROTO_EAGER] = {{{EFARM_PKT_EAGER_MSGRTM, EFARM_PKT_EAGER_TAGRTM},
-                            {EFARM_PKT_DC_EAGER_MSGRTM, EFARM_PKT_DC_EAGER_TAGRTM}},
-                           {0, 0},
-                           offsetof(struct efarm_counters, proto_eager)},
-    [EFARM_PROTO_MEDIUM] = {{{EFARM_PKT_MEDIUM_MSGRTM, EFARM_PKT_MEDIUM_TAGRTM},
-                             {EFARM_PKT_DC_MEDIUM_MSGRTM, EFARM_PKT_DC_MEDIUM_TAGRTM}},
-                            {0, 0},
-                            offsetof(struct efarm_counters, proto_medium)},
-    [EFARM_PROTO_LONGCTS] = {{{EFARM_PKT_LONGCTS_MSGRTM, EFARM_PKT_LONGCTS_TAGRTM},
-                              {EFARM_PKT_DC_LONGCTS_MSGRTM, EFARM_PKT_DC_LONGCTS_TAGRTM}},
-                             {EFARM_PKT_LONGCTS_RTW, EFARM_PKT_DC_LONGCTS_RTW},
-                             offsetof(struct efarm_counters, proto_longcts)},
-    [EFARM_PROTO_LONGREAD] = {{{EFARM_PKT_LONGREAD_MSGRTM, EFARM_PKT_LONGREAD_TAGRTM},
-                               {EFARM_PKT_LONGREAD_MSGRTM, EFARM_PKT_LONGREAD_TAGRTM}},
-                              {EFARM_PKT_LONGREAD_RTW, EFARM_PKT_LONGREAD_RTW},
-                              offsetof(struct efarm_counters, proto_longread)},
-    [EFARM_PROTO_RUNTREAD] = {{{EFARM_PKT_RUNTREAD_MSGRTM, EFARM_PKT_RUNTREAD_TAGRTM},
-                               {EFARM_PKT_RUNTREAD_MSGRTM, EFARM_PKT_RUNTREAD_TAGRTM}},
-                              {0, 0},
-                              offsetof(struct efarm_counters, proto_runtread)},
-};
-
 static uint8_t req_type(enum efarm_proto_kind proto, bool tagged, bool dc)
 {
-    return g_rtm_protos[proto].type[dc][tagged];
+    return efarm_msg_protos[proto].type[dc][tagged];
 }
 
 /* The REQ type of op when it runs `proto`: a message's, or a one-sided write's. */
@@ -70,8 +37,24 @@ static uint8_t op_req_type(const struct efarm_op *op, enum efarm_proto_kind prot
     bool dc = op->flags & EFARM_OPF_DC;
 
     if (op->flags & EFARM_OPF_RMA)
-        return g_rtm_protos[proto].rtw[dc];
+        return efarm_msg_protos[proto].rtw[dc];
     return req_type(proto, op->flags & EFARM_OPF_TAGGED, dc);
+}
+
+/*
+ * The sender takes `proto` (at its start, or the fallback after a READ_NACK):
+ * its REQ type, the REQ still to build, and the reply the send then waits
+ * for: the EOR of a read, the RECEIPT of any other DC send.
+ */
+static void tx_proto_set(struct efarm_op *op, enum efarm_proto_kind proto)
+{
+    efarm_msg_proto_set(op, proto);
+    op->req_type = op_req_type(op, proto);
+    op->flags |= EFARM_OPF_NEED_REQ;
+    if (efarm_msg_protos[proto].reads)
+        op->flags |= EFARM_OPF_WAIT_EOR;
+    else if (op->flags & EFARM_OPF_DC)
+        op->flags |= EFARM_OPF_WAIT_RCPT;
 }
 
 uint64_t efarm_req_hdr_len(const struct efarm_peer_state *st, uint8_t type, bool cq_data)
@@ -332,6 +315,61 @@ static int build_runtread(struct efarm_ep *ep, struct efarm_peer_state *st, stru
     return 0;
 }
 
+/*
+ * Long-CTS: the REQ with the first data (none after a READ_NACK), then
+ * CTSDATA for each grant. A peer's long emulated read (LONGCTS_RTR) runs on
+ * it too, its first packet a READRSP.
+ */
+static int build_longcts(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
+{
+    if (!(op->flags & EFARM_OPF_NEED_REQ))
+        return build_ctsdata(ep, st, op);
+    if (op->req_type == EFARM_PKT_LONGCTS_RTR)
+        return build_readrsp(ep, st, op);
+    return build_longcts_req(ep, st, op);
+}
+
+/*
+ * The two-sided subprotocols. Read protocols have no DC types: the EOR that
+ * ends them already says the data was delivered.
+ */
+const struct efarm_msg_proto efarm_msg_protos[EFARM_PROTO_COUNT] = {
+    [EFARM_PROTO_EAGER] = {.type = {{EFARM_PKT_EAGER_MSGRTM, EFARM_PKT_EAGER_TAGRTM},
+                                    {EFARM_PKT_DC_EAGER_MSGRTM, EFARM_PKT_DC_EAGER_TAGRTM}},
+                           .counter = offsetof(struct efarm_counters, proto_eager),
+                           .whole = true,
+                           .build = build_eager},
+    [EFARM_PROTO_MEDIUM] = {.type = {{EFARM_PKT_MEDIUM_MSGRTM, EFARM_PKT_MEDIUM_TAGRTM},
+                                     {EFARM_PKT_DC_MEDIUM_MSGRTM, EFARM_PKT_DC_MEDIUM_TAGRTM}},
+                            .counter = offsetof(struct efarm_counters, proto_medium),
+                            .segmented = true,
+                            .build = build_medium},
+    [EFARM_PROTO_LONGCTS] = {.type = {{EFARM_PKT_LONGCTS_MSGRTM, EFARM_PKT_LONGCTS_TAGRTM},
+                                      {EFARM_PKT_DC_LONGCTS_MSGRTM, EFARM_PKT_DC_LONGCTS_TAGRTM}},
+                             .rtw = {EFARM_PKT_LONGCTS_RTW, EFARM_PKT_DC_LONGCTS_RTW},
+                             .counter = offsetof(struct efarm_counters, proto_longcts),
+                             .cts = true,
+                             .build = build_longcts,
+                             .rx_start = efarm_rx_start_cts},
+    [EFARM_PROTO_LONGREAD] = {.type = {{EFARM_PKT_LONGREAD_MSGRTM, EFARM_PKT_LONGREAD_TAGRTM},
+                                       {EFARM_PKT_LONGREAD_MSGRTM, EFARM_PKT_LONGREAD_TAGRTM}},
+                              .rtw = {EFARM_PKT_LONGREAD_RTW, EFARM_PKT_LONGREAD_RTW},
+                              .counter = offsetof(struct efarm_counters, proto_longread),
+                              .reads = true,
+                              .fallback = EFARM_PROTO_LONGCTS,
+                              .build = build_longread,
+                              .rx_start = efarm_rx_start_read},
+    [EFARM_PROTO_RUNTREAD] = {.type = {{EFARM_PKT_RUNTREAD_MSGRTM, EFARM_PKT_RUNTREAD_TAGRTM},
+                                       {EFARM_PKT_RUNTREAD_MSGRTM, EFARM_PKT_RUNTREAD_TAGRTM}},
+                              .counter = offsetof(struct efarm_counters, proto_runtread),
+                              .segmented = true,
+                              .reads = true,
+                              .runt = true,
+                              .fallback = EFARM_PROTO_LONGCTS,
+                              .build = build_runtread,
+                              .rx_start = efarm_rx_start_read},
+};
+
 /* Give back the peer's runting-read budget (once). */
 static void runt_release(struct efarm_ep *ep, struct efarm_op *op)
 {
@@ -345,6 +383,7 @@ static void runt_release(struct efarm_ep *ep, struct efarm_op *op)
 static void tx_op_check(struct efarm_ep *ep, struct efarm_op *op)
 {
     const uint32_t waits = EFARM_OPF_NEED_REQ | EFARM_OPF_WAIT_EOR | EFARM_OPF_WAIT_RCPT;
+    const struct efarm_msg_proto *mp = efarm_msg_proto(op);
     bool sent;
 
     /* Inject: the data is in packets, so the caller's buffer is free. */
@@ -355,16 +394,12 @@ static void tx_op_check(struct efarm_ep *ep, struct efarm_op *op)
     }
     if (op->pkts_inflight != 0)
         return;
-    if (op->proto == EFARM_PROTO_LONGREAD)
-        sent = true;
-    else if (op->proto == EFARM_PROTO_RUNTREAD)
-        sent = op->offset >= op->runt_length;
-    else
-        sent = op->offset >= op->len;
+    /* A read subprotocol sends its runt (if any); the receiver reads the rest. */
+    sent = op->offset >= (mp->reads ? op->runt_length : op->len);
     /* An error ends the send at once: nothing it still waits for can make it succeed. */
     if (op->status == 0 && (!sent || (op->flags & waits)))
         return;
-    if (op->proto == EFARM_PROTO_RUNTREAD)
+    if (mp->runt)
         runt_release(ep, op);
     if (op->req != NULL && (op->flags & EFARM_OPF_RMA))
         op->req->length = op->status ? 0 : op->len;
@@ -385,28 +420,7 @@ void efarm_tx_op_work(struct efarm_ep *ep, struct efarm_op *op)
         efarm_op_work(ep, op); /* build nothing for a peer that is backing off */
         return;
     }
-    switch (op->proto) {
-    case EFARM_PROTO_EAGER:
-        ret = build_eager(ep, st, op);
-        break;
-    case EFARM_PROTO_MEDIUM:
-        ret = build_medium(ep, st, op);
-        break;
-    case EFARM_PROTO_LONGCTS:
-        if (!first)
-            ret = build_ctsdata(ep, st, op);
-        else if (op->req_type == EFARM_PKT_LONGCTS_RTR)
-            ret = build_readrsp(ep, st, op);
-        else
-            ret = build_longcts_req(ep, st, op);
-        break;
-    case EFARM_PROTO_LONGREAD:
-        ret = build_longread(ep, st, op);
-        break;
-    default:
-        ret = build_runtread(ep, st, op);
-        break;
-    }
+    ret = efarm_msg_proto(op)->build(ep, st, op);
     /* The REQ is out once its first packet is: the rest (partial sends) follow from progress. */
     if (first && (ret == 0 || op->offset > 0 || op->pkts_inflight > 0))
         op->flags &= ~EFARM_OPF_NEED_REQ;
@@ -509,37 +523,32 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
     if (in.force_proto ? proto == (enum efarm_proto_kind)(in.force_proto - 1)
                        : ep->p.force >= 0 && proto == (enum efarm_proto_kind)ep->p.force)
         ep->cnt.proto_forced++;
-    if (proto == EFARM_PROTO_LONGREAD || proto == EFARM_PROTO_RUNTREAD) {
+    if (efarm_msg_protos[proto].reads) {
         int ret = efarm_mr_cache_get(ep->mr_cache, op->buf, op->len, EFARM_DEV_ACCESS_REMOTE_READ,
                                      &op->mr);
 
         if (ret) {
-            /* Registration is a limited resource: long-CTS needs none. */
-            efarm_log(EFARM_LOG_DEBUG, "cannot register %llu bytes for a read send (%s): long-CTS",
-                      (unsigned long long)op->len, efarm_strerror(ret));
+            /* Registration is a limited resource: the fallback (long-CTS) needs none. */
+            efarm_log(EFARM_LOG_DEBUG, "cannot register %llu bytes for a read send (%s): %s",
+                      (unsigned long long)op->len, efarm_strerror(ret),
+                      efarm_proto_name(efarm_msg_protos[proto].fallback));
             ep->cnt.reg_fallbacks++;
             op->mr.entry = NULL;
-            proto = EFARM_PROTO_LONGCTS;
+            proto = efarm_msg_protos[proto].fallback;
         }
     }
-    if (proto == EFARM_PROTO_RUNTREAD) {
+    if (efarm_msg_protos[proto].runt) {
         uint64_t runt = ep->p.runt_size - st->runt_bytes_in_flight;
 
         op->runt_length = runt < op->len ? runt : op->len;
         st->runt_bytes_in_flight += op->runt_length;
     }
-    op->proto = (uint8_t)proto;
     op->req->proto = (uint8_t)proto;
     st->sends_inflight++;
     op->flags |= EFARM_OPF_COUNTED;
-    op->req_type = req_type(proto, tagged, dc);
     op->msg_id = st->tx_msg_id++;
-    op->flags |= EFARM_OPF_NEED_REQ;
-    if (proto == EFARM_PROTO_LONGREAD || proto == EFARM_PROTO_RUNTREAD)
-        op->flags |= EFARM_OPF_WAIT_EOR;
-    else if (dc)
-        op->flags |= EFARM_OPF_WAIT_RCPT;
-    (*(uint64_t *)((char *)&ep->cnt + g_rtm_protos[proto].counter))++;
+    tx_proto_set(op, proto);
+    (*(uint64_t *)((char *)&ep->cnt + efarm_msg_protos[proto].counter))++;
     if (dc)
         ep->cnt.proto_dc++;
     efarm_tx_op_work(ep, op);
@@ -558,14 +567,9 @@ void efarm_rtw_long_begin(struct efarm_ep *ep, struct efarm_op *op, enum efarm_p
     bool dc = op->rma_dc;
 
     op->kind = EFARM_OP_TX;
-    op->proto = (uint8_t)proto;
-    op->flags = EFARM_OPF_RMA | EFARM_OPF_NEED_REQ | (dc ? EFARM_OPF_DC : 0);
-    op->req_type = op_req_type(op, proto);
+    op->flags = EFARM_OPF_RMA | (dc ? EFARM_OPF_DC : 0);
     op->msg_id = 0;
-    if (proto == EFARM_PROTO_LONGREAD)
-        op->flags |= EFARM_OPF_WAIT_EOR;
-    else if (dc)
-        op->flags |= EFARM_OPF_WAIT_RCPT;
+    tx_proto_set(op, proto);
     efarm_tx_op_work(ep, op);
 }
 
@@ -648,7 +652,7 @@ tsend_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64
     tx->data_len = len;
     tx->injected = 1;
     st->sends_inflight++;
-    (*(uint64_t *)((char *)&ep->cnt + g_rtm_protos[EFARM_PROTO_EAGER].counter))++;
+    (*(uint64_t *)((char *)&ep->cnt + efarm_msg_protos[EFARM_PROTO_EAGER].counter))++;
     ep->cnt.eager_fast++;
     efarm_txpkt_send(ep, tx); /* inline */
     /* Done once posted; a post that failed at once failed the peer (and was counted). */
@@ -801,8 +805,8 @@ void efarm_cts_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_p
 
     if (op == NULL)
         return;
-    if (op->proto != EFARM_PROTO_LONGCTS || op->offset < op->window_end) {
-        ep->cnt.stale_ids++; /* not long-CTS, or a grant while the last one is unfinished */
+    if (!efarm_msg_proto(op)->cts || op->offset < op->window_end) {
+        ep->cnt.stale_ids++; /* no CTS rounds, or a grant while the last one is unfinished */
         return;
     }
     op->peer_op_id = (uint32_t)pkt->value[EFARM_PKT_F_RECV_ID];
@@ -872,16 +876,12 @@ void efarm_read_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct e
     op->flags &= ~EFARM_OPF_WAIT_EOR;
     if (op->mr.entry != NULL)
         efarm_mr_cache_put(ep->mr_cache, &op->mr);
-    if (op->proto == EFARM_PROTO_RUNTREAD)
+    /* What was sent stays sent: the runt (whose budget returns), or nothing. */
+    if (efarm_msg_proto(op)->runt)
         runt_release(ep, op);
-    else
-        op->offset = 0;
     /* Same msg_id; the receiver finds its operation by it and answers with CTS. */
-    op->proto = EFARM_PROTO_LONGCTS;
-    op->req_type = op_req_type(op, EFARM_PROTO_LONGCTS);
-    op->flags |= EFARM_OPF_NACKED | EFARM_OPF_NEED_REQ;
-    if (op->flags & EFARM_OPF_DC)
-        op->flags |= EFARM_OPF_WAIT_RCPT;
+    op->flags |= EFARM_OPF_NACKED;
+    tx_proto_set(op, efarm_msg_proto(op)->fallback);
     efarm_tx_op_work(ep, op);
 }
 
@@ -942,7 +942,7 @@ int efarm_rtr_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
     efarm_op_set_peer(ep, op, peer);
     op->buf = src;
     op->len = len;
-    op->proto = EFARM_PROTO_LONGCTS;
+    efarm_msg_proto_set(op, EFARM_PROTO_LONGCTS);
     op->req_type = EFARM_PKT_LONGCTS_RTR;
     op->peer_op_id = (uint32_t)pkt->value[EFARM_PKT_F_RECV_ID];
     op->window_end = grant < len ? grant : len;

@@ -280,6 +280,45 @@ static inline const struct efarm_op_class *efarm_op_class(const struct efarm_op 
     return &efarm_op_classes[op->kind];
 }
 
+/*
+ * One two-sided subprotocol (msg_send.c holds the rows, one per enum
+ * efarm_proto_kind): its packet types, its counter, the facts both halves
+ * read, and the steps that differ. Code outside the rows and the selection
+ * rules never compares an op's subprotocol: it reads its row
+ * (efarm_msg_proto), and an op changes subprotocol only through
+ * efarm_msg_proto_set (a READ_NACK, a refused registration, a long write's
+ * fallback).
+ */
+struct efarm_msg_proto {
+    uint8_t type[2][2]; /* the REQ type by [dc][tagged] */
+    uint8_t rtw[2];     /* [dc]: a long one-sided write run on it (0: none runs on it) */
+    uint16_t counter;   /* messages sent with it: offset in struct efarm_counters */
+    bool whole;         /* the REQ holds the message (no msg_length field; no op to receive it
+                           unless DC) */
+    bool segmented;     /* data REQs at seg_offset: later segments join the op or record */
+    bool reads;         /* the receiver reads the sender's read_iov and answers with EOR (the
+                           sender waits for it); READ_NACK falls back to long-CTS */
+    bool runt;          /* the first runt_length bytes come in REQs (a peer's runt budget) */
+    bool cts;           /* the receiver grants the data by CTS rounds of CTSDATA */
+    uint8_t fallback;   /* reads: what a READ_NACK or a refused registration turns it into */
+    /* Sender: build and post what the op still has to send (0, -EAGAIN, an error). */
+    int (*build)(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op);
+    /* Receiver: the op matched and holds the data that came: start what follows (or NULL). */
+    void (*rx_start)(struct efarm_ep *ep, struct efarm_op *op);
+};
+extern const struct efarm_msg_proto efarm_msg_protos[EFARM_PROTO_COUNT];
+
+static inline const struct efarm_msg_proto *efarm_msg_proto(const struct efarm_op *op)
+{
+    return &efarm_msg_protos[op->proto];
+}
+
+/* The one place an op takes or changes its two-sided subprotocol. */
+static inline void efarm_msg_proto_set(struct efarm_op *op, enum efarm_proto_kind proto)
+{
+    op->proto = (uint8_t)proto;
+}
+
 /* ---- Unexpected messages ------------------------------------------------------------- */
 
 /* efarm_unexp.flags */
@@ -884,6 +923,9 @@ void efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struc
 /* A long one-sided read of this endpoint (LONGCTS_RTR) runs as a long-CTS receive. */
 void efarm_rtr_long_begin(struct efarm_ep *ep, struct efarm_op *op);
 void efarm_rtr_long_readrsp(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
+/* The receiving halves of efarm_msg_protos: long-CTS's first CTS, the read protocols' reads. */
+void efarm_rx_start_cts(struct efarm_ep *ep, struct efarm_op *op);
+void efarm_rx_start_read(struct efarm_ep *ep, struct efarm_op *op);
 
 /* msg_send.c */
 void efarm_tx_op_work(struct efarm_ep *ep, struct efarm_op *op);

@@ -49,6 +49,7 @@ static const struct rma_proto_info {
     bool direct;           /* device RDMA by this endpoint */
     bool to_target;        /* data flows to the target (write, atomics) */
     bool elements;         /* segments hold whole atomic elements */
+    bool compare;          /* each segment carries the compare values after the operands */
     uint8_t reg;           /* the local buffer is registered with these EFARM_DEV_ACCESS_* + 1
                               (0: no registration) */
     uint8_t runs_as;       /* EFARM_OP_TX or EFARM_OP_RX: a long subprotocol run by the two-sided
@@ -114,6 +115,7 @@ static const struct rma_proto_info {
                                .rsp_type = EFARM_PKT_ATOMRSP,
                                .to_target = true,
                                .elements = true,
+                               .compare = true,
                                .runs_as = EFARM_OP_RMA,
                                RMA_COUNTER(rma_compare_rta)},
 #undef RMA_COUNTER
@@ -329,7 +331,7 @@ static int post_rdma(struct efarm_ep *ep, struct efarm_op *op)
         rma_op_error(op, EFARM_E(PROTO_RMA_KEY));
         return 0;
     }
-    if (op->proto == EFARM_RMA_DIRECT_WRITE)
+    if (g_rma_protos[op->proto].to_target)
         ret = efarm_dev_post_write(ep->dev, p->ah, p->qpn, p->connid, op->buf + op->offset,
                                    (uint32_t)n, op->mr.lkey, sl.addr, (uint32_t)sl.key,
                                    (uint64_t)op->id << 32 | n << 2 | EFARM_WR_RDMA);
@@ -341,7 +343,7 @@ static int post_rdma(struct efarm_ep *ep, struct efarm_op *op)
         return -EAGAIN;
     if (ret) {
         efarm_log_ratelimited(EFARM_LOG_WARN, "cannot post RDMA %s to peer %u: %s",
-                              op->proto == EFARM_RMA_DIRECT_WRITE ? "write" : "read", op->peer,
+                              g_rma_protos[op->proto].to_target ? "write" : "read", op->peer,
                               efarm_strerror(ret));
         rma_op_error(op, ret);
         return 0;
@@ -381,7 +383,7 @@ static int send_segment(struct efarm_ep *ep, struct efarm_peer_state *st, struct
     size_t hdr_len;
     int ret;
 
-    if (op->proto == EFARM_RMA_COMPARE_RTA)
+    if (info->compare)
         data = 2 * n;
     efarm_rma_req_init(ep, st, &pkt, op->req_type, sl, k, wire);
     if (info->elements)
@@ -413,7 +415,7 @@ static int send_segment(struct efarm_ep *ep, struct efarm_peer_state *st, struct
             memcpy(tx->buf + hdr_len, op->buf + op->offset, n);
         else
             memset(tx->buf + hdr_len, 0, n); /* ATOMIC_READ carries no operand */
-        if (op->proto == EFARM_RMA_COMPARE_RTA)
+        if (info->compare)
             memcpy(tx->buf + hdr_len + n, op->compare + op->offset, n);
     }
     tx->len = (uint32_t)(hdr_len + data);
@@ -475,7 +477,7 @@ static uint64_t seg_bytes(const struct efarm_ep *ep, const struct efarm_peer_sta
                    (uint64_t)op->niov * sizeof(struct efarm_wire_rma_iov);
     uint64_t fit = ep->mtu > hdr ? ep->mtu - hdr : 0;
 
-    if (op->proto == EFARM_RMA_COMPARE_RTA)
+    if (info->compare)
         fit /= 2;
     if (!info->to_target)
         fit = ep->mtu - sizeof(struct efarm_wire_readrsp_hdr);
@@ -715,7 +717,7 @@ void efarm_rma_op_rdma_done(struct efarm_ep *ep, struct efarm_op *op,
     op->reads_inflight--;
     if (cqe->status) {
         efarm_log_ratelimited(EFARM_LOG_WARN, "RDMA %s at peer %u failed: %s (vendor error %u)",
-                              op->proto == EFARM_RMA_DIRECT_WRITE ? "write" : "read", op->peer,
+                              g_rma_protos[op->proto].to_target ? "write" : "read", op->peer,
                               efarm_strerror(cqe->status), cqe->vendor_err);
         rma_op_error(op, cqe->status);
     } else {

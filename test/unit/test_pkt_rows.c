@@ -119,3 +119,58 @@ EFARM_TEST(pkt_rows_spot_checks)
     r = efarm_pkt_row(EFARM_PKT_RECEIPT);
     EXPECT_TRUE(r->ctrl == efarm_receipt_recv && !r->lost_to_implicit_ok);
 }
+
+/*
+ * The two-sided subprotocols' rows (efarm_msg_protos): each names its REQ
+ * types, whose packet rows name it back, and its facts agree with those
+ * packets' layouts; every read protocol falls back to one that needs neither
+ * a registration nor a READ_NACK of its own.
+ */
+EFARM_TEST(msg_proto_rows)
+{
+    unsigned whole = 0, reads = 0, cts = 0;
+
+    for (unsigned p = 0; p < EFARM_PROTO_COUNT; p++) {
+        const struct efarm_msg_proto *mp = &efarm_msg_protos[p];
+
+        efarm_test_context("subprotocol %s", efarm_proto_name((enum efarm_proto_kind)p));
+        EXPECT_TRUE(mp->build != NULL);
+        for (unsigned q = 0; q < p; q++)
+            EXPECT_TRUE(efarm_msg_protos[q].counter != mp->counter); /* one counter each */
+        for (unsigned dc = 0; dc < 2; dc++) {
+            for (unsigned tagged = 0; tagged < 2; tagged++) {
+                uint8_t t = mp->type[dc][tagged];
+                const struct efarm_pkt_row *row = efarm_pkt_row(t);
+
+                EXPECT_TRUE(row->rtm && row->proto == p && row->tagged == (tagged != 0));
+                /* A read protocol's EOR says delivered: it has no DC types. */
+                EXPECT_EQ(row->dc, dc && !mp->reads);
+                /* What the first REQ gives: the whole message, or its length. */
+                EXPECT_EQ(mp->whole, !has_field(t, EFARM_PKT_F_MSG_LENGTH));
+                EXPECT_EQ(mp->segmented, has_field(t, EFARM_PKT_F_SEG_OFFSET));
+                EXPECT_EQ(mp->reads, row->read_iov);
+                EXPECT_EQ(mp->runt, has_field(t, EFARM_PKT_F_RUNT_LENGTH));
+                /* Long-CTS's REQ asks for credits; a READ_NACK variant only exists there. */
+                EXPECT_EQ(mp->cts, has_field(t, EFARM_PKT_F_CREDIT_REQUEST));
+                EXPECT_EQ(mp->cts, row->on_nack != NULL);
+            }
+            if (mp->rtw[dc] != 0) {
+                const struct efarm_pkt_row *row = efarm_pkt_row(mp->rtw[dc]);
+
+                EXPECT_TRUE(row->rtw && row->proto == p && row->dc == (dc && !mp->reads));
+            }
+        }
+        /* Only what the receiver grants by CTS or reads needs a step once matched. */
+        EXPECT_EQ(mp->rx_start != NULL, mp->cts || mp->reads);
+        if (mp->reads) {
+            const struct efarm_msg_proto *fb = &efarm_msg_protos[mp->fallback];
+
+            EXPECT_TRUE(mp->fallback < EFARM_PROTO_COUNT && fb->cts && !fb->reads);
+        }
+        whole += mp->whole;
+        reads += mp->reads;
+        cts += mp->cts;
+    }
+    efarm_test_context("totals");
+    EXPECT_TRUE(whole == 1 && cts == 1 && reads == 2);
+}
