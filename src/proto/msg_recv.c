@@ -298,20 +298,26 @@ static bool rx_op_mapped(const struct efarm_pkt_row *k)
 
 static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op);
 
+/* A message receive takes the request that matched it, and its buffer. */
+static void rx_op_take_req(struct efarm_op *op, struct efarm_req *req)
+{
+    op->req = req;
+    op->buf = req->buf;
+    op->len = req->buf_len;
+}
+
 /*
- * The op has its request: replay the packets that arrived before (`stored`,
- * an unexpected message's, released here) and `pkt`, the packet that
- * matched, if any; then start the protocol.
+ * The op has its buffer (a matched receive's, or the exposed range of a
+ * peer's long write): replay the packets that arrived before (`stored`, an
+ * unexpected message's, released here) and `pkt`, the packet that matched,
+ * if any; then start the protocol.
  */
-static void rx_op_matched(struct efarm_ep *ep, struct efarm_op *op, struct efarm_req *req,
-                          struct efarm_rxpkt *stored, const struct efarm_pkt *pkt)
+static void rx_op_matched(struct efarm_ep *ep, struct efarm_op *op, struct efarm_rxpkt *stored,
+                          const struct efarm_pkt *pkt)
 {
     struct efarm_peer_state *st = ep->peers[op->peer].st;
 
     op->flags |= EFARM_OPF_MATCHED;
-    op->req = req;
-    op->buf = req->buf;
-    op->len = req->buf_len;
     while (stored != NULL) {
         struct efarm_rxpkt *next = stored->next;
         struct efarm_pkt spkt;
@@ -350,13 +356,11 @@ static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
         return;
     if (!(op->flags & EFARM_OPF_COMPLETED) && op->done_bytes >= op->msg_length &&
         op->reads_inflight == 0 && !(op->flags & (EFARM_OPF_NEED_READ | EFARM_OPF_NEED_NACK))) {
-        struct efarm_req *req = op->req;
+        const struct efarm_op_class *c = efarm_op_class(op);
         int status = op->status;
 
-        req_fill(req, op->peer, op->wire_tag, op->flags & EFARM_OPF_TAGGED, op->msg_length,
-                 op->flags & EFARM_OPF_CQ_DATA, op->cq_data);
-        /* A target whose long write failed says so in its EOR or RECEIPT (efarm's flag). */
-        if (status && efarm_pkt_row(op->req_type)->rtw)
+        /* A long write we serve that failed says so in its EOR or RECEIPT (efarm's flag). */
+        if (status && c->target)
             op->flags |= EFARM_OPF_REFUSED;
         if (op->flags & EFARM_OPF_REFUSED) {
             if (status == 0)
@@ -371,11 +375,19 @@ static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
             op->flags |= EFARM_OPF_NEED_RCPT;
         if (op->flags & EFARM_OPF_MAPPED)
             efarm_op_map_remove(ep, op);
-        op->req = NULL;
-        if (op->flags & EFARM_OPF_RMA)
-            req->length = status ? 0 : op->len; /* this endpoint's long read (LONGCTS_RTR) */
-        /* A peer's write has no user to tell: its refusal was counted (rma_refused). */
-        efarm_req_complete(ep, op, req, efarm_pkt_row(op->req_type)->rtw ? 0 : status);
+        if (c->target) {
+            /* No request to tell: its refusal was counted (rma_refused). */
+            op->flags |= EFARM_OPF_COMPLETED;
+        } else {
+            struct efarm_req *req = op->req;
+
+            op->req = NULL;
+            req_fill(req, op->peer, op->wire_tag, op->flags & EFARM_OPF_TAGGED, op->msg_length,
+                     op->flags & EFARM_OPF_CQ_DATA, op->cq_data);
+            if (c->rma)
+                req->length = status ? 0 : op->len; /* our long read (LONGCTS_RTR) */
+            efarm_req_complete(ep, op, req, status);
+        }
         if (op->flags & owed) {
             efarm_rx_op_work(ep, op);
             return; /* efarm_rx_op_work ends in another check */
@@ -511,7 +523,7 @@ void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
         (!efarm_msg_proto(op)->runt || op->done_bytes >= op->runt_length)) {
         if (nack_send(ep, op) == 0) {
             op->flags = (op->flags & ~EFARM_OPF_NEED_NACK) | EFARM_OPF_NACKED;
-            if (efarm_pkt_row(op->req_type)->rtw) {
+            if (efarm_op_class(op)->target) {
                 /* The LONGCTS_RTW that answers it is a new request: this one is done, no EOR. */
                 op->flags &= ~EFARM_OPF_NACKED;
                 efarm_msg_proto_set(op, efarm_msg_proto(op)->fallback);
@@ -664,7 +676,8 @@ static void unexp_receive(struct efarm_ep *ep, struct efarm_unexp *ux, struct ef
         efarm_op_map_insert(ep, op); /* later segments, or the long-CTS after a NACK */
     ux->pkts = ux->last = NULL;
     efarm_unexp_release(ep, ux);
-    rx_op_matched(ep, op, req, stored, NULL);
+    rx_op_take_req(op, req);
+    rx_op_matched(ep, op, stored, NULL);
 }
 
 /* An in-order message that matched no receive: keep it with a record, no operation. */
@@ -753,7 +766,8 @@ int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pk
                               efarm_strerror(op->status));
     if (rx_op_mapped(k))
         efarm_op_map_insert(ep, op); /* later segments, or the long-CTS after a NACK */
-    rx_op_matched(ep, op, user, NULL, pkt);
+    rx_op_take_req(op, user);
+    rx_op_matched(ep, op, NULL, pkt);
     return 0;
 }
 
@@ -1003,9 +1017,9 @@ int efarm_cancel_recv(struct efarm_ep *ep, struct efarm_req *req)
  * rma_iov entry passed the region check (write access, the whole range), the
  * write is a receive operation whose buffer is that range, run as a message's
  * would be: CTS rounds and CTSDATA, or RDMA reads of the peer's read_iov and
- * EOR; RECEIPT for the DC type. It matches nothing and has no request of the
- * application: its request lives in ep->tgt_reqs, one per operation slot,
- * created with the first such write.
+ * EOR; RECEIPT for the DC type. Its role (EFARM_OP_WRITE_TARGET) matches
+ * nothing and has no request: it ends when its data is in and its replies
+ * are sent.
  *
  * A refused write (unknown key, out of bounds, not writable, a bad read_iov)
  * touches nothing, but its protocol still runs so that the origin finishes
@@ -1020,17 +1034,11 @@ int efarm_rtw_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
 {
     const struct efarm_pkt_row *k = efarm_pkt_row(pkt->type);
     struct efarm_rma_iov iov;
-    struct efarm_req *req;
     struct efarm_op *op;
     uint8_t *dst = NULL;
     int ret;
 
     (void)stored, (void)rx_id;
-    if (ep->tgt_reqs == NULL) {
-        ep->tgt_reqs = efarm_calloc(ep->p.max_ops, sizeof(*ep->tgt_reqs));
-        if (ep->tgt_reqs == NULL)
-            return -EAGAIN;
-    }
     if (ep->nop_free == 0)
         return -EAGAIN; /* checked first: a refusal is counted once */
     if (pkt->value[EFARM_PKT_F_RMA_IOV_COUNT] != 1) {
@@ -1045,7 +1053,7 @@ int efarm_rtw_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
             ret = efarm_region_check(ep, iov.addr, iov.len, iov.key, EFARM_EXPOSE_WRITE, &dst);
         }
     }
-    op = efarm_op_alloc(ep, EFARM_OP_RX);
+    op = efarm_op_alloc(ep, EFARM_OP_WRITE_TARGET);
     if (ret == 0) {
         ret = rx_op_init(ep, op, peer, pkt, k);
         if (ret)
@@ -1054,18 +1062,16 @@ int efarm_rtw_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
         rx_op_init(ep, op, peer, pkt, k); /* what the replies need; its result no longer matters */
     }
     op->msg_id = 0; /* an RTW has none; its RECEIPT says 0 */
-    req = &ep->tgt_reqs[op->id & 0xffff];
-    memset(req, 0, sizeof(*req));
     if (ret) {
         efarm_log_ratelimited(EFARM_LOG_WARN, "%s from peer %u refused: %s",
                               efarm_pkt_type_info(pkt->type)->name, peer, efarm_strerror(ret));
         op->flags |= EFARM_OPF_REFUSED; /* no buffer: data dropped, replies say REFUSED */
     } else {
-        req->buf = dst;
-        req->buf_len = iov.len;
+        op->buf = dst; /* the exposed range is its buffer */
+        op->len = iov.len;
         ep->cnt.rma_served++;
     }
-    rx_op_matched(ep, op, req, NULL, pkt);
+    rx_op_matched(ep, op, NULL, pkt);
     return 0;
 }
 
@@ -1084,10 +1090,10 @@ void efarm_rtr_long_begin(struct efarm_ep *ep, struct efarm_op *op)
 {
     uint64_t grant = (uint64_t)ep->p.rx_window * ctsdata_payload(ep);
 
-    op->kind = EFARM_OP_RX;
+    efarm_op_set_role(op, EFARM_OP_READ_ORIGIN);
     efarm_msg_proto_set(op, EFARM_PROTO_LONGCTS);
     op->req_type = EFARM_PKT_LONGCTS_RTR;
-    op->flags = EFARM_OPF_RMA | EFARM_OPF_MATCHED | EFARM_OPF_NEED_REQ | EFARM_OPF_WAIT_RSP;
+    op->flags = EFARM_OPF_MATCHED | EFARM_OPF_NEED_REQ | EFARM_OPF_WAIT_RSP;
     op->msg_length = op->len;
     op->done_bytes = 0;
     op->offset = 0;
@@ -1117,7 +1123,7 @@ void efarm_rtr_long_readrsp(struct efarm_ep *ep, struct efarm_op *op, const stru
 {
     uint64_t n = pkt->value[EFARM_PKT_F_SEG_LENGTH];
 
-    if (!(op->flags & EFARM_OPF_RMA) || !(op->flags & EFARM_OPF_WAIT_RSP) ||
+    if (!(op->flags & EFARM_OPF_WAIT_RSP) ||
         (op->flags & (EFARM_OPF_COMPLETED | EFARM_OPF_NEED_REQ))) {
         ep->cnt.stale_ids++;
         return;

@@ -36,7 +36,7 @@ static uint8_t op_req_type(const struct efarm_op *op, enum efarm_proto_kind prot
 {
     bool dc = op->flags & EFARM_OPF_DC;
 
-    if (op->flags & EFARM_OPF_RMA)
+    if (efarm_op_class(op)->rma)
         return efarm_msg_protos[proto].rtw[dc];
     return req_type(proto, op->flags & EFARM_OPF_TAGGED, dc);
 }
@@ -75,7 +75,7 @@ static uint64_t req_hdr_len(const struct efarm_peer_state *st, const struct efar
 {
     uint64_t n = efarm_req_hdr_len(st, op->req_type, op->flags & EFARM_OPF_CQ_DATA);
 
-    if (op->flags & EFARM_OPF_RMA)
+    if (efarm_op_class(op)->rma)
         n += (uint64_t)op->niov * sizeof(struct efarm_wire_rma_iov);
     return n;
 }
@@ -90,7 +90,7 @@ typedef uint8_t rtw_wire_t[EFARM_RMA_MAX_IOV * sizeof(struct efarm_wire_rma_iov)
 static void req_init(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op,
                      struct efarm_pkt *pkt, uint8_t type, uint8_t *wire)
 {
-    if (op->flags & EFARM_OPF_RMA) {
+    if (efarm_op_class(op)->rma) {
         efarm_rma_req_init(ep, st, pkt, type, op->iov, op->niov, wire);
         return;
     }
@@ -324,7 +324,7 @@ static int build_longcts(struct efarm_ep *ep, struct efarm_peer_state *st, struc
 {
     if (!(op->flags & EFARM_OPF_NEED_REQ))
         return build_ctsdata(ep, st, op);
-    if (op->req_type == EFARM_PKT_LONGCTS_RTR)
+    if (efarm_op_class(op)->target)
         return build_readrsp(ep, st, op);
     return build_longcts_req(ep, st, op);
 }
@@ -387,8 +387,8 @@ static void tx_op_check(struct efarm_ep *ep, struct efarm_op *op)
     bool sent;
 
     /* Inject: the data is in packets, so the caller's buffer is free. */
-    if ((op->flags & EFARM_OPF_INJECT) && op->req != NULL && op->status == 0 &&
-        !(op->flags & waits) && op->offset >= op->len) {
+    if ((op->flags & (EFARM_OPF_INJECT | EFARM_OPF_COMPLETED)) == EFARM_OPF_INJECT &&
+        op->status == 0 && !(op->flags & waits) && op->offset >= op->len) {
         efarm_req_complete(ep, op, op->req, 0);
         op->req = NULL;
     }
@@ -401,12 +401,16 @@ static void tx_op_check(struct efarm_ep *ep, struct efarm_op *op)
         return;
     if (mp->runt)
         runt_release(ep, op);
-    if (op->req != NULL && (op->flags & EFARM_OPF_RMA))
-        op->req->length = op->status ? 0 : op->len;
-    if (op->req != NULL)
+    if (efarm_op_class(op)->target || (op->flags & EFARM_OPF_COMPLETED)) {
+        /* No request to tell: a read we serve, or an injected send (its loss failed the
+           peer and the endpoint). */
+        if (op->status)
+            ep->cnt.send_errors++;
+    } else {
+        if (efarm_op_class(op)->rma)
+            op->req->length = op->status ? 0 : op->len;
         efarm_req_complete(ep, op, op->req, op->status);
-    else if (op->status)
-        ep->cnt.send_errors++; /* an injected send: its loss failed the peer and the endpoint */
+    }
     efarm_op_release(ep, op);
 }
 
@@ -445,7 +449,8 @@ void efarm_tx_op_work(struct efarm_ep *ep, struct efarm_op *op)
  */
 void efarm_tx_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int status)
 {
-    if (op->req == NULL && (op->flags & EFARM_OPF_INJECT))
+    if ((op->flags & (EFARM_OPF_INJECT | EFARM_OPF_COMPLETED)) ==
+        (EFARM_OPF_INJECT | EFARM_OPF_COMPLETED))
         return;
     if (op->flags & EFARM_OPF_IN_WORK) {
         efarm_list_remove(&op->link);
@@ -566,8 +571,8 @@ void efarm_rtw_long_begin(struct efarm_ep *ep, struct efarm_op *op, enum efarm_p
 {
     bool dc = op->rma_dc;
 
-    op->kind = EFARM_OP_TX;
-    op->flags = EFARM_OPF_RMA | (dc ? EFARM_OPF_DC : 0);
+    efarm_op_set_role(op, EFARM_OP_WRITE_ORIGIN);
+    op->flags = dc ? EFARM_OPF_DC : 0;
     op->msg_id = 0;
     tx_proto_set(op, proto);
     efarm_tx_op_work(ep, op);
@@ -826,7 +831,7 @@ void efarm_eor_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_p
     }
     op->flags &= ~EFARM_OPF_WAIT_EOR;
     /* An efarm target that refused a long write (or failed to read it) says so here. */
-    if ((op->flags & EFARM_OPF_RMA) && (pkt->flags & EFARM_RSP_FLAG_REFUSED) && op->status == 0)
+    if (efarm_op_class(op)->rma && (pkt->flags & EFARM_RSP_FLAG_REFUSED) && op->status == 0)
         op->status = EFARM_E(PROTO_RMA_REFUSED);
     if (op->mr.entry != NULL)
         efarm_mr_cache_put(ep->mr_cache, &op->mr);
@@ -848,7 +853,7 @@ void efarm_receipt_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
 
 void efarm_tx_receipt(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt)
 {
-    bool rma = op->flags & EFARM_OPF_RMA;
+    bool rma = efarm_op_class(op)->rma;
 
     /* An RTW has no msg_id: what its RECEIPT says there is not checked. */
     if (!(op->flags & EFARM_OPF_WAIT_RCPT) ||
@@ -936,7 +941,7 @@ int efarm_rtr_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
         efarm_ctrl_send(ep, peer, NULL, &rsp);
         return 0;
     }
-    op = efarm_op_alloc(ep, EFARM_OP_TX);
+    op = efarm_op_alloc(ep, EFARM_OP_READ_TARGET);
     if (op == NULL)
         return -EAGAIN;
     efarm_op_set_peer(ep, op, peer);

@@ -441,7 +441,6 @@ void efarm_ep_close(struct efarm_ep *ep)
     efarm_dev_ep_quiesce(ep->dev);
     /* Registrations held by operations go first: the cache closes before the PD. */
     efarm_ops_fini(ep);
-    free(ep->tgt_reqs);
     efarm_regions_fini(ep);
     if (ep->mr_cache)
         efarm_mr_cache_close(ep->mr_cache);

@@ -171,7 +171,25 @@ struct efarm_txpkt {
 
 /* ---- Operations ------------------------------------------------------------------- */
 
-enum efarm_op_kind { EFARM_OP_FREE, EFARM_OP_TX, EFARM_OP_RX, EFARM_OP_RMA, EFARM_OP_KIND_COUNT };
+/*
+ * The role an operation plays: a row of efarm_op_classes each. Three are
+ * run by their own machinery (a message send, a message receive, a one-sided
+ * operation run in rma.c); the long one-sided operations run on the
+ * two-sided machinery in one role at each end. An op takes its role when
+ * allocated and changes it only through efarm_op_set_role (a one-sided
+ * operation that turns out long).
+ */
+enum efarm_op_kind {
+    EFARM_OP_FREE,
+    EFARM_OP_TX,           /* a message send (msg_send.c) */
+    EFARM_OP_RX,           /* a message receive (msg_recv.c) */
+    EFARM_OP_RMA,          /* a one-sided operation of ours run by rma.c */
+    EFARM_OP_WRITE_ORIGIN, /* our long write, run as a send: LONGCTS_RTW, LONGREAD_RTW */
+    EFARM_OP_READ_ORIGIN,  /* our long read, run as a receive: LONGCTS_RTR */
+    EFARM_OP_WRITE_TARGET, /* a peer's long write into memory we expose, run as a receive */
+    EFARM_OP_READ_TARGET,  /* a peer's long read of memory we expose, run as a send */
+    EFARM_OP_KIND_COUNT
+};
 
 /* efarm_op.flags */
 #define EFARM_OPF_TAGGED    0x00001u
@@ -193,12 +211,9 @@ enum efarm_op_kind { EFARM_OP_FREE, EFARM_OP_TX, EFARM_OP_RX, EFARM_OP_RMA, EFAR
 #define EFARM_OPF_NEED_READ 0x40000u  /* rx: reads to post */
 #define EFARM_OPF_COMPLETED 0x80000u  /* the request was completed */
 #define EFARM_OPF_INJECT    0x100000u /* tx: complete once the data is in packets */
-#define EFARM_OPF_WAIT_RSP                                        \
-    0x200000u /* rma: a READRSP/ATOMRSP answers the last segment; \
-                 rx (LONGCTS_RTR origin): the first READRSP is due */
-#define EFARM_OPF_RMA                                                                          \
-    0x400000u                          /* a one-sided op of this endpoint, run as a send (long \
-                                          writes) or a receive (long reads): efarm_rma.h */
+#define EFARM_OPF_WAIT_RSP                                                                 \
+    0x200000u                          /* rma: a READRSP/ATOMRSP answers the last segment; \
+                                          rx (LONGCTS_RTR origin): the first READRSP is due */
 #define EFARM_OPF_NO_DIRECT 0x800000u  /* rma: EFARM_RMA_NO_DIRECT */
 #define EFARM_OPF_NO_REG    0x1000000u /* rma: the buffer would not register: nothing RDMA */
 #define EFARM_OPF_TEMP_BUF  0x4000000u /* tx: EFARM_SEND_TEMP_BUF */
@@ -250,13 +265,15 @@ struct efarm_op {
 };
 
 /*
- * What one kind of operation does with the events that reach it. Routing by
- * op kind goes through this table, except two tests of the kind itself: a
- * message segment reaches only a receive (efarm_rtm_segment), and a failed
- * request of a one-sided operation counts as a send error (proto_ops.c).
+ * What an operation in one role does with the events that reach it, and the
+ * facts of the role. Routing by role goes through this table; the one test
+ * of a role itself is that a message segment reaches only a message receive
+ * (efarm_rtm_segment).
  */
 struct efarm_op_class {
     const char *name;
+    /* The machinery that runs it (EFARM_OP_TX, _RX or _RMA): which replies can name it. */
+    uint8_t runs_as;
     /* Build and post what the op still has to send (from the work list). */
     void (*work)(struct efarm_ep *ep, struct efarm_op *op);
     /* One of its packets completed at the device (status 0 or an error). */
@@ -272,12 +289,25 @@ struct efarm_op_class {
     /* A READRSP names it by recv_id (NULL: stale for this kind). */
     void (*readrsp)(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
     bool origin; /* started by this endpoint: errors count as send errors */
+    bool rma;    /* a one-sided operation of ours: its errors count as one-sided errors too; a
+                    long one carries its remote range (op->iov) in its REQ */
+    bool target; /* serves a peer's one-sided operation: no request of ours; a failure is
+                    told to the peer (efarm's REFUSED flag) */
+    /* What the loss of one of its packets costs the peer when nothing more precise applies
+       (NULL: the machinery's own rule). */
+    const char *lost;
 };
 extern const struct efarm_op_class efarm_op_classes[EFARM_OP_KIND_COUNT];
 
 static inline const struct efarm_op_class *efarm_op_class(const struct efarm_op *op)
 {
     return &efarm_op_classes[op->kind];
+}
+
+/* The one place an op's role changes after allocation (a one-sided op that runs long). */
+static inline void efarm_op_set_role(struct efarm_op *op, enum efarm_op_kind role)
+{
+    op->kind = (uint8_t)role;
 }
 
 /*
@@ -533,9 +563,6 @@ struct efarm_ep {
 
     struct efarm_mr_cache *mr_cache;
 
-    /* Requests of peers' long writes run as receive operations, by op index (msg_recv.c). */
-    struct efarm_req *tgt_reqs;
-
     /* Peers' unordered one-sided requests waiting for a reply buffer (rma_target.c). */
     struct efarm_rxpkt *rma_pending, *rma_pending_last;
     /*
@@ -773,7 +800,7 @@ void efarm_op_set_peer(struct efarm_ep *ep, struct efarm_op *op, efarm_peer_t pe
 /* The peer failed: each of its live operations ends with st->fail_status (its class's way). */
 void efarm_peer_ops_fail(struct efarm_ep *ep, struct efarm_peer_state *st);
 void efarm_op_release(struct efarm_ep *ep, struct efarm_op *op);
-struct efarm_op *efarm_op_find(struct efarm_ep *ep, uint32_t id, enum efarm_op_kind kind,
+struct efarm_op *efarm_op_find(struct efarm_ep *ep, uint32_t id, enum efarm_op_kind runs_as,
                                efarm_peer_t peer);
 /* Any live op with that id (RDMA completions, RECEIPT: the class table routes them). */
 struct efarm_op *efarm_op_find_live(struct efarm_ep *ep, uint32_t id, efarm_peer_t peer);

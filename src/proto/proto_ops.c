@@ -143,7 +143,7 @@ struct efarm_op *efarm_op_find_live(struct efarm_ep *ep, uint32_t id, efarm_peer
     return op;
 }
 
-struct efarm_op *efarm_op_find(struct efarm_ep *ep, uint32_t id, enum efarm_op_kind kind,
+struct efarm_op *efarm_op_find(struct efarm_ep *ep, uint32_t id, enum efarm_op_kind runs_as,
                                efarm_peer_t peer)
 {
     uint32_t index = id & 0xffff;
@@ -152,7 +152,8 @@ struct efarm_op *efarm_op_find(struct efarm_ep *ep, uint32_t id, enum efarm_op_k
     if (index >= ep->p.max_ops)
         return NULL;
     op = &ep->ops[index];
-    if (op->id != id || op->kind != kind || (peer != EFARM_PEER_NONE && op->peer != peer))
+    if (op->id != id || op->kind == EFARM_OP_FREE || efarm_op_class(op)->runs_as != runs_as ||
+        (peer != EFARM_PEER_NONE && op->peer != peer))
         return NULL;
     return op;
 }
@@ -215,9 +216,9 @@ void efarm_req_complete(struct efarm_ep *ep, struct efarm_op *op, struct efarm_r
     req->status = status;
     req->done = true;
     if (status) {
-        bool rma = op != NULL && (op->kind == EFARM_OP_RMA || (op->flags & EFARM_OPF_RMA));
+        bool rma = op != NULL && efarm_op_class(op)->rma;
 
-        if (op != NULL && (efarm_op_class(op)->origin || rma)) {
+        if (op != NULL && efarm_op_class(op)->origin) {
             ep->cnt.send_errors++;
             ep->cnt.rma_errors += rma;
         } else if (status != -ECANCELED && status != -EMSGSIZE) {
@@ -239,37 +240,50 @@ static void rx_op_tx_done(struct efarm_ep *ep, struct efarm_op *op, struct efarm
     efarm_rx_op_pkt_done(ep, op);
 }
 
+/* The send and receive machinery's hooks, shared by the roles each runs. */
+#define SEND_MACHINERY                                                                  \
+    .runs_as = EFARM_OP_TX, .work = efarm_tx_op_work, .pkt_done = efarm_tx_op_pkt_done, \
+    .peer_failed = efarm_tx_op_peer_failed
+#define RECV_MACHINERY                                                           \
+    .runs_as = EFARM_OP_RX, .work = efarm_rx_op_work, .pkt_done = rx_op_tx_done, \
+    .rdma_done = efarm_read_completion, .peer_failed = efarm_rx_op_peer_failed
+
 const struct efarm_op_class efarm_op_classes[EFARM_OP_KIND_COUNT] = {
     [EFARM_OP_FREE] = {.name = "free"},
-    [EFARM_OP_TX] =
-        {
-            .name = "send",
-            .work = efarm_tx_op_work,
-            .pkt_done = efarm_tx_op_pkt_done,
-            .peer_failed = efarm_tx_op_peer_failed,
-            .begin = efarm_send_begin,
-            .receipt = efarm_tx_receipt,
-            .origin = true,
-        },
-    [EFARM_OP_RX] =
-        {
-            .name = "receive",
-            .work = efarm_rx_op_work,
-            .pkt_done = rx_op_tx_done,
-            .rdma_done = efarm_read_completion,
-            .peer_failed = efarm_rx_op_peer_failed,
-            .readrsp = efarm_rtr_long_readrsp,
-        },
-    [EFARM_OP_RMA] =
-        {
-            .name = "one-sided",
-            .work = efarm_rma_op_work,
-            .pkt_done = efarm_rma_op_pkt_done,
-            .rdma_done = efarm_rma_op_rdma_done,
-            .peer_failed = efarm_rma_op_peer_failed,
-            .begin = efarm_rma_op_begin,
-            .receipt = efarm_rma_op_receipt,
-            .readrsp = efarm_rma_op_readrsp,
-            .origin = true,
-        },
+    [EFARM_OP_TX] = {.name = "send",
+                     SEND_MACHINERY,
+                     .begin = efarm_send_begin,
+                     .receipt = efarm_tx_receipt,
+                     .origin = true},
+    [EFARM_OP_RX] = {.name = "receive", RECV_MACHINERY},
+    [EFARM_OP_RMA] = {.name = "one-sided",
+                      .runs_as = EFARM_OP_RMA,
+                      .work = efarm_rma_op_work,
+                      .pkt_done = efarm_rma_op_pkt_done,
+                      .rdma_done = efarm_rma_op_rdma_done,
+                      .peer_failed = efarm_rma_op_peer_failed,
+                      .begin = efarm_rma_op_begin,
+                      .receipt = efarm_rma_op_receipt,
+                      .readrsp = efarm_rma_op_readrsp,
+                      .origin = true,
+                      .rma = true},
+    /* A DC_LONGCTS_RTW ends at the RECEIPT, as a DC send does. */
+    [EFARM_OP_WRITE_ORIGIN] = {.name = "long write",
+                               SEND_MACHINERY,
+                               .receipt = efarm_tx_receipt,
+                               .origin = true,
+                               .rma = true},
+    /* The target's READRSP brings the first data and its op's id. */
+    [EFARM_OP_READ_ORIGIN] = {.name = "long read",
+                              RECV_MACHINERY,
+                              .readrsp = efarm_rtr_long_readrsp,
+                              .origin = true,
+                              .rma = true},
+    [EFARM_OP_WRITE_TARGET] = {.name = "long write target", RECV_MACHINERY, .target = true},
+    [EFARM_OP_READ_TARGET] = {.name = "long read target",
+                              SEND_MACHINERY,
+                              .target = true,
+                              .lost = "data of a long read it asked for (LONGCTS_RTR)"},
 };
+#undef SEND_MACHINERY
+#undef RECV_MACHINERY

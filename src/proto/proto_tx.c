@@ -172,12 +172,14 @@ static void txpkt_failed(struct efarm_ep *ep, struct efarm_txpkt *tx, int status
 
         if (!gone && !tx->probe && !(implicit && row->lost_to_implicit_ok))
             lost = row->lost_alone; /* its row's LOSS column (efarm_pkt_types.h) */
+    } else if (efarm_op_class(op)->lost != NULL && op->status == 0) {
+        lost = efarm_op_class(op)->lost; /* its role says (a long read we serve) */
     } else if (efarm_op_class(op)->origin) {
-        if (op->req == NULL && op->status == 0 && (op->flags & EFARM_OPF_INJECT)) {
+        const uint32_t done = EFARM_OPF_INJECT | EFARM_OPF_COMPLETED;
+
+        if ((op->flags & done) == done && op->status == 0) {
             lost = "the data of an injected send that had already completed";
             ep->cnt.lost_after_completion++;
-        } else if (op->req == NULL && op->status == 0) {
-            lost = "data of a long read it asked for (LONGCTS_RTR)";
         } else if (req_pkt && !gone && st->tx_msg_id != op->msg_id + 1) {
             lost = "the messages sent to it after this one (they wait behind it)";
         }

@@ -52,35 +52,35 @@ static const struct rma_proto_info {
     bool compare;          /* each segment carries the compare values after the operands */
     uint8_t reg;           /* the local buffer is registered with these EFARM_DEV_ACCESS_* + 1
                               (0: no registration) */
-    uint8_t runs_as;       /* EFARM_OP_TX or EFARM_OP_RX: a long subprotocol run by the two-sided
-                              machinery as that protocol (msg_proto); EFARM_OP_RMA: here */
-    uint8_t msg_proto;     /* enum efarm_proto_kind when runs_as is not EFARM_OP_RMA */
+    uint8_t role;          /* EFARM_OP_RMA: run here; EFARM_OP_WRITE_ORIGIN or _READ_ORIGIN: a
+                              long subprotocol the two-sided machinery runs (msg_proto) */
+    uint8_t msg_proto;     /* enum efarm_proto_kind when role is not EFARM_OP_RMA */
     uint16_t counter;      /* offset in struct efarm_counters */
 } g_rma_protos[EFARM_RMA_PROTO_COUNT] = {
 #define RMA_COUNTER(name) .counter = offsetof(struct efarm_counters, name)
     [EFARM_RMA_DIRECT_WRITE] = {.direct = true,
                                 .to_target = true,
                                 .reg = 0 + 1,
-                                .runs_as = EFARM_OP_RMA,
+                                .role = EFARM_OP_RMA,
                                 RMA_COUNTER(rma_direct_write)},
     [EFARM_RMA_EAGER_RTW] = {.type = EFARM_PKT_EAGER_RTW,
                              .dc_type = EFARM_PKT_DC_EAGER_RTW,
                              .to_target = true,
-                             .runs_as = EFARM_OP_RMA,
+                             .role = EFARM_OP_RMA,
                              RMA_COUNTER(rma_eager_rtw)},
     [EFARM_RMA_DIRECT_READ] = {.direct = true,
                                .reg = EFARM_DEV_ACCESS_LOCAL_WRITE + 1,
-                               .runs_as = EFARM_OP_RMA,
+                               .role = EFARM_OP_RMA,
                                RMA_COUNTER(rma_direct_read)},
     [EFARM_RMA_SHORT_RTR] = {.type = EFARM_PKT_SHORT_RTR,
                              .dc_type = EFARM_PKT_SHORT_RTR,
                              .rsp_type = EFARM_PKT_READRSP,
-                             .runs_as = EFARM_OP_RMA,
+                             .role = EFARM_OP_RMA,
                              RMA_COUNTER(rma_short_rtr)},
     [EFARM_RMA_LONGCTS_RTW] = {.type = EFARM_PKT_LONGCTS_RTW,
                                .dc_type = EFARM_PKT_DC_LONGCTS_RTW,
                                .to_target = true,
-                               .runs_as = EFARM_OP_TX,
+                               .role = EFARM_OP_WRITE_ORIGIN,
                                .msg_proto = EFARM_PROTO_LONGCTS,
                                RMA_COUNTER(rma_longcts_rtw)},
     /* The EOR that ends it already says the data is in place: no DC type. */
@@ -88,27 +88,27 @@ static const struct rma_proto_info {
                                 .dc_type = EFARM_PKT_LONGREAD_RTW,
                                 .to_target = true,
                                 .reg = EFARM_DEV_ACCESS_REMOTE_READ + 1,
-                                .runs_as = EFARM_OP_TX,
+                                .role = EFARM_OP_WRITE_ORIGIN,
                                 .msg_proto = EFARM_PROTO_LONGREAD,
                                 RMA_COUNTER(rma_longread_rtw)},
     [EFARM_RMA_LONGCTS_RTR] = {.type = EFARM_PKT_LONGCTS_RTR,
                                .dc_type = EFARM_PKT_LONGCTS_RTR,
                                .rsp_type = EFARM_PKT_READRSP,
-                               .runs_as = EFARM_OP_RX,
+                               .role = EFARM_OP_READ_ORIGIN,
                                .msg_proto = EFARM_PROTO_LONGCTS,
                                RMA_COUNTER(rma_longcts_rtr)},
     [EFARM_RMA_WRITE_RTA] = {.type = EFARM_PKT_WRITE_RTA,
                              .dc_type = EFARM_PKT_DC_WRITE_RTA,
                              .to_target = true,
                              .elements = true,
-                             .runs_as = EFARM_OP_RMA,
+                             .role = EFARM_OP_RMA,
                              RMA_COUNTER(rma_write_rta)},
     [EFARM_RMA_FETCH_RTA] = {.type = EFARM_PKT_FETCH_RTA,
                              .dc_type = EFARM_PKT_FETCH_RTA,
                              .rsp_type = EFARM_PKT_ATOMRSP,
                              .to_target = true,
                              .elements = true,
-                             .runs_as = EFARM_OP_RMA,
+                             .role = EFARM_OP_RMA,
                              RMA_COUNTER(rma_fetch_rta)},
     [EFARM_RMA_COMPARE_RTA] = {.type = EFARM_PKT_COMPARE_RTA,
                                .dc_type = EFARM_PKT_COMPARE_RTA,
@@ -116,7 +116,7 @@ static const struct rma_proto_info {
                                .to_target = true,
                                .elements = true,
                                .compare = true,
-                               .runs_as = EFARM_OP_RMA,
+                               .role = EFARM_OP_RMA,
                                RMA_COUNTER(rma_compare_rta)},
 #undef RMA_COUNTER
 };
@@ -519,11 +519,11 @@ void efarm_rma_op_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct
     (*(uint64_t *)((char *)&ep->cnt + info->counter))++;
     if (op->rma_dc && !info->direct)
         ep->cnt.rma_dc++;
-    if (info->runs_as == EFARM_OP_TX) {
+    if (info->role == EFARM_OP_WRITE_ORIGIN) {
         efarm_rtw_long_begin(ep, op, (enum efarm_proto_kind)info->msg_proto);
         return;
     }
-    if (info->runs_as == EFARM_OP_RX) {
+    if (info->role == EFARM_OP_READ_ORIGIN) {
         efarm_rtr_long_begin(ep, op);
         return;
     }

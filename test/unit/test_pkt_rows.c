@@ -174,3 +174,41 @@ EFARM_TEST(msg_proto_rows)
     efarm_test_context("totals");
     EXPECT_TRUE(whole == 1 && cts == 1 && reads == 2);
 }
+
+/*
+ * The roles an operation plays (efarm_op_classes): each is run by one of
+ * three machineries and has that machinery's hooks; an origin's errors are
+ * its user's, a target has no request and nothing waits for it at the
+ * HANDSHAKE; the one-sided roles are the origins the rma column names.
+ */
+EFARM_TEST(op_role_rows)
+{
+    unsigned targets = 0, rma = 0;
+
+    for (unsigned k = EFARM_OP_FREE + 1; k < EFARM_OP_KIND_COUNT; k++) {
+        const struct efarm_op_class *c = &efarm_op_classes[k];
+
+        efarm_test_context("role %u (%s)", k, c->name ? c->name : "?");
+        EXPECT_TRUE(c->name != NULL && c->work != NULL && c->pkt_done != NULL &&
+                    c->peer_failed != NULL);
+        EXPECT_TRUE(c->runs_as == EFARM_OP_TX || c->runs_as == EFARM_OP_RX ||
+                    c->runs_as == EFARM_OP_RMA);
+        /* A role shares its machinery's hooks. */
+        EXPECT_TRUE(c->work == efarm_op_classes[c->runs_as].work &&
+                    c->pkt_done == efarm_op_classes[c->runs_as].pkt_done &&
+                    c->peer_failed == efarm_op_classes[c->runs_as].peer_failed);
+        if (c->target)
+            EXPECT_TRUE(!c->origin && !c->rma && c->begin == NULL && c->receipt == NULL &&
+                        c->readrsp == NULL);
+        if (c->rma)
+            EXPECT_TRUE(c->origin);
+        /* Our long read learns its target's op id from the READRSP. */
+        if (c->rma && c->runs_as == EFARM_OP_RX)
+            EXPECT_TRUE(c->readrsp == efarm_rtr_long_readrsp);
+        targets += c->target;
+        rma += c->rma;
+    }
+    efarm_test_context("totals");
+    EXPECT_TRUE(targets == 2 && rma == 3);
+    EXPECT_TRUE(!efarm_op_classes[EFARM_OP_RX].origin && efarm_op_classes[EFARM_OP_TX].origin);
+}
