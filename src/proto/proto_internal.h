@@ -9,12 +9,14 @@
  *   a packet from it) from a bounded pool: handshake state, msg_id counters,
  *   RNR backoff and the reorder window.
  * - struct efarm_op: one send, one receive in progress (matched, with
- *   packets still to come or replies to send), or one one-sided operation
- *   this endpoint started (write, read, atomic), from a fixed array; its index
- *   and a generation form the send_id/recv_id a peer echoes back, so a stale
- *   or forged id never reaches a live operation. What each kind does with
- *   its packets, RDMA completions, replies and a failed peer is a row of the
- *   op class table (efarm_op_classes), not a switch.
+ *   packets still to come or replies to send), one one-sided operation this
+ *   endpoint started (write, read, atomic), or a peer's long write or read
+ *   served here, from a fixed array; its index and a generation form the
+ *   send_id/recv_id a peer echoes back, so a stale or forged id never reaches
+ *   a live operation. What each role does with its packets, RDMA
+ *   completions, replies and a failed peer is a row of the op class table
+ *   (efarm_op_classes), and what each subprotocol does a row of
+ *   efarm_msg_protos or rma.c's g_rma_protos, not a switch.
  * - struct efarm_unexp: one unexpected message (arrived in order, matched no
  *   receive): a small record of what matching and later segments need, with
  *   its stored packets. No operation is taken until a receive matches it.
