@@ -94,9 +94,10 @@ static uint64_t ctsdata_payload(const struct efarm_ep *ep)
 
 static int cts_send(struct efarm_ep *ep, struct efarm_op *op)
 {
-    uint64_t left = op->msg_length - op->done_bytes;
-    uint64_t pkts = op->credit_request && op->credit_request < ep->p.rx_window ? op->credit_request
-                                                                               : ep->p.rx_window;
+    uint64_t left = op->msg.msg_length - op->done_bytes;
+    uint64_t pkts = op->msg.credit_request && op->msg.credit_request < ep->p.rx_window
+                        ? op->msg.credit_request
+                        : ep->p.rx_window;
     uint64_t grant = pkts * ctsdata_payload(ep);
     struct efarm_pkt pkt;
     int ret;
@@ -156,15 +157,15 @@ static int rx_op_init(struct efarm_ep *ep, struct efarm_op *op, efarm_peer_t pee
     efarm_op_set_peer(ep, op, peer);
     op->msg_id = (uint32_t)pkt->value[EFARM_PKT_F_MSG_ID];
     op->flags |= (k->tagged ? EFARM_OPF_TAGGED : 0) | (k->dc ? EFARM_OPF_DC : 0);
-    op->wire_tag = k->tagged ? pkt->value[EFARM_PKT_F_TAG] : 0;
+    op->msg.wire_tag = k->tagged ? pkt->value[EFARM_PKT_F_TAG] : 0;
     if (pkt->present & EFARM_PKT_HAS(CQ_DATA)) {
         op->flags |= EFARM_OPF_CQ_DATA;
-        op->cq_data = pkt->value[EFARM_PKT_F_CQ_DATA];
+        op->msg.cq_data = pkt->value[EFARM_PKT_F_CQ_DATA];
     }
-    op->msg_length = mp->whole ? pkt->payload_length : pkt->value[EFARM_PKT_F_MSG_LENGTH];
+    op->msg.msg_length = mp->whole ? pkt->payload_length : pkt->value[EFARM_PKT_F_MSG_LENGTH];
     op->peer_op_id = (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID];
-    op->credit_request = (uint32_t)pkt->value[EFARM_PKT_F_CREDIT_REQUEST];
-    op->runt_length = pkt->value[EFARM_PKT_F_RUNT_LENGTH];
+    op->msg.credit_request = (uint32_t)pkt->value[EFARM_PKT_F_CREDIT_REQUEST];
+    op->msg.runt_length = pkt->value[EFARM_PKT_F_RUNT_LENGTH];
     if (mp->reads) {
         uint64_t n = pkt->value[EFARM_PKT_F_READ_IOV_COUNT], total = 0;
 
@@ -180,7 +181,7 @@ static int rx_op_init(struct efarm_ep *ep, struct efarm_op *op, efarm_peer_t pee
                 return EFARM_E(PROTO_BAD_READ_IOV);
             total += iov->len;
         }
-        if (total < op->msg_length)
+        if (total < op->msg.msg_length)
             return EFARM_E(PROTO_BAD_READ_IOV);
     }
     return 0;
@@ -238,7 +239,7 @@ static bool same_message(const struct efarm_pkt *pkt, uint8_t proto, uint64_t ms
 
 static uint64_t read_end(const struct efarm_op *op)
 {
-    return op->msg_length < op->len ? op->msg_length : op->len;
+    return op->msg.msg_length < op->len ? op->msg.msg_length : op->len;
 }
 
 /*
@@ -247,7 +248,7 @@ static uint64_t read_end(const struct efarm_op *op)
  */
 void efarm_rx_start_read(struct efarm_ep *ep, struct efarm_op *op)
 {
-    uint64_t start = efarm_msg_proto(op)->runt ? op->runt_length : 0;
+    uint64_t start = efarm_msg_proto(op)->runt ? op->msg.runt_length : 0;
     uint64_t end = read_end(op) > start ? read_end(op) : start;
     int ret = -ENOTSUP;
 
@@ -266,12 +267,12 @@ void efarm_rx_start_read(struct efarm_ep *ep, struct efarm_op *op)
         }
         /* No fallback the peer understands: fail the receive, but let the sender finish. */
         op->status = EFARM_E(PROTO_READ_FAILED);
-        op->done_bytes += op->msg_length - start;
+        op->done_bytes += op->msg.msg_length - start;
         op->offset = end;
         return;
     }
     /* Bytes past the buffer are not read; they count as done. */
-    op->done_bytes += op->msg_length - end;
+    op->done_bytes += op->msg.msg_length - end;
     if (end > start) {
         op->flags |= EFARM_OPF_NEED_READ;
         efarm_rx_op_work(ep, op);
@@ -281,7 +282,7 @@ void efarm_rx_start_read(struct efarm_ep *ep, struct efarm_op *op)
 /* Long-CTS, once matched: the first CTS, unless the REQ carried the whole message. */
 void efarm_rx_start_cts(struct efarm_ep *ep, struct efarm_op *op)
 {
-    if (op->done_bytes < op->msg_length) {
+    if (op->done_bytes < op->msg.msg_length) {
         op->flags |= EFARM_OPF_NEED_CTS;
         efarm_rx_op_work(ep, op);
     }
@@ -329,7 +330,7 @@ static void rx_op_matched(struct efarm_ep *ep, struct efarm_op *op, struct efarm
     }
     if (pkt != NULL)
         rx_op_data(op, pkt);
-    if (op->status == 0 && efarm_peer_failed(st) && op->done_bytes < op->msg_length) {
+    if (op->status == 0 && efarm_peer_failed(st) && op->done_bytes < op->msg.msg_length) {
         /* The rest would have to come from (or be asked of) a peer that failed. */
         efarm_rx_op_peer_failed(ep, op, st->fail_status);
         return;
@@ -339,7 +340,7 @@ static void rx_op_matched(struct efarm_ep *ep, struct efarm_op *op, struct efarm
             efarm_msg_proto(op)->rx_start(ep, op);
     } else {
         /* A bad read_iov: nothing to read; complete with the error and release the sender. */
-        op->done_bytes = op->msg_length;
+        op->done_bytes = op->msg.msg_length;
         if (efarm_msg_proto(op)->reads)
             op->flags |= EFARM_OPF_NEED_EOR;
     }
@@ -354,7 +355,7 @@ static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
 
     if (!(op->flags & EFARM_OPF_MATCHED))
         return;
-    if (!(op->flags & EFARM_OPF_COMPLETED) && op->done_bytes >= op->msg_length &&
+    if (!(op->flags & EFARM_OPF_COMPLETED) && op->done_bytes >= op->msg.msg_length &&
         op->reads_inflight == 0 && !(op->flags & (EFARM_OPF_NEED_READ | EFARM_OPF_NEED_NACK))) {
         const struct efarm_op_class *c = efarm_op_class(op);
         int status = op->status;
@@ -365,7 +366,7 @@ static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
         if (op->flags & EFARM_OPF_REFUSED) {
             if (status == 0)
                 status = EFARM_E(PROTO_RMA_REFUSED);
-        } else if (status == 0 && op->msg_length > op->len) {
+        } else if (status == 0 && op->msg.msg_length > op->len) {
             status = -EMSGSIZE;
             ep->cnt.truncated++;
         }
@@ -382,8 +383,8 @@ static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
             struct efarm_req *req = op->req;
 
             op->req = NULL;
-            req_fill(req, op->peer, op->wire_tag, op->flags & EFARM_OPF_TAGGED, op->msg_length,
-                     op->flags & EFARM_OPF_CQ_DATA, op->cq_data);
+            req_fill(req, op->peer, op->msg.wire_tag, op->flags & EFARM_OPF_TAGGED,
+                     op->msg.msg_length, op->flags & EFARM_OPF_CQ_DATA, op->msg.cq_data);
             if (c->rma)
                 req->length = status ? 0 : op->len; /* our long read (LONGCTS_RTR) */
             efarm_req_complete(ep, op, req, status);
@@ -406,7 +407,7 @@ void efarm_rx_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op)
      */
     if (op->status && !(op->flags & EFARM_OPF_COMPLETED) && efarm_msg_proto(op)->cts &&
         op->pkts_inflight == 0)
-        op->done_bytes = op->msg_length;
+        op->done_bytes = op->msg.msg_length;
     rx_op_check(ep, op);
 }
 
@@ -475,8 +476,8 @@ void efarm_rx_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int statu
         if (op->status == 0)
             op->status = status;
         op->flags &= ~(sends | EFARM_OPF_NEED_READ | EFARM_OPF_NACKED);
-        if (op->done_bytes < op->msg_length)
-            op->done_bytes = op->msg_length;
+        if (op->done_bytes < op->msg.msg_length)
+            op->done_bytes = op->msg.msg_length;
     } else if (op->flags & sends) {
         op->flags &= ~sends;
         if (op->status == 0 && status != EFARM_E(DEV_REMOTE_QP))
@@ -506,7 +507,7 @@ void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
             efarm_log(EFARM_LOG_ERROR, "cannot build LONGCTS_RTR for peer %u: %s", op->peer,
                       efarm_strerror(ret));
             op->status = ret;
-            op->done_bytes = op->msg_length;
+            op->done_bytes = op->msg.msg_length;
             op->flags &= ~(EFARM_OPF_NEED_REQ | EFARM_OPF_WAIT_RSP);
         }
     }
@@ -520,14 +521,14 @@ void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
     }
     /* The runt must all be in before a READ_NACK (section 4.7). */
     if ((op->flags & EFARM_OPF_NEED_NACK) &&
-        (!efarm_msg_proto(op)->runt || op->done_bytes >= op->runt_length)) {
+        (!efarm_msg_proto(op)->runt || op->done_bytes >= op->msg.runt_length)) {
         if (nack_send(ep, op) == 0) {
             op->flags = (op->flags & ~EFARM_OPF_NEED_NACK) | EFARM_OPF_NACKED;
             if (efarm_op_class(op)->target) {
                 /* The LONGCTS_RTW that answers it is a new request: this one is done, no EOR. */
                 op->flags &= ~EFARM_OPF_NACKED;
                 efarm_msg_proto_set(op, efarm_msg_proto(op)->fallback);
-                op->done_bytes = op->msg_length;
+                op->done_bytes = op->msg.msg_length;
             }
         } else {
             blocked = true;
@@ -777,7 +778,7 @@ int efarm_rtm_segment(struct efarm_ep *ep, struct efarm_op *op, const struct efa
     (void)stored, (void)rx_id;
     if (op->kind != EFARM_OP_RX || (op->flags & EFARM_OPF_COMPLETED) ||
         !(op->flags & EFARM_OPF_MATCHED) ||
-        !same_message(pkt, op->proto, op->msg_length, op->runt_length)) {
+        !same_message(pkt, op->proto, op->msg.msg_length, op->msg.runt_length)) {
         ep->cnt.stale_ids++;
         return 0;
     }
@@ -813,7 +814,7 @@ static void grant_data(struct efarm_ep *ep, struct efarm_op *op, uint64_t offset
     copy_clip(op->buf, op->len, offset, data, n);
     op->done_bytes += n;
     op->window_end -= n;
-    if (op->window_end == 0 && op->done_bytes < op->msg_length) {
+    if (op->window_end == 0 && op->done_bytes < op->msg.msg_length) {
         op->flags |= EFARM_OPF_NEED_CTS;
         efarm_rx_op_work(ep, op);
         return;
@@ -833,8 +834,8 @@ void efarm_ctsdata_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
      */
     if (op == NULL || !efarm_msg_proto(op)->cts ||
         (op->flags & (EFARM_OPF_COMPLETED | EFARM_OPF_NEED_CTS)) ||
-        !(op->flags & EFARM_OPF_MATCHED) || offset > op->msg_length ||
-        n > op->msg_length - offset || n > op->window_end || offset < op->offset ||
+        !(op->flags & EFARM_OPF_MATCHED) || offset > op->msg.msg_length ||
+        n > op->msg.msg_length - offset || n > op->window_end || offset < op->offset ||
         offset + n > op->done_bytes + op->window_end) {
         ep->cnt.stale_ids++;
         return;
@@ -848,14 +849,14 @@ void efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struc
     const struct efarm_pkt_row *k = rtm_row(pkt->type);
 
     if (op == NULL || !(op->flags & EFARM_OPF_NACKED) || k == NULL ||
-        pkt->value[EFARM_PKT_F_MSG_LENGTH] != op->msg_length) {
+        pkt->value[EFARM_PKT_F_MSG_LENGTH] != op->msg.msg_length) {
         ep->cnt.stale_ids++;
         return;
     }
     op->flags &= ~EFARM_OPF_NACKED;
     efarm_msg_proto_set(op, efarm_msg_proto(op)->fallback);
     op->peer_op_id = (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID];
-    op->credit_request = (uint32_t)pkt->value[EFARM_PKT_F_CREDIT_REQUEST];
+    op->msg.credit_request = (uint32_t)pkt->value[EFARM_PKT_F_CREDIT_REQUEST];
     if (k->dc)
         op->flags |= EFARM_OPF_DC;
     efarm_op_map_remove(ep, op);
@@ -1094,7 +1095,7 @@ void efarm_rtr_long_begin(struct efarm_ep *ep, struct efarm_op *op)
     efarm_msg_proto_set(op, EFARM_PROTO_LONGCTS);
     op->req_type = EFARM_PKT_LONGCTS_RTR;
     op->flags = EFARM_OPF_MATCHED | EFARM_OPF_NEED_REQ | EFARM_OPF_WAIT_RSP;
-    op->msg_length = op->len;
+    op->msg.msg_length = op->len;
     op->done_bytes = 0;
     op->offset = 0;
     op->window_end = grant < op->len ? grant : op->len;
@@ -1108,7 +1109,7 @@ static int rtr_req_send(struct efarm_ep *ep, struct efarm_op *op)
 
     efarm_rma_req_init(ep, ep->peers[op->peer].st, &pkt, EFARM_PKT_LONGCTS_RTR, op->iov, op->niov,
                        wire);
-    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, op->msg_length);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, op->msg.msg_length);
     efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, op->id);
     efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_LENGTH, op->window_end);
     return efarm_op_pkt_send(ep, op, &pkt, NULL, 0, NULL, 0);
@@ -1130,14 +1131,14 @@ void efarm_rtr_long_readrsp(struct efarm_ep *ep, struct efarm_op *op, const stru
     }
     op->flags &= ~EFARM_OPF_WAIT_RSP;
     if ((pkt->flags & EFARM_RSP_FLAG_REFUSED) || n == 0 || n > op->window_end ||
-        n > op->msg_length) {
+        n > op->msg.msg_length) {
         if (!(pkt->flags & EFARM_RSP_FLAG_REFUSED))
             efarm_log_ratelimited(
                 EFARM_LOG_WARN, "READRSP from peer %u carries %llu bytes of a %llu-byte window",
                 op->peer, (unsigned long long)n, (unsigned long long)op->window_end);
         /* Nothing more of this read will be asked for; CTSDATA still coming is dropped. */
         op->status = EFARM_E(PROTO_RMA_REFUSED);
-        op->done_bytes = op->msg_length;
+        op->done_bytes = op->msg.msg_length;
         op->window_end = 0;
         rx_op_check(ep, op);
         return;

@@ -100,12 +100,12 @@ static void req_init(struct efarm_ep *ep, struct efarm_peer_state *st, struct ef
         efarm_pkt_set_raw_addr(ep, pkt);
     if (op->flags & EFARM_OPF_CQ_DATA) {
         pkt->flags |= EFARM_REQ_OPT_CQ_DATA_HDR;
-        efarm_pkt_set(pkt, EFARM_PKT_F_CQ_DATA, op->cq_data);
+        efarm_pkt_set(pkt, EFARM_PKT_F_CQ_DATA, op->msg.cq_data);
     }
     efarm_pkt_set_connid(ep, st, pkt);
     efarm_pkt_set(pkt, EFARM_PKT_F_MSG_ID, op->msg_id);
     if (op->flags & EFARM_OPF_TAGGED)
-        efarm_pkt_set(pkt, EFARM_PKT_F_TAG, op->wire_tag);
+        efarm_pkt_set(pkt, EFARM_PKT_F_TAG, op->msg.wire_tag);
 }
 
 /*
@@ -296,8 +296,8 @@ static int build_runtread(struct efarm_ep *ep, struct efarm_peer_state *st, stru
     uint8_t iov[sizeof(struct efarm_wire_rma_iov)];
 
     read_iov(op, iov);
-    while (op->offset < op->runt_length) {
-        uint64_t n = room(ep, hdr, op->runt_length - op->offset);
+    while (op->offset < op->msg.runt_length) {
+        uint64_t n = room(ep, hdr, op->msg.runt_length - op->offset);
         struct efarm_pkt pkt;
         int ret;
 
@@ -306,7 +306,7 @@ static int build_runtread(struct efarm_ep *ep, struct efarm_peer_state *st, stru
         efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
         efarm_pkt_set(&pkt, EFARM_PKT_F_READ_IOV_COUNT, 1);
         efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_OFFSET, op->offset);
-        efarm_pkt_set(&pkt, EFARM_PKT_F_RUNT_LENGTH, op->runt_length);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_RUNT_LENGTH, op->msg.runt_length);
         ret = efarm_op_pkt_send(ep, op, &pkt, iov, sizeof(iov), op->buf + op->offset, n);
         if (ret)
             return ret;
@@ -375,8 +375,8 @@ static void runt_release(struct efarm_ep *ep, struct efarm_op *op)
 {
     struct efarm_peer_state *st = ep->peers[op->peer].st;
 
-    st->runt_bytes_in_flight -= op->runt_length;
-    op->runt_length = 0;
+    st->runt_bytes_in_flight -= op->msg.runt_length;
+    op->msg.runt_length = 0;
 }
 
 /* Complete the send when everything is sent and acknowledged, then free the op. */
@@ -395,7 +395,7 @@ static void tx_op_check(struct efarm_ep *ep, struct efarm_op *op)
     if (op->pkts_inflight != 0)
         return;
     /* A read subprotocol sends its runt (if any); the receiver reads the rest. */
-    sent = op->offset >= (mp->reads ? op->runt_length : op->len);
+    sent = op->offset >= (mp->reads ? op->msg.runt_length : op->len);
     /* An error ends the send at once: nothing it still waits for can make it succeed. */
     if (op->status == 0 && (!sent || (op->flags & waits)))
         return;
@@ -499,9 +499,9 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
                           efarm_peer_has(st, EFARM_EXTRA_FEATURE_RDMA_READ),
         .peer_runt_read = (ep->extra_info & EFARM_EXTRA_FEATURE_RUNT_READ) &&
                           efarm_peer_has(st, EFARM_EXTRA_FEATURE_RUNT_READ),
-        .npeers = send_fanin(ep, op->send_hints),
+        .npeers = send_fanin(ep, op->msg.send_hints),
         .force_proto =
-            (uint8_t)((op->send_hints & EFARM_SEND_PROTO_MASK) >> EFARM_SEND_PROTO_SHIFT),
+            (uint8_t)((op->msg.send_hints & EFARM_SEND_PROTO_MASK) >> EFARM_SEND_PROTO_SHIFT),
         .peer_sends = st->sends_inflight,
         .reads_inflight = ep->reads_inflight,
         .runt_bytes_in_flight = st->runt_bytes_in_flight,
@@ -545,8 +545,8 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
     if (efarm_msg_protos[proto].runt) {
         uint64_t runt = ep->p.runt_size - st->runt_bytes_in_flight;
 
-        op->runt_length = runt < op->len ? runt : op->len;
-        st->runt_bytes_in_flight += op->runt_length;
+        op->msg.runt_length = runt < op->len ? runt : op->len;
+        st->runt_bytes_in_flight += op->msg.runt_length;
     }
     op->req->proto = (uint8_t)proto;
     st->sends_inflight++;
@@ -569,7 +569,7 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
  */
 void efarm_rtw_long_begin(struct efarm_ep *ep, struct efarm_op *op, enum efarm_proto_kind proto)
 {
-    bool dc = op->rma_dc;
+    bool dc = op->rma.dc;
 
     efarm_op_set_role(op, EFARM_OP_WRITE_ORIGIN);
     op->flags = dc ? EFARM_OPF_DC : 0;
@@ -711,15 +711,15 @@ static int send_start(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, u
     efarm_op_set_peer(ep, op, peer);
     op->buf = (uint8_t *)(uintptr_t)buf;
     op->len = len;
-    op->wire_tag = wire_tag;
-    op->cq_data = cq_data;
+    op->msg.wire_tag = wire_tag;
+    op->msg.cq_data = cq_data;
     op->flags =
         (tagged ? EFARM_OPF_TAGGED : 0) | (flags & EFARM_SEND_DC ? EFARM_OPF_DC : 0) |
         (flags & EFARM_SEND_CQ_DATA ? EFARM_OPF_CQ_DATA : 0) |
         ((flags & (EFARM_SEND_INJECT | EFARM_SEND_DC)) == EFARM_SEND_INJECT ? EFARM_OPF_INJECT
                                                                             : 0) |
         (flags & EFARM_SEND_TEMP_BUF ? EFARM_OPF_TEMP_BUF : 0);
-    op->send_hints = flags & EFARM_SEND_HINTS;
+    op->msg.send_hints = flags & EFARM_SEND_HINTS;
     /* Behind a send that waits for the HANDSHAKE, or itself waiting for it (DC). */
     if (!efarm_list_empty(&st->hs_waiters) ||
         ((flags & EFARM_SEND_DC) && !(st->flags & EFARM_PS_HS_RECEIVED))) {
@@ -873,7 +873,7 @@ void efarm_read_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct e
 
     if (op == NULL)
         return;
-    if (!(op->flags & EFARM_OPF_WAIT_EOR) || op->offset < op->runt_length) {
+    if (!(op->flags & EFARM_OPF_WAIT_EOR) || op->offset < op->msg.runt_length) {
         ep->cnt.stale_ids++;
         return;
     }

@@ -244,23 +244,30 @@ struct efarm_op {
     uint32_t reads_inflight;
     uint32_t map_next; /* (peer, msg_id) map chain */
     int status;
-    uint64_t wire_tag;
-    uint64_t cq_data;
     uint8_t *buf;        /* user buffer */
     uint64_t len;        /* tx: message length; rx: buffer length */
-    uint64_t msg_length; /* rx: the sender's length */
     uint64_t offset;     /* tx: next byte to put in a packet; rx: next byte to read, or
                             where the current CTS grant starts (long-CTS) */
     uint64_t window_end; /* tx: bytes granted by CTS (or allowed); rx: end of the CTS grant */
     uint64_t done_bytes; /* tx: bytes whose packets completed; rx: bytes received */
-    uint64_t runt_length;
-    uint32_t credit_request;
-    uint32_t send_hints;    /* tx: the EFARM_SEND_HINTS bits of the send */
-    uint8_t *result;        /* rma: where fetched values go (atomics) */
-    const uint8_t *compare; /* rma: compare operands (COMPARE_RTA) */
-    uint32_t replies_owed;  /* rma: RECEIPTs still to come */
-    uint32_t seg_bytes;     /* rma: bytes of data per packet (emulated) */
-    uint8_t atomic_op, atomic_dt, rma_dc, pad8;
+    /* What only one machinery's roles use (efarm_op_class.runs_as): cleared when it changes. */
+    union {
+        struct { /* the send and receive machinery (msg_send.c, msg_recv.c) */
+            uint64_t wire_tag;
+            uint64_t cq_data;
+            uint64_t msg_length; /* rx: the sender's length */
+            uint64_t runt_length;
+            uint32_t credit_request; /* rx: the CTSDATA packets the sender asked for */
+            uint32_t send_hints;     /* tx: the EFARM_SEND_HINTS bits of the send */
+        } msg;
+        struct {                    /* a one-sided operation run by rma.c */
+            uint8_t *result;        /* where fetched values go (atomics) */
+            const uint8_t *compare; /* compare operands (COMPARE_RTA) */
+            uint32_t replies_owed;  /* RECEIPTs still to come */
+            uint32_t seg_bytes;     /* bytes of data per packet (emulated) */
+            uint8_t atomic_op, atomic_dt, dc;
+        } rma;
+    };
     struct efarm_link peer_link; /* its peer's ops (efarm_peer_state.ops), once it has one */
     struct efarm_rma_iov iov[EFARM_MAX_READ_IOV]; /* rx: the sender's read_iov; rma: remote */
     struct efarm_mr_ref mr;                       /* the user buffer's registration */
@@ -306,9 +313,14 @@ static inline const struct efarm_op_class *efarm_op_class(const struct efarm_op 
     return &efarm_op_classes[op->kind];
 }
 
-/* The one place an op's role changes after allocation (a one-sided op that runs long). */
+/*
+ * The one place an op's role changes after allocation (a one-sided op that
+ * runs long): moving to another machinery clears the fields of the old one.
+ */
 static inline void efarm_op_set_role(struct efarm_op *op, enum efarm_op_kind role)
 {
+    if (efarm_op_classes[role].runs_as != efarm_op_class(op)->runs_as)
+        memset(&op->msg, 0, sizeof(op->msg) > sizeof(op->rma) ? sizeof(op->msg) : sizeof(op->rma));
     op->kind = (uint8_t)role;
 }
 

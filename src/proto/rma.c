@@ -293,7 +293,7 @@ static void rma_op_check(struct efarm_ep *ep, struct efarm_op *op)
 {
     struct efarm_req *req = op->req;
 
-    if (op->offset < op->len || op->pkts_inflight || op->reads_inflight || op->replies_owed ||
+    if (op->offset < op->len || op->pkts_inflight || op->reads_inflight || op->rma.replies_owed ||
         (op->flags & (EFARM_OPF_WAIT_RSP | EFARM_OPF_IN_WORK)))
         return;
     req->length = op->status ? 0 : op->len;
@@ -372,12 +372,13 @@ void efarm_rma_req_init(struct efarm_ep *ep, struct efarm_peer_state *st, struct
 static int send_segment(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
 {
     const struct rma_proto_info *info = &g_rma_protos[op->proto];
-    uint64_t n = op->len - op->offset < op->seg_bytes ? op->len - op->offset : op->seg_bytes;
+    uint64_t n =
+        op->len - op->offset < op->rma.seg_bytes ? op->len - op->offset : op->rma.seg_bytes;
     struct efarm_rma_iov sl[EFARM_MAX_READ_IOV];
     uint8_t wire[EFARM_MAX_READ_IOV * sizeof(struct efarm_wire_rma_iov)];
     uint32_t k = riov_slice(op, op->offset, n, sl, EFARM_MAX_READ_IOV);
     uint64_t data = info->to_target ? n : 0;
-    uint64_t nsegs_before = op->offset / op->seg_bytes;
+    uint64_t nsegs_before = op->offset / op->rma.seg_bytes;
     struct efarm_txpkt *tx;
     struct efarm_pkt pkt;
     size_t hdr_len;
@@ -397,8 +398,8 @@ static int send_segment(struct efarm_ep *ep, struct efarm_peer_state *st, struct
         efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, n); /* SHORT_RTR: the bytes to read */
     if (info->elements) {
         efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_ID, op->msg_id + (uint32_t)nsegs_before);
-        efarm_pkt_set(&pkt, EFARM_PKT_F_ATOMIC_DATATYPE, op->atomic_dt);
-        efarm_pkt_set(&pkt, EFARM_PKT_F_ATOMIC_OP, op->atomic_op);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_ATOMIC_DATATYPE, op->rma.atomic_dt);
+        efarm_pkt_set(&pkt, EFARM_PKT_F_ATOMIC_OP, op->rma.atomic_op);
     }
     tx = efarm_txpkt_alloc(ep, false);
     if (tx == NULL)
@@ -416,7 +417,7 @@ static int send_segment(struct efarm_ep *ep, struct efarm_peer_state *st, struct
         else
             memset(tx->buf + hdr_len, 0, n); /* ATOMIC_READ carries no operand */
         if (info->compare)
-            memcpy(tx->buf + hdr_len + n, op->compare + op->offset, n);
+            memcpy(tx->buf + hdr_len + n, op->rma.compare + op->offset, n);
     }
     tx->len = (uint32_t)(hdr_len + data);
     tx->peer = op->peer;
@@ -426,8 +427,8 @@ static int send_segment(struct efarm_ep *ep, struct efarm_peer_state *st, struct
     if (info->rsp_type) {
         op->flags |= EFARM_OPF_WAIT_RSP;
         op->window_end = op->offset; /* the segment the response answers starts here */
-    } else if (op->rma_dc) {
-        op->replies_owed++;
+    } else if (op->rma.dc) {
+        op->rma.replies_owed++;
     }
     op->offset += n;
     efarm_txpkt_send(ep, tx);
@@ -485,7 +486,7 @@ static uint64_t seg_bytes(const struct efarm_ep *ep, const struct efarm_peer_sta
         fit > ep->mtu - sizeof(struct efarm_wire_atomrsp_hdr))
         fit = ep->mtu - sizeof(struct efarm_wire_atomrsp_hdr);
     if (info->elements)
-        fit -= fit % efarm_atomic_dt_size(op->atomic_dt);
+        fit -= fit % efarm_atomic_dt_size(op->rma.atomic_dt);
     return fit;
 }
 
@@ -514,10 +515,10 @@ void efarm_rma_op_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct
     }
     op->proto = (uint8_t)proto;
     op->req->proto = (uint8_t)proto;
-    op->req_type = op->rma_dc ? info->dc_type : info->type;
+    op->req_type = op->rma.dc ? info->dc_type : info->type;
     ep->cnt.rma_forced += (ep->p.rma_force >> proto) & 1u;
     (*(uint64_t *)((char *)&ep->cnt + info->counter))++;
-    if (op->rma_dc && !info->direct)
+    if (op->rma.dc && !info->direct)
         ep->cnt.rma_dc++;
     if (info->role == EFARM_OP_WRITE_ORIGIN) {
         efarm_rtw_long_begin(ep, op, (enum efarm_proto_kind)info->msg_proto);
@@ -528,15 +529,15 @@ void efarm_rma_op_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct
         return;
     }
     if (!info->direct) {
-        op->seg_bytes = (uint32_t)seg_bytes(ep, st, op);
-        if (op->seg_bytes == 0) {
+        op->rma.seg_bytes = (uint32_t)seg_bytes(ep, st, op);
+        if (op->rma.seg_bytes == 0) {
             efarm_log(EFARM_LOG_ERROR,
                       "%u remote ranges leave no room for data in one %u-byte packet to peer %u",
                       op->niov, ep->mtu, op->peer);
             op->status = -EINVAL;
             op->offset = op->len;
         } else if (info->elements) {
-            uint64_t nsegs = (op->len + op->seg_bytes - 1) / op->seg_bytes;
+            uint64_t nsegs = (op->len + op->rma.seg_bytes - 1) / op->rma.seg_bytes;
 
             op->msg_id = st->tx_msg_id;
             st->tx_msg_id += (uint32_t)nsegs;
@@ -597,7 +598,7 @@ static int rma_start(struct efarm_ep *ep, efarm_peer_t peer, enum rma_want want,
     efarm_op_set_peer(ep, op, peer);
     op->buf = buf;
     op->len = len;
-    op->rma_dc = (flags & EFARM_RMA_DC) != 0;
+    op->rma.dc = (flags & EFARM_RMA_DC) != 0;
     op->req_type = (uint8_t)want; /* until begin picks the subprotocol */
     if (flags & EFARM_RMA_NO_DIRECT)
         op->flags |= EFARM_OPF_NO_DIRECT;
@@ -678,10 +679,10 @@ int efarm_atomic(struct efarm_ep *ep, efarm_peer_t peer, uint32_t op_id, uint32_
                     flags & ~EFARM_RMA_NO_DIRECT, req, size, &op);
     if (ret)
         return ret;
-    op->result = result;
-    op->compare = compare;
-    op->atomic_op = (uint8_t)op_id;
-    op->atomic_dt = (uint8_t)dt;
+    op->rma.result = result;
+    op->rma.compare = compare;
+    op->rma.atomic_op = (uint8_t)op_id;
+    op->rma.atomic_dt = (uint8_t)dt;
     rma_go(ep, op);
     return 0;
 }
@@ -697,10 +698,10 @@ void efarm_rma_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op, struct efar
         /* A lost request gets no answer: stop waiting for it. */
         if (g_rma_protos[op->proto].rsp_type) {
             op->flags &= ~EFARM_OPF_WAIT_RSP;
-        } else if (op->rma_dc && op->replies_owed) {
-            op->replies_owed--;
+        } else if (op->rma.dc && op->rma.replies_owed) {
+            op->rma.replies_owed--;
         }
-    } else if (!op->rma_dc && !g_rma_protos[op->proto].rsp_type) {
+    } else if (!op->rma.dc && !g_rma_protos[op->proto].rsp_type) {
         op->done_bytes += tx->data_len;
     }
     rma_op_check(ep, op);
@@ -736,18 +737,18 @@ void efarm_rma_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int stat
         op->status = status;
     /* Nothing more comes from the peer: no reply, no more packets to build. */
     op->offset = op->len;
-    op->replies_owed = 0;
+    op->rma.replies_owed = 0;
     op->flags &= ~EFARM_OPF_WAIT_RSP;
     rma_op_check(ep, op);
 }
 
 void efarm_rma_op_receipt(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt)
 {
-    if (!op->rma_dc || op->replies_owed == 0) {
+    if (!op->rma.dc || op->rma.replies_owed == 0) {
         ep->cnt.stale_ids++;
         return;
     }
-    op->replies_owed--;
+    op->rma.replies_owed--;
     if (pkt->flags & EFARM_RSP_FLAG_REFUSED)
         rma_op_error(op, EFARM_E(PROTO_RMA_REFUSED));
     rma_op_check(ep, op);
@@ -775,7 +776,7 @@ static void rsp_recv(struct efarm_ep *ep, struct efarm_op *op, const struct efar
                               (unsigned long long)n);
         rma_op_error(op, EFARM_E(PROTO_RMA_REFUSED));
     } else {
-        uint8_t *dst = type == EFARM_PKT_READRSP ? op->buf : op->result;
+        uint8_t *dst = type == EFARM_PKT_READRSP ? op->buf : op->rma.result;
 
         memcpy(dst + op->window_end, pkt->payload, n);
         op->done_bytes += n;
