@@ -261,7 +261,7 @@ void efarm_rx_start_read(struct efarm_ep *ep, struct efarm_op *op)
             /* Section 4.7: tell the sender to send it by long-CTS instead. */
             efarm_log(EFARM_LOG_DEBUG, "cannot register %llu bytes for a read (%s): READ_NACK",
                       (unsigned long long)(end - start), efarm_strerror(ret));
-            op->flags |= EFARM_OPF_NEED_NACK;
+            op->owed |= EFARM_OWE_NACK;
             efarm_op_work(ep, op);
             return;
         }
@@ -274,7 +274,7 @@ void efarm_rx_start_read(struct efarm_ep *ep, struct efarm_op *op)
     /* Bytes past the buffer are not read; they count as done. */
     op->done_bytes += op->msg.msg_length - end;
     if (end > start) {
-        op->flags |= EFARM_OPF_NEED_READ;
+        op->owed |= EFARM_OWE_READ;
         efarm_rx_op_work(ep, op);
     }
 }
@@ -283,7 +283,7 @@ void efarm_rx_start_read(struct efarm_ep *ep, struct efarm_op *op)
 void efarm_rx_start_cts(struct efarm_ep *ep, struct efarm_op *op)
 {
     if (op->done_bytes < op->msg.msg_length) {
-        op->flags |= EFARM_OPF_NEED_CTS;
+        op->owed |= EFARM_OWE_CTS;
         efarm_rx_op_work(ep, op);
     }
 }
@@ -342,7 +342,7 @@ static void rx_op_matched(struct efarm_ep *ep, struct efarm_op *op, struct efarm
         /* A bad read_iov: nothing to read; complete with the error and release the sender. */
         op->done_bytes = op->msg.msg_length;
         if (efarm_msg_proto(op)->reads)
-            op->flags |= EFARM_OPF_NEED_EOR;
+            op->owed |= EFARM_OWE_EOR;
     }
     rx_op_check(ep, op);
 }
@@ -350,13 +350,12 @@ static void rx_op_matched(struct efarm_ep *ep, struct efarm_op *op, struct efarm
 /* Complete the request when all data is in, owe the replies, release when all is sent. */
 static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
 {
-    const uint32_t owed = EFARM_OPF_NEED_CTS | EFARM_OPF_NEED_EOR | EFARM_OPF_NEED_RCPT |
-                          EFARM_OPF_NEED_NACK | EFARM_OPF_NEED_READ;
+    const uint8_t owed = EFARM_OWE_REPLIES | EFARM_OWE_READ;
 
     if (!(op->flags & EFARM_OPF_MATCHED))
         return;
     if (!(op->flags & EFARM_OPF_COMPLETED) && op->done_bytes >= op->msg.msg_length &&
-        op->reads_inflight == 0 && !(op->flags & (EFARM_OPF_NEED_READ | EFARM_OPF_NEED_NACK))) {
+        op->reads_inflight == 0 && !(op->owed & (EFARM_OWE_READ | EFARM_OWE_NACK))) {
         const struct efarm_op_class *c = efarm_op_class(op);
         int status = op->status;
 
@@ -371,9 +370,9 @@ static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
             ep->cnt.truncated++;
         }
         if (efarm_msg_proto(op)->reads)
-            op->flags |= EFARM_OPF_NEED_EOR; /* a read delivers: EOR is the receipt */
+            op->owed |= EFARM_OWE_EOR; /* a read delivers: EOR is the receipt */
         else if (op->flags & EFARM_OPF_DC)
-            op->flags |= EFARM_OPF_NEED_RCPT;
+            op->owed |= EFARM_OWE_RCPT;
         if (op->flags & EFARM_OPF_MAPPED)
             efarm_op_map_remove(ep, op);
         if (c->target) {
@@ -389,12 +388,12 @@ static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
                 req->length = status ? 0 : op->len; /* our long read (LONGCTS_RTR) */
             efarm_req_complete(ep, op, req, status);
         }
-        if (op->flags & owed) {
+        if (op->owed & owed) {
             efarm_rx_op_work(ep, op);
             return; /* efarm_rx_op_work ends in another check */
         }
     }
-    if ((op->flags & EFARM_OPF_COMPLETED) && !(op->flags & owed) && op->pkts_inflight == 0 &&
+    if ((op->flags & EFARM_OPF_COMPLETED) && !(op->owed & owed) && op->pkts_inflight == 0 &&
         op->reads_inflight == 0)
         efarm_op_release(ep, op);
 }
@@ -450,7 +449,7 @@ static int rx_op_post_reads(struct efarm_ep *ep, struct efarm_op *op)
     }
     if (op->offset < end)
         return -EAGAIN;
-    op->flags &= ~EFARM_OPF_NEED_READ;
+    op->owed &= ~EFARM_OWE_READ;
     return 0;
 }
 
@@ -463,8 +462,7 @@ static int rx_op_post_reads(struct efarm_ep *ep, struct efarm_op *op)
  */
 void efarm_rx_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int status)
 {
-    const uint32_t sends =
-        EFARM_OPF_NEED_CTS | EFARM_OPF_NEED_EOR | EFARM_OPF_NEED_RCPT | EFARM_OPF_NEED_NACK;
+    const uint8_t sends = EFARM_OWE_REPLIES;
 
     if (op->flags & EFARM_OPF_IN_WORK) {
         efarm_list_remove(&op->link);
@@ -475,11 +473,12 @@ void efarm_rx_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int statu
     if (!(op->flags & EFARM_OPF_COMPLETED)) {
         if (op->status == 0)
             op->status = status;
-        op->flags &= ~(sends | EFARM_OPF_NEED_READ | EFARM_OPF_NACKED);
+        op->owed &= ~(sends | EFARM_OWE_READ);
+        op->flags &= ~EFARM_OPF_NACKED;
         if (op->done_bytes < op->msg.msg_length)
             op->done_bytes = op->msg.msg_length;
-    } else if (op->flags & sends) {
-        op->flags &= ~sends;
+    } else if (op->owed & sends) {
+        op->owed &= ~sends;
         if (op->status == 0 && status != EFARM_E(DEV_REMOTE_QP))
             efarm_peer_fail(ep, op->peer, status, EFARM_PKT_EOR,
                             "a reply (EOR or RECEIPT) its send waits for");
@@ -496,11 +495,11 @@ void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
         efarm_rx_op_peer_failed(ep, op, st->fail_status);
         return;
     }
-    if (op->flags & EFARM_OPF_NEED_REQ) {
+    if (op->owed & EFARM_OWE_REQ) {
         int ret = rtr_req_send(ep, op);
 
         if (ret == 0) {
-            op->flags &= ~EFARM_OPF_NEED_REQ;
+            op->owed &= ~EFARM_OWE_REQ;
         } else if (ret == -EAGAIN) {
             blocked = true;
         } else {
@@ -508,22 +507,24 @@ void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
                       efarm_strerror(ret));
             op->status = ret;
             op->done_bytes = op->msg.msg_length;
-            op->flags &= ~(EFARM_OPF_NEED_REQ | EFARM_OPF_WAIT_RSP);
+            op->owed &= ~EFARM_OWE_REQ;
+            op->awaits &= ~EFARM_AWAIT_RSP;
         }
     }
-    if ((op->flags & EFARM_OPF_NEED_READ) && rx_op_post_reads(ep, op) == -EAGAIN)
+    if ((op->owed & EFARM_OWE_READ) && rx_op_post_reads(ep, op) == -EAGAIN)
         blocked = true;
-    if (op->flags & EFARM_OPF_NEED_CTS) {
+    if (op->owed & EFARM_OWE_CTS) {
         if (cts_send(ep, op) == 0)
-            op->flags &= ~EFARM_OPF_NEED_CTS;
+            op->owed &= ~EFARM_OWE_CTS;
         else
             blocked = true;
     }
     /* The runt must all be in before a READ_NACK (section 4.7). */
-    if ((op->flags & EFARM_OPF_NEED_NACK) &&
+    if ((op->owed & EFARM_OWE_NACK) &&
         (!efarm_msg_proto(op)->runt || op->done_bytes >= op->msg.runt_length)) {
         if (nack_send(ep, op) == 0) {
-            op->flags = (op->flags & ~EFARM_OPF_NEED_NACK) | EFARM_OPF_NACKED;
+            op->owed &= ~EFARM_OWE_NACK;
+            op->flags |= EFARM_OPF_NACKED;
             if (efarm_op_class(op)->target) {
                 /* The LONGCTS_RTW that answers it is a new request: this one is done, no EOR. */
                 op->flags &= ~EFARM_OPF_NACKED;
@@ -534,15 +535,15 @@ void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
             blocked = true;
         }
     }
-    if (op->flags & EFARM_OPF_NEED_EOR) {
+    if (op->owed & EFARM_OWE_EOR) {
         if (eor_send(ep, op) == 0)
-            op->flags &= ~EFARM_OPF_NEED_EOR;
+            op->owed &= ~EFARM_OWE_EOR;
         else
             blocked = true;
     }
-    if (op->flags & EFARM_OPF_NEED_RCPT) {
+    if (op->owed & EFARM_OWE_RCPT) {
         if (receipt_send(ep, op->peer, op, op->peer_op_id, op->msg_id) == 0)
-            op->flags &= ~EFARM_OPF_NEED_RCPT;
+            op->owed &= ~EFARM_OWE_RCPT;
         else
             blocked = true;
     }
@@ -570,10 +571,10 @@ void efarm_read_completion(struct efarm_ep *ep, struct efarm_op *op,
         if (op->status == 0)
             op->status = cqe->status;
         /* Post no more; what was not read counts as done so the op can end (with the error). */
-        if (op->flags & EFARM_OPF_NEED_READ) {
+        if (op->owed & EFARM_OWE_READ) {
             op->done_bytes += read_end(op) - op->offset;
             op->offset = read_end(op);
-            op->flags &= ~EFARM_OPF_NEED_READ;
+            op->owed &= ~EFARM_OWE_READ;
         }
     }
     rx_op_check(ep, op);
@@ -783,7 +784,7 @@ int efarm_rtm_segment(struct efarm_ep *ep, struct efarm_op *op, const struct efa
         return 0;
     }
     rx_op_data(op, pkt);
-    if (op->flags & EFARM_OPF_NEED_NACK)
+    if (op->owed & EFARM_OWE_NACK)
         efarm_rx_op_work(ep, op); /* the runt may be complete now: the READ_NACK can go */
     else
         rx_op_check(ep, op);
@@ -815,7 +816,7 @@ static void grant_data(struct efarm_ep *ep, struct efarm_op *op, uint64_t offset
     op->done_bytes += n;
     op->window_end -= n;
     if (op->window_end == 0 && op->done_bytes < op->msg.msg_length) {
-        op->flags |= EFARM_OPF_NEED_CTS;
+        op->owed |= EFARM_OWE_CTS;
         efarm_rx_op_work(ep, op);
         return;
     }
@@ -832,11 +833,10 @@ void efarm_ctsdata_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
      * The data must lie inside the message and inside the current grant,
      * which runs from op->offset to done_bytes + window_end.
      */
-    if (op == NULL || !efarm_msg_proto(op)->cts ||
-        (op->flags & (EFARM_OPF_COMPLETED | EFARM_OPF_NEED_CTS)) ||
-        !(op->flags & EFARM_OPF_MATCHED) || offset > op->msg.msg_length ||
-        n > op->msg.msg_length - offset || n > op->window_end || offset < op->offset ||
-        offset + n > op->done_bytes + op->window_end) {
+    if (op == NULL || !efarm_msg_proto(op)->cts || (op->flags & EFARM_OPF_COMPLETED) ||
+        (op->owed & EFARM_OWE_CTS) || !(op->flags & EFARM_OPF_MATCHED) ||
+        offset > op->msg.msg_length || n > op->msg.msg_length - offset || n > op->window_end ||
+        offset < op->offset || offset + n > op->done_bytes + op->window_end) {
         ep->cnt.stale_ids++;
         return;
     }
@@ -860,7 +860,7 @@ void efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struc
     if (k->dc)
         op->flags |= EFARM_OPF_DC;
     efarm_op_map_remove(ep, op);
-    op->flags |= EFARM_OPF_NEED_CTS;
+    op->owed |= EFARM_OWE_CTS;
     efarm_rx_op_work(ep, op);
 }
 
@@ -1094,7 +1094,9 @@ void efarm_rtr_long_begin(struct efarm_ep *ep, struct efarm_op *op)
     efarm_op_set_role(op, EFARM_OP_READ_ORIGIN);
     efarm_msg_proto_set(op, EFARM_PROTO_LONGCTS);
     op->req_type = EFARM_PKT_LONGCTS_RTR;
-    op->flags = EFARM_OPF_MATCHED | EFARM_OPF_NEED_REQ | EFARM_OPF_WAIT_RSP;
+    op->flags = EFARM_OPF_MATCHED;
+    op->owed = EFARM_OWE_REQ;
+    op->awaits = EFARM_AWAIT_RSP;
     op->msg.msg_length = op->len;
     op->done_bytes = 0;
     op->offset = 0;
@@ -1124,12 +1126,12 @@ void efarm_rtr_long_readrsp(struct efarm_ep *ep, struct efarm_op *op, const stru
 {
     uint64_t n = pkt->value[EFARM_PKT_F_SEG_LENGTH];
 
-    if (!(op->flags & EFARM_OPF_WAIT_RSP) ||
-        (op->flags & (EFARM_OPF_COMPLETED | EFARM_OPF_NEED_REQ))) {
+    if (!(op->awaits & EFARM_AWAIT_RSP) || (op->flags & EFARM_OPF_COMPLETED) ||
+        (op->owed & EFARM_OWE_REQ)) {
         ep->cnt.stale_ids++;
         return;
     }
-    op->flags &= ~EFARM_OPF_WAIT_RSP;
+    op->awaits &= ~EFARM_AWAIT_RSP;
     if ((pkt->flags & EFARM_RSP_FLAG_REFUSED) || n == 0 || n > op->window_end ||
         n > op->msg.msg_length) {
         if (!(pkt->flags & EFARM_RSP_FLAG_REFUSED))

@@ -50,11 +50,11 @@ static void tx_proto_set(struct efarm_op *op, enum efarm_proto_kind proto)
 {
     efarm_msg_proto_set(op, proto);
     op->req_type = op_req_type(op, proto);
-    op->flags |= EFARM_OPF_NEED_REQ;
+    op->owed |= EFARM_OWE_REQ;
     if (efarm_msg_protos[proto].reads)
-        op->flags |= EFARM_OPF_WAIT_EOR;
+        op->awaits |= EFARM_AWAIT_EOR;
     else if (op->flags & EFARM_OPF_DC)
-        op->flags |= EFARM_OPF_WAIT_RCPT;
+        op->awaits |= EFARM_AWAIT_RCPT;
 }
 
 uint64_t efarm_req_hdr_len(const struct efarm_peer_state *st, uint8_t type, bool cq_data)
@@ -263,7 +263,7 @@ static int build_readrsp(struct efarm_ep *ep, struct efarm_peer_state *st, struc
     if (ret)
         return ret;
     op->offset += n;
-    op->flags &= ~EFARM_OPF_NEED_REQ;
+    op->owed &= ~EFARM_OWE_REQ;
     return build_ctsdata(ep, st, op); /* the rest of the first grant */
 }
 
@@ -322,7 +322,7 @@ static int build_runtread(struct efarm_ep *ep, struct efarm_peer_state *st, stru
  */
 static int build_longcts(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
 {
-    if (!(op->flags & EFARM_OPF_NEED_REQ))
+    if (!(op->owed & EFARM_OWE_REQ))
         return build_ctsdata(ep, st, op);
     if (efarm_op_class(op)->target)
         return build_readrsp(ep, st, op);
@@ -382,13 +382,15 @@ static void runt_release(struct efarm_ep *ep, struct efarm_op *op)
 /* Complete the send when everything is sent and acknowledged, then free the op. */
 static void tx_op_check(struct efarm_ep *ep, struct efarm_op *op)
 {
-    const uint32_t waits = EFARM_OPF_NEED_REQ | EFARM_OPF_WAIT_EOR | EFARM_OPF_WAIT_RCPT;
+    /* Its REQ still to build, or a reply still to come. */
+    const bool waits =
+        (op->owed & EFARM_OWE_REQ) || (op->awaits & (EFARM_AWAIT_EOR | EFARM_AWAIT_RCPT));
     const struct efarm_msg_proto *mp = efarm_msg_proto(op);
     bool sent;
 
     /* Inject: the data is in packets, so the caller's buffer is free. */
     if ((op->flags & (EFARM_OPF_INJECT | EFARM_OPF_COMPLETED)) == EFARM_OPF_INJECT &&
-        op->status == 0 && !(op->flags & waits) && op->offset >= op->len) {
+        op->status == 0 && !waits && op->offset >= op->len) {
         efarm_req_complete(ep, op, op->req, 0);
         op->req = NULL;
     }
@@ -397,7 +399,7 @@ static void tx_op_check(struct efarm_ep *ep, struct efarm_op *op)
     /* A read subprotocol sends its runt (if any); the receiver reads the rest. */
     sent = op->offset >= (mp->reads ? op->msg.runt_length : op->len);
     /* An error ends the send at once: nothing it still waits for can make it succeed. */
-    if (op->status == 0 && (!sent || (op->flags & waits)))
+    if (op->status == 0 && (!sent || waits))
         return;
     if (mp->runt)
         runt_release(ep, op);
@@ -417,7 +419,7 @@ static void tx_op_check(struct efarm_ep *ep, struct efarm_op *op)
 void efarm_tx_op_work(struct efarm_ep *ep, struct efarm_op *op)
 {
     struct efarm_peer_state *st = ep->peers[op->peer].st;
-    bool first = op->flags & EFARM_OPF_NEED_REQ;
+    bool first = op->owed & EFARM_OWE_REQ;
     int ret;
 
     if (st->flags & EFARM_PS_IN_BACKOFF) {
@@ -427,7 +429,7 @@ void efarm_tx_op_work(struct efarm_ep *ep, struct efarm_op *op)
     ret = efarm_msg_proto(op)->build(ep, st, op);
     /* The REQ is out once its first packet is: the rest (partial sends) follow from progress. */
     if (first && (ret == 0 || op->offset > 0 || op->pkts_inflight > 0))
-        op->flags &= ~EFARM_OPF_NEED_REQ;
+        op->owed &= ~EFARM_OWE_REQ;
     if (ret == -EAGAIN) {
         efarm_op_work(ep, op);
         return;
@@ -436,7 +438,7 @@ void efarm_tx_op_work(struct efarm_ep *ep, struct efarm_op *op)
         efarm_log(EFARM_LOG_ERROR, "cannot build %s: %s", efarm_pkt_type_info(op->req_type)->name,
                   efarm_strerror(ret));
         op->status = ret;
-        op->flags &= ~EFARM_OPF_NEED_REQ;
+        op->owed &= ~EFARM_OWE_REQ;
     }
     tx_op_check(ep, op);
 }
@@ -458,7 +460,8 @@ void efarm_tx_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int statu
     }
     if (op->status == 0)
         op->status = status;
-    op->flags &= ~(EFARM_OPF_NEED_REQ | EFARM_OPF_WAIT_EOR | EFARM_OPF_WAIT_RCPT);
+    op->owed &= ~EFARM_OWE_REQ;
+    op->awaits &= ~(EFARM_AWAIT_EOR | EFARM_AWAIT_RCPT);
     tx_op_check(ep, op);
 }
 
@@ -573,6 +576,8 @@ void efarm_rtw_long_begin(struct efarm_ep *ep, struct efarm_op *op, enum efarm_p
 
     efarm_op_set_role(op, EFARM_OP_WRITE_ORIGIN);
     op->flags = dc ? EFARM_OPF_DC : 0;
+    op->owed = 0;
+    op->awaits = 0;
     op->msg_id = 0;
     tx_proto_set(op, proto);
     efarm_tx_op_work(ep, op);
@@ -723,7 +728,7 @@ static int send_start(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, u
     /* Behind a send that waits for the HANDSHAKE, or itself waiting for it (DC). */
     if (!efarm_list_empty(&st->hs_waiters) ||
         ((flags & EFARM_SEND_DC) && !(st->flags & EFARM_PS_HS_RECEIVED))) {
-        op->flags |= EFARM_OPF_WAIT_HS;
+        op->awaits |= EFARM_AWAIT_HS;
         efarm_list_append(&st->hs_waiters, &op->link);
         efarm_handshake_trigger_later(ep, st);
         return 0;
@@ -769,7 +774,7 @@ void efarm_hs_waiters_release(struct efarm_ep *ep, struct efarm_peer_state *st)
         struct efarm_op *op = efarm_container_of(link, struct efarm_op, link);
 
         efarm_list_remove(link);
-        op->flags &= ~EFARM_OPF_WAIT_HS;
+        op->awaits &= ~EFARM_AWAIT_HS;
         efarm_op_class(op)->begin(ep, st, op);
     }
 }
@@ -796,7 +801,7 @@ static struct efarm_op *tx_op_for(struct efarm_ep *ep, efarm_peer_t peer,
     struct efarm_op *op =
         efarm_op_find(ep, (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID], EFARM_OP_TX, peer);
 
-    if (op == NULL || (op->flags & (EFARM_OPF_NEED_REQ | EFARM_OPF_WAIT_HS))) {
+    if (op == NULL || (op->owed & EFARM_OWE_REQ) || (op->awaits & EFARM_AWAIT_HS)) {
         ep->cnt.stale_ids++;
         return NULL;
     }
@@ -825,11 +830,11 @@ void efarm_eor_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_p
 
     if (op == NULL)
         return;
-    if (!(op->flags & EFARM_OPF_WAIT_EOR)) {
+    if (!(op->awaits & EFARM_AWAIT_EOR)) {
         ep->cnt.stale_ids++;
         return;
     }
-    op->flags &= ~EFARM_OPF_WAIT_EOR;
+    op->awaits &= ~EFARM_AWAIT_EOR;
     /* An efarm target that refused a long write (or failed to read it) says so here. */
     if (efarm_op_class(op)->rma && (pkt->flags & EFARM_RSP_FLAG_REFUSED) && op->status == 0)
         op->status = EFARM_E(PROTO_RMA_REFUSED);
@@ -843,8 +848,8 @@ void efarm_receipt_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
 {
     struct efarm_op *op = efarm_op_find_live(ep, (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID], peer);
 
-    if (op == NULL || efarm_op_class(op)->receipt == NULL ||
-        (op->flags & (EFARM_OPF_NEED_REQ | EFARM_OPF_WAIT_HS))) {
+    if (op == NULL || efarm_op_class(op)->receipt == NULL || (op->owed & EFARM_OWE_REQ) ||
+        (op->awaits & EFARM_AWAIT_HS)) {
         ep->cnt.stale_ids++;
         return;
     }
@@ -856,12 +861,12 @@ void efarm_tx_receipt(struct efarm_ep *ep, struct efarm_op *op, const struct efa
     bool rma = efarm_op_class(op)->rma;
 
     /* An RTW has no msg_id: what its RECEIPT says there is not checked. */
-    if (!(op->flags & EFARM_OPF_WAIT_RCPT) ||
+    if (!(op->awaits & EFARM_AWAIT_RCPT) ||
         (!rma && (uint32_t)pkt->value[EFARM_PKT_F_MSG_ID] != op->msg_id)) {
         ep->cnt.stale_ids++;
         return;
     }
-    op->flags &= ~EFARM_OPF_WAIT_RCPT;
+    op->awaits &= ~EFARM_AWAIT_RCPT;
     if (rma && (pkt->flags & EFARM_RSP_FLAG_REFUSED) && op->status == 0)
         op->status = EFARM_E(PROTO_RMA_REFUSED);
     tx_op_check(ep, op);
@@ -873,12 +878,12 @@ void efarm_read_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct e
 
     if (op == NULL)
         return;
-    if (!(op->flags & EFARM_OPF_WAIT_EOR) || op->offset < op->msg.runt_length) {
+    if (!(op->awaits & EFARM_AWAIT_EOR) || op->offset < op->msg.runt_length) {
         ep->cnt.stale_ids++;
         return;
     }
     ep->cnt.read_nacks_recv++;
-    op->flags &= ~EFARM_OPF_WAIT_EOR;
+    op->awaits &= ~EFARM_AWAIT_EOR;
     if (op->mr.entry != NULL)
         efarm_mr_cache_put(ep->mr_cache, &op->mr);
     /* What was sent stays sent: the runt (whose budget returns), or nothing. */
@@ -951,7 +956,7 @@ int efarm_rtr_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
     op->req_type = EFARM_PKT_LONGCTS_RTR;
     op->peer_op_id = (uint32_t)pkt->value[EFARM_PKT_F_RECV_ID];
     op->window_end = grant < len ? grant : len;
-    op->flags = EFARM_OPF_NEED_REQ;
+    op->owed = EFARM_OWE_REQ;
     ep->cnt.rma_served++;
     efarm_tx_op_work(ep, op);
     return 0;

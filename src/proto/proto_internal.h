@@ -193,29 +193,22 @@ enum efarm_op_kind {
     EFARM_OP_KIND_COUNT
 };
 
+/*
+ * An operation's state is three words: efarm_op.flags (what it is and where
+ * it is: its traits, lists and progress), efarm_op.owed (what it still owes
+ * its peer) and efarm_op.awaits (what it waits for from its peer). It ends
+ * when it owes and awaits nothing and nothing of it is in flight.
+ */
 /* efarm_op.flags */
 #define EFARM_OPF_TAGGED    0x00001u
 #define EFARM_OPF_DC        0x00002u
 #define EFARM_OPF_CQ_DATA   0x00004u
-#define EFARM_OPF_IN_WORK   0x00008u  /* on ep->work */
-#define EFARM_OPF_NEED_REQ  0x00010u  /* tx: REQ packet(s) not built yet */
-#define EFARM_OPF_WAIT_CTS  0x00020u  /* tx: waiting for a CTS */
-#define EFARM_OPF_WAIT_EOR  0x00040u  /* tx: waiting for EOR (reads) */
-#define EFARM_OPF_WAIT_RCPT 0x00080u  /* tx: waiting for RECEIPT (DC) */
-#define EFARM_OPF_WAIT_HS   0x00100u  /* tx: waiting for the peer's HANDSHAKE */
-#define EFARM_OPF_NACKED    0x00200u  /* long-CTS after READ_NACK */
-#define EFARM_OPF_MATCHED   0x01000u  /* rx: has a request and buffer */
-#define EFARM_OPF_MAPPED    0x02000u  /* rx: in the (peer, msg_id) map */
-#define EFARM_OPF_NEED_CTS  0x04000u  /* rx: owes a CTS */
-#define EFARM_OPF_NEED_EOR  0x08000u  /* rx: owes an EOR */
-#define EFARM_OPF_NEED_RCPT 0x10000u  /* rx: owes a RECEIPT */
-#define EFARM_OPF_NEED_NACK 0x20000u  /* rx: owes a READ_NACK */
-#define EFARM_OPF_NEED_READ 0x40000u  /* rx: reads to post */
-#define EFARM_OPF_COMPLETED 0x80000u  /* the request was completed */
-#define EFARM_OPF_INJECT    0x100000u /* tx: complete once the data is in packets */
-#define EFARM_OPF_WAIT_RSP                                                                 \
-    0x200000u                          /* rma: a READRSP/ATOMRSP answers the last segment; \
-                                          rx (LONGCTS_RTR origin): the first READRSP is due */
+#define EFARM_OPF_IN_WORK   0x00008u   /* on ep->work */
+#define EFARM_OPF_NACKED    0x00200u   /* long-CTS after READ_NACK */
+#define EFARM_OPF_MATCHED   0x01000u   /* rx: has a request and buffer */
+#define EFARM_OPF_MAPPED    0x02000u   /* rx: in the (peer, msg_id) map */
+#define EFARM_OPF_COMPLETED 0x80000u   /* the request was completed */
+#define EFARM_OPF_INJECT    0x100000u  /* tx: complete once the data is in packets */
 #define EFARM_OPF_NO_DIRECT 0x800000u  /* rma: EFARM_RMA_NO_DIRECT */
 #define EFARM_OPF_NO_REG    0x1000000u /* rma: the buffer would not register: nothing RDMA */
 #define EFARM_OPF_TEMP_BUF  0x4000000u /* tx: EFARM_SEND_TEMP_BUF */
@@ -226,6 +219,24 @@ enum efarm_op_kind {
 #define EFARM_OPF_PROBE_AGED \
     0x10000000u /* waited on its peer at the last liveness scan (proto_probe.c) */
 
+/* efarm_op.owed: what it still has to send its peer or do (replies, its REQ, reads) */
+#define EFARM_OWE_REQ  0x01u /* its REQ packet(s), not built yet (a send, our long read) */
+#define EFARM_OWE_CTS  0x02u /* a receive: the next CTS */
+#define EFARM_OWE_EOR  0x04u /* a read done: the EOR */
+#define EFARM_OWE_RCPT 0x08u /* a DC receive done: the RECEIPT */
+#define EFARM_OWE_NACK 0x10u /* a read that cannot register: the READ_NACK */
+#define EFARM_OWE_READ 0x20u /* RDMA reads still to post */
+/* The replies among them: what a receive owes its sender once it completed. */
+#define EFARM_OWE_REPLIES (EFARM_OWE_CTS | EFARM_OWE_EOR | EFARM_OWE_RCPT | EFARM_OWE_NACK)
+
+/* efarm_op.awaits: what it waits for from its peer */
+#define EFARM_AWAIT_HS   0x01u /* the peer's HANDSHAKE (on its hs_waiters) */
+#define EFARM_AWAIT_EOR  0x02u /* a read send: the receiver's EOR */
+#define EFARM_AWAIT_RCPT 0x04u /* a DC send: the RECEIPT */
+#define EFARM_AWAIT_RSP                                                         \
+    0x08u /* a one-sided op: the READRSP or ATOMRSP answering its last segment; \
+             our long read: the first READRSP */
+
 #define EFARM_MAX_READ_IOV 4 /* read_iov entries kept (the reference sends at most 4) */
 
 struct efarm_op {
@@ -235,8 +246,10 @@ struct efarm_op {
     uint8_t proto;    /* enum efarm_proto_kind */
     uint8_t req_type; /* tx: the REQ packet type; rx: the first REQ's type */
     uint8_t niov;
-    uint32_t flags;
-    uint32_t id; /* generation << 16 | index */
+    uint32_t flags; /* EFARM_OPF_* */
+    uint8_t owed;   /* EFARM_OWE_* */
+    uint8_t awaits; /* EFARM_AWAIT_* */
+    uint32_t id;    /* generation << 16 | index */
     efarm_peer_t peer;
     uint32_t msg_id;
     uint32_t peer_op_id;    /* tx: the peer's recv_id (CTS); rx: the peer's send_id */

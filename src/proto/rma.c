@@ -294,7 +294,7 @@ static void rma_op_check(struct efarm_ep *ep, struct efarm_op *op)
     struct efarm_req *req = op->req;
 
     if (op->offset < op->len || op->pkts_inflight || op->reads_inflight || op->rma.replies_owed ||
-        (op->flags & (EFARM_OPF_WAIT_RSP | EFARM_OPF_IN_WORK)))
+        (op->awaits & EFARM_AWAIT_RSP) || (op->flags & EFARM_OPF_IN_WORK))
         return;
     req->length = op->status ? 0 : op->len;
     req->proto = op->proto;
@@ -425,7 +425,7 @@ static int send_segment(struct efarm_ep *ep, struct efarm_peer_state *st, struct
     tx->data_len = data;
     op->pkts_inflight++;
     if (info->rsp_type) {
-        op->flags |= EFARM_OPF_WAIT_RSP;
+        op->awaits |= EFARM_AWAIT_RSP;
         op->window_end = op->offset; /* the segment the response answers starts here */
     } else if (op->rma.dc) {
         op->rma.replies_owed++;
@@ -448,7 +448,7 @@ void efarm_rma_op_work(struct efarm_ep *ep, struct efarm_op *op)
     while (op->offset < op->len && ret == 0) {
         if (info->direct)
             ret = post_rdma(ep, op);
-        else if (op->flags & EFARM_OPF_WAIT_RSP)
+        else if (op->awaits & EFARM_AWAIT_RSP)
             break;
         else
             ret = send_segment(ep, ep->peers[op->peer].st, op);
@@ -624,7 +624,7 @@ static void rma_go(struct efarm_ep *ep, struct efarm_op *op)
     }
     /* The HANDSHAKE says what RDMA the peer has; and ops waiting for it keep their order. */
     if (!(st->flags & EFARM_PS_HS_RECEIVED) || !efarm_list_empty(&st->hs_waiters)) {
-        op->flags |= EFARM_OPF_WAIT_HS;
+        op->awaits |= EFARM_AWAIT_HS;
         efarm_list_append(&st->hs_waiters, &op->link);
         efarm_handshake_trigger_later(ep, st);
         return;
@@ -697,7 +697,7 @@ void efarm_rma_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op, struct efar
         rma_op_error(op, status);
         /* A lost request gets no answer: stop waiting for it. */
         if (g_rma_protos[op->proto].rsp_type) {
-            op->flags &= ~EFARM_OPF_WAIT_RSP;
+            op->awaits &= ~EFARM_AWAIT_RSP;
         } else if (op->rma.dc && op->rma.replies_owed) {
             op->rma.replies_owed--;
         }
@@ -738,7 +738,7 @@ void efarm_rma_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int stat
     /* Nothing more comes from the peer: no reply, no more packets to build. */
     op->offset = op->len;
     op->rma.replies_owed = 0;
-    op->flags &= ~EFARM_OPF_WAIT_RSP;
+    op->awaits &= ~EFARM_AWAIT_RSP;
     rma_op_check(ep, op);
 }
 
@@ -761,12 +761,12 @@ static void rsp_recv(struct efarm_ep *ep, struct efarm_op *op, const struct efar
     efarm_peer_t peer = op->peer;
     uint64_t n;
 
-    if (g_rma_protos[op->proto].rsp_type != type || !(op->flags & EFARM_OPF_WAIT_RSP)) {
+    if (g_rma_protos[op->proto].rsp_type != type || !(op->awaits & EFARM_AWAIT_RSP)) {
         ep->cnt.stale_ids++;
         return;
     }
     n = op->offset - op->window_end;
-    op->flags &= ~EFARM_OPF_WAIT_RSP;
+    op->awaits &= ~EFARM_AWAIT_RSP;
     if (pkt->flags & EFARM_RSP_FLAG_REFUSED) {
         rma_op_error(op, EFARM_E(PROTO_RMA_REFUSED));
     } else if (pkt->value[EFARM_PKT_F_SEG_LENGTH] != n) {
