@@ -806,47 +806,62 @@ static MPI_Datatype basic_type(MPI_Datatype dt)
     return b;
 }
 
-int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_Request **request,
-                          bool *native_p)
-{
-    MPIDI_EFARM_win_t *w = &MPIDI_EFARM_WIN(win);
-    const MPIDI_EFARM_win_target_t *t;
-    const uint8_t *origin = NULL, *result = NULL, *tgt;
-    MPI_Aint osize = 0, rsize = 0, tsize;
-    riov_list_t l = {.v = l.inl, .cap = EFARM_RMA_MAX_IOV};
-    MPIR_Request *req = NULL;
-    MPIDI_EFARM_request_t *r;
-    int mpi_errno = MPI_SUCCESS, ret = 0, dt = -1, op = -1;
-    size_t nops, k, next = 0;
-    uint64_t off = 0, esize = 1;
-    unsigned long waits = 0;
-    bool pack = false, unpack = false, fallback, tcontig;
+/*
+ * What a native one-sided operation moves, decided before anything starts:
+ * the local data (packed or unpacked through pack_buf when noncontiguous),
+ * the target's size, and for atomics the wire datatype, operation and
+ * element size.
+ */
+typedef struct {
+    const uint8_t *origin; /* the data sent (put, accumulates) */
+    uint8_t *result;       /* where fetched data lands (get, fetching accumulates) */
+    const uint8_t *tgt;    /* a contiguous target's true lower bound */
+    MPI_Aint tsize;        /* bytes at the target */
+    bool tcontig, pack, unpack;
+    int dt, op;     /* atomics: enum efarm_atomic_dt and efarm_aop values */
+    uint64_t esize; /* atomics: bytes per element (1 otherwise) */
+} rma_plan_t;
 
-    *native_p = false;
+/*
+ * Check: whether this operation can run natively at all (a peer target, data
+ * that matches in size, contiguous where it must be, an atomic protocol v4
+ * applies), and its plan. False: MPIDIG does it with active messages.
+ */
+static bool rma_check(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, rma_plan_t *p)
+{
+    const MPIDI_EFARM_win_t *w = &MPIDI_EFARM_WIN(win);
+    MPI_Aint osize = 0, rsize = 0;
+
+    memset(p, 0, sizeof(*p));
+    p->dt = p->op = -1;
+    p->esize = 1;
     if (w->targets == NULL || a->target_rank == win->comm_ptr->rank || a->target_rank < 0 ||
         a->target_rank >= win->comm_ptr->local_size)
-        return MPI_SUCCESS; /* not native; ops to itself MPIDIG applies locally */
-    tcontig = contig(NULL, a->target_count, a->target_dt, &tgt, &tsize);
+        return false; /* ops to itself MPIDIG applies locally */
+    p->tcontig = contig(NULL, a->target_count, a->target_dt, &p->tgt, &p->tsize);
     /* Noncontiguous origin data of a put is packed, of a get unpacked at completion. */
     if (a->kind == MPIDI_EFARM_RMA_PUT || a->kind == MPIDI_EFARM_RMA_ACC ||
         a->kind == MPIDI_EFARM_RMA_CAS ||
         (a->kind == MPIDI_EFARM_RMA_GET_ACC && a->op != MPI_NO_OP)) {
-        if (!contig(a->origin, a->origin_count, a->origin_dt, &origin, &osize)) {
+        if (!contig(a->origin, a->origin_count, a->origin_dt, &p->origin, &osize)) {
             if (a->kind != MPIDI_EFARM_RMA_PUT)
-                return MPI_SUCCESS;
-            pack = true;
+                return false;
+            p->pack = true;
         }
-        if (osize != tsize)
-            return MPI_SUCCESS;
+        if (osize != p->tsize)
+            return false;
     }
     if (a->kind != MPIDI_EFARM_RMA_PUT && a->kind != MPIDI_EFARM_RMA_ACC) {
+        const uint8_t *result = NULL;
+
         if (!contig(a->result, a->result_count, a->result_dt, &result, &rsize)) {
             if (a->kind != MPIDI_EFARM_RMA_GET)
-                return MPI_SUCCESS;
-            unpack = true;
+                return false;
+            p->unpack = true;
         }
-        if (rsize != tsize)
-            return MPI_SUCCESS;
+        p->result = (uint8_t *)(uintptr_t)result;
+        if (rsize != p->tsize)
+            return false;
     }
     if (a->kind >= MPIDI_EFARM_RMA_ACC) {
         enum efarm_atomic_kind kind = a->kind == MPIDI_EFARM_RMA_ACC       ? EFARM_ATOMIC_WRITE
@@ -857,7 +872,7 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
 #ifndef MPIDI_CH4_DIRECT_NETMOD
         /* Node-local origins may apply accumulates through shared memory: not atomic with us. */
         if (!(MPIDI_WIN(win, winattr) & MPIDI_WINATTR_ACCU_NO_SHM))
-            return MPI_SUCCESS;
+            return false;
 #endif
         /*
          * One predefined datatype throughout (the target's may be derived from
@@ -867,39 +882,46 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
             tb != (a->kind == MPIDI_EFARM_RMA_GET_ACC && a->op == MPI_NO_OP ? a->result_dt
                                                                             : a->origin_dt) ||
             (a->kind != MPIDI_EFARM_RMA_ACC && a->result_dt != tb))
-            return MPI_SUCCESS;
-        dt = atomic_dt(tb);
-        op = a->kind == MPIDI_EFARM_RMA_CAS ? EFARM_AOP_CSWAP : atomic_op(a->op);
-        if (dt < 0 || op < 0 || !efarm_atomic_valid(kind, (uint32_t)op, (uint32_t)dt))
-            return MPI_SUCCESS;
-        esize = efarm_atomic_dt_size((uint32_t)dt);
+            return false;
+        p->dt = atomic_dt(tb);
+        p->op = a->kind == MPIDI_EFARM_RMA_CAS ? EFARM_AOP_CSWAP : atomic_op(a->op);
+        if (p->dt < 0 || p->op < 0 || !efarm_atomic_valid(kind, (uint32_t)p->op, (uint32_t)p->dt))
+            return false;
+        p->esize = efarm_atomic_dt_size((uint32_t)p->dt);
     }
+    return true;
+}
 
-    MPIDIG_RMA_OP_CHECK_SYNC(a->target_rank, win);
-    t = &w->targets[a->target_rank];
-    if (tsize == 0) {
-        *native_p = true;
-        if (request) {
-            MPIDI_CH4_REQUEST_CREATE(req, MPIR_REQUEST_KIND__RMA, 0, 2);
-            MPIR_ERR_CHKANDSTMT(req == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
-            MPIDI_EFARM_REQ(req).rma_win = NULL;
-            MPIDI_EFARM_request_complete(req);
-            *request = req;
-        }
-        goto fn_exit;
-    }
-    mpi_errno = target_ranges(win, a, tcontig, tgt, tsize, &l, &fallback);
-    MPIR_ERR_CHECK(mpi_errno);
-    if (fallback)
-        goto fn_exit;
+/*
+ * Plan: the target's remote ranges. *native_p false: too many pieces, or an
+ * atomic element split between two (MPIDIG does it).
+ */
+static int rma_plan(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, const rma_plan_t *p,
+                    riov_list_t *l, bool *native_p)
+{
+    bool fallback;
+    int mpi_errno = target_ranges(win, a, p->tcontig, p->tgt, p->tsize, l, &fallback);
+
+    *native_p = false;
+    if (mpi_errno || fallback)
+        return mpi_errno;
     /* Atomics apply whole elements: a piece (or a region boundary in it) splitting one cannot. */
-    for (k = 0; esize > 1 && k < l.n; k++)
-        if (l.v[k].len % esize)
-            goto fn_exit;
+    for (size_t k = 0; p->esize > 1 && k < l->n; k++)
+        if (l->v[k].len % p->esize)
+            return MPI_SUCCESS;
     *native_p = true;
-    nops = (l.n + EFARM_RMA_MAX_IOV - 1) / EFARM_RMA_MAX_IOV;
+    return MPI_SUCCESS;
+}
 
-    MPIDI_CH4_REQUEST_CREATE(req, MPIR_REQUEST_KIND__RMA, 0, request ? 2 : 1);
+/* The request of an operation of nops engine operations, its buffers, the packed origin. */
+static int rma_request(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, rma_plan_t *p, size_t nops,
+                       bool user_request, MPIR_Request **req_p)
+{
+    MPIR_Request *req = NULL;
+    MPIDI_EFARM_request_t *r;
+    int mpi_errno = MPI_SUCCESS;
+
+    MPIDI_CH4_REQUEST_CREATE(req, MPIR_REQUEST_KIND__RMA, 0, user_request ? 2 : 1);
     MPIR_ERR_CHKANDSTMT(req == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
     r = &MPIDI_EFARM_REQ(req);
     r->pack_buf = NULL;
@@ -907,45 +929,74 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
     r->rma_ereqs = NULL;
     r->rma_win = win;
     r->rma_target = a->target_rank;
-    r->rma_bytes = tsize;
+    r->rma_bytes = p->tsize;
     r->rma_status = 0;
     r->rma_pending = (int)nops;
-    if (pack || unpack || nops > 1) {
+    if (p->pack || p->unpack || nops > 1) {
         void *tmp = NULL;
         MPI_Aint packed;
 
-        if (pack || unpack)
-            r->pack_buf = tmp = MPL_malloc((size_t)tsize, MPL_MEM_RMA);
+        if (p->pack || p->unpack)
+            r->pack_buf = tmp = MPL_malloc((size_t)p->tsize, MPL_MEM_RMA);
         if (nops > 1)
             r->rma_ereqs = MPL_malloc(nops * sizeof(*r->rma_ereqs), MPL_MEM_RMA);
-        if ((tmp == NULL && (pack || unpack)) || (nops > 1 && r->rma_ereqs == NULL)) {
+        if ((tmp == NULL && (p->pack || p->unpack)) || (nops > 1 && r->rma_ereqs == NULL)) {
             rma_buffers_free(req);
             MPIDI_CH4_REQUEST_FREE(req);
-            if (request)
+            if (user_request)
                 MPIDI_CH4_REQUEST_FREE(req);
             MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**nomem", "**nomem %s",
                                  "efarm RMA buffers");
         }
-        if (pack) {
-            mpi_errno = MPIR_Typerep_pack(a->origin, a->origin_count, a->origin_dt, 0, tmp, tsize,
-                                          &packed MPIDI_EFARM_TYPEREP_FLAGS);
-            MPIR_Assert(mpi_errno || packed == tsize);
-            origin = tmp;
-        } else if (unpack) {
+        if (p->pack) {
+            mpi_errno = MPIR_Typerep_pack(a->origin, a->origin_count, a->origin_dt, 0, tmp,
+                                          p->tsize, &packed MPIDI_EFARM_TYPEREP_FLAGS);
+            MPIR_Assert(mpi_errno || packed == p->tsize);
+            if (mpi_errno) {
+                /* Nothing started: the call fails and leaves no trace. */
+                rma_buffers_free(req);
+                MPIDI_CH4_REQUEST_FREE(req);
+                if (user_request)
+                    MPIDI_CH4_REQUEST_FREE(req);
+                goto fn_fail;
+            }
+            p->origin = tmp;
+        } else if (p->unpack) {
             r->user_buf = a->result;
             r->user_count = a->result_count;
             r->user_dt = a->result_dt;
             MPIR_Datatype_add_ref_if_not_builtin(a->result_dt);
-            result = tmp;
+            p->result = tmp;
         }
     }
-    w->outstanding++;
-    w->outstanding_to[a->target_rank]++;
-    /* One engine operation per EFARM_RMA_MAX_IOV ranges, each on its slice of the local data. */
+    *req_p = req;
+
+fn_exit:
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
+}
+
+/*
+ * Issue: one engine operation per EFARM_RMA_MAX_IOV ranges, each on its slice
+ * of the local data, waiting for a slot while the engine has none. Returns
+ * the MPI error that stopped it; *started_p is how many began, *ret_p the
+ * engine's last result.
+ */
+static int rma_issue(MPIR_Request *req, const MPIDI_EFARM_rma_args_t *a, const rma_plan_t *p,
+                     const riov_list_t *l, size_t nops, size_t *started_p, int *ret_p)
+{
+    MPIDI_EFARM_request_t *r = &MPIDI_EFARM_REQ(req);
+    const MPIDI_EFARM_win_target_t *t = &MPIDI_EFARM_WIN(r->rma_win).targets[a->target_rank];
+    int mpi_errno = MPI_SUCCESS, ret = 0;
+    unsigned long waits = 0;
+    size_t k, next = 0;
+    uint64_t off = 0;
+
     for (k = 0; k < nops; k++) {
         struct efarm_req *ereq = nops > 1 ? &r->rma_ereqs[k] : &r->ereq;
-        const struct efarm_riov *v = &l.v[next];
-        uint32_t n = (uint32_t)(l.n - next < EFARM_RMA_MAX_IOV ? l.n - next : EFARM_RMA_MAX_IOV);
+        const struct efarm_riov *v = &l->v[next];
+        uint32_t n = (uint32_t)(l->n - next < EFARM_RMA_MAX_IOV ? l->n - next : EFARM_RMA_MAX_IOV);
         uint64_t len = 0;
 
         for (uint32_t i = 0; i < n; i++)
@@ -957,17 +1008,17 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
 
             switch (a->kind) {
             case MPIDI_EFARM_RMA_PUT:
-                ret = efarm_write(ep, t->peer, origin + off, len, v, n, EFARM_RMA_DC, ereq);
+                ret = efarm_write(ep, t->peer, p->origin + off, len, v, n, EFARM_RMA_DC, ereq);
                 break;
             case MPIDI_EFARM_RMA_GET:
-                ret = efarm_read(ep, t->peer, (uint8_t *)result + off, len, v, n, 0, ereq);
+                ret = efarm_read(ep, t->peer, p->result + off, len, v, n, 0, ereq);
                 break;
             default:
-                ret = efarm_atomic(ep, t->peer, (uint32_t)op, (uint32_t)dt,
-                                   origin != NULL ? origin + off : NULL,
+                ret = efarm_atomic(ep, t->peer, (uint32_t)p->op, (uint32_t)p->dt,
+                                   p->origin != NULL ? p->origin + off : NULL,
                                    a->kind == MPIDI_EFARM_RMA_CAS ? a->compare : NULL,
-                                   a->kind == MPIDI_EFARM_RMA_ACC ? NULL : (uint8_t *)result + off,
-                                   len / esize, v, n, EFARM_RMA_DC, ereq);
+                                   a->kind == MPIDI_EFARM_RMA_ACC ? NULL : p->result + off,
+                                   len / p->esize, v, n, EFARM_RMA_DC, ereq);
                 break;
             }
             if (ret != -EAGAIN)
@@ -983,7 +1034,69 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
         next += n;
         off += len;
     }
-    if (mpi_errno && k == 0) {
+    *started_p = k;
+    *ret_p = ret;
+    return mpi_errno;
+}
+
+/* A zero-byte operation is done at once; its request (if the user asked for one) too. */
+static int rma_empty(MPIR_Request **request)
+{
+    MPIR_Request *req = NULL;
+    int mpi_errno = MPI_SUCCESS;
+
+    if (request == NULL)
+        return MPI_SUCCESS;
+    MPIDI_CH4_REQUEST_CREATE(req, MPIR_REQUEST_KIND__RMA, 0, 2);
+    MPIR_ERR_CHKANDSTMT(req == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
+    MPIDI_EFARM_REQ(req).rma_win = NULL;
+    MPIDI_EFARM_request_complete(req);
+    *request = req;
+
+fn_exit:
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
+}
+
+/*
+ * One MPI one-sided operation, natively when it can (*native_p): check,
+ * plan, issue. Anything it cannot do natively leaves *native_p false for
+ * MPIDIG's active messages, having started nothing.
+ */
+int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_Request **request,
+                          bool *native_p)
+{
+    MPIDI_EFARM_win_t *w = &MPIDI_EFARM_WIN(win);
+    riov_list_t l = {.v = l.inl, .cap = EFARM_RMA_MAX_IOV};
+    MPIR_Request *req = NULL;
+    MPIDI_EFARM_request_t *r;
+    int mpi_errno = MPI_SUCCESS, ret = 0;
+    size_t nops, started;
+    rma_plan_t p;
+    bool native;
+
+    *native_p = false;
+    if (!rma_check(win, a, &p))
+        return MPI_SUCCESS;
+    MPIDIG_RMA_OP_CHECK_SYNC(a->target_rank, win);
+    if (p.tsize == 0) {
+        *native_p = true;
+        return rma_empty(request);
+    }
+    mpi_errno = rma_plan(win, a, &p, &l, &native);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (!native)
+        goto fn_exit;
+    *native_p = true;
+    nops = (l.n + EFARM_RMA_MAX_IOV - 1) / EFARM_RMA_MAX_IOV;
+    mpi_errno = rma_request(win, a, &p, nops, request != NULL, &req);
+    MPIR_ERR_CHECK(mpi_errno);
+    r = &MPIDI_EFARM_REQ(req);
+    w->outstanding++;
+    w->outstanding_to[a->target_rank]++;
+    mpi_errno = rma_issue(req, a, &p, &l, nops, &started, &ret);
+    if (mpi_errno && started == 0) {
         /* Nothing started: the call fails and leaves no trace. */
         w->outstanding--;
         w->outstanding_to[a->target_rank]--;
@@ -1002,13 +1115,13 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
         if (w->error == MPI_SUCCESS)
             w->error = mpi_errno;
         r->rma_status = ret < 0 && ret != -EAGAIN ? ret : -EIO;
-        r->rma_pending -= (int)(nops - k);
+        r->rma_pending -= (int)(nops - started);
         if (r->rma_pending == 0)
             rma_finish(req, r->rma_status);
         mpi_errno = MPI_SUCCESS;
     }
     MPIDI_EFARM_global.nm_counters.rma_native_ops++;
-    MPIDI_EFARM_global.nm_counters.rma_native_bytes += (unsigned long long)tsize;
+    MPIDI_EFARM_global.nm_counters.rma_native_bytes += (unsigned long long)p.tsize;
     if (nops > 1)
         MPIDI_EFARM_global.nm_counters.rma_native_split++;
     if (request)
