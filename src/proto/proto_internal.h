@@ -200,24 +200,24 @@ enum efarm_op_kind {
  * when it owes and awaits nothing and nothing of it is in flight.
  */
 /* efarm_op.flags */
-#define EFARM_OPF_TAGGED    0x00001u
-#define EFARM_OPF_DC        0x00002u
-#define EFARM_OPF_CQ_DATA   0x00004u
-#define EFARM_OPF_IN_WORK   0x00008u   /* on ep->work */
-#define EFARM_OPF_NACKED    0x00200u   /* long-CTS after READ_NACK */
-#define EFARM_OPF_MATCHED   0x01000u   /* rx: has a request and buffer */
-#define EFARM_OPF_MAPPED    0x02000u   /* rx: in the (peer, msg_id) map */
-#define EFARM_OPF_COMPLETED 0x80000u   /* the request was completed */
-#define EFARM_OPF_INJECT    0x100000u  /* tx: complete once the data is in packets */
-#define EFARM_OPF_NO_DIRECT 0x800000u  /* rma: EFARM_RMA_NO_DIRECT */
-#define EFARM_OPF_NO_REG    0x1000000u /* rma: the buffer would not register: nothing RDMA */
-#define EFARM_OPF_TEMP_BUF  0x4000000u /* tx: EFARM_SEND_TEMP_BUF */
-#define EFARM_OPF_COUNTED   0x8000000u /* tx: in its peer's sends_inflight */
-#define EFARM_OPF_REFUSED                                      \
-    0x2000000u /* rx: a peer's long write refused: its data is \
-                  discarded and the EOR or RECEIPT says REFUSED */
+#define EFARM_OPF_TAGGED    0x0001u
+#define EFARM_OPF_DC        0x0002u
+#define EFARM_OPF_CQ_DATA   0x0004u
+#define EFARM_OPF_IN_WORK   0x0008u /* on ep->work */
+#define EFARM_OPF_NACKED    0x0010u /* long-CTS after READ_NACK */
+#define EFARM_OPF_MATCHED   0x0020u /* rx: has a request and buffer */
+#define EFARM_OPF_MAPPED    0x0040u /* rx: in the (peer, msg_id) map */
+#define EFARM_OPF_COMPLETED 0x0080u /* the request was completed */
+#define EFARM_OPF_INJECT    0x0100u /* tx: complete once the data is in packets */
+#define EFARM_OPF_NO_DIRECT 0x0200u /* rma: EFARM_RMA_NO_DIRECT */
+#define EFARM_OPF_NO_REG    0x0400u /* rma: the buffer would not register: nothing RDMA */
+#define EFARM_OPF_TEMP_BUF  0x0800u /* tx: EFARM_SEND_TEMP_BUF */
+#define EFARM_OPF_COUNTED   0x1000u /* tx: in its peer's sends_inflight */
+#define EFARM_OPF_REFUSED                                   \
+    0x2000u /* rx: a peer's long write refused: its data is \
+               discarded and the EOR or RECEIPT says REFUSED */
 #define EFARM_OPF_PROBE_AGED \
-    0x10000000u /* waited on its peer at the last liveness scan (proto_probe.c) */
+    0x4000u /* waited on its peer at the last liveness scan (proto_probe.c) */
 
 /* efarm_op.owed: what it still has to send its peer or do (replies, its REQ, reads) */
 #define EFARM_OWE_REQ  0x01u /* its REQ packet(s), not built yet (a send, our long read) */
@@ -246,7 +246,7 @@ struct efarm_op {
     uint8_t proto;    /* enum efarm_proto_kind */
     uint8_t req_type; /* tx: the REQ packet type; rx: the first REQ's type */
     uint8_t niov;
-    uint32_t flags; /* EFARM_OPF_* */
+    uint16_t flags; /* EFARM_OPF_* */
     uint8_t owed;   /* EFARM_OWE_* */
     uint8_t awaits; /* EFARM_AWAIT_* */
     uint32_t id;    /* generation << 16 | index */
