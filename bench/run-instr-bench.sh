@@ -8,7 +8,7 @@
 # counted in the object that calls through them (see objects() below).
 #
 #   bench/run-instr-bench.sh [--prefix MPICH-PREFIX] [--iters N1,N2] [--size BYTES]
-#                            [--any-source] [--check] [--keep DIR]
+#                            [--any-source] [--ucx] [--check] [--keep DIR]
 #
 # --any-source: the receives use MPI_ANY_SOURCE (with MPICH's shared memory built,
 # ch4's any-source pair and efarm's arrival-order check, issue 39, are in the count).
@@ -35,6 +35,34 @@
 # (CI) fails when a phase or object is missing, a count is not positive, or the two
 # fits disagree; it never fails on a target.
 #
+# --ucx (issue 41): also count the same program on Debian's MPICH 4.0.2 with ch4:ucx
+# (packages mpich and libmpich-dev: bench-instr built by its mpicc.mpich, started by
+# its mpiexec.mpich, MPIR_CVAR_NOLOCAL=1 as for efarm, though Debian's build hands
+# these messages to UCX without it too). UCX picks its own transport between two
+# ranks of one host, uct's shared memory (sysv for the tag lane, cma for rendezvous
+# on this VM): the run prints the lanes UCX's info log names. Objects: MPICH
+# (libmpich), UCX's engine as ucp (libucp), uct (libuct and its transport modules)
+# and ucs (libucs, libucm), libc, the rest; UCX's async thread is left out like
+# efasim's service thread. ch4:ucx has no progress counters, so callgrind's own
+# call counts stand in for them: the progress calls are the calls of
+# ucp_worker_progress (ch4:ucx's progress makes one per progress call), and those
+# that found work are the calls of ucp's active-message handlers (ucp_*_handler:
+# uct calls one per message it takes from the transport; one 8-byte message, one
+# ucp_eager_only_handler, one progress call); empty calls = progress calls -
+# handler calls, and the fit is the one above. (Above UCX's eager sizes a message
+# takes several handler calls, which this count takes as several polls with work:
+# the fit is for small messages.) The run fails unless UCX carried every message
+# (one ucp_tag_send_nbx per send and a handler per receive in each round-trip phase).
+# Output adds a ch4:ucx table per rank, "UCX-INSTR" and "UCX-POLLS" lines (the
+# formats of INSTR and POLLS; objects ucp, uct, ucs, mpich, libc, other), the two
+# side by side ("engine + MPICH": efarm + MPICH against ucp + uct + ucs + MPICH) and
+# "TARGET rank<R>-efarm+mpich-below-ucx <efarm + MPICH> <ch4:ucx's engine + MPICH>
+# met|missed". --check applies its checks to both. Without --ucx nothing of Debian's
+# MPICH is needed (CI runs without it); its checks are then efarm's alone.
+#
+# Issue 41's goal is printed in every run: "TARGET rank<R>-efarm+mpich-41 <value>
+# 1300 met|missed" (efarm + MPICH at most 1300 per round trip and rank, release build).
+#
 # Needs valgrind and an MPICH built with ch4:efarm (scripts/mpich-build.sh).
 set -euo pipefail
 
@@ -46,6 +74,9 @@ size=8
 any=
 check=no
 keep=
+ucx=no
+ucx_mpicc=/usr/bin/mpicc.mpich     # Debian's MPICH (libmpich-dev)
+ucx_mpiexec=/usr/bin/mpiexec.mpich # Debian's MPICH (mpich)
 
 while [ $# -gt 0 ]; do
     case $1 in
@@ -53,6 +84,7 @@ while [ $# -gt 0 ]; do
     --iters) iters=${2:?}; shift 2 ;;
     --size) size=${2:?}; shift 2 ;;
     --any-source) any=-a; shift ;;
+    --ucx) ucx=yes; shift ;;
     --check) check=yes; shift ;;
     --keep) keep=${2:?}; shift 2 ;;
     -h | --help) sed -n '2,/^set -e/p' "$0" | sed 's/^# \{0,1\}//;/^set -e/d'; exit 0 ;;
@@ -63,6 +95,15 @@ log() { echo "run-instr-bench: $*" >&2; }
 command -v valgrind >/dev/null || { log "valgrind is not installed (apt-get install valgrind)"; exit 1; }
 [ -x "$prefix/bin/mpicc" ] || { log "no $prefix/bin/mpicc: run scripts/mpich-build.sh first"; exit 1; }
 
+if [ "$ucx" = yes ]; then
+    if [ ! -x "$ucx_mpicc" ] || [ ! -x "$ucx_mpiexec" ]; then
+        log "--ucx: no $ucx_mpicc or $ucx_mpiexec (apt-get install mpich libmpich-dev)"
+        exit 1
+    fi
+    "${ucx_mpiexec%/*}/mpichversion" 2>/dev/null | grep -q '^MPICH Device:.*ch4:ucx' ||
+        { log "--ucx: ${ucx_mpiexec%/*}/mpichversion does not name ch4:ucx"; exit 1; }
+fi
+
 # One binary per MPICH prefix: mpicc links it to that prefix's libmpi (RUNPATH),
 # so a binary built for another prefix would count the other MPICH.
 bin=$out/efarm/bench-instr-$(printf %s "$(cd "$prefix" && pwd -P)" | cksum | cut -d' ' -f1)
@@ -71,18 +112,45 @@ if [ ! -x "$bin" ] || [ "$bin" -ot "$top/bench/bench_instr.c" ] || [ "$bin" -ot 
     "$prefix/bin/mpicc" -std=c11 -O2 -g -Wall -Wextra -Werror -o "$bin" "$top/bench/bench_instr.c"
     log "built $bin"
 fi
+# The same source built by Debian's mpicc (linked to its libmpich.so.12, no RUNPATH).
+ucx_bin=$out/ucx/bench-instr
+if [ "$ucx" = yes ]; then
+    mkdir -p "$out/ucx"
+    if [ ! -x "$ucx_bin" ] || [ "$ucx_bin" -ot "$top/bench/bench_instr.c" ] || [ "$ucx_bin" -ot "$ucx_mpicc" ]; then
+        "$ucx_mpicc" -std=c11 -O2 -g -Wall -Wextra -Werror -o "$ucx_bin" "$top/bench/bench_instr.c" ||
+            { log "--ucx: $ucx_mpicc failed (Debian's MPICH headers: apt-get install libmpich-dev)"; exit 1; }
+        log "built $ucx_bin"
+    fi
+fi
 
 dir=${keep:-$(mktemp -d)}
 mkdir -p "$dir"
 [ -n "$keep" ] || trap 'rm -rf "$dir"' EXIT
-rm -f "$dir"/cg.* "$dir"/phases
+rm -f "$dir"/cg.* "$dir"/phases "$dir"/sum
+rm -rf "$dir/ucx"
+# Valgrind's and hwloc's notes that say nothing about the run.
+quiet() {
+    grep -v -e "x86 backend cannot work under Valgrind" -e "May be reenabled by dumping" \
+        -e "and reloading them under Valgrind" -e "valgrind ignores shmget(shmflg) SHM_HUGETLB" >&2
+}
 # The efasim that MPICH's prefix holds, unless EFARM_EFASIM_PATH names another.
 EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 HWLOC_HIDE_ERRORS=1 timeout 900 \
     "$prefix/bin/mpiexec" -n 2 valgrind -q --tool=callgrind --separate-threads=yes --skip-plt=no \
-    --callgrind-out-file="$dir/cg.%p" "$bin" -n "$iters" -s "$size" $any >"$dir/phases" \
-    2> >(grep -v -e "x86 backend cannot work under Valgrind" -e "May be reenabled by dumping" \
-        -e "and reloading them under Valgrind" >&2)
+    --callgrind-out-file="$dir/cg.%p" "$bin" -n "$iters" -s "$size" $any >"$dir/phases" 2> >(quiet)
 grep -q '^PHASE' "$dir/phases" || { log "bench-instr printed no phases"; exit 1; }
+if [ "$ucx" = yes ]; then
+    mkdir -p "$dir/ucx"
+    # Which transports UCX picks between the two ranks: a short run outside valgrind,
+    # UCX's info log (its version and each endpoint's lanes).
+    MPIR_CVAR_NOLOCAL=1 HWLOC_HIDE_ERRORS=1 UCX_LOG_LEVEL=info timeout 120 \
+        "$ucx_mpiexec" -n 2 "$ucx_bin" -n 1 -d 1 >"$dir/ucx/info" 2>&1 ||
+        { cat "$dir/ucx/info" >&2; log "--ucx: bench-instr failed on Debian's MPICH"; exit 1; }
+    MPIR_CVAR_NOLOCAL=1 HWLOC_HIDE_ERRORS=1 timeout 900 \
+        "$ucx_mpiexec" -n 2 valgrind -q --tool=callgrind --separate-threads=yes --skip-plt=no \
+        --callgrind-out-file="$dir/ucx/cg.%p" "$ucx_bin" -n "$iters" -s "$size" $any \
+        >"$dir/ucx/phases" 2> >(quiet)
+    grep -q '^PHASE' "$dir/ucx/phases" || { log "--ucx: bench-instr printed no phases"; exit 1; }
+fi
 
 # Self instructions per object class in one callgrind file (its calling thread). The
 # runs keep PLT stubs apart (--skip-plt=no): callgrind's default charges a stub to its
@@ -107,6 +175,9 @@ objects() {
         if (o ~ /\/libefarm[^\/]*\.so/) return "efarm"
         if (o ~ /\/efasim\// || o ~ /\/lib(ibverbs|efa)[^\/]*\.so/) return "device"
         if (o ~ /\/libc\.so/) return "libc"
+        if (o ~ /\/libucp[^\/]*\.so/) return "ucp"
+        if (o ~ /\/libuct[^\/]*\.so/) return "uct"
+        if (o ~ /\/libuc[sm][^\/]*\.so/) return "ucs"
         return "other"
     }
     /^ob=/ { cur = class(named("ob", substr($0, 4))); next }
@@ -125,20 +196,74 @@ objects() {
     }' "$1"
 }
 
-# The file of a rank's phase: cg.<pid>.<dump>-01 whose trigger names the phase.
-phase_file() { # PID PHASE
-    grep -l -x "desc: Trigger: Client Request: $2" "$dir"/cg."$1".*-01 2>/dev/null | head -n 1
+# UCX's calls in one callgrind file: "<progress calls> <handler calls> <sends>", the
+# calls of ucp_worker_progress, of ucp's active-message handlers (ucp_*_handler but
+# the setters ucp_worker_set_am_*) and of ucp_tag_send_nbx, from every caller.
+ucx_calls() {
+    awk '
+    function named(s,   id, rest) {
+        if (match(s, /^\([0-9]+\)/)) {
+            id = substr(s, 1, RLENGTH); rest = substr(s, RLENGTH + 2)
+            if (rest != "") name[id] = rest
+            return name[id]
+        }
+        return s
+    }
+    /^c?fn=/ { f = named(substr($0, index($0, "=") + 1)); next }
+    /^calls=/ {
+        split(substr($0, 7), a, " ")
+        if (f == "ucp_worker_progress") progress += a[1]
+        else if (f ~ /^ucp_[a-z_]*_handler$/ && f !~ /^ucp_worker_set_/) handlers += a[1]
+        else if (f == "ucp_tag_send_nbx") sends += a[1]
+        next
+    }
+    END { printf("%d %d %d\n", progress, handlers, sends) }' "$1"
 }
 
-table=$dir/table
-: >"$table"
-while read -r _ rank pid phase trips calls idle; do
-    f=$(phase_file "$pid" "$phase")
-    [ -n "$f" ] || { log "no callgrind dump for rank $rank phase $phase"; exit 1; }
-    objects "$f" | while read -r c n; do echo "$rank $phase $trips $calls $idle $c $n"; done >>"$table"
-done < <(grep '^PHASE' "$dir/phases")
+# The file of a rank's phase: cg.<pid>.<dump>-01 whose trigger names the phase.
+phase_file() { # DIR PID PHASE
+    grep -l -x "desc: Trigger: Client Request: $3" "$1"/cg."$2".*-01 2>/dev/null | head -n 1
+}
 
-awk -v check="$check" -v size="$size" '
+# "<rank> <phase> <round trips> <progress calls> <empty calls> <object> <instructions>"
+# per phase and object of one run (DIR: its phases and callgrind files; KIND efarm
+# takes the progress counts from bench-instr's MPI_T counters, ucx from callgrind).
+tabulate() { # DIR KIND
+    local d=$1 kind=$2 rank pid phase trips calls idle f handlers sends
+    : >"$d/table"
+    while read -r _ rank pid phase trips calls idle; do
+        f=$(phase_file "$d" "$pid" "$phase")
+        [ -n "$f" ] || { log "no callgrind dump for rank $rank phase $phase ($kind)"; return 1; }
+        if [ "$kind" = ucx ]; then
+            read -r calls handlers sends < <(ucx_calls "$f")
+            # UCX must have carried the phase's messages: a send per round trip and a
+            # handler at least per message received.
+            if [ "$calls" -le 0 ] || [ "$handlers" -lt "$((trips > 0 ? trips : 1))" ] ||
+                [ "$sends" -ne "$trips" ]; then
+                log "ch4:ucx rank $rank phase $phase: $trips round trips but $sends ucp_tag_send_nbx," \
+                    "$handlers handler calls, $calls ucp_worker_progress: UCX did not carry the messages"
+                return 1
+            fi
+            idle=$((calls - handlers))
+        fi
+        objects "$f" | while read -r c n; do echo "$rank $phase $trips $calls $idle $c $n"; done >>"$d/table"
+    done < <(grep '^PHASE' "$d/phases")
+}
+
+# The fit per rank and object of one run's table; KIND efarm prints the lines it
+# always printed (INSTR, POLLS, TARGET), ucx the same with UCX- in front. Appends
+# "<kind> <rank> <object> <fit>" to $dir/sum (object "engine": the engine's objects).
+fit() { # TABLE KIND
+    awk -v check="$check" -v size="$size" -v kind="$2" -v sum="$dir/sum" '
+BEGIN {
+    if (kind == "ucx") {
+        norder = split("ucp uct ucs mpich libc device other", order, " ")
+        neng = split("ucp uct ucs", eng, " "); ename = "ucx"; pre = "UCX-"; title = " on ch4:ucx"
+    } else {
+        norder = split("efarm mpich libc device other", order, " ")
+        neng = split("efarm", eng, " "); ename = "efarm"; pre = ""; title = ""
+    }
+}
 {
     rank = $1; phase = $2; cnt[rank, phase, $6] = $7
     trips[rank, phase] = $3; calls[rank, phase] = $4; idle[rank, phase] = $5
@@ -147,19 +272,19 @@ awk -v check="$check" -v size="$size" '
 }
 END {
     bad = 0
-    split("efarm mpich libc device other", order, " ")
     for (r = 0; r <= 1; r++) {
         ip = "idle-" r
         if (!((r, ip) in idle) || idle[r, ip] <= 0 || nrt < 1) {
-            printf("run-instr-bench: rank %d: no idle phase or no progress counters\n", r)
+            printf("run-instr-bench: rank %d%s: no idle phase or no progress counters\n", r, title)
             bad = 1; continue
         }
         last = rt[nrt]
-        printf("\nrank %d: instructions per %d-byte round trip (calling thread), empty progress calls fitted out\n", r, size)
+        printf("\nrank %d%s: instructions per %d-byte round trip (calling thread), empty progress calls fitted out\n", r, title, size)
         printf("%-12s %10s %10s", "object", "raw", "empty-call")
         for (i = 1; i <= nrt; i++) printf(" %10s", "fit " substr(rt[i], 4))
         printf("\n")
-        for (k = 1; k <= 5; k++) {
+        for (i = 1; i <= nrt; i++) { E[i] = 0; M[i] = 0 }
+        for (k = 1; k <= norder; k++) {
             c = order[k]
             if (!(c in classes)) continue
             # The idle phase holds one receive (about half a round trip): two passes.
@@ -173,30 +298,94 @@ END {
             for (i = 1; i <= nrt; i++) {
                 f[r, c, i] = (cnt[r, rt[i], c] - idle[r, rt[i]] * e) / trips[r, rt[i]]
                 printf(" %10.0f", f[r, c, i])
+                for (j = 1; j <= neng; j++) if (eng[j] == c) E[i] += f[r, c, i]
+                if (c == "mpich") M[i] = f[r, c, i]
             }
             printf("\n")
-            printf("INSTR %d %s %.0f %.0f %.1f\n", r, c, f[r, c, nrt], cnt[r, last, c] / trips[r, last], e)
+            printf("%sINSTR %d %s %.0f %.0f %.1f\n", pre, r, c, f[r, c, nrt], cnt[r, last, c] / trips[r, last], e)
+            printf("%s %d %s %.1f\n", kind, r, c, f[r, c, nrt]) >> sum
         }
-        both = f[r, "efarm", nrt] + f[r, "mpich", nrt]
-        printf("%-12s %10s %10s", "efarm+mpich", "", "")
-        for (i = 1; i <= nrt; i++) printf(" %10.0f", f[r, "efarm", i] + f[r, "mpich", i])
+        printf("%s %d engine %.1f\n", kind, r, E[nrt]) >> sum
+        both = E[nrt] + M[nrt]
+        if (kind == "ucx") {
+            printf("%-12s %10s %10s", "ucp+uct+ucs", "", "")
+            for (i = 1; i <= nrt; i++) printf(" %10.0f", E[i])
+            printf("\n")
+        }
+        printf("%-12s %10s %10s", ename "+mpich", "", "")
+        for (i = 1; i <= nrt; i++) printf(" %10.0f", E[i] + M[i])
         printf("\n")
         printf("progress calls per round trip %.2f, of which empty %.2f (phase %s)\n",
                calls[r, last] / trips[r, last], idle[r, last] / trips[r, last], last)
-        printf("POLLS %d %.2f %.2f\n", r, calls[r, last] / trips[r, last], idle[r, last] / trips[r, last])
-        printf("TARGET rank%d-efarm %.0f 600 %s\n", r, f[r, "efarm", nrt], f[r, "efarm", nrt] <= 600 ? "met" : "missed")
-        printf("TARGET rank%d-efarm+mpich %.0f 1500 %s\n", r, both, both <= 1500 ? "met" : "missed")
+        printf("%sPOLLS %d %.2f %.2f\n", pre, r, calls[r, last] / trips[r, last], idle[r, last] / trips[r, last])
+        if (kind == "efarm") {
+            printf("TARGET rank%d-efarm %.0f 600 %s\n", r, E[nrt], E[nrt] <= 600 ? "met" : "missed")
+            printf("TARGET rank%d-efarm+mpich %.0f 1500 %s\n", r, both, both <= 1500 ? "met" : "missed")
+            printf("TARGET rank%d-efarm+mpich-41 %.0f 1300 %s\n", r, both, both <= 1300 ? "met" : "missed")
+        }
         if (check == "yes") {
-            if (!((r, last, "efarm") in cnt) || f[r, "efarm", nrt] <= 0 || f[r, "mpich", nrt] <= 0) {
-                printf("run-instr-bench: rank %d: no efarm or MPICH instructions counted\n", r) > "/dev/stderr"; bad = 1
+            if (!((r, last, "mpich") in cnt) || E[nrt] <= 0 || M[nrt] <= 0) {
+                if (kind == "efarm")
+                    printf("run-instr-bench: rank %d: no efarm or MPICH instructions counted\n", r) > "/dev/stderr"
+                else
+                    printf("run-instr-bench: rank %d%s: no UCX or MPICH instructions counted\n", r, title) > "/dev/stderr"
+                bad = 1
             }
+            for (i = 1; i <= nrt; i++) { C[1, i] = E[i]; C[2, i] = M[i] }
+            split(ename " mpich", cname, " ")
             for (k = 1; k <= 2; k++) {
-                c = order[k]
-                if (nrt >= 2 && (f[r, c, 1] - f[r, c, nrt] > 0.1 * f[r, c, nrt] || f[r, c, nrt] - f[r, c, 1] > 0.1 * f[r, c, nrt])) {
-                    printf("run-instr-bench: rank %d %s: the fits of %s and %s disagree (%.0f, %.0f)\n", r, c, rt[1], rt[nrt], f[r, c, 1], f[r, c, nrt]) > "/dev/stderr"; bad = 1
+                c = cname[k]
+                if (nrt >= 2 && (C[k, 1] - C[k, nrt] > 0.1 * C[k, nrt] || C[k, nrt] - C[k, 1] > 0.1 * C[k, nrt])) {
+                    printf("run-instr-bench: rank %d %s%s: the fits of %s and %s disagree (%.0f, %.0f)\n", r, c, title, rt[1], rt[nrt], C[k, 1], C[k, nrt]) > "/dev/stderr"; bad = 1
                 }
             }
         }
     }
     exit bad
-}' "$table" 2>&1
+}' "$1" 2>&1
+}
+
+status=0
+tabulate "$dir" efarm || exit 1
+fit "$dir/table" efarm || status=1
+[ "$ucx" = yes ] || exit "$status"
+
+tabulate "$dir/ucx" ucx || exit 1
+fit "$dir/ucx/table" ucx || status=1
+
+# Side by side: what UCX said it runs on, then each rank's fitted figures.
+version=$(sed -n 's/.*UCX  INFO  Version \([^ ]*\).*/\1/p' "$dir/ucx/info" | head -n 1)
+lanes=$(sed -n 's/.*ep_cfg\[[0-9]*\]: \(tag([^)]*)\).*/\1/p' "$dir/ucx/info" | grep -v '^tag(self' | sort -u | paste -sd' ')
+echo
+echo "efarm against ch4:ucx (Debian's MPICH $("${ucx_mpiexec%/*}/mpichversion" | sed -n 's/^MPICH Version:[[:space:]]*//p')," \
+    "UCX ${version:-?}; UCX's lanes to the other rank: ${lanes:-not reported})"
+awk -v size="$size" '
+{ v[$1, $2, $3] = $4 }
+END {
+    printf("fitted instructions per %d-byte round trip (calling thread)\n", size)
+    printf("%-14s %9s %9s %9s %9s\n", "", "rank 0", "", "rank 1", "")
+    printf("%-14s %9s %9s %9s %9s\n", "object", "efarm", "ch4:ucx", "efarm", "ch4:ucx")
+    n = split("mpich:MPICH;engine:engine;efarm:  efarm;ucp:  ucp;uct:  uct;ucs:  ucs;device:device;libc:libc;other:other", rows, ";")
+    for (k = 1; k <= n; k++) {
+        split(rows[k], p, ":"); o = p[1]
+        printf("%-14s", p[2])
+        for (r = 0; r <= 1; r++)
+            for (q = 1; q <= 2; q++) {
+                kind = q == 1 ? "efarm" : "ucx"
+                if ((kind, r, o) in v) printf(" %9.0f", v[kind, r, o]); else printf(" %9s", "-")
+            }
+        printf("\n")
+    }
+    printf("%-14s", "engine+MPICH")
+    for (r = 0; r <= 1; r++)
+        for (q = 1; q <= 2; q++) {
+            kind = q == 1 ? "efarm" : "ucx"
+            t[kind, r] = v[kind, r, "engine"] + v[kind, r, "mpich"]
+            printf(" %9.0f", t[kind, r])
+        }
+    printf("\n")
+    for (r = 0; r <= 1; r++)
+        printf("TARGET rank%d-efarm+mpich-below-ucx %.0f %.0f %s\n", r, t["efarm", r], t["ucx", r],
+               t["efarm", r] < t["ucx", r] ? "met" : "missed")
+}' "$dir/sum"
+exit "$status"
