@@ -239,6 +239,9 @@ enum efarm_op_kind {
 
 #define EFARM_MAX_READ_IOV 4 /* read_iov entries kept (the reference sends at most 4) */
 
+/* No op: an op's index (its id's low half) is below max_ops, which is at most 0xffff. */
+#define EFARM_OP_INDEX_NONE 0xffffu
+
 struct efarm_op {
     struct efarm_link link; /* ep->work, or a peer's hs_waiters */
     struct efarm_req *req;  /* NULL once completed */
@@ -255,7 +258,7 @@ struct efarm_op {
     uint32_t peer_op_id;    /* tx: the peer's recv_id (CTS); rx: the peer's send_id */
     uint32_t pkts_inflight; /* txpkts referencing this op, posted or queued */
     uint32_t reads_inflight;
-    uint32_t map_next; /* (peer, msg_id) map chain */
+    uint16_t map_next; /* (peer, msg_id) map chain: the next op's index */
     int status;
     uint8_t *buf;        /* user buffer */
     uint64_t len;        /* tx: message length; rx: buffer length */
@@ -528,7 +531,7 @@ struct efarm_ep {
     uint32_t *op_free;
     uint32_t nop_free;
     uint32_t probe_ops;    /* max_ops with liveness probes on, else 0 (proto_probe.c) */
-    uint32_t *map_buckets; /* (peer, msg_id) -> rx op index, chained through map_next */
+    uint16_t *map_buckets; /* (peer, msg_id) -> rx op index, chained through map_next */
     uint32_t map_mask;
 
     /* Send buffers. */

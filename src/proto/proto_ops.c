@@ -70,7 +70,7 @@ struct efarm_op *efarm_op_alloc(struct efarm_ep *ep, enum efarm_op_kind kind)
     op->mr.entry = NULL;
     op->id = id;
     op->kind = (uint8_t)kind;
-    op->map_next = UINT32_MAX;
+    op->map_next = EFARM_OP_INDEX_NONE;
     efarm_list_init(&op->link);
     efarm_list_init(&op->peer_link);
     return op;
@@ -177,29 +177,29 @@ void efarm_op_map_insert(struct efarm_ep *ep, struct efarm_op *op)
     uint32_t b = map_bucket(ep, op->peer, op->msg_id);
 
     op->map_next = ep->map_buckets[b];
-    ep->map_buckets[b] = op->id & 0xffff;
+    ep->map_buckets[b] = (uint16_t)(op->id & 0xffff);
     op->flags |= EFARM_OPF_MAPPED;
 }
 
 void efarm_op_map_remove(struct efarm_ep *ep, struct efarm_op *op)
 {
-    uint32_t *slot = &ep->map_buckets[map_bucket(ep, op->peer, op->msg_id)];
-    uint32_t index = op->id & 0xffff;
+    uint16_t *slot = &ep->map_buckets[map_bucket(ep, op->peer, op->msg_id)];
+    uint16_t index = (uint16_t)(op->id & 0xffff);
 
-    while (*slot != UINT32_MAX) {
+    while (*slot != EFARM_OP_INDEX_NONE) {
         if (*slot == index) {
             *slot = op->map_next;
             break;
         }
         slot = &ep->ops[*slot].map_next;
     }
-    op->map_next = UINT32_MAX;
+    op->map_next = EFARM_OP_INDEX_NONE;
     op->flags &= ~EFARM_OPF_MAPPED;
 }
 
 struct efarm_op *efarm_op_map_find(struct efarm_ep *ep, efarm_peer_t peer, uint32_t msg_id)
 {
-    for (uint32_t i = ep->map_buckets[map_bucket(ep, peer, msg_id)]; i != UINT32_MAX;
+    for (uint32_t i = ep->map_buckets[map_bucket(ep, peer, msg_id)]; i != EFARM_OP_INDEX_NONE;
          i = ep->ops[i].map_next) {
         struct efarm_op *op = &ep->ops[i];
 
