@@ -318,7 +318,6 @@ static void rx_op_matched(struct efarm_ep *ep, struct efarm_op *op, struct efarm
 {
     struct efarm_peer_state *st = ep->peers[op->peer].st;
 
-    op->flags |= EFARM_OPF_MATCHED;
     while (stored != NULL) {
         struct efarm_rxpkt *next = stored->next;
         struct efarm_pkt spkt;
@@ -352,8 +351,6 @@ static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
 {
     const uint8_t owed = EFARM_OWE_REPLIES | EFARM_OWE_READ;
 
-    if (!(op->flags & EFARM_OPF_MATCHED))
-        return;
     if (!(op->flags & EFARM_OPF_COMPLETED) && op->done_bytes >= op->msg.msg_length &&
         op->reads_inflight == 0 && !(op->owed & (EFARM_OWE_READ | EFARM_OWE_NACK))) {
         const struct efarm_op_class *c = efarm_op_class(op);
@@ -468,8 +465,6 @@ void efarm_rx_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int statu
         efarm_list_remove(&op->link);
         op->flags &= ~EFARM_OPF_IN_WORK;
     }
-    if (!(op->flags & EFARM_OPF_MATCHED))
-        return;
     if (!(op->flags & EFARM_OPF_COMPLETED)) {
         if (op->status == 0)
             op->status = status;
@@ -778,7 +773,6 @@ int efarm_rtm_segment(struct efarm_ep *ep, struct efarm_op *op, const struct efa
 {
     (void)stored, (void)rx_id;
     if (op->kind != EFARM_OP_RX || (op->flags & EFARM_OPF_COMPLETED) ||
-        !(op->flags & EFARM_OPF_MATCHED) ||
         !same_message(pkt, op->proto, op->msg.msg_length, op->msg.runt_length)) {
         ep->cnt.stale_ids++;
         return 0;
@@ -834,9 +828,9 @@ void efarm_ctsdata_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
      * which runs from op->offset to done_bytes + window_end.
      */
     if (op == NULL || !efarm_msg_proto(op)->cts || (op->flags & EFARM_OPF_COMPLETED) ||
-        (op->owed & EFARM_OWE_CTS) || !(op->flags & EFARM_OPF_MATCHED) ||
-        offset > op->msg.msg_length || n > op->msg.msg_length - offset || n > op->window_end ||
-        offset < op->offset || offset + n > op->done_bytes + op->window_end) {
+        (op->owed & EFARM_OWE_CTS) || offset > op->msg.msg_length ||
+        n > op->msg.msg_length - offset || n > op->window_end || offset < op->offset ||
+        offset + n > op->done_bytes + op->window_end) {
         ep->cnt.stale_ids++;
         return;
     }
@@ -1094,7 +1088,7 @@ void efarm_rtr_long_begin(struct efarm_ep *ep, struct efarm_op *op)
     efarm_op_set_role(op, EFARM_OP_READ_ORIGIN);
     efarm_msg_proto_set(op, EFARM_PROTO_LONGCTS);
     op->req_type = EFARM_PKT_LONGCTS_RTR;
-    op->flags = EFARM_OPF_MATCHED;
+    op->flags = 0; /* the one-sided traits are rma.c's */
     op->owed = EFARM_OWE_REQ;
     op->awaits = EFARM_AWAIT_RSP;
     op->msg.msg_length = op->len;

@@ -205,7 +205,6 @@ enum efarm_op_kind {
 #define EFARM_OPF_CQ_DATA   0x0004u
 #define EFARM_OPF_IN_WORK   0x0008u /* on ep->work */
 #define EFARM_OPF_NACKED    0x0010u /* long-CTS after READ_NACK */
-#define EFARM_OPF_MATCHED   0x0020u /* rx: has a request and buffer */
 #define EFARM_OPF_MAPPED    0x0040u /* rx: in the (peer, msg_id) map */
 #define EFARM_OPF_COMPLETED 0x0080u /* the request was completed */
 #define EFARM_OPF_INJECT    0x0100u /* tx: complete once the data is in packets */
