@@ -469,7 +469,7 @@ void efarm_rx_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int statu
         if (op->status == 0)
             op->status = status;
         op->owed &= ~(sends | EFARM_OWE_READ);
-        op->flags &= ~EFARM_OPF_NACKED;
+        op->awaits &= ~EFARM_AWAIT_REQ;
         if (op->done_bytes < op->msg.msg_length)
             op->done_bytes = op->msg.msg_length;
     } else if (op->owed & sends) {
@@ -519,12 +519,12 @@ void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
         (!efarm_msg_proto(op)->runt || op->done_bytes >= op->msg.runt_length)) {
         if (nack_send(ep, op) == 0) {
             op->owed &= ~EFARM_OWE_NACK;
-            op->flags |= EFARM_OPF_NACKED;
             if (efarm_op_class(op)->target) {
                 /* The LONGCTS_RTW that answers it is a new request: this one is done, no EOR. */
-                op->flags &= ~EFARM_OPF_NACKED;
                 efarm_msg_proto_set(op, efarm_msg_proto(op)->fallback);
                 op->done_bytes = op->msg.msg_length;
+            } else {
+                op->awaits |= EFARM_AWAIT_REQ; /* found by its msg_id in the map */
             }
         } else {
             blocked = true;
@@ -842,12 +842,12 @@ void efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struc
     struct efarm_op *op = efarm_op_map_find(ep, peer, (uint32_t)pkt->value[EFARM_PKT_F_MSG_ID]);
     const struct efarm_pkt_row *k = rtm_row(pkt->type);
 
-    if (op == NULL || !(op->flags & EFARM_OPF_NACKED) || k == NULL ||
+    if (op == NULL || !(op->awaits & EFARM_AWAIT_REQ) || k == NULL ||
         pkt->value[EFARM_PKT_F_MSG_LENGTH] != op->msg.msg_length) {
         ep->cnt.stale_ids++;
         return;
     }
-    op->flags &= ~EFARM_OPF_NACKED;
+    op->awaits &= ~EFARM_AWAIT_REQ;
     efarm_msg_proto_set(op, efarm_msg_proto(op)->fallback);
     op->peer_op_id = (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID];
     op->msg.credit_request = (uint32_t)pkt->value[EFARM_PKT_F_CREDIT_REQUEST];

@@ -204,7 +204,7 @@ enum efarm_op_kind {
 #define EFARM_OPF_DC        0x0002u
 #define EFARM_OPF_CQ_DATA   0x0004u
 #define EFARM_OPF_IN_WORK   0x0008u /* on ep->work */
-#define EFARM_OPF_NACKED    0x0010u /* long-CTS after READ_NACK */
+#define EFARM_OPF_NACKED    0x0010u /* tx: long-CTS after READ_NACK */
 #define EFARM_OPF_MAPPED    0x0040u /* rx: in the (peer, msg_id) map */
 #define EFARM_OPF_COMPLETED 0x0080u /* the request was completed */
 #define EFARM_OPF_INJECT    0x0100u /* tx: complete once the data is in packets */
@@ -235,6 +235,7 @@ enum efarm_op_kind {
 #define EFARM_AWAIT_RSP                                                         \
     0x08u /* a one-sided op: the READRSP or ATOMRSP answering its last segment; \
              our long read: the first READRSP */
+#define EFARM_AWAIT_REQ 0x10u /* a receive that sent READ_NACK: the long-CTS REQ answering it */
 
 #define EFARM_MAX_READ_IOV 4 /* read_iov entries kept (the reference sends at most 4) */
 
