@@ -351,7 +351,7 @@ static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
 {
     const uint8_t owed = EFARM_OWE_REPLIES | EFARM_OWE_READ;
 
-    if (!(op->flags & EFARM_OPF_COMPLETED) && op->done_bytes >= op->msg.msg_length &&
+    if (op->state != EFARM_OPS_COMPLETED && op->done_bytes >= op->msg.msg_length &&
         op->reads_inflight == 0 && !(op->owed & (EFARM_OWE_READ | EFARM_OWE_NACK))) {
         const struct efarm_op_class *c = efarm_op_class(op);
         int status = op->status;
@@ -374,7 +374,7 @@ static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
             efarm_op_map_remove(ep, op);
         if (c->target) {
             /* No request to tell: its refusal was counted (rma_refused). */
-            op->flags |= EFARM_OPF_COMPLETED;
+            efarm_op_set_state(op, EFARM_OPS_COMPLETED);
         } else {
             struct efarm_req *req = op->req;
 
@@ -390,7 +390,7 @@ static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
             return; /* efarm_rx_op_work ends in another check */
         }
     }
-    if ((op->flags & EFARM_OPF_COMPLETED) && !(op->owed & owed) && op->pkts_inflight == 0 &&
+    if (op->state == EFARM_OPS_COMPLETED && !(op->owed & owed) && op->pkts_inflight == 0 &&
         op->reads_inflight == 0)
         efarm_op_release(ep, op);
 }
@@ -401,7 +401,7 @@ void efarm_rx_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op)
      * A CTS that failed leaves the sender without a grant: nothing more will
      * come, so complete now with the error rather than wait forever.
      */
-    if (op->status && !(op->flags & EFARM_OPF_COMPLETED) && efarm_msg_proto(op)->cts &&
+    if (op->status && op->state != EFARM_OPS_COMPLETED && efarm_msg_proto(op)->cts &&
         op->pkts_inflight == 0)
         op->done_bytes = op->msg.msg_length;
     rx_op_check(ep, op);
@@ -465,7 +465,7 @@ void efarm_rx_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int statu
         efarm_list_remove(&op->link);
         op->flags &= ~EFARM_OPF_IN_WORK;
     }
-    if (!(op->flags & EFARM_OPF_COMPLETED)) {
+    if (op->state != EFARM_OPS_COMPLETED) {
         if (op->status == 0)
             op->status = status;
         op->owed &= ~(sends | EFARM_OWE_READ);
@@ -772,7 +772,7 @@ int efarm_rtm_segment(struct efarm_ep *ep, struct efarm_op *op, const struct efa
                       struct efarm_rxpkt *stored, uint32_t rx_id)
 {
     (void)stored, (void)rx_id;
-    if (op->kind != EFARM_OP_RX || (op->flags & EFARM_OPF_COMPLETED) ||
+    if (op->kind != EFARM_OP_RX || op->state == EFARM_OPS_COMPLETED ||
         !same_message(pkt, op->proto, op->msg.msg_length, op->msg.runt_length)) {
         ep->cnt.stale_ids++;
         return 0;
@@ -827,7 +827,7 @@ void efarm_ctsdata_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
      * The data must lie inside the message and inside the current grant,
      * which runs from op->offset to done_bytes + window_end.
      */
-    if (op == NULL || !efarm_msg_proto(op)->cts || (op->flags & EFARM_OPF_COMPLETED) ||
+    if (op == NULL || !efarm_msg_proto(op)->cts || op->state == EFARM_OPS_COMPLETED ||
         (op->owed & EFARM_OWE_CTS) || offset > op->msg.msg_length ||
         n > op->msg.msg_length - offset || n > op->window_end || offset < op->offset ||
         offset + n > op->done_bytes + op->window_end) {
@@ -1120,7 +1120,7 @@ void efarm_rtr_long_readrsp(struct efarm_ep *ep, struct efarm_op *op, const stru
 {
     uint64_t n = pkt->value[EFARM_PKT_F_SEG_LENGTH];
 
-    if (!(op->awaits & EFARM_AWAIT_RSP) || (op->flags & EFARM_OPF_COMPLETED) ||
+    if (!(op->awaits & EFARM_AWAIT_RSP) || op->state == EFARM_OPS_COMPLETED ||
         (op->owed & EFARM_OWE_REQ)) {
         ep->cnt.stale_ids++;
         return;

@@ -205,7 +205,7 @@ static int build_longcts_req(struct efarm_ep *ep, struct efarm_peer_state *st, s
 
     req_init(ep, st, op, &pkt, op->req_type, wire);
     /* After a READ_NACK the REQ carries no data (section 4.7). */
-    if (op->flags & EFARM_OPF_NACKED)
+    if (op->state == EFARM_OPS_NACKED)
         pkt.flags |= EFARM_REQ_READ_NACK;
     else
         n = room(ep, req_hdr_len(st, op), op->len);
@@ -389,8 +389,8 @@ static void tx_op_check(struct efarm_ep *ep, struct efarm_op *op)
     bool sent;
 
     /* Inject: the data is in packets, so the caller's buffer is free. */
-    if ((op->flags & (EFARM_OPF_INJECT | EFARM_OPF_COMPLETED)) == EFARM_OPF_INJECT &&
-        op->status == 0 && !waits && op->offset >= op->len) {
+    if ((op->flags & EFARM_OPF_INJECT) && op->state != EFARM_OPS_COMPLETED && op->status == 0 &&
+        !waits && op->offset >= op->len) {
         efarm_req_complete(ep, op, op->req, 0);
         op->req = NULL;
     }
@@ -403,7 +403,7 @@ static void tx_op_check(struct efarm_ep *ep, struct efarm_op *op)
         return;
     if (mp->runt)
         runt_release(ep, op);
-    if (efarm_op_class(op)->target || (op->flags & EFARM_OPF_COMPLETED)) {
+    if (efarm_op_class(op)->target || op->state == EFARM_OPS_COMPLETED) {
         /* No request to tell: a read we serve, or an injected send (its loss failed the
            peer and the endpoint). */
         if (op->status)
@@ -451,8 +451,7 @@ void efarm_tx_op_work(struct efarm_ep *ep, struct efarm_op *op)
  */
 void efarm_tx_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int status)
 {
-    if ((op->flags & (EFARM_OPF_INJECT | EFARM_OPF_COMPLETED)) ==
-        (EFARM_OPF_INJECT | EFARM_OPF_COMPLETED))
+    if ((op->flags & EFARM_OPF_INJECT) && op->state == EFARM_OPS_COMPLETED)
         return;
     if (op->flags & EFARM_OPF_IN_WORK) {
         efarm_list_remove(&op->link);
@@ -890,7 +889,7 @@ void efarm_read_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct e
     if (efarm_msg_proto(op)->runt)
         runt_release(ep, op);
     /* Same msg_id; the receiver finds its operation by it and answers with CTS. */
-    op->flags |= EFARM_OPF_NACKED;
+    efarm_op_set_state(op, EFARM_OPS_NACKED);
     tx_proto_set(op, efarm_msg_proto(op)->fallback);
     efarm_tx_op_work(ep, op);
 }

@@ -194,29 +194,51 @@ enum efarm_op_kind {
 };
 
 /*
- * An operation's state is three words: efarm_op.flags (what it is and where
- * it is: its traits, lists and progress), efarm_op.owed (what it still owes
- * its peer) and efarm_op.awaits (what it waits for from its peer). It ends
- * when it owes and awaits nothing and nothing of it is in flight.
+ * How far an operation got (efarm_op.state). It only moves forward, to a
+ * state its role's row lists (efarm_op_class.states), and only through
+ * efarm_op_set_state. A receive op has no earlier state to be in: a posted
+ * receive is the matcher's and a message that matched none is an unexpected
+ * record, so an op is given to a receive once it matched, with its buffer
+ * (a long write we serve has its exposed range or its refusal, our long read
+ * its caller's buffer). What an op owes its peer or waits for is not its
+ * state but its owed and awaits words: a receive that sent READ_NACK awaits
+ * the long-CTS REQ that answers it. A refused long write is an outcome, not
+ * a state (EFARM_OPF_REFUSED): it runs its protocol to the end all the same.
  */
-/* efarm_op.flags */
+enum efarm_op_state {
+    EFARM_OPS_RUNNING,   /* started (what efarm_op_alloc leaves) */
+    EFARM_OPS_NACKED,    /* a read send its receiver answered with READ_NACK: it runs on as
+                            long-CTS, and its REQ carries no data and the READ_NACK flag */
+    EFARM_OPS_COMPLETED, /* its request completed (a write target: all its data is in); it may
+                            still owe replies and have packets in flight */
+    EFARM_OPS_COUNT
+};
+#define EFARM_OPS_BIT(state) (1u << (state))
+
+/*
+ * An operation's state is four small words: efarm_op.state (how far it got),
+ * efarm_op.flags (what it is and where it is: its traits and the lists it
+ * is on), efarm_op.owed (what it still owes its peer) and efarm_op.awaits
+ * (what it waits for from its peer). It ends when it owes and awaits nothing
+ * and nothing of it is in flight.
+ */
+/* efarm_op.flags: traits, set as the op learns them and cleared only by a role change */
 #define EFARM_OPF_TAGGED    0x0001u
 #define EFARM_OPF_DC        0x0002u
 #define EFARM_OPF_CQ_DATA   0x0004u
-#define EFARM_OPF_IN_WORK   0x0008u /* on ep->work */
-#define EFARM_OPF_NACKED    0x0010u /* tx: long-CTS after READ_NACK */
-#define EFARM_OPF_MAPPED    0x0040u /* rx: in the (peer, msg_id) map */
-#define EFARM_OPF_COMPLETED 0x0080u /* the request was completed */
-#define EFARM_OPF_INJECT    0x0100u /* tx: complete once the data is in packets */
-#define EFARM_OPF_NO_DIRECT 0x0200u /* rma: EFARM_RMA_NO_DIRECT */
-#define EFARM_OPF_NO_REG    0x0400u /* rma: the buffer would not register: nothing RDMA */
-#define EFARM_OPF_TEMP_BUF  0x0800u /* tx: EFARM_SEND_TEMP_BUF */
-#define EFARM_OPF_COUNTED   0x1000u /* tx: in its peer's sends_inflight */
-#define EFARM_OPF_REFUSED                                   \
-    0x2000u /* rx: a peer's long write refused: its data is \
-               discarded and the EOR or RECEIPT says REFUSED */
+#define EFARM_OPF_INJECT    0x0008u /* tx: complete once the data is in packets */
+#define EFARM_OPF_TEMP_BUF  0x0010u /* tx: EFARM_SEND_TEMP_BUF */
+#define EFARM_OPF_NO_DIRECT 0x0020u /* rma: EFARM_RMA_NO_DIRECT */
+#define EFARM_OPF_NO_REG    0x0040u /* rma: the buffer would not register: nothing RDMA */
+#define EFARM_OPF_REFUSED                                                                \
+    0x0080u /* a peer's long write refused at its start (its data is dropped) or failed: \
+               its EOR or RECEIPT says REFUSED */
+/* efarm_op.flags: where it is (the lists and counts it is in, the liveness scan's mark) */
+#define EFARM_OPF_IN_WORK 0x0100u /* on ep->work */
+#define EFARM_OPF_MAPPED  0x0200u /* rx: in the (peer, msg_id) map */
+#define EFARM_OPF_COUNTED 0x0400u /* tx: in its peer's sends_inflight */
 #define EFARM_OPF_PROBE_AGED \
-    0x4000u /* waited on its peer at the last liveness scan (proto_probe.c) */
+    0x0800u /* waited on its peer at the last liveness scan (proto_probe.c) */
 
 /* efarm_op.owed: what it still has to send its peer or do (replies, its REQ, reads) */
 #define EFARM_OWE_REQ  0x01u /* its REQ packet(s), not built yet (a send, our long read) */
@@ -246,19 +268,20 @@ struct efarm_op {
     struct efarm_link link; /* ep->work, or a peer's hs_waiters */
     struct efarm_req *req;  /* NULL once completed */
     uint8_t kind;
+    uint8_t state;    /* enum efarm_op_state */
     uint8_t proto;    /* enum efarm_proto_kind */
     uint8_t req_type; /* tx: the REQ packet type; rx: the first REQ's type */
-    uint8_t niov;
-    uint16_t flags; /* EFARM_OPF_* */
-    uint8_t owed;   /* EFARM_OWE_* */
-    uint8_t awaits; /* EFARM_AWAIT_* */
-    uint32_t id;    /* generation << 16 | index */
+    uint16_t flags;   /* EFARM_OPF_* */
+    uint8_t owed;     /* EFARM_OWE_* */
+    uint8_t awaits;   /* EFARM_AWAIT_* */
+    uint32_t id;      /* generation << 16 | index */
     efarm_peer_t peer;
     uint32_t msg_id;
     uint32_t peer_op_id;    /* tx: the peer's recv_id (CTS); rx: the peer's send_id */
     uint32_t pkts_inflight; /* txpkts referencing this op, posted or queued */
     uint32_t reads_inflight;
     uint16_t map_next; /* (peer, msg_id) map chain: the next op's index */
+    uint8_t niov;
     int status;
     uint8_t *buf;        /* user buffer */
     uint64_t len;        /* tx: message length; rx: buffer length */
@@ -299,6 +322,8 @@ struct efarm_op_class {
     const char *name;
     /* The machinery that runs it (EFARM_OP_TX, _RX or _RMA): which replies can name it. */
     uint8_t runs_as;
+    /* The states it can be in: EFARM_OPS_BIT of each. */
+    uint8_t states;
     /* Build and post what the op still has to send (from the work list). */
     void (*work)(struct efarm_ep *ep, struct efarm_op *op);
     /* One of its packets completed at the device (status 0 or an error). */
@@ -323,18 +348,43 @@ struct efarm_op_class {
     const char *lost;
 };
 extern const struct efarm_op_class efarm_op_classes[EFARM_OP_KIND_COUNT];
+extern const char *const efarm_op_state_names[EFARM_OPS_COUNT];
 
 static inline const struct efarm_op_class *efarm_op_class(const struct efarm_op *op)
 {
     return &efarm_op_classes[op->kind];
 }
 
+#ifndef NDEBUG
+/* An op was to take a role or state its rows do not allow: logs it and aborts (an engine bug). */
+void efarm_op_state_illegal(const struct efarm_op *op, enum efarm_op_kind role,
+                            enum efarm_op_state state);
+#endif
+
+/*
+ * The one place an op's state changes. Without NDEBUG it checks the move
+ * against the role's row; with NDEBUG it is a store.
+ */
+static inline void efarm_op_set_state(struct efarm_op *op, enum efarm_op_state state)
+{
+#ifndef NDEBUG
+    if (state <= op->state || !(efarm_op_class(op)->states & EFARM_OPS_BIT(state)))
+        efarm_op_state_illegal(op, (enum efarm_op_kind)op->kind, state);
+#endif
+    op->state = (uint8_t)state;
+}
+
 /*
  * The one place an op's role changes after allocation (a one-sided op that
  * runs long): moving to another machinery clears the fields of the old one.
+ * Its state carries over, and must be one the new role has.
  */
 static inline void efarm_op_set_role(struct efarm_op *op, enum efarm_op_kind role)
 {
+#ifndef NDEBUG
+    if (!(efarm_op_classes[role].states & EFARM_OPS_BIT(op->state)))
+        efarm_op_state_illegal(op, role, (enum efarm_op_state)op->state);
+#endif
     if (efarm_op_classes[role].runs_as != efarm_op_class(op)->runs_as)
         memset(&op->msg, 0, sizeof(op->msg) > sizeof(op->rma) ? sizeof(op->msg) : sizeof(op->rma));
     op->kind = (uint8_t)role;

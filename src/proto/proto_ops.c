@@ -66,6 +66,7 @@ struct efarm_op *efarm_op_alloc(struct efarm_ep *ep, enum efarm_op_kind kind)
         return NULL;
     op = &ep->ops[ep->op_free[--ep->nop_free]];
     id = op->id;
+    _Static_assert(EFARM_OPS_RUNNING == 0, "an op starts running by the memset");
     memset(op, 0, offsetof(struct efarm_op, iov));
     op->mr.entry = NULL;
     op->id = id;
@@ -212,7 +213,7 @@ struct efarm_op *efarm_op_map_find(struct efarm_ep *ep, efarm_peer_t peer, uint3
 void efarm_req_complete(struct efarm_ep *ep, struct efarm_op *op, struct efarm_req *req, int status)
 {
     if (op != NULL)
-        op->flags |= EFARM_OPF_COMPLETED;
+        efarm_op_set_state(op, EFARM_OPS_COMPLETED);
     req->status = status;
     req->done = true;
     if (status) {
@@ -240,6 +241,23 @@ static void rx_op_tx_done(struct efarm_ep *ep, struct efarm_op *op, struct efarm
     efarm_rx_op_pkt_done(ep, op);
 }
 
+const char *const efarm_op_state_names[EFARM_OPS_COUNT] = {
+    [EFARM_OPS_RUNNING] = "running",
+    [EFARM_OPS_NACKED] = "NACKed",
+    [EFARM_OPS_COMPLETED] = "completed",
+};
+
+#ifndef NDEBUG
+void efarm_op_state_illegal(const struct efarm_op *op, enum efarm_op_kind role,
+                            enum efarm_op_state state)
+{
+    efarm_log(EFARM_LOG_ERROR, "op %#x, a %s op %s, cannot be a %s op %s", op->id,
+              efarm_op_class(op)->name, efarm_op_state_names[op->state],
+              efarm_op_classes[role].name, efarm_op_state_names[state]);
+    abort();
+}
+#endif
+
 /* The send and receive machinery's hooks, shared by the roles each runs. */
 #define SEND_MACHINERY                                                                  \
     .runs_as = EFARM_OP_TX, .work = efarm_tx_op_work, .pkt_done = efarm_tx_op_pkt_done, \
@@ -248,16 +266,23 @@ static void rx_op_tx_done(struct efarm_ep *ep, struct efarm_op *op, struct efarm
     .runs_as = EFARM_OP_RX, .work = efarm_rx_op_work, .pkt_done = rx_op_tx_done, \
     .rdma_done = efarm_read_completion, .peer_failed = efarm_rx_op_peer_failed
 
+/* The states a role's ops can be in. */
+#define RUNNING   EFARM_OPS_BIT(EFARM_OPS_RUNNING)
+#define NACKED    EFARM_OPS_BIT(EFARM_OPS_NACKED)
+#define COMPLETED EFARM_OPS_BIT(EFARM_OPS_COMPLETED)
+
 const struct efarm_op_class efarm_op_classes[EFARM_OP_KIND_COUNT] = {
     [EFARM_OP_FREE] = {.name = "free"},
     [EFARM_OP_TX] = {.name = "send",
                      SEND_MACHINERY,
+                     .states = RUNNING | NACKED | COMPLETED,
                      .begin = efarm_send_begin,
                      .receipt = efarm_tx_receipt,
                      .origin = true},
-    [EFARM_OP_RX] = {.name = "receive", RECV_MACHINERY},
+    [EFARM_OP_RX] = {.name = "receive", RECV_MACHINERY, .states = RUNNING | COMPLETED},
     [EFARM_OP_RMA] = {.name = "one-sided",
                       .runs_as = EFARM_OP_RMA,
+                      .states = RUNNING | COMPLETED,
                       .work = efarm_rma_op_work,
                       .pkt_done = efarm_rma_op_pkt_done,
                       .rdma_done = efarm_rma_op_rdma_done,
@@ -270,20 +295,31 @@ const struct efarm_op_class efarm_op_classes[EFARM_OP_KIND_COUNT] = {
     /* A DC_LONGCTS_RTW ends at the RECEIPT, as a DC send does. */
     [EFARM_OP_WRITE_ORIGIN] = {.name = "long write",
                                SEND_MACHINERY,
+                               .states = RUNNING | NACKED | COMPLETED,
                                .receipt = efarm_tx_receipt,
                                .origin = true,
                                .rma = true},
     /* The target's READRSP brings the first data and its op's id. */
     [EFARM_OP_READ_ORIGIN] = {.name = "long read",
                               RECV_MACHINERY,
+                              .states = RUNNING | COMPLETED,
                               .readrsp = efarm_rtr_long_readrsp,
                               .origin = true,
                               .rma = true},
-    [EFARM_OP_WRITE_TARGET] = {.name = "long write target", RECV_MACHINERY, .target = true},
+    /* It completes when its data is in, and then sends its EOR or RECEIPT. */
+    [EFARM_OP_WRITE_TARGET] = {.name = "long write target",
+                               RECV_MACHINERY,
+                               .states = RUNNING | COMPLETED,
+                               .target = true},
+    /* It has no request and ends when its data is sent: it never completes. */
     [EFARM_OP_READ_TARGET] = {.name = "long read target",
                               SEND_MACHINERY,
+                              .states = RUNNING,
                               .target = true,
                               .lost = "data of a long read it asked for (LONGCTS_RTR)"},
 };
 #undef SEND_MACHINERY
 #undef RECV_MACHINERY
+#undef RUNNING
+#undef NACKED
+#undef COMPLETED

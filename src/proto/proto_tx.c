@@ -175,15 +175,13 @@ static void txpkt_failed(struct efarm_ep *ep, struct efarm_txpkt *tx, int status
     } else if (efarm_op_class(op)->lost != NULL && op->status == 0) {
         lost = efarm_op_class(op)->lost; /* its role says (a long read we serve) */
     } else if (efarm_op_class(op)->origin) {
-        const uint32_t done = EFARM_OPF_INJECT | EFARM_OPF_COMPLETED;
-
-        if ((op->flags & done) == done && op->status == 0) {
+        if ((op->flags & EFARM_OPF_INJECT) && op->state == EFARM_OPS_COMPLETED && op->status == 0) {
             lost = "the data of an injected send that had already completed";
             ep->cnt.lost_after_completion++;
         } else if (req_pkt && !gone && st->tx_msg_id != op->msg_id + 1) {
             lost = "the messages sent to it after this one (they wait behind it)";
         }
-    } else if ((op->flags & EFARM_OPF_COMPLETED) && op->status == 0 && !gone) {
+    } else if (op->state == EFARM_OPS_COMPLETED && op->status == 0 && !gone) {
         lost = "a reply (EOR or RECEIPT) its send waits for";
     }
     efarm_peer_fail(ep, tx->peer, status, tx->type, lost);

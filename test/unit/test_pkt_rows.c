@@ -213,3 +213,40 @@ EFARM_TEST(op_role_rows)
     EXPECT_TRUE(targets == 2 && rma == 3);
     EXPECT_TRUE(!efarm_op_classes[EFARM_OP_RX].origin && efarm_op_classes[EFARM_OP_TX].origin);
 }
+
+/*
+ * The states each role lists (efarm_op_class.states), which efarm_op_set_state
+ * holds its ops to: every op starts running (efarm_op_alloc's zeroes); a role
+ * with a request completes it, and so does the long write we serve (run as a
+ * receive) before its replies go; only a send can be NACKed (a read
+ * protocol's READ_NACK turns it into long-CTS), and not the long read we
+ * serve, which is long-CTS from its start. Every state is some role's and has
+ * a name.
+ */
+EFARM_TEST(op_role_states)
+{
+    const unsigned running = EFARM_OPS_BIT(EFARM_OPS_RUNNING),
+                   nacked = EFARM_OPS_BIT(EFARM_OPS_NACKED),
+                   completed = EFARM_OPS_BIT(EFARM_OPS_COMPLETED);
+    unsigned all = 0;
+
+    EXPECT_EQ(efarm_op_classes[EFARM_OP_FREE].states, 0);
+    for (unsigned k = EFARM_OP_FREE + 1; k < EFARM_OP_KIND_COUNT; k++) {
+        const struct efarm_op_class *c = &efarm_op_classes[k];
+
+        efarm_test_context("role %u (%s), states %#x", k, c->name ? c->name : "?", c->states);
+        EXPECT_TRUE(c->states & running);
+        EXPECT_EQ(c->states & ~(EFARM_OPS_BIT(EFARM_OPS_COUNT) - 1), 0);
+        EXPECT_EQ((c->states & completed) != 0, !c->target || c->runs_as == EFARM_OP_RX);
+        EXPECT_EQ((c->states & nacked) != 0, !c->target && c->runs_as == EFARM_OP_TX);
+        all |= c->states;
+    }
+    for (unsigned s = 0; s < EFARM_OPS_COUNT; s++) {
+        efarm_test_context("state %u", s);
+        EXPECT_TRUE(efarm_op_state_names[s] != NULL);
+        for (unsigned t = 0; t < s; t++)
+            EXPECT_TRUE(strcmp(efarm_op_state_names[t], efarm_op_state_names[s]) != 0);
+    }
+    efarm_test_context("totals");
+    EXPECT_EQ(all, EFARM_OPS_BIT(EFARM_OPS_COUNT) - 1);
+}
