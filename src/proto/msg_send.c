@@ -877,7 +877,9 @@ void efarm_read_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct e
 
     if (op == NULL)
         return;
-    if (!(op->awaits & EFARM_AWAIT_EOR) || op->offset < op->msg.runt_length) {
+    /* Only a read send still running can fall back: a late or repeated READ_NACK is stale. */
+    if (op->state != EFARM_OPS_RUNNING || !(op->awaits & EFARM_AWAIT_EOR) ||
+        op->offset < op->msg.runt_length) {
         ep->cnt.stale_ids++;
         return;
     }

@@ -389,7 +389,10 @@ EFARM_TEST(wire_read_nack_to_sender)
     send_reply(&w, EFARM_PKT_READ_NACK, send_id, 0x31);
     EXPECT_EQ(cnt()->read_nacks_recv, 1);
     expect_nack_longcts(&w, 1, send_id, len);
-    wp_expect_none(&w, EFARM_PKT_CTSDATA);
+    send_reply(&w, EFARM_PKT_READ_NACK, send_id, 0x31); /* a repeat: already long-CTS */
+    EXPECT_EQ(cnt()->stale_ids, 1);
+    EXPECT_EQ(cnt()->read_nacks_recv, 1);
+    wp_expect_none(&w, -1);
     off = 0; /* long-CTS from the first byte */
     send_cts(&w, send_id, 0x32, 100000);
     take_ctsdata(&w, 0x32, src, &off, 100000, true);
@@ -398,7 +401,7 @@ EFARM_TEST(wire_read_nack_to_sender)
     wait_req(&sreq);
     EXPECT_RET(sreq.status, 0);
     send_reply(&w, EFARM_PKT_READ_NACK, send_id, 0x31); /* the send is over */
-    EXPECT_EQ(cnt()->stale_ids, 1);
+    EXPECT_EQ(cnt()->stale_ids, 2);
 
     efarm_test_context("runting read");
     EXPECT_RET(efarm_tsend(g_ep, w2.peer, src, len, 1, 2, 3, 0, 0, &sreq), 0);
