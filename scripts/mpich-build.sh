@@ -89,7 +89,8 @@
 #
 # --release is the configuration to run applications with: ch4 calls efarm's netmod
 # inline (--enable-ch4-netmod-inline, so the netmod's functions are compiled into
-# ch4's callers instead of being called through its function table), in its own
+# ch4's callers instead of being called through its function table) and MPICH's
+# inline functions are always inlined (--enable-fast=O2,alwaysinline), in its own
 # cache build/mpich-release (EFARM_MPICH_RELEASE_CACHE; prefix CACHE/install, logs
 # build/logs/mpich-release-STEP.log), from the download of the default cache. Every
 # change to the netmod then recompiles most of libmpi, which is why the default
@@ -534,13 +535,21 @@ else
     *) configure_args+=(FFLAGS=-fallow-argument-mismatch FCFLAGS=-fallow-argument-mismatch) ;;
     esac
 fi
-configure_args+=("${extra_configure[@]}")
+# --release: ch4 calls efarm inline, and MPICH's performance-critical functions are
+# always inlined (--enable-fast=O2,alwaysinline, as MPICH's configure documents it;
+# error checking and assertions stay on). With ch4's shared-memory module built,
+# ch4's own send and receive (MPID_Isend, MPID_Irecv) grow past gcc's inlining
+# limits: without alwaysinline each is a call of its own, and so are the request
+# allocation and the shared-memory poll (issue 41: 950 MPICH instructions per
+# round trip against 794; bench/README.md). EXTRA arguments come later and win.
 if [ "$release" = yes ]; then
     for i in "${!configure_args[@]}"; do
         [ "${configure_args[i]}" != --disable-ch4-netmod-inline ] ||
             configure_args[i]=--enable-ch4-netmod-inline
     done
+    configure_args+=(--enable-fast=O2,alwaysinline)
 fi
+configure_args+=("${extra_configure[@]}")
 if [ "$netmod" = ofi ]; then
     # The same arguments but the two that name the netmod (see --netmod ofi above).
     for i in "${!configure_args[@]}"; do
