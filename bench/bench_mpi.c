@@ -29,7 +29,8 @@
  * <rank 1>" (or "PVAR <name> missing") for each -p counter, its change over
  * the benchmark summed over both ranks, then "SENT <messages> <bytes>": what both ranks
  * sent (acknowledgements and check messages included), so a script can tell from a
- * netmod's counters that every message crossed it. Exit status 2: bad arguments.
+ * netmod's counters that every message crossed it (bench_mpit.h, shared with
+ * bench_mt.c). Exit status 2: bad arguments.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
@@ -43,15 +44,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#define TAG_DATA      1
-#define TAG_ACK       2
-#define TAG_CHECK     3
-#define LARGE         8192        /* sizes above it move about its bytes per test */
-#define MAX_SIZE_LIM  (1ul << 30) /* counts stay in an int */
-#define DEFAULT_MAX   (4ul << 20)
-#define RATE_SIZE     8
-#define MAX_PVARS     16
-#define MAX_PVAR_ELEM 64
+#include "bench_mpit.h"
+
+#define TAG_DATA     1
+#define TAG_ACK      2
+#define TAG_CHECK    3
+#define LARGE        8192        /* sizes above it move about its bytes per test */
+#define MAX_SIZE_LIM (1ul << 30) /* counts stay in an int */
+#define DEFAULT_MAX  (4ul << 20)
+#define RATE_SIZE    8
+#define MAX_PVARS    16
 
 enum test { TEST_LATENCY, TEST_BW, TEST_BIBW, TEST_MSGRATE, TEST_COUNT };
 
@@ -106,15 +108,6 @@ static void results_flush(void)
     g_nresults = 0;
     fflush(stdout);
 }
-
-struct pvar {
-    const char *name;
-    bool found;
-    MPI_T_pvar_handle handle;
-    MPI_Datatype type;
-    int count;
-    unsigned long long start;
-};
 
 static int g_rank; /* errors in the arguments are reported by rank 0 only */
 
@@ -498,91 +491,6 @@ static void run_msgrate(struct bench *b)
     results_flush();
 }
 
-/* ---- MPI_T counters ---------------------------------------------------------------- */
-
-/* Reads the counter's current value summed over its elements; 0 when not found. */
-static unsigned long long pvar_read(MPI_T_pvar_session session, const struct pvar *p)
-{
-    union {
-        unsigned long long ull[MAX_PVAR_ELEM];
-        unsigned long ul[MAX_PVAR_ELEM];
-        unsigned u[MAX_PVAR_ELEM];
-    } v;
-    unsigned long long sum = 0;
-
-    if (!p->found || MPI_T_pvar_read(session, p->handle, &v) != MPI_SUCCESS)
-        return 0;
-    for (int i = 0; i < p->count; i++) {
-        if (p->type == MPI_UNSIGNED_LONG_LONG)
-            sum += v.ull[i];
-        else if (p->type == MPI_UNSIGNED_LONG)
-            sum += v.ul[i];
-        else
-            sum += v.u[i];
-    }
-    return sum;
-}
-
-/* Finds a counter by name; one that is missing or unusable is reported and skipped. */
-static void pvar_open(MPI_T_pvar_session session, int rank, struct pvar *p)
-{
-    char name[256], desc[1024];
-    int index, name_len = sizeof(name), desc_len = sizeof(desc), verbosity, var_class, bind;
-    int readonly, continuous, atomic;
-    MPI_T_enum enumtype;
-
-    p->found = false;
-    if (MPI_T_pvar_get_index(p->name, MPI_T_PVAR_CLASS_COUNTER, &index) != MPI_SUCCESS)
-        return;
-    if (MPI_T_pvar_get_info(index, name, &name_len, &verbosity, &var_class, &p->type, &enumtype,
-                            desc, &desc_len, &bind, &readonly, &continuous,
-                            &atomic) != MPI_SUCCESS ||
-        bind != MPI_T_BIND_NO_OBJECT ||
-        (p->type != MPI_UNSIGNED_LONG_LONG && p->type != MPI_UNSIGNED_LONG &&
-         p->type != MPI_UNSIGNED)) {
-        if (rank == 0)
-            fprintf(stderr, "bench-mpi: -p %s: not an unsigned counter bound to no object\n",
-                    p->name);
-        return;
-    }
-    if (MPI_T_pvar_handle_alloc(session, index, NULL, &p->handle, &p->count) != MPI_SUCCESS ||
-        p->count < 1 || p->count > MAX_PVAR_ELEM) {
-        if (rank == 0)
-            fprintf(stderr, "bench-mpi: -p %s: cannot read it\n", p->name);
-        return;
-    }
-    if (!continuous)
-        MPI_T_pvar_start(session, p->handle);
-    p->found = true;
-    p->start = pvar_read(session, p);
-}
-
-/* PVAR lines for the counters, then the SENT line. */
-static void report_counters(MPI_T_pvar_session session, struct bench *b, struct pvar *p, int n)
-{
-    unsigned long long mine[2] = {b->sent_msgs, b->sent_bytes}, sent[2];
-
-    if (b->rank == 0 && n > 0)
-        printf("\n# MPI_T counters: growth over the benchmark (total, rank 0, rank 1)\n");
-    for (int i = 0; i < n; i++) {
-        unsigned long long grown = pvar_read(session, &p[i]) - p[i].start, both[2];
-        int found = p[i].found, all_found;
-
-        MPI_Allreduce(&found, &all_found, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        MPI_Gather(&grown, 1, MPI_UNSIGNED_LONG_LONG, both, 1, MPI_UNSIGNED_LONG_LONG, 0,
-                   MPI_COMM_WORLD);
-        if (b->rank != 0)
-            continue;
-        if (all_found)
-            printf("PVAR %s %llu %llu %llu\n", p[i].name, both[0] + both[1], both[0], both[1]);
-        else
-            printf("PVAR %s missing\n", p[i].name);
-    }
-    MPI_Reduce(mine, sent, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (b->rank == 0)
-        printf("\n# messages both ranks sent, and their bytes\nSENT %llu %llu\n", sent[0], sent[1]);
-}
-
 /* ---- main ------------------------------------------------------------------------- */
 
 static void print_header(const struct bench *b)
@@ -601,7 +509,7 @@ static void print_header(const struct bench *b)
 
 static int run(struct bench *b)
 {
-    struct pvar pvars[MAX_PVARS];
+    struct bench_pvar pvars[MAX_PVARS];
     MPI_T_pvar_session session;
     int provided, n = b->o.npvars;
 
@@ -609,7 +517,7 @@ static int run(struct bench *b)
     MPI_T_pvar_session_create(&session);
     for (int i = 0; i < n; i++) {
         pvars[i].name = b->o.pvars[i];
-        pvar_open(session, b->rank, &pvars[i]);
+        bench_pvar_open(session, "bench-mpi", b->rank, &pvars[i]);
     }
     if (b->rank == 0)
         print_header(b);
@@ -621,7 +529,7 @@ static int run(struct bench *b)
         run_bandwidth(b, TEST_BIBW);
     if (b->o.tests & 1u << TEST_MSGRATE)
         run_msgrate(b);
-    report_counters(session, b, pvars, n);
+    bench_counters_report(session, b->rank, pvars, n, b->sent_msgs, b->sent_bytes);
     MPI_T_pvar_session_free(&session);
     MPI_T_finalize();
     return 0;

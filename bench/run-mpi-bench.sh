@@ -134,7 +134,7 @@ label_of() {
 
 for v in "${variants[@]}"; do
     bin=$(binary_of "$v")
-    [ ! -x "$bin" ] || [ "$bin" -ot "$top/bench/bench_mpi.c" ] ||
+    [ ! -x "$bin" ] || [ "$bin" -ot "$top/bench/bench_mpi.c" ] || [ "$bin" -ot "$top/bench/bench_mpit.h" ] ||
         [ "$bin" -ot "$(prefix_of "$v")/bin/mpicc" ] || continue
     mkdir -p "$(dirname "$bin")"
     "$(prefix_of "$v")/bin/mpicc" -std=c11 -O2 -Wall -Wextra -Werror \
