@@ -344,6 +344,16 @@ if [ -x "$mpich_prefix/bin/mpicc" ]; then
     # MPICH build, once made MPICH's fits differ by 11%.)
     step instr-bench-smoke env EFARM_BUILD_ROOT="$root" bash "$top/bench/run-instr-bench.sh" \
         --prefix "$mpich_prefix" --check
+    # The multithreaded benchmark (issue 42) over efarm, 1 and 2 threads, a tenth of a
+    # second per point: every message's stamp and efarm's counters against what it sent
+    # are checked, not its figures; and its self-test (-x, one wrong stamp) must fail.
+    mt_bench_smoke() {
+        local run=(env EFARM_BUILD_ROOT="$root" bash "$top/bench/run-mt-bench.sh"
+            --prefix "$mpich_prefix" --only efarm --threads "1,2" --quick --runs 1)
+        "${run[@]}" && ! "${run[@]}" -- -x >"$root/bench/mt-selftest.txt" 2>&1 &&
+            grep 'CHECK FAILED' "$root/bench/mt-selftest.txt"
+    }
+    step mt-bench-smoke mt_bench_smoke
     # Applications Debian builds against its MPICH, run over efarm through the MPICH
     # ABI (ScaLAPACK's test programs, NetPIPE; scripts/run-mpich-apps.sh, its ci subset).
     suite mpich-apps bash "$top/scripts/run-mpich-apps.sh" --prefix "$mpich_prefix" --subset ci \
