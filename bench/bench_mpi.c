@@ -44,6 +44,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#define BENCH_PROG "bench-mpi"
+#include "bench_args.h"
 #include "bench_mpit.h"
 
 #define TAG_DATA     1
@@ -107,21 +109,6 @@ static void results_flush(void)
                g_results[i].unit);
     g_nresults = 0;
     fflush(stdout);
-}
-
-static int g_rank; /* errors in the arguments are reported by rank 0 only */
-
-/* An error in the arguments, on stderr, once. */
-static void complain(const char *fmt, ...)
-{
-    va_list ap;
-
-    if (g_rank != 0)
-        return;
-    va_start(ap, fmt);
-    fputs("bench-mpi: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
 }
 
 static void usage(FILE *f)
@@ -241,23 +228,17 @@ static int parse_args(int argc, char **argv, struct opts *o)
             o->window = (int)v;
             break;
         case 'p':
-            if (o->npvars == MAX_PVARS) {
-                complain("-p: at most %d counters\n", MAX_PVARS);
+            if (bench_arg_pvar(o->pvars, &o->npvars, MAX_PVARS, optarg))
                 return -EINVAL;
-            }
-            o->pvars[o->npvars++] = optarg;
             break;
         case 'h':
             return 1;
         default:
-            complain("unknown option or missing value: -%c\n", optopt);
-            return -EINVAL;
+            return bench_arg_unknown(optopt);
         }
     }
-    if (optind < argc) {
-        complain("unexpected argument '%s'\n", argv[optind]);
+    if (bench_args_end(argc, argv, optind))
         return -EINVAL;
-    }
     return 0;
 }
 
@@ -329,13 +310,6 @@ static void check_exchange(struct bench *b, size_t size)
             }
         }
     }
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
 }
 
 /* ---- latency ---------------------------------------------------------------------- */

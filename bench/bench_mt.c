@@ -57,6 +57,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#define BENCH_PROG "bench-mt"
+#include "bench_args.h"
 #include "bench_mpit.h"
 
 #define MAX_THREADS   64
@@ -122,21 +124,6 @@ struct worker {
     double secs; /* this thread's own time in the phase */
     unsigned long long sent_msgs, sent_bytes;
 };
-
-static int g_rank; /* errors in the arguments are reported by rank 0 only */
-
-/* An error in the arguments, on stderr, once. */
-static void complain(const char *fmt, ...)
-{
-    va_list ap;
-
-    if (g_rank != 0)
-        return;
-    va_start(ap, fmt);
-    fputs("bench-mt: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-}
 
 static void usage(FILE *f)
 {
@@ -309,23 +296,17 @@ static int parse_args(int argc, char **argv, struct opts *o)
             o->corrupt = true;
             break;
         case 'p':
-            if (o->npvars == MAX_PVARS) {
-                complain("-p: at most %d counters\n", MAX_PVARS);
+            if (bench_arg_pvar(o->pvars, &o->npvars, MAX_PVARS, optarg))
                 return -EINVAL;
-            }
-            o->pvars[o->npvars++] = optarg;
             break;
         case 'h':
             return 1;
         default:
-            complain("unknown option or missing value: -%c\n", optopt);
-            return -EINVAL;
+            return bench_arg_unknown(optopt);
         }
     }
-    if (optind < argc) {
-        complain("unexpected argument '%s'\n", argv[optind]);
+    if (bench_args_end(argc, argv, optind))
         return -EINVAL;
-    }
     return check_args(o);
 }
 
@@ -547,13 +528,6 @@ static long calibrate(const struct point *pt, long warm, double secs)
     }
     MPI_Bcast(&n, 1, MPI_LONG, 0, MPI_COMM_WORLD);
     return n;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return x < y ? -1 : x > y;
 }
 
 /* Rank 0's MT line for a rate point. */

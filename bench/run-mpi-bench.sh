@@ -90,6 +90,8 @@ wants() { [[ " ${variants[*]} " == *" $1 "* ]]; }
 
 mkdir -p "$out"
 log() { echo "run-mpi-bench: $*"; }
+# shellcheck source=bench/efarm-counters.sh
+. "$top/bench/efarm-counters.sh"
 
 # ---- Dependencies and the two MPICH builds ------------------------------------------
 
@@ -134,7 +136,8 @@ label_of() {
 
 for v in "${variants[@]}"; do
     bin=$(binary_of "$v")
-    [ ! -x "$bin" ] || [ "$bin" -ot "$top/bench/bench_mpi.c" ] || [ "$bin" -ot "$top/bench/bench_mpit.h" ] ||
+    [ ! -x "$bin" ] || [ "$bin" -ot "$top/bench/bench_mpi.c" ] ||
+        [ "$bin" -ot "$top/bench/bench_mpit.h" ] || [ "$bin" -ot "$top/bench/bench_args.h" ] ||
         [ "$bin" -ot "$(prefix_of "$v")/bin/mpicc" ] || continue
     mkdir -p "$(dirname "$bin")"
     "$(prefix_of "$v")/bin/mpicc" -std=c11 -O2 -Wall -Wextra -Werror \
@@ -256,17 +259,8 @@ check_run() {
     local v=$1 f=$2 line found
     case $v in
     efarm)
-        if grep -q '^PVAR efarm_nm_.* missing' "$f"; then
-            log "efarm: MPI_T counters efarm_nm_* missing: cannot tell that traffic crossed efarm"
-            return 1
-        fi
         # efarm's messages (native sends + active messages) against bench-mpi's SENT count.
-        found=$(awk '$1 == "PVAR" && ($2 == "efarm_nm_send_msgs" || $2 == "efarm_nm_am_send") {
-                n += $3} $1 == "SENT" {sent = $2}
-            END {printf "%d of the %d messages bench-mpi sent", n, sent; exit n >= sent && sent > 0 ? 0 : 1}' "$f") || {
-            log "efarm: efarm sent $found: not all traffic crossed efarm"
-            return 1
-        }
+        found=$(efarm_counters_check "$f" bench-mpi) || { log "efarm: $found"; return 1; }
         log "efarm: counters show $found crossing efarm ($(awk '$1 == "PVAR" {
             printf "%s%s=%s", sep, $2, $3; sep = ", "}' "$f"))"
         ;;

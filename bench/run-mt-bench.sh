@@ -94,6 +94,8 @@ fi
 
 mkdir -p "$out"
 log() { echo "run-mt-bench: $*"; }
+# shellcheck source=bench/efarm-counters.sh
+. "$top/bench/efarm-counters.sh"
 label_of() {
     case $1 in
     efarm) echo "efarm" ;;
@@ -167,6 +169,7 @@ for v in "${runnable[@]}"; do
     bin=$(binary_of "$v") cc=$(mpicc_of "$v")
     if [ -x "$bin" ] && [ "$(cat "$bin.mpicc" 2>/dev/null)" = "$cc" ] &&
         [ "$bin" -nt "$top/bench/bench_mt.c" ] && [ "$bin" -nt "$top/bench/bench_mpit.h" ] &&
+        [ "$bin" -nt "$top/bench/bench_args.h" ] &&
         [ "$bin" -nt "$cc" ]; then
         continue
     fi
@@ -238,16 +241,7 @@ check_run() {
     local v=$1 f=$2 line found lanes bad
     case $v in
     efarm)
-        if grep -q '^PVAR efarm_nm_.* missing' "$f"; then
-            log "efarm: MPI_T counters efarm_nm_* missing: cannot tell that traffic crossed efarm"
-            return 1
-        fi
-        found=$(awk '$1 == "PVAR" && ($2 == "efarm_nm_send_msgs" || $2 == "efarm_nm_am_send") {
-                n += $3} $1 == "SENT" {sent = $2}
-            END {printf "%d of the %d messages bench-mt sent", n, sent; exit n >= sent && sent > 0 ? 0 : 1}' "$f") || {
-            log "efarm: efarm sent $found: not all traffic crossed efarm"
-            return 1
-        }
+        found=$(efarm_counters_check "$f" bench-mt) || { log "efarm: $found"; return 1; }
         log "efarm: counters show $found crossing efarm"
         ;;
     ucx)
