@@ -120,8 +120,9 @@ struct worker {
     unsigned char *sbuf, *rbuf; /* window slots of size bytes each */
     MPI_Request *reqs;
     MPI_Status *stats;
-    double *lat; /* rank 0, lat: one-way us of each round trip */
-    double secs; /* this thread's own time in the phase */
+    double *lat;        /* rank 0, lat: one-way us of each round trip */
+    double secs;        /* this thread's own time in the phase */
+    double start, stop; /* its MPI_Wtime when it began and when it ended */
     unsigned long long sent_msgs, sent_bytes;
 };
 
@@ -460,15 +461,14 @@ static void *worker_main(void *arg)
     struct worker *w = arg;
     struct point *pt = w->pt;
     MPI_Comm comm = pt->comm == COMM_OWN ? pt->b->own[w->t] : pt->b->shared;
-    double t0;
-
     pthread_barrier_wait(&pt->start);
-    t0 = MPI_Wtime();
+    w->start = MPI_Wtime();
     if (pt->mode == MODE_RATE)
         rate_run(w, comm);
     else
         lat_run(w, comm);
-    w->secs = MPI_Wtime() - t0;
+    w->stop = MPI_Wtime();
+    w->secs = w->stop - w->start;
     return NULL;
 }
 
@@ -480,11 +480,16 @@ static void out_of_memory(const struct bench *b, const char *what)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-/* Starts the point's threads, releases them together after an MPI_Barrier, and
- * returns the seconds from that start to the last thread's end. */
+/*
+ * Starts the point's threads, releases them together after an MPI_Barrier, and
+ * returns the seconds from the first thread's start to the last one's end, as
+ * the threads clocked them. (Not the main thread's clock: with more busy
+ * threads than cores it can be descheduled from the release until the work is
+ * done; a warm-up clocked near zero once made calibrate ask for 10^8 windows.)
+ */
 static double phase(struct point *pt, struct worker *w)
 {
-    double t0, secs;
+    double first = 0, last = 0;
 
     if (pthread_barrier_init(&pt->start, NULL, (unsigned)pt->threads + 1))
         out_of_memory(pt->b, "a thread barrier");
@@ -502,17 +507,17 @@ static double phase(struct point *pt, struct worker *w)
     }
     MPI_Barrier(MPI_COMM_WORLD);
     pthread_barrier_wait(&pt->start);
-    t0 = MPI_Wtime();
     for (int t = 0; t < pt->threads; t++)
         pthread_join(w[t].thread, NULL);
-    secs = MPI_Wtime() - t0;
     pthread_barrier_destroy(&pt->start);
     for (int t = 0; t < pt->threads; t++) {
+        first = t == 0 || w[t].start < first ? w[t].start : first;
+        last = t == 0 || w[t].stop > last ? w[t].stop : last;
         pt->b->sent_msgs += w[t].sent_msgs;
         pt->b->sent_bytes += w[t].sent_bytes;
         w[t].sent_msgs = w[t].sent_bytes = 0;
     }
-    return secs;
+    return last - first;
 }
 
 /* Iterations for about -T seconds from a timed warm-up of warm iterations (rank 0
