@@ -2,7 +2,8 @@
  * efasim CQs: a ring of completions behind the ibv_cq_ex poll API
  * (start/next/end_poll and the read_* accessors), the legacy ibv_poll_cq, and
  * efadv's SGID read. Polling is where the datapath runs: start_poll and
- * ibv_poll_cq first make progress on the context's QPs, reading their sockets
+ * ibv_poll_cq first make progress on the QPs that feed the CQ (and on the
+ * context's other QPs that no other thread is serving), reading their sockets
  * without blocking, so the application thread drives its own latency path.
  */
 #include <errno.h>
@@ -17,13 +18,56 @@ static struct efasim_cq *to_cq(struct ibv_cq_ex *ibv)
     return (struct efasim_cq *)ibv; /* ibv is the first member */
 }
 
+/* Ring operations: the CQ's lock held. count and reserved are also read without it (hints). */
+static void ring_put(struct efasim_cq *cq, const struct efasim_cqe *cqe)
+{
+    cq->ring[(cq->head + cq->count) % cq->size] = *cqe;
+    __atomic_store_n(&cq->count, cq->count + 1, __ATOMIC_RELAXED);
+}
+
+static bool ring_has_room(const struct efasim_cq *cq)
+{
+    return cq->count + cq->reserved < cq->size;
+}
+
 int efasim_cq_push(struct efasim_cq *cq, const struct efasim_cqe *cqe)
 {
-    if (efasim_cq_full(cq))
-        return -EAGAIN;
-    cq->ring[(cq->head + cq->count) % cq->size] = *cqe;
-    cq->count++;
-    return 0;
+    int ret = -EAGAIN;
+
+    pthread_mutex_lock(&cq->lock);
+    if (ring_has_room(cq)) {
+        ring_put(cq, cqe);
+        ret = 0;
+    }
+    pthread_mutex_unlock(&cq->lock);
+    return ret;
+}
+
+bool efasim_cq_reserve(struct efasim_cq *cq)
+{
+    bool ok;
+
+    pthread_mutex_lock(&cq->lock);
+    ok = ring_has_room(cq);
+    if (ok)
+        __atomic_store_n(&cq->reserved, cq->reserved + 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&cq->lock);
+    return ok;
+}
+
+void efasim_cq_push_reserved(struct efasim_cq *cq, const struct efasim_cqe *cqe)
+{
+    pthread_mutex_lock(&cq->lock);
+    __atomic_store_n(&cq->reserved, cq->reserved - 1, __ATOMIC_RELAXED);
+    ring_put(cq, cqe);
+    pthread_mutex_unlock(&cq->lock);
+}
+
+void efasim_cq_unreserve(struct efasim_cq *cq)
+{
+    pthread_mutex_lock(&cq->lock);
+    __atomic_store_n(&cq->reserved, cq->reserved - 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&cq->lock);
 }
 
 /* Copy the ring's head entry for the accessors; it stays in the ring until consumed. */
@@ -35,27 +79,41 @@ static void cq_load_current(struct efasim_cq *cq)
     cq->ibv.status = cq->cur.status;
 }
 
-void efasim_cqe_consumed(struct efasim_context *ctx, const struct efasim_cqe *cqe)
+/* One fewer of a counter that the QP's own thread raises under its lock; never below 0. */
+static void in_cq_drop(uint32_t *n)
 {
-    for (uint32_t i = 0; i < ctx->qp_slots_used; i++) {
-        struct efasim_qp *qp = ctx->qps[i];
+    uint32_t v = __atomic_load_n(n, __ATOMIC_RELAXED);
 
-        if (qp && qp->qpn == cqe->qp_num) {
-            if (cqe->sq && qp->sq_in_cq)
-                qp->sq_in_cq--;
-            else if (!cqe->sq && qp->rq_in_cq)
-                qp->rq_in_cq--;
-            return;
-        }
-    }
+    while (v &&
+           !__atomic_compare_exchange_n(n, &v, v - 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
 }
 
-/* Consume the head entry. Context lock held. */
+/* A polled completion leaves the queue it came from: its slot is free for a new WR. */
+static void cqe_consumed(const struct efasim_cqe *cqe)
+{
+    if (cqe->qp)
+        in_cq_drop(cqe->sq ? &cqe->qp->sq_in_cq : &cqe->qp->rq_in_cq);
+}
+
+void efasim_cq_forget_qp(struct efasim_cq *cq, const struct efasim_qp *qp)
+{
+    pthread_mutex_lock(&cq->lock);
+    for (uint32_t i = 0; i < cq->count; i++) {
+        struct efasim_cqe *e = &cq->ring[(cq->head + i) % cq->size];
+
+        if (e->qp == qp)
+            e->qp = NULL;
+    }
+    pthread_mutex_unlock(&cq->lock);
+}
+
+/* Consume the head entry. The CQ's lock held. */
 static void cq_pop(struct efasim_cq *cq)
 {
-    efasim_cqe_consumed(cq->ctx, &cq->ring[cq->head]);
+    cqe_consumed(&cq->ring[cq->head]);
     cq->head = (cq->head + 1) % cq->size;
-    cq->count--;
+    __atomic_store_n(&cq->count, cq->count - 1, __ATOMIC_RELAXED);
     cq->has_cur = false;
 }
 
@@ -77,14 +135,13 @@ static int cq_start_poll(struct ibv_cq_ex *ibv, struct ibv_poll_cq_attr *attr)
         return EINVAL;
     }
     pthread_mutex_lock(&cq->poll_lock);
-    pthread_mutex_lock(&ctx->lock);
-    ctx->last_app_poll_ns = efasim_now_ns();
-    efasim_progress(ctx);
+    efasim_progress(ctx, cq);
+    pthread_mutex_lock(&cq->lock);
     if (cq->count)
         cq_load_current(cq);
     else
         ret = ENOENT;
-    pthread_mutex_unlock(&ctx->lock);
+    pthread_mutex_unlock(&cq->lock);
     if (ret)
         pthread_mutex_unlock(&cq->poll_lock);
     return ret; /* on success poll_lock is held until end_poll, as EFA holds its CQ lock */
@@ -95,14 +152,14 @@ static int cq_next_poll(struct ibv_cq_ex *ibv)
     struct efasim_cq *cq = to_cq(ibv);
     int ret = 0;
 
-    pthread_mutex_lock(&cq->ctx->lock);
+    pthread_mutex_lock(&cq->lock);
     if (cq->has_cur)
         cq_pop(cq);
     if (cq->count)
         cq_load_current(cq);
     else
         ret = ENOENT;
-    pthread_mutex_unlock(&cq->ctx->lock);
+    pthread_mutex_unlock(&cq->lock);
     return ret;
 }
 
@@ -110,10 +167,10 @@ static void cq_end_poll(struct ibv_cq_ex *ibv)
 {
     struct efasim_cq *cq = to_cq(ibv);
 
-    pthread_mutex_lock(&cq->ctx->lock);
+    pthread_mutex_lock(&cq->lock);
     if (cq->has_cur)
         cq_pop(cq);
-    pthread_mutex_unlock(&cq->ctx->lock);
+    pthread_mutex_unlock(&cq->lock);
     pthread_mutex_unlock(&cq->poll_lock);
 }
 
@@ -183,9 +240,8 @@ int ctx_poll_cq(struct ibv_cq *ibv, int n, struct ibv_wc *wc)
     int got = 0;
 
     pthread_mutex_lock(&cq->poll_lock);
-    pthread_mutex_lock(&ctx->lock);
-    ctx->last_app_poll_ns = efasim_now_ns();
-    efasim_progress(ctx);
+    efasim_progress(ctx, cq);
+    pthread_mutex_lock(&cq->lock);
     while (got < n && cq->count) {
         const struct efasim_cqe *e = &cq->ring[cq->head];
         struct ibv_wc *w = &wc[got++];
@@ -203,7 +259,7 @@ int ctx_poll_cq(struct ibv_cq *ibv, int n, struct ibv_wc *wc)
         w->slid = e->slid;
         cq_pop(cq);
     }
-    pthread_mutex_unlock(&ctx->lock);
+    pthread_mutex_unlock(&cq->lock);
     pthread_mutex_unlock(&cq->poll_lock);
     return got;
 }
@@ -249,6 +305,7 @@ struct ibv_cq_ex *efasim_cq_create(struct efasim_context *ctx, struct ibv_cq_ini
     cq->size = cqe;
     cq->ctx = ctx;
     pthread_mutex_init(&cq->poll_lock, NULL);
+    pthread_mutex_init(&cq->lock, NULL);
     cq->ibv.context = &ctx->vctx.context;
     cq->ibv.cq_context = attr->cq_context;
     cq->ibv.cqe = (int)cqe;
@@ -291,6 +348,7 @@ int efasim_cq_destroy(struct ibv_cq *ibv)
     struct efasim_cq *cq = (struct efasim_cq *)ibv;
 
     pthread_mutex_destroy(&cq->poll_lock);
+    pthread_mutex_destroy(&cq->lock);
     free(cq->ring);
     free(cq);
     return 0;

@@ -29,6 +29,25 @@ uint64_t efasim_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * The object tables' lock prefers readers: the service thread and the
+ * application's threads read the tables all the time, and creating or
+ * destroying an object may wait for a gap (efasim.h, "Concurrency").
+ */
+static int objs_lock_init(pthread_rwlock_t *lock)
+{
+    pthread_rwlockattr_t attr;
+    int err;
+
+    if (pthread_rwlockattr_init(&attr))
+        return -1;
+    err = pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_READER_NP) ||
+          pthread_rwlock_init(lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
+    return err ? -1 : 0;
+}
+
+/* Under the context's fault_lock (fault.c). */
 double efasim_rand01(struct efasim_context *ctx)
 {
     /* xorshift64*: reproducible per context from EFASIM_SEED. */
@@ -285,8 +304,9 @@ EFASIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     ctx->ahnums = calloc(cfg->max_ah, sizeof(*ctx->ahnums));
     if (!ctx->qps || !ctx->mrs || !ctx->ahs || !ctx->ahnums)
         goto err_free;
-    if (pthread_mutex_init(&ctx->lock, NULL))
+    if (objs_lock_init(&ctx->objs))
         goto err_free;
+    pthread_mutex_init(&ctx->fault_lock, NULL);
     ctx->dev = to_dev(device);
     ctx->rng = cfg->seed * 0x9e3779b97f4a7c15ull + (uint64_t)getpid() + 1;
     ctx->last_progress_ns = efasim_now_ns(); /* the NIC's clock starts running now */
@@ -323,7 +343,8 @@ EFASIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 err_tx:
     efasim_tx_free(ctx);
 err_lock:
-    pthread_mutex_destroy(&ctx->lock);
+    pthread_rwlock_destroy(&ctx->objs);
+    pthread_mutex_destroy(&ctx->fault_lock);
     efasim_hw_counters_unmap(ctx->hwc);
 err_free:
     free(ctx->qps);
@@ -343,14 +364,13 @@ EFASIM_EXPORT int ibv_close_device(struct ibv_context *context)
     if (ctx->nqp)
         return EBUSY;
     efasim_service_stop(ctx);
-    pthread_mutex_lock(&ctx->lock);
     efasim_tx_free(ctx);
     for (uint32_t i = 0; i < efasim_config()->max_mr; i++)
         free(ctx->mrs[i]);
     for (uint32_t i = 0; i < efasim_config()->max_ah; i++)
         free(ctx->ahs[i]);
-    pthread_mutex_unlock(&ctx->lock);
-    pthread_mutex_destroy(&ctx->lock);
+    pthread_rwlock_destroy(&ctx->objs);
+    pthread_mutex_destroy(&ctx->fault_lock);
     free(ctx->qps);
     free(ctx->mrs);
     free(ctx->ahs);
@@ -475,9 +495,7 @@ struct efasim_mr *efasim_mr_check(struct efasim_context *ctx, uint32_t key, uint
     if (slot >= efasim_config()->max_mr)
         return NULL;
     mr = ctx->mrs[slot];
-    if (!mr || !mr->live || mr->ibv.lkey != key)
-        return NULL;
-    if ((mr->access & access) != access)
+    if (!mr || !mr->live || mr->ibv.lkey != key || (mr->access & access) != access)
         return NULL;
     start = (uint64_t)(uintptr_t)mr->ibv.addr;
     if (addr < start || len > mr->ibv.length || addr - start > mr->ibv.length - len)
@@ -517,18 +535,18 @@ EFASIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, siz
         errno = EINVAL;
         return NULL;
     }
-    pthread_mutex_lock(&ctx->lock);
+    pthread_rwlock_wrlock(&ctx->objs);
     for (slot = 0; slot < cfg->max_mr; slot++)
         if (!ctx->mrs[slot] || !ctx->mrs[slot]->live)
             break;
     if (slot == cfg->max_mr || slot >= (1u << MR_SLOT_BITS) - 1) {
-        pthread_mutex_unlock(&ctx->lock);
+        pthread_rwlock_unlock(&ctx->objs);
         errno = ENOMEM; /* as the device does when its MR table is full */
         return NULL;
     }
     mr = ctx->mrs[slot] ? ctx->mrs[slot] : calloc(1, sizeof(*mr));
     if (!mr) {
-        pthread_mutex_unlock(&ctx->lock);
+        pthread_rwlock_unlock(&ctx->objs);
         errno = ENOMEM;
         return NULL;
     }
@@ -544,7 +562,7 @@ EFASIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, siz
     mr->access = access;
     mr->live = true;
     ctx->nmr++;
-    pthread_mutex_unlock(&ctx->lock);
+    pthread_rwlock_unlock(&ctx->objs);
     return &mr->ibv;
 }
 
@@ -566,11 +584,11 @@ EFASIM_EXPORT int ibv_dereg_mr(struct ibv_mr *ibv_mr)
     struct efasim_context *ctx = efasim_ctx(ibv_mr->context);
     struct efasim_mr *mr = (struct efasim_mr *)ibv_mr;
 
-    pthread_mutex_lock(&ctx->lock);
+    pthread_rwlock_wrlock(&ctx->objs);
     mr->live = false;
     mr->ibv.lkey = mr->ibv.rkey = 0;
     ctx->nmr--;
-    pthread_mutex_unlock(&ctx->lock);
+    pthread_rwlock_unlock(&ctx->objs);
     return 0;
 }
 
@@ -623,20 +641,20 @@ EFASIM_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr
         errno = EINVAL;
         return NULL;
     }
-    pthread_mutex_lock(&ctx->lock);
+    pthread_rwlock_wrlock(&ctx->objs);
     for (slot = 0; slot < cfg->max_ah; slot++)
         if (!ctx->ahs[slot] || !ctx->ahs[slot]->live)
             break;
     ahn = slot < cfg->max_ah ? ahnum_get(ctx, pd, &attr->grh.dgid) : 0;
     if (!ahn) {
-        pthread_mutex_unlock(&ctx->lock);
+        pthread_rwlock_unlock(&ctx->objs);
         errno = ENOMEM; /* the device's AH table is full */
         return NULL;
     }
     ah = ctx->ahs[slot] ? ctx->ahs[slot] : calloc(1, sizeof(*ah));
     if (!ah) {
         ctx->ahnums[ahn - 1].refs--;
-        pthread_mutex_unlock(&ctx->lock);
+        pthread_rwlock_unlock(&ctx->objs);
         errno = ENOMEM;
         return NULL;
     }
@@ -648,7 +666,7 @@ EFASIM_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr
     ah->ahn = ahn;
     ah->live = true;
     ctx->nah++;
-    pthread_mutex_unlock(&ctx->lock);
+    pthread_rwlock_unlock(&ctx->objs);
     return &ah->ibv;
 }
 
@@ -657,13 +675,13 @@ EFASIM_EXPORT int ibv_destroy_ah(struct ibv_ah *ibv_ah)
     struct efasim_context *ctx = efasim_ctx(ibv_ah->context);
     struct efasim_ah *ah = (struct efasim_ah *)ibv_ah;
 
-    pthread_mutex_lock(&ctx->lock);
+    pthread_rwlock_wrlock(&ctx->objs);
     if (ah->live) {
         ah->live = false;
         ctx->ahnums[ah->ahn - 1].refs--;
         ctx->nah--;
     }
-    pthread_mutex_unlock(&ctx->lock);
+    pthread_rwlock_unlock(&ctx->objs);
     return 0;
 }
 

@@ -9,12 +9,22 @@
  * duplicate suppression) so kernel drops and injected faults never surface as
  * loss, exactly as SRD hides the fabric's.
  *
- * Concurrency: one mutex per device context guards every object opened from
- * it. The application's own calls (post, poll) do the latency-critical work
- * themselves: posting sends the datagram, polling reads the sockets. The
- * service thread (the emulated NIC) only runs timers and serves peers while
- * the application is not polling; it never holds the lock for long and never
- * blocks the application's path.
+ * Concurrency, as the hardware has it: independent QPs never wait for each
+ * other. Each QP has its own lock (its queues, sockets and reliability state),
+ * each CQ its own (the ring) besides the consumer's poll section, and the
+ * context's object tables (QPs, MRs, AHs) a reader-writer lock that only
+ * creating and destroying objects take for writing. Lock order: the tables
+ * (read), then a QP, then a CQ, then the fault injector's lock (its delay
+ * queue and random stream, taken only with faults on). Whoever takes a QP's
+ * lock holds the tables first (a posting section, a progress pass), so MR
+ * and AH lookups inside need no lock of their own; a CQ's consumer reaches
+ * the QP of a completion through the completion, never through the tables.
+ * The NIC clock and the traffic counters are atomics. The application's own calls (post,
+ * poll) do the latency-critical work themselves: posting sends the datagram,
+ * polling reads the sockets of the QPs that feed the polled CQ (and of the
+ * others nobody is serving at that moment). The service thread (the emulated
+ * NIC) only runs timers and serves peers while the application is not
+ * polling; it only ever try-locks a QP and never blocks the application's path.
  */
 #ifndef EFASIM_H
 #define EFASIM_H
@@ -169,24 +179,30 @@ struct efasim_cqe {
     uint16_t slid;
     union ibv_gid sgid;
     bool sq; /* a send-queue completion (else a receive's) */
+    /* The QP whose queue slot the completion holds until polled; NULL once it is destroyed. */
+    struct efasim_qp *qp;
 };
 
 /*
- * A CQ. The ring belongs to the context lock (producers run under it); the
- * consumer side has its own lock, held from a successful ibv_start_poll to
- * ibv_end_poll as rdma-core's EFA provider holds its CQ spinlock, so the
- * application may post, register and create objects of the same context
- * inside the poll section (libfabric does). The entry being read stays in the
- * ring, reserved, until next_poll or end_poll consumes it; the accessors read
- * a copy of it.
+ * A CQ. The ring has its own lock (producers are the QPs that feed the CQ,
+ * each under its own lock); the consumer side has another, held from a
+ * successful ibv_start_poll to ibv_end_poll as rdma-core's EFA provider holds
+ * its CQ spinlock, so the application may post, register and create objects
+ * of the same context inside the poll section (libfabric does). The entry
+ * being read stays in the ring, reserved, until next_poll or end_poll consumes
+ * it; the accessors read a copy of it. A receive that needs a completion
+ * reserves its place first (efasim_cq_reserve), so a second QP filling the
+ * same CQ in between can never make it lose one.
  */
 struct efasim_cq {
     struct ibv_cq_ex ibv;  /* begins with the struct ibv_cq fields (ibv_cq_ex_to_cq) */
     struct efadv_cq efadv; /* for efadv_cq_from_ibv_cq_ex / efadv_wc_read_sgid */
     struct efasim_context *ctx;
     pthread_mutex_t poll_lock; /* the consumer: one poll section at a time */
+    pthread_mutex_t lock;      /* the ring: producers and the consumer's pops */
     struct efasim_cqe *ring;
-    uint32_t size, head, count; /* under ctx->lock */
+    uint32_t size, head, count; /* under lock */
+    uint32_t reserved;          /* places promised to receives in progress (efasim_cq_reserve) */
     struct efasim_cqe cur;      /* copy of the ring's head entry during a poll section */
     bool has_cur;
 };
@@ -194,7 +210,8 @@ struct efasim_cq {
 struct efasim_context {
     struct verbs_context vctx; /* ibv_context at its end, as verbs_get_ctx expects */
     struct efasim_device *dev;
-    pthread_mutex_t lock;
+    pthread_rwlock_t objs;       /* the object tables below: written only to create or destroy */
+    pthread_mutex_t fault_lock;  /* the fault injector's delay queue and rng */
     struct efasim_qp **qps;      /* max_qp slots */
     struct efasim_mr **mrs;      /* indexed by key - 1 */
     struct efasim_ah **ahs;      /* AH objects, max_ah slots, reused once destroyed */
@@ -204,13 +221,11 @@ struct efasim_context {
     uint32_t qp_slots_used; /* every QP sits below this slot index */
     pthread_t service;
     bool service_running, stop;
-    uint64_t last_app_poll_ns;
-    uint64_t last_progress_ns; /* the emulated NIC last ran (efasim_progress) */
-    uint64_t stalled_ns;       /* time it did not run at all: off its liveness clock */
-    uint64_t rng;
-    struct efasim_delayq *delayq;
-    struct efasim_txbatch *txb;     /* datagrams gathered for one sendmmsg (fault.c) */
-    struct efasim_hw_counters *hwc; /* the device's traffic counters, or NULL */
+    uint64_t last_progress_ns;      /* the emulated NIC last ran (efasim_progress); atomic */
+    uint64_t stalled_ns;            /* time it did not run at all: off its liveness clock; atomic */
+    uint64_t rng;                   /* under fault_lock */
+    struct efasim_delayq *delayq;   /* under fault_lock */
+    struct efasim_hw_counters *hwc; /* the device's traffic counters (atomics), or NULL */
 };
 
 /* ---- Context, objects, config ---------------------------------------------- */
@@ -223,22 +238,36 @@ static inline struct efasim_context *efasim_ctx(struct ibv_context *c)
 uint64_t efasim_now_ns(void);
 double efasim_rand01(struct efasim_context *ctx);
 
-/* Look up an MR by key with [addr, addr + len) inside it and `access` granted; NULL if not. */
+/*
+ * Look up an MR by key with [addr, addr + len) inside it and `access` granted;
+ * NULL if not. The table lock held (a posting section or a progress pass has it).
+ */
 struct efasim_mr *efasim_mr_check(struct efasim_context *ctx, uint32_t key, uint64_t addr,
                                   uint64_t len, unsigned access);
 
-/* The AH number of (pd, gid) in this context, or EFASIM_AHN_UNKNOWN. */
+/* The AH number of (pd, gid) in this context, or EFASIM_AHN_UNKNOWN. The table lock held. */
 uint16_t efasim_ahn_for_gid(struct efasim_context *ctx, const struct ibv_pd *pd,
                             const union ibv_gid *gid);
 
-/* A polled completion leaves the queue it came from: its slot is free for a new WR. */
-void efasim_cqe_consumed(struct efasim_context *ctx, const struct efasim_cqe *cqe);
+/* A destroyed QP's completions still in the CQ stop pointing at it. */
+void efasim_cq_forget_qp(struct efasim_cq *cq, const struct efasim_qp *qp);
 
-/* Append a completion; returns -EAGAIN when the CQ is full. */
+/* Append a completion; returns -EAGAIN when the CQ is full. Takes the CQ's lock. */
 int efasim_cq_push(struct efasim_cq *cq, const struct efasim_cqe *cqe);
+/*
+ * Promise a place in the CQ (false: it is full). The promise is kept by
+ * efasim_cq_push_reserved, which cannot fail, or given back by
+ * efasim_cq_unreserve.
+ */
+bool efasim_cq_reserve(struct efasim_cq *cq);
+void efasim_cq_push_reserved(struct efasim_cq *cq, const struct efasim_cqe *cqe);
+void efasim_cq_unreserve(struct efasim_cq *cq);
+/* Whether the CQ has no place left: a hint, read without its lock. */
 static inline bool efasim_cq_full(const struct efasim_cq *cq)
 {
-    return cq->count == cq->size;
+    return __atomic_load_n(&cq->count, __ATOMIC_RELAXED) +
+               __atomic_load_n(&cq->reserved, __ATOMIC_RELAXED) >=
+           cq->size;
 }
 
 /* GID <-> UDP address. */
@@ -460,6 +489,8 @@ struct efasim_rwqe {
 struct efasim_qp {
     struct ibv_qp_ex ibv; /* begins with struct ibv_qp (ibv_qp_to_qp_ex) */
     struct efasim_context *ctx;
+    pthread_mutex_t lock;       /* everything below; posting, progress and modify take it */
+    struct efasim_txbatch *txb; /* datagrams gathered for one sendmmsg (fault.c) */
     struct efasim_cq *send_cq, *recv_cq;
     int fd;
     uint16_t qpn;
@@ -485,7 +516,7 @@ struct efasim_qp {
      * the wrid index in next_poll/end_poll), so these still count against the
      * queue depth.
      */
-    uint32_t sq_in_cq, rq_in_cq;
+    uint32_t sq_in_cq, rq_in_cq; /* atomic: the CQ's consumer decrements them */
 
     struct efasim_inflight inflight[EFASIM_INFLIGHT_MAX];
     uint32_t ninflight;
@@ -537,8 +568,7 @@ static inline size_t efasim_datagram_max(const struct efasim_config *cfg)
  * -EFAULT when its memory cannot be read (the datagram is neither sent nor
  * held); any other failure is loss, which retransmission covers.
  */
-int efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
-                struct iovec *iov, int iovcnt);
+int efasim_xmit(struct efasim_qp *qp, const struct sockaddr_in *dst, struct iovec *iov, int iovcnt);
 /*
  * fault.c: the same, batched with sendmmsg while a batch is open
  * (efasim_tx_begin): iov[0..owned) are efasim's own pieces and copied, the
@@ -546,18 +576,20 @@ int efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *ds
  * finds them unreadable, probe_on_fault sends the owned pieces alone, flagged
  * EFASIM_F_PROBE (what inflight_send does on -EFAULT); otherwise it is loss.
  */
-int efasim_xmit_batched(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
-                        struct iovec *iov, int iovcnt, int owned, bool probe_on_fault);
+int efasim_xmit_batched(struct efasim_qp *qp, const struct sockaddr_in *dst, struct iovec *iov,
+                        int iovcnt, int owned, bool probe_on_fault);
 /*
- * fault.c: efasim_tx_init allocates, when the context opens, everything the
- * send path uses (the batch; the fault injector's delay queue); tx_free
- * releases it. Open (nested) and close a batch; flush sends what it holds now.
+ * fault.c: efasim_tx_init allocates, when the context opens, the fault
+ * injector's delay queue; tx_free releases it. efasim_txb_alloc makes a QP's
+ * send batch when the QP is created. Open (nested) and close a QP's batch;
+ * flush sends what it holds now. QP lock held.
  */
 int efasim_tx_init(struct efasim_context *ctx);
-void efasim_tx_begin(struct efasim_context *ctx);
-void efasim_tx_flush(struct efasim_context *ctx);
-void efasim_tx_end(struct efasim_context *ctx);
 void efasim_tx_free(struct efasim_context *ctx);
+struct efasim_txbatch *efasim_txb_alloc(void);
+void efasim_tx_begin(struct efasim_qp *qp);
+void efasim_tx_flush(struct efasim_qp *qp);
+void efasim_tx_end(struct efasim_qp *qp);
 /* fault.c: send one datagram as it is, never dropped or held by the fault injector. */
 int efasim_xmit_raw(int fd, const struct sockaddr_in *dst, struct iovec *iov, int iovcnt);
 
@@ -583,12 +615,17 @@ void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst, struct ib_uverbs_qp_att
 void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src);
 void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_rec *src);
 
-/* Make progress on every QP of the context: read datagrams, run timers. Lock held. */
-void efasim_progress(struct efasim_context *ctx);
+/*
+ * Make progress on the context's QPs: read datagrams, run timers. With a CQ,
+ * the QPs that feed it wait for their lock and the others are served only when
+ * nobody holds them; without (the service thread), every QP only if free.
+ * Takes the table lock (read) and each QP's.
+ */
+void efasim_progress(struct efasim_context *ctx, struct efasim_cq *cq);
 /* The emulated NIC's clock: monotonic time without the stretches it did not run. */
 uint64_t efasim_nic_now(const struct efasim_context *ctx);
 
-/* fault.c: flush datagrams held by the fault injector whose time has come. Lock held. */
+/* fault.c: flush datagrams held by the fault injector whose time has come. Takes fault_lock. */
 void efasim_delayq_flush(struct efasim_context *ctx, bool all);
 
 /*

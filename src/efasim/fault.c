@@ -3,7 +3,9 @@
  * datagram a QP sends goes through efasim_xmit, which drops, duplicates,
  * reorders or delays it with the probabilities EFASIM_LOSS, EFASIM_DUP,
  * EFASIM_REORDER and EFASIM_DELAY, drawn from the context's EFASIM_SEED
- * stream. Held datagrams wait in a bounded per-context queue (64 slots); a
+ * stream (under the context's fault_lock, as is the queue; with more than one
+ * thread posting or polling, which datagram draws which number follows the
+ * threads' timing). Held datagrams wait in a bounded per-context queue (64 slots); a
  * datagram that finds no slot goes out at once. A held datagram is a copy,
  * taken through the kernel: the application's memory behind an in-flight WR
  * may be gone (that used to crash the service thread in the copy), which is
@@ -11,7 +13,7 @@
  *
  * Datagrams that leave the injector go out at once, or, between
  * efasim_tx_begin and efasim_tx_end (a progress pass, a posting), are gathered
- * per socket and sent with one sendmmsg per EFASIM_TX_BATCH: their efasim-owned
+ * in the QP's batch and sent with one sendmmsg per EFASIM_TX_BATCH: their efasim-owned
  * head (header, ACKs, direct-copy request) is copied into the batch, their
  * payload stays where the application has it until the flush. A payload the
  * kernel cannot read then (EFAULT) turns that datagram into the payload-less
@@ -129,23 +131,28 @@ static void txb_send(struct efasim_txbatch *b)
     b->n = 0;
 }
 
-void efasim_tx_begin(struct efasim_context *ctx)
+struct efasim_txbatch *efasim_txb_alloc(void)
 {
-    ctx->txb->depth++;
+    return calloc(1, sizeof(struct efasim_txbatch));
 }
 
-void efasim_tx_flush(struct efasim_context *ctx)
+void efasim_tx_begin(struct efasim_qp *qp)
 {
-    if (ctx->txb && ctx->txb->n)
-        txb_send(ctx->txb);
+    qp->txb->depth++;
 }
 
-void efasim_tx_end(struct efasim_context *ctx)
+void efasim_tx_flush(struct efasim_qp *qp)
 {
-    if (!ctx->txb || !ctx->txb->depth)
+    if (qp->txb && qp->txb->n)
+        txb_send(qp->txb);
+}
+
+void efasim_tx_end(struct efasim_qp *qp)
+{
+    if (!qp->txb || !qp->txb->depth)
         return;
-    if (!--ctx->txb->depth)
-        efasim_tx_flush(ctx);
+    if (!--qp->txb->depth)
+        efasim_tx_flush(qp);
 }
 
 /*
@@ -153,10 +160,11 @@ void efasim_tx_end(struct efasim_context *ctx)
  * (owned >= 0: the first `owned` pieces are efasim's and copied, the rest stay
  * readable until the flush). 0, or -EFAULT when sent now and unreadable.
  */
-static int out_send(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
-                    struct iovec *iov, int iovcnt, int owned, bool probe_on_fault)
+static int out_send(struct efasim_qp *qp, const struct sockaddr_in *dst, struct iovec *iov,
+                    int iovcnt, int owned, bool probe_on_fault)
 {
-    struct efasim_txbatch *b = ctx->txb;
+    struct efasim_txbatch *b = qp->txb;
+    int fd = qp->fd;
     struct txb_entry *e;
     size_t off = 0;
 
@@ -222,26 +230,26 @@ void efasim_delayq_flush(struct efasim_context *ctx, bool all)
     if (!ctx->delayq)
         return;
     now = efasim_now_ns();
+    pthread_mutex_lock(&ctx->fault_lock);
     for (unsigned i = 0; i < DELAYQ_SLOTS; i++) {
         struct delayed *d = &ctx->delayq->slot[i];
 
         if (d->used && (all || now >= d->due_ns))
             delayed_release(d);
     }
+    pthread_mutex_unlock(&ctx->fault_lock);
 }
 
 /*
- * The send batch, and with reordering, delay or duplication on, the delay
- * queue with all its buffers: allocated here, when the context opens, because
- * the service thread must never allocate or free (efasim.h, "Service thread").
+ * With reordering, delay or duplication on, the delay queue with all its
+ * buffers: allocated here, when the context opens, because the service thread
+ * must never allocate or free (efasim.h, "Service thread").
  */
 int efasim_tx_init(struct efasim_context *ctx)
 {
     const struct efasim_config *cfg = efasim_config();
     struct efasim_delayq *q;
 
-    if (!(ctx->txb = calloc(1, sizeof(*ctx->txb))))
-        return -ENOMEM;
     if (!cfg->dup && !cfg->reorder && !cfg->delay)
         return 0;
     if (!(q = ctx->delayq = calloc(1, sizeof(*q))))
@@ -258,10 +266,6 @@ err:
 
 void efasim_tx_free(struct efasim_context *ctx)
 {
-    if (ctx->txb)
-        efasim_tx_flush(ctx);
-    free(ctx->txb);
-    ctx->txb = NULL;
     if (!ctx->delayq)
         return;
     for (unsigned i = 0; i < DELAYQ_SLOTS; i++)
@@ -326,21 +330,13 @@ static void delayq_tick(struct efasim_context *ctx)
     }
 }
 
-static int xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
-                struct iovec *iov, int iovcnt, int owned, bool probe_on_fault)
+static int xmit_faulty(struct efasim_qp *qp, const struct sockaddr_in *dst, struct iovec *iov,
+                       int iovcnt, int owned, bool probe_on_fault)
 {
     const struct efasim_config *cfg = efasim_config();
-    int held;
+    struct efasim_context *ctx = qp->ctx;
+    int fd = qp->fd, held;
 
-    if (ctx->hwc) {
-        size_t len = 0;
-
-        for (int i = 0; i < iovcnt; i++)
-            len += iov[i].iov_len;
-        efasim_hw_count(&ctx->hwc->tx_pkts, &ctx->hwc->tx_bytes, len);
-    }
-    if (!cfg->loss && !cfg->dup && !cfg->reorder && !cfg->delay)
-        return out_send(ctx, fd, dst, iov, iovcnt, owned, probe_on_fault);
     if (ctx->delayq)
         delayq_tick(ctx);
     if (cfg->loss && efasim_rand01(ctx) < cfg->loss)
@@ -351,21 +347,42 @@ static int xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *ds
     if (cfg->reorder && efasim_rand01(ctx) < cfg->reorder &&
         (held = delayq_hold(ctx, fd, dst, iov, iovcnt, false)))
         return held < 0 ? held : 0;
-    if (out_send(ctx, fd, dst, iov, iovcnt, owned, probe_on_fault))
+    if (out_send(qp, dst, iov, iovcnt, owned, probe_on_fault))
         return -EFAULT;
     if (cfg->dup && efasim_rand01(ctx) < cfg->dup && !delayq_hold(ctx, fd, dst, iov, iovcnt, false))
-        (void)out_send(ctx, fd, dst, iov, iovcnt, owned, probe_on_fault);
+        (void)out_send(qp, dst, iov, iovcnt, owned, probe_on_fault);
     return 0;
 }
 
-int efasim_xmit(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
-                struct iovec *iov, int iovcnt)
+static int xmit(struct efasim_qp *qp, const struct sockaddr_in *dst, struct iovec *iov, int iovcnt,
+                int owned, bool probe_on_fault)
 {
-    return xmit(ctx, fd, dst, iov, iovcnt, -1, false);
+    const struct efasim_config *cfg = efasim_config();
+    struct efasim_context *ctx = qp->ctx;
+    int ret;
+
+    if (ctx->hwc) {
+        size_t len = 0;
+
+        for (int i = 0; i < iovcnt; i++)
+            len += iov[i].iov_len;
+        efasim_hw_count(&ctx->hwc->tx_pkts, &ctx->hwc->tx_bytes, len);
+    }
+    if (!cfg->loss && !cfg->dup && !cfg->reorder && !cfg->delay)
+        return out_send(qp, dst, iov, iovcnt, owned, probe_on_fault);
+    pthread_mutex_lock(&ctx->fault_lock);
+    ret = xmit_faulty(qp, dst, iov, iovcnt, owned, probe_on_fault);
+    pthread_mutex_unlock(&ctx->fault_lock);
+    return ret;
 }
 
-int efasim_xmit_batched(struct efasim_context *ctx, int fd, const struct sockaddr_in *dst,
-                        struct iovec *iov, int iovcnt, int owned, bool probe_on_fault)
+int efasim_xmit(struct efasim_qp *qp, const struct sockaddr_in *dst, struct iovec *iov, int iovcnt)
 {
-    return xmit(ctx, fd, dst, iov, iovcnt, owned, probe_on_fault);
+    return xmit(qp, dst, iov, iovcnt, -1, false);
+}
+
+int efasim_xmit_batched(struct efasim_qp *qp, const struct sockaddr_in *dst, struct iovec *iov,
+                        int iovcnt, int owned, bool probe_on_fault)
+{
+    return xmit(qp, dst, iov, iovcnt, owned, probe_on_fault);
 }

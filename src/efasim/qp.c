@@ -108,6 +108,8 @@ static void qp_free(struct efasim_qp *qp)
     free(qp->rq);
     free(qp->peers);
     free(qp->rxbuf);
+    free(qp->txb);
+    pthread_mutex_destroy(&qp->lock);
     free(qp);
 }
 
@@ -199,6 +201,7 @@ struct ibv_qp *efasim_qp_create(struct efasim_context *ctx, struct ibv_qp_init_a
         goto err;
     qp->fd = -1;
     qp->ctx = ctx;
+    pthread_mutex_init(&qp->lock, NULL);
     qp->cap = qp_sizes(&attr->cap);
     qp->sq_sig_all = attr->sq_sig_all != 0;
     qp->send_cq = (struct efasim_cq *)attr->send_cq;
@@ -212,7 +215,9 @@ struct ibv_qp *efasim_qp_create(struct efasim_context *ctx, struct ibv_qp_init_a
     qp->peers = calloc(cfg->max_peers, sizeof(*qp->peers));
     qp->rxbuf_size = efasim_datagram_max(cfg) + 64;
     qp->rxbuf = malloc(EFASIM_RX_BATCH * qp->rxbuf_size);
-    if (!qp->sq || !qp->inline_pool || !qp->issue_fifo || !qp->rq || !qp->peers || !qp->rxbuf)
+    qp->txb = efasim_txb_alloc();
+    if (!qp->sq || !qp->inline_pool || !qp->issue_fifo || !qp->rq || !qp->peers || !qp->rxbuf ||
+        !qp->txb)
         goto err_free;
     for (uint32_t i = 0; i < qp->cap.max_send_wr; i++)
         qp->sq[i].inline_data = qp->inline_pool + (size_t)i * cfg->inline_size;
@@ -235,12 +240,12 @@ struct ibv_qp *efasim_qp_create(struct efasim_context *ctx, struct ibv_qp_init_a
     if (qp->has_qp_ex)
         qp_install_wr_ops(qp, attr->send_ops_flags);
 
-    pthread_mutex_lock(&ctx->lock);
+    pthread_rwlock_wrlock(&ctx->objs);
     for (slot = 0; slot < cfg->max_qp; slot++)
         if (!ctx->qps[slot])
             break;
     if (slot == cfg->max_qp) {
-        pthread_mutex_unlock(&ctx->lock);
+        pthread_rwlock_unlock(&ctx->objs);
         err = ENOMEM;
         goto err_free;
     }
@@ -248,7 +253,7 @@ struct ibv_qp *efasim_qp_create(struct efasim_context *ctx, struct ibv_qp_init_a
     ctx->nqp++;
     if (slot >= ctx->qp_slots_used)
         ctx->qp_slots_used = slot + 1;
-    pthread_mutex_unlock(&ctx->lock);
+    pthread_rwlock_unlock(&ctx->objs);
     attr->cap = qp->cap;
     return &qp->ibv.qp_base;
 
@@ -264,15 +269,26 @@ int efasim_qp_destroy(struct ibv_qp *ibv)
     struct efasim_qp *qp = efasim_qp(ibv);
     struct efasim_context *ctx = qp->ctx;
 
-    pthread_mutex_lock(&ctx->lock);
+    /*
+     * Quiesce under the QP's own lock, then take it out of the table: once the
+     * table's write lock is had, no progress pass holds the QP any more.
+     */
+    pthread_rwlock_rdlock(&ctx->objs);
+    pthread_mutex_lock(&qp->lock);
     if (qp->fd >= 0)
         efasim_qp_quiesce(qp);
+    pthread_mutex_unlock(&qp->lock);
+    pthread_rwlock_unlock(&ctx->objs);
+    pthread_rwlock_wrlock(&ctx->objs);
     for (uint32_t i = 0; i < efasim_config()->max_qp; i++)
         if (ctx->qps[i] == qp)
             ctx->qps[i] = NULL;
     ctx->nqp--;
+    pthread_rwlock_unlock(&ctx->objs);
+    efasim_cq_forget_qp(qp->send_cq, qp);
+    if (qp->recv_cq != qp->send_cq)
+        efasim_cq_forget_qp(qp->recv_cq, qp);
     efasim_delayq_flush(ctx, true); /* nothing held back may outlive its socket */
-    pthread_mutex_unlock(&ctx->lock);
     qp_free(qp);
     return 0;
 }
@@ -295,17 +311,19 @@ static void qp_flush(struct efasim_qp *qp)
         w->chunks_inflight = 0;
         efasim_swqe_finish(qp, i);
     }
-    while (qp->rq_count && !efasim_cq_full(qp->recv_cq)) {
+    while (qp->rq_count) {
         struct efasim_cqe cqe = {.wr_id = qp->rq[qp->rq_head].wr_id,
                                  .status = IBV_WC_WR_FLUSH_ERR,
                                  .opcode = IBV_WC_RECV,
                                  .vendor_err = EFASIM_ST_FLUSHED,
-                                 .qp_num = qp->qpn};
+                                 .qp_num = qp->qpn,
+                                 .qp = qp};
 
-        efasim_cq_push(qp->recv_cq, &cqe);
+        if (efasim_cq_push(qp->recv_cq, &cqe))
+            break; /* the CQ is full */
         qp->rq_head = (qp->rq_head + 1) % qp->cap.max_recv_wr;
         qp->rq_count--;
-        qp->rq_in_cq++;
+        __atomic_add_fetch(&qp->rq_in_cq, 1, __ATOMIC_RELAXED);
     }
 }
 
@@ -366,7 +384,7 @@ int efasim_qp_modify(struct ibv_qp *ibv, struct ibv_qp_attr *attr, int mask)
     struct efasim_qp *qp = efasim_qp(ibv);
     int ret;
 
-    pthread_mutex_lock(&qp->ctx->lock);
+    pthread_mutex_lock(&qp->lock);
     ret = qp_modify_check(qp, attr, mask);
     if (!ret) {
         if (mask & IBV_QP_QKEY)
@@ -376,13 +394,15 @@ int efasim_qp_modify(struct ibv_qp *ibv, struct ibv_qp_attr *attr, int mask)
         if (mask & IBV_QP_STATE) {
             if (attr->qp_state == IBV_QPS_ERR || attr->qp_state == IBV_QPS_RESET)
                 qp_flush(qp);
-            if (attr->qp_state == IBV_QPS_RESET) /* rdma-core's efa_qp_init_indices */
-                qp->sq_in_cq = qp->rq_in_cq = 0;
+            if (attr->qp_state == IBV_QPS_RESET) { /* rdma-core's efa_qp_init_indices */
+                __atomic_store_n(&qp->sq_in_cq, 0, __ATOMIC_RELAXED);
+                __atomic_store_n(&qp->rq_in_cq, 0, __ATOMIC_RELAXED);
+            }
             qp->state = attr->qp_state;
             qp->ibv.qp_base.state = attr->qp_state;
         }
     }
-    pthread_mutex_unlock(&qp->ctx->lock);
+    pthread_mutex_unlock(&qp->lock);
     return ret;
 }
 
@@ -453,7 +473,7 @@ static int wr_validate(const struct efasim_qp *qp, unsigned int wr_flags)
         return EINVAL;
     if (wr_flags & ~(unsigned)(IBV_SEND_SIGNALED | IBV_SEND_INLINE))
         return EINVAL;
-    if (qp->sq_used + qp->sq_in_cq >= qp->cap.max_send_wr)
+    if (qp->sq_used + __atomic_load_n(&qp->sq_in_cq, __ATOMIC_RELAXED) >= qp->cap.max_send_wr)
         return ENOMEM; /* full, counting completions not yet polled, as on EFA */
     return 0;
 }
@@ -618,7 +638,8 @@ static void wr_start(struct ibv_qp_ex *qpx)
 {
     struct efasim_qp *qp = (struct efasim_qp *)qpx;
 
-    pthread_mutex_lock(&qp->ctx->lock);
+    pthread_rwlock_rdlock(&qp->ctx->objs); /* MR checks at wr_complete read the table */
+    pthread_mutex_lock(&qp->lock);         /* as EFA's wr_start takes the SQ's lock */
     qp->in_session = true;
     qp->session_err = 0;
     qp->nstaged = 0;
@@ -683,13 +704,14 @@ static int wr_complete(struct ibv_qp_ex *qpx)
         idx = next;
     }
     if (!err) {
-        efasim_tx_begin(qp->ctx); /* the session's datagrams in one sendmmsg */
+        efasim_tx_begin(qp); /* the session's datagrams in one sendmmsg */
         efasim_qp_issue(qp);
-        efasim_tx_end(qp->ctx);
+        efasim_tx_end(qp);
     }
     qp->in_session = false;
     qp->nstaged = 0;
-    pthread_mutex_unlock(&qp->ctx->lock);
+    pthread_mutex_unlock(&qp->lock);
+    pthread_rwlock_unlock(&qp->ctx->objs);
     return err;
 }
 
@@ -799,13 +821,14 @@ int efasim_post_recv(struct ibv_qp *ibv, struct ibv_recv_wr *wr, struct ibv_recv
     struct efasim_qp *qp = efasim_qp(ibv);
     int err = 0;
 
-    pthread_mutex_lock(&qp->ctx->lock);
+    pthread_mutex_lock(&qp->lock);
     for (; wr; wr = wr->next) {
         struct efasim_rwqe *r;
 
         if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_ERR) {
             err = EINVAL;
-        } else if (qp->rq_count + qp->rq_in_cq >= qp->cap.max_recv_wr) {
+        } else if (qp->rq_count + __atomic_load_n(&qp->rq_in_cq, __ATOMIC_RELAXED) >=
+                   qp->cap.max_recv_wr) {
             err = ENOMEM;
         } else if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge ||
                    wr->num_sge > EFASIM_MAX_SGE) {
@@ -825,7 +848,7 @@ int efasim_post_recv(struct ibv_qp *ibv, struct ibv_recv_wr *wr, struct ibv_recv
         }
         qp->rq_count++;
     }
-    pthread_mutex_unlock(&qp->ctx->lock);
+    pthread_mutex_unlock(&qp->lock);
     return err;
 }
 

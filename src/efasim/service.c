@@ -1,8 +1,9 @@
 /*
  * The emulated NIC's own activity: one thread per device context that runs
  * retransmission timers and answers peers (RDMA reads and writes, ACKs) while
- * the application is not polling. It only ever try-locks the context, so the
- * application's post and poll never wait for it, and it never wakes the
+ * the application is not polling. It only ever try-locks a QP (and reads the
+ * context's tables, whose lock prefers readers), so the application's post
+ * and poll never wait for it, and it never wakes the
  * application: completions it produces are found by the next poll. It never
  * allocates, frees or maps memory (efasim.h, "Service thread", says why).
  */
@@ -22,10 +23,7 @@ static void *service_main(void *arg)
         nanosleep(&period, NULL);
         if (__atomic_load_n(&ctx->stop, __ATOMIC_ACQUIRE))
             break;
-        if (pthread_mutex_trylock(&ctx->lock))
-            continue; /* the application is in there; it makes progress itself */
-        efasim_progress(ctx);
-        pthread_mutex_unlock(&ctx->lock);
+        efasim_progress(ctx, NULL); /* only QPs nobody holds: the others progress themselves */
     }
     return NULL;
 }

@@ -273,7 +273,7 @@ static void send_nack(struct efasim_qp *qp, const struct rx_src *src, uint32_t s
                            .dst_inc = src->hdr->src_inc};
     struct iovec iov = {.iov_base = &h, .iov_len = sizeof(h)};
 
-    efasim_xmit_batched(qp->ctx, qp->fd, &src->addr, &iov, 1, 1, false);
+    efasim_xmit_batched(qp, &src->addr, &iov, 1, 1, false);
 }
 
 /*
@@ -293,7 +293,7 @@ static void ack_send_pending(struct efasim_qp *qp, struct efasim_peer *p)
                            .dst_inc = p->inc};
     struct iovec iov[2] = {{&h, sizeof(h)}, {p->pend, p->npend * sizeof(struct efasim_ack)}};
 
-    efasim_xmit_batched(qp->ctx, qp->fd, &dst, iov, 2, 2, false);
+    efasim_xmit_batched(qp, &dst, iov, 2, 2, false);
     p->npend = 0;
 }
 
@@ -482,10 +482,10 @@ static void inflight_send(struct efasim_qp *qp, struct efasim_inflight *f, uint3
     if (n && retransmit && !w->is_inline && !swqe_lkeys_live(qp, w))
         n = -1; /* the MR went away: nothing of it is read */
     /* Header, ACKs and a direct-copy request are ours; a payload is the application's. */
-    if (n < 0 || efasim_xmit_batched(qp->ctx, qp->fd, &w->dst, out, n + 2, w->fast ? 3 : 2,
-                                     !w->fast) == -EFAULT) {
+    if (n < 0 ||
+        efasim_xmit_batched(qp, &w->dst, out, n + 2, w->fast ? 3 : 2, !w->fast) == -EFAULT) {
         h.flags |= EFASIM_F_PROBE;
-        (void)efasim_xmit(qp->ctx, qp->fd, &w->dst, out, 2);
+        (void)efasim_xmit(qp, &w->dst, out, 2);
     }
     p->npend = 0;
 }
@@ -646,14 +646,15 @@ void efasim_swqe_finish(struct efasim_qp *qp, uint32_t idx)
                                  .vendor_err = w->vendor_err,
                                  .byte_len = w->op == EFASIM_OP_READ ? (uint32_t)w->length : 0,
                                  .qp_num = qp->qpn,
-                                 .sq = true};
+                                 .sq = true,
+                                 .qp = qp};
 
         /* Send completions are bounded by the SQ depth, which the CQ must cover. */
         if (efasim_cq_push(qp->send_cq, &cqe)) {
             qp->finish_pending = true; /* retried by qp_retry_finish */
             return;
         }
-        qp->sq_in_cq++; /* its slot counts until the completion is polled */
+        __atomic_add_fetch(&qp->sq_in_cq, 1, __ATOMIC_RELAXED); /* counts until polled */
     }
     /* A copy of its direct-copy requests still on the way finds no nonce: it moves nothing. */
     __atomic_store_n(&w->fast_nonce, 0, __ATOMIC_RELEASE);
@@ -777,7 +778,7 @@ static enum ibv_wc_status status_to_wc(uint32_t st)
     }
 }
 
-/* A receive WR takes the datagram (DATA, or the immediate of a WRITE). */
+/* A receive WR takes the datagram (DATA, or the immediate of a WRITE), into a reserved CQ place. */
 static void rx_consume_recv(struct efasim_qp *qp, const struct rx_src *src, const uint8_t *data,
                             uint64_t len, enum ibv_wc_opcode opcode, uint32_t byte_len,
                             uint32_t *nack_p)
@@ -787,7 +788,8 @@ static void rx_consume_recv(struct efasim_qp *qp, const struct rx_src *src, cons
                              .opcode = opcode,
                              .byte_len = byte_len,
                              .qp_num = qp->qpn,
-                             .src_qp = ntohs(src->addr.sin_port)};
+                             .src_qp = ntohs(src->addr.sin_port),
+                             .qp = qp};
     union ibv_gid gid;
 
     efasim_gid_from_addr(src->addr.sin_addr, &gid);
@@ -805,10 +807,10 @@ static void rx_consume_recv(struct efasim_qp *qp, const struct rx_src *src, cons
     } else {
         sge_copy(r->sge, r->nsge, 0, (void *)data, len, true);
     }
-    efasim_cq_push(qp->recv_cq, &cqe);
+    efasim_cq_push_reserved(qp->recv_cq, &cqe);
     qp->rq_head = (qp->rq_head + 1) % qp->cap.max_recv_wr;
     qp->rq_count--;
-    qp->rq_in_cq++;
+    __atomic_add_fetch(&qp->rq_in_cq, 1, __ATOMIC_RELAXED);
 }
 
 /*
@@ -897,6 +899,7 @@ static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pid
     bool is_read = h->type == EFASIM_PKT_READ_REQ; /* only direct-copy reads come here */
     bool fast = h->flags & EFASIM_F_FAST;
     bool wants_recv = h->type == EFASIM_PKT_DATA || (is_write && (h->flags & EFASIM_F_IMM));
+    bool reserved = false; /* a place in the receive CQ is ours */
     uint32_t nack = EFASIM_ST_OK;
     int fresh;
 
@@ -929,8 +932,10 @@ static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pid
         }
         if (none)
             nack = EFASIM_ST_REMOTE_RNR; /* the last attempt: refused for good */
-        else if (efasim_cq_full(qp->recv_cq))
+        else if (!efasim_cq_reserve(qp->recv_cq))
             return; /* no room to complete it: let the sender retransmit */
+        else
+            reserved = true;
     }
     if (!nack && fast)
         nack = rx_fast_copy(qp, h, payload, plen);
@@ -940,6 +945,8 @@ static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pid
         rx_consume_recv(qp, src, is_write ? NULL : payload, is_write ? 0 : plen,
                         is_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
                         is_write ? (uint32_t)h->rtotal : (uint32_t)plen, &nack);
+    else if (reserved)
+        efasim_cq_unreserve(qp->recv_cq);
     rxwin_settle(&p->rx, h->seq, nack);
     answer_settled(qp, p, pidx, src, nack);
     /*
@@ -950,7 +957,7 @@ static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pid
     if ((is_write || is_read) && !wants_recv && p->npend)
         ack_send_pending(qp, p);
     if (fast)
-        efasim_tx_flush(qp->ctx); /* a direct copy took a while: its answer goes now */
+        efasim_tx_flush(qp); /* a direct copy took a while: its answer goes now */
 }
 
 /* READ_REQ: stateless; the target's memory is only read, after every check. */
@@ -974,7 +981,7 @@ static void rx_read_req(struct efasim_qp *qp, const struct rx_src *src)
         return;
     }
     /* Registered but unmapped by the application: EFA would read the pinned pages; we cannot. */
-    if (efasim_xmit(qp->ctx, qp->fd, &src->addr, iov, 2) == -EFAULT)
+    if (efasim_xmit(qp, &src->addr, iov, 2) == -EFAULT)
         send_nack(qp, src, EFASIM_ST_REMOTE_BAD_ADDRESS, 0);
 }
 
@@ -1227,7 +1234,7 @@ static void qp_retry_finish(struct efasim_qp *qp)
 
 static void qp_progress(struct efasim_qp *qp, uint64_t now)
 {
-    uint64_t nic_now = now - qp->ctx->stalled_ns;
+    uint64_t nic_now = now - __atomic_load_n(&qp->ctx->stalled_ns, __ATOMIC_RELAXED);
     struct mmsghdr msgs[EFASIM_RX_BATCH];
     struct iovec iovs[EFASIM_RX_BATCH];
     struct sockaddr_in from[EFASIM_RX_BATCH];
@@ -1318,7 +1325,7 @@ static void quiesce_answer_all(struct efasim_qp *qp)
 
 void efasim_qp_quiesce(struct efasim_qp *qp)
 {
-    efasim_tx_flush(qp->ctx); /* nothing of this socket's may wait in a batch */
+    efasim_tx_flush(qp); /* nothing of this socket's may wait in a batch */
     /*
      * A NIC acknowledges what it delivered before the host destroys the QP:
      * take in what already reached the socket and send every ACK still owed,
@@ -1337,9 +1344,9 @@ void efasim_qp_quiesce(struct efasim_qp *qp)
  * unresponsive for the time this side was not listening. A real NIC runs on.
  * A gap longer than 20 service periods plus 20 ms counts as off, beyond that.
  */
-static uint64_t nic_pending_stall(const struct efasim_context *ctx, uint64_t now)
+static uint64_t nic_pending_stall(uint64_t last, uint64_t now)
 {
-    uint64_t gap = now - ctx->last_progress_ns;
+    uint64_t gap = now > last ? now - last : 0;
     uint64_t allowed = 20 * (uint64_t)efasim_config()->service_us * 1000 + 20000000;
 
     return gap > allowed ? gap - allowed : 0;
@@ -1348,20 +1355,44 @@ static uint64_t nic_pending_stall(const struct efasim_context *ctx, uint64_t now
 uint64_t efasim_nic_now(const struct efasim_context *ctx)
 {
     uint64_t now = efasim_now_ns();
+    uint64_t last = __atomic_load_n(&ctx->last_progress_ns, __ATOMIC_RELAXED);
 
-    return now - ctx->stalled_ns - nic_pending_stall(ctx, now);
+    return now - __atomic_load_n(&ctx->stalled_ns, __ATOMIC_RELAXED) - nic_pending_stall(last, now);
 }
 
-void efasim_progress(struct efasim_context *ctx)
+/* The NIC runs now: a gap since it last ran that counts as off goes onto stalled_ns, once. */
+static void nic_ran(struct efasim_context *ctx, uint64_t now)
+{
+    uint64_t last = __atomic_load_n(&ctx->last_progress_ns, __ATOMIC_RELAXED);
+
+    do {
+        if (last >= now)
+            return; /* another thread's pass, later than this one's clock, counted it */
+    } while (!__atomic_compare_exchange_n(&ctx->last_progress_ns, &last, now, false,
+                                          __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    __atomic_add_fetch(&ctx->stalled_ns, nic_pending_stall(last, now), __ATOMIC_RELAXED);
+}
+
+void efasim_progress(struct efasim_context *ctx, struct efasim_cq *cq)
 {
     uint64_t now = efasim_now_ns();
 
-    ctx->stalled_ns += nic_pending_stall(ctx, now);
-    ctx->last_progress_ns = now;
-    efasim_tx_begin(ctx);
-    for (uint32_t i = 0; i < ctx->qp_slots_used; i++)
-        if (ctx->qps[i])
-            qp_progress(ctx->qps[i], now);
-    efasim_tx_end(ctx);
+    nic_ran(ctx, now);
+    pthread_rwlock_rdlock(&ctx->objs);
+    for (uint32_t i = 0; i < ctx->qp_slots_used; i++) {
+        struct efasim_qp *qp = ctx->qps[i];
+
+        if (!qp)
+            continue;
+        if (cq && (qp->send_cq == cq || qp->recv_cq == cq))
+            pthread_mutex_lock(&qp->lock); /* feeds the polled CQ: wait for it */
+        else if (pthread_mutex_trylock(&qp->lock))
+            continue; /* someone is in there: it makes progress itself */
+        efasim_tx_begin(qp);
+        qp_progress(qp, now);
+        efasim_tx_end(qp);
+        pthread_mutex_unlock(&qp->lock);
+    }
+    pthread_rwlock_unlock(&ctx->objs);
     efasim_delayq_flush(ctx, false);
 }
