@@ -211,11 +211,15 @@ tsan_build() {
     mkdir -p "$root/tsan" && cd "$root/tsan" &&
         { [ -f Makefile ] && [ Makefile -nt "$top/configure" ] ||
             "$top/configure" CC=clang CFLAGS="-O1 -g -fsanitize=thread" LDFLAGS="-fsanitize=thread"; } &&
-        make -j"$jobs" src/efasim/libibverbs.la src/efasim/libefa.la test/unit/efasim-unit
+        make -j"$jobs" src/efasim/libibverbs.la src/efasim/libefa.la test/unit/efasim-unit \
+            test/unit/efarm-unit
 }
 step build-tsan-efasim tsan_build
 suite efasim-tsan env TSAN_OPTIONS=halt_on_error=1 LD_LIBRARY_PATH="$root/tsan/src/efasim/.libs" \
     "$root/tsan/test/unit/efasim-unit"
+# The engine under ThreadSanitizer where threads meet (issue 42): endpoint pairs
+# driven by their own threads at once (test_proto_threads.c).
+suite proto-tsan env TSAN_OPTIONS=halt_on_error=1 "$root/tsan/test/unit/efarm-unit" proto_threads
 suite ibv-devinfo sh "$top/test/unit/test_ibv_devinfo.sh" "$root/gcc/src/efasim/.libs"
 suite efasim-symbols sh "$top/test/unit/test_efasim_symbols.sh" "$root/gcc/src/efasim/.libs"
 # libfabric's own fi_info and fi_pingpong (Debian's 1.17), unmodified, on efasim.

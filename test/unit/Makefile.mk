@@ -26,6 +26,7 @@ test_unit_efarm_unit_SOURCES = \
 	test/unit/proto_rig.h \
 	test/unit/proto_rig.c \
 	test/unit/test_proto_matrix.c \
+	test/unit/test_proto_threads.c \
 	test/unit/test_proto_match.c \
 	test/unit/test_proto_match_model.c \
 	test/unit/test_proto_order.c \

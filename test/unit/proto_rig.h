@@ -29,6 +29,8 @@
  *   test_proto_failures.c   14: device errors fail peers, operations, endpoint
  *   test_proto_vanish.c     15: a peer that vanishes mid-rendezvous is found by
  *                           liveness probes; a slow one is not failed
+ *   test_proto_threads.c    16: two pairs, each driven by its own thread, run the
+ *                           matrix at once (under TSan in CI: proto-tsan)
  */
 #ifndef EFARM_TEST_PROTO_RIG_H
 #define EFARM_TEST_PROTO_RIG_H

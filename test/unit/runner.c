@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,7 @@ static struct test_entry g_tests[MAX_TESTS];
 static unsigned g_ntests;
 static uint64_t g_seed = 0x9e3779b97f4a7c15ull;
 static uint64_t g_rand_state;
-static char g_context[256];
+static _Thread_local char g_context[256]; /* each thread's own: tests may run threads */
 
 void efarm_test_context(const char *fmt, ...)
 {
@@ -97,12 +98,19 @@ uint64_t efarm_test_seed(void)
     return g_seed;
 }
 
+/* One stream per test; a test's threads draw from it in turn (their order is theirs). */
 uint64_t efarm_test_rand(void)
 {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    uint64_t x;
+
+    pthread_mutex_lock(&lock);
     g_rand_state ^= g_rand_state >> 12;
     g_rand_state ^= g_rand_state << 25;
     g_rand_state ^= g_rand_state >> 27;
-    return g_rand_state * 0x2545f4914f6cdd1dull;
+    x = g_rand_state;
+    pthread_mutex_unlock(&lock);
+    return x * 0x2545f4914f6cdd1dull;
 }
 
 static int matches(const char *name, int argc, char **argv, int first)
