@@ -319,11 +319,13 @@ static void qp_flush(struct efasim_qp *qp)
                                  .qp_num = qp->qpn,
                                  .qp = qp};
 
-        if (efasim_cq_push(qp->recv_cq, &cqe))
+        __atomic_add_fetch(&qp->rq_in_cq, 1, __ATOMIC_RELAXED); /* before a poll can uncount it */
+        if (efasim_cq_push(qp->recv_cq, &cqe)) {
+            __atomic_sub_fetch(&qp->rq_in_cq, 1, __ATOMIC_RELAXED);
             break; /* the CQ is full */
+        }
         qp->rq_head = (qp->rq_head + 1) % qp->cap.max_recv_wr;
         qp->rq_count--;
-        __atomic_add_fetch(&qp->rq_in_cq, 1, __ATOMIC_RELAXED);
     }
 }
 

@@ -649,12 +649,17 @@ void efasim_swqe_finish(struct efasim_qp *qp, uint32_t idx)
                                  .sq = true,
                                  .qp = qp};
 
+        /*
+         * Its slot counts until the completion is polled: counted before the push,
+         * since another thread may poll it (and uncount it) at once.
+         */
+        __atomic_add_fetch(&qp->sq_in_cq, 1, __ATOMIC_RELAXED);
         /* Send completions are bounded by the SQ depth, which the CQ must cover. */
         if (efasim_cq_push(qp->send_cq, &cqe)) {
+            __atomic_sub_fetch(&qp->sq_in_cq, 1, __ATOMIC_RELAXED);
             qp->finish_pending = true; /* retried by qp_retry_finish */
             return;
         }
-        __atomic_add_fetch(&qp->sq_in_cq, 1, __ATOMIC_RELAXED); /* counts until polled */
     }
     /* A copy of its direct-copy requests still on the way finds no nonce: it moves nothing. */
     __atomic_store_n(&w->fast_nonce, 0, __ATOMIC_RELEASE);
@@ -807,10 +812,10 @@ static void rx_consume_recv(struct efasim_qp *qp, const struct rx_src *src, cons
     } else {
         sge_copy(r->sge, r->nsge, 0, (void *)data, len, true);
     }
+    __atomic_add_fetch(&qp->rq_in_cq, 1, __ATOMIC_RELAXED); /* before a poll can uncount it */
     efasim_cq_push_reserved(qp->recv_cq, &cqe);
     qp->rq_head = (qp->rq_head + 1) % qp->cap.max_recv_wr;
     qp->rq_count--;
-    __atomic_add_fetch(&qp->rq_in_cq, 1, __ATOMIC_RELAXED);
 }
 
 /*
