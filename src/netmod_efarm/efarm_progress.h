@@ -6,6 +6,7 @@
 #ifndef EFARM_PROGRESS_H_INCLUDED
 #define EFARM_PROGRESS_H_INCLUDED
 
+#include <errno.h>
 #include <sched.h>
 
 #include "efarm_impl.h"
@@ -29,6 +30,14 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, MPIDI_EFARM_PROGRESS_PAR
 
     ret = likely(MPIDI_EFARM_global.nrails <= 1) ? efarm_ep_progress(MPIDI_EFARM_global.ep)
                                                  : MPIDI_EFARM_rails_progress();
+    /*
+     * Called from inside a completion callback of the engine: MPICH does this
+     * when the completion frees a communicator (its MPID_Iprobe for unmatched
+     * messages). Nothing can progress there, and it is no error: the outer
+     * progress goes on once the callback returns.
+     */
+    if (unlikely(ret == -EDEADLK))
+        goto fn_exit;
     if (unlikely(ret < 0)) {
         mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_ep_progress");
         goto fn_fail;

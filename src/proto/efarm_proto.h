@@ -12,9 +12,11 @@
  * sets `done` and calls `cb` (if set) from inside an engine call (progress,
  * or the receive post that matched an unexpected message). After the
  * callback the engine never touches the request again. A callback may start
- * operations but must not call efarm_ep_progress() on the endpoint that runs
- * it (progress handles completions inside the device's poll session): such a
- * call does nothing and returns -EDEADLK.
+ * operations. A call of efarm_ep_progress() on the endpoint that runs it
+ * (progress handles completions inside the device's poll session) does
+ * nothing and returns -EDEADLK; the caller takes it as "no progress now", as
+ * MPICH makes such calls (a completion that frees a communicator probes it).
+ * A callback must not wait: nothing it waits for can complete there.
  *
  * Matching. Tagged messages carry a 64-bit wire tag that packs (context,
  * source, tag) as EFARM_TAG_*_BITS say; receives match on the three with
@@ -271,17 +273,15 @@ int efarm_av_lookup(const struct efarm_ep *ep, efarm_peer_t peer, uint8_t raw[EF
  * Make progress: poll one batch of completions, run the protocol, retry
  * queued work. Returns the number of completions handled (>= 0); -EDEADLK,
  * doing nothing, when called from a request's callback that this endpoint's
- * progress runs; or a negative error when the device itself failed or the
- * endpoint failed, and then on every later call:
- *   EFARM_E(PROTO_PEER_FAILED): a packet to a peer failed at the device and
- *     what was lost cannot be reported through any request (the data of an
- *     injected send that had completed, later messages behind a lost one, a
- *     reply the peer waits for); the log names the peer and the device error;
- *   EFARM_E(PROTO_RX_FULL): nothing could be received for
- *     EFARM_RX_FULL_TIMEOUT_MS while progress was called (every receive
- *     buffer holds a message waiting for a receive and the copies reached
- *     EFARM_UNEXP_MAX_BYTES).
- * MPI has no recovery for a lost message: the caller should end the job.
+ * progress runs (counted: progress_nested; 2^20 such calls in a row log one
+ * error, as a callback that waits spins forever); or a negative error when the device itself failed
+ * or the endpoint failed, and then on every later call: EFARM_E(PROTO_PEER_FAILED): a packet to a
+ * peer failed at the device and what was lost cannot be reported through any request (the data of
+ * an injected send that had completed, later messages behind a lost one, a reply the peer waits
+ * for); the log names the peer and the device error; EFARM_E(PROTO_RX_FULL): nothing could be
+ * received for EFARM_RX_FULL_TIMEOUT_MS while progress was called (every receive buffer holds a
+ * message waiting for a receive and the copies reached EFARM_UNEXP_MAX_BYTES). MPI has no recovery
+ * for a lost message: the caller should end the job.
  */
 int efarm_ep_progress(struct efarm_ep *ep);
 
@@ -440,7 +440,8 @@ int efarm_cancel_recv(struct efarm_ep *ep, struct efarm_req *req);
     X(rma_errors, "one-sided operations completed with an error")                            \
     X(rma_wrs_posted, "RDMA write and read work requests posted for one-sided operations")   \
     X(rma_served, "peers' emulated one-sided requests applied here (RTW, RTR, RTA)")         \
-    X(rma_pending, "peers' one-sided requests kept until a reply buffer was free")
+    X(rma_pending, "peers' one-sided requests kept until a reply buffer was free")           \
+    X(progress_nested, "progress calls refused: made from a callback that progress ran")
 
 struct efarm_counters {
 #define EFARM_COUNTER_MEMBER_(name, doc) uint64_t name;

@@ -588,12 +588,26 @@ int efarm_ep_progress(struct efarm_ep *ep)
     int n = 0;
 
     if (__builtin_expect(efarm_dev_in_poll(dev), 0)) {
-        efarm_log_ratelimited(EFARM_LOG_ERROR,
-                              "%s called from a request's callback that its "
-                              "progress runs; the call does nothing",
-                              __func__);
+        /*
+         * A callback that progress runs calls progress again. MPICH does this
+         * on purpose: a request's completion that drops a communicator's last
+         * reference frees it, and that probes the communicator for unmatched
+         * messages (MPID_Iprobe, which progresses). The call does nothing and
+         * the outer progress goes on, so it is only counted; a callback that
+         * waits (calls progress until something completes) would spin forever,
+         * and that is said once.
+         */
+        ep->cnt.progress_nested++;
+        if (++ep->nested_in_row == EFARM_NESTED_SPIN_CALLS)
+            efarm_log(EFARM_LOG_ERROR,
+                      "%s called %u times in a row from inside a request's callback "
+                      "that its progress runs: those calls do nothing, so a wait "
+                      "inside a completion callback cannot complete",
+                      __func__, EFARM_NESTED_SPIN_CALLS);
         return -EDEADLK;
     }
+    if (__builtin_expect(ep->nested_in_row != 0, 0))
+        ep->nested_in_row = 0;
     if (efarm_dev_poll_start(dev)) {
         /* Completions are handled inside the poll session (efarm_device_inline.h). */
         do {

@@ -525,6 +525,8 @@ struct efarm_ep_params {
 };
 
 #define EFARM_POLL_BATCH 32
+/* Refused nested progress calls in a row after which one error says a callback spins (a wait). */
+#define EFARM_NESTED_SPIN_CALLS (1u << 20)
 
 /*
  * An EAGER_TAGRTM header as encoded for one combination of optional headers
@@ -623,6 +625,7 @@ struct efarm_ep {
     /* Failure. */
     struct efarm_link failed_peers; /* peers whose operations are still to fail */
     int fatal;                      /* nonzero: the endpoint failed; progress returns it */
+    uint32_t nested_in_row; /* progress calls refused inside a callback since the last one run */
 
     /*
      * Liveness probes (proto_probe.c): progress looks at the clock only while

@@ -3,7 +3,7 @@
 EXTRA_DIST += test/mpi/README.md test/mpi/run-mpi-tests.sh \
 	test/mpi/efarm_mpitest.h test/mpi/efarm_mpitest.c \
 	test/mpi/pt2pt_sizes.c test/mpi/wildcard_order.c test/mpi/probe.c test/mpi/match_model.c \
-	test/mpi/cancel_status.c test/mpi/ssend.c test/mpi/datatypes.c \
+	test/mpi/cancel_status.c test/mpi/ssend.c test/mpi/comm_free_pending.c test/mpi/datatypes.c \
 	test/mpi/collectives.c test/mpi/unexpected_flood.c \
 	test/mpi/finalize_flush.c test/mpi/rma_phases.c \
 	test/mpi/rma_native.c test/mpi/rma_dynamic.c \

@@ -71,6 +71,8 @@ runs=(
     "cancel_status-n4 cancel_status 4"
     "ssend-n2 ssend 2"
     "ssend-n4 ssend 4"
+    "comm_free_pending-n2 comm_free_pending 2"
+    "comm_free_pending-n3 comm_free_pending 3"
     "datatypes-n2 datatypes 2"
     "datatypes-n4 datatypes 4"
     "collectives-n2 collectives 2"

@@ -360,10 +360,12 @@ EFARM_TEST_TIMEOUT(proto_smoke_tsend_now, 60)
 
 /*
  * Completions are handled inside the device's poll session, so a request's
- * callback must not progress its endpoint again: such a call does nothing and
- * returns -EDEADLK (never a hang on the CQ's lock), and the outer progress
- * goes on; the messages behind it still arrive. The callback may start new
- * operations (here: the next receive), as MPI's completion hooks do.
+ * callback cannot progress its endpoint again: such a call does nothing and
+ * returns -EDEADLK (never a hang on the CQ's lock), counted in
+ * progress_nested, and the outer progress goes on; the messages behind it
+ * still arrive. MPICH makes such calls (a completion that frees a
+ * communicator probes it). The callback may start new operations (here: the
+ * next receive), as MPI's completion hooks do.
  */
 struct reenter {
     struct efarm_ep *ep;
@@ -411,6 +413,7 @@ EFARM_TEST_TIMEOUT(proto_smoke_progress_from_callback_refused, 60)
     proto_pair_wait(&p, reqs, 2 * N, 20);
     EXPECT_EQ(r.calls, N);
     EXPECT_RET(r.ret, -EDEADLK);
+    EXPECT_EQ(efarm_ep_counters(p.b)->progress_nested, N);
     for (unsigned i = 0; i < N; i++) {
         EXPECT_RET(rreq[i].status, 0);
         EXPECT_EQ(rreq[i].length, 8);
