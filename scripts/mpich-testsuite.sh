@@ -49,7 +49,8 @@
 # "PROGRAM NP [key=value...]" (arg=, env=, timeLimit=, mem=, xfail=, strict=, mpix=,
 # mpiexecarg=, resultTest=TestErrFatal or TestStatus: the test passes only when
 # mpiexec exits nonzero, as the program ends with an error on purpose, through
-# MPI_ERRORS_ARE_FATAL, its exit code or, for init/timeout, its time limit). NP above --maxnp (default 4, for 2 cores) runs with --maxnp
+# MPI_ERRORS_ARE_FATAL, its exit code or, for init/timeout, its time limit;
+# resultTest=TestAllowWarnings: MPICH's warnings may come besides "No Errors"). NP above --maxnp (default 4, for 2 cores) runs with --maxnp
 # processes. test/mpich-testlists/overrides changes that for named tests (np=keep:
 # those that abort unless they get the count their list gives, one that divides 10,
 # or 33) and gives longer time limits to tests too slow for theirs on efasim on 2
@@ -383,24 +384,32 @@ load_xfail() {
 
 # Per-test settings that override the test list and the options:
 # test/mpich-testlists/overrides, lines "ID-GLOB: KEY=VALUE..." with np=keep (run with
-# the listed process count even above --maxnp) and timeLimit=S (also above
-# --max-timeout).
+# the listed process count even above --maxnp), timeLimit=S (also above
+# --max-timeout), env=VAR=VALUE (one more variable for the run; the test id does not
+# change) and resultTest=TestAllowWarnings (MPICH's rule of that name: lines MPICH
+# prints as warnings, "MPICH: ..." and "WARNING: ...", may come besides "No Errors").
+# When the suite comes from another MPICH version than the one under test,
+# test/mpich-testlists/overrides-suite-SUITE-on-MPICH is read too if it exists: what
+# the newer version's own lists run differently.
 override_globs=()
 override_settings=()
 load_overrides() {
-    local line f=$lists_dir/overrides setting
-    [ -r "$f" ] || die "$f is missing"
-    while IFS= read -r line || [ -n "$line" ]; do
-        line=${line%%#*}
-        [[ $line =~ [^[:space:]] ]] || continue
-        [[ $line == *": "* ]] || die "$f: line without ': KEY=VALUE': $line"
-        for setting in ${line#*: }; do
-            [[ $setting =~ ^(np=keep|timeLimit=[0-9]+)$ ]] ||
-                die "$f: unknown setting '$setting' (np=keep, timeLimit=S)"
-        done
-        override_globs+=("${line%%: *}")
-        override_settings+=("${line#*: }")
-    done <"$f"
+    local line f setting
+    [ -r "$lists_dir/overrides" ] || die "$lists_dir/overrides is missing"
+    for f in "$lists_dir/overrides" "$lists_dir/overrides-suite-$suite_version-on-$mpich_version"; do
+        [ -r "$f" ] || continue
+        while IFS= read -r line || [ -n "$line" ]; do
+            line=${line%%#*}
+            [[ $line =~ [^[:space:]] ]] || continue
+            [[ $line == *": "* ]] || die "$f: line without ': KEY=VALUE': $line"
+            for setting in ${line#*: }; do
+                [[ $setting =~ ^(np=keep|timeLimit=[0-9]+|env=[A-Za-z_][A-Za-z0-9_]*=[^[:space:]]*|resultTest=TestAllowWarnings)$ ]] ||
+                    die "$f: unknown setting '$setting' (np=keep, timeLimit=S, env=VAR=VALUE, resultTest=TestAllowWarnings)"
+            done
+            override_globs+=("${line%%: *}")
+            override_settings+=("${line#*: }")
+        done <"$f"
+    done
 }
 
 # --only FILE: one ID-GLOB a line.
@@ -568,6 +577,7 @@ run_line() { # DIR LINE
             # MPI_ERRORS_ARE_FATAL, a nonzero exit code, or its time limit), any output.
             case $value in
             TestErrFatal | TestStatus) pass_rule=errfatal ;;
+            TestAllowWarnings) pass_rule=warnings ;;
             *) die "resultTest=$value is not supported (in '$line' of $d)" ;;
             esac
             ;;
@@ -584,6 +594,8 @@ run_line() { # DIR LINE
             case $setting in
             np=keep) keep_np=1 ;;
             timeLimit=*) limit_override=${setting#timeLimit=} ;;
+            env=*) envs+=("${setting#env=}") ;;
+            resultTest=TestAllowWarnings) pass_rule=warnings ;;
             esac
         done
     done
@@ -670,9 +682,19 @@ run_line() { # DIR LINE
                     reason="no output line matches $re"
                 fi
             done
-        elif [ "$rc" = 0 ] && grep -Eq '^[[:space:]]*No [Ee]rrors[[:space:]]*$' <<<"$body" &&
-            ! grep -Evq '^[[:space:]]*(No [Ee]rrors|Test Passed)[[:space:]]*$|^[[:space:]]*$' <<<"$body"; then
-            ok=1
+        else
+            # "No Errors", nothing else but "Test Passed" and blank lines. With
+            # TestAllowWarnings MPICH's warnings ("MPICH: ..." and "WARNING: ..." to the
+            # line's end, as runtests takes them) are left out first, wherever they
+            # start: they come on stderr, the log holds stdout too, and a warning may
+            # land inside another rank's line (" No ErrorsMPICH: ...", seen in 3 of 100
+            # runs of pt2pt/rqfreeb with shared memory).
+            local judged=$body
+            [ "$pass_rule" != warnings ] || judged=$(sed -E 's/(MPICH|WARNING): .*$//' <<<"$body")
+            if [ "$rc" = 0 ] && grep -Eq '^[[:space:]]*No [Ee]rrors[[:space:]]*$' <<<"$judged" &&
+                ! grep -Evq '^[[:space:]]*(No [Ee]rrors|Test Passed)[[:space:]]*$|^[[:space:]]*$' <<<"$judged"; then
+                ok=1
+            fi
         fi
         if [ "$ok" = 0 ] && [ -z "$reason" ]; then
             reason=$(reason_from_output "$log")
