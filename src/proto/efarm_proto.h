@@ -273,15 +273,19 @@ int efarm_av_lookup(const struct efarm_ep *ep, efarm_peer_t peer, uint8_t raw[EF
  * Make progress: poll one batch of completions, run the protocol, retry
  * queued work. Returns the number of completions handled (>= 0); -EDEADLK,
  * doing nothing, when called from a request's callback that this endpoint's
- * progress runs (counted: progress_nested; 2^20 such calls in a row log one
- * error, as a callback that waits spins forever); or a negative error when the device itself failed
- * or the endpoint failed, and then on every later call: EFARM_E(PROTO_PEER_FAILED): a packet to a
- * peer failed at the device and what was lost cannot be reported through any request (the data of
- * an injected send that had completed, later messages behind a lost one, a reply the peer waits
- * for); the log names the peer and the device error; EFARM_E(PROTO_RX_FULL): nothing could be
- * received for EFARM_RX_FULL_TIMEOUT_MS while progress was called (every receive buffer holds a
- * message waiting for a receive and the copies reached EFARM_UNEXP_MAX_BYTES). MPI has no recovery
- * for a lost message: the caller should end the job.
+ * progress runs (counted: progress_nested), and from the 2^20th such call in
+ * a row on EFARM_E(PROTO_NESTED_WAIT) instead (a callback that waits would
+ * spin forever); or a negative error when the device itself failed or the
+ * endpoint failed, and then on every later call:
+ *   EFARM_E(PROTO_PEER_FAILED): a packet to a peer failed at the device and
+ *     what was lost cannot be reported through any request (the data of an
+ *     injected send that had completed, later messages behind a lost one, a
+ *     reply the peer waits for); the log names the peer and the device error;
+ *   EFARM_E(PROTO_RX_FULL): nothing could be received for
+ *     EFARM_RX_FULL_TIMEOUT_MS while progress was called (every receive
+ *     buffer holds a message waiting for a receive and the copies reached
+ *     EFARM_UNEXP_MAX_BYTES).
+ * MPI has no recovery for a lost message: the caller should end the job.
  */
 int efarm_ep_progress(struct efarm_ep *ep);
 

@@ -593,18 +593,21 @@ int efarm_ep_progress(struct efarm_ep *ep)
          * on purpose: a request's completion that drops a communicator's last
          * reference frees it, and that probes the communicator for unmatched
          * messages (MPID_Iprobe, which progresses). The call does nothing and
-         * the outer progress goes on, so it is only counted; a callback that
-         * waits (calls progress until something completes) would spin forever,
-         * and that is said once.
+         * the outer progress goes on, so it is only counted. A callback that
+         * waits (calls progress until something completes) would spin
+         * forever: from EFARM_NESTED_SPIN_CALLS calls in a row on, the call
+         * fails, and the error is logged once.
          */
         ep->cnt.progress_nested++;
-        if (++ep->nested_in_row == EFARM_NESTED_SPIN_CALLS)
-            efarm_log(EFARM_LOG_ERROR,
-                      "%s called %u times in a row from inside a request's callback "
-                      "that its progress runs: those calls do nothing, so a wait "
-                      "inside a completion callback cannot complete",
-                      __func__, EFARM_NESTED_SPIN_CALLS);
-        return -EDEADLK;
+        if (ep->nested_in_row < EFARM_NESTED_SPIN_CALLS &&
+            ++ep->nested_in_row < EFARM_NESTED_SPIN_CALLS)
+            return -EDEADLK;
+        efarm_log_ratelimited(EFARM_LOG_ERROR,
+                              "%s called %u times in a row from inside a request's callback "
+                              "that its progress runs: those calls do nothing, so a wait "
+                              "inside a completion callback cannot complete; failing them",
+                              __func__, EFARM_NESTED_SPIN_CALLS);
+        return EFARM_E(PROTO_NESTED_WAIT);
     }
     if (__builtin_expect(ep->nested_in_row != 0, 0))
         ep->nested_in_row = 0;

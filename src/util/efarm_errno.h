@@ -65,7 +65,9 @@
     X(PROTO_RMA_BOUNDS, "remote access leaves the exposed region (or its range wraps)")        \
     X(PROTO_RMA_ACCESS, "remote access of a kind the exposed region does not grant")           \
     X(PROTO_RMA_REFUSED, "the target refused the one-sided operation (key, bounds, access or " \
-                         "an atomic it does not apply); its memory is unchanged")
+                         "an atomic it does not apply); its memory is unchanged")              \
+    X(PROTO_NESTED_WAIT, "progress called 2^20 times in a row from inside a completion "       \
+                         "callback: something waits there, and nothing can complete there")
 
 enum efarm_error_code {
     EFARM_ERR_BASE_ = 4096, /* above every errno value */

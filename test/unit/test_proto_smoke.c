@@ -423,3 +423,71 @@ EFARM_TEST_TIMEOUT(proto_smoke_progress_from_callback_refused, 60)
     EXPECT_TRUE(efarm_ep_progress(p.b) >= 0);
     proto_pair_close(&p);
 }
+
+/*
+ * A callback that waits (calls progress until something completes) would spin
+ * forever: from the 2^20th nested call in a row on, progress fails with
+ * PROTO_NESTED_WAIT instead of -EDEADLK, so the wait ends in an error. A
+ * progress call outside a callback starts the count again.
+ */
+struct spin {
+    struct efarm_ep *ep;
+    unsigned long calls_to_fail; /* the nested call that failed first (1-based); 0: none */
+    int fail_ret;
+    int calls;
+};
+
+static void spin_cb(struct efarm_req *req)
+{
+    struct spin *sp = req->ctx;
+    unsigned long n;
+
+    sp->calls++;
+    for (n = 1; n <= (1ul << 20) + 4; n++) {
+        int ret = efarm_ep_progress(sp->ep);
+
+        if (ret != -EDEADLK) {
+            sp->calls_to_fail = n;
+            sp->fail_ret = ret;
+            break;
+        }
+    }
+}
+
+EFARM_TEST_TIMEOUT(proto_smoke_wait_in_callback_fails, 60)
+{
+    struct proto_pair p;
+    struct efarm_req sreq[2], rreq[2];
+    struct efarm_req *reqs[4] = {&rreq[0], &rreq[1], &sreq[0], &sreq[1]};
+    struct spin sp = {0};
+    uint8_t dst[2][8], msg[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+
+    proto_use_efasim();
+    proto_pair_open(&p, NULL, NULL);
+    memset(sreq, 0, sizeof(sreq));
+    memset(rreq, 0, sizeof(rreq));
+    sp.ep = p.b;
+    for (unsigned i = 0; i < 2; i++) {
+        rreq[i].cb = spin_cb;
+        rreq[i].ctx = &sp;
+        EXPECT_RET(efarm_trecv(p.b, dst[i], sizeof(dst[i]), 1, 2, 3, &rreq[i]), 0);
+    }
+    EXPECT_RET(
+        efarm_tsend(p.a, p.a_to_b, msg, sizeof(msg), 1, 2, 3, EFARM_SEND_INJECT, 0, &sreq[0]), 0);
+    proto_pair_wait(&p, reqs, 1, 20);
+    EXPECT_EQ(sp.calls, 1);
+    EXPECT_EQ(sp.calls_to_fail, 1ul << 20);
+    EXPECT_RET(sp.fail_ret, EFARM_E(PROTO_NESTED_WAIT));
+    EXPECT_EQ(efarm_ep_counters(p.b)->progress_nested, 1ul << 20);
+    EXPECT_RET(rreq[0].status, 0);
+    /* A progress call outside the callback starts the count again. */
+    EXPECT_TRUE(efarm_ep_progress(p.b) >= 0);
+    sp.calls_to_fail = 0;
+    EXPECT_RET(
+        efarm_tsend(p.a, p.a_to_b, msg, sizeof(msg), 1, 2, 3, EFARM_SEND_INJECT, 0, &sreq[1]), 0);
+    proto_pair_wait(&p, reqs + 1, 1, 20);
+    EXPECT_EQ(sp.calls, 2);
+    EXPECT_EQ(sp.calls_to_fail, 1ul << 20);
+    proto_pair_wait(&p, reqs + 2, 2, 20);
+    proto_pair_close(&p);
+}
