@@ -130,10 +130,13 @@ bg_build() { # NAME COMMAND...: log to $logs/NAME.log; "STATUS SECONDS" to $bg_d
     bg_build mpich-build env EFARM_BUILD_ROOT="$root" "$top/scripts/mpich-build.sh" \
         --prefix "$mpich_prefix"
     # MPICH 5.0.1, C only: the C++ and Fortran wrappers are tested on 4.0.2's build,
-    # and leaving them out here keeps a cold build within CI's budget.
+    # and leaving them out here keeps a cold build within CI's budget. With per-VCI
+    # critical sections (MPICH's own default; 4.0.2 is built with the global one, the
+    # netmod's default), so that both locking schemes run under MPI_THREAD_MULTIPLE.
     if [ -n "$src501" ]; then
         bg_build mpich-5.0.1-build env EFARM_BUILD_ROOT="$root" EFARM_MPICH_CACHE="$cache501" \
-            "$top/scripts/mpich-build.sh" --mpich 5.0.1 --source "$src501" --prefix "$prefix501" --c-only
+            "$top/scripts/mpich-build.sh" --mpich 5.0.1 --source "$src501" --prefix "$prefix501" --c-only \
+            -- --enable-thread-cs=per-vci
     fi
     if [ -n "$src432" ] && [ "$full432" = yes ]; then
         bg_build mpich-4.3.2-build env EFARM_BUILD_ROOT="$root" EFARM_MPICH_CACHE="$cache432" \
@@ -413,10 +416,11 @@ fi
 # ---- MPICH 5.0.1 with ch4:efarm ---------------------------------------------------------
 # The current MPICH release line (doc/MPICH-VERSIONS.md), built in the background
 # after 4.0.2 from the source EFARM_MPICH_SOURCE_5_0_1 names (.ci/run finds the
-# workplace's export of its git tag): test/mpi in full, then MPICH's test-suite CI
-# subset. The suite's programs come from 4.0.2's tree (an export of 5.0.1's tag
-# cannot build its own suite); test/mpich-xfail-suite-4.0.2-on-5.0.1.txt lists
-# what the two versions expect differently.
+# workplace's export of its git tag; per-VCI critical sections): test/mpi in full,
+# then MPICH's test-suite CI subset and its threads directory's CI lists. The suite's
+# programs come from 4.0.2's tree (an export of 5.0.1's tag cannot build its own
+# suite); test/mpich-xfail-suite-4.0.2-on-5.0.1.txt lists what the two versions
+# expect differently.
 if [ -n "$src501" ]; then
     bg_wait mpich-5.0.1-build
     if [ -x "$prefix501/bin/mpicc" ]; then
@@ -424,6 +428,9 @@ if [ -n "$src501" ]; then
             bash "$top/test/mpi/run-mpi-tests.sh" --prefix "$prefix501"
         suite mpich-testsuite-5.0.1 bash "$top/scripts/mpich-testsuite.sh" --prefix "$prefix501" \
             --subset ci --source "$mpich_cache/tree/mpich-4.0.2" --logs "$root/mpich-testsuite-5.0.1"
+        suite mpich-testsuite-threads-5.0.1 bash "$top/scripts/mpich-testsuite.sh" \
+            --prefix "$prefix501" --subset ci --dirs threads --source "$mpich_cache/tree/mpich-4.0.2" \
+            --logs "$root/mpich-testsuite-threads-5.0.1"
     fi
 else
     echo "SKIP mpich-5.0.1: no MPICH 5.0.1 source (EFARM_MPICH_SOURCE_5_0_1 names its tarball or tree)"

@@ -78,34 +78,39 @@
 #endif
 
 /*
- * Thread safety. efarm takes no MPICH lock of its own: under
- * MPI_THREAD_MULTIPLE it relies on MPICH's global critical section, which
- * every MPI call enters and which progress yields while it waits. With
- * per-VCI critical sections (--enable-thread-cs=per-vci, the default of ch4
- * from MPICH 4.1 on) ch4 calls a netmod's send, receive, probe and RMA entry
- * points without any lock, expecting the netmod to lock its VCI; efarm would
- * then run its engine from several threads at once (lost and damaged
- * messages, crashes: test/mpi threads.c shows it). The netmod's
- * subconfigure.m4 makes --enable-thread-cs=global the default and refuses
- * other granularities at configure time; an MPICH configured otherwise all
- * the same is refused here rather than left to fail at run time.
+ * Thread safety. Under MPICH's global critical section (ch4:efarm's default)
+ * every MPI call holds the one lock and progress yields it while it waits, so
+ * the engine runs in one thread at a time. With per-VCI critical sections
+ * (--enable-thread-cs=per-vci, MPICH 5.0 and later) ch4 holds a VCI's lock
+ * only around progress, and the netmod's entry points take it themselves
+ * (MPIDI_EFARM_VCI_ENTER, efarm_impl.h), as ch4:ofi and ch4:ucx do. MPICH
+ * 4.x's per-VCI paths differ and are not supported: refused here.
  */
-#if defined(MPICH_THREAD_GRANULARITY) && defined(MPICH_THREAD_GRANULARITY__GLOBAL) && \
-    defined(MPICH_THREAD_GRANULARITY__SINGLE)
-#if MPICH_THREAD_GRANULARITY != MPICH_THREAD_GRANULARITY__GLOBAL && \
-    MPICH_THREAD_GRANULARITY != MPICH_THREAD_GRANULARITY__SINGLE
-#error \
-    "efarm's netmod needs MPICH's global critical section: configure MPICH with --enable-thread-cs=global (ch4:efarm's default); per-VCI critical sections are not supported yet"
-#endif
-#elif defined(MPICH_THREAD_GRANULARITY)
-#error "efarm's netmod cannot tell MPICH's thread granularity: mpichconfconst.h was not included"
-#endif
-
-/* 1 for MPICH 5.0 and later (lpids, bootstrap communicators, internal datatypes). */
+/* 1 for MPICH 5.0 and later (lpids, bootstrap communicators, internal datatypes, per-VCI). */
 #if MPICH_NUMVERSION >= 50000000
 #define MPIDI_EFARM_MPICH_50 1
 #else
 #define MPIDI_EFARM_MPICH_50 0
+#endif
+#if defined(MPICH_THREAD_GRANULARITY) && defined(MPICH_THREAD_GRANULARITY__GLOBAL) && \
+    defined(MPICH_THREAD_GRANULARITY__SINGLE) && defined(MPICH_THREAD_GRANULARITY__VCI)
+#if MPICH_THREAD_GRANULARITY == MPICH_THREAD_GRANULARITY__VCI
+#if !MPIDI_EFARM_MPICH_50
+#error \
+    "efarm's netmod supports per-VCI critical sections on MPICH 5.0 and later only: configure this MPICH with --enable-thread-cs=global (ch4:efarm's default)"
+#endif
+#define MPIDI_EFARM_PER_VCI 1
+#elif MPICH_THREAD_GRANULARITY != MPICH_THREAD_GRANULARITY__GLOBAL && \
+    MPICH_THREAD_GRANULARITY != MPICH_THREAD_GRANULARITY__SINGLE
+#error \
+    "efarm's netmod needs MPICH's global or per-VCI critical sections: configure MPICH with --enable-thread-cs=global (ch4:efarm's default) or per-vci"
+#else
+#define MPIDI_EFARM_PER_VCI 0
+#endif
+#elif defined(MPICH_THREAD_GRANULARITY)
+#error "efarm's netmod cannot tell MPICH's thread granularity: mpichconfconst.h was not included"
+#else
+#define MPIDI_EFARM_PER_VCI 0
 #endif
 
 /* 1 for MPICH 4.3 and later (the attribute-word API), 0 for 4.0. */

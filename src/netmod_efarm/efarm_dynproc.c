@@ -54,16 +54,21 @@
  * One round of ch4's progress (shared memory, efarm, MPIDIG), as the
  * netmod's other blocking paths wait (MPIDIU_PROGRESS_WHILE); arg keeps the
  * mpi_errno of a failed round. MPICH 5.0 calls the bootstrap hooks with VCI
- * 0's lock held: it is yielded after each round, so other threads progress too.
+ * 0's lock held, and its progress takes that lock (per-VCI critical
+ * sections; the lock is not recursive): it is left around the round, as
+ * ch4's own MPIDI_progress_test_vci does, so other threads progress too.
  */
 static int dyn_progress(void *arg)
 {
+#if MPIDI_EFARM_MPICH_50
+    MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI_LOCK(0));
+#endif
     int mpi_errno = MPID_Progress_test(NULL);
 
-    MPID_THREAD_CS_YIELD(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
 #if MPIDI_EFARM_MPICH_50
-    MPID_THREAD_CS_YIELD(VCI, MPIDI_VCI_LOCK(0));
+    MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI_LOCK(0));
 #endif
+    MPID_THREAD_CS_YIELD(GLOBAL, MPIR_THREAD_GLOBAL_ALLFUNC_MUTEX);
     if (mpi_errno) {
         *(int *)arg = mpi_errno;
         return -EIO;

@@ -299,6 +299,26 @@ int MPIDI_EFARM_rma_wait(MPIR_Win *win, int rank);
  * An mpi_errno for an efarm call `what` that returned the negative code err.
  * The message names the call and efarm's reason (errnames.txt: **efarm).
  */
+/*
+ * VCI 0's lock under MPICH's per-VCI critical sections (efarm_compat.h): ch4
+ * holds it around progress only, so the entry points ch4 calls without it
+ * (sends, receives, probes, one-sided operations, the window and bootstrap
+ * hooks' engine calls) take it themselves, as ch4:ofi and ch4:ucx do, and
+ * never across a call that takes it again (MPIDIG, collectives: the lock is
+ * not recursive). No-ops under the global critical section.
+ */
+#if MPIDI_EFARM_PER_VCI
+#define MPIDI_EFARM_VCI_ENTER() MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI_LOCK(0))
+#define MPIDI_EFARM_VCI_EXIT()  MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI_LOCK(0))
+#else
+#define MPIDI_EFARM_VCI_ENTER() \
+    do {                        \
+    } while (0)
+#define MPIDI_EFARM_VCI_EXIT() \
+    do {                       \
+    } while (0)
+#endif
+
 #define MPIDI_EFARM_ERROR(err, what)                                                           \
     MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__, MPI_ERR_OTHER, \
                          "**efarm", "**efarm %s %s", (what), efarm_strerror(err))

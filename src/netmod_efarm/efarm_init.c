@@ -462,6 +462,13 @@ int MPIDI_EFARM_init_local(int *tag_bits)
     struct efarm_ep *ep;
     int ret;
 
+#if MPIDI_EFARM_PER_VCI
+    /* Per-VCI critical sections: the netmod relies on ch4 locking VCI 0 around progress. */
+    if (MPIDI_CH4_MT_MODEL != MPIDI_CH4_MT_DIRECT) {
+        MPIR_ERR_SET(mpi_errno, MPI_ERR_OTHER, "**efarm_mtmodel");
+        goto fn_fail;
+    }
+#endif
     /* One endpoint, so one VCI; more would need an endpoint per VCI. */
     if (MPIDI_global.n_vcis != 1) {
         MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**efarm_vcis", "**efarm_vcis %d",
@@ -681,11 +688,17 @@ int MPIDI_EFARM_comm_set_vcis(MPIR_Comm *comm, int num_implicit, int num_reserve
 }
 
 /* Insert the card of comm's rank unless its AV entry has one (a process met before). */
+/* Under VCI 0's lock: a session's communicator may be committed while other threads send. */
 static int insert_rank_card(MPIR_Comm *comm, int rank, const uint8_t *card)
 {
     MPIDI_EFARM_addr_t *a = &MPIDI_EFARM_AV(MPIDIU_comm_rank_to_av(comm, rank));
+    int mpi_errno = MPI_SUCCESS;
 
-    return a->nrails ? MPI_SUCCESS : insert_card(a, card);
+    MPIDI_EFARM_VCI_ENTER();
+    if (!a->nrails)
+        mpi_errno = insert_card(a, card);
+    MPIDI_EFARM_VCI_EXIT();
+    return mpi_errno;
 }
 
 /*

@@ -11,9 +11,9 @@
 
 #include "efarm_impl.h"
 
-MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_probe(int source, int tag, MPIR_Comm *comm,
-                                               int context_offset, int *flag,
-                                               MPIR_Request **message, MPI_Status *status)
+MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_probe_locked(int source, int tag, MPIR_Comm *comm,
+                                                      int context_offset, int *flag,
+                                                      MPIR_Request **message, MPI_Status *status)
 {
     int mpi_errno = MPI_SUCCESS;
     struct efarm_probe_info info;
@@ -63,6 +63,19 @@ fn_exit:
     return mpi_errno;
 fn_fail:
     goto fn_exit;
+}
+
+/* Probes, under VCI 0's lock (MPIDI_EFARM_VCI_ENTER). */
+MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_probe(int source, int tag, MPIR_Comm *comm,
+                                               int context_offset, int *flag,
+                                               MPIR_Request **message, MPI_Status *status)
+{
+    int mpi_errno;
+
+    MPIDI_EFARM_VCI_ENTER();
+    mpi_errno = MPIDI_EFARM_probe_locked(source, tag, comm, context_offset, flag, message, status);
+    MPIDI_EFARM_VCI_EXIT();
+    return mpi_errno;
 }
 
 /* attr: MPICH 4.3's attribute word, MPICH 4.0's context offset (efarm_compat.h). */

@@ -85,10 +85,11 @@ MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_recv_unprepare(MPIR_Request *rreq)
     }
 }
 
-MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_irecv(void *buf, MPI_Aint count, MPI_Datatype datatype,
-                                                int rank, int tag, MPIR_Comm *comm, int attr,
-                                                MPIDI_av_entry_t *addr, MPIR_Request **request,
-                                                MPIR_Request *partner)
+MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_irecv_locked(void *buf, MPI_Aint count,
+                                                      MPI_Datatype datatype, int rank, int tag,
+                                                      MPIR_Comm *comm, int attr,
+                                                      MPIDI_av_entry_t *addr,
+                                                      MPIR_Request **request, MPIR_Request *partner)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIR_Request *rreq = *request;
@@ -154,9 +155,30 @@ fn_fail:
     goto fn_exit;
 }
 
+/*
+ * Under VCI 0's lock (MPIDI_EFARM_VCI_ENTER), but for ch4's any-source
+ * receive with shared memory (a partner request): ch4 holds the lock then.
+ */
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_irecv(void *buf, MPI_Aint count, MPI_Datatype datatype,
+                                                int rank, int tag, MPIR_Comm *comm, int attr,
+                                                MPIDI_av_entry_t *addr, MPIR_Request **request,
+                                                MPIR_Request *partner)
+{
+    int mpi_errno;
+
+    if (partner)
+        return MPIDI_EFARM_irecv_locked(buf, count, datatype, rank, tag, comm, attr, addr, request,
+                                        partner);
+    MPIDI_EFARM_VCI_ENTER();
+    mpi_errno = MPIDI_EFARM_irecv_locked(buf, count, datatype, rank, tag, comm, attr, addr, request,
+                                         partner);
+    MPIDI_EFARM_VCI_EXIT();
+    return mpi_errno;
+}
+
 /* Receive a message claimed by MPI_Mprobe/MPI_Improbe into buf. */
-MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_imrecv(void *buf, MPI_Aint count, MPI_Datatype datatype,
-                                                 MPIR_Request *message)
+MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_imrecv_locked(void *buf, MPI_Aint count,
+                                                       MPI_Datatype datatype, MPIR_Request *message)
 {
     int mpi_errno = MPI_SUCCESS;
     efarm_tm_handle_t handle = MPIDI_EFARM_REQ(message).mprobe_handle;
@@ -189,6 +211,17 @@ fn_exit:
     return mpi_errno;
 fn_fail:
     goto fn_exit;
+}
+
+MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_imrecv(void *buf, MPI_Aint count, MPI_Datatype datatype,
+                                                 MPIR_Request *message)
+{
+    int mpi_errno;
+
+    MPIDI_EFARM_VCI_ENTER();
+    mpi_errno = MPIDI_EFARM_imrecv_locked(buf, count, datatype, message);
+    MPIDI_EFARM_VCI_EXIT();
+    return mpi_errno;
 }
 
 /*

@@ -16,16 +16,23 @@
 
 #include "efarm_impl.h"
 
-/* Native if the window allows and efarm can; otherwise `fallback` (an MPIDIG call). */
+/*
+ * Native if the window allows and efarm can; otherwise `fallback` (an MPIDIG
+ * call, which takes VCI 0's lock itself: it is not held then).
+ */
 #define MPIDI_EFARM_RMA_TRY(winattr, win, args, request, fallback)                \
     do {                                                                          \
         bool native_ = false;                                                     \
+        MPIDI_EFARM_VCI_ENTER();                                                  \
         if ((winattr)&MPIDI_WINATTR_NM_REACHABLE) {                               \
             int err_ = MPIDI_EFARM_rma_start((win), (args), (request), &native_); \
-            if (err_ || native_)                                                  \
+            if (err_ || native_) {                                                \
+                MPIDI_EFARM_VCI_EXIT();                                           \
                 return err_;                                                      \
+            }                                                                     \
         }                                                                         \
         MPIDI_EFARM_global.nm_counters.rma_fallback_ops++;                        \
+        MPIDI_EFARM_VCI_EXIT();                                                   \
         return fallback;                                                          \
     } while (0)
 

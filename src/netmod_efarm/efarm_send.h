@@ -35,11 +35,11 @@
 #include "efarm_impl.h"
 #include "efarm_p2p.h"
 
-MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send(const void *buf, MPI_Aint count,
-                                              MPI_Datatype datatype, int rank, int tag,
-                                              MPIR_Comm *comm, int context_offset,
-                                              MPIDI_av_entry_t *addr, MPIR_Request **request,
-                                              uint32_t flags)
+MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send_locked(const void *buf, MPI_Aint count,
+                                                     MPI_Datatype datatype, int rank, int tag,
+                                                     MPIR_Comm *comm, int context_offset,
+                                                     MPIDI_av_entry_t *addr, MPIR_Request **request,
+                                                     uint32_t flags)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIR_Request *sreq = NULL;
@@ -147,6 +147,22 @@ fn_fail:
         *request = NULL;
     }
     goto fn_exit;
+}
+
+/* Every send: under VCI 0's lock (MPIDI_EFARM_VCI_ENTER). */
+MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send(const void *buf, MPI_Aint count,
+                                              MPI_Datatype datatype, int rank, int tag,
+                                              MPIR_Comm *comm, int context_offset,
+                                              MPIDI_av_entry_t *addr, MPIR_Request **request,
+                                              uint32_t flags)
+{
+    int mpi_errno;
+
+    MPIDI_EFARM_VCI_ENTER();
+    mpi_errno = MPIDI_EFARM_send_locked(buf, count, datatype, rank, tag, comm, context_offset, addr,
+                                        request, flags);
+    MPIDI_EFARM_VCI_EXIT();
+    return mpi_errno;
 }
 
 /*

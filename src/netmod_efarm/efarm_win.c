@@ -78,6 +78,27 @@ typedef struct {
 } win_info_t;
 
 /*
+ * The engine's exposure calls, under VCI 0's lock (MPIDI_EFARM_VCI_ENTER):
+ * the window hooks run without it and do collectives between these calls.
+ */
+static int win_expose(void *base, uint64_t len, unsigned access, struct efarm_region **region_p)
+{
+    int ret;
+
+    MPIDI_EFARM_VCI_ENTER();
+    ret = efarm_expose(MPIDI_EFARM_global.ep, base, len, access, region_p);
+    MPIDI_EFARM_VCI_EXIT();
+    return ret;
+}
+
+static void win_unexpose(struct efarm_region *region)
+{
+    MPIDI_EFARM_VCI_ENTER();
+    efarm_unexpose(MPIDI_EFARM_global.ep, region);
+    MPIDI_EFARM_VCI_EXIT();
+}
+
+/*
  * Make this window's RMA native if every member can: expose this process's
  * memory (efarm_expose: the device registration and the region table the
  * engine checks peers' accesses against), exchange base, size, disp_unit and
@@ -96,7 +117,7 @@ static int win_native_init(MPIR_Win *win, void *base, MPI_Aint size, unsigned ac
     memset(w, 0, sizeof(*w));
     mine.ok = access != 0 && efarm_config()->rma_native && MPIDI_EFARM_global.ep != NULL;
     if (mine.ok) {
-        int ret = efarm_expose(MPIDI_EFARM_global.ep, base, (uint64_t)size, access, &w->region);
+        int ret = win_expose(base, (uint64_t)size, access, &w->region);
 
         if (ret) {
             fprintf(stderr,
@@ -139,7 +160,7 @@ static int win_native_init(MPIR_Win *win, void *base, MPI_Aint size, unsigned ac
         MPL_free(w->outstanding_to);
         w->targets = NULL;
         w->outstanding_to = NULL;
-        efarm_unexpose(MPIDI_EFARM_global.ep, w->region);
+        win_unexpose(w->region);
         w->region = NULL;
         MPIDI_WIN(win, winattr) &= ~(MPIDI_winattr_t)MPIDI_WINATTR_NM_REACHABLE;
         MPIDI_EFARM_global.nm_counters.rma_fallback_windows++;
@@ -235,6 +256,7 @@ static void dyn_free(struct MPIDI_EFARM_dyn *d, int nranks)
 
     if (d == NULL)
         return;
+    MPIDI_EFARM_VCI_ENTER(); /* as win_unexpose */
     for (uint64_t i = 0; d->hdr != NULL && i < d->hdr->count; i++)
         efarm_unexpose(ep, d->attached[i]);
     efarm_unexpose(ep, d->ent_region);
@@ -246,6 +268,7 @@ static void dyn_free(struct MPIDI_EFARM_dyn *d, int nranks)
         MPL_free(r->ent);
         MPL_free(r);
     }
+    MPIDI_EFARM_VCI_EXIT();
     for (int r = 0; d->cache != NULL && r < nranks; r++)
         MPL_free(d->cache[r].ent);
     MPL_free(d->cache);
@@ -263,7 +286,7 @@ static int dyn_entries_new(uint64_t cap, dyn_entry_t **ent_p, struct efarm_regio
 
     if (ent == NULL)
         return -ENOMEM;
-    ret = efarm_expose(MPIDI_EFARM_global.ep, ent, cap * sizeof(*ent), EFARM_EXPOSE_READ, region_p);
+    ret = win_expose(ent, cap * sizeof(*ent), EFARM_EXPOSE_READ, region_p);
     if (ret) {
         MPL_free(ent);
         return ret;
@@ -359,8 +382,7 @@ int MPIDI_EFARM_mpi_win_attach_hook(MPIR_Win *win, void *base, MPI_Aint size)
     n = d->hdr->count;
     ret = n == d->cap ? dyn_grow(d) : 0;
     if (ret == 0)
-        ret = efarm_expose(MPIDI_EFARM_global.ep, base, (uint64_t)size,
-                           EFARM_EXPOSE_READ | EFARM_EXPOSE_WRITE, &region);
+        ret = win_expose(base, (uint64_t)size, EFARM_EXPOSE_READ | EFARM_EXPOSE_WRITE, &region);
     if (ret)
         return MPIDI_EFARM_ERROR(ret, "exposing memory attached to a dynamic window");
     d->ent[n].base = (uint64_t)(uintptr_t)base;
@@ -385,7 +407,7 @@ int MPIDI_EFARM_mpi_win_detach_hook(MPIR_Win *win, const void *base)
     for (uint64_t i = 0; i < n; i++) {
         if (d->ent[i].base != (uint64_t)(uintptr_t)base)
             continue;
-        efarm_unexpose(MPIDI_EFARM_global.ep, d->attached[i]);
+        win_unexpose(d->attached[i]);
         /* The last entry takes the freed slot, then the count drops. */
         d->ent[i] = d->ent[n - 1];
         d->attached[i] = d->attached[n - 1];
@@ -403,10 +425,13 @@ int MPIDI_EFARM_mpi_win_free_hook(MPIR_Win *win)
     int mpi_errno = MPI_SUCCESS;
 
     /* MPI_Win_free follows the last synchronisation: nothing native is left, but be sure. */
-    if (w->outstanding)
+    if (w->outstanding) {
+        MPIDI_EFARM_VCI_ENTER(); /* MPIDIU_PROGRESS_WHILE yields it */
         mpi_errno = MPIDI_EFARM_rma_wait(win, -1);
+        MPIDI_EFARM_VCI_EXIT();
+    }
     if (MPIDI_EFARM_global.ep != NULL) {
-        efarm_unexpose(MPIDI_EFARM_global.ep, w->region);
+        win_unexpose(w->region);
         dyn_free(w->dyn, win->comm_ptr->local_size);
     }
     w->region = NULL;
@@ -421,8 +446,10 @@ int MPIDI_EFARM_mpi_win_free_hook(MPIR_Win *win)
 /* Every target's cached directory is stale from here on (an epoch opens, MPI_Win_sync). */
 void MPIDI_EFARM_rma_sync_point(MPIR_Win *win)
 {
+    MPIDI_EFARM_VCI_ENTER(); /* before MPIDIG's synchronisation, which takes it itself */
     if (MPIDI_EFARM_WIN(win).dyn != NULL)
         MPIDI_EFARM_WIN(win).dyn->epoch++;
+    MPIDI_EFARM_VCI_EXIT();
 }
 
 static void dyn_read_done(struct efarm_req *ereq)
@@ -1135,6 +1162,7 @@ fn_fail:
     goto fn_exit;
 }
 
+/* Called with VCI 0's lock held (MPIDIG's completion hooks): MPIDIU_PROGRESS_WHILE yields it. */
 int MPIDI_EFARM_rma_wait(MPIR_Win *win, int rank)
 {
     MPIDI_EFARM_win_t *w = &MPIDI_EFARM_WIN(win);

@@ -14,16 +14,18 @@ AC_DEFUN([PAC_SUBCFG_PREREQ_]PAC_SUBCFG_AUTO_SUFFIX,[
                 AC_DEFINE([HAVE_CH4_NETMOD_EFARM], [1], [Define if the ch4:efarm netmod is built])
                 dnl ch4 keeps each AV entry's is_local, so rank_is_local answers without SHM too.
                 AC_DEFINE([MPIDI_BUILD_CH4_LOCALITY_INFO], [1], [CH4 should build locality info])
-                dnl efarm takes no lock of its own, so under MPI_THREAD_MULTIPLE it needs the
-                dnl global critical section. ch4 defaults to per-VCI sections from MPICH 4.1 on
-                dnl (decided later in MPICH's configure, from this variable): choose global
-                dnl when the user did not, and refuse a per-VCI or lock-free choice here
-                dnl rather than at compile time (efarm_compat.h checks again).
+                dnl Under MPI_THREAD_MULTIPLE efarm needs MPICH's global critical section or,
+                dnl on MPICH 5.0 and later, per-VCI sections (the netmod locks VCI 0 in its
+                dnl entry points; efarm_compat.h refuses per-VCI on 4.x at compile time). ch4
+                dnl defaults to per-VCI from MPICH 4.1 on (decided later in MPICH's configure,
+                dnl from this variable): choose global when the user did not, as on every
+                dnl version, and refuse lock-free here.
                 AS_CASE([$enable_thread_cs],
                     [default|""], [enable_thread_cs=global
                         AC_MSG_NOTICE([ch4:efarm: --enable-thread-cs=global (efarm needs MPICH's global critical section)])],
                     [global], [],
-                    [AC_MSG_ERROR([ch4:efarm needs MPICH's global critical section: configure with --enable-thread-cs=global, not --enable-thread-cs=$enable_thread_cs (per-VCI critical sections are not supported yet)])])
+                    [per-vci|per_vci], [AC_MSG_NOTICE([ch4:efarm: per-VCI critical sections (MPICH 5.0 and later; efarm_compat.h checks the version)])],
+                    [AC_MSG_ERROR([ch4:efarm needs MPICH's global critical section or, on MPICH 5.0 and later, per-VCI ones: configure with --enable-thread-cs=global or per-vci, not --enable-thread-cs=$enable_thread_cs])])
             ])
         done
     ])
