@@ -296,10 +296,6 @@ void MPIDI_EFARM_rma_sync_point(MPIR_Win *win);
 int MPIDI_EFARM_rma_wait(MPIR_Win *win, int rank);
 
 /*
- * An mpi_errno for an efarm call `what` that returned the negative code err.
- * The message names the call and efarm's reason (errnames.txt: **efarm).
- */
-/*
  * VCI 0's lock under MPICH's per-VCI critical sections (efarm_compat.h): ch4
  * holds it around progress only, so the entry points ch4 calls without it
  * (sends, receives, probes, one-sided operations, the window and bootstrap
@@ -319,6 +315,10 @@ int MPIDI_EFARM_rma_wait(MPIR_Win *win, int rank);
     } while (0)
 #endif
 
+/*
+ * An mpi_errno for an efarm call `what` that returned the negative code err.
+ * The message names the call and efarm's reason (errnames.txt: **efarm).
+ */
 #define MPIDI_EFARM_ERROR(err, what)                                                           \
     MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__, MPI_ERR_OTHER, \
                          "**efarm", "**efarm %s %s", (what), efarm_strerror(err))

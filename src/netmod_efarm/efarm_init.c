@@ -687,8 +687,11 @@ int MPIDI_EFARM_comm_set_vcis(MPIR_Comm *comm, int num_implicit, int num_reserve
                                    MPIR_COLL_ATTR_SYNC);
 }
 
-/* Insert the card of comm's rank unless its AV entry has one (a process met before). */
-/* Under VCI 0's lock: a session's communicator may be committed while other threads send. */
+/*
+ * Insert the card of comm's rank unless its AV entry has one (a process met
+ * before), under VCI 0's lock: a session's communicator may be committed while
+ * other threads send.
+ */
 static int insert_rank_card(MPIR_Comm *comm, int rank, const uint8_t *card)
 {
     MPIDI_EFARM_addr_t *a = &MPIDI_EFARM_AV(MPIDIU_comm_rank_to_av(comm, rank));
