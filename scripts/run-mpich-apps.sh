@@ -19,8 +19,10 @@
 #              BLACS's testers instead end on BLACS_ABORT: exit status 255 after
 #              their last regular test passed) and no line reports a failure: "N tests completed and
 #              failed" with N > 0, a check "FAILED", an SVD line "Failed", a
-#              nonzero FAILED column in PBLAS's summary, or an error termination. xsllt and xdllt are left out: they hang on Debian's own
-#              MPICH (ch4:ucx) as well.
+#              nonzero FAILED column in PBLAS's summary, or an error termination.
+#              The eigensolver testers (x[sdcz]sep) may fail their orthogonality
+#              check alone (see sep_failures). xsllt and xdllt are left out: they
+#              hang on Debian's own MPICH (ch4:ucx) as well.
 #   netpipe    netpipe-mpich2 (NPmpich2) with 2 processes: its integrity check (-i)
 #              one way, with preposted receives (-a), both ways at once (-2, with
 #              -a: without it both sides enter MPI_Send first, which only a library
@@ -121,6 +123,28 @@ ln -sfn "$prefix/lib/libmpi.so.12" "$abi/libmpich.so.12"
 echo "run-mpich-apps: Debian's MPICH applications on $prefix/lib/libmpi.so.12 (as libmpich.so.12)," \
     "ch4:efarm on efasim, MPIR_CVAR_NOLOCAL=1; subset $subset"
 
+# The eigensolver testers' failed result lines ("N NB P Q TYP SUB WALL CPU CHK
+# QTQ FAILED"), each under the THRESH= line of the failure report printed
+# before it. Prints the allowed ones (orthogonality only: CHK < THRESH, QTQ <
+# 20 THRESH) and returns 0, or prints the first other one and returns 1.
+sep_failures() { # LOG
+    awk '
+        /THRESH=/ { t = $NF; sub(/[Dd]/, "e", t); thresh = t + 0 }
+        $NF == "FAILED" && NF == 11 && $1 ~ /^[0-9]+$/ {
+            chk = $9; qtq = $10; sub(/\.$/, "", qtq)
+            line = $1 " " $2 " " $3 " " $4 " " $5 ": CHK " $9 " QTQ " $10 " THRESH " thresh
+            if (thresh > 0 && chk ~ /^[0-9.E+-]+$/ && qtq ~ /^[0-9.E+-]+$/ && chk + 0 < thresh && qtq + 0 < 20 * thresh) {
+                allowed = allowed (allowed == "" ? "" : "; ") line
+                next
+            }
+            print "failed beyond orthogonality: " line
+            bad = 1
+            exit
+        }
+        $NF == "FAILED" { print "unrecognised failed line: " $0; bad = 1; exit }
+        END { if (bad) exit 1; if (allowed != "") print allowed }' "$1"
+}
+
 # A failed run's reason from its exit status and log, or nothing when they are a pass.
 verdict() { # NAME RC LOG
     local name=$1 rc=$2 log=$3 line
@@ -148,7 +172,30 @@ verdict() { # NAME RC LOG
         echo "exit status $rc; $(grep -m1 -E 'Error|error|Abort|FAILED|failed' "$log" | cut -c1-160)"
         return
     fi
-    line=$(grep -m1 -E '[1-9][0-9]* tests completed and failed|[0-9] +FAILED *$|check: *[A-Z0-9]+ +FAILED|^ *Failed |Error termination|Integrity check failed|Fatal error|Segmentation|Abort\(' "$log")
+    # A testers' summary of failed tests, and a result line that failed.
+    local summary='[1-9][0-9]* tests completed and failed|[0-9] +FAILED *$|'
+    case $name in
+    scalapack/x[sdcz]sep)
+        # The eigensolver testers' orthogonality check (QTQ) is not repeatable:
+        # BLACS's combines receive from MPI_ANY_SOURCE and add in arrival order
+        # (two thirds of xdsep's receives), so rounding, and with it PDSYEVX's
+        # orthogonality for eigenvalue clusters split over processes, varies
+        # from run to run on any transport: MPICH's shared memory alone failed
+        # N=27, 3x1 grid, type 10 once in 18 runs (QTQ 66 > THRESH 50), as
+        # efarm did once in 19. A failed line whose eigenpairs are right
+        # (CHK under THRESH) and whose QTQ is under 20 THRESH (under 1e-11 for
+        # N=27) is that loss, not damaged data, and is allowed; any other
+        # failed line, or a failure another check sees, still fails.
+        line=$(sep_failures "$log") || {
+            echo "$line"
+            return
+        }
+        [ -z "$line" ] || echo "run-mpich-apps: allowed (orthogonality only, CHK < THRESH, QTQ < 20 THRESH):" \
+            "$line" >>"$log"
+        summary=
+        ;;
+    esac
+    line=$(grep -m1 -E "$summary"'check: *[A-Z0-9]+ +FAILED|^ *Failed |Error termination|Integrity check failed|Fatal error|Segmentation|Abort\(' "$log")
     # PBLAS's summary table: "|  PDGEMM  TOTAL PASSED FAILED SKIPPED"
     [ -n "$line" ] || line=$(awk '$1 == "|" && $2 ~ /^P[A-Z0-9]+$/ && NF == 6 && $5 != 0 { print "PBLAS " $2 ": " $5 " failed"; exit }' "$log")
     if [ -n "$line" ]; then
@@ -187,7 +234,9 @@ for r in "${runs[@]}"; do
     [ -n "$reason" ] || [ "$pkts" -gt 0 ] || reason="no packet crossed efasim (efarm carried nothing)"
     if [ -z "$reason" ]; then
         n_pass=$((n_pass + 1))
-        echo "PASS $name (np $np, $secs s, $pkts packets)"
+        note=
+        grep -q '^run-mpich-apps: allowed' "$log" && note="; an orthogonality-only failure allowed, see the log"
+        echo "PASS $name (np $np, $secs s, $pkts packets$note)"
     else
         n_fail=$((n_fail + 1))
         echo "FAIL $name: $reason (log $log)"
