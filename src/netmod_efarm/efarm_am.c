@@ -52,6 +52,7 @@ enum MPIDI_EFARM_am_op_kind {
 struct MPIDI_EFARM_am_op {
     struct efarm_req ereq;
     struct MPIDI_EFARM_am_op *next;
+    MPIDI_EFARM_vci_t *vci; /* whose lists and endpoint */
     enum MPIDI_EFARM_am_op_kind kind;
     bool done;
     int handler_id;     /* sends: whose origin callback */
@@ -63,17 +64,15 @@ struct MPIDI_EFARM_am_op {
     uint8_t inline_buf[MPIDI_EFARM_AM_INLINE] MPL_ATTR_ALIGNED(8);
 };
 
-/* Operations come from chunks that live until finalize; chunk headers chain them. */
+/* Operations come from a VCI's chunks, which live until finalize; chunk headers chain them. */
 struct MPIDI_EFARM_am_chunk {
     struct MPIDI_EFARM_am_chunk *next;
     struct MPIDI_EFARM_am_op ops[MPIDI_EFARM_AM_OP_CHUNK];
 };
 
-static struct MPIDI_EFARM_am_chunk *am_chunks;
-
-static struct MPIDI_EFARM_am_op *am_op_alloc(enum MPIDI_EFARM_am_op_kind kind, uint64_t len)
+static struct MPIDI_EFARM_am_op *am_op_alloc(MPIDI_EFARM_vci_t *g, enum MPIDI_EFARM_am_op_kind kind,
+                                             uint64_t len)
 {
-    MPIDI_EFARM_global_t *g = &MPIDI_EFARM_global;
     struct MPIDI_EFARM_am_op *op;
 
     if (g->am_free == NULL) {
@@ -81,8 +80,8 @@ static struct MPIDI_EFARM_am_op *am_op_alloc(enum MPIDI_EFARM_am_op_kind kind, u
 
         if (chunk == NULL)
             return NULL;
-        chunk->next = am_chunks;
-        am_chunks = chunk;
+        chunk->next = g->am_chunks;
+        g->am_chunks = chunk;
         for (int i = 0; i < MPIDI_EFARM_AM_OP_CHUNK; i++) {
             /* Finalize frees by these two fields, also in operations never used. */
             chunk->ops[i].buf = NULL;
@@ -103,6 +102,7 @@ static struct MPIDI_EFARM_am_op *am_op_alloc(enum MPIDI_EFARM_am_op_kind kind, u
     }
     g->am_free = op->next;
     op->next = NULL;
+    op->vci = g;
     op->kind = kind;
     op->done = false;
     op->len = len;
@@ -117,8 +117,8 @@ static void am_op_release(struct MPIDI_EFARM_am_op *op)
         MPL_free(op->buf);
     op->buf = NULL;
     op->heap = false;
-    op->next = MPIDI_EFARM_global.am_free;
-    MPIDI_EFARM_global.am_free = op;
+    op->next = op->vci->am_free;
+    op->vci->am_free = op;
 }
 
 /* ---- Sending ------------------------------------------------------------- */
@@ -127,7 +127,7 @@ static void am_op_release(struct MPIDI_EFARM_am_op *op)
 static void am_send_done(struct efarm_req *ereq)
 {
     struct MPIDI_EFARM_am_op *op = ereq->ctx;
-    MPIDI_EFARM_global_t *g = &MPIDI_EFARM_global;
+    MPIDI_EFARM_vci_t *g = op->vci;
 
     op->done = true;
     op->next = NULL;
@@ -148,6 +148,8 @@ int MPIDI_EFARM_am_send(int rank, MPIR_Comm *comm, int handler_id, const void *a
     MPI_Aint data_sz = 0;
     MPIDI_av_entry_t *av;
     unsigned long waits = 0;
+    /* Every active message travels on VCI 0's endpoint so far; its header names MPIDIG's VCIs. */
+    MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(0);
     int ret;
 
     MPIR_Assert(am_hdr_sz >= 0 && am_hdr_sz <= MPIDI_EFARM_AM_HDR_MAX);
@@ -161,7 +163,8 @@ int MPIDI_EFARM_am_send(int rank, MPIR_Comm *comm, int handler_id, const void *a
         (void)dt_contig, (void)dt_true_lb, (void)dt_ptr;
     }
 
-    op = am_op_alloc(MPIDI_EFARM_AM_OP_SEND, sizeof(hdr) + (uint64_t)am_hdr_sz + (uint64_t)data_sz);
+    op = am_op_alloc(v, MPIDI_EFARM_AM_OP_SEND,
+                     sizeof(hdr) + (uint64_t)am_hdr_sz + (uint64_t)data_sz);
     MPIR_ERR_CHKANDJUMP1(op == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem", "**nomem %s",
                          "efarm active message");
     hdr.handler_id = (uint16_t)handler_id;
@@ -187,9 +190,9 @@ int MPIDI_EFARM_am_send(int rank, MPIR_Comm *comm, int handler_id, const void *a
     op->ereq.ctx = op;
 
     av = MPIDIU_comm_rank_to_av(comm, rank);
-    while ((ret = efarm_send(MPIDI_EFARM_global.ep, MPIDI_EFARM_AV(av).peer, op->buf, op->len, 0, 0,
-                             &op->ereq)) == -EAGAIN) {
-        mpi_errno = MPIDI_EFARM_wait_for_slot(&waits);
+    while ((ret = efarm_send(v->ep, MPIDI_EFARM_AV(av).peer, op->buf, op->len, 0, 0, &op->ereq)) ==
+           -EAGAIN) {
+        mpi_errno = MPIDI_EFARM_wait_for_slot(v, &waits);
         MPIR_ERR_CHECK(mpi_errno);
     }
     if (ret < 0) {
@@ -238,7 +241,7 @@ static int am_start_recv(struct MPIDI_EFARM_am_op *op)
 
     op->ereq.cb = am_recv_done;
     op->ereq.ctx = op;
-    ret = efarm_tmrecv(MPIDI_EFARM_global.ep, op->handle, op->buf, op->len, &op->ereq);
+    ret = efarm_tmrecv(op->vci->ep, op->handle, op->buf, op->len, &op->ereq);
     if (ret == -EAGAIN) {
         static unsigned long waits; /* retries of waiting messages, all told */
 
@@ -251,10 +254,9 @@ static int am_start_recv(struct MPIDI_EFARM_am_op *op)
     return 0;
 }
 
-/* Claim and start receiving the untagged messages the engine holds. */
-static int am_claim(void)
+/* Claim and start receiving the untagged messages VCI g's endpoint holds. */
+static int am_claim(MPIDI_EFARM_vci_t *g)
 {
-    MPIDI_EFARM_global_t *g = &MPIDI_EFARM_global;
     struct efarm_probe_info info;
     uint64_t arrivals;
 
@@ -282,7 +284,7 @@ static int am_claim(void)
             break;
         }
         /* Allocate first: a message is claimed only once there is room for it. */
-        op = am_op_alloc(MPIDI_EFARM_AM_OP_RECV, info.msg_length);
+        op = am_op_alloc(g, MPIDI_EFARM_AM_OP_RECV, info.msg_length);
         if (op == NULL)
             break; /* no memory now: the message waits in the engine */
         ret = efarm_probe(g->ep, info.peer, true, &info);
@@ -350,9 +352,8 @@ static int am_dispatch(struct MPIDI_EFARM_am_op *op)
     return mpi_errno;
 }
 
-int MPIDI_EFARM_am_progress(void)
+int MPIDI_EFARM_am_progress(MPIDI_EFARM_vci_t *g)
 {
-    MPIDI_EFARM_global_t *g = &MPIDI_EFARM_global;
     int mpi_errno = MPI_SUCCESS;
 
     /* A handler that polls progress must not dispatch the next message under itself. */
@@ -381,7 +382,7 @@ int MPIDI_EFARM_am_progress(void)
         }
     }
 
-    mpi_errno = am_claim();
+    mpi_errno = am_claim(g);
     if (mpi_errno)
         goto fn_exit;
 
@@ -404,11 +405,9 @@ fn_exit:
 }
 
 /* At finalize: operations still in the engine die with the endpoint; free the memory. */
-void MPIDI_EFARM_am_finalize(void)
+void MPIDI_EFARM_am_finalize(MPIDI_EFARM_vci_t *g)
 {
-    MPIDI_EFARM_global_t *g = &MPIDI_EFARM_global;
-
-    for (struct MPIDI_EFARM_am_chunk *c = am_chunks; c;) {
+    for (struct MPIDI_EFARM_am_chunk *c = g->am_chunks; c;) {
         struct MPIDI_EFARM_am_chunk *next = c->next;
 
         for (int i = 0; i < MPIDI_EFARM_AM_OP_CHUNK; i++)
@@ -417,7 +416,7 @@ void MPIDI_EFARM_am_finalize(void)
         MPL_free(c);
         c = next;
     }
-    am_chunks = NULL;
+    g->am_chunks = NULL;
     g->am_unstarted = NULL;
     g->am_arrivals = NULL;
     g->am_arrivals_seen = 0;
@@ -427,10 +426,10 @@ void MPIDI_EFARM_am_finalize(void)
     g->am_recv_pending = 0;
 }
 
-int MPIDI_EFARM_wait_for_slot(unsigned long *waits_p)
+int MPIDI_EFARM_wait_for_slot(MPIDI_EFARM_vci_t *v, unsigned long *waits_p)
 {
-    int ret = MPIDI_EFARM_global.nrails > 1 ? MPIDI_EFARM_rails_progress()
-                                            : efarm_ep_progress(MPIDI_EFARM_global.ep);
+    int ret =
+        MPIDI_EFARM_global.nrails > 1 ? MPIDI_EFARM_rails_progress(v) : efarm_ep_progress(v->ep);
 
     MPIDI_EFARM_slot_wait_warning(++*waits_p);
     MPIDI_EFARM_global.nm_counters.eagain_waits++;

@@ -100,9 +100,9 @@ static int dyn_exchange_conv(efarm_peer_t peer, int32_t conv, int tag, const voi
     struct MPIDI_EFARM_dyn_result res;
     int ret;
 
-    MPIR_ERR_CHKANDJUMP(MPIDI_EFARM_global.ep == NULL || ssize < 0 || rsize < 0, mpi_errno,
+    MPIR_ERR_CHKANDJUMP(MPIDI_EFARM_VCI(0)->ep == NULL || ssize < 0 || rsize < 0, mpi_errno,
                         MPI_ERR_OTHER, "**efarm");
-    ret = MPIDI_EFARM_dyn_exchange_conv(MPIDI_EFARM_global.ep, peer, conv, tag, sbuf,
+    ret = MPIDI_EFARM_dyn_exchange_conv(MPIDI_EFARM_VCI(0)->ep, peer, conv, tag, sbuf,
                                         (uint64_t)ssize, rbuf, (uint64_t)rsize, &w, &res);
     if (res_p)
         *res_p = res;
@@ -186,7 +186,7 @@ int MPIDI_EFARM_upids_to_gpids(int size, int *remote_upid_size, char *remote_upi
     int n_new = 0, avtid;
     const char *cur = remote_upids;
 
-    MPIR_ERR_CHKANDJUMP(MPIDI_EFARM_global.ep == NULL || size < 0, mpi_errno, MPI_ERR_OTHER,
+    MPIR_ERR_CHKANDJUMP(MPIDI_EFARM_VCI(0)->ep == NULL || size < 0, mpi_errno, MPI_ERR_OTHER,
                         "**efarm");
     peers = MPL_malloc((size_t)size * sizeof(*peers) + 1, MPL_MEM_ADDRESS);
     slot = MPL_malloc((size_t)size * sizeof(*slot) + 1, MPL_MEM_ADDRESS);
@@ -215,7 +215,7 @@ int MPIDI_EFARM_upids_to_gpids(int size, int *remote_upid_size, char *remote_upi
 
         MPIDI_EFARM_upid_decode(cur, remote_upid_size[i], raw, &why);
         cur += remote_upid_size[i];
-        ret = MPIDI_EFARM_dyn_peer(MPIDI_EFARM_global.ep, raw, &peers[i]);
+        ret = MPIDI_EFARM_dyn_peer(MPIDI_EFARM_VCI(0)->ep, raw, &peers[i]);
         if (ret < 0) {
             mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_av_insert (a remote upid)");
             goto fn_fail;
@@ -244,7 +244,7 @@ int MPIDI_EFARM_upids_to_gpids(int size, int *remote_upid_size, char *remote_upi
             a->peer = peers[i];
             a->nrails = 1; /* never striped to (efarm_stripe.c keys tails by world rank) */
             /* It may exit after MPI_Comm_disconnect, with no barrier with us (doc/NETMOD.md). */
-            efarm_av_set_departing(MPIDI_EFARM_global.ep, peers[i]);
+            efarm_av_set_departing(MPIDI_EFARM_VCI(0)->ep, peers[i]);
             remote_gpids[i] = MPIDIU_GPID_CREATE(avtid, slot[i]);
         }
         MPIDI_EFARM_global.nm_counters.dyn_peers_new += (unsigned long long)n_new;
@@ -323,7 +323,7 @@ int MPIDI_EFARM_insert_upid(MPIR_Lpid lpid, const char *upid, int upid_len)
     efarm_peer_t peer;
     int ret;
 
-    MPIR_ERR_CHKANDJUMP(MPIDI_EFARM_global.ep == NULL, mpi_errno, MPI_ERR_OTHER, "**efarm");
+    MPIR_ERR_CHKANDJUMP(MPIDI_EFARM_VCI(0)->ep == NULL, mpi_errno, MPI_ERR_OTHER, "**efarm");
     av = MPIDIU_lpid_to_av_slow(lpid);
     a = &MPIDI_EFARM_AV(av);
     /*
@@ -351,7 +351,7 @@ int MPIDI_EFARM_insert_upid(MPIR_Lpid lpid, const char *upid, int upid_len)
      * one peer per process, so a process some entry named already counts as
      * reused.
      */
-    ret = MPIDI_EFARM_dyn_peer(MPIDI_EFARM_global.ep, raw, &peer);
+    ret = MPIDI_EFARM_dyn_peer(MPIDI_EFARM_VCI(0)->ep, raw, &peer);
     if (ret >= 0)
         ret = MPIDI_EFARM_peer_name(peer);
     if (ret < 0) {
@@ -362,7 +362,7 @@ int MPIDI_EFARM_insert_upid(MPIR_Lpid lpid, const char *upid, int upid_len)
     a->nrails = 1; /* never striped to (efarm_stripe.c keys tails by world rank) */
     /* A process of another job may exit after MPI_Comm_disconnect, with no barrier with us. */
     if ((lpid & MPIR_LPID_DYNAMIC_MASK) || MPIR_LPID_WORLD_INDEX(lpid) != 0)
-        efarm_av_set_departing(MPIDI_EFARM_global.ep, peer);
+        efarm_av_set_departing(MPIDI_EFARM_VCI(0)->ep, peer);
     if (ret == 0)
         MPIDI_EFARM_global.nm_counters.dyn_peers_new++;
     else
@@ -597,7 +597,7 @@ int MPIDI_EFARM_get_local_upids(MPIR_Comm *comm, int **local_upid_size, char **l
     int *sizes = NULL;
     char *upids = NULL;
 
-    MPIR_ERR_CHKANDJUMP(MPIDI_EFARM_global.ep == NULL, mpi_errno, MPI_ERR_OTHER, "**efarm");
+    MPIR_ERR_CHKANDJUMP(MPIDI_EFARM_VCI(0)->ep == NULL, mpi_errno, MPI_ERR_OTHER, "**efarm");
     sizes = MPL_malloc((size_t)n * sizeof(*sizes) + 1, MPL_MEM_ADDRESS);
     upids = MPL_malloc((size_t)n * MPIDI_EFARM_UPID_LEN + 1, MPL_MEM_ADDRESS);
     MPIR_ERR_CHKANDJUMP(!sizes || !upids, mpi_errno, MPI_ERR_OTHER, "**nomem");
@@ -607,7 +607,7 @@ int MPIDI_EFARM_get_local_upids(MPIR_Comm *comm, int **local_upid_size, char **l
         int ret;
 
         MPIR_ERR_CHKANDJUMP(a->nrails == 0, mpi_errno, MPI_ERR_OTHER, "**efarm");
-        ret = efarm_av_lookup(MPIDI_EFARM_global.ep, a->peer, raw);
+        ret = efarm_av_lookup(MPIDI_EFARM_VCI(0)->ep, a->peer, raw);
         if (ret < 0) {
             mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_av_lookup (a local upid)");
             goto fn_fail;

@@ -61,13 +61,18 @@ typedef struct {
 
 struct MPIDI_EFARM_am_op;
 
-/* Process-wide netmod state. */
-typedef struct {
-    struct efarm_ep *ep; /* the endpoint of VCI 0, open from init_local to finalize */
-    MPIDI_EFARM_nm_counters_t nm_counters;
-    /* Engine counters as they were at finalize, for MPI_T reads after it. */
-    struct efarm_counters final_counters;
+/*
+ * One VCI's netmod state: its engine endpoint (and the rails beside it), its
+ * active messages, and what its progress keeps between calls. Everything a
+ * VCI's progress or its entry points change lives here, so that VCIs share
+ * nothing on the data path; the process-wide rest is in MPIDI_EFARM_global_t.
+ * efarm serves VCI 0 only so far (MPIDI_EFARM_VCI_MAX): one endpoint per VCI
+ * is the next step of the multi-VCI work (doc/NETMOD.md, "Threads").
+ */
+typedef struct MPIDI_EFARM_vci {
+    struct efarm_ep *ep; /* the VCI's endpoint, open from init_local to finalize */
     /* Active messages (efarm_am.c). */
+    struct MPIDI_EFARM_am_chunk *am_chunks;                /* where operations come from */
     struct MPIDI_EFARM_am_op *am_free;                     /* free operations */
     struct MPIDI_EFARM_am_op *am_recv_head, *am_recv_tail; /* claimed, in arrival order */
     struct MPIDI_EFARM_am_op *am_sent_head, *am_sent_tail; /* sends done, origin_cb due */
@@ -87,9 +92,33 @@ typedef struct {
      */
     const uint64_t *am_arrivals;
     uint64_t am_arrivals_seen;
-    /* Progress calls in a row that found nothing, and how many make it yield (EFARM_YIELD_POLLS).
-     */
+    /* Progress calls in a row that found nothing (EFARM_YIELD_POLLS). */
     unsigned idle_polls;
+    /*
+     * Multi-rail (efarm_stripe.c): rails[0] is ep; rails 1 .. nrails-1 are
+     * endpoints on the other NICs tied for nearest, carrying only the tails of
+     * striped messages.
+     */
+    struct efarm_ep *rails[MPIDI_EFARM_RAILS_MAX];
+    uint32_t stripe_id;                               /* the last striped message's id */
+    struct MPIDI_EFARM_stripe *post_head, *post_tail; /* receives with tails to post */
+    /*
+     * Receives whose last reference the next progress call drops (MPICH 4.3's
+     * any-source pairs completed while posting, efarm_p2p.h).
+     */
+    struct MPIR_Request *release_later;
+} MPIDI_EFARM_vci_t;
+
+/* VCIs the netmod serves: one, VCI 0 (init_local refuses more). */
+#define MPIDI_EFARM_VCI_MAX 1
+
+/* Process-wide netmod state. */
+typedef struct {
+    MPIDI_EFARM_vci_t vci[MPIDI_EFARM_VCI_MAX];
+    MPIDI_EFARM_nm_counters_t nm_counters;
+    /* Engine counters as they were at finalize, for MPI_T reads after it. */
+    struct efarm_counters final_counters;
+    /* How many idle progress calls in a row make one yield (EFARM_YIELD_POLLS). */
     unsigned yield_polls;
     /* The NIC chosen at init_local (MPI_T: efarm_nm_nic_*). */
     struct efarm_nic_choice nic;
@@ -99,27 +128,22 @@ typedef struct {
     unsigned long long read_min_stream, read_min_stream_unreg;
     /* Where communicators keep efarm's info hints (MPICH's comm->hints[], see efarm_noinline.c). */
     int hint_fanin, hint_proto;
-    /*
-     * Multi-rail (efarm_stripe.c): rails[0] is ep; rails 1.. are endpoints on
-     * the other NICs tied for nearest, carrying only the tails of striped
-     * messages. nrails (MPI_T efarm_nm_rails) is 1 without them.
-     */
-    struct efarm_ep *rails[MPIDI_EFARM_RAILS_MAX];
+    /* Rails per VCI (MPI_T efarm_nm_rails; 1 without multi-rail), and the striping threshold. */
     unsigned long long nrails;
     uint64_t stripe_min;
-    uint32_t stripe_id;                               /* the last striped message's id */
-    struct MPIDI_EFARM_stripe *post_head, *post_tail; /* receives with tails to post */
-    /*
-     * Receives whose last reference the next progress call drops (MPICH 4.3's
-     * any-source pairs completed while posting, efarm_p2p.h).
-     */
-    struct MPIR_Request *release_later;
     /* Engine peers some AV entry names (one bit per peer): MPIDI_EFARM_peer_name. */
     uint8_t *named_peers;
     size_t named_peers_len; /* bytes */
 } MPIDI_EFARM_global_t;
 
 extern MPIDI_EFARM_global_t MPIDI_EFARM_global;
+
+/*
+ * VCI v's state. The paths that do not choose a VCI use VCI 0's: windows'
+ * native RMA and registrations, the bootstrap and dynamic-process exchanges,
+ * the address table's inserts, and the engine counters MPI_T reads.
+ */
+#define MPIDI_EFARM_VCI(v) (&MPIDI_EFARM_global.vci[(v)])
 
 /*
  * What a communicator tells the engine's selection about its sends: how many
@@ -187,8 +211,8 @@ int MPIDI_EFARM_stripe_send(MPIR_Request *sreq, const void *buf, uint64_t len, u
                             const MPIDI_av_entry_t *addr);
 /* A receive's head completed with the stripe flag: receive the tails, then complete. */
 void MPIDI_EFARM_stripe_recv_head(MPIR_Request *rreq);
-/* Progress every rail and post tails that waited for a slot; returns events or an error. */
-int MPIDI_EFARM_rails_progress(void);
+/* Progress VCI v's rails and post tails that waited for a slot; returns events or an error. */
+int MPIDI_EFARM_rails_progress(MPIDI_EFARM_vci_t *v);
 /* efarm_protocol's number for a communicator (MPICH 4.3's keyed hint callback). */
 int MPIDI_EFARM_hint_proto_set(MPIR_Comm *comm_ptr, int index, int value);
 
@@ -227,28 +251,28 @@ int MPIDI_EFARM_am_send(int rank, MPIR_Comm *comm, int handler_id, const void *a
                         MPI_Aint am_hdr_sz, const void *data, MPI_Aint count, MPI_Datatype datatype,
                         int src_vci, int dst_vci, MPIR_Request *sreq);
 
-/* Claim, receive and dispatch active messages; run origin callbacks. */
-int MPIDI_EFARM_am_progress(void);
+/* Claim, receive and dispatch VCI g's active messages; run its origin callbacks. */
+int MPIDI_EFARM_am_progress(MPIDI_EFARM_vci_t *g);
 
-/* Whether MPIDI_EFARM_am_progress() has nothing to do (the progress call skips it). */
-MPL_STATIC_INLINE_PREFIX bool MPIDI_EFARM_am_idle(void)
+/* Whether MPIDI_EFARM_am_progress(g) has nothing to do (the progress call skips it). */
+MPL_STATIC_INLINE_PREFIX bool MPIDI_EFARM_am_idle(const MPIDI_EFARM_vci_t *g)
 {
-    const MPIDI_EFARM_global_t *g = &MPIDI_EFARM_global;
 
     return g->am_sent_head == NULL && g->am_recv_head == NULL && g->am_unstarted == NULL &&
            g->am_arrivals != NULL && *g->am_arrivals == g->am_arrivals_seen;
 }
-void MPIDI_EFARM_am_finalize(void);
+/* Free VCI g's active-message operations (finalize). */
+void MPIDI_EFARM_am_finalize(MPIDI_EFARM_vci_t *g);
 
 /*
  * Retry an engine call that returned -EAGAIN (no operation slot) after
- * polling the engine, which frees slots as operations complete. Only the
+ * polling VCI v's endpoint (and rails), which frees slots as operations complete. Only the
  * engine is polled, never MPICH's progress: no handler runs in between.
  * *waits_p counts the caller's retries (start at 0); a wait that lasts
  * prints one warning naming the limits, since only more posted receives'
  * messages arriving, or larger limits, can end it.
  */
-int MPIDI_EFARM_wait_for_slot(unsigned long *waits_p);
+int MPIDI_EFARM_wait_for_slot(MPIDI_EFARM_vci_t *v, unsigned long *waits_p);
 /* The one warning of a wait that lasts (waits: the caller's retries so far). */
 void MPIDI_EFARM_slot_wait_warning(unsigned long waits);
 

@@ -42,8 +42,8 @@ static const size_t engine_counter_offsets[] = {
 
 static void engine_counter_read(void *addr, void *obj_handle, int count, void *buf)
 {
-    const struct efarm_counters *src = MPIDI_EFARM_global.ep
-                                           ? efarm_ep_counters(MPIDI_EFARM_global.ep)
+    const struct efarm_counters *src = MPIDI_EFARM_VCI(0)->ep
+                                           ? efarm_ep_counters(MPIDI_EFARM_VCI(0)->ep)
                                            : &MPIDI_EFARM_global.final_counters;
     uint64_t value;
 
@@ -68,13 +68,13 @@ static void engine_level_read(void *addr, void *obj_handle, int count, void *buf
     unsigned long long sum = 0;
 
     (void)obj_handle, (void)count;
-    for (unsigned long long r = 0; MPIDI_EFARM_global.ep && r < MPIDI_EFARM_global.nrails; r++) {
+    for (unsigned long long r = 0; MPIDI_EFARM_VCI(0)->ep && r < MPIDI_EFARM_global.nrails; r++) {
         struct efarm_levels lv;
         uint64_t value;
 
-        if (!MPIDI_EFARM_global.rails[r])
+        if (!MPIDI_EFARM_VCI(0)->rails[r])
             continue;
-        efarm_ep_levels(MPIDI_EFARM_global.rails[r], &lv);
+        efarm_ep_levels(MPIDI_EFARM_VCI(0)->rails[r], &lv);
         memcpy(&value, (const char *)&lv + *(const size_t *)addr, sizeof(value));
         sum += value;
     }
@@ -375,7 +375,8 @@ fn_fail:
 static int release_at_finalize(void *arg)
 {
     (void)arg;
-    MPIDI_EFARM_release_drain();
+    for (int vci = 0; vci < MPIDI_EFARM_VCI_MAX; vci++)
+        MPIDI_EFARM_release_drain(MPIDI_EFARM_VCI(vci));
     return MPI_SUCCESS;
 }
 
@@ -493,7 +494,7 @@ int MPIDI_EFARM_init_local(int *tag_bits)
         mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_ep_open");
         goto fn_fail;
     }
-    MPIDI_EFARM_global.ep = ep;
+    MPIDI_EFARM_VCI(0)->ep = ep;
     /* One arrival order with MPIDIG's unexpected queue (efarm_pre.h). */
     efarm_ep_set_arrival_clock(ep, &MPIDI_EFARM_arrival_clock);
     efarm_log(EFARM_LOG_INFO, "MPI rank %d: %s; device %s: %s", MPIR_Process.rank,
@@ -514,7 +515,7 @@ int MPIDI_EFARM_init_local(int *tag_bits)
         MPIDI_EFARM_global.read_min_stream_unreg = pol.read_min_stream_unreg;
     }
     MPIDI_EFARM_global.yield_polls = (unsigned)efarm_config()->yield_polls;
-    MPIDI_EFARM_global.idle_polls = 0;
+    MPIDI_EFARM_VCI(0)->idle_polls = 0;
     register_pvars();
     register_comm_hints();
     MPIR_Add_finalize(release_at_finalize, NULL, MPIR_FINALIZE_CALLBACK_PRIO + 1);
@@ -540,7 +541,7 @@ static void my_card(uint8_t card[MPIDI_EFARM_CARD_LEN])
 {
     memset(card, 0, MPIDI_EFARM_CARD_LEN);
     for (unsigned r = 0; r < MPIDI_EFARM_global.nrails && r < MPIDI_EFARM_RAILS_MAX; r++)
-        efarm_ep_addr(MPIDI_EFARM_global.rails[r], card + (size_t)r * EFARM_RAW_ADDR_LEN);
+        efarm_ep_addr(MPIDI_EFARM_VCI(0)->rails[r], card + (size_t)r * EFARM_RAW_ADDR_LEN);
 }
 
 int MPIDI_EFARM_peer_name(efarm_peer_t peer)
@@ -575,7 +576,7 @@ static int insert_card(MPIDI_EFARM_addr_t *a, const uint8_t *card)
     efarm_peer_t peer;
     int ret;
 
-    ret = efarm_av_insert(MPIDI_EFARM_global.ep, card, &peer);
+    ret = efarm_av_insert(MPIDI_EFARM_VCI(0)->ep, card, &peer);
     if (ret >= 0)
         ret = MPIDI_EFARM_peer_name(peer);
     if (ret < 0)
@@ -586,7 +587,7 @@ static int insert_card(MPIDI_EFARM_addr_t *a, const uint8_t *card)
            memcmp(card + (size_t)k * EFARM_RAW_ADDR_LEN, zero, sizeof(zero)))
         k++;
     for (unsigned r = 1; r < k; r++) {
-        ret = efarm_av_insert(MPIDI_EFARM_global.rails[r], card + (size_t)r * EFARM_RAW_ADDR_LEN,
+        ret = efarm_av_insert(MPIDI_EFARM_VCI(0)->rails[r], card + (size_t)r * EFARM_RAW_ADDR_LEN,
                               &a->rail_peer[r - 1]);
         if (ret < 0)
             return MPIDI_EFARM_ERROR(ret, "efarm_av_insert (a rail)");
@@ -797,9 +798,9 @@ int MPIDI_EFARM_mpi_finalize_hook(void)
 {
     int mpi_errno = MPI_SUCCESS;
 
-    MPIDI_EFARM_release_drain();
-    if (MPIDI_EFARM_global.ep) {
-        int ret = efarm_ep_flush(MPIDI_EFARM_global.ep, MPIDI_EFARM_FLUSH_TIMEOUT_MS);
+    MPIDI_EFARM_release_drain(MPIDI_EFARM_VCI(0));
+    if (MPIDI_EFARM_VCI(0)->ep) {
+        int ret = efarm_ep_flush(MPIDI_EFARM_VCI(0)->ep, MPIDI_EFARM_FLUSH_TIMEOUT_MS);
 
         if (ret == 0)
             ret = MPIDI_EFARM_rails_flush(MPIDI_EFARM_FLUSH_TIMEOUT_MS);
@@ -812,14 +813,15 @@ int MPIDI_EFARM_mpi_finalize_hook(void)
             mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_ep_flush (MPI_Finalize)");
         if (mpi_errno == MPI_SUCCESS && ret == 0)
             mpi_errno = MPIR_pmi_barrier();
-        MPIDI_EFARM_global.final_counters = *efarm_ep_counters(MPIDI_EFARM_global.ep);
+        MPIDI_EFARM_global.final_counters = *efarm_ep_counters(MPIDI_EFARM_VCI(0)->ep);
         MPIDI_EFARM_rails_close();
-        efarm_ep_close(MPIDI_EFARM_global.ep);
-        MPIDI_EFARM_global.ep = NULL;
+        efarm_ep_close(MPIDI_EFARM_VCI(0)->ep);
+        MPIDI_EFARM_VCI(0)->ep = NULL;
     }
     MPL_free(MPIDI_EFARM_global.named_peers);
     MPIDI_EFARM_global.named_peers = NULL;
     MPIDI_EFARM_global.named_peers_len = 0;
-    MPIDI_EFARM_am_finalize();
+    for (int vci = 0; vci < MPIDI_EFARM_VCI_MAX; vci++)
+        MPIDI_EFARM_am_finalize(MPIDI_EFARM_VCI(vci));
     return mpi_errno;
 }

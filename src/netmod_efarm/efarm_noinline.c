@@ -181,7 +181,7 @@ int MPIDI_EFARM_anysrc_nm_first(int tag, MPIR_Comm *comm, int attr)
 
     /* ch4 asks before it takes a lock: both queues are VCI 0's (MPIDI_EFARM_VCI_ENTER). */
     MPIDI_EFARM_VCI_ENTER();
-    if (efarm_tprobe(MPIDI_EFARM_global.ep, (uint32_t)context_id, EFARM_ANY_SOURCE,
+    if (efarm_tprobe(MPIDI_EFARM_VCI(0)->ep, (uint32_t)context_id, EFARM_ANY_SOURCE,
                      tag == MPI_ANY_TAG ? EFARM_ANY_TAG : tag, false, &info) == 1) {
         shm = MPIDI_EFARM_shm_unexp_find(tag, context_id);
         first = shm != NULL && info.arrival < MPIDIG_REQUEST(shm, netmod_am.efarm.arrival);

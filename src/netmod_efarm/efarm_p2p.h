@@ -10,15 +10,15 @@
 #include "efarm_impl.h"
 
 /*
- * efarm_tsend, retried after polling the engine while it has no slot
- * (MPIDI_EFARM_wait_for_slot). Returns the engine's result; *mpi_errno_p is
- * set when polling failed (the send was not started).
+ * efarm_tsend on ep, one of VCI v's endpoints, retried after polling v while
+ * it has no slot (MPIDI_EFARM_wait_for_slot). Returns the engine's result;
+ * *mpi_errno_p is set when polling failed (the send was not started).
  */
-MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_tsend_wait(struct efarm_ep *ep, efarm_peer_t peer,
-                                                    const void *buf, uint64_t len, uint32_t context,
-                                                    int32_t source, int32_t tag, uint32_t flags,
-                                                    uint64_t cq_data, struct efarm_req *ereq,
-                                                    int *mpi_errno_p)
+MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_tsend_wait(MPIDI_EFARM_vci_t *v, struct efarm_ep *ep,
+                                                    efarm_peer_t peer, const void *buf,
+                                                    uint64_t len, uint32_t context, int32_t source,
+                                                    int32_t tag, uint32_t flags, uint64_t cq_data,
+                                                    struct efarm_req *ereq, int *mpi_errno_p)
 {
     unsigned long waits = 0;
     int ret;
@@ -26,7 +26,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_tsend_wait(struct efarm_ep *ep, efarm_p
     *mpi_errno_p = MPI_SUCCESS;
     while ((ret = efarm_tsend(ep, peer, buf, len, context, source, tag, flags, cq_data, ereq)) ==
            -EAGAIN) {
-        *mpi_errno_p = MPIDI_EFARM_wait_for_slot(&waits);
+        *mpi_errno_p = MPIDI_EFARM_wait_for_slot(v, &waits);
         if (*mpi_errno_p)
             break;
     }
@@ -59,7 +59,7 @@ MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_send_done(struct efarm_req *ereq)
  * it links the pair when the netmod request still names its partner, and
  * otherwise never looks at it again. So there efarm pairs them off at once,
  * as for a later match, and keeps the netmod request alive until the next
- * receive or progress call (MPIDI_EFARM_global.release_later), since ch4
+ * receive or progress call (its VCI's release_later), since ch4
  * reads it on return; MPI_Finalize drops the last one before MPICH counts
  * the references to its communicators (MPIDI_EFARM_release_at_finalize).
  * MPICH 5.0's ch4 links the pair both ways when the netmod names the partner
@@ -145,20 +145,22 @@ MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_recv_finish(MPIR_Request *rreq, int st
         MPIR_Datatype_release_if_not_builtin(r->user_dt);
     }
     if (unlikely(release_later)) {
-        r->release_next = MPIDI_EFARM_global.release_later;
-        MPIDI_EFARM_global.release_later = rreq;
+        MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(0); /* the receive's VCI (efarm serves VCI 0) */
+
+        r->release_next = v->release_later;
+        v->release_later = rreq;
         return;
     }
     MPIDI_EFARM_request_complete(rreq);
 }
 
-/* Drop the last reference of the receives release_later holds (progress, finalize). */
-MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_release_drain(void)
+/* Drop the last reference of the receives VCI v's release_later holds (progress, finalize). */
+MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_release_drain(MPIDI_EFARM_vci_t *v)
 {
-    while (MPIDI_EFARM_global.release_later) {
-        MPIR_Request *rreq = MPIDI_EFARM_global.release_later;
+    while (v->release_later) {
+        MPIR_Request *rreq = v->release_later;
 
-        MPIDI_EFARM_global.release_later = MPIDI_EFARM_REQ(rreq).release_next;
+        v->release_later = MPIDI_EFARM_REQ(rreq).release_next;
         MPIDI_EFARM_request_complete(rreq);
     }
 }

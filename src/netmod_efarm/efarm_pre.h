@@ -73,7 +73,7 @@ typedef struct {
     efarm_tm_handle_t mprobe_handle;   /* a claimed message (MPI_Mprobe), for imrecv */
     struct MPIDI_EFARM_stripe *stripe; /* a striped message's parts on the rails, or NULL */
     bool posting;                      /* inside efarm_trecv (efarm_p2p.h: any-source pairs) */
-    struct MPIR_Request *release_next; /* MPIDI_EFARM_global.release_later's chain */
+    struct MPIR_Request *release_next; /* its VCI's release_later chain */
 } MPIDI_EFARM_request_t;
 
 /* Netmod state of a communicator. */

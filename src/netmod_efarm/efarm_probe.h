@@ -19,7 +19,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_probe_locked(int source, int tag, MPIR_
     struct efarm_probe_info info;
     int ret;
 
-    ret = efarm_tprobe(MPIDI_EFARM_global.ep, (uint32_t)(comm->recvcontext_id + context_offset),
+    ret = efarm_tprobe(MPIDI_EFARM_VCI(0)->ep, (uint32_t)(comm->recvcontext_id + context_offset),
                        source == MPI_ANY_SOURCE ? EFARM_ANY_SOURCE : source,
                        tag == MPI_ANY_TAG ? EFARM_ANY_TAG : tag, message != NULL, &info);
     if (unlikely(ret < 0)) {

@@ -15,21 +15,23 @@
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, MPIDI_EFARM_PROGRESS_PARAM)
 {
     int mpi_errno = MPI_SUCCESS;
+    MPIDI_EFARM_vci_t *v;
     int ret;
 
-    /* efarm opens one endpoint; ch4 with more VCIs would need one per VCI. */
-    MPIR_Assert(vci == 0);
+    /* init_local refuses more VCIs than the netmod serves (MPIDI_EFARM_VCI_MAX). */
+    MPIR_Assert(vci >= 0 && vci < MPIDI_EFARM_VCI_MAX);
+    v = MPIDI_EFARM_VCI(vci);
 
 #if MPIDI_EFARM_RELEASE_LATER
-    if (unlikely(MPIDI_EFARM_global.release_later))
-        MPIDI_EFARM_release_drain(); /* 4.3's any-source pairs (efarm_p2p.h) */
+    if (unlikely(v->release_later))
+        MPIDI_EFARM_release_drain(v); /* 4.3's any-source pairs (efarm_p2p.h) */
 #endif
     /* ch4 may poll before init_local or after finalize (no endpoint): nothing to do. */
-    if (unlikely(MPIDI_EFARM_global.ep == NULL))
+    if (unlikely(v->ep == NULL))
         goto fn_exit;
 
-    ret = likely(MPIDI_EFARM_global.nrails <= 1) ? efarm_ep_progress(MPIDI_EFARM_global.ep)
-                                                 : MPIDI_EFARM_rails_progress();
+    ret = likely(MPIDI_EFARM_global.nrails <= 1) ? efarm_ep_progress(v->ep)
+                                                 : MPIDI_EFARM_rails_progress(v);
     /*
      * Called from inside a completion callback of the engine: MPICH does this
      * when the completion frees a communicator (its MPID_Iprobe for unmatched
@@ -43,25 +45,25 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, MPIDI_EFARM_PROGRESS_PAR
         goto fn_fail;
     }
     /* Point-to-point requests completed inside the engine; active messages run here. */
-    if (!MPIDI_EFARM_am_idle()) {
-        mpi_errno = MPIDI_EFARM_am_progress();
+    if (!MPIDI_EFARM_am_idle(v)) {
+        mpi_errno = MPIDI_EFARM_am_progress(v);
         if (mpi_errno)
             goto fn_fail;
     }
 
     MPIDI_EFARM_global.nm_counters.progress_calls++;
-    MPIDI_EFARM_PROGRESS_REPORT(ret > 0 || MPIDI_EFARM_global.am_recv_head);
-    if (ret > 0 || MPIDI_EFARM_global.am_recv_head) {
-        MPIDI_EFARM_global.idle_polls = 0;
+    MPIDI_EFARM_PROGRESS_REPORT(ret > 0 || v->am_recv_head);
+    if (ret > 0 || v->am_recv_head) {
+        v->idle_polls = 0;
     } else {
         MPIDI_EFARM_global.nm_counters.progress_idle++;
-        if (++MPIDI_EFARM_global.idle_polls == MPIDI_EFARM_global.yield_polls) {
+        if (++v->idle_polls == MPIDI_EFARM_global.yield_polls) {
             /*
              * Nothing arrived for a while: let another process on this core run
              * (ranks outnumbering cores otherwise spin through each other's
              * time slices). Never on a call that found work.
              */
-            MPIDI_EFARM_global.idle_polls = 0;
+            v->idle_polls = 0;
             sched_yield();
         }
     }

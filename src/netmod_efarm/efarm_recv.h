@@ -97,13 +97,14 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_irecv_locked(void *buf, MPI_Aint count,
     void *recv_buf;
     uint64_t len;
     unsigned long waits = 0;
+    MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(0); /* the receive's VCI: efarm serves VCI 0 */
     int ret;
 
     MPIR_FUNC_ENTER;
     (void)addr; /* NULL for MPI_ANY_SOURCE; the rank is the match key */
 #if MPIDI_EFARM_RELEASE_LATER
-    if (unlikely(MPIDI_EFARM_global.release_later))
-        MPIDI_EFARM_release_drain(); /* at most one any-source pair waits (efarm_p2p.h) */
+    if (unlikely(v->release_later))
+        MPIDI_EFARM_release_drain(v); /* at most one any-source pair waits (efarm_p2p.h) */
 #endif
 
     if (rreq == NULL) {
@@ -125,12 +126,12 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_irecv_locked(void *buf, MPI_Aint count,
 
     MPIDI_EFARM_REQ(rreq).posting = true;
     while (
-        (ret = efarm_trecv(MPIDI_EFARM_global.ep, recv_buf, len,
+        (ret = efarm_trecv(v->ep, recv_buf, len,
                            (uint32_t)(comm->recvcontext_id + MPIDI_EFARM_ATTR_CONTEXT_OFFSET(attr)),
                            rank == MPI_ANY_SOURCE ? EFARM_ANY_SOURCE : rank,
                            tag == MPI_ANY_TAG ? EFARM_ANY_TAG : tag,
                            &MPIDI_EFARM_REQ(rreq).ereq)) == -EAGAIN) {
-        mpi_errno = MPIDI_EFARM_wait_for_slot(&waits);
+        mpi_errno = MPIDI_EFARM_wait_for_slot(v, &waits);
         if (mpi_errno)
             break;
     }
@@ -185,6 +186,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_imrecv_locked(void *buf, MPI_Aint count
     void *recv_buf;
     uint64_t len;
     unsigned long waits = 0;
+    MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(0); /* where the message was claimed */
     int ret;
 
     MPIR_FUNC_ENTER;
@@ -193,9 +195,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_imrecv_locked(void *buf, MPI_Aint count
     MPIR_ERR_CHECK(mpi_errno);
     MPIDI_REQUEST_SET_LOCAL(message, 0, NULL);
     MPIDI_EFARM_REQ(message).posting = true; /* no partner; skip the pair logic */
-    while ((ret = efarm_tmrecv(MPIDI_EFARM_global.ep, handle, recv_buf, len,
-                               &MPIDI_EFARM_REQ(message).ereq)) == -EAGAIN) {
-        mpi_errno = MPIDI_EFARM_wait_for_slot(&waits);
+    while ((ret = efarm_tmrecv(v->ep, handle, recv_buf, len, &MPIDI_EFARM_REQ(message).ereq)) ==
+           -EAGAIN) {
+        mpi_errno = MPIDI_EFARM_wait_for_slot(v, &waits);
         if (mpi_errno)
             break;
     }
@@ -237,7 +239,8 @@ MPIDI_NM_mpi_cancel_recv(MPIR_Request *rreq MPIDI_EFARM_CANCEL_RECV_PARAMS)
     MPIDI_EFARM_CANCEL_RECV_UNUSED();
     if (MPIR_Request_is_complete(rreq))
         return MPI_SUCCESS;
-    ret = efarm_cancel_recv(MPIDI_EFARM_global.ep, &MPIDI_EFARM_REQ(rreq).ereq);
+    ret = efarm_cancel_recv(MPIDI_EFARM_VCI(0)->ep,
+                            &MPIDI_EFARM_REQ(rreq).ereq); /* posted on VCI 0 */
     if (ret < 0 && ret != -ENOENT)
         return MPIDI_EFARM_ERROR(ret, "efarm_cancel_recv");
     return MPI_SUCCESS;

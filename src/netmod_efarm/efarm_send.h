@@ -48,6 +48,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send_locked(const void *buf, MPI_Aint c
     MPIR_Datatype *dt_ptr;
     const void *send_buf;
     uint64_t cq_data = 0;
+    MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(0); /* the send's VCI: efarm serves VCI 0 */
     int ret;
 
     MPIR_FUNC_ENTER;
@@ -66,9 +67,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send_locked(const void *buf, MPI_Aint c
                comm->hints[MPIDI_EFARM_global.hint_proto] <= 0 &&
                !MPIDI_EFARM_stripe_to(addr, (uint64_t)data_sz))) {
         ret =
-            efarm_tsend_now(MPIDI_EFARM_global.ep, MPIDI_EFARM_AV(addr).peer,
-                            MPIR_get_contig_ptr(buf, dt_true_lb), (uint64_t)data_sz,
-                            (uint32_t)(comm->context_id + context_offset), comm->rank, tag, flags);
+            efarm_tsend_now(v->ep, MPIDI_EFARM_AV(addr).peer, MPIR_get_contig_ptr(buf, dt_true_lb),
+                            (uint64_t)data_sz, (uint32_t)(comm->context_id + context_offset),
+                            comm->rank, tag, flags);
         if (ret == 0) {
             *request = MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
             MPIDI_EFARM_global.nm_counters.send_msgs++;
@@ -123,9 +124,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send_locked(const void *buf, MPI_Aint c
     struct efarm_req *ereq = &MPIDI_EFARM_REQ(sreq).ereq;
     ereq->cb = MPIDI_EFARM_send_done;
     ereq->ctx = sreq;
-    ret = MPIDI_EFARM_tsend_wait(MPIDI_EFARM_global.ep, MPIDI_EFARM_AV(addr).peer, send_buf,
-                                 (uint64_t)data_sz, (uint32_t)(comm->context_id + context_offset),
-                                 comm->rank, tag, flags, cq_data, ereq, &mpi_errno);
+    ret = MPIDI_EFARM_tsend_wait(v, v->ep, MPIDI_EFARM_AV(addr).peer, send_buf, (uint64_t)data_sz,
+                                 (uint32_t)(comm->context_id + context_offset), comm->rank, tag,
+                                 flags, cq_data, ereq, &mpi_errno);
     MPIR_ERR_CHECK(mpi_errno);
     if (unlikely(ret < 0)) {
         mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_tsend");

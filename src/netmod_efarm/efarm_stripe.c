@@ -42,6 +42,7 @@ _Static_assert(MPIDI_EFARM_RAILS_MAX == EFARM_NIC_RAILS_MAX, "one limit for rail
 /* A striped message's state, on its MPI request (MPIDI_EFARM_REQ(req).stripe). */
 struct MPIDI_EFARM_stripe {
     MPIR_Request *req;
+    MPIDI_EFARM_vci_t *vci;               /* whose rails carry the parts */
     struct MPIDI_EFARM_stripe *post_next; /* receives: in the list of tails to post */
     int pending;                          /* engine requests not yet complete */
     int status;                           /* the first error, or 0 */
@@ -84,6 +85,7 @@ int MPIDI_EFARM_stripe_send(MPIR_Request *sreq, const void *buf, uint64_t len, u
     const uint64_t t_max = ((1ull << 29) - 1) << 12;
     uint64_t t = (len / k) & ~(uint64_t)4095, h;
     struct MPIDI_EFARM_stripe *st;
+    MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(0); /* the send's VCI: efarm serves VCI 0 */
     uint32_t id;
     int ret, mpi_errno;
 
@@ -93,15 +95,15 @@ int MPIDI_EFARM_stripe_send(MPIR_Request *sreq, const void *buf, uint64_t len, u
     st = MPL_calloc(1, sizeof(*st), MPL_MEM_BUFFER);
     if (st == NULL)
         return MPIDI_EFARM_ERROR(-ENOMEM, "striped send");
-    id = MPIDI_EFARM_global.stripe_id =
-        (MPIDI_EFARM_global.stripe_id + 1) & MPIDI_EFARM_STRIPE_ID_MASK;
+    id = v->stripe_id = (v->stripe_id + 1) & MPIDI_EFARM_STRIPE_ID_MASK;
     st->req = sreq;
+    st->vci = v;
     st->pending = (int)k;
     MPIDI_EFARM_REQ(sreq).stripe = st;
     MPIDI_EFARM_REQ(sreq).ereq.cb = stripe_send_part_done;
     MPIDI_EFARM_REQ(sreq).ereq.ctx = sreq;
     cq_data |= MPIDI_EFARM_STRIPE_FLAG | (uint64_t)(k - 2) << 61 | (t >> 12) << 32 | id;
-    ret = MPIDI_EFARM_tsend_wait(MPIDI_EFARM_global.ep, a->peer, buf, h, context, source, tag,
+    ret = MPIDI_EFARM_tsend_wait(v, v->ep, a->peer, buf, h, context, source, tag,
                                  flags | EFARM_SEND_CQ_DATA, cq_data, &MPIDI_EFARM_REQ(sreq).ereq,
                                  &mpi_errno);
     if (mpi_errno || ret < 0) {
@@ -115,10 +117,9 @@ int MPIDI_EFARM_stripe_send(MPIR_Request *sreq, const void *buf, uint64_t len, u
 
         tail->cb = stripe_send_part_done;
         tail->ctx = sreq;
-        ret = MPIDI_EFARM_tsend_wait(MPIDI_EFARM_global.rails[r], a->rail_peer[r - 1],
-                                     (const uint8_t *)buf + h + (uint64_t)(r - 1) * t, t, 0,
-                                     MPIR_Process.rank, (int32_t)id, flags & EFARM_SEND_INJECT, 0,
-                                     tail, &mpi_errno);
+        ret = MPIDI_EFARM_tsend_wait(
+            v, v->rails[r], a->rail_peer[r - 1], (const uint8_t *)buf + h + (uint64_t)(r - 1) * t,
+            t, 0, MPIR_Process.rank, (int32_t)id, flags & EFARM_SEND_INJECT, 0, tail, &mpi_errno);
         if (mpi_errno)
             ret = -EIO; /* polling failed: the endpoint did */
         if (ret < 0) {
@@ -191,7 +192,7 @@ static bool stripe_post_tails(struct MPIDI_EFARM_stripe *st)
 
         tail->cb = stripe_recv_part_done;
         tail->ctx = st->req;
-        ret = efarm_trecv(MPIDI_EFARM_global.rails[r], room ? st->buf + off : st->buf,
+        ret = efarm_trecv(st->vci->rails[r], room ? st->buf + off : st->buf,
                           room < st->tail_len ? room : st->tail_len, 0, st->source, st->id, tail);
         if (ret == -EAGAIN) {
             MPIDI_EFARM_global.nm_counters.eagain_waits++;
@@ -246,6 +247,7 @@ void MPIDI_EFARM_stripe_recv_head(MPIR_Request *rreq)
         return;
     }
     st->req = rreq;
+    st->vci = MPIDI_EFARM_VCI(0); /* the receive's VCI: efarm serves VCI 0 */
     st->ntails = k - 1;
     st->pending = (int)k; /* the tails and the poster's hold */
     st->status = head->status == -EMSGSIZE ? 0 : head->status;
@@ -264,21 +266,21 @@ void MPIDI_EFARM_stripe_recv_head(MPIR_Request *rreq)
         return;
     }
     MPIDI_EFARM_global.nm_counters.stripe_tail_waits++;
-    if (MPIDI_EFARM_global.post_tail)
-        MPIDI_EFARM_global.post_tail->post_next = st;
+    if (st->vci->post_tail)
+        st->vci->post_tail->post_next = st;
     else
-        MPIDI_EFARM_global.post_head = st;
-    MPIDI_EFARM_global.post_tail = st;
+        st->vci->post_head = st;
+    st->vci->post_tail = st;
 }
 
 /* ---- Progress, opening and closing ---------------------------------------------------- */
 
-int MPIDI_EFARM_rails_progress(void)
+int MPIDI_EFARM_rails_progress(MPIDI_EFARM_vci_t *v)
 {
     int events = 0;
 
     for (unsigned r = 0; r < MPIDI_EFARM_global.nrails; r++) {
-        int ret = efarm_ep_progress(MPIDI_EFARM_global.rails[r]);
+        int ret = efarm_ep_progress(v->rails[r]);
 
         /* Inside one of this rail's callbacks (efarm_progress.h): the others may go on. */
         if (ret == -EDEADLK)
@@ -287,15 +289,15 @@ int MPIDI_EFARM_rails_progress(void)
             return ret;
         events += ret;
     }
-    while (MPIDI_EFARM_global.post_head) {
-        struct MPIDI_EFARM_stripe *st = MPIDI_EFARM_global.post_head;
+    while (v->post_head) {
+        struct MPIDI_EFARM_stripe *st = v->post_head;
         struct MPIDI_EFARM_stripe *next = st->post_next;
 
         if (!stripe_post_tails(st))
             break;
-        MPIDI_EFARM_global.post_head = next;
+        v->post_head = next;
         if (next == NULL)
-            MPIDI_EFARM_global.post_tail = NULL;
+            v->post_tail = NULL;
         stripe_recv_release(st); /* the poster's hold */
         events++;
     }
@@ -313,10 +315,11 @@ int MPIDI_EFARM_rails_open(const struct efarm_ep_attr *attr0)
     const struct efarm_nic_choice *c = &MPIDI_EFARM_global.nic;
     uint64_t want = efarm_config()->rails, min = efarm_config()->stripe_min;
     struct efarm_device_caps caps[64];
+    MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(0);
     unsigned n;
     int ndev;
 
-    MPIDI_EFARM_global.rails[0] = MPIDI_EFARM_global.ep;
+    v->rails[0] = v->ep;
     MPIDI_EFARM_global.nrails = 1;
     MPIDI_EFARM_global.stripe_min = UINT64_MAX;
     /* efarm_config checked EFARM_RAILS against the table's range, 1 to 4. */
@@ -340,7 +343,7 @@ int MPIDI_EFARM_rails_open(const struct efarm_ep_attr *attr0)
         if (c->rails[r] >= (unsigned)ndev || c->rails[r] >= sizeof(caps) / sizeof(caps[0]))
             break;
         attr.device = caps[c->rails[r]].name;
-        ret = efarm_ep_open(&attr, &MPIDI_EFARM_global.rails[r]);
+        ret = efarm_ep_open(&attr, &v->rails[r]);
         if (ret < 0)
             return MPIDI_EFARM_ERROR(ret, "efarm_ep_open (a rail)");
         MPIDI_EFARM_global.nrails = r + 1;
@@ -365,7 +368,7 @@ int MPIDI_EFARM_rails_flush(uint64_t timeout_ms)
     int first = 0;
 
     for (unsigned r = 1; r < MPIDI_EFARM_global.nrails; r++) {
-        int ret = efarm_ep_flush(MPIDI_EFARM_global.rails[r], timeout_ms);
+        int ret = efarm_ep_flush(MPIDI_EFARM_VCI(0)->rails[r], timeout_ms);
 
         if (ret < 0 && first == 0)
             first = ret;
@@ -375,12 +378,14 @@ int MPIDI_EFARM_rails_flush(uint64_t timeout_ms)
 
 int MPIDI_EFARM_rails_close(void)
 {
+    MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(0);
+
     for (unsigned r = 1; r < MPIDI_EFARM_global.nrails; r++) {
-        efarm_ep_close(MPIDI_EFARM_global.rails[r]);
-        MPIDI_EFARM_global.rails[r] = NULL;
+        efarm_ep_close(v->rails[r]);
+        v->rails[r] = NULL;
     }
     MPIDI_EFARM_global.nrails = 1;
-    MPIDI_EFARM_global.rails[0] = NULL;
-    MPIDI_EFARM_global.post_head = MPIDI_EFARM_global.post_tail = NULL;
+    v->rails[0] = NULL;
+    v->post_head = v->post_tail = NULL;
     return MPI_SUCCESS;
 }

@@ -86,7 +86,7 @@ static int win_expose(void *base, uint64_t len, unsigned access, struct efarm_re
     int ret;
 
     MPIDI_EFARM_VCI_ENTER();
-    ret = efarm_expose(MPIDI_EFARM_global.ep, base, len, access, region_p);
+    ret = efarm_expose(MPIDI_EFARM_VCI(0)->ep, base, len, access, region_p);
     MPIDI_EFARM_VCI_EXIT();
     return ret;
 }
@@ -94,7 +94,7 @@ static int win_expose(void *base, uint64_t len, unsigned access, struct efarm_re
 static void win_unexpose(struct efarm_region *region)
 {
     MPIDI_EFARM_VCI_ENTER();
-    efarm_unexpose(MPIDI_EFARM_global.ep, region);
+    efarm_unexpose(MPIDI_EFARM_VCI(0)->ep, region);
     MPIDI_EFARM_VCI_EXIT();
 }
 
@@ -115,7 +115,7 @@ static int win_native_init(MPIR_Win *win, void *base, MPI_Aint size, unsigned ac
     bool all_ok = true;
 
     memset(w, 0, sizeof(*w));
-    mine.ok = access != 0 && efarm_config()->rma_native && MPIDI_EFARM_global.ep != NULL;
+    mine.ok = access != 0 && efarm_config()->rma_native && MPIDI_EFARM_VCI(0)->ep != NULL;
     if (mine.ok) {
         int ret = win_expose(base, (uint64_t)size, access, &w->region);
 
@@ -252,7 +252,7 @@ struct MPIDI_EFARM_dyn {
 
 static void dyn_free(struct MPIDI_EFARM_dyn *d, int nranks)
 {
-    struct efarm_ep *ep = MPIDI_EFARM_global.ep;
+    struct efarm_ep *ep = MPIDI_EFARM_VCI(0)->ep;
 
     if (d == NULL)
         return;
@@ -302,7 +302,7 @@ int MPIDI_EFARM_mpi_win_create_dynamic_hook(MPIR_Win *win)
     int mpi_errno = MPI_SUCCESS, n = win->comm_ptr->local_size;
 
     memset(w, 0, sizeof(*w));
-    if (efarm_config()->rma_native && MPIDI_EFARM_global.ep != NULL) {
+    if (efarm_config()->rma_native && MPIDI_EFARM_VCI(0)->ep != NULL) {
         d = MPL_calloc(1, sizeof(*d), MPL_MEM_RMA);
         if (d != NULL) {
             d->hdr = MPL_calloc(1, sizeof(*d->hdr), MPL_MEM_RMA);
@@ -430,7 +430,7 @@ int MPIDI_EFARM_mpi_win_free_hook(MPIR_Win *win)
         mpi_errno = MPIDI_EFARM_rma_wait(win, -1);
         MPIDI_EFARM_VCI_EXIT();
     }
-    if (MPIDI_EFARM_global.ep != NULL) {
+    if (MPIDI_EFARM_VCI(0)->ep != NULL) {
         win_unexpose(w->region);
         dyn_free(w->dyn, win->comm_ptr->local_size);
     }
@@ -467,9 +467,9 @@ static int dyn_read(MPIR_Win *win, int rank, void *buf, const struct efarm_riov 
     int mpi_errno = MPI_SUCCESS, ret;
 
     ereq.ctx = (void *)&state;
-    while ((ret = efarm_read(MPIDI_EFARM_global.ep, t->peer, buf, riov->len, riov, 1, 0, &ereq)) ==
+    while ((ret = efarm_read(MPIDI_EFARM_VCI(0)->ep, t->peer, buf, riov->len, riov, 1, 0, &ereq)) ==
            -EAGAIN) {
-        mpi_errno = MPIDI_EFARM_wait_for_slot(&waits);
+        mpi_errno = MPIDI_EFARM_wait_for_slot(MPIDI_EFARM_VCI(0), &waits);
         MPIR_ERR_CHECK(mpi_errno);
     }
     if (ret == 0) {
@@ -1031,7 +1031,7 @@ static int rma_issue(MPIR_Request *req, const MPIDI_EFARM_rma_args_t *a, const r
         ereq->cb = rma_done;
         ereq->ctx = req;
         for (;;) {
-            struct efarm_ep *ep = MPIDI_EFARM_global.ep;
+            struct efarm_ep *ep = MPIDI_EFARM_VCI(0)->ep;
 
             switch (a->kind) {
             case MPIDI_EFARM_RMA_PUT:
@@ -1050,7 +1050,7 @@ static int rma_issue(MPIR_Request *req, const MPIDI_EFARM_rma_args_t *a, const r
             }
             if (ret != -EAGAIN)
                 break;
-            mpi_errno = MPIDI_EFARM_wait_for_slot(&waits);
+            mpi_errno = MPIDI_EFARM_wait_for_slot(MPIDI_EFARM_VCI(0), &waits);
             if (mpi_errno)
                 break;
         }
