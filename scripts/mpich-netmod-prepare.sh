@@ -134,7 +134,7 @@ patch("mpidig_recvq.h",
       lambda m: m.group(1)
       + "#ifdef HAVE_CH4_NETMOD_EFARM /* efarm P5: one arrival order with efarm's queue */\n"
       + "    if (qtype == MPIDIG_PT2PT_UNEXP)\n"
-      + "        MPIDIG_REQUEST(req, netmod_am.efarm.arrival) = ++MPIDI_EFARM_arrival_clock;\n"
+      + "        MPIDIG_REQUEST(req, netmod_am.efarm.arrival) = MPIDI_EFARM_ARRIVAL_STAMP(req);\n"
       + "#endif\n", "efarm P5")
 
 # MPI_ANY_SOURCE: ask efarm first when its match arrived before shared memory's.

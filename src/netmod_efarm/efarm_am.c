@@ -148,12 +148,22 @@ int MPIDI_EFARM_am_send(int rank, MPIR_Comm *comm, int handler_id, const void *a
     MPI_Aint data_sz = 0;
     MPIDI_av_entry_t *av;
     unsigned long waits = 0;
-    /* Every active message travels on VCI 0's endpoint so far; its header names MPIDIG's VCIs. */
-    MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(0);
+    /* From VCI src_vci's endpoint (MPIDIG holds its lock) to the target's VCI dst_vci. */
+    MPIDI_EFARM_vci_t *v;
+    efarm_peer_t peer;
     int ret;
 
     MPIR_Assert(am_hdr_sz >= 0 && am_hdr_sz <= MPIDI_EFARM_AM_HDR_MAX);
     MPIR_Assert(handler_id >= 0 && handler_id < MPIDI_AM_HANDLERS_MAX);
+    MPIR_ERR_CHKANDJUMP2(src_vci < 0 || src_vci >= MPIDI_EFARM_global.nvcis || dst_vci < 0 ||
+                             dst_vci >= MPIDI_EFARM_VCI_MAX,
+                         mpi_errno, MPI_ERR_OTHER, "**efarm_vci_pair", "**efarm_vci_pair %d %d",
+                         src_vci, dst_vci);
+    v = MPIDI_EFARM_VCI(src_vci);
+    av = MPIDIU_comm_rank_to_av(comm, rank);
+    peer = MPIDI_EFARM_vci_peer(src_vci, av, comm, rank, dst_vci);
+    MPIR_ERR_CHKANDJUMP2(peer == EFARM_PEER_NONE, mpi_errno, MPI_ERR_OTHER, "**efarm_vci_pair",
+                         "**efarm_vci_pair %d %d", src_vci, dst_vci);
     if (count > 0) {
         int dt_contig;
         MPI_Aint dt_true_lb;
@@ -189,9 +199,7 @@ int MPIDI_EFARM_am_send(int rank, MPIR_Comm *comm, int handler_id, const void *a
     op->ereq.cb = am_send_done;
     op->ereq.ctx = op;
 
-    av = MPIDIU_comm_rank_to_av(comm, rank);
-    while ((ret = efarm_send(v->ep, MPIDI_EFARM_AV(av).peer, op->buf, op->len, 0, 0, &op->ereq)) ==
-           -EAGAIN) {
+    while ((ret = efarm_send(v->ep, peer, op->buf, op->len, 0, 0, &op->ereq)) == -EAGAIN) {
         mpi_errno = MPIDI_EFARM_wait_for_slot(v, &waits);
         MPIR_ERR_CHECK(mpi_errno);
     }
@@ -199,7 +207,7 @@ int MPIDI_EFARM_am_send(int rank, MPIR_Comm *comm, int handler_id, const void *a
         mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_send (active message)");
         goto fn_fail;
     }
-    MPIDI_EFARM_global.nm_counters.am_send++;
+    v->nm_counters.am_send++;
 
 fn_exit:
     return mpi_errno;
@@ -245,7 +253,7 @@ static int am_start_recv(struct MPIDI_EFARM_am_op *op)
     if (ret == -EAGAIN) {
         static unsigned long waits; /* retries of waiting messages, all told */
 
-        MPIDI_EFARM_global.nm_counters.eagain_waits++;
+        op->vci->nm_counters.eagain_waits++;
         MPIDI_EFARM_slot_wait_warning(++waits);
         return 1;
     }
@@ -336,17 +344,20 @@ static int am_dispatch(struct MPIDI_EFARM_am_op *op)
     if (hdr.am_hdr_sz > MPIDI_EFARM_AM_HDR_MAX ||
         hdr.data_sz != op->len - sizeof(hdr) - hdr.am_hdr_sz ||
         sizeof(hdr) + hdr.am_hdr_sz > op->len || hdr.handler_id >= MPIDI_AM_HANDLERS_MAX ||
+        hdr.dst_vci != op->vci - MPIDI_EFARM_VCI(0) || hdr.src_vci >= MPIDI_EFARM_VCI_MAX ||
         MPIDIG_global.target_msg_cbs[hdr.handler_id] == NULL) {
         MPL_internal_error_printf("ch4:efarm: dropped a malformed active message (handler %u, "
-                                  "header %u bytes, data %llu bytes, message %llu bytes)\n",
+                                  "header %u bytes, data %llu bytes, message %llu bytes, VCI "
+                                  "%u to %u, arrived on VCI %d)\n",
                                   hdr.handler_id, hdr.am_hdr_sz, (unsigned long long)hdr.data_sz,
-                                  (unsigned long long)op->len);
+                                  (unsigned long long)op->len, hdr.src_vci, hdr.dst_vci,
+                                  (int)(op->vci - MPIDI_EFARM_VCI(0)));
         return MPI_SUCCESS;
     }
     am_hdr = op->buf + sizeof(hdr);
     data = am_hdr + hdr.am_hdr_sz;
     MPIDIG_AM_ATTR_SET_VCIS(attr, hdr.src_vci, hdr.dst_vci);
-    MPIDI_EFARM_global.nm_counters.am_recv++;
+    op->vci->nm_counters.am_recv++;
     mpi_errno = MPIDIG_global.target_msg_cbs[hdr.handler_id](am_hdr, data, (MPI_Aint)hdr.data_sz,
                                                              attr, NULL);
     return mpi_errno;
@@ -428,11 +439,13 @@ void MPIDI_EFARM_am_finalize(MPIDI_EFARM_vci_t *g)
 
 int MPIDI_EFARM_wait_for_slot(MPIDI_EFARM_vci_t *v, unsigned long *waits_p)
 {
-    int ret =
-        MPIDI_EFARM_global.nrails > 1 ? MPIDI_EFARM_rails_progress(v) : efarm_ep_progress(v->ep);
+    /* Rails are VCI 0's. */
+    int ret = MPIDI_EFARM_global.nrails > 1 && v == MPIDI_EFARM_VCI(0)
+                  ? MPIDI_EFARM_rails_progress(v)
+                  : efarm_ep_progress(v->ep);
 
     MPIDI_EFARM_slot_wait_warning(++*waits_p);
-    MPIDI_EFARM_global.nm_counters.eagain_waits++;
+    v->nm_counters.eagain_waits++;
     if (ret < 0)
         return MPIDI_EFARM_ERROR(ret, "efarm_ep_progress");
     return MPI_SUCCESS;

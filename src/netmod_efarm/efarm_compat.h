@@ -154,9 +154,9 @@ typedef MPI_Aint MPIDI_EFARM_rma_count_t;
 /* The netmod's peers are remote to it: local ones are the SHM module's. */
 #define MPIDI_EFARM_precv_init(buf, parts, count, dt, src, tag, comm, info, req_p) \
     MPIDIG_mpi_precv_init(buf, parts, count, dt, src, tag, comm, info, false, req_p)
-/* The oldest unexpected shared-memory message in MPIDIG's queue matching (any source). */
-#define MPIDI_EFARM_shm_unexp_find(tag, context_id)                                              \
-    MPIDIG_rreq_find(MPI_ANY_SOURCE, tag, context_id, &MPIDI_global.per_vci[0].unexp_list, true, \
+/* The oldest unexpected shared-memory message in VCI vci's MPIDIG queue matching (any source). */
+#define MPIDI_EFARM_shm_unexp_find(tag, context_id, vci)                                           \
+    MPIDIG_rreq_find(MPI_ANY_SOURCE, tag, context_id, &MPIDI_global.per_vci[vci].unexp_list, true, \
                      MPIDIG_PT2PT_UNEXP)
 
 #else /* MPICH 4.0 */
@@ -187,11 +187,19 @@ typedef int MPIDI_EFARM_rma_count_t;
 #define MPIDI_EFARM_precv_init(buf, parts, count, dt, src, tag, comm, info, req_p) \
     MPIDIG_mpi_precv_init(buf, parts, (int)(count), dt, src, tag, comm, info, req_p)
 /* 4.0's MPIDIG queue does not tell local messages from the netmod's: efarm sends none. */
-#define MPIDI_EFARM_shm_unexp_find(tag, context_id)                                        \
-    MPIDIG_rreq_find(MPI_ANY_SOURCE, tag, context_id, &MPIDI_global.per_vci[0].unexp_list, \
+#define MPIDI_EFARM_shm_unexp_find(tag, context_id, vci)                                     \
+    MPIDIG_rreq_find(MPI_ANY_SOURCE, tag, context_id, &MPIDI_global.per_vci[vci].unexp_list, \
                      MPIDIG_PT2PT_UNEXP)
 
 #endif /* MPIDI_EFARM_MPICH_43 */
+
+/* The VCI of a window's active messages and synchronisation (MPICH 5.0 per-VCI: MPIDIG's am_vci).
+ */
+#if MPIDI_EFARM_PER_VCI
+#define MPIDI_EFARM_WIN_VCI(win) MPIDI_WIN(win, am_vci)
+#else
+#define MPIDI_EFARM_WIN_VCI(win) 0
+#endif
 
 #if MPIDI_EFARM_MPICH_50
 

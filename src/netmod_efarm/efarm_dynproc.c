@@ -106,9 +106,9 @@ static int dyn_exchange_conv(efarm_peer_t peer, int32_t conv, int tag, const voi
                                         (uint64_t)ssize, rbuf, (uint64_t)rsize, &w, &res);
     if (res_p)
         *res_p = res;
-    MPIDI_EFARM_global.nm_counters.dyn_sends += sbuf && res.send_status == 0;
-    MPIDI_EFARM_global.nm_counters.dyn_recvs += rbuf && res.recv_status == 0;
-    MPIDI_EFARM_global.nm_counters.dyn_timeouts += ret == -ETIMEDOUT;
+    MPIDI_EFARM_VCI(0)->nm_counters.dyn_sends += sbuf && res.send_status == 0;
+    MPIDI_EFARM_VCI(0)->nm_counters.dyn_recvs += rbuf && res.recv_status == 0;
+    MPIDI_EFARM_VCI(0)->nm_counters.dyn_timeouts += ret == -ETIMEDOUT;
     if (MPIDI_EFARM_dyn_abandoned() && !finalize_added) {
         finalize_added = true;
         MPIR_Add_finalize(dyn_finalize, NULL, 0);
@@ -222,7 +222,7 @@ int MPIDI_EFARM_upids_to_gpids(int size, int *remote_upid_size, char *remote_upi
         }
         slot[i] = -1;
         if (gpid_of_peer(peers[i], &remote_gpids[i])) {
-            MPIDI_EFARM_global.nm_counters.dyn_peers_reused++;
+            MPIDI_EFARM_VCI(0)->nm_counters.dyn_peers_reused++;
             continue;
         }
         /* New, and a new entry unless listed already in this call. */
@@ -247,7 +247,7 @@ int MPIDI_EFARM_upids_to_gpids(int size, int *remote_upid_size, char *remote_upi
             efarm_av_set_departing(MPIDI_EFARM_VCI(0)->ep, peers[i]);
             remote_gpids[i] = MPIDIU_GPID_CREATE(avtid, slot[i]);
         }
-        MPIDI_EFARM_global.nm_counters.dyn_peers_new += (unsigned long long)n_new;
+        MPIDI_EFARM_VCI(0)->nm_counters.dyn_peers_new += (unsigned long long)n_new;
     }
 
 fn_exit:
@@ -342,7 +342,7 @@ int MPIDI_EFARM_insert_upid(MPIR_Lpid lpid, const char *upid, int upid_len)
         goto fn_fail;
     }
     if (!(lpid & MPIR_LPID_DYNAMIC_MASK) && a->nrails != 0) {
-        MPIDI_EFARM_global.nm_counters.dyn_peers_reused++;
+        MPIDI_EFARM_VCI(0)->nm_counters.dyn_peers_reused++;
         goto fn_exit; /* known */
     }
     /*
@@ -364,9 +364,9 @@ int MPIDI_EFARM_insert_upid(MPIR_Lpid lpid, const char *upid, int upid_len)
     if ((lpid & MPIR_LPID_DYNAMIC_MASK) || MPIR_LPID_WORLD_INDEX(lpid) != 0)
         efarm_av_set_departing(MPIDI_EFARM_VCI(0)->ep, peer);
     if (ret == 0)
-        MPIDI_EFARM_global.nm_counters.dyn_peers_new++;
+        MPIDI_EFARM_VCI(0)->nm_counters.dyn_peers_new++;
     else
-        MPIDI_EFARM_global.nm_counters.dyn_peers_reused++;
+        MPIDI_EFARM_VCI(0)->nm_counters.dyn_peers_reused++;
 
 fn_exit:
     return mpi_errno;

@@ -70,7 +70,16 @@ struct MPIDI_EFARM_am_op;
  * is the next step of the multi-VCI work (doc/NETMOD.md, "Threads").
  */
 typedef struct MPIDI_EFARM_vci {
-    struct efarm_ep *ep; /* the VCI's endpoint, open from init_local to finalize */
+    struct efarm_ep *ep; /* the VCI's endpoint: VCI 0's from init_local, the others' from
+                            comm_set_vcis, to finalize */
+    /*
+     * This endpoint's peers for the other processes' VCIs, made on first use
+     * (MPIDI_EFARM_vci_peer): world rank r's VCI d at peer_rows[r][d],
+     * EFARM_PEER_NONE until then; a rank's row is allocated at its first
+     * use. NULL with one VCI everywhere.
+     */
+    efarm_peer_t **peer_rows;
+    MPIDI_EFARM_nm_counters_t nm_counters; /* summed over the VCIs for MPI_T */
     /* Active messages (efarm_am.c). */
     struct MPIDI_EFARM_am_chunk *am_chunks;                /* where operations come from */
     struct MPIDI_EFARM_am_op *am_free;                     /* free operations */
@@ -109,13 +118,30 @@ typedef struct MPIDI_EFARM_vci {
     struct MPIR_Request *release_later;
 } MPIDI_EFARM_vci_t;
 
-/* VCIs the netmod serves: one, VCI 0 (init_local refuses more). */
+/*
+ * Most VCIs the netmod serves: as many as ch4 has under per-VCI critical
+ * sections (MPICH 5.0 and later, MPIDI_CH4_MAX_VCIS), else one.
+ */
+#if MPIDI_EFARM_PER_VCI
+#define MPIDI_EFARM_VCI_MAX MPIDI_CH4_MAX_VCIS
+#else
 #define MPIDI_EFARM_VCI_MAX 1
+#endif
 
 /* Process-wide netmod state. */
 typedef struct {
     MPIDI_EFARM_vci_t vci[MPIDI_EFARM_VCI_MAX];
-    MPIDI_EFARM_nm_counters_t nm_counters;
+    int nvcis; /* VCIs with an endpoint: 0 before init_local, then 1, then comm_set_vcis's */
+    /*
+     * With more than one VCI anywhere (comm_set_vcis): every world rank's VCI
+     * addresses, vci_cards_n slots of EFARM_RAW_ADDR_LEN bytes each (zeros
+     * past its own count), and the world's size; NULL otherwise.
+     */
+    uint8_t *vci_cards;
+    int vci_cards_n, vci_cards_ranks;
+    /* What VCI 0's endpoint was opened with (the other VCIs' are alike). */
+    struct efarm_ep_attr ep_attr;
+    char ep_device[EFARM_DEV_NAME_MAX];
     /* Engine counters as they were at finalize, for MPI_T reads after it. */
     struct efarm_counters final_counters;
     /* How many idle progress calls in a row make one yield (EFARM_YIELD_POLLS). */
@@ -170,6 +196,8 @@ MPL_STATIC_INLINE_PREFIX uint32_t MPIDI_EFARM_send_hints(const MPIR_Comm *comm)
 
 /* The netmod part of a point-to-point request. */
 #define MPIDI_EFARM_REQ(req) ((req)->dev.ch4.netmod.efarm)
+/* The VCI state of the endpoint that carries a point-to-point request. */
+#define MPIDI_EFARM_REQ_VCI(req) MPIDI_EFARM_VCI(MPIDI_EFARM_REQ(req).vci)
 
 /*
  * MPICH reserves the top two bits of the tags it hands down for error flags
@@ -320,24 +348,87 @@ void MPIDI_EFARM_rma_sync_point(MPIR_Win *win);
 int MPIDI_EFARM_rma_wait(MPIR_Win *win, int rank);
 
 /*
- * VCI 0's lock under MPICH's per-VCI critical sections (efarm_compat.h): ch4
- * holds it around progress only, so the entry points ch4 calls without it
- * (sends, receives, probes, one-sided operations, the window and bootstrap
- * hooks' engine calls) take it themselves, as ch4:ofi and ch4:ucx do, and
- * never across a call that takes it again (MPIDIG, collectives: the lock is
- * not recursive). No-ops under the global critical section.
+ * VCI vci's lock under MPICH's per-VCI critical sections (efarm_compat.h):
+ * ch4 holds it around progress only, so the entry points ch4 calls without
+ * it (sends, receives, probes, one-sided operations, the window and bootstrap
+ * hooks' engine calls) take the lock of the VCI they use themselves, as
+ * ch4:ofi and ch4:ucx do, and never across a call that takes it again
+ * (MPIDIG, collectives: the lock is not recursive). No-ops under the global
+ * critical section.
  */
 #if MPIDI_EFARM_PER_VCI
-#define MPIDI_EFARM_VCI_ENTER() MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI_LOCK(0))
-#define MPIDI_EFARM_VCI_EXIT()  MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI_LOCK(0))
+#define MPIDI_EFARM_VCI_ENTER(vci) MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI_LOCK(vci))
+#define MPIDI_EFARM_VCI_EXIT(vci)  MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI_LOCK(vci))
 #else
-#define MPIDI_EFARM_VCI_ENTER() \
-    do {                        \
+#define MPIDI_EFARM_VCI_ENTER(vci) \
+    do {                           \
+        (void)(vci);               \
     } while (0)
-#define MPIDI_EFARM_VCI_EXIT() \
-    do {                       \
+#define MPIDI_EFARM_VCI_EXIT(vci) \
+    do {                          \
+        (void)(vci);              \
     } while (0)
 #endif
+
+/*
+ * A point-to-point call's VCIs, as ch4's own modules choose them (ch4:ucx's
+ * MPIDI_UCX_SEND_VNIS, the shared-memory module's MPIDI_POSIX_RECV_VSI): a
+ * stream communicator's explicit ones, else MPICH's hashing of (comm, ranks,
+ * tag), which gives 0 for a communicator without VCIs (vcis_enabled: only
+ * MPI_COMM_WORLD's descendants have them). A sender's (source, destination)
+ * pair; a receiver's own VCI. 0 without per-VCI critical sections.
+ */
+#if MPIDI_EFARM_PER_VCI
+#define MPIDI_EFARM_SEND_VCIS(comm_, attr_, rank_, tag_, src_, dst_)                        \
+    do {                                                                                    \
+        MPIDI_EXPLICIT_VCIS(comm_, attr_, (comm_)->rank, rank_, src_, dst_);                \
+        if ((src_) == 0 && (dst_) == 0) {                                                   \
+            (src_) = MPIDI_get_vci(SRC_VCI_FROM_SENDER, comm_, (comm_)->rank, rank_, tag_); \
+            (dst_) = MPIDI_get_vci(DST_VCI_FROM_SENDER, comm_, (comm_)->rank, rank_, tag_); \
+        }                                                                                   \
+    } while (0)
+#define MPIDI_EFARM_RECV_VCI(comm_, attr_, rank_, tag_, dst_)                               \
+    do {                                                                                    \
+        int src_unused_;                                                                    \
+        MPIDI_EXPLICIT_VCIS(comm_, attr_, rank_, (comm_)->rank, src_unused_, dst_);         \
+        if (src_unused_ == 0 && (dst_) == 0)                                                \
+            (dst_) = MPIDI_get_vci(DST_VCI_FROM_RECVER, comm_, rank_, (comm_)->rank, tag_); \
+    } while (0)
+#else
+#define MPIDI_EFARM_SEND_VCIS(comm, attr, rank, tag, src_, dst_) ((src_) = 0, (dst_) = 0)
+#define MPIDI_EFARM_RECV_VCI(comm, attr, rank, tag, dst_)        ((dst_) = 0)
+#endif
+
+/*
+ * The engine peer through which VCI src's endpoint reaches the VCI dst of
+ * comm's rank (whose AV entry is addr): the AV entry's own for (0, 0), else
+ * VCI src's table entry, made on first use from the rank's VCI addresses
+ * (efarm_init.c). EFARM_PEER_NONE when it cannot be made (not a world
+ * process, a VCI it does not have, or no address-vector room: logged there).
+ * Called under VCI src's lock.
+ */
+efarm_peer_t MPIDI_EFARM_vci_peer_make(int src, int grank, int dst);
+MPL_STATIC_INLINE_PREFIX efarm_peer_t MPIDI_EFARM_vci_peer(int src, const MPIDI_av_entry_t *addr,
+                                                           MPIR_Comm *comm, int rank, int dst)
+{
+    if (likely((src | dst) == 0))
+        return MPIDI_EFARM_AV(addr).peer;
+#if MPIDI_EFARM_PER_VCI
+    {
+        efarm_peer_t *const *rows = MPIDI_EFARM_VCI(src)->peer_rows;
+        int grank = MPIDIU_get_grank(rank, comm);
+
+        if (likely(rows != NULL && grank >= 0 && grank < MPIDI_EFARM_global.vci_cards_ranks &&
+                   dst < MPIDI_EFARM_global.vci_cards_n && rows[grank] != NULL &&
+                   rows[grank][dst] != EFARM_PEER_NONE))
+            return rows[grank][dst];
+        return MPIDI_EFARM_vci_peer_make(src, grank, dst);
+    }
+#else
+    (void)comm, (void)rank;
+    return EFARM_PEER_NONE;
+#endif
+}
 
 /*
  * An mpi_errno for an efarm call `what` that returned the negative code err.

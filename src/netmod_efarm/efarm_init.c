@@ -24,15 +24,16 @@
 #endif
 
 MPIDI_EFARM_global_t MPIDI_EFARM_global;
-uint64_t MPIDI_EFARM_arrival_clock;
+uint64_t MPIDI_EFARM_arrival_clocks[MPIDI_EFARM_VCI_MAX][8];
 
 /* ---- MPI_T performance variables ------------------------------------------ */
 
 /*
  * Every engine counter is the pvar efarm_<name> and every netmod counter
  * efarm_nm_<name>: read-only, continuous, unsigned long long, not bound to an
- * object. Engine counters are read through a callback, from the endpoint
- * while it is open and from the copy taken at finalize after that.
+ * object, read through a callback as the sum over the VCIs. Engine counters
+ * come from the endpoints while they are open and from the sum taken at
+ * finalize after that.
  */
 static const size_t engine_counter_offsets[] = {
 #define MPIDI_EFARM_OFFSET_(name, doc) offsetof(struct efarm_counters, name),
@@ -40,16 +41,75 @@ static const size_t engine_counter_offsets[] = {
 #undef MPIDI_EFARM_OFFSET_
 };
 
+/* The engine counter at offset off, summed over the VCIs' open endpoints. */
+static uint64_t engine_counter_sum(size_t off)
+{
+    uint64_t sum = 0;
+
+    for (int vci = 0; vci < MPIDI_EFARM_global.nvcis; vci++) {
+        uint64_t value;
+
+        if (MPIDI_EFARM_VCI(vci)->ep == NULL)
+            continue;
+        memcpy(&value, (const char *)efarm_ep_counters(MPIDI_EFARM_VCI(vci)->ep) + off,
+               sizeof(value));
+        sum += value;
+    }
+    return sum;
+}
+
 static void engine_counter_read(void *addr, void *obj_handle, int count, void *buf)
 {
-    const struct efarm_counters *src = MPIDI_EFARM_VCI(0)->ep
-                                           ? efarm_ep_counters(MPIDI_EFARM_VCI(0)->ep)
-                                           : &MPIDI_EFARM_global.final_counters;
+    size_t off = *(const size_t *)addr;
     uint64_t value;
 
     (void)obj_handle, (void)count;
-    memcpy(&value, (const char *)src + *(const size_t *)addr, sizeof(value));
+    if (MPIDI_EFARM_VCI(0)->ep)
+        value = engine_counter_sum(off);
+    else
+        memcpy(&value, (const char *)&MPIDI_EFARM_global.final_counters + off, sizeof(value));
     *(unsigned long long *)buf = value;
+}
+
+/* The netmod's counters (MPIDI_EFARM_nm_counters_t), summed over the VCIs. */
+static const size_t nm_counter_offsets[] = {
+#define MPIDI_EFARM_NM_OFFSET_(name, doc) offsetof(MPIDI_EFARM_nm_counters_t, name),
+    MPIDI_EFARM_NM_COUNTER_LIST(MPIDI_EFARM_NM_OFFSET_)
+#undef MPIDI_EFARM_NM_OFFSET_
+};
+
+/* efarm_nm_vcis (0) and efarm_nm_vcis_used (1). */
+static const int vci_facts[] = {0, 1};
+
+static void vci_fact_read(void *addr, void *obj_handle, int count, void *buf)
+{
+    unsigned long long n = 0;
+
+    (void)obj_handle, (void)count;
+    for (int vci = 0; vci < MPIDI_EFARM_VCI_MAX; vci++) {
+        const MPIDI_EFARM_nm_counters_t *c = &MPIDI_EFARM_VCI(vci)->nm_counters;
+
+        if (*(const int *)addr == 0)
+            n += vci < MPIDI_EFARM_global.nvcis;
+        else
+            n += c->send_msgs + c->recv_msgs + c->am_send + c->am_recv > 0;
+    }
+    *(unsigned long long *)buf = n;
+}
+
+static void nm_counter_read(void *addr, void *obj_handle, int count, void *buf)
+{
+    unsigned long long sum = 0;
+
+    (void)obj_handle, (void)count;
+    for (int vci = 0; vci < MPIDI_EFARM_VCI_MAX; vci++) {
+        unsigned long long value;
+
+        memcpy(&value, (const char *)&MPIDI_EFARM_VCI(vci)->nm_counters + *(const size_t *)addr,
+               sizeof(value));
+        sum += value;
+    }
+    *(unsigned long long *)buf = sum;
 }
 
 /*
@@ -68,15 +128,20 @@ static void engine_level_read(void *addr, void *obj_handle, int count, void *buf
     unsigned long long sum = 0;
 
     (void)obj_handle, (void)count;
-    for (unsigned long long r = 0; MPIDI_EFARM_VCI(0)->ep && r < MPIDI_EFARM_global.nrails; r++) {
-        struct efarm_levels lv;
-        uint64_t value;
+    for (int vci = 0; vci < MPIDI_EFARM_global.nvcis; vci++) {
+        for (unsigned long long r = 0; MPIDI_EFARM_VCI(vci)->ep && r < MPIDI_EFARM_global.nrails;
+             r++) {
+            struct efarm_ep *ep =
+                r == 0 ? MPIDI_EFARM_VCI(vci)->ep : MPIDI_EFARM_VCI(vci)->rails[r];
+            struct efarm_levels lv;
+            uint64_t value;
 
-        if (!MPIDI_EFARM_VCI(0)->rails[r])
-            continue;
-        efarm_ep_levels(MPIDI_EFARM_VCI(0)->rails[r], &lv);
-        memcpy(&value, (const char *)&lv + *(const size_t *)addr, sizeof(value));
-        sum += value;
+            if (!ep)
+                continue;
+            efarm_ep_levels(ep, &lv);
+            memcpy(&value, (const char *)&lv + *(const size_t *)addr, sizeof(value));
+            sum += value;
+        }
     }
     *(unsigned long long *)buf = sum;
 }
@@ -131,13 +196,23 @@ static void register_pvars(void)
                               flags, engine_level_read, NULL, "EFARM", doc);
     EFARM_LEVEL_LIST(MPIDI_EFARM_LEVEL_PVAR_)
 #undef MPIDI_EFARM_LEVEL_PVAR_
+    i = 0;
 #define MPIDI_EFARM_NM_PVAR_(name, doc)                                                            \
     MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG, "efarm_nm_" #name, \
-                              &MPIDI_EFARM_global.nm_counters.name, 1, MPI_T_ENUM_NULL,            \
-                              MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT, flags, NULL, NULL, \
-                              "EFARM", doc);
+                              (void *)&nm_counter_offsets[i++], 1, MPI_T_ENUM_NULL,                \
+                              MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT, flags,             \
+                              nm_counter_read, NULL, "EFARM", doc);
     MPIDI_EFARM_NM_COUNTER_LIST(MPIDI_EFARM_NM_PVAR_)
 #undef MPIDI_EFARM_NM_PVAR_
+    MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_GENERIC, MPI_UNSIGNED_LONG_LONG, "efarm_nm_vcis",
+                              (void *)&vci_facts[0], 1, MPI_T_ENUM_NULL, MPI_T_VERBOSITY_USER_BASIC,
+                              MPI_T_BIND_NO_OBJECT, flags, vci_fact_read, NULL, "EFARM",
+                              "VCIs with an endpoint of their own (MPIR_CVAR_CH4_NUM_VCIS and "
+                              "_RESERVE_VCIS on a per-VCI MPICH 5.0; else 1)");
+    MPIR_T_PVAR_REGISTER_impl(
+        MPI_T_PVAR_CLASS_GENERIC, MPI_UNSIGNED_LONG_LONG, "efarm_nm_vcis_used",
+        (void *)&vci_facts[1], 1, MPI_T_ENUM_NULL, MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
+        flags, vci_fact_read, NULL, "EFARM", "VCIs whose endpoint has sent or received a message");
 #define MPIDI_EFARM_MR_PVAR_(cls, name, k, doc)                                        \
     MPIR_T_PVAR_REGISTER_impl(cls, MPI_UNSIGNED_LONG_LONG, "efarm_nm_mr_cache_" #name, \
                               (void *)&mr_offsets[k], 1, MPI_T_ENUM_NULL,              \
@@ -470,7 +545,11 @@ int MPIDI_EFARM_init_local(int *tag_bits)
         goto fn_fail;
     }
 #endif
-    /* One endpoint, so one VCI; more would need an endpoint per VCI. */
+    /*
+     * MPICH 4.x fixes its VCIs before init_local and has one without per-VCI
+     * critical sections; 5.0 starts with one and asks for more in
+     * comm_set_vcis.
+     */
     if (MPIDI_global.n_vcis != 1) {
         MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**efarm_vcis", "**efarm_vcis %d",
                       MPIDI_global.n_vcis);
@@ -486,17 +565,34 @@ int MPIDI_EFARM_init_local(int *tag_bits)
         goto fn_fail;
 
     attr.device = device;
-    /* Room for every rank of the job, with as much again for senders learnt from the wire. */
-    if (MPIR_Process.size > 2048)
-        attr.av_size = (uint32_t)MPIR_Process.size * 2;
+    /*
+     * Room for every endpoint of the job that may reach this one (each rank's
+     * VCIs: MPIR_CVAR_CH4_NUM_VCIS and _RESERVE_VCIS on MPICH 5.0), with as
+     * much again for senders learnt from the wire.
+     */
+    {
+        uint64_t reach = (uint64_t)MPIR_Process.size;
+
+#if MPIDI_EFARM_PER_VCI
+        if (MPIR_CVAR_CH4_NUM_VCIS + MPIR_CVAR_CH4_RESERVE_VCIS > 1)
+            reach *= (uint64_t)(MPIR_CVAR_CH4_NUM_VCIS + MPIR_CVAR_CH4_RESERVE_VCIS);
+#endif
+        if (reach > 2048)
+            attr.av_size = (uint32_t)MPL_MIN(reach * 2, (uint64_t)1 << 30);
+    }
     ret = efarm_ep_open(&attr, &ep);
     if (ret < 0) {
         mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_ep_open");
         goto fn_fail;
     }
     MPIDI_EFARM_VCI(0)->ep = ep;
+    MPIDI_EFARM_global.nvcis = 1;
+    /* comm_set_vcis opens the other VCIs' endpoints alike. */
+    MPIDI_EFARM_global.ep_attr = attr;
+    memcpy(MPIDI_EFARM_global.ep_device, device, sizeof(device));
+    MPIDI_EFARM_global.ep_attr.device = MPIDI_EFARM_global.ep_device;
     /* One arrival order with MPIDIG's unexpected queue (efarm_pre.h). */
-    efarm_ep_set_arrival_clock(ep, &MPIDI_EFARM_arrival_clock);
+    efarm_ep_set_arrival_clock(ep, &MPIDI_EFARM_arrival_clocks[0][0]);
     efarm_log(EFARM_LOG_INFO, "MPI rank %d: %s; device %s: %s", MPIR_Process.rank,
               efarm_device_choice()->reason, device, MPIDI_EFARM_global.nic.reason);
     mpi_errno = MPIDI_EFARM_rails_open(&attr);
@@ -665,27 +761,180 @@ int MPIDI_EFARM_post_init(void)
 
 #else /* MPICH 5.0 */
 
+#if MPIDI_EFARM_PER_VCI
+/*
+ * Open VCIs 1 .. want-1: an endpoint each on VCI 0's device, like VCI 0's but
+ * without rails (striping stays on VCI 0). Returns how many VCIs are open;
+ * *err_p is the engine's error that stopped it, or 0.
+ */
+static int open_vcis(int want, int *err_p)
+{
+    int n = MPIDI_EFARM_global.nvcis;
+
+    *err_p = 0;
+    for (; n < want; n++) {
+        MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(n);
+        int ret = efarm_ep_open(&MPIDI_EFARM_global.ep_attr, &v->ep);
+
+        if (ret < 0) {
+            v->ep = NULL;
+            *err_p = ret;
+            break;
+        }
+        efarm_ep_set_arrival_clock(v->ep, &MPIDI_EFARM_arrival_clocks[n][0]);
+        v->idle_polls = 0;
+    }
+    MPIDI_EFARM_global.nvcis = n;
+    return n;
+}
+
+/*
+ * Every world rank's VCI addresses, in one table (vci_cards), and each
+ * VCI's table of peer rows, empty: peers are made on first use.
+ */
+static int exchange_vci_cards(MPIR_Comm *comm, int maxn)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int size = comm->local_size;
+    size_t slot = (size_t)maxn * EFARM_RAW_ADDR_LEN;
+    uint8_t *cards = MPL_calloc((size_t)size, slot, MPL_MEM_ADDRESS);
+
+    MPIR_ERR_CHKANDJUMP1(cards == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem", "**nomem %s",
+                         "efarm VCI addresses");
+    for (int vci = 0; vci < MPIDI_EFARM_global.nvcis; vci++)
+        efarm_ep_addr(MPIDI_EFARM_VCI(vci)->ep,
+                      cards + (size_t)comm->rank * slot + (size_t)vci * EFARM_RAW_ADDR_LEN);
+    mpi_errno = MPIR_Allgather_fallback(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, cards, (MPI_Aint)slot,
+                                        MPIR_BYTE_INTERNAL, comm, MPIR_COLL_ATTR_SYNC);
+    MPIR_ERR_CHECK(mpi_errno);
+    /* comm is MPI_COMM_WORLD (ch4 sets VCIs on it alone): its ranks are the world ranks. */
+    MPIDI_EFARM_global.vci_cards = cards;
+    MPIDI_EFARM_global.vci_cards_n = maxn;
+    MPIDI_EFARM_global.vci_cards_ranks = size;
+    cards = NULL;
+    for (int vci = 0; vci < MPIDI_EFARM_global.nvcis; vci++) {
+        MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(vci);
+
+        v->peer_rows = MPL_calloc((size_t)size, sizeof(*v->peer_rows), MPL_MEM_ADDRESS);
+        MPIR_ERR_CHKANDJUMP1(v->peer_rows == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem",
+                             "**nomem %s", "efarm VCI peers");
+    }
+
+fn_exit:
+    MPL_free(cards);
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
+}
+
+efarm_peer_t MPIDI_EFARM_vci_peer_make(int src, int grank, int dst)
+{
+    static const uint8_t zero[EFARM_RAW_ADDR_LEN];
+    const int n = MPIDI_EFARM_global.vci_cards_n;
+    MPIDI_EFARM_vci_t *v;
+    const uint8_t *card;
+    efarm_peer_t *row, peer;
+    int ret;
+
+    if (src < 0 || src >= MPIDI_EFARM_global.nvcis || grank < 0 ||
+        grank >= MPIDI_EFARM_global.vci_cards_ranks || dst < 0 || dst >= n)
+        return EFARM_PEER_NONE;
+    v = MPIDI_EFARM_VCI(src);
+    if (v->peer_rows == NULL)
+        return EFARM_PEER_NONE;
+    card = MPIDI_EFARM_global.vci_cards +
+           ((size_t)grank * (size_t)n + (size_t)dst) * EFARM_RAW_ADDR_LEN;
+    if (memcmp(card, zero, sizeof(zero)) == 0)
+        return EFARM_PEER_NONE; /* the rank has fewer VCIs */
+    row = v->peer_rows[grank];
+    if (row == NULL) {
+        row = MPL_malloc(sizeof(*row) * (size_t)n, MPL_MEM_ADDRESS);
+        if (row == NULL)
+            return EFARM_PEER_NONE;
+        for (int d = 0; d < n; d++)
+            row[d] = EFARM_PEER_NONE;
+        v->peer_rows[grank] = row;
+    }
+    if (row[dst] != EFARM_PEER_NONE)
+        return row[dst];
+    ret = efarm_av_insert(v->ep, card, &peer);
+    if (ret < 0) {
+        efarm_log(EFARM_LOG_ERROR, "VCI %d cannot reach world rank %d's VCI %d: %s", src, grank,
+                  dst, efarm_strerror(ret));
+        return EFARM_PEER_NONE;
+    }
+    row[dst] = peer;
+    return peer;
+}
+#else
+efarm_peer_t MPIDI_EFARM_vci_peer_make(int src, int grank, int dst)
+{
+    (void)src, (void)grank, (void)dst;
+    return EFARM_PEER_NONE;
+}
+#endif
+
 /*
  * MPICH 5.0 asks the netmod for MPI_COMM_WORLD's VCIs once it is committed
- * (MPIR_CVAR_CH4_NUM_VCIS, MPIR_CVAR_CH4_RESERVE_VCIS): efarm serves one, so
- * more are refused with the message init_local gives on MPICH 4.x; every
- * rank's answer is gathered, as ch4 expects.
+ * (MPIR_CVAR_CH4_NUM_VCIS implicit, MPIR_CVAR_CH4_RESERVE_VCIS for streams).
+ * With per-VCI critical sections efarm opens an endpoint for each further
+ * VCI, gathers every rank's count (ch4 expects them in all_num_vcis) and,
+ * when any rank has more than one, every rank's VCI addresses. A rank that
+ * could not open them all fails, and so does every other rank, after the
+ * gather, with the same message: no rank waits for one that gave up. With
+ * the global critical section ch4 has one VCI, and more are refused as on
+ * MPICH 4.x.
  */
 int MPIDI_EFARM_comm_set_vcis(MPIR_Comm *comm, int num_implicit, int num_reserved,
                               MPIDI_num_vci_t *all_num_vcis)
 {
     int mpi_errno = MPI_SUCCESS;
+    int want = num_implicit + num_reserved, n = 1, err = 0, fewest, most;
 
-    if (num_implicit + num_reserved != 1) {
-        MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**efarm_vcis", "**efarm_vcis %d",
-                      num_implicit + num_reserved);
+#if MPIDI_EFARM_PER_VCI
+    if (want > MPIDI_EFARM_VCI_MAX) {
+        char why[96];
+
+        snprintf(why, sizeof(why), "this MPICH has at most %d (--with-ch4-max-vcis)",
+                 MPIDI_EFARM_VCI_MAX);
+        mpi_errno = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                         MPI_ERR_OTHER, "**efarm_vcimax", "**efarm_vcimax %d %d %s",
+                                         1, want, why);
         return mpi_errno;
     }
-    all_num_vcis[comm->rank].n_vcis = 1;
-    all_num_vcis[comm->rank].n_total_vcis = 1;
-    return MPIR_Allgather_fallback(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all_num_vcis,
-                                   sizeof(MPIDI_num_vci_t), MPIR_BYTE_INTERNAL, comm,
-                                   MPIR_COLL_ATTR_SYNC);
+    n = open_vcis(want, &err);
+#else
+    if (want != 1) {
+        MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**efarm_vcis", "**efarm_vcis %d", want);
+        return mpi_errno;
+    }
+#endif
+    all_num_vcis[comm->rank].n_vcis = MPL_MIN(num_implicit, n);
+    all_num_vcis[comm->rank].n_total_vcis = n;
+    mpi_errno = MPIR_Allgather_fallback(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all_num_vcis,
+                                        sizeof(MPIDI_num_vci_t), MPIR_BYTE_INTERNAL, comm,
+                                        MPIR_COLL_ATTR_SYNC);
+    if (mpi_errno)
+        return mpi_errno;
+    fewest = most = n;
+    for (int r = 0; r < comm->local_size; r++) {
+        fewest = MPL_MIN(fewest, all_num_vcis[r].n_total_vcis);
+        most = MPL_MAX(most, all_num_vcis[r].n_total_vcis);
+    }
+    if (fewest < want) {
+        mpi_errno = MPIR_Err_create_code(
+            MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__, MPI_ERR_OTHER, "**efarm_vcimax",
+            "**efarm_vcimax %d %d %s", fewest, want,
+            err ? efarm_strerror(err) : "another rank could not (its message says why)");
+        return mpi_errno;
+    }
+#if MPIDI_EFARM_PER_VCI
+    if (most > 1)
+        mpi_errno = exchange_vci_cards(comm, most);
+#else
+    (void)most;
+#endif
+    return mpi_errno;
 }
 
 /*
@@ -698,10 +947,10 @@ static int insert_rank_card(MPIR_Comm *comm, int rank, const uint8_t *card)
     MPIDI_EFARM_addr_t *a = &MPIDI_EFARM_AV(MPIDIU_comm_rank_to_av(comm, rank));
     int mpi_errno = MPI_SUCCESS;
 
-    MPIDI_EFARM_VCI_ENTER();
+    MPIDI_EFARM_VCI_ENTER(0);
     if (!a->nrails)
         mpi_errno = insert_card(a, card);
-    MPIDI_EFARM_VCI_EXIT();
+    MPIDI_EFARM_VCI_EXIT(0);
     return mpi_errno;
 }
 
@@ -798,10 +1047,14 @@ int MPIDI_EFARM_mpi_finalize_hook(void)
 {
     int mpi_errno = MPI_SUCCESS;
 
-    MPIDI_EFARM_release_drain(MPIDI_EFARM_VCI(0));
+    for (int vci = 0; vci < MPIDI_EFARM_global.nvcis; vci++)
+        MPIDI_EFARM_release_drain(MPIDI_EFARM_VCI(vci));
     if (MPIDI_EFARM_VCI(0)->ep) {
-        int ret = efarm_ep_flush(MPIDI_EFARM_VCI(0)->ep, MPIDI_EFARM_FLUSH_TIMEOUT_MS);
+        int ret = 0;
 
+        /* Every rank flushes its VCIs in the same order, VCI 0 first. */
+        for (int vci = 0; vci < MPIDI_EFARM_global.nvcis && ret == 0; vci++)
+            ret = efarm_ep_flush(MPIDI_EFARM_VCI(vci)->ep, MPIDI_EFARM_FLUSH_TIMEOUT_MS);
         if (ret == 0)
             ret = MPIDI_EFARM_rails_flush(MPIDI_EFARM_FLUSH_TIMEOUT_MS);
 
@@ -813,10 +1066,30 @@ int MPIDI_EFARM_mpi_finalize_hook(void)
             mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_ep_flush (MPI_Finalize)");
         if (mpi_errno == MPI_SUCCESS && ret == 0)
             mpi_errno = MPIR_pmi_barrier();
-        MPIDI_EFARM_global.final_counters = *efarm_ep_counters(MPIDI_EFARM_VCI(0)->ep);
+        for (size_t i = 0; i < sizeof(engine_counter_offsets) / sizeof(engine_counter_offsets[0]);
+             i++) {
+            uint64_t value = engine_counter_sum(engine_counter_offsets[i]);
+
+            memcpy((char *)&MPIDI_EFARM_global.final_counters + engine_counter_offsets[i], &value,
+                   sizeof(value));
+        }
         MPIDI_EFARM_rails_close();
-        efarm_ep_close(MPIDI_EFARM_VCI(0)->ep);
-        MPIDI_EFARM_VCI(0)->ep = NULL;
+        for (int vci = MPIDI_EFARM_global.nvcis - 1; vci >= 0; vci--) {
+            MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(vci);
+
+            efarm_ep_close(v->ep);
+            v->ep = NULL;
+            if (v->peer_rows) {
+                for (int r = 0; r < MPIDI_EFARM_global.vci_cards_ranks; r++)
+                    MPL_free(v->peer_rows[r]);
+                MPL_free(v->peer_rows);
+                v->peer_rows = NULL;
+            }
+        }
+        MPIDI_EFARM_global.nvcis = 0;
+        MPL_free(MPIDI_EFARM_global.vci_cards);
+        MPIDI_EFARM_global.vci_cards = NULL;
+        MPIDI_EFARM_global.vci_cards_n = MPIDI_EFARM_global.vci_cards_ranks = 0;
     }
     MPL_free(MPIDI_EFARM_global.named_peers);
     MPIDI_EFARM_global.named_peers = NULL;

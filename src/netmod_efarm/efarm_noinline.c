@@ -165,8 +165,9 @@ int MPIDI_EFARM_mpi_free_mem(void *ptr)
 /*
  * MPI_ANY_SOURCE across the two modules (MPICH patch P5, efarm_pre.h): efarm
  * first only when both hold a matching unexpected message and efarm's
- * arrived first, by the arrival clock both stamp from. MPIDIG's queue is the
- * one of VCI 0: efarm serves one VCI (doc/NETMOD.md, "Not done").
+ * arrived first, by the arrival clock both stamp from. Both are the
+ * receive's VCI's: efarm's endpoint and MPIDIG's queue (the shared-memory
+ * module chooses the VCI as efarm does, MPIDI_EFARM_RECV_VCI).
  */
 int MPIDI_EFARM_anysrc_nm_first(int tag, MPIR_Comm *comm, int attr)
 {
@@ -177,16 +178,17 @@ int MPIDI_EFARM_anysrc_nm_first(int tag, MPIR_Comm *comm, int attr)
     struct efarm_probe_info info;
     int context_id = comm->recvcontext_id + MPIDI_EFARM_ATTR_CONTEXT_OFFSET(attr);
     MPIR_Request *shm;
-    int first = 0;
+    int first = 0, vci;
 
-    /* ch4 asks before it takes a lock: both queues are VCI 0's (MPIDI_EFARM_VCI_ENTER). */
-    MPIDI_EFARM_VCI_ENTER();
-    if (efarm_tprobe(MPIDI_EFARM_VCI(0)->ep, (uint32_t)context_id, EFARM_ANY_SOURCE,
+    /* ch4 asks before it takes a lock: take the VCI's (MPIDI_EFARM_VCI_ENTER). */
+    MPIDI_EFARM_RECV_VCI(comm, attr, MPI_ANY_SOURCE, tag, vci);
+    MPIDI_EFARM_VCI_ENTER(vci);
+    if (efarm_tprobe(MPIDI_EFARM_VCI(vci)->ep, (uint32_t)context_id, EFARM_ANY_SOURCE,
                      tag == MPI_ANY_TAG ? EFARM_ANY_TAG : tag, false, &info) == 1) {
-        shm = MPIDI_EFARM_shm_unexp_find(tag, context_id);
+        shm = MPIDI_EFARM_shm_unexp_find(tag, context_id, vci);
         first = shm != NULL && info.arrival < MPIDIG_REQUEST(shm, netmod_am.efarm.arrival);
     }
-    MPIDI_EFARM_VCI_EXIT();
+    MPIDI_EFARM_VCI_EXIT(vci);
     return first;
 #endif
 }

@@ -122,8 +122,8 @@ MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_recv_finish(MPIR_Request *rreq, int st
                     MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
                                          MPI_ERR_TYPE, "**dtypemismatch", 0);
         }
-        MPIDI_EFARM_global.nm_counters.recv_msgs++;
-        MPIDI_EFARM_global.nm_counters.recv_bytes += length;
+        MPIDI_EFARM_REQ_VCI(rreq)->nm_counters.recv_msgs++;
+        MPIDI_EFARM_REQ_VCI(rreq)->nm_counters.recv_bytes += length;
 #ifndef MPIDI_CH4_DIRECT_NETMOD
         /* With MPICH 4.3 and 5.0, a pair that completed while posting too (see above). */
         bool pair_now =
@@ -145,7 +145,7 @@ MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_recv_finish(MPIR_Request *rreq, int st
         MPIR_Datatype_release_if_not_builtin(r->user_dt);
     }
     if (unlikely(release_later)) {
-        MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(0); /* the receive's VCI (efarm serves VCI 0) */
+        MPIDI_EFARM_vci_t *v = MPIDI_EFARM_REQ_VCI(rreq);
 
         r->release_next = v->release_later;
         v->release_later = rreq;

@@ -30,13 +30,22 @@ typedef struct {
 } MPIDI_EFARM_am_request_t;
 
 /*
- * The arrival clock shared by MPIDIG's unexpected queue and efarm's engine
- * (efarm_ep_set_arrival_clock): every unexpected point-to-point message, in
- * either, takes the next value, so that for MPI_ANY_SOURCE ch4 takes the
- * earlier of the two modules' oldest matching messages (P5;
- * MPIDI_EFARM_anysrc_nm_first, efarm_noinline.c).
+ * The arrival clocks shared by MPIDIG's unexpected queues and efarm's
+ * engine endpoints, one per VCI (efarm_ep_set_arrival_clock): every
+ * unexpected point-to-point message queued on a VCI, in either module, takes
+ * that VCI's next value, so that for MPI_ANY_SOURCE ch4 takes the earlier of
+ * the two modules' oldest matching messages (P5; MPIDI_EFARM_anysrc_nm_first,
+ * efarm_noinline.c). A VCI's clock moves under that VCI's lock only; each
+ * has a cache line of its own. MPIDIG's request is in the pool of the VCI
+ * whose queue it joins (MPIDIG_request_create).
  */
-extern uint64_t MPIDI_EFARM_arrival_clock;
+extern uint64_t MPIDI_EFARM_arrival_clocks[][8];
+#if defined(MPICH_THREAD_GRANULARITY__VCI) && \
+    MPICH_THREAD_GRANULARITY == MPICH_THREAD_GRANULARITY__VCI && MPICH_NUMVERSION >= 50000000
+#define MPIDI_EFARM_ARRIVAL_STAMP(req) (++MPIDI_EFARM_arrival_clocks[MPIR_REQUEST_POOL(req)][0])
+#else
+#define MPIDI_EFARM_ARRIVAL_STAMP(req) (++MPIDI_EFARM_arrival_clocks[0][0])
+#endif
 
 /*
  * For an MPI_ANY_SOURCE receive, probe or mprobe on (tag, comm, attr): 1 when
@@ -73,6 +82,7 @@ typedef struct {
     efarm_tm_handle_t mprobe_handle;   /* a claimed message (MPI_Mprobe), for imrecv */
     struct MPIDI_EFARM_stripe *stripe; /* a striped message's parts on the rails, or NULL */
     bool posting;                      /* inside efarm_trecv (efarm_p2p.h: any-source pairs) */
+    uint8_t vci;                       /* the VCI whose endpoint carries it */
     struct MPIR_Request *release_next; /* its VCI's release_later chain */
 } MPIDI_EFARM_request_t;
 

@@ -13,13 +13,14 @@
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_probe_locked(int source, int tag, MPIR_Comm *comm,
                                                       int context_offset, int *flag,
-                                                      MPIR_Request **message, MPI_Status *status)
+                                                      MPIR_Request **message, MPI_Status *status,
+                                                      int vci)
 {
     int mpi_errno = MPI_SUCCESS;
     struct efarm_probe_info info;
     int ret;
 
-    ret = efarm_tprobe(MPIDI_EFARM_VCI(0)->ep, (uint32_t)(comm->recvcontext_id + context_offset),
+    ret = efarm_tprobe(MPIDI_EFARM_VCI(vci)->ep, (uint32_t)(comm->recvcontext_id + context_offset),
                        source == MPI_ANY_SOURCE ? EFARM_ANY_SOURCE : source,
                        tag == MPI_ANY_TAG ? EFARM_ANY_TAG : tag, message != NULL, &info);
     if (unlikely(ret < 0)) {
@@ -39,7 +40,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_probe_locked(int source, int tag, MPIR_
     if (message) {
         MPIR_Request *mreq;
 
-        MPIDI_CH4_REQUEST_CREATE(mreq, MPIR_REQUEST_KIND__MPROBE, 0, 2);
+        MPIDI_CH4_REQUEST_CREATE(mreq, MPIR_REQUEST_KIND__MPROBE, vci, 2);
         MPIR_ERR_CHKANDSTMT(mreq == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
         mreq->comm = comm;
         MPIR_Comm_add_ref(comm);
@@ -49,6 +50,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_probe_locked(int source, int tag, MPIR_
         MPIDI_EFARM_REQ(mreq).mprobe_handle = info.handle;
         MPIDI_EFARM_REQ(mreq).pack_buf = NULL;
         MPIDI_EFARM_REQ(mreq).stripe = NULL;
+        MPIDI_EFARM_REQ(mreq).vci = (uint8_t)vci;
         *message = mreq;
     }
     /* A probe's status leaves MPI_ERROR as the caller had it. */
@@ -65,16 +67,18 @@ fn_fail:
     goto fn_exit;
 }
 
-/* Probes, under VCI 0's lock (MPIDI_EFARM_VCI_ENTER). */
-MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_probe(int source, int tag, MPIR_Comm *comm,
-                                               int context_offset, int *flag,
-                                               MPIR_Request **message, MPI_Status *status)
+/* Probes, on the VCI a receive would use, under its lock (MPIDI_EFARM_VCI_ENTER). */
+MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_probe(int source, int tag, MPIR_Comm *comm, int attr,
+                                               int *flag, MPIR_Request **message,
+                                               MPI_Status *status)
 {
-    int mpi_errno;
+    int mpi_errno, vci;
 
-    MPIDI_EFARM_VCI_ENTER();
-    mpi_errno = MPIDI_EFARM_probe_locked(source, tag, comm, context_offset, flag, message, status);
-    MPIDI_EFARM_VCI_EXIT();
+    MPIDI_EFARM_RECV_VCI(comm, attr, source, tag, vci);
+    MPIDI_EFARM_VCI_ENTER(vci);
+    mpi_errno = MPIDI_EFARM_probe_locked(source, tag, comm, MPIDI_EFARM_ATTR_CONTEXT_OFFSET(attr),
+                                         flag, message, status, vci);
+    MPIDI_EFARM_VCI_EXIT(vci);
     return mpi_errno;
 }
 
@@ -84,8 +88,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_iprobe(int source, int tag, MPIR_Comm 
                                                  MPI_Status *status)
 {
     (void)addr;
-    return MPIDI_EFARM_probe(source, tag, comm, MPIDI_EFARM_ATTR_CONTEXT_OFFSET(attr), flag, NULL,
-                             status);
+    return MPIDI_EFARM_probe(source, tag, comm, attr, flag, NULL, status);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_improbe(int source, int tag, MPIR_Comm *comm, int attr,
@@ -93,8 +96,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_improbe(int source, int tag, MPIR_Comm
                                                   MPIR_Request **message, MPI_Status *status)
 {
     (void)addr;
-    return MPIDI_EFARM_probe(source, tag, comm, MPIDI_EFARM_ATTR_CONTEXT_OFFSET(attr), flag,
-                             message, status);
+    return MPIDI_EFARM_probe(source, tag, comm, attr, flag, message, status);
 }
 
 #endif /* EFARM_PROBE_H_INCLUDED */

@@ -18,7 +18,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, MPIDI_EFARM_PROGRESS_PAR
     MPIDI_EFARM_vci_t *v;
     int ret;
 
-    /* init_local refuses more VCIs than the netmod serves (MPIDI_EFARM_VCI_MAX). */
+    /* ch4 polls only the VCIs it has (MPIDI_EFARM_VCI_MAX bounds them). */
     MPIR_Assert(vci >= 0 && vci < MPIDI_EFARM_VCI_MAX);
     v = MPIDI_EFARM_VCI(vci);
 
@@ -30,8 +30,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, MPIDI_EFARM_PROGRESS_PAR
     if (unlikely(v->ep == NULL))
         goto fn_exit;
 
-    ret = likely(MPIDI_EFARM_global.nrails <= 1) ? efarm_ep_progress(v->ep)
-                                                 : MPIDI_EFARM_rails_progress(v);
+    /* Rails are VCI 0's. */
+    ret = likely(MPIDI_EFARM_global.nrails <= 1 || vci != 0) ? efarm_ep_progress(v->ep)
+                                                             : MPIDI_EFARM_rails_progress(v);
     /*
      * Called from inside a completion callback of the engine: MPICH does this
      * when the completion frees a communicator (its MPID_Iprobe for unmatched
@@ -51,12 +52,12 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_progress(int vci, MPIDI_EFARM_PROGRESS_PAR
             goto fn_fail;
     }
 
-    MPIDI_EFARM_global.nm_counters.progress_calls++;
+    v->nm_counters.progress_calls++;
     MPIDI_EFARM_PROGRESS_REPORT(ret > 0 || v->am_recv_head);
     if (ret > 0 || v->am_recv_head) {
         v->idle_polls = 0;
     } else {
-        MPIDI_EFARM_global.nm_counters.progress_idle++;
+        v->nm_counters.progress_idle++;
         if (++v->idle_polls == MPIDI_EFARM_global.yield_polls) {
             /*
              * Nothing arrived for a while: let another process on this core run

@@ -85,11 +85,10 @@ MPL_STATIC_INLINE_PREFIX void MPIDI_EFARM_recv_unprepare(MPIR_Request *rreq)
     }
 }
 
-MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_irecv_locked(void *buf, MPI_Aint count,
-                                                      MPI_Datatype datatype, int rank, int tag,
-                                                      MPIR_Comm *comm, int attr,
-                                                      MPIDI_av_entry_t *addr,
-                                                      MPIR_Request **request, MPIR_Request *partner)
+MPL_STATIC_INLINE_PREFIX int
+MPIDI_EFARM_irecv_locked(void *buf, MPI_Aint count, MPI_Datatype datatype, int rank, int tag,
+                         MPIR_Comm *comm, int attr, MPIDI_av_entry_t *addr, MPIR_Request **request,
+                         MPIR_Request *partner, int vci)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIR_Request *rreq = *request;
@@ -97,7 +96,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_irecv_locked(void *buf, MPI_Aint count,
     void *recv_buf;
     uint64_t len;
     unsigned long waits = 0;
-    MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(0); /* the receive's VCI: efarm serves VCI 0 */
+    MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(vci);
     int ret;
 
     MPIR_FUNC_ENTER;
@@ -108,7 +107,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_irecv_locked(void *buf, MPI_Aint count,
 #endif
 
     if (rreq == NULL) {
-        MPIDI_CH4_REQUEST_CREATE(rreq, MPIR_REQUEST_KIND__RECV, 0, 2);
+        MPIDI_CH4_REQUEST_CREATE(rreq, MPIR_REQUEST_KIND__RECV, vci, 2);
         MPIR_ERR_CHKANDSTMT(rreq == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
         created = true;
     } else {
@@ -123,6 +122,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_irecv_locked(void *buf, MPI_Aint count,
     MPIR_ERR_CHECK(mpi_errno);
     MPIDI_REQUEST_SET_LOCAL(rreq, 0, partner);
     *request = rreq;
+    MPIDI_EFARM_REQ(rreq).vci = (uint8_t)vci;
 
     MPIDI_EFARM_REQ(rreq).posting = true;
     while (
@@ -157,23 +157,26 @@ fn_fail:
 }
 
 /*
- * Under VCI 0's lock (MPIDI_EFARM_VCI_ENTER), but for ch4's any-source
- * receive with shared memory (a partner request): ch4 holds the lock then.
+ * On the receive's VCI (MPIDI_EFARM_RECV_VCI), under its lock
+ * (MPIDI_EFARM_VCI_ENTER), but for ch4's any-source receive with shared
+ * memory (a partner request): ch4 holds that VCI's lock then (the shared-memory
+ * module chooses it as efarm does).
  */
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_irecv(void *buf, MPI_Aint count, MPI_Datatype datatype,
                                                 int rank, int tag, MPIR_Comm *comm, int attr,
                                                 MPIDI_av_entry_t *addr, MPIR_Request **request,
                                                 MPIR_Request *partner)
 {
-    int mpi_errno;
+    int mpi_errno, vci;
 
+    MPIDI_EFARM_RECV_VCI(comm, attr, rank, tag, vci);
     if (partner)
         return MPIDI_EFARM_irecv_locked(buf, count, datatype, rank, tag, comm, attr, addr, request,
-                                        partner);
-    MPIDI_EFARM_VCI_ENTER();
+                                        partner, vci);
+    MPIDI_EFARM_VCI_ENTER(vci);
     mpi_errno = MPIDI_EFARM_irecv_locked(buf, count, datatype, rank, tag, comm, attr, addr, request,
-                                         partner);
-    MPIDI_EFARM_VCI_EXIT();
+                                         partner, vci);
+    MPIDI_EFARM_VCI_EXIT(vci);
     return mpi_errno;
 }
 
@@ -186,7 +189,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_imrecv_locked(void *buf, MPI_Aint count
     void *recv_buf;
     uint64_t len;
     unsigned long waits = 0;
-    MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(0); /* where the message was claimed */
+    MPIDI_EFARM_vci_t *v = MPIDI_EFARM_REQ_VCI(message); /* where the message was claimed */
     int ret;
 
     MPIR_FUNC_ENTER;
@@ -220,9 +223,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_imrecv(void *buf, MPI_Aint count, MPI_
 {
     int mpi_errno;
 
-    MPIDI_EFARM_VCI_ENTER();
+    MPIDI_EFARM_VCI_ENTER(MPIDI_EFARM_REQ(message).vci);
     mpi_errno = MPIDI_EFARM_imrecv_locked(buf, count, datatype, message);
-    MPIDI_EFARM_VCI_EXIT();
+    MPIDI_EFARM_VCI_EXIT(MPIDI_EFARM_REQ(message).vci);
     return mpi_errno;
 }
 
@@ -239,8 +242,7 @@ MPIDI_NM_mpi_cancel_recv(MPIR_Request *rreq MPIDI_EFARM_CANCEL_RECV_PARAMS)
     MPIDI_EFARM_CANCEL_RECV_UNUSED();
     if (MPIR_Request_is_complete(rreq))
         return MPI_SUCCESS;
-    ret = efarm_cancel_recv(MPIDI_EFARM_VCI(0)->ep,
-                            &MPIDI_EFARM_REQ(rreq).ereq); /* posted on VCI 0 */
+    ret = efarm_cancel_recv(MPIDI_EFARM_REQ_VCI(rreq)->ep, &MPIDI_EFARM_REQ(rreq).ereq);
     if (ret < 0 && ret != -ENOENT)
         return MPIDI_EFARM_ERROR(ret, "efarm_cancel_recv");
     return MPI_SUCCESS;

@@ -23,16 +23,16 @@
 #define MPIDI_EFARM_RMA_TRY(winattr, win, args, request, fallback)                \
     do {                                                                          \
         bool native_ = false;                                                     \
-        MPIDI_EFARM_VCI_ENTER();                                                  \
+        MPIDI_EFARM_VCI_ENTER(0);                                                 \
         if ((winattr)&MPIDI_WINATTR_NM_REACHABLE) {                               \
             int err_ = MPIDI_EFARM_rma_start((win), (args), (request), &native_); \
             if (err_ || native_) {                                                \
-                MPIDI_EFARM_VCI_EXIT();                                           \
+                MPIDI_EFARM_VCI_EXIT(0);                                          \
                 return err_;                                                      \
             }                                                                     \
         }                                                                         \
-        MPIDI_EFARM_global.nm_counters.rma_fallback_ops++;                        \
-        MPIDI_EFARM_VCI_EXIT();                                                   \
+        MPIDI_EFARM_VCI(0)->nm_counters.rma_fallback_ops++;                       \
+        MPIDI_EFARM_VCI_EXIT(0);                                                  \
         return fallback;                                                          \
     } while (0)
 

@@ -35,11 +35,12 @@
 #include "efarm_impl.h"
 #include "efarm_p2p.h"
 
+/* A send from VCI vci_src's endpoint to the receiver's VCI vci_dst, under vci_src's lock. */
 MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send_locked(const void *buf, MPI_Aint count,
                                                      MPI_Datatype datatype, int rank, int tag,
                                                      MPIR_Comm *comm, int context_offset,
                                                      MPIDI_av_entry_t *addr, MPIR_Request **request,
-                                                     uint32_t flags)
+                                                     uint32_t flags, int vci_src, int vci_dst)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIR_Request *sreq = NULL;
@@ -48,12 +49,18 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send_locked(const void *buf, MPI_Aint c
     MPIR_Datatype *dt_ptr;
     const void *send_buf;
     uint64_t cq_data = 0;
-    MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(0); /* the send's VCI: efarm serves VCI 0 */
+    MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(vci_src);
+    efarm_peer_t peer = MPIDI_EFARM_vci_peer(vci_src, addr, comm, rank, vci_dst);
+    bool stripe;
     int ret;
 
     MPIR_FUNC_ENTER;
 
+    MPIR_ERR_CHKANDJUMP2(peer == EFARM_PEER_NONE, mpi_errno, MPI_ERR_OTHER, "**efarm_vci_pair",
+                         "**efarm_vci_pair %d %d", vci_src, vci_dst);
     MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
+    /* Striping is VCI 0's (its rails). */
+    stripe = (vci_src | vci_dst) == 0 && MPIDI_EFARM_stripe_to(addr, (uint64_t)data_sz);
     /*
      * A standard send that goes at once as one eager packet needs no request
      * of its own: MPICH's pre-completed one stands for it, as for ch4:ofi's
@@ -64,16 +71,14 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send_locked(const void *buf, MPI_Aint c
      * fan-in.
      */
     if (likely(flags == EFARM_SEND_INJECT && dt_contig && !(tag & MPIDI_EFARM_TAG_ERROR_BITS) &&
-               comm->hints[MPIDI_EFARM_global.hint_proto] <= 0 &&
-               !MPIDI_EFARM_stripe_to(addr, (uint64_t)data_sz))) {
+               comm->hints[MPIDI_EFARM_global.hint_proto] <= 0 && !stripe)) {
         ret =
-            efarm_tsend_now(v->ep, MPIDI_EFARM_AV(addr).peer, MPIR_get_contig_ptr(buf, dt_true_lb),
-                            (uint64_t)data_sz, (uint32_t)(comm->context_id + context_offset),
-                            comm->rank, tag, flags);
+            efarm_tsend_now(v->ep, peer, MPIR_get_contig_ptr(buf, dt_true_lb), (uint64_t)data_sz,
+                            (uint32_t)(comm->context_id + context_offset), comm->rank, tag, flags);
         if (ret == 0) {
             *request = MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
-            MPIDI_EFARM_global.nm_counters.send_msgs++;
-            MPIDI_EFARM_global.nm_counters.send_bytes += (unsigned long long)data_sz;
+            v->nm_counters.send_msgs++;
+            v->nm_counters.send_bytes += (unsigned long long)data_sz;
             goto fn_exit;
         }
         if (unlikely(ret < 0)) {
@@ -82,10 +87,11 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send_locked(const void *buf, MPI_Aint c
         }
     }
 
-    MPIDI_CH4_REQUEST_CREATE(sreq, MPIR_REQUEST_KIND__SEND, 0, 2);
+    MPIDI_CH4_REQUEST_CREATE(sreq, MPIR_REQUEST_KIND__SEND, vci_src, 2);
     MPIR_ERR_CHKANDSTMT(sreq == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
     *request = sreq;
     MPIDI_EFARM_REQ(sreq).pack_buf = NULL;
+    MPIDI_EFARM_REQ(sreq).vci = (uint8_t)vci_src;
 
     if (dt_contig) {
         send_buf = MPIR_get_contig_ptr(buf, dt_true_lb);
@@ -114,7 +120,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send_locked(const void *buf, MPI_Aint c
     }
 
     flags |= MPIDI_EFARM_send_hints(comm);
-    if (MPIDI_EFARM_stripe_to(addr, (uint64_t)data_sz)) {
+    if (stripe) {
         mpi_errno = MPIDI_EFARM_stripe_send(sreq, send_buf, (uint64_t)data_sz,
                                             (uint32_t)(comm->context_id + context_offset),
                                             comm->rank, tag, flags, cq_data, addr);
@@ -124,7 +130,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send_locked(const void *buf, MPI_Aint c
     struct efarm_req *ereq = &MPIDI_EFARM_REQ(sreq).ereq;
     ereq->cb = MPIDI_EFARM_send_done;
     ereq->ctx = sreq;
-    ret = MPIDI_EFARM_tsend_wait(v, v->ep, MPIDI_EFARM_AV(addr).peer, send_buf, (uint64_t)data_sz,
+    ret = MPIDI_EFARM_tsend_wait(v, v->ep, peer, send_buf, (uint64_t)data_sz,
                                  (uint32_t)(comm->context_id + context_offset), comm->rank, tag,
                                  flags, cq_data, ereq, &mpi_errno);
     MPIR_ERR_CHECK(mpi_errno);
@@ -132,8 +138,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send_locked(const void *buf, MPI_Aint c
         mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_tsend");
         goto fn_fail;
     }
-    MPIDI_EFARM_global.nm_counters.send_msgs++;
-    MPIDI_EFARM_global.nm_counters.send_bytes += (unsigned long long)data_sz;
+    v->nm_counters.send_msgs++;
+    v->nm_counters.send_bytes += (unsigned long long)data_sz;
 
 fn_exit:
     MPIR_FUNC_EXIT;
@@ -150,19 +156,19 @@ fn_fail:
     goto fn_exit;
 }
 
-/* Every send: under VCI 0's lock (MPIDI_EFARM_VCI_ENTER). */
+/* Every send: under its source VCI's lock (MPIDI_EFARM_VCI_ENTER). */
 MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send(const void *buf, MPI_Aint count,
                                               MPI_Datatype datatype, int rank, int tag,
                                               MPIR_Comm *comm, int context_offset,
                                               MPIDI_av_entry_t *addr, MPIR_Request **request,
-                                              uint32_t flags)
+                                              uint32_t flags, int vci_src, int vci_dst)
 {
     int mpi_errno;
 
-    MPIDI_EFARM_VCI_ENTER();
+    MPIDI_EFARM_VCI_ENTER(vci_src);
     mpi_errno = MPIDI_EFARM_send_locked(buf, count, datatype, rank, tag, comm, context_offset, addr,
-                                        request, flags);
-    MPIDI_EFARM_VCI_EXIT();
+                                        request, flags, vci_src, vci_dst);
+    MPIDI_EFARM_VCI_EXIT(vci_src);
     return mpi_errno;
 }
 
@@ -190,10 +196,13 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_isend(const void *buf, MPI_Aint count,
                                                 MPIR_Comm *comm, int attr, MPIDI_av_entry_t *addr,
                                                 MPIR_Request **request)
 {
-    return MPIDI_EFARM_send(buf, count, datatype, rank,
-                            MPIDI_EFARM_tag_errflag(tag, MPIDI_EFARM_ATTR_ERRFLAG(attr)), comm,
-                            MPIDI_EFARM_ATTR_CONTEXT_OFFSET(attr), addr, request,
-                            MPIDI_EFARM_ATTR_SYNC(attr) ? EFARM_SEND_DC : EFARM_SEND_INJECT);
+    int vci_src, vci_dst;
+
+    MPIDI_EFARM_SEND_VCIS(comm, attr, rank, tag, vci_src, vci_dst);
+    return MPIDI_EFARM_send(
+        buf, count, datatype, rank, MPIDI_EFARM_tag_errflag(tag, MPIDI_EFARM_ATTR_ERRFLAG(attr)),
+        comm, MPIDI_EFARM_ATTR_CONTEXT_OFFSET(attr), addr, request,
+        MPIDI_EFARM_ATTR_SYNC(attr) ? EFARM_SEND_DC : EFARM_SEND_INJECT, vci_src, vci_dst);
 }
 
 #if !MPIDI_EFARM_MPICH_43
@@ -204,7 +213,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_issend(const void *buf, MPI_Aint count
                                                  MPIDI_av_entry_t *addr, MPIR_Request **request)
 {
     return MPIDI_EFARM_send(buf, count, datatype, rank, tag, comm, context_offset, addr, request,
-                            EFARM_SEND_DC);
+                            EFARM_SEND_DC, 0, 0);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_isend_coll(const void *buf, MPI_Aint count,
@@ -214,7 +223,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_isend_coll(const void *buf, MPI_Aint count
                                                  MPIR_Errflag_t *errflag)
 {
     return MPIDI_EFARM_send(buf, count, datatype, rank, MPIDI_EFARM_tag_errflag(tag, *errflag),
-                            comm, context_offset, addr, request, EFARM_SEND_INJECT);
+                            comm, context_offset, addr, request, EFARM_SEND_INJECT, 0, 0);
 }
 #endif
 

@@ -136,9 +136,9 @@ int MPIDI_EFARM_stripe_send(MPIR_Request *sreq, const void *buf, uint64_t len, u
             stripe_send_part_done(tail);
         }
     }
-    MPIDI_EFARM_global.nm_counters.stripe_sends++;
-    MPIDI_EFARM_global.nm_counters.send_msgs++;
-    MPIDI_EFARM_global.nm_counters.send_bytes += len;
+    v->nm_counters.stripe_sends++;
+    v->nm_counters.send_msgs++;
+    v->nm_counters.send_bytes += len;
     return MPI_SUCCESS;
 }
 
@@ -161,7 +161,7 @@ static void stripe_recv_release(struct MPIDI_EFARM_stripe *st)
         status = -EMSGSIZE;
     MPIDI_EFARM_REQ(rreq).stripe = NULL;
     MPL_free(st);
-    MPIDI_EFARM_global.nm_counters.stripe_recvs++;
+    MPIDI_EFARM_VCI(0)->nm_counters.stripe_recvs++;
     MPIDI_EFARM_recv_finish(rreq, status, length, msg_length, partner_cancelled);
 }
 
@@ -195,7 +195,7 @@ static bool stripe_post_tails(struct MPIDI_EFARM_stripe *st)
         ret = efarm_trecv(st->vci->rails[r], room ? st->buf + off : st->buf,
                           room < st->tail_len ? room : st->tail_len, 0, st->source, st->id, tail);
         if (ret == -EAGAIN) {
-            MPIDI_EFARM_global.nm_counters.eagain_waits++;
+            st->vci->nm_counters.eagain_waits++;
             MPIDI_EFARM_slot_wait_warning(++st->waits);
             return false;
         }
@@ -265,7 +265,7 @@ void MPIDI_EFARM_stripe_recv_head(MPIR_Request *rreq)
         stripe_recv_release(st);
         return;
     }
-    MPIDI_EFARM_global.nm_counters.stripe_tail_waits++;
+    st->vci->nm_counters.stripe_tail_waits++;
     if (st->vci->post_tail)
         st->vci->post_tail->post_next = st;
     else

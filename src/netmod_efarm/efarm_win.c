@@ -85,17 +85,17 @@ static int win_expose(void *base, uint64_t len, unsigned access, struct efarm_re
 {
     int ret;
 
-    MPIDI_EFARM_VCI_ENTER();
+    MPIDI_EFARM_VCI_ENTER(0);
     ret = efarm_expose(MPIDI_EFARM_VCI(0)->ep, base, len, access, region_p);
-    MPIDI_EFARM_VCI_EXIT();
+    MPIDI_EFARM_VCI_EXIT(0);
     return ret;
 }
 
 static void win_unexpose(struct efarm_region *region)
 {
-    MPIDI_EFARM_VCI_ENTER();
+    MPIDI_EFARM_VCI_ENTER(0);
     efarm_unexpose(MPIDI_EFARM_VCI(0)->ep, region);
-    MPIDI_EFARM_VCI_EXIT();
+    MPIDI_EFARM_VCI_EXIT(0);
 }
 
 /*
@@ -115,7 +115,13 @@ static int win_native_init(MPIR_Win *win, void *base, MPI_Aint size, unsigned ac
     bool all_ok = true;
 
     memset(w, 0, sizeof(*w));
-    mine.ok = access != 0 && efarm_config()->rma_native && MPIDI_EFARM_VCI(0)->ep != NULL;
+    /*
+     * Native operations run on VCI 0's endpoint, and MPIDIG's completion
+     * hooks wait for them holding the window's VCI lock: a window of another
+     * VCI (MPICH 5.0's per-VCI windows) uses MPIDIG, on its own VCI.
+     */
+    mine.ok = access != 0 && efarm_config()->rma_native && MPIDI_EFARM_VCI(0)->ep != NULL &&
+              MPIDI_EFARM_WIN_VCI(win) == 0;
     if (mine.ok) {
         int ret = win_expose(base, (uint64_t)size, access, &w->region);
 
@@ -154,7 +160,7 @@ static int win_native_init(MPIR_Win *win, void *base, MPI_Aint size, unsigned ac
             w->targets[r].peer = MPIDI_EFARM_AV(MPIDIU_comm_rank_to_av(comm, r)).peer;
         }
         MPIDI_WIN(win, winattr) |= MPIDI_WINATTR_NM_REACHABLE;
-        MPIDI_EFARM_global.nm_counters.rma_native_windows++;
+        MPIDI_EFARM_VCI(0)->nm_counters.rma_native_windows++;
     } else {
         MPL_free(w->targets);
         MPL_free(w->outstanding_to);
@@ -163,7 +169,7 @@ static int win_native_init(MPIR_Win *win, void *base, MPI_Aint size, unsigned ac
         win_unexpose(w->region);
         w->region = NULL;
         MPIDI_WIN(win, winattr) &= ~(MPIDI_winattr_t)MPIDI_WINATTR_NM_REACHABLE;
-        MPIDI_EFARM_global.nm_counters.rma_fallback_windows++;
+        MPIDI_EFARM_VCI(0)->nm_counters.rma_fallback_windows++;
     }
 
 fn_exit:
@@ -256,7 +262,7 @@ static void dyn_free(struct MPIDI_EFARM_dyn *d, int nranks)
 
     if (d == NULL)
         return;
-    MPIDI_EFARM_VCI_ENTER(); /* as win_unexpose */
+    MPIDI_EFARM_VCI_ENTER(0); /* as win_unexpose */
     for (uint64_t i = 0; d->hdr != NULL && i < d->hdr->count; i++)
         efarm_unexpose(ep, d->attached[i]);
     efarm_unexpose(ep, d->ent_region);
@@ -268,7 +274,7 @@ static void dyn_free(struct MPIDI_EFARM_dyn *d, int nranks)
         MPL_free(r->ent);
         MPL_free(r);
     }
-    MPIDI_EFARM_VCI_EXIT();
+    MPIDI_EFARM_VCI_EXIT(0);
     for (int r = 0; d->cache != NULL && r < nranks; r++)
         MPL_free(d->cache[r].ent);
     MPL_free(d->cache);
@@ -302,7 +308,8 @@ int MPIDI_EFARM_mpi_win_create_dynamic_hook(MPIR_Win *win)
     int mpi_errno = MPI_SUCCESS, n = win->comm_ptr->local_size;
 
     memset(w, 0, sizeof(*w));
-    if (efarm_config()->rma_native && MPIDI_EFARM_VCI(0)->ep != NULL) {
+    if (efarm_config()->rma_native && MPIDI_EFARM_VCI(0)->ep != NULL &&
+        MPIDI_EFARM_WIN_VCI(win) == 0) {
         d = MPL_calloc(1, sizeof(*d), MPL_MEM_RMA);
         if (d != NULL) {
             d->hdr = MPL_calloc(1, sizeof(*d->hdr), MPL_MEM_RMA);
@@ -392,7 +399,7 @@ int MPIDI_EFARM_mpi_win_attach_hook(MPIR_Win *win, void *base, MPI_Aint size)
     /* The entry is complete before an origin's read can count it. */
     __atomic_store_n(&d->hdr->count, n + 1, __ATOMIC_RELEASE);
     d->hdr->gen++;
-    MPIDI_EFARM_global.nm_counters.rma_dyn_attached++;
+    MPIDI_EFARM_VCI(0)->nm_counters.rma_dyn_attached++;
     return mpi_errno;
 }
 
@@ -426,9 +433,9 @@ int MPIDI_EFARM_mpi_win_free_hook(MPIR_Win *win)
 
     /* MPI_Win_free follows the last synchronisation: nothing native is left, but be sure. */
     if (w->outstanding) {
-        MPIDI_EFARM_VCI_ENTER(); /* MPIDIU_PROGRESS_WHILE yields it */
+        MPIDI_EFARM_VCI_ENTER(0); /* MPIDIU_PROGRESS_WHILE yields it */
         mpi_errno = MPIDI_EFARM_rma_wait(win, -1);
-        MPIDI_EFARM_VCI_EXIT();
+        MPIDI_EFARM_VCI_EXIT(0);
     }
     if (MPIDI_EFARM_VCI(0)->ep != NULL) {
         win_unexpose(w->region);
@@ -446,10 +453,10 @@ int MPIDI_EFARM_mpi_win_free_hook(MPIR_Win *win)
 /* Every target's cached directory is stale from here on (an epoch opens, MPI_Win_sync). */
 void MPIDI_EFARM_rma_sync_point(MPIR_Win *win)
 {
-    MPIDI_EFARM_VCI_ENTER(); /* before MPIDIG's synchronisation, which takes it itself */
+    MPIDI_EFARM_VCI_ENTER(0); /* before MPIDIG's synchronisation, which takes it itself */
     if (MPIDI_EFARM_WIN(win).dyn != NULL)
         MPIDI_EFARM_WIN(win).dyn->epoch++;
-    MPIDI_EFARM_VCI_EXIT();
+    MPIDI_EFARM_VCI_EXIT(0);
 }
 
 static void dyn_read_done(struct efarm_req *ereq)
@@ -540,7 +547,7 @@ static int dyn_lookup(MPIR_Win *win, int rank, struct efarm_riov *riov, uint32_t
         dir = (struct efarm_riov){.addr = t->base, .len = sizeof(hdr), .key = t->key};
         mpi_errno = dyn_read(win, rank, &hdr, &dir);
         MPIR_ERR_CHECK(mpi_errno);
-        MPIDI_EFARM_global.nm_counters.rma_dyn_lookups++;
+        MPIDI_EFARM_VCI(0)->nm_counters.rma_dyn_lookups++;
         /* Nothing attached or detached since the entries were read: they still hold. */
         if (round == 0 && c->epoch != 0 && hdr.gen == c->gen && hdr.count == c->count &&
             hdr.entries == c->entries) {
@@ -951,6 +958,7 @@ static int rma_request(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, rma_plan_
     MPIDI_CH4_REQUEST_CREATE(req, MPIR_REQUEST_KIND__RMA, 0, user_request ? 2 : 1);
     MPIR_ERR_CHKANDSTMT(req == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
     r = &MPIDI_EFARM_REQ(req);
+    r->vci = 0; /* native RMA is VCI 0's */
     r->pack_buf = NULL;
     r->user_buf = NULL;
     r->rma_ereqs = NULL;
@@ -1077,6 +1085,7 @@ static int rma_empty(MPIR_Request **request)
     MPIDI_CH4_REQUEST_CREATE(req, MPIR_REQUEST_KIND__RMA, 0, 2);
     MPIR_ERR_CHKANDSTMT(req == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
     MPIDI_EFARM_REQ(req).rma_win = NULL;
+    MPIDI_EFARM_REQ(req).vci = 0;
     MPIDI_EFARM_request_complete(req);
     *request = req;
 
@@ -1147,10 +1156,10 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
             rma_finish(req, r->rma_status);
         mpi_errno = MPI_SUCCESS;
     }
-    MPIDI_EFARM_global.nm_counters.rma_native_ops++;
-    MPIDI_EFARM_global.nm_counters.rma_native_bytes += (unsigned long long)p.tsize;
+    MPIDI_EFARM_VCI(0)->nm_counters.rma_native_ops++;
+    MPIDI_EFARM_VCI(0)->nm_counters.rma_native_bytes += (unsigned long long)p.tsize;
     if (nops > 1)
-        MPIDI_EFARM_global.nm_counters.rma_native_split++;
+        MPIDI_EFARM_VCI(0)->nm_counters.rma_native_split++;
     if (request)
         *request = req;
 
