@@ -130,6 +130,8 @@ runs=(
     "threads-n2 threads 2"
     "threads-n4 threads 4"
     "threads-faults-n2 threads 2 $faults MPITEST_THREAD_MSGS=100"
+    "vcis-n2 vcis 2"
+    "vcis-n3 vcis 3"
 )
 
 # Runs that must fail: NAME PROGRAM RANKS PATTERN [VAR=VALUE...]. They pass when
@@ -153,6 +155,29 @@ failruns=(
     "rma_native-passive-emulated-n2 rma_native 2 mem.0.....FLAG:.0.vs EFARM_RDMA_WRITE=0 MPITEST_RMA_PASSIVE=3"
     "rma_dynamic-passive-emulated-n2 rma_dynamic 2 mem.0.....FLAG:.0.vs EFARM_RDMA_WRITE=0 MPITEST_RMA_PASSIVE=3"
 )
+
+# Several VCIs (vcis.c; doc/NETMOD.md, "Threads"): only an MPICH 5.0 built with
+# per-VCI critical sections has them; ch4:efarm refuses more than one elsewhere.
+vci4="MPIR_CVAR_CH4_NUM_VCIS=4"
+if "$prefix/bin/mpichversion" 2>/dev/null | grep -q -- '--enable-thread-cs=per-vci'; then
+    runs+=(
+        "vcis-4-n2 vcis 2 $vci4"
+        "vcis-4-n4 vcis 4 $vci4"
+        "vcis-4-faults-n2 vcis 2 $vci4 $faults MPITEST_ROUNDS=5"
+        "vcis-reserved-streams-n2 vcis 2 MPIR_CVAR_CH4_NUM_VCIS=2 MPIR_CVAR_CH4_RESERVE_VCIS=2 MPITEST_VCIS=4 MPITEST_STREAMS=1"
+        "threads-vcis-n4 threads 4 $vci4"
+        "threads-vcis-faults-n2 threads 2 $vci4 $faults MPITEST_THREAD_MSGS=100"
+        "probe-vcis-n4 probe 4 $vci4"
+        "wildcard_order-vcis-n4 wildcard_order 4 $vci4"
+        "comm_free_pending-vcis-n2 comm_free_pending 2 $vci4 MPITEST_ROUNDS=500"
+        "collectives-vcis-n4 collectives 4 $vci4"
+    )
+    failruns+=("vcis-too-many-n2 vcis 2 opened.1.of.the.65.VCIs.*at.most.64 MPIR_CVAR_CH4_NUM_VCIS=65")
+else
+    # MPICH's own check stops it first (ch4_init.c: n_vcis <= MPIDI_CH4_MAX_VCIS) where
+    # ch4 has one VCI; efarm's message where the build allows more.
+    failruns+=("vcis-refused-n2 vcis 2 n_vcis.<=.MPIDI_CH4_MAX_VCIS|drives.one.VCI $vci4")
+fi
 
 # Runs that must hang: NAME PROGRAM RANKS. They pass when the hang guard ends the job
 # at the time limit (HANG_S, not the usual one) with the stack of every rank, each
