@@ -66,8 +66,8 @@ struct MPIDI_EFARM_am_op;
  * active messages, and what its progress keeps between calls. Everything a
  * VCI's progress or its entry points change lives here, so that VCIs share
  * nothing on the data path; the process-wide rest is in MPIDI_EFARM_global_t.
- * efarm serves VCI 0 only so far (MPIDI_EFARM_VCI_MAX): one endpoint per VCI
- * is the next step of the multi-VCI work (doc/NETMOD.md, "Threads").
+ * VCI 0's endpoint opens at init_local, the others' at comm_set_vcis (MPICH
+ * 5.0 with per-VCI critical sections; doc/NETMOD.md, "Threads").
  */
 typedef struct MPIDI_EFARM_vci {
     struct efarm_ep *ep; /* the VCI's endpoint: VCI 0's from init_local, the others' from
@@ -167,7 +167,7 @@ extern MPIDI_EFARM_global_t MPIDI_EFARM_global;
 /*
  * VCI v's state. The paths that do not choose a VCI use VCI 0's: windows'
  * native RMA and registrations, the bootstrap and dynamic-process exchanges,
- * the address table's inserts, and the engine counters MPI_T reads.
+ * and the address table's inserts of MPI_COMM_WORLD's and other processes.
  */
 #define MPIDI_EFARM_VCI(v) (&MPIDI_EFARM_global.vci[(v)])
 

@@ -859,8 +859,9 @@ efarm_peer_t MPIDI_EFARM_vci_peer_make(int src, int grank, int dst)
         return row[dst];
     ret = efarm_av_insert(v->ep, card, &peer);
     if (ret < 0) {
-        efarm_log(EFARM_LOG_ERROR, "VCI %d cannot reach world rank %d's VCI %d: %s", src, grank,
-                  dst, efarm_strerror(ret));
+        efarm_log(EFARM_LOG_ERROR, "VCI %d cannot reach world rank %d's VCI %d: %s%s", src, grank,
+                  dst, efarm_strerror(ret),
+                  ret == -ENOSPC ? " (the address vector is full: raise EFARM_AV_SIZE)" : "");
         return EFARM_PEER_NONE;
     }
     row[dst] = peer;

@@ -85,7 +85,7 @@ int MPIDI_EFARM_stripe_send(MPIR_Request *sreq, const void *buf, uint64_t len, u
     const uint64_t t_max = ((1ull << 29) - 1) << 12;
     uint64_t t = (len / k) & ~(uint64_t)4095, h;
     struct MPIDI_EFARM_stripe *st;
-    MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(0); /* the send's VCI: efarm serves VCI 0 */
+    MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(0); /* striping is VCI 0's (its rails) */
     uint32_t id;
     int ret, mpi_errno;
 
@@ -247,7 +247,7 @@ void MPIDI_EFARM_stripe_recv_head(MPIR_Request *rreq)
         return;
     }
     st->req = rreq;
-    st->vci = MPIDI_EFARM_VCI(0); /* the receive's VCI: efarm serves VCI 0 */
+    st->vci = MPIDI_EFARM_VCI(0); /* striped heads arrive on VCI 0 */
     st->ntails = k - 1;
     st->pending = (int)k; /* the tails and the poster's hold */
     st->status = head->status == -EMSGSIZE ? 0 : head->status;
