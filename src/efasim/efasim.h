@@ -218,10 +218,9 @@ struct efasim_context {
     struct efasim_ahnum *ahnums; /* AH numbers, indexed by ahn - 1 */
     uint32_t ahnum_slots_used;   /* every number in use sits below this index */
     uint32_t nqp, nmr, nah;
-    uint32_t qp_slots_used; /* every QP sits below this slot index */
-    pthread_t service;
-    bool service_running, stop;
-    uint64_t last_progress_ns;      /* the emulated NIC last ran (efasim_progress); atomic */
+    uint32_t qp_slots_used;          /* every QP sits below this slot index */
+    struct efasim_context *svc_next; /* the service thread's list (service.c) */
+    uint64_t last_progress_ns;       /* the emulated NIC last ran (efasim_progress); atomic */
     uint64_t stalled_ns;            /* time it did not run at all: off its liveness clock; atomic */
     uint64_t rng;                   /* under fault_lock */
     struct efasim_delayq *delayq;   /* under fault_lock */
@@ -687,7 +686,9 @@ static inline void efasim_hw_count(uint64_t *pkts, uint64_t *bytes, size_t len)
  * no thread in the process, so efasim must not bring that hazard in. What the
  * progress path needs is allocated when the context or the QP is created.
  */
+/* Serve ctx from the process's service thread (started with the first context); 0 or -errno. */
 int efasim_service_start(struct efasim_context *ctx);
+/* Stop serving ctx; the thread ends with the last context. ctx is not served after this returns. */
 void efasim_service_stop(struct efasim_context *ctx);
 
 /* CQ creation (cq.c). */

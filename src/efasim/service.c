@@ -1,48 +1,127 @@
 /*
- * The emulated NIC's own activity: one thread per device context that runs
- * retransmission timers and answers peers (RDMA reads and writes, ACKs) while
- * the application is not polling. It only ever try-locks a QP (and reads the
- * context's tables, whose lock prefers readers), so the application's post
- * and poll never wait for it, and it never wakes the
- * application: completions it produces are found by the next poll. It never
- * allocates, frees or maps memory (efasim.h, "Service thread", says why).
+ * The emulated NIC's own activity: one thread per process, serving every open
+ * device context, that runs retransmission timers and answers peers (RDMA
+ * reads and writes, ACKs) while the application is not polling. One thread,
+ * not one per context: an application that opens several contexts (one per
+ * MPI VCI, one per libfabric domain) still has one NIC per device, and a
+ * thread per context multiplied the wake-ups (16 per 500 us for 4 ranks of 4
+ * VCIs on 2 cores) until they, not the application, used the CPU. It only
+ * ever try-locks a QP (and reads a context's tables, whose lock prefers
+ * readers), so the application's post and poll never wait for it, and it
+ * never wakes the application: completions it produces are found by the next
+ * poll. It never allocates, frees or maps memory (efasim.h, "Service
+ * thread", says why): the contexts it serves are an intrusive list.
+ *
+ * Locks: svc_life orders starting and stopping the thread (context open and
+ * close, never the data path); svc_list guards the list and is held by the
+ * thread for one pass over it, so a context leaves the list only between
+ * passes and is never served after ibv_close_device returns. Nobody holds a
+ * context's table or QP lock while taking svc_list.
+ *
+ * fork: the child has no service thread and serves none of the parent's
+ * contexts (on EFA a child cannot use them either); the contexts it opens
+ * itself start its own thread. Both locks are taken around fork so the child
+ * never inherits one held by a thread it does not have.
  */
 #include <errno.h>
 #include <time.h>
 
 #include "efasim.h"
 
+static pthread_mutex_t svc_life = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t svc_list = PTHREAD_MUTEX_INITIALIZER;
+static struct efasim_context *svc_head; /* under svc_list */
+static pthread_t svc_thread;            /* under svc_life */
+static bool svc_running;                /* under svc_life */
+static bool svc_stop;                   /* atomic */
+static pthread_once_t svc_once = PTHREAD_ONCE_INIT;
+
+static void svc_atfork_prepare(void)
+{
+    pthread_mutex_lock(&svc_life);
+    pthread_mutex_lock(&svc_list);
+}
+
+static void svc_atfork_parent(void)
+{
+    pthread_mutex_unlock(&svc_list);
+    pthread_mutex_unlock(&svc_life);
+}
+
+static void svc_atfork_child(void)
+{
+    svc_head = NULL;
+    svc_running = false;
+    __atomic_store_n(&svc_stop, false, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&svc_list);
+    pthread_mutex_unlock(&svc_life);
+}
+
+static void svc_register_atfork(void)
+{
+    /* Failing leaves a forked child's first context without a thread: it then polls alone. */
+    (void)pthread_atfork(svc_atfork_prepare, svc_atfork_parent, svc_atfork_child);
+}
+
 static void *service_main(void *arg)
 {
-    struct efasim_context *ctx = arg;
     const struct efasim_config *cfg = efasim_config();
     struct timespec period = {.tv_sec = cfg->service_us / 1000000,
                               .tv_nsec = (long)(cfg->service_us % 1000000) * 1000};
 
+    (void)arg;
     for (;;) {
         nanosleep(&period, NULL);
-        if (__atomic_load_n(&ctx->stop, __ATOMIC_ACQUIRE))
+        if (__atomic_load_n(&svc_stop, __ATOMIC_ACQUIRE))
             break;
-        efasim_progress(ctx, NULL); /* only QPs nobody holds: the others progress themselves */
+        pthread_mutex_lock(&svc_list);
+        for (struct efasim_context *ctx = svc_head; ctx; ctx = ctx->svc_next)
+            efasim_progress(ctx, NULL); /* only QPs nobody holds: the others progress themselves */
+        pthread_mutex_unlock(&svc_list);
     }
     return NULL;
 }
 
 int efasim_service_start(struct efasim_context *ctx)
 {
-    int err = pthread_create(&ctx->service, NULL, service_main, ctx);
+    int err = 0;
 
-    if (err)
-        return -err;
-    ctx->service_running = true;
-    return 0;
+    pthread_once(&svc_once, svc_register_atfork);
+    pthread_mutex_lock(&svc_life);
+    if (!svc_running) {
+        __atomic_store_n(&svc_stop, false, __ATOMIC_RELAXED);
+        err = pthread_create(&svc_thread, NULL, service_main, NULL);
+        svc_running = !err;
+    }
+    if (!err) {
+        pthread_mutex_lock(&svc_list);
+        ctx->svc_next = svc_head;
+        svc_head = ctx;
+        pthread_mutex_unlock(&svc_list);
+    }
+    pthread_mutex_unlock(&svc_life);
+    return -err;
 }
 
 void efasim_service_stop(struct efasim_context *ctx)
 {
-    if (!ctx->service_running)
-        return;
-    __atomic_store_n(&ctx->stop, true, __ATOMIC_RELEASE);
-    pthread_join(ctx->service, NULL);
-    ctx->service_running = false;
+    bool last;
+
+    pthread_mutex_lock(&svc_life);
+    pthread_mutex_lock(&svc_list);
+    for (struct efasim_context **p = &svc_head; *p; p = &(*p)->svc_next) {
+        if (*p == ctx) {
+            *p = ctx->svc_next;
+            break;
+        }
+    }
+    ctx->svc_next = NULL;
+    last = !svc_head;
+    pthread_mutex_unlock(&svc_list);
+    if (last && svc_running) {
+        __atomic_store_n(&svc_stop, true, __ATOMIC_RELEASE);
+        pthread_join(svc_thread, NULL);
+        svc_running = false;
+    }
+    pthread_mutex_unlock(&svc_life);
 }

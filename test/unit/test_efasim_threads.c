@@ -7,10 +7,13 @@
  * and two QPs fill one small receive CQ at once, with every byte checked.
  * Under TSan (CI's efasim-tsan suite) these are the multithreaded runs.
  */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "efasim_common.h"
 
@@ -361,4 +364,112 @@ EFARM_TEST(efasim_threads_two_qps_fill_one_small_cq)
     efasim_buf_free(&rbuf);
     EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(shared)), 0);
     efasim_dev_close(&dev);
+}
+
+/* Threads of this process now (entries of /proc/self/task); -1 if unreadable. */
+static int task_count(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    int n = 0;
+
+    if (!d)
+        return -1;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
+#define SVC_CTXS 4
+
+/*
+ * One emulated NIC per process: contexts opened on the same device (an MPI
+ * library opens one per VCI) add one service thread between them, not one
+ * each, and the thread serves every one of them: an RDMA read whose target
+ * context is the last one opened, and is never polled, completes (only the
+ * service thread runs that context's QPs). The thread ends with the last
+ * context.
+ */
+EFARM_TEST_TIMEOUT(efasim_threads_one_service_thread_per_process, 60)
+{
+    const struct efasim_qp_opts opts = EFASIM_QP_OPTS_DEFAULT;
+    struct efasim_dev dev[SVC_CTXS];
+    struct efasim_qp req, tgt;
+    struct efasim_dest to_tgt;
+    struct efasim_buf local, remote;
+    struct efasim_wc wc;
+    int base = task_count();
+
+    EXPECT_TRUE(base >= 1);
+    for (int i = 0; i < SVC_CTXS; i++)
+        efasim_dev_open(0, &dev[i]);
+    efarm_test_context("threads with %d contexts open, %d before", SVC_CTXS, base);
+    EXPECT_EQ(task_count(), base + 1);
+
+    efasim_qp_open(&dev[0], &opts, &req);
+    efasim_qp_open(&dev[SVC_CTXS - 1], &opts, &tgt);
+    efasim_dest_to(&dev[0], &tgt, &to_tgt);
+    efasim_buf_alloc(&dev[0], 4096, IBV_ACCESS_LOCAL_WRITE, &local);
+    efasim_buf_alloc(&dev[SVC_CTXS - 1], 4096, IBV_ACCESS_REMOTE_READ, &remote);
+    for (size_t i = 0; i < remote.len; i++)
+        remote.addr[i] = (uint8_t)(i * 7 + 3);
+    memset(local.addr, 0, local.len);
+    efarm_test_context("an RDMA read from a context nobody polls");
+    EXPECT_EQ(efasim_rdma_read(&req, &to_tgt, 1, &local, 0, 4096, remote.mr->rkey,
+                               (uintptr_t)remote.addr),
+              0);
+    efasim_wait_wc_for(req.send_cq, &wc, 20, "the RDMA read served by the service thread");
+    EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+    EXPECT_MEM_EQ(local.addr, remote.addr, 4096);
+
+    efasim_buf_free(&local);
+    efasim_buf_free(&remote);
+    EXPECT_EQ(ibv_destroy_ah(to_tgt.ah), 0);
+    efasim_qp_close(&req);
+    efasim_qp_close(&tgt);
+    for (int i = 0; i < SVC_CTXS - 1; i++)
+        efasim_dev_close(&dev[i]);
+    efarm_test_context("threads with one context left");
+    EXPECT_EQ(task_count(), base + 1);
+    efasim_dev_close(&dev[SVC_CTXS - 1]);
+    efarm_test_context("threads after the last context closed");
+    EXPECT_EQ(task_count(), base);
+}
+
+/*
+ * A child forked while the parent's service thread runs has no such thread:
+ * the first context it opens starts its own (else the child's contexts would
+ * never be served), and closing the parent's contexts in the child, which it
+ * cannot use, waits for nothing.
+ */
+EFARM_TEST_TIMEOUT(efasim_threads_service_thread_after_fork, 60)
+{
+    struct efasim_dev parent;
+    int status = 0;
+    pid_t pid;
+
+    efasim_dev_open(0, &parent);
+    EXPECT_TRUE(task_count() >= 2);
+    fflush(NULL);
+    pid = fork();
+    EXPECT_TRUE(pid >= 0);
+    if (pid == 0) {
+        struct efasim_dev child;
+        int base = task_count(), code = 0;
+
+        efasim_dev_open(0, &child);
+        if (task_count() != base + 1)
+            code |= 1;
+        efasim_dev_close(&child);
+        if (task_count() != base)
+            code |= 2;
+        _exit(code);
+    }
+    EXPECT_EQ(waitpid(pid, &status, 0), pid);
+    efarm_test_context("the child's exit status (1: no service thread started, 2: not ended)");
+    EXPECT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    efasim_dev_close(&parent);
 }
