@@ -119,6 +119,7 @@ typedef struct {
     int outstanding;
     int error; /* the first failed native operation's mpi_errno, reported at synchronisation */
     bool native_acc; /* accumulates may go native (no shared-memory path on this window) */
+    int vci;         /* the window's VCI (MPIDIG's am_vci): its endpoint carries the native RMA */
 } MPIDI_EFARM_win_t;
 
 /* Most endpoints (rails) one rank opens: EFARM_RAILS's limit. */

@@ -17,22 +17,24 @@
 #include "efarm_impl.h"
 
 /*
- * Native if the window allows and efarm can; otherwise `fallback` (an MPIDIG
- * call, which takes VCI 0's lock itself: it is not held then).
+ * Native if the window allows and efarm can, on the window's VCI under its
+ * lock; otherwise `fallback` (an MPIDIG call, which takes that lock itself:
+ * it is not held then).
  */
 #define MPIDI_EFARM_RMA_TRY(winattr, win, args, request, fallback)                \
     do {                                                                          \
         bool native_ = false;                                                     \
-        MPIDI_EFARM_VCI_ENTER(0);                                                 \
+        int vci_ = MPIDI_EFARM_WIN(win).vci;                                      \
+        MPIDI_EFARM_VCI_ENTER(vci_);                                              \
         if ((winattr)&MPIDI_WINATTR_NM_REACHABLE) {                               \
             int err_ = MPIDI_EFARM_rma_start((win), (args), (request), &native_); \
             if (err_ || native_) {                                                \
-                MPIDI_EFARM_VCI_EXIT(0);                                          \
+                MPIDI_EFARM_VCI_EXIT(vci_);                                       \
                 return err_;                                                      \
             }                                                                     \
         }                                                                         \
-        MPIDI_EFARM_VCI(0)->nm_counters.rma_fallback_ops++;                       \
-        MPIDI_EFARM_VCI_EXIT(0);                                                  \
+        MPIDI_EFARM_VCI(vci_)->nm_counters.rma_fallback_ops++;                    \
+        MPIDI_EFARM_VCI_EXIT(vci_);                                               \
         return fallback;                                                          \
     } while (0)
 

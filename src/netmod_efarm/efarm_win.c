@@ -75,27 +75,31 @@ int MPIDI_EFARM_mpi_win_get_info(MPIR_Win *win, MPIR_Info **info_p)
 typedef struct {
     uint64_t base, size, key;
     uint32_t disp_unit, ok;
+    uint32_t vci, pad; /* the member's window VCI: its endpoint is the one to reach */
 } win_info_t;
 
 /*
- * The engine's exposure calls, under VCI 0's lock (MPIDI_EFARM_VCI_ENTER):
- * the window hooks run without it and do collectives between these calls.
+ * The engine's exposure calls, on the endpoint of the window's VCI and under
+ * its lock (MPIDI_EFARM_VCI_ENTER): the window hooks run without it and do
+ * collectives between these calls. Peers reach the memory through that
+ * endpoint only (its protection domain and region table).
  */
-static int win_expose(void *base, uint64_t len, unsigned access, struct efarm_region **region_p)
+static int win_expose(int vci, void *base, uint64_t len, unsigned access,
+                      struct efarm_region **region_p)
 {
     int ret;
 
-    MPIDI_EFARM_VCI_ENTER(0);
-    ret = efarm_expose(MPIDI_EFARM_VCI(0)->ep, base, len, access, region_p);
-    MPIDI_EFARM_VCI_EXIT(0);
+    MPIDI_EFARM_VCI_ENTER(vci);
+    ret = efarm_expose(MPIDI_EFARM_VCI(vci)->ep, base, len, access, region_p);
+    MPIDI_EFARM_VCI_EXIT(vci);
     return ret;
 }
 
-static void win_unexpose(struct efarm_region *region)
+static void win_unexpose(int vci, struct efarm_region *region)
 {
-    MPIDI_EFARM_VCI_ENTER(0);
-    efarm_unexpose(MPIDI_EFARM_VCI(0)->ep, region);
-    MPIDI_EFARM_VCI_EXIT(0);
+    MPIDI_EFARM_VCI_ENTER(vci);
+    efarm_unexpose(MPIDI_EFARM_VCI(vci)->ep, region);
+    MPIDI_EFARM_VCI_EXIT(vci);
 }
 
 /*
@@ -116,14 +120,17 @@ static int win_native_init(MPIR_Win *win, void *base, MPI_Aint size, unsigned ac
 
     memset(w, 0, sizeof(*w));
     /*
-     * Native operations run on VCI 0's endpoint, and MPIDIG's completion
-     * hooks wait for them holding the window's VCI lock: a window of another
-     * VCI (MPICH 5.0's per-VCI windows) uses MPIDIG, on its own VCI.
+     * Native operations run on the endpoint of the window's VCI (MPIDIG's
+     * am_vci: MPICH 5.0 spreads windows over the VCIs, a stream
+     * communicator's window takes each member's stream VCI), whose lock
+     * MPIDIG's completion hooks hold while they wait for them; the memory is
+     * exposed there and peers reach it at the owner's window VCI.
      */
-    mine.ok = access != 0 && efarm_config()->rma_native && MPIDI_EFARM_VCI(0)->ep != NULL &&
-              MPIDI_EFARM_WIN_VCI(win) == 0;
+    w->vci = MPIDI_EFARM_WIN_VCI(win);
+    mine.vci = (uint32_t)w->vci;
+    mine.ok = access != 0 && efarm_config()->rma_native && MPIDI_EFARM_VCI(w->vci)->ep != NULL;
     if (mine.ok) {
-        int ret = win_expose(base, (uint64_t)size, access, &w->region);
+        int ret = win_expose(w->vci, base, (uint64_t)size, access, &w->region);
 
         if (ret) {
             fprintf(stderr,
@@ -152,24 +159,35 @@ static int win_native_init(MPIR_Win *win, void *base, MPI_Aint size, unsigned ac
     }
     /* Every member reached the same answer unless a table allocation failed here. */
     if (all_ok) {
+        /*
+         * A member's peer is made on first use of a VCI pair (EFARM_PEER_NONE
+         * when it cannot be, logged there: operations to that member go
+         * through MPIDIG, rma_check).
+         */
+        MPIDI_EFARM_VCI_ENTER(w->vci);
         for (int r = 0; r < n; r++) {
             w->targets[r].base = all[r].base;
             w->targets[r].size = all[r].size;
             w->targets[r].key = all[r].key;
             w->targets[r].disp_unit = all[r].disp_unit;
-            w->targets[r].peer = MPIDI_EFARM_AV(MPIDIU_comm_rank_to_av(comm, r)).peer;
+            w->targets[r].peer = r == comm->rank
+                                     ? EFARM_PEER_NONE
+                                     : MPIDI_EFARM_vci_peer(w->vci, MPIDIU_comm_rank_to_av(comm, r),
+                                                            comm, r, (int)all[r].vci);
         }
+        MPIDI_EFARM_VCI(w->vci)->nm_counters.rma_native_windows++;
+        MPIDI_EFARM_VCI_EXIT(w->vci);
         MPIDI_WIN(win, winattr) |= MPIDI_WINATTR_NM_REACHABLE;
-        MPIDI_EFARM_VCI(0)->nm_counters.rma_native_windows++;
     } else {
         MPL_free(w->targets);
         MPL_free(w->outstanding_to);
         w->targets = NULL;
         w->outstanding_to = NULL;
-        win_unexpose(w->region);
+        if (w->region != NULL)
+            win_unexpose(w->vci, w->region);
         w->region = NULL;
         MPIDI_WIN(win, winattr) &= ~(MPIDI_winattr_t)MPIDI_WINATTR_NM_REACHABLE;
-        MPIDI_EFARM_VCI(0)->nm_counters.rma_fallback_windows++;
+        MPIDI_EFARM_VCI(w->vci)->nm_counters.rma_fallback_windows++;
     }
 
 fn_exit:
@@ -252,17 +270,18 @@ struct MPIDI_EFARM_dyn {
     dyn_retired_t *retired;
     dyn_cache_t *cache; /* per target rank */
     unsigned epoch;     /* bumped at synchronisation: cached directories are stale */
+    int vci;            /* the window's: its endpoint exposes the directory and attached memory */
 };
 
 #define DYN_FIRST_CAP 8
 
-static void dyn_free(struct MPIDI_EFARM_dyn *d, int nranks)
+static void dyn_free(struct MPIDI_EFARM_dyn *d, int nranks, int vci)
 {
-    struct efarm_ep *ep = MPIDI_EFARM_VCI(0)->ep;
+    struct efarm_ep *ep = MPIDI_EFARM_VCI(vci)->ep;
 
     if (d == NULL)
         return;
-    MPIDI_EFARM_VCI_ENTER(0); /* as win_unexpose */
+    MPIDI_EFARM_VCI_ENTER(vci); /* as win_unexpose */
     for (uint64_t i = 0; d->hdr != NULL && i < d->hdr->count; i++)
         efarm_unexpose(ep, d->attached[i]);
     efarm_unexpose(ep, d->ent_region);
@@ -274,7 +293,7 @@ static void dyn_free(struct MPIDI_EFARM_dyn *d, int nranks)
         MPL_free(r->ent);
         MPL_free(r);
     }
-    MPIDI_EFARM_VCI_EXIT(0);
+    MPIDI_EFARM_VCI_EXIT(vci);
     for (int r = 0; d->cache != NULL && r < nranks; r++)
         MPL_free(d->cache[r].ent);
     MPL_free(d->cache);
@@ -285,14 +304,15 @@ static void dyn_free(struct MPIDI_EFARM_dyn *d, int nranks)
 }
 
 /* An exposed, zeroed entry array of cap entries, or an efarm error. */
-static int dyn_entries_new(uint64_t cap, dyn_entry_t **ent_p, struct efarm_region **region_p)
+static int dyn_entries_new(int vci, uint64_t cap, dyn_entry_t **ent_p,
+                           struct efarm_region **region_p)
 {
     dyn_entry_t *ent = MPL_calloc(cap, sizeof(*ent), MPL_MEM_RMA);
     int ret;
 
     if (ent == NULL)
         return -ENOMEM;
-    ret = win_expose(ent, cap * sizeof(*ent), EFARM_EXPOSE_READ, region_p);
+    ret = win_expose(vci, ent, cap * sizeof(*ent), EFARM_EXPOSE_READ, region_p);
     if (ret) {
         MPL_free(ent);
         return ret;
@@ -305,20 +325,20 @@ int MPIDI_EFARM_mpi_win_create_dynamic_hook(MPIR_Win *win)
 {
     MPIDI_EFARM_win_t *w = &MPIDI_EFARM_WIN(win);
     struct MPIDI_EFARM_dyn *d = NULL;
-    int mpi_errno = MPI_SUCCESS, n = win->comm_ptr->local_size;
+    int mpi_errno = MPI_SUCCESS, n = win->comm_ptr->local_size, vci = MPIDI_EFARM_WIN_VCI(win);
 
     memset(w, 0, sizeof(*w));
-    if (efarm_config()->rma_native && MPIDI_EFARM_VCI(0)->ep != NULL &&
-        MPIDI_EFARM_WIN_VCI(win) == 0) {
+    if (efarm_config()->rma_native && MPIDI_EFARM_VCI(vci)->ep != NULL) {
         d = MPL_calloc(1, sizeof(*d), MPL_MEM_RMA);
         if (d != NULL) {
+            d->vci = vci;
             d->hdr = MPL_calloc(1, sizeof(*d->hdr), MPL_MEM_RMA);
             d->attached = MPL_calloc(DYN_FIRST_CAP, sizeof(*d->attached), MPL_MEM_RMA);
             d->cache = MPL_calloc((size_t)n, sizeof(*d->cache), MPL_MEM_RMA);
         }
         if (d == NULL || d->hdr == NULL || d->attached == NULL || d->cache == NULL ||
-            dyn_entries_new(DYN_FIRST_CAP, &d->ent, &d->ent_region) != 0) {
-            dyn_free(d, n);
+            dyn_entries_new(vci, DYN_FIRST_CAP, &d->ent, &d->ent_region) != 0) {
+            dyn_free(d, n, vci);
             d = NULL;
         } else {
             d->cap = DYN_FIRST_CAP;
@@ -339,7 +359,7 @@ int MPIDI_EFARM_mpi_win_create_dynamic_hook(MPIR_Win *win)
     if (mpi_errno == MPI_SUCCESS && w->targets != NULL && d != NULL)
         w->dyn = d;
     else
-        dyn_free(d, n);
+        dyn_free(d, n, vci);
     return mpi_errno;
 }
 /* Make room for one more directory entry: a larger array, exposed, replaces the full one. */
@@ -358,7 +378,7 @@ static int dyn_grow(struct MPIDI_EFARM_dyn *d)
         MPL_free(old);
         return -ENOMEM;
     }
-    ret = dyn_entries_new(cap, &ent, &region);
+    ret = dyn_entries_new(d->vci, cap, &ent, &region);
     if (ret) {
         MPL_free(old);
         return ret;
@@ -389,7 +409,8 @@ int MPIDI_EFARM_mpi_win_attach_hook(MPIR_Win *win, void *base, MPI_Aint size)
     n = d->hdr->count;
     ret = n == d->cap ? dyn_grow(d) : 0;
     if (ret == 0)
-        ret = win_expose(base, (uint64_t)size, EFARM_EXPOSE_READ | EFARM_EXPOSE_WRITE, &region);
+        ret = win_expose(d->vci, base, (uint64_t)size, EFARM_EXPOSE_READ | EFARM_EXPOSE_WRITE,
+                         &region);
     if (ret)
         return MPIDI_EFARM_ERROR(ret, "exposing memory attached to a dynamic window");
     d->ent[n].base = (uint64_t)(uintptr_t)base;
@@ -399,7 +420,7 @@ int MPIDI_EFARM_mpi_win_attach_hook(MPIR_Win *win, void *base, MPI_Aint size)
     /* The entry is complete before an origin's read can count it. */
     __atomic_store_n(&d->hdr->count, n + 1, __ATOMIC_RELEASE);
     d->hdr->gen++;
-    MPIDI_EFARM_VCI(0)->nm_counters.rma_dyn_attached++;
+    MPIDI_EFARM_VCI(d->vci)->nm_counters.rma_dyn_attached++;
     return mpi_errno;
 }
 
@@ -414,7 +435,7 @@ int MPIDI_EFARM_mpi_win_detach_hook(MPIR_Win *win, const void *base)
     for (uint64_t i = 0; i < n; i++) {
         if (d->ent[i].base != (uint64_t)(uintptr_t)base)
             continue;
-        win_unexpose(d->attached[i]);
+        win_unexpose(d->vci, d->attached[i]);
         /* The last entry takes the freed slot, then the count drops. */
         d->ent[i] = d->ent[n - 1];
         d->attached[i] = d->attached[n - 1];
@@ -433,13 +454,14 @@ int MPIDI_EFARM_mpi_win_free_hook(MPIR_Win *win)
 
     /* MPI_Win_free follows the last synchronisation: nothing native is left, but be sure. */
     if (w->outstanding) {
-        MPIDI_EFARM_VCI_ENTER(0); /* MPIDIU_PROGRESS_WHILE yields it */
+        MPIDI_EFARM_VCI_ENTER(w->vci); /* MPIDIU_PROGRESS_WHILE yields it */
         mpi_errno = MPIDI_EFARM_rma_wait(win, -1);
-        MPIDI_EFARM_VCI_EXIT(0);
+        MPIDI_EFARM_VCI_EXIT(w->vci);
     }
-    if (MPIDI_EFARM_VCI(0)->ep != NULL) {
-        win_unexpose(w->region);
-        dyn_free(w->dyn, win->comm_ptr->local_size);
+    if (MPIDI_EFARM_VCI(w->vci)->ep != NULL) {
+        if (w->region != NULL)
+            win_unexpose(w->vci, w->region);
+        dyn_free(w->dyn, win->comm_ptr->local_size, w->vci);
     }
     w->region = NULL;
     w->dyn = NULL;
@@ -453,10 +475,12 @@ int MPIDI_EFARM_mpi_win_free_hook(MPIR_Win *win)
 /* Every target's cached directory is stale from here on (an epoch opens, MPI_Win_sync). */
 void MPIDI_EFARM_rma_sync_point(MPIR_Win *win)
 {
-    MPIDI_EFARM_VCI_ENTER(0); /* before MPIDIG's synchronisation, which takes it itself */
+    int vci = MPIDI_EFARM_WIN(win).vci;
+
+    MPIDI_EFARM_VCI_ENTER(vci); /* before MPIDIG's synchronisation, which takes it itself */
     if (MPIDI_EFARM_WIN(win).dyn != NULL)
         MPIDI_EFARM_WIN(win).dyn->epoch++;
-    MPIDI_EFARM_VCI_EXIT(0);
+    MPIDI_EFARM_VCI_EXIT(vci);
 }
 
 static void dyn_read_done(struct efarm_req *ereq)
@@ -468,19 +492,20 @@ static void dyn_read_done(struct efarm_req *ereq)
 static int dyn_read(MPIR_Win *win, int rank, void *buf, const struct efarm_riov *riov)
 {
     const MPIDI_EFARM_win_target_t *t = &MPIDI_EFARM_WIN(win).targets[rank];
+    int vci = MPIDI_EFARM_WIN(win).vci;
     struct efarm_req ereq = {.cb = dyn_read_done};
     volatile int state = 0; /* 0 pending, 1 done, < 0 efarm error */
     unsigned long waits = 0;
     int mpi_errno = MPI_SUCCESS, ret;
 
     ereq.ctx = (void *)&state;
-    while ((ret = efarm_read(MPIDI_EFARM_VCI(0)->ep, t->peer, buf, riov->len, riov, 1, 0, &ereq)) ==
-           -EAGAIN) {
-        mpi_errno = MPIDI_EFARM_wait_for_slot(MPIDI_EFARM_VCI(0), &waits);
+    while ((ret = efarm_read(MPIDI_EFARM_VCI(vci)->ep, t->peer, buf, riov->len, riov, 1, 0,
+                             &ereq)) == -EAGAIN) {
+        mpi_errno = MPIDI_EFARM_wait_for_slot(MPIDI_EFARM_VCI(vci), &waits);
         MPIR_ERR_CHECK(mpi_errno);
     }
     if (ret == 0) {
-        MPIDIU_PROGRESS_WHILE(state == 0, 0);
+        MPIDIU_PROGRESS_WHILE(state == 0, vci);
         ret = state < 0 ? state : 0;
     }
     if (ret < 0)
@@ -547,7 +572,7 @@ static int dyn_lookup(MPIR_Win *win, int rank, struct efarm_riov *riov, uint32_t
         dir = (struct efarm_riov){.addr = t->base, .len = sizeof(hdr), .key = t->key};
         mpi_errno = dyn_read(win, rank, &hdr, &dir);
         MPIR_ERR_CHECK(mpi_errno);
-        MPIDI_EFARM_VCI(0)->nm_counters.rma_dyn_lookups++;
+        MPIDI_EFARM_VCI(d->vci)->nm_counters.rma_dyn_lookups++;
         /* Nothing attached or detached since the entries were read: they still hold. */
         if (round == 0 && c->epoch != 0 && hdr.gen == c->gen && hdr.count == c->count &&
             hdr.entries == c->entries) {
@@ -872,6 +897,8 @@ static bool rma_check(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, rma_plan_t
     if (w->targets == NULL || a->target_rank == win->comm_ptr->rank || a->target_rank < 0 ||
         a->target_rank >= win->comm_ptr->local_size)
         return false; /* ops to itself MPIDIG applies locally */
+    if (w->targets[a->target_rank].peer == EFARM_PEER_NONE)
+        return false; /* no peer for this VCI pair (logged when it was made) */
     p->tcontig = contig(NULL, a->target_count, a->target_dt, &p->tgt, &p->tsize);
     /* Noncontiguous origin data of a put is packed, of a get unpacked at completion. */
     if (a->kind == MPIDI_EFARM_RMA_PUT || a->kind == MPIDI_EFARM_RMA_ACC ||
@@ -953,12 +980,13 @@ static int rma_request(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, rma_plan_
 {
     MPIR_Request *req = NULL;
     MPIDI_EFARM_request_t *r;
-    int mpi_errno = MPI_SUCCESS;
+    int mpi_errno = MPI_SUCCESS, vci = MPIDI_EFARM_WIN(win).vci;
 
-    MPIDI_CH4_REQUEST_CREATE(req, MPIR_REQUEST_KIND__RMA, 0, user_request ? 2 : 1);
+    /* From the pool of the window's VCI, whose lock is held: its endpoint completes it. */
+    MPIDI_CH4_REQUEST_CREATE(req, MPIR_REQUEST_KIND__RMA, vci, user_request ? 2 : 1);
     MPIR_ERR_CHKANDSTMT(req == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
     r = &MPIDI_EFARM_REQ(req);
-    r->vci = 0; /* native RMA is VCI 0's */
+    r->vci = (uint8_t)vci;
     r->pack_buf = NULL;
     r->user_buf = NULL;
     r->rma_ereqs = NULL;
@@ -1022,7 +1050,8 @@ static int rma_issue(MPIR_Request *req, const MPIDI_EFARM_rma_args_t *a, const r
                      const riov_list_t *l, size_t nops, size_t *started_p, int *ret_p)
 {
     MPIDI_EFARM_request_t *r = &MPIDI_EFARM_REQ(req);
-    const MPIDI_EFARM_win_target_t *t = &MPIDI_EFARM_WIN(r->rma_win).targets[a->target_rank];
+    const MPIDI_EFARM_win_t *w = &MPIDI_EFARM_WIN(r->rma_win);
+    const MPIDI_EFARM_win_target_t *t = &w->targets[a->target_rank];
     int mpi_errno = MPI_SUCCESS, ret = 0;
     unsigned long waits = 0;
     size_t k, next = 0;
@@ -1039,7 +1068,7 @@ static int rma_issue(MPIR_Request *req, const MPIDI_EFARM_rma_args_t *a, const r
         ereq->cb = rma_done;
         ereq->ctx = req;
         for (;;) {
-            struct efarm_ep *ep = MPIDI_EFARM_VCI(0)->ep;
+            struct efarm_ep *ep = MPIDI_EFARM_VCI(w->vci)->ep;
 
             switch (a->kind) {
             case MPIDI_EFARM_RMA_PUT:
@@ -1058,7 +1087,7 @@ static int rma_issue(MPIR_Request *req, const MPIDI_EFARM_rma_args_t *a, const r
             }
             if (ret != -EAGAIN)
                 break;
-            mpi_errno = MPIDI_EFARM_wait_for_slot(MPIDI_EFARM_VCI(0), &waits);
+            mpi_errno = MPIDI_EFARM_wait_for_slot(MPIDI_EFARM_VCI(w->vci), &waits);
             if (mpi_errno)
                 break;
         }
@@ -1075,17 +1104,17 @@ static int rma_issue(MPIR_Request *req, const MPIDI_EFARM_rma_args_t *a, const r
 }
 
 /* A zero-byte operation is done at once; its request (if the user asked for one) too. */
-static int rma_empty(MPIR_Request **request)
+static int rma_empty(MPIR_Request **request, int vci)
 {
     MPIR_Request *req = NULL;
     int mpi_errno = MPI_SUCCESS;
 
     if (request == NULL)
         return MPI_SUCCESS;
-    MPIDI_CH4_REQUEST_CREATE(req, MPIR_REQUEST_KIND__RMA, 0, 2);
+    MPIDI_CH4_REQUEST_CREATE(req, MPIR_REQUEST_KIND__RMA, vci, 2);
     MPIR_ERR_CHKANDSTMT(req == NULL, mpi_errno, MPIX_ERR_NOREQ, goto fn_fail, "**nomemreq");
     MPIDI_EFARM_REQ(req).rma_win = NULL;
-    MPIDI_EFARM_REQ(req).vci = 0;
+    MPIDI_EFARM_REQ(req).vci = (uint8_t)vci;
     MPIDI_EFARM_request_complete(req);
     *request = req;
 
@@ -1118,7 +1147,7 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
     MPIDIG_RMA_OP_CHECK_SYNC(a->target_rank, win);
     if (p.tsize == 0) {
         *native_p = true;
-        return rma_empty(request);
+        return rma_empty(request, w->vci);
     }
     mpi_errno = rma_plan(win, a, &p, &l, &native);
     MPIR_ERR_CHECK(mpi_errno);
@@ -1156,10 +1185,10 @@ int MPIDI_EFARM_rma_start(MPIR_Win *win, const MPIDI_EFARM_rma_args_t *a, MPIR_R
             rma_finish(req, r->rma_status);
         mpi_errno = MPI_SUCCESS;
     }
-    MPIDI_EFARM_VCI(0)->nm_counters.rma_native_ops++;
-    MPIDI_EFARM_VCI(0)->nm_counters.rma_native_bytes += (unsigned long long)p.tsize;
+    MPIDI_EFARM_VCI(w->vci)->nm_counters.rma_native_ops++;
+    MPIDI_EFARM_VCI(w->vci)->nm_counters.rma_native_bytes += (unsigned long long)p.tsize;
     if (nops > 1)
-        MPIDI_EFARM_VCI(0)->nm_counters.rma_native_split++;
+        MPIDI_EFARM_VCI(w->vci)->nm_counters.rma_native_split++;
     if (request)
         *request = req;
 
@@ -1171,14 +1200,18 @@ fn_fail:
     goto fn_exit;
 }
 
-/* Called with VCI 0's lock held (MPIDIG's completion hooks): MPIDIU_PROGRESS_WHILE yields it. */
+/*
+ * Called with the window's VCI lock held (MPIDIG's completion hooks):
+ * MPIDIU_PROGRESS_WHILE yields it, and progresses that VCI, whose endpoint
+ * completes the window's native operations.
+ */
 int MPIDI_EFARM_rma_wait(MPIR_Win *win, int rank)
 {
     MPIDI_EFARM_win_t *w = &MPIDI_EFARM_WIN(win);
     int mpi_errno = MPI_SUCCESS;
     int *count = rank < 0 ? &w->outstanding : &w->outstanding_to[rank];
 
-    MPIDIU_PROGRESS_WHILE(*count > 0, 0);
+    MPIDIU_PROGRESS_WHILE(*count > 0, w->vci);
     /* A failed operation is reported once, at the first synchronisation after it. */
     mpi_errno = w->error;
     w->error = MPI_SUCCESS;

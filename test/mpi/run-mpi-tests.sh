@@ -171,6 +171,11 @@ if "$prefix/bin/mpichversion" 2>/dev/null | grep -q -- '--enable-thread-cs=per-v
         "wildcard_order-vcis-n4 wildcard_order 4 $vci4"
         "comm_free_pending-vcis-n2 comm_free_pending 2 $vci4 MPITEST_ROUNDS=500"
         "collectives-vcis-n4 collectives 4 $vci4"
+        "rma_native-vcis-n4 rma_native 4 $vci4 EFASIM_RDMA_WRITE=1 MPITEST_RMA_PROTO=direct"
+        "rma_native-vcis-emulated-n2 rma_native 2 $vci4 EFARM_RDMA_WRITE=0 EFARM_RDMA_READ=0 MPITEST_RMA_PROTO=emulated"
+        "rma_native-vcis-faults-n2 rma_native 2 $vci4 EFASIM_RDMA_WRITE=1 $faults"
+        "rma_dynamic-vcis-n4 rma_dynamic 4 $vci4 EFASIM_RDMA_WRITE=1"
+        "rma_phases-vcis-n4 rma_phases 4 $vci4 MALLOC_PERTURB_=165"
     )
     failruns+=("vcis-too-many-n2 vcis 2 opened.1.of.the.65.VCIs.*at.most.64 MPIR_CVAR_CH4_NUM_VCIS=65")
 else
