@@ -19,10 +19,12 @@
 #          FI_PROVIDER="tcp;ofi_rxm" MPIR_CVAR_NOLOCAL=1; skipped when not built
 #          (scripts/mpich-build.sh --netmod ofi builds it)
 #
-# Every run has MPIR_CVAR_CH4_NUM_VCIS set to each count of --vcis (default 1); a
-# library that refuses a count fails that run. MPICH 4.0.2 built with the global
-# critical section (the default; efarm's build and Debian's) has MPIDI_CH4_MAX_VCIS 1
-# and asserts in MPI_Init on more.
+# Every run has MPIR_CVAR_CH4_NUM_VCIS set to each count of --vcis (default 1). A
+# variant whose MPICH was not configured --enable-thread-cs=per-vci (its mpichversion)
+# runs only the counts up to 1 and lists the others as skipped: with the global
+# critical section (efarm's default 4.0.2 build, Debian's) ch4 has MPIDI_CH4_MAX_VCIS 1
+# and asserts in MPI_Init on more. A library that refuses a count it was given fails
+# that run.
 #
 # That the netmod carried the traffic is checked in every run, as run-mpi-bench.sh
 # does: efarm's MPI_T counters (bench-mt -p) must show at least as many messages as
@@ -163,6 +165,33 @@ mpiexec_of() {
 }
 binary_of() { echo "$out/$1/bench-mt"; }
 
+# The VCI counts of --vcis a variant's MPICH can open: all of them when it was configured
+# --enable-thread-cs=per-vci (mpichversion's configure line), else 1 only (the global
+# critical section has MPIDI_CH4_MAX_VCIS 1; MPICH asserts on more). Counts left out are
+# listed as skipped, not failed.
+vcis_of() {
+    local v=$1 n list=()
+    if "$(dirname "$(mpiexec_of "$v")")/mpichversion" 2>/dev/null |
+        grep -q -- '--enable-thread-cs=per-vci'; then
+        echo "${vcis_list//,/ }"
+        return
+    fi
+    for n in ${vcis_list//,/ }; do
+        [ "$n" -gt 1 ] || list+=("$n")
+    done
+    echo "${list[*]}"
+}
+vcis_skipped=()
+declare -A vcis_by
+for v in "${runnable[@]}"; do
+    vcis_by[$v]=$(vcis_of "$v")
+    for n in ${vcis_list//,/ }; do
+        [[ " ${vcis_by[$v]} " != *" $n "* ]] || continue
+        vcis_skipped+=("$(label_of "$v") vcis=$n")
+        log "SKIP $(label_of "$v") vcis=$n: its MPICH has one VCI (not configured --enable-thread-cs=per-vci)"
+    done
+done
+
 # bench-mt, built by each MPI's own mpicc (again when the source, that mpicc or the
 # mpicc it was built with changed).
 for v in "${runnable[@]}"; do
@@ -273,7 +302,7 @@ rm -f "$out"/mt-*.out "$results"
 log "load before the runs:$(uptime | sed 's/.*load average//')"
 for r in $(seq 1 "$runs"); do
     for v in "${runnable[@]}"; do
-        for n in ${vcis_list//,/ }; do
+        for n in ${vcis_by[$v]}; do
             if run_one "$v" "$n" "$r"; then
                 # "variant:vcis run mode comm size threads metric value", one line per figure.
                 awk -v col="$v:$n" -v r="$r" '$1 == "MT" {
@@ -302,13 +331,14 @@ echo "efarm: ch4:efarm on efasim ($efarm_prefix); ucx(tcp): Debian's MPICH" \
     "UCX_TLS=tcp,self; tcp;ofi_rxm: ch4:ofi; all MPIR_CVAR_NOLOCAL=1; columns variant:vcis"
 joined() { local s; s=$(IFS=';'; echo "$*"); echo "${s//;/; }"; }
 [ ${#skipped[@]} -eq 0 ] || echo "SKIPPED: $(joined "${skipped[@]}")"
+[ ${#vcis_skipped[@]} -eq 0 ] || echo "SKIPPED (one VCI in that MPICH): $(joined "${vcis_skipped[@]}")"
 [ ${#failed[@]} -eq 0 ] || echo "FAILED: $(joined "${failed[@]}") (figures come from the runs that completed)"
 [ ${#unverified[@]} -eq 0 ] || echo "UNVERIFIED (the netmod check failed, see above): $(joined "${unverified[@]}")"
 [ ${#hung[@]} -eq 0 ] || echo "STOPPED AT EXIT (measured and checked; MPI_Finalize hung): $(joined "${hung[@]}")"
 
 cols=()
 for v in "${runnable[@]}"; do
-    for n in ${vcis_list//,/ }; do cols+=("$v:$n"); done
+    for n in ${vcis_by[$v]}; do cols+=("$v:$n"); done
 done
 awk -v cols="${cols[*]}" '
     { key = $1 SUBSEP $3 SUBSEP $4 SUBSEP $5 SUBSEP $6 SUBSEP $7

@@ -431,6 +431,10 @@ if [ -n "$src501" ]; then
         suite mpich-testsuite-threads-5.0.1 bash "$top/scripts/mpich-testsuite.sh" \
             --prefix "$prefix501" --subset ci --dirs threads --source "$mpich_cache/tree/mpich-4.0.2" \
             --logs "$root/mpich-testsuite-threads-5.0.1"
+        # The multithreaded benchmark at 1 and 4 VCIs (an endpoint per VCI, issue 42):
+        # stamps and efarm's counters checked, not its figures.
+        step mt-bench-smoke-5.0.1 env EFARM_BUILD_ROOT="$root/mt-5.0.1" bash "$top/bench/run-mt-bench.sh" \
+            --prefix "$prefix501" --only efarm --vcis 1,4 --threads 1,2 --quick --runs 1
     fi
 else
     echo "SKIP mpich-5.0.1: no MPICH 5.0.1 source (EFARM_MPICH_SOURCE_5_0_1 names its tarball or tree)"
