@@ -34,6 +34,8 @@ enum { NSIZES = MPITEST_PROTO_NSIZES, MAX_THREADS = 16 };
 
 static int g_nthreads, g_rounds, g_peer, g_lower;
 static size_t g_sizes[NSIZES];
+static size_t g_max; /* the largest of g_sizes: not always the last (medium's bound may pass the
+                        read threshold) */
 static MPI_Comm g_comm[MAX_THREADS];
 
 static uint64_t seed_of(int t, int round, int k, int dir)
@@ -45,7 +47,7 @@ static void *worker(void *arg)
 {
     const int t = (int)(intptr_t)arg;
     MPI_Comm c = g_comm[t];
-    size_t max = g_sizes[NSIZES - 1];
+    size_t max = g_max;
     unsigned char *buf = mpitest_malloc(max ? max : 1);
 
     for (int r = 0; r < g_rounds; r++) {
@@ -108,7 +110,7 @@ static void *worker(void *arg)
 static void stream_phase(MPI_Comm pair)
 {
 #ifdef MPIX_STREAM_NULL
-    size_t max = g_sizes[NSIZES - 1];
+    size_t max = g_max;
     unsigned char *buf = mpitest_malloc(max ? max : 1);
     MPIX_Stream stream;
     MPI_Comm sc;
@@ -151,7 +153,7 @@ int main(int argc, char **argv)
     if (env == NULL)
         env = getenv("MPIR_CVAR_CH4_NUM_VCIS");
     expect_vcis = env ? atoi(env) : 1;
-    mpitest_proto_sizes(g_sizes, mpitest_env_size("MPITEST_MAX_SIZE", 256 * 1024));
+    g_max = mpitest_proto_sizes(g_sizes, mpitest_env_size("MPITEST_MAX_SIZE", 256 * 1024));
 
     g_peer = g_mpitest_rank ^ 1;
     g_lower = !(g_mpitest_rank & 1);
