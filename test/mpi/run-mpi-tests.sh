@@ -162,6 +162,7 @@ vci4="MPIR_CVAR_CH4_NUM_VCIS=4"
 if "$prefix/bin/mpichversion" 2>/dev/null | grep -q -- '--enable-thread-cs=per-vci'; then
     runs+=(
         "vcis-4-n2 vcis 2 $vci4"
+        "vcis-4-n3 vcis 3 $vci4"
         "vcis-4-n4 vcis 4 $vci4"
         "vcis-4-faults-n2 vcis 2 $vci4 $faults MPITEST_ROUNDS=5"
         "vcis-reserved-streams-n2 vcis 2 MPIR_CVAR_CH4_NUM_VCIS=2 MPIR_CVAR_CH4_RESERVE_VCIS=2 MPITEST_VCIS=4 MPITEST_STREAMS=1"
