@@ -139,9 +139,11 @@ typedef struct {
      */
     uint8_t *vci_cards;
     int vci_cards_n, vci_cards_ranks;
-    /* What VCI 0's endpoint was opened with (the other VCIs' are alike). */
+    /* What VCI 0's endpoint was opened with (the other VCIs' are alike, on rail_device). */
     struct efarm_ep_attr ep_attr;
     char ep_device[EFARM_DEV_NAME_MAX];
+    /* Each rail's device (rail 0: ep_device): VCI v's endpoint opens on rail v % nrails's. */
+    char rail_device[MPIDI_EFARM_RAILS_MAX][EFARM_DEV_NAME_MAX];
     /* Engine counters as they were at finalize, for MPI_T reads after it. */
     struct efarm_counters final_counters;
     /* How many idle progress calls in a row make one yield (EFARM_YIELD_POLLS). */

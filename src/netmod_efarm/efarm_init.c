@@ -763,9 +763,11 @@ int MPIDI_EFARM_post_init(void)
 
 #if MPIDI_EFARM_PER_VCI
 /*
- * Open VCIs 1 .. want-1: an endpoint each on VCI 0's device, like VCI 0's but
- * without rails (striping stays on VCI 0). Returns how many VCIs are open;
- * *err_p is the engine's error that stopped it, or 0.
+ * Open VCIs 1 .. want-1: an endpoint each, like VCI 0's, spread over the
+ * rank's rails (VCI v on rail v % nrails's device: with EFARM_RAILS the
+ * VCIs' traffic uses every NIC the rank has; without, all on VCI 0's), and
+ * without rails of their own (striping stays on VCI 0). Returns how many VCIs
+ * are open; *err_p is the engine's error that stopped it, or 0.
  */
 static int open_vcis(int want, int *err_p)
 {
@@ -774,7 +776,12 @@ static int open_vcis(int want, int *err_p)
     *err_p = 0;
     for (; n < want; n++) {
         MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(n);
-        int ret = efarm_ep_open(&MPIDI_EFARM_global.ep_attr, &v->ep);
+        struct efarm_ep_attr attr = MPIDI_EFARM_global.ep_attr;
+        int ret;
+
+        if (MPIDI_EFARM_global.nrails > 1)
+            attr.device = MPIDI_EFARM_global.rail_device[n % MPIDI_EFARM_global.nrails];
+        ret = efarm_ep_open(&attr, &v->ep);
 
         if (ret < 0) {
             v->ep = NULL;

@@ -321,6 +321,8 @@ int MPIDI_EFARM_rails_open(const struct efarm_ep_attr *attr0)
 
     v->rails[0] = v->ep;
     MPIDI_EFARM_global.nrails = 1;
+    snprintf(MPIDI_EFARM_global.rail_device[0], sizeof(MPIDI_EFARM_global.rail_device[0]), "%s",
+             attr0->device);
     MPIDI_EFARM_global.stripe_min = UINT64_MAX;
     /* efarm_config checked EFARM_RAILS against the table's range, 1 to 4. */
     _Static_assert(MPIDI_EFARM_RAILS_MAX == 4, "EFARM_RAILS's range in efarm_config.h is 1-4");
@@ -346,6 +348,8 @@ int MPIDI_EFARM_rails_open(const struct efarm_ep_attr *attr0)
         ret = efarm_ep_open(&attr, &v->rails[r]);
         if (ret < 0)
             return MPIDI_EFARM_ERROR(ret, "efarm_ep_open (a rail)");
+        snprintf(MPIDI_EFARM_global.rail_device[r], sizeof(MPIDI_EFARM_global.rail_device[r]), "%s",
+                 caps[c->rails[r]].name);
         MPIDI_EFARM_global.nrails = r + 1;
     }
     /* Every rail carries at least 4 KiB of a striped message. */

@@ -159,7 +159,9 @@ failruns=(
 # Several VCIs (vcis.c; doc/NETMOD.md, "Threads"): only an MPICH 5.0 built with
 # per-VCI critical sections has them; ch4:efarm refuses more than one elsewhere.
 vci4="MPIR_CVAR_CH4_NUM_VCIS=4"
-if "$prefix/bin/mpichversion" 2>/dev/null | grep -q -- '--enable-thread-cs=per-vci'; then
+per_vci=no
+"$prefix/bin/mpichversion" 2>/dev/null | grep -q -- '--enable-thread-cs=per-vci' && per_vci=yes
+if [ "$per_vci" = yes ]; then
     runs+=(
         "vcis-4-n2 vcis 2 $vci4"
         "vcis-4-n3 vcis 3 $vci4"
@@ -247,6 +249,7 @@ for r in "${runs[@]}" "${failruns[@]}" "${hangruns[@]}"; do
     selected "$name" || continue
     build_prog "$prog"
 done
+if [ "$per_vci" = yes ] && selected vcis-rails-n2; then build_prog vcis; fi
 
 # launch NAME PROG RANKS VARS: run one job; sets status, secs and log (or returns 1 if the
 # program was not built, reported as a failure).
@@ -339,6 +342,42 @@ for r in "${nicruns[@]}"; do
         pass "$name (${secs} s; devices $(echo $used | tr ' ' ,))"
     fi
 done
+
+# VCIs spread over the rails (per-VCI builds): rank 0 has two rails (efasim_0 and
+# efasim_1) and four VCIs, so VCIs 1 and 3 open on efasim_1; rank 1 may use efasim_0
+# only (EFARM_IFACE). Messages stay below the striping threshold, so efasim_1 carries
+# traffic both ways only if rank 0's VCIs went there (all on efasim_0 otherwise).
+if [ "$per_vci" = yes ] && selected vcis-rails-n2; then
+    name=vcis-rails-n2
+    if [ "${built[vcis]:-}" != ok ]; then
+        echo "FAIL $name (not built)"
+        failed=$((failed + 1))
+    else
+        log=$out/logs/$name.log
+        sysfs=$out/sysfs-$name
+        rm -rf "$sysfs"
+        mkdir -p "$sysfs"
+        start=$(date +%s.%N)
+        "$top/scripts/hang-guard.sh" "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 \
+            EFARM_PROFILE=reference SYSFS_PATH="$sysfs" EFASIM_NDEV=2 EFARM_STRIPE_MIN=65536 $vci4 MPITEST_MAX_SIZE=32768 \
+            "$mpiexec" -n 1 -env EFARM_RAILS 2 "$out/vcis" : \
+            -n 1 -env EFARM_IFACE efasim_0 "$out/vcis" >"$log" 2>&1
+        status=$?
+        secs=$(echo "$start $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
+        traffic=$(device_traffic "$sysfs" 2)
+        echo "efasim counters (device tx_pkts rx_pkts):" >>"$log"
+        echo "$traffic" >>"$log"
+        if [ "$status" -ne 0 ]; then
+            fail "$name (exit $status, ${secs} s)" "$log"
+        elif ! grep -q "^vcis: OK (2 ranks)" "$log"; then
+            fail "$name (no OK line, ${secs} s)" "$log"
+        elif ! echo "$traffic" | awk '$1 == "efasim_1" && $2 > 0 && $3 > 0 { ok = 1 } END { exit !ok }'; then
+            fail "$name (no traffic both ways on efasim_1: rank 0's VCIs 1 and 3 are not there, ${secs} s)" "$log"
+        else
+            pass "$name (${secs} s; $(echo "$traffic" | awk '{ printf "%s%s %s/%s", (NR > 1 ? ", " : ""), $1, $2, $3 }'))"
+        fi
+    fi
+fi
 
 # Other languages: a C++ program built with mpicxx, Fortran ones built with mpifort
 # (use mpi; use mpi_f08), each run with 2 ranks over efarm. efasim's counters (a
