@@ -17,6 +17,17 @@
 
 #include "efasim_common.h"
 
+#if defined(__SANITIZE_THREAD__)
+#define TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TEST_TSAN 1
+#endif
+#endif
+#ifndef TEST_TSAN
+#define TEST_TSAN 0
+#endif
+
 /* One thread's pair on the shared device context, and what went wrong in it. */
 struct mt_pair {
     struct efasim_dev *dev;
@@ -400,13 +411,19 @@ EFARM_TEST_TIMEOUT(efasim_threads_one_service_thread_per_process, 60)
     struct efasim_dest to_tgt;
     struct efasim_buf local, remote;
     struct efasim_wc wc;
-    int base = task_count();
+    int base = task_count(), one;
 
     EXPECT_TRUE(base >= 1);
-    for (int i = 0; i < SVC_CTXS; i++)
+    /* Measured after the first context: TSan's runtime starts a thread of its own with the first.
+     */
+    efasim_dev_open(0, &dev[0]);
+    one = task_count();
+    efarm_test_context("threads with one context open, %d before", base);
+    EXPECT_TRUE(one >= base + 1);
+    for (int i = 1; i < SVC_CTXS; i++)
         efasim_dev_open(0, &dev[i]);
-    efarm_test_context("threads with %d contexts open, %d before", SVC_CTXS, base);
-    EXPECT_EQ(task_count(), base + 1);
+    efarm_test_context("threads with %d contexts open, %d with one", SVC_CTXS, one);
+    EXPECT_EQ(task_count(), one);
 
     efasim_qp_open(&dev[0], &opts, &req);
     efasim_qp_open(&dev[SVC_CTXS - 1], &opts, &tgt);
@@ -432,10 +449,10 @@ EFARM_TEST_TIMEOUT(efasim_threads_one_service_thread_per_process, 60)
     for (int i = 0; i < SVC_CTXS - 1; i++)
         efasim_dev_close(&dev[i]);
     efarm_test_context("threads with one context left");
-    EXPECT_EQ(task_count(), base + 1);
+    EXPECT_EQ(task_count(), one);
     efasim_dev_close(&dev[SVC_CTXS - 1]);
     efarm_test_context("threads after the last context closed");
-    EXPECT_EQ(task_count(), base);
+    EXPECT_EQ(task_count(), one - 1);
 }
 
 /*
@@ -449,6 +466,13 @@ EFARM_TEST_TIMEOUT(efasim_threads_service_thread_after_fork, 60)
     struct efasim_dev parent;
     int status = 0;
     pid_t pid;
+
+#if TEST_TSAN
+    /* TSan's runtime cannot start threads in a child of a multithreaded process. */
+    printf("  efasim_threads_service_thread_after_fork: not run under TSan (no threads after a "
+           "multithreaded fork); the gcc, clang and ASan suites run it\n");
+    return;
+#endif
 
     efasim_dev_open(0, &parent);
     EXPECT_TRUE(task_count() >= 2);
