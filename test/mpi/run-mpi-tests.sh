@@ -303,6 +303,18 @@ fi
 device_traffic() {
     SYSFS_PATH=$1 EFASIM_NDEV=$2 "$prefix/bin/efasim-info" --counters | awk '{ print $1, $3, $7 }'
 }
+# sysfs_fresh NAME: an empty sysfs directory of the run's own in $sysfs (efasim's
+# per-device counters start at zero there).
+sysfs_fresh() {
+    sysfs=$out/sysfs-$1
+    rm -rf "$sysfs"
+    mkdir -p "$sysfs"
+}
+# traffic_logged NDEV: device_traffic of $sysfs into $traffic, also appended to $log.
+traffic_logged() {
+    traffic=$(device_traffic "$sysfs" "$1")
+    { echo "efasim counters (device tx_pkts rx_pkts):"; echo "$traffic"; } >>"$log"
+}
 
 for r in "${nicruns[@]}"; do
     read -r name ranks bind model ndev expect <<<"$r"
@@ -313,9 +325,7 @@ for r in "${nicruns[@]}"; do
         continue
     fi
     log=$out/logs/$name.log
-    sysfs=$out/sysfs-$name
-    rm -rf "$sysfs"
-    mkdir -p "$sysfs"
+    sysfs_fresh "$name"
     # shellcheck disable=SC2046 # topo_args is a list of words
     "$out/efarm-topo-xml" $(topo_args "$model") >"$out/topo-$model.xml"
     start=$(date +%s.%N)
@@ -325,9 +335,7 @@ for r in "${nicruns[@]}"; do
         "$out/nic_placement" >"$log" 2>&1
     status=$?
     secs=$(echo "$start $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
-    traffic=$(device_traffic "$sysfs" "$ndev")
-    echo "efasim counters (device tx_pkts rx_pkts):" >>"$log"
-    echo "$traffic" >>"$log"
+    traffic_logged "$ndev"
     used=$(sed -n 's/^nic-used: //p' "$log" | sort)
     active=$(echo "$traffic" | awk '$2 > 0 && $3 > 0 { print $1 }' | sort)
     idle_with_traffic=$(echo "$traffic" | awk '$2 > 0 || $3 > 0 { print $1 }' | sort)
@@ -354,9 +362,7 @@ if [ "$per_vci" = yes ] && selected vcis-rails-n2; then
         failed=$((failed + 1))
     else
         log=$out/logs/$name.log
-        sysfs=$out/sysfs-$name
-        rm -rf "$sysfs"
-        mkdir -p "$sysfs"
+        sysfs_fresh "$name"
         start=$(date +%s.%N)
         "$top/scripts/hang-guard.sh" "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 \
             EFARM_PROFILE=reference SYSFS_PATH="$sysfs" EFASIM_NDEV=2 EFARM_STRIPE_MIN=65536 $vci4 MPITEST_MAX_SIZE=32768 \
@@ -364,9 +370,7 @@ if [ "$per_vci" = yes ] && selected vcis-rails-n2; then
             -n 1 -env EFARM_IFACE efasim_0 "$out/vcis" >"$log" 2>&1
         status=$?
         secs=$(echo "$start $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
-        traffic=$(device_traffic "$sysfs" 2)
-        echo "efasim counters (device tx_pkts rx_pkts):" >>"$log"
-        echo "$traffic" >>"$log"
+        traffic_logged 2
         if [ "$status" -ne 0 ]; then
             fail "$name (exit $status, ${secs} s)" "$log"
         elif ! grep -q "^vcis: OK (2 ranks)" "$log"; then
@@ -402,9 +406,7 @@ for r in "${langruns[@]}"; do
         fail "build-$prog ($wrapper)" "$out/logs/build-$prog.log"
         continue
     fi
-    sysfs=$out/sysfs-$name
-    rm -rf "$sysfs"
-    mkdir -p "$sysfs"
+    sysfs_fresh "$name"
     start=$(date +%s.%N)
     "$top/scripts/hang-guard.sh" "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 SYSFS_PATH="$sysfs" \
         "$mpiexec" -n 2 "$out/$prog" >"$log" 2>&1
