@@ -136,6 +136,12 @@ struct efasim_device {
     struct in_addr addr;
     union ibv_gid gid;
     char name[IBV_SYSFS_NAME_MAX];
+    /*
+     * QPs open on the device, over every context of this process (atomic): as
+     * on EFA, max_qp bounds the device, not one context. (The hardware also
+     * counts other processes' QPs; efasim does not see them.)
+     */
+    uint32_t live_qps;
 };
 
 struct efasim_qp;

@@ -240,12 +240,19 @@ struct ibv_qp *efasim_qp_create(struct efasim_context *ctx, struct ibv_qp_init_a
     if (qp->has_qp_ex)
         qp_install_wr_ops(qp, attr->send_ops_flags);
 
+    /* The device's QPs over all of the process's contexts first, as EFA counts them. */
+    if (__atomic_fetch_add(&ctx->dev->live_qps, 1, __ATOMIC_RELAXED) >= cfg->max_qp) {
+        __atomic_fetch_sub(&ctx->dev->live_qps, 1, __ATOMIC_RELAXED);
+        err = ENOMEM;
+        goto err_free;
+    }
     pthread_rwlock_wrlock(&ctx->objs);
     for (slot = 0; slot < cfg->max_qp; slot++)
         if (!ctx->qps[slot])
             break;
     if (slot == cfg->max_qp) {
         pthread_rwlock_unlock(&ctx->objs);
+        __atomic_fetch_sub(&ctx->dev->live_qps, 1, __ATOMIC_RELAXED);
         err = ENOMEM;
         goto err_free;
     }
@@ -285,6 +292,7 @@ int efasim_qp_destroy(struct ibv_qp *ibv)
             ctx->qps[i] = NULL;
     ctx->nqp--;
     pthread_rwlock_unlock(&ctx->objs);
+    __atomic_fetch_sub(&ctx->dev->live_qps, 1, __ATOMIC_RELAXED);
     efasim_cq_forget_qp(qp->send_cq, qp);
     if (qp->recv_cq != qp->send_cq)
         efasim_cq_forget_qp(qp->recv_cq, qp);
