@@ -72,6 +72,7 @@ struct efarm_device_caps {
     uint32_t device_version; /* HANDSHAKE DEVICE_VERSION: the PCI device id, 0xEFA0, ... */
     uint32_t max_mr;         /* registrations the device holds */
     uint64_t max_mr_size;    /* largest registration */
+    uint32_t max_qp;         /* queue pairs the device holds, every endpoint's on it counted */
     uint32_t vendor_id;
 };
 

@@ -115,6 +115,7 @@ static int query_caps(struct ibv_context *ctx, const char *name, struct efarm_de
     caps->device_version = dev.vendor_part_id;
     caps->max_mr = dev.max_mr > 0 ? (uint32_t)dev.max_mr : 0;
     caps->max_mr_size = dev.max_mr_size;
+    caps->max_qp = dev.max_qp > 0 ? (uint32_t)dev.max_qp : 0;
     caps->vendor_id = dev.vendor_id;
     return 0;
 }
@@ -209,8 +210,16 @@ static int create_qp(struct efarm_dev_ep *ep, uint32_t rq_depth, uint8_t rnr_ret
     if (ep->caps.rdma_write)
         attr.send_ops_flags |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
     ep->qp = V->efadv_create_qp_ex(ep->ctx, &attr, &efa, sizeof(efa));
-    if (!ep->qp)
-        return errno ? -errno : -ENOMEM;
+    if (!ep->qp) {
+        int err = errno ? errno : ENOMEM;
+
+        /* Most often the device's limit: every endpoint (VCI, rail) has a QP of its own. */
+        efarm_log(EFARM_LOG_ERROR,
+                  "%s refused a queue pair (%s): it holds %u (max_qp), counting every QP open "
+                  "on it; efarm opens one per endpoint (MPI: one per VCI and per rail)",
+                  ep->caps.name, strerror(err), ep->caps.max_qp);
+        return -err;
+    }
     /* The Q-Key is the endpoint's connid: a random 32-bit number (section 1.4). */
     qa.qkey = ep->connid;
     if (V->ibv_modify_qp(ep->qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
