@@ -81,10 +81,11 @@
  * Thread safety. Under MPICH's global critical section (ch4:efarm's default)
  * every MPI call holds the one lock and progress yields it while it waits, so
  * the engine runs in one thread at a time. With per-VCI critical sections
- * (--enable-thread-cs=per-vci, MPICH 5.0 and later) ch4 holds a VCI's lock
+ * (--enable-thread-cs=per-vci, MPICH 4.3 and later) ch4 holds a VCI's lock
  * only around progress, and the netmod's entry points take it themselves
  * (MPIDI_EFARM_VCI_ENTER, efarm_impl.h), as ch4:ofi and ch4:ucx do. MPICH
- * 4.x's per-VCI paths differ and are not supported: refused here.
+ * 4.0 fixes its VCIs before the netmod starts and never asks it how many it
+ * serves (no init_vcis): per-VCI critical sections are refused there.
  */
 /* 1 for MPICH 5.0 and later (lpids, bootstrap communicators, internal datatypes, per-VCI). */
 #if MPICH_NUMVERSION >= 50000000
@@ -95,9 +96,9 @@
 #if defined(MPICH_THREAD_GRANULARITY) && defined(MPICH_THREAD_GRANULARITY__GLOBAL) && \
     defined(MPICH_THREAD_GRANULARITY__SINGLE) && defined(MPICH_THREAD_GRANULARITY__VCI)
 #if MPICH_THREAD_GRANULARITY == MPICH_THREAD_GRANULARITY__VCI
-#if !MPIDI_EFARM_MPICH_50
+#if MPICH_NUMVERSION < 40300000
 #error \
-    "efarm's netmod supports per-VCI critical sections on MPICH 5.0 and later only: configure this MPICH with --enable-thread-cs=global (ch4:efarm's default)"
+    "efarm's netmod supports per-VCI critical sections on MPICH 4.3 and later only: configure this MPICH with --enable-thread-cs=global (ch4:efarm's default)"
 #endif
 #define MPIDI_EFARM_PER_VCI 1
 #elif MPICH_THREAD_GRANULARITY != MPICH_THREAD_GRANULARITY__GLOBAL && \
@@ -193,12 +194,30 @@ typedef int MPIDI_EFARM_rma_count_t;
 
 #endif /* MPIDI_EFARM_MPICH_43 */
 
-/* The VCI of a window's active messages and synchronisation (MPICH 5.0 per-VCI: MPIDIG's am_vci).
- */
+/* The VCI of a window's active messages and synchronisation (per-VCI: MPIDIG's am_vci). */
 #if MPIDI_EFARM_PER_VCI
 #define MPIDI_EFARM_WIN_VCI(win) MPIDI_WIN(win, am_vci)
 #else
 #define MPIDI_EFARM_WIN_VCI(win) 0
+#endif
+
+/*
+ * Per-VCI critical sections: VCI vci's lock; the MPI_COMM_WORLD rank of
+ * comm's rank, or -1 (the row of the VCI address table); an allgather of
+ * len bytes a rank over comm at start-up, in place.
+ */
+#if MPIDI_EFARM_PER_VCI && MPIDI_EFARM_MPICH_50
+#define MPIDI_EFARM_VCI_LOCK(vci)     MPIDI_VCI_LOCK(vci)
+#define MPIDI_EFARM_grank(rank, comm) MPIDIU_get_grank(rank, comm)
+#define MPIDI_EFARM_Allgather_start(buf, len, comm)                                           \
+    MPIR_Allgather_fallback(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, len, MPIR_BYTE_INTERNAL, \
+                            comm, MPIR_COLL_ATTR_SYNC)
+#elif MPIDI_EFARM_PER_VCI
+#define MPIDI_EFARM_VCI_LOCK(vci)     MPIDI_VCI(vci).lock
+#define MPIDI_EFARM_grank(rank, comm) MPIDIU_rank_to_lpid(rank, comm)
+#define MPIDI_EFARM_Allgather_start(buf, len, comm)                                       \
+    MPIR_Allgather_fallback(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, len, MPI_BYTE, comm, \
+                            MPIR_ERR_NONE)
 #endif
 
 #if MPIDI_EFARM_MPICH_50

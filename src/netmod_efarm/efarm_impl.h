@@ -66,12 +66,13 @@ struct MPIDI_EFARM_am_op;
  * active messages, and what its progress keeps between calls. Everything a
  * VCI's progress or its entry points change lives here, so that VCIs share
  * nothing on the data path; the process-wide rest is in MPIDI_EFARM_global_t.
- * VCI 0's endpoint opens at init_local, the others' at comm_set_vcis (MPICH
- * 5.0 with per-VCI critical sections; doc/NETMOD.md, "Threads").
+ * VCI 0's endpoint opens at init_local, the others' when ch4 sets the VCIs
+ * (per-VCI critical sections: comm_set_vcis on MPICH 5.0, init_vcis on 4.3;
+ * doc/NETMOD.md, "Threads").
  */
 typedef struct MPIDI_EFARM_vci {
     struct efarm_ep *ep; /* the VCI's endpoint: VCI 0's from init_local, the others' from
-                            comm_set_vcis, to finalize */
+                            comm_set_vcis or init_vcis, to finalize */
     /*
      * This endpoint's peers for the other processes' VCIs, made on first use
      * (MPIDI_EFARM_vci_peer): world rank r's VCI d at peer_rows[r][d],
@@ -120,7 +121,7 @@ typedef struct MPIDI_EFARM_vci {
 
 /*
  * Most VCIs the netmod serves: as many as ch4 has under per-VCI critical
- * sections (MPICH 5.0 and later, MPIDI_CH4_MAX_VCIS), else one.
+ * sections (MPICH 4.3 and later, MPIDI_CH4_MAX_VCIS), else one.
  */
 #if MPIDI_EFARM_PER_VCI
 #define MPIDI_EFARM_VCI_MAX MPIDI_CH4_MAX_VCIS
@@ -131,9 +132,9 @@ typedef struct MPIDI_EFARM_vci {
 /* Process-wide netmod state. */
 typedef struct {
     MPIDI_EFARM_vci_t vci[MPIDI_EFARM_VCI_MAX];
-    int nvcis; /* VCIs with an endpoint: 0 before init_local, then 1, then comm_set_vcis's */
+    int nvcis; /* VCIs with an endpoint: 0 before init_local, then 1, then ch4's (set_vcis) */
     /*
-     * With more than one VCI anywhere (comm_set_vcis): every world rank's VCI
+     * With more than one VCI anywhere (set_vcis): every world rank's VCI
      * addresses, vci_cards_n slots of EFARM_RAW_ADDR_LEN bytes each (zeros
      * past its own count), and the world's size; NULL otherwise.
      */
@@ -359,8 +360,8 @@ int MPIDI_EFARM_rma_wait(MPIR_Win *win, int rank);
  * critical section.
  */
 #if MPIDI_EFARM_PER_VCI
-#define MPIDI_EFARM_VCI_ENTER(vci) MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI_LOCK(vci))
-#define MPIDI_EFARM_VCI_EXIT(vci)  MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI_LOCK(vci))
+#define MPIDI_EFARM_VCI_ENTER(vci) MPID_THREAD_CS_ENTER(VCI, MPIDI_EFARM_VCI_LOCK(vci))
+#define MPIDI_EFARM_VCI_EXIT(vci)  MPID_THREAD_CS_EXIT(VCI, MPIDI_EFARM_VCI_LOCK(vci))
 #else
 #define MPIDI_EFARM_VCI_ENTER(vci) \
     do {                           \
@@ -418,7 +419,7 @@ MPL_STATIC_INLINE_PREFIX efarm_peer_t MPIDI_EFARM_vci_peer(int src, const MPIDI_
 #if MPIDI_EFARM_PER_VCI
     {
         efarm_peer_t *const *rows = MPIDI_EFARM_VCI(src)->peer_rows;
-        int grank = MPIDIU_get_grank(rank, comm);
+        int grank = MPIDI_EFARM_grank(rank, comm);
 
         if (likely(rows != NULL && grank >= 0 && grank < MPIDI_EFARM_global.vci_cards_ranks &&
                    dst < MPIDI_EFARM_global.vci_cards_n && rows[grank] != NULL &&

@@ -8,7 +8,11 @@
  * hook of every bootstrap communicator (MPI_COMM_WORLD, a session's group
  * communicator) instead; mpi_finalize_hook from MPID_Finalize.
  *
- * One efarm endpoint serves the process (ch4 VCI 0). Its 32-byte raw address
+ * With per-VCI critical sections ch4 then sets its VCIs (4.3: init_vcis,
+ * from post-init; 5.0: comm_set_vcis) and efarm opens an endpoint for each
+ * further VCI, their addresses gathered in one table (vci_cards).
+ *
+ * VCI 0's efarm endpoint serves the process's start-up. Its 32-byte raw address
  * (protocol v4 section 1.4) is the business card every rank publishes through
  * PMI; each rank inserts every card into its address vector, its own included
  * (a multi-rank communicator sends to its own rank through the netmod), and
@@ -546,11 +550,11 @@ int MPIDI_EFARM_init_local(int *tag_bits)
     }
 #endif
     /*
-     * MPICH 4.x fixes its VCIs before init_local and has one without per-VCI
-     * critical sections; 5.0 starts with one and asks for more in
-     * comm_set_vcis.
+     * Without per-VCI critical sections ch4 has one VCI. With them, MPICH 4.3
+     * fixes its count before init_local and asks the netmod to open them in
+     * init_vcis; 5.0 starts with one and asks for more in comm_set_vcis.
      */
-    if (MPIDI_global.n_vcis != 1) {
+    if (!MPIDI_EFARM_PER_VCI && MPIDI_global.n_vcis != 1) {
         MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**efarm_vcis", "**efarm_vcis %d",
                       MPIDI_global.n_vcis);
         goto fn_fail;
@@ -692,18 +696,202 @@ static int insert_card(MPIDI_EFARM_addr_t *a, const uint8_t *card)
     return MPI_SUCCESS;
 }
 
+#if MPIDI_EFARM_PER_VCI
+/*
+ * Open VCIs 1 .. want-1: an endpoint each, like VCI 0's, spread over the
+ * rank's rails (VCI v on rail v % nrails's device: with EFARM_RAILS the
+ * VCIs' traffic uses every NIC the rank has; without, all on VCI 0's), and
+ * without rails of their own (striping stays on VCI 0). Returns how many VCIs
+ * are open; *err_p is the engine's error that stopped it, or 0.
+ */
+static int open_vcis(int want, int *err_p)
+{
+    int n = MPIDI_EFARM_global.nvcis;
+
+    *err_p = 0;
+    for (; n < want; n++) {
+        MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(n);
+        struct efarm_ep_attr attr = MPIDI_EFARM_global.ep_attr;
+        int ret;
+
+        if (MPIDI_EFARM_global.nrails > 1)
+            attr.device = MPIDI_EFARM_global.rail_device[n % MPIDI_EFARM_global.nrails];
+        ret = efarm_ep_open(&attr, &v->ep);
+
+        if (ret < 0) {
+            v->ep = NULL;
+            *err_p = ret;
+            break;
+        }
+        efarm_ep_set_arrival_clock(v->ep, &MPIDI_EFARM_arrival_clocks[n][0]);
+        v->idle_polls = 0;
+    }
+    MPIDI_EFARM_global.nvcis = n;
+    return n;
+}
+
+/*
+ * Every world rank's VCI addresses, in one table (vci_cards), and each
+ * VCI's table of peer rows, empty: peers are made on first use.
+ */
+static int exchange_vci_cards(MPIR_Comm *comm, int maxn)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int size = comm->local_size;
+    size_t slot = (size_t)maxn * EFARM_RAW_ADDR_LEN;
+    uint8_t *cards = MPL_calloc((size_t)size, slot, MPL_MEM_ADDRESS);
+
+    MPIR_ERR_CHKANDJUMP1(cards == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem", "**nomem %s",
+                         "efarm VCI addresses");
+    for (int vci = 0; vci < MPIDI_EFARM_global.nvcis; vci++)
+        efarm_ep_addr(MPIDI_EFARM_VCI(vci)->ep,
+                      cards + (size_t)comm->rank * slot + (size_t)vci * EFARM_RAW_ADDR_LEN);
+    mpi_errno = MPIDI_EFARM_Allgather_start(cards, (MPI_Aint)slot, comm);
+    MPIR_ERR_CHECK(mpi_errno);
+    /* comm is MPI_COMM_WORLD (ch4 sets VCIs for it alone): its ranks are the world ranks. */
+    MPIDI_EFARM_global.vci_cards = cards;
+    MPIDI_EFARM_global.vci_cards_n = maxn;
+    MPIDI_EFARM_global.vci_cards_ranks = size;
+    cards = NULL;
+    for (int vci = 0; vci < MPIDI_EFARM_global.nvcis; vci++) {
+        MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(vci);
+
+        v->peer_rows = MPL_calloc((size_t)size, sizeof(*v->peer_rows), MPL_MEM_ADDRESS);
+        MPIR_ERR_CHKANDJUMP1(v->peer_rows == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem",
+                             "**nomem %s", "efarm VCI peers");
+    }
+
+fn_exit:
+    MPL_free(cards);
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
+}
+
+/* The error for more VCIs than this MPICH was built with. */
+static int vcis_too_many(int want)
+{
+    char why[96];
+
+    snprintf(why, sizeof(why), "this MPICH has at most %d (--with-ch4-max-vcis)",
+             MPIDI_EFARM_VCI_MAX);
+    return MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
+                                MPI_ERR_OTHER, "**efarm_vcimax", "**efarm_vcimax %d %d %s", 1, want,
+                                why);
+}
+
+/*
+ * Once every rank's count of open VCIs is known (fewest, most): a rank with
+ * fewer than want fails every rank alike, with the same message, so that
+ * none waits for one that gave up (err: this rank's engine error, or 0);
+ * else, when any rank has more than one VCI, the VCI addresses are
+ * exchanged.
+ */
+static int vcis_settle(MPIR_Comm *comm, int want, int fewest, int most, int err)
+{
+    if (fewest < want)
+        return MPIR_Err_create_code(
+            MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__, MPI_ERR_OTHER, "**efarm_vcimax",
+            "**efarm_vcimax %d %d %s", fewest, want,
+            err ? efarm_strerror(err) : "another rank could not (its message says why)");
+    return most > 1 ? exchange_vci_cards(comm, most) : MPI_SUCCESS;
+}
+
+efarm_peer_t MPIDI_EFARM_vci_peer_make(int src, int grank, int dst)
+{
+    static const uint8_t zero[EFARM_RAW_ADDR_LEN];
+    const int n = MPIDI_EFARM_global.vci_cards_n;
+    MPIDI_EFARM_vci_t *v;
+    const uint8_t *card;
+    efarm_peer_t *row, peer;
+    int ret;
+
+    if (src < 0 || src >= MPIDI_EFARM_global.nvcis || grank < 0 ||
+        grank >= MPIDI_EFARM_global.vci_cards_ranks || dst < 0 || dst >= n)
+        return EFARM_PEER_NONE;
+    v = MPIDI_EFARM_VCI(src);
+    if (v->peer_rows == NULL)
+        return EFARM_PEER_NONE;
+    card = MPIDI_EFARM_global.vci_cards +
+           ((size_t)grank * (size_t)n + (size_t)dst) * EFARM_RAW_ADDR_LEN;
+    if (memcmp(card, zero, sizeof(zero)) == 0)
+        return EFARM_PEER_NONE; /* the rank has fewer VCIs */
+    row = v->peer_rows[grank];
+    if (row == NULL) {
+        row = MPL_malloc(sizeof(*row) * (size_t)n, MPL_MEM_ADDRESS);
+        if (row == NULL)
+            return EFARM_PEER_NONE;
+        for (int d = 0; d < n; d++)
+            row[d] = EFARM_PEER_NONE;
+        v->peer_rows[grank] = row;
+    }
+    if (row[dst] != EFARM_PEER_NONE)
+        return row[dst];
+    ret = efarm_av_insert(v->ep, card, &peer);
+    if (ret < 0) {
+        efarm_log(EFARM_LOG_ERROR, "VCI %d cannot reach world rank %d's VCI %d: %s%s", src, grank,
+                  dst, efarm_strerror(ret),
+                  ret == -ENOSPC ? " (the address vector is full: raise EFARM_AV_SIZE)" : "");
+        return EFARM_PEER_NONE;
+    }
+    row[dst] = peer;
+    return peer;
+}
+#else
+efarm_peer_t MPIDI_EFARM_vci_peer_make(int src, int grank, int dst)
+{
+    (void)src, (void)grank, (void)dst;
+    return EFARM_PEER_NONE;
+}
+#endif
+
 #if !MPIDI_EFARM_MPICH_50
 #if MPIDI_EFARM_MPICH_43
 /*
- * MPICH 4.3 asks how many VCIs the netmod serves once the world is up: one
- * (init_local refused more), so reserved VCIs (MPIR_CVAR_CH4_RESERVE_VCIS)
+ * MPICH 4.3 asks how many VCIs the netmod serves once MPI_COMM_WORLD is up
+ * (MPIR_CVAR_CH4_NUM_VCIS implicit plus MPIR_CVAR_CH4_RESERVE_VCIS for
+ * streams). With per-VCI critical sections efarm opens an endpoint for each
+ * further VCI, gathers every rank's count and, when any rank has more than
+ * one, every rank's VCI addresses; a rank that could not open them all fails,
+ * and so does every other rank, with the same message (as on MPICH 5.0,
+ * comm_set_vcis). With the global critical section: one, so reserved VCIs
  * shrink to none.
  */
 int MPIDI_EFARM_init_vcis(int num_vcis, int *num_vcis_actual)
 {
+#if MPIDI_EFARM_PER_VCI
+    MPIR_Comm *world = MPIR_Process.comm_world;
+    int mpi_errno = MPI_SUCCESS, err = 0, n, fewest, most;
+    int *counts;
+
+    if (num_vcis > MPIDI_EFARM_VCI_MAX)
+        return vcis_too_many(num_vcis);
+    n = open_vcis(num_vcis, &err);
+    *num_vcis_actual = n;
+    counts = MPL_calloc((size_t)world->local_size, sizeof(int), MPL_MEM_OTHER);
+    MPIR_ERR_CHKANDJUMP1(counts == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem", "**nomem %s",
+                         "efarm VCI counts");
+    counts[world->rank] = n;
+    mpi_errno = MPIDI_EFARM_Allgather_start(counts, (MPI_Aint)sizeof(int), world);
+    if (mpi_errno)
+        goto fn_fail;
+    fewest = most = n;
+    for (int r = 0; r < world->local_size; r++) {
+        fewest = MPL_MIN(fewest, counts[r]);
+        most = MPL_MAX(most, counts[r]);
+    }
+    mpi_errno = vcis_settle(world, num_vcis, fewest, most, err);
+
+fn_exit:
+    MPL_free(counts);
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
+#else
     (void)num_vcis;
     *num_vcis_actual = 1;
     return MPI_SUCCESS;
+#endif
 }
 #endif
 
@@ -761,127 +949,6 @@ int MPIDI_EFARM_post_init(void)
 
 #else /* MPICH 5.0 */
 
-#if MPIDI_EFARM_PER_VCI
-/*
- * Open VCIs 1 .. want-1: an endpoint each, like VCI 0's, spread over the
- * rank's rails (VCI v on rail v % nrails's device: with EFARM_RAILS the
- * VCIs' traffic uses every NIC the rank has; without, all on VCI 0's), and
- * without rails of their own (striping stays on VCI 0). Returns how many VCIs
- * are open; *err_p is the engine's error that stopped it, or 0.
- */
-static int open_vcis(int want, int *err_p)
-{
-    int n = MPIDI_EFARM_global.nvcis;
-
-    *err_p = 0;
-    for (; n < want; n++) {
-        MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(n);
-        struct efarm_ep_attr attr = MPIDI_EFARM_global.ep_attr;
-        int ret;
-
-        if (MPIDI_EFARM_global.nrails > 1)
-            attr.device = MPIDI_EFARM_global.rail_device[n % MPIDI_EFARM_global.nrails];
-        ret = efarm_ep_open(&attr, &v->ep);
-
-        if (ret < 0) {
-            v->ep = NULL;
-            *err_p = ret;
-            break;
-        }
-        efarm_ep_set_arrival_clock(v->ep, &MPIDI_EFARM_arrival_clocks[n][0]);
-        v->idle_polls = 0;
-    }
-    MPIDI_EFARM_global.nvcis = n;
-    return n;
-}
-
-/*
- * Every world rank's VCI addresses, in one table (vci_cards), and each
- * VCI's table of peer rows, empty: peers are made on first use.
- */
-static int exchange_vci_cards(MPIR_Comm *comm, int maxn)
-{
-    int mpi_errno = MPI_SUCCESS;
-    int size = comm->local_size;
-    size_t slot = (size_t)maxn * EFARM_RAW_ADDR_LEN;
-    uint8_t *cards = MPL_calloc((size_t)size, slot, MPL_MEM_ADDRESS);
-
-    MPIR_ERR_CHKANDJUMP1(cards == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem", "**nomem %s",
-                         "efarm VCI addresses");
-    for (int vci = 0; vci < MPIDI_EFARM_global.nvcis; vci++)
-        efarm_ep_addr(MPIDI_EFARM_VCI(vci)->ep,
-                      cards + (size_t)comm->rank * slot + (size_t)vci * EFARM_RAW_ADDR_LEN);
-    mpi_errno = MPIR_Allgather_fallback(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, cards, (MPI_Aint)slot,
-                                        MPIR_BYTE_INTERNAL, comm, MPIR_COLL_ATTR_SYNC);
-    MPIR_ERR_CHECK(mpi_errno);
-    /* comm is MPI_COMM_WORLD (ch4 sets VCIs on it alone): its ranks are the world ranks. */
-    MPIDI_EFARM_global.vci_cards = cards;
-    MPIDI_EFARM_global.vci_cards_n = maxn;
-    MPIDI_EFARM_global.vci_cards_ranks = size;
-    cards = NULL;
-    for (int vci = 0; vci < MPIDI_EFARM_global.nvcis; vci++) {
-        MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(vci);
-
-        v->peer_rows = MPL_calloc((size_t)size, sizeof(*v->peer_rows), MPL_MEM_ADDRESS);
-        MPIR_ERR_CHKANDJUMP1(v->peer_rows == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem",
-                             "**nomem %s", "efarm VCI peers");
-    }
-
-fn_exit:
-    MPL_free(cards);
-    return mpi_errno;
-fn_fail:
-    goto fn_exit;
-}
-
-efarm_peer_t MPIDI_EFARM_vci_peer_make(int src, int grank, int dst)
-{
-    static const uint8_t zero[EFARM_RAW_ADDR_LEN];
-    const int n = MPIDI_EFARM_global.vci_cards_n;
-    MPIDI_EFARM_vci_t *v;
-    const uint8_t *card;
-    efarm_peer_t *row, peer;
-    int ret;
-
-    if (src < 0 || src >= MPIDI_EFARM_global.nvcis || grank < 0 ||
-        grank >= MPIDI_EFARM_global.vci_cards_ranks || dst < 0 || dst >= n)
-        return EFARM_PEER_NONE;
-    v = MPIDI_EFARM_VCI(src);
-    if (v->peer_rows == NULL)
-        return EFARM_PEER_NONE;
-    card = MPIDI_EFARM_global.vci_cards +
-           ((size_t)grank * (size_t)n + (size_t)dst) * EFARM_RAW_ADDR_LEN;
-    if (memcmp(card, zero, sizeof(zero)) == 0)
-        return EFARM_PEER_NONE; /* the rank has fewer VCIs */
-    row = v->peer_rows[grank];
-    if (row == NULL) {
-        row = MPL_malloc(sizeof(*row) * (size_t)n, MPL_MEM_ADDRESS);
-        if (row == NULL)
-            return EFARM_PEER_NONE;
-        for (int d = 0; d < n; d++)
-            row[d] = EFARM_PEER_NONE;
-        v->peer_rows[grank] = row;
-    }
-    if (row[dst] != EFARM_PEER_NONE)
-        return row[dst];
-    ret = efarm_av_insert(v->ep, card, &peer);
-    if (ret < 0) {
-        efarm_log(EFARM_LOG_ERROR, "VCI %d cannot reach world rank %d's VCI %d: %s%s", src, grank,
-                  dst, efarm_strerror(ret),
-                  ret == -ENOSPC ? " (the address vector is full: raise EFARM_AV_SIZE)" : "");
-        return EFARM_PEER_NONE;
-    }
-    row[dst] = peer;
-    return peer;
-}
-#else
-efarm_peer_t MPIDI_EFARM_vci_peer_make(int src, int grank, int dst)
-{
-    (void)src, (void)grank, (void)dst;
-    return EFARM_PEER_NONE;
-}
-#endif
-
 /*
  * MPICH 5.0 asks the netmod for MPI_COMM_WORLD's VCIs once it is committed
  * (MPIR_CVAR_CH4_NUM_VCIS implicit, MPIR_CVAR_CH4_RESERVE_VCIS for streams).
@@ -900,16 +967,8 @@ int MPIDI_EFARM_comm_set_vcis(MPIR_Comm *comm, int num_implicit, int num_reserve
     int want = num_implicit + num_reserved, n = 1, err = 0, fewest, most;
 
 #if MPIDI_EFARM_PER_VCI
-    if (want > MPIDI_EFARM_VCI_MAX) {
-        char why[96];
-
-        snprintf(why, sizeof(why), "this MPICH has at most %d (--with-ch4-max-vcis)",
-                 MPIDI_EFARM_VCI_MAX);
-        mpi_errno = MPIR_Err_create_code(MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__,
-                                         MPI_ERR_OTHER, "**efarm_vcimax", "**efarm_vcimax %d %d %s",
-                                         1, want, why);
-        return mpi_errno;
-    }
+    if (want > MPIDI_EFARM_VCI_MAX)
+        return vcis_too_many(want);
     n = open_vcis(want, &err);
 #else
     if (want != 1) {
@@ -929,20 +988,14 @@ int MPIDI_EFARM_comm_set_vcis(MPIR_Comm *comm, int num_implicit, int num_reserve
         fewest = MPL_MIN(fewest, all_num_vcis[r].n_total_vcis);
         most = MPL_MAX(most, all_num_vcis[r].n_total_vcis);
     }
-    if (fewest < want) {
-        mpi_errno = MPIR_Err_create_code(
-            MPI_SUCCESS, MPIR_ERR_RECOVERABLE, __func__, __LINE__, MPI_ERR_OTHER, "**efarm_vcimax",
-            "**efarm_vcimax %d %d %s", fewest, want,
-            err ? efarm_strerror(err) : "another rank could not (its message says why)");
-        return mpi_errno;
-    }
 #if MPIDI_EFARM_PER_VCI
-    if (most > 1)
-        mpi_errno = exchange_vci_cards(comm, most);
+    return vcis_settle(comm, want, fewest, most, err);
 #else
     (void)most;
-#endif
+    if (fewest < want)
+        MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**efarm_vcis", "**efarm_vcis %d", want);
     return mpi_errno;
+#endif
 }
 
 /*

@@ -1,5 +1,5 @@
 /*
- * Several VCIs (MPICH 5.0 with per-VCI critical sections and
+ * Several VCIs (MPICH 4.3 or 5.0 with per-VCI critical sections and
  * MPIR_CVAR_CH4_NUM_VCIS > 1): one engine endpoint per VCI.
  *
  * Ranks pair up (rank ^ 1; with an odd count the last rank only joins the
