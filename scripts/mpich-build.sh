@@ -77,7 +77,8 @@
 # baseline bench/run-mpi-bench.sh measures efarm against. It uses the pristine tree
 # of the efarm cache (fetched there when missing; with --source, its own), skips the
 # efarm, prepare and sync steps (ch4:ofi needs no patch or autogen) and configures
-# that tree in place of --with-device=ch4:efarm --with-efarm=PREFIX with
+# that tree (an export of the git tag: a copy, after MPICH's autogen) in place of
+# --with-device=ch4:efarm --with-efarm=PREFIX with
 # --with-device=ch4:ofi --with-libfabric=/usr; every other argument is the efarm
 # build's, --disable-ch4-netmod-inline included, so both call their netmod through
 # ch4's function table and differ only in the netmod. Cache build/mpich-ofi
@@ -610,10 +611,26 @@ do_libfabric() {
 }
 
 # MPICH's configure on the pristine tree itself (a VPATH build writes only builddir).
+# An export of the git tag has no configure: a copy of it, CACHE/ofi-tree, gets
+# MPICH's full autogen once (as the efarm build's prepare step does, without the
+# embedded libfabric: Debian's is used), keyed on the source.
 do_configure_ofi() {
-    local src
+    local src id
     src=$(cat "$cache/pristine.path")
-    [ -x "$src/configure" ] || { echo "$src has no configure (a git export?): --netmod ofi needs a release tarball"; return 1; }
+    if [ ! -x "$src/configure" ]; then
+        id=$({ cat "$srccache/source.id"; echo "$src $c_only"; } | sha)
+        if [ "$(cat "$cache/ofi-tree/.autogen-key" 2>/dev/null)" != "$id" ]; then
+            rm -rf "$cache/ofi-tree"
+            cp -a "$src" "$cache/ofi-tree"
+            local lang=()
+            [ "$c_only" = no ] || lang=(-without-fortran)
+            (cd "$cache/ofi-tree" && ./autogen.sh -without-ucx -without-ofi -without-yaksa -without-test "${lang[@]}") ||
+                { echo "MPICH's autogen.sh failed in $cache/ofi-tree"; return 1; }
+            echo "$id" >"$cache/ofi-tree/.autogen-key"
+            note "autogen of the git export in $cache/ofi-tree"
+        fi
+        src=$cache/ofi-tree
+    fi
     configure_tree "$src" "$({ cat "$srccache/source.id"; echo "$src"; pkg-config --modversion libfabric
         printf '%s\n' "${configure_args[@]}"; } | sha)" ofi
 }
