@@ -80,8 +80,9 @@ cvars:
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
         MPI: endpoints per rank, one per NIC tied for nearest (1-4; fewer when fewer are
-        tied); contiguous messages of EFARM_STRIPE_MIN bytes or more are striped over
-        them. Allowed: a decimal number from 1 to 4. Also read as EFARM_RAILS.
+        tied); contiguous messages of EFARM_STRIPE_MIN bytes or more on VCI 0 are
+        striped over them; with several VCIs, VCI v's endpoint opens on rail v mod N's
+        NIC. Allowed: a decimal number from 1 to 4. Also read as EFARM_RAILS.
 
     - name        : MPIR_CVAR_CH4_EFARM_STRIPE_MIN
       category    : CH4_EFARM

@@ -50,7 +50,8 @@
       "hwloc XML file describing this machine, for the NIC choice (empty: discover it)")           \
     X(RAILS, rails, U64, "1", 1, 4, "",                                                            \
       "MPI: endpoints per rank, one per NIC tied for nearest (1-4; fewer when fewer are tied); "   \
-      "contiguous messages of EFARM_STRIPE_MIN bytes or more are striped over them")               \
+      "contiguous messages of EFARM_STRIPE_MIN bytes or more on VCI 0 are striped over them; "     \
+      "with several VCIs, VCI v's endpoint opens on rail v mod N's NIC")                           \
     X(STRIPE_MIN, stripe_min, U64, "1048576", 0, INT64_MAX, "",                                    \
       "MPI, EFARM_RAILS > 1: smallest message striped over the rails (raised to 4 KiB a rail; 0: " \
       "never stripe)")                                                                             \
