@@ -463,6 +463,18 @@ if [ -n "$src501" ]; then
         # stamps and efarm's counters checked, not its figures.
         step mt-bench-smoke-5.0.1 env EFARM_BUILD_ROOT="$root/mt-5.0.1" bash "$top/bench/run-mt-bench.sh" \
             --prefix "$prefix501" --only efarm --vcis 1,4 --threads 1,2 --quick --runs 1
+        # Its CPU profile per VCI count (perf): a PERF line for each, every share a figure.
+        mt_perf_smoke() {
+            local o=$root/mt-perf-5.0.1.txt
+            EFARM_BUILD_ROOT="$root/mt-5.0.1" bash "$top/bench/run-mt-perf.sh" --prefix "$prefix501" \
+                --vcis 1,4 --seconds 0.3 | tee "$o" &&
+                [ "$(grep -cE '^PERF vcis=[14] .*msgs_per_s=[0-9]+ wire=[0-9.]+% yield=[0-9.]+% futex=[0-9.]+%' "$o")" -eq 2 ]
+        }
+        if command -v perf >/dev/null; then
+            step mt-perf-smoke-5.0.1 mt_perf_smoke
+        else
+            echo "SKIP mt-perf-smoke-5.0.1: perf is not installed"
+        fi
     fi
 else
     echo "SKIP mpich-5.0.1: no MPICH 5.0.1 source (EFARM_MPICH_SOURCE_5_0_1 names its tarball or tree)"
