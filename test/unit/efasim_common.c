@@ -180,6 +180,22 @@ void efasim_qp_to_rts(struct ibv_qp *qp, uint32_t qkey, uint8_t rnr_retry)
         efarm_test_fail(__FILE__, __LINE__, "ibv_modify_qp(RTS): %d", rc);
 }
 
+struct ibv_qp *efasim_qp_create_raw(struct efasim_dev *dev, struct ibv_cq_ex *cq)
+{
+    struct ibv_qp_init_attr_ex attr = {
+        .qp_type = IBV_QPT_DRIVER,
+        .send_cq = ibv_cq_ex_to_cq(cq),
+        .recv_cq = ibv_cq_ex_to_cq(cq),
+        .cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1},
+        .pd = dev->pd,
+        .comp_mask = IBV_QP_INIT_ATTR_PD,
+    };
+    struct efadv_qp_init_attr efa_attr = {.driver_qp_type = EFADV_QP_DRIVER_TYPE_SRD};
+
+    errno = 0;
+    return efadv_create_qp_ex(dev->ctx, &attr, &efa_attr, sizeof(efa_attr));
+}
+
 void efasim_qp_open(struct efasim_dev *dev, const struct efasim_qp_opts *opts, struct efasim_qp *qp)
 {
     memset(qp, 0, sizeof(*qp));

@@ -139,6 +139,11 @@ void efasim_dev_open(int index, struct efasim_dev *dev);
 void efasim_dev_close(struct efasim_dev *dev);
 
 struct ibv_cq_ex *efasim_cq_create(struct efasim_dev *dev, uint32_t cqe);
+/*
+ * An SRD QP straight through efadv_create_qp_ex, left in RESET, for tests of
+ * creation itself: NULL and errno (cleared first) on failure.
+ */
+struct ibv_qp *efasim_qp_create_raw(struct efasim_dev *dev, struct ibv_cq_ex *cq);
 void efasim_qp_open(struct efasim_dev *dev, const struct efasim_qp_opts *opts,
                     struct efasim_qp *qp);
 void efasim_qp_close(struct efasim_qp *qp);

@@ -148,23 +148,6 @@ EFARM_TEST(efasim_device_mr_size_limit)
  * device hold two QPs between them, a third is refused with ENOMEM until one
  * is destroyed; another device has its own two.
  */
-static struct ibv_qp *try_qp(struct efasim_dev *dev, struct ibv_cq_ex *cq)
-{
-    struct ibv_qp_init_attr_ex attr = {
-        .qp_type = IBV_QPT_DRIVER,
-        .send_cq = ibv_cq_ex_to_cq(cq),
-        .recv_cq = ibv_cq_ex_to_cq(cq),
-        .cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1},
-        .pd = dev->pd,
-        .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-        .send_ops_flags = IBV_QP_EX_WITH_SEND,
-    };
-    struct efadv_qp_init_attr efa_attr = {.driver_qp_type = EFADV_QP_DRIVER_TYPE_SRD};
-
-    errno = 0;
-    return efadv_create_qp_ex(dev->ctx, &attr, &efa_attr, sizeof(efa_attr));
-}
-
 EFARM_TEST(efasim_device_max_qp_per_device)
 {
     struct efasim_dev a, b, other;
@@ -180,24 +163,24 @@ EFARM_TEST(efasim_device_max_qp_per_device)
     cqa = efasim_cq_create(&a, 64);
     cqb = efasim_cq_create(&b, 64);
     cqo = efasim_cq_create(&other, 64);
-    qa = try_qp(&a, cqa);
+    qa = efasim_qp_create_raw(&a, cqa);
     EXPECT_TRUE(qa != NULL);
-    qb = try_qp(&b, cqb);
+    qb = efasim_qp_create_raw(&b, cqb);
     EXPECT_TRUE(qb != NULL);
     efarm_test_context("a third QP on efasim_0, in either context");
-    q3 = try_qp(&a, cqa);
+    q3 = efasim_qp_create_raw(&a, cqa);
     EXPECT_TRUE(q3 == NULL);
     EXPECT_EQ(errno, ENOMEM);
-    q3 = try_qp(&b, cqb);
+    q3 = efasim_qp_create_raw(&b, cqb);
     EXPECT_TRUE(q3 == NULL);
     EXPECT_EQ(errno, ENOMEM);
     efarm_test_context("efasim_1 counts its own");
-    qo[0] = try_qp(&other, cqo);
-    qo[1] = try_qp(&other, cqo);
+    qo[0] = efasim_qp_create_raw(&other, cqo);
+    qo[1] = efasim_qp_create_raw(&other, cqo);
     EXPECT_TRUE(qo[0] != NULL && qo[1] != NULL);
     efarm_test_context("a QP destroyed gives its place back");
     EXPECT_EQ(ibv_destroy_qp(qa), 0);
-    q3 = try_qp(&b, cqb);
+    q3 = efasim_qp_create_raw(&b, cqb);
     EXPECT_TRUE(q3 != NULL);
     EXPECT_EQ(ibv_destroy_qp(q3), 0);
     EXPECT_EQ(ibv_destroy_qp(qb), 0);

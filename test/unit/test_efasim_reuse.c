@@ -47,22 +47,6 @@ static unsigned open_fd_count(void)
     return n;
 }
 
-/* An SRD QP straight through efadv_create_qp_ex: NULL and errno on failure. */
-static struct ibv_qp *qp_create_raw(struct efasim_dev *dev, struct ibv_cq_ex *cq)
-{
-    struct ibv_qp_init_attr_ex attr = {
-        .qp_type = IBV_QPT_DRIVER,
-        .send_cq = ibv_cq_ex_to_cq(cq),
-        .recv_cq = ibv_cq_ex_to_cq(cq),
-        .cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1},
-        .pd = dev->pd,
-        .comp_mask = IBV_QP_INIT_ATTR_PD,
-    };
-    struct efadv_qp_init_attr efa_attr = {.driver_qp_type = EFADV_QP_DRIVER_TYPE_SRD};
-
-    return efadv_create_qp_ex(dev->ctx, &attr, &efa_attr, sizeof(efa_attr));
-}
-
 /* EFASIM_QPN: consecutive numbers from the knob; a number held elsewhere fails cleanly. */
 EFARM_TEST(efasim_qpn_pins_first_qp)
 {
@@ -107,7 +91,7 @@ EFARM_TEST(efasim_qpn_pins_first_qp)
     cq = efasim_cq_create(&dev, 64);
     fds = open_fd_count();
     errno = 0;
-    raw = qp_create_raw(&dev, cq);
+    raw = efasim_qp_create_raw(&dev, cq);
     EXPECT_TRUE(raw == NULL);
     EXPECT_EQ(errno, EADDRINUSE);
     EXPECT_EQ(open_fd_count(), fds);
@@ -115,7 +99,7 @@ EFARM_TEST(efasim_qpn_pins_first_qp)
     /* The number was not used up: once it is free, the next QP takes it. */
     efarm_test_context("QP creation once the number is free");
     close(blocker);
-    raw = qp_create_raw(&dev, cq);
+    raw = efasim_qp_create_raw(&dev, cq);
     EXPECT_TRUE(raw != NULL);
     EXPECT_EQ(raw->qp_num, base + 2);
     EXPECT_EQ(ibv_destroy_qp(raw), 0);
