@@ -26,7 +26,7 @@ extern char **environ;
     X(MAX_SQ_SGE, max_sq_sge, U32, "2", "SGEs per send WR")                                       \
     X(MAX_RQ_SGE, max_rq_sge, U32, "3", "SGEs per receive WR")                                    \
     X(MAX_CQE, max_cqe, U32, "32768", "entries per CQ")                                           \
-    X(MAX_QP, max_qp, U32, "256", "QPs per device, over all of a process's contexts")             \
+    X(MAX_QP, max_qp, U32, "256", "QPs per device, over every process on the host")               \
     X(MAX_CQ, max_cq, U32, "512", "CQs per device context (reported)")                            \
     X(MAX_MR, max_mr, U32, "262144", "registered regions per context (ibv_reg_mr fails beyond)")  \
     X(MAX_MR_SIZE, max_mr_size, U64, "103079215104", "largest MR, 96 GiB like EFA")               \

@@ -138,8 +138,8 @@ struct efasim_device {
     char name[IBV_SYSFS_NAME_MAX];
     /*
      * QPs open on the device, over every context of this process (atomic): as
-     * on EFA, max_qp bounds the device, not one context. (The hardware also
-     * counts other processes' QPs; efasim does not see them.)
+     * on EFA, max_qp bounds the device, not one context. Other processes' QPs
+     * on the device are counted from the kernel's UDP table (qp.c).
      */
     uint32_t live_qps;
 };

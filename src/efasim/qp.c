@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -185,6 +186,36 @@ static struct ibv_qp_cap qp_sizes(const struct ibv_qp_cap *want)
     return cap;
 }
 
+/*
+ * The QPs open on the device across the host, whichever process holds them, as
+ * EFA counts a device's: every efasim QP is a UDP socket bound to its device's
+ * address, so the kernel's table of this network namespace's UDP sockets (one
+ * emulated host) counts them. Read once per QP creation, never on the data
+ * path. -1 when the table cannot be read.
+ */
+static long device_host_qps(struct in_addr addr)
+{
+    FILE *f = fopen("/proc/net/udp", "re");
+    char line[512];
+    long n = 0;
+
+    if (!f)
+        return -1;
+    if (!fgets(line, sizeof(line), f)) { /* the header */
+        fclose(f);
+        return -1;
+    }
+    while (fgets(line, sizeof(line), f)) {
+        unsigned int local, port;
+
+        /* "  12: 0100007F:A1B2 ...": the address as the kernel holds it, in hex. */
+        if (sscanf(line, " %*u: %8X:%4X", &local, &port) == 2 && local == addr.s_addr)
+            n++;
+    }
+    fclose(f);
+    return n;
+}
+
 struct ibv_qp *efasim_qp_create(struct efasim_context *ctx, struct ibv_qp_init_attr_ex *attr)
 {
     const struct efasim_config *cfg = efasim_config();
@@ -240,8 +271,18 @@ struct ibv_qp *efasim_qp_create(struct efasim_context *ctx, struct ibv_qp_init_a
     if (qp->has_qp_ex)
         qp_install_wr_ops(qp, attr->send_ops_flags);
 
-    /* The device's QPs over all of the process's contexts first, as EFA counts them. */
+    /*
+     * The device's QPs, as EFA counts them: this process's over all its
+     * contexts (exact under concurrent creations), then the host's, this one's
+     * socket included. Two processes creating the last QP at once may both be
+     * refused; the device never holds more than max_qp.
+     */
     if (__atomic_fetch_add(&ctx->dev->live_qps, 1, __ATOMIC_RELAXED) >= cfg->max_qp) {
+        __atomic_fetch_sub(&ctx->dev->live_qps, 1, __ATOMIC_RELAXED);
+        err = ENOMEM;
+        goto err_free;
+    }
+    if (device_host_qps(ctx->dev->addr) > (long)cfg->max_qp) {
         __atomic_fetch_sub(&ctx->dev->live_qps, 1, __ATOMIC_RELAXED);
         err = ENOMEM;
         goto err_free;

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "efasim_common.h"
 
@@ -148,12 +150,26 @@ EFARM_TEST(efasim_device_mr_size_limit)
  * device hold two QPs between them, a third is refused with ENOMEM until one
  * is destroyed; another device has its own two.
  */
+/*
+ * A device address of the test's own (loopback, from the process id), so that
+ * other programs' QPs on 127.0.0.1 (efasim counts the host's) do not count.
+ */
+static void private_device_addr(void)
+{
+    char addr[32];
+    unsigned id = (unsigned)getpid();
+
+    snprintf(addr, sizeof(addr), "127.%u.%u.1", 100 + (id >> 8) % 150, id & 0xff);
+    efasim_setenv("EFASIM_ADDR", addr);
+}
+
 EFARM_TEST(efasim_device_max_qp_per_device)
 {
     struct efasim_dev a, b, other;
     struct ibv_cq_ex *cqa, *cqb, *cqo;
     struct ibv_qp *qa, *qb, *q3, *qo[2];
 
+    private_device_addr();
     efasim_setenv("EFASIM_NDEV", "2");
     efasim_setenv("EFASIM_MAX_QP", "2");
     efasim_dev_open(0, &a);
@@ -192,6 +208,69 @@ EFARM_TEST(efasim_device_max_qp_per_device)
     efasim_dev_close(&other);
     efasim_dev_close(&b);
     efasim_dev_close(&a);
+}
+
+/*
+ * Another process's QPs on the device count too, as on EFA: with a child
+ * holding one of EFASIM_MAX_QP=2, this process gets one, and the other when
+ * the child has gone.
+ */
+EFARM_TEST(efasim_device_max_qp_across_processes)
+{
+    struct efasim_dev dev;
+    struct ibv_cq_ex *cq;
+    struct ibv_qp *q1, *q2;
+    int up[2], down[2], status;
+    char byte = 0;
+    pid_t child;
+
+    private_device_addr();
+    efasim_setenv("EFASIM_MAX_QP", "2");
+    EXPECT_EQ(pipe(up), 0);
+    EXPECT_EQ(pipe(down), 0);
+    fflush(NULL);
+    /* Before this process touches verbs: a child must not inherit efasim's threads. */
+    child = fork();
+    EXPECT_TRUE(child >= 0);
+    if (!child) {
+        struct efasim_dev cdev;
+        struct ibv_cq_ex *ccq;
+        struct ibv_qp *cq1;
+
+        close(up[0]);
+        close(down[1]);
+        efasim_dev_open(0, &cdev);
+        ccq = efasim_cq_create(&cdev, 64);
+        cq1 = efasim_qp_create_raw(&cdev, ccq);
+        byte = cq1 != NULL;
+        efarm_test_pipe_write(up[1], &byte, 1);
+        efarm_test_pipe_read(down[0], &byte, 1, "the parent's word to go");
+        _exit(0); /* the QP's socket goes with the process, as a QP with its owner */
+    }
+    close(up[1]);
+    close(down[0]);
+    efarm_test_pipe_read(up[0], &byte, 1, "the child's QP");
+    EXPECT_EQ(byte, 1);
+    efasim_dev_open(0, &dev);
+    cq = efasim_cq_create(&dev, 64);
+    q1 = efasim_qp_create_raw(&dev, cq);
+    EXPECT_TRUE(q1 != NULL);
+    efarm_test_context("the device holds the child's QP and this one");
+    q2 = efasim_qp_create_raw(&dev, cq);
+    EXPECT_TRUE(q2 == NULL);
+    EXPECT_EQ(errno, ENOMEM);
+    efarm_test_context("the child has gone");
+    efarm_test_pipe_write(down[1], &byte, 1);
+    EXPECT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    q2 = efasim_qp_create_raw(&dev, cq);
+    EXPECT_TRUE(q2 != NULL);
+    EXPECT_EQ(ibv_destroy_qp(q2), 0);
+    EXPECT_EQ(ibv_destroy_qp(q1), 0);
+    EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
+    efasim_dev_close(&dev);
+    close(up[0]);
+    close(down[1]);
 }
 
 EFARM_TEST(efasim_device_env_overrides)
