@@ -213,11 +213,16 @@ static int create_qp(struct efarm_dev_ep *ep, uint32_t rq_depth, uint8_t rnr_ret
     if (!ep->qp) {
         int err = errno ? errno : ENOMEM;
 
-        /* Most often the device's limit: every endpoint (VCI, rail) has a QP of its own. */
+        /*
+         * Most often the device's limit: every endpoint (VCI, rail) of every
+         * process on the NIC has a QP of its own.
+         */
         efarm_log(EFARM_LOG_ERROR,
                   "%s refused a queue pair (%s): it holds %u (max_qp), counting every QP open "
-                  "on it; efarm opens one per endpoint (MPI: one per VCI and per rail)",
-                  ep->caps.name, strerror(err), ep->caps.max_qp);
+                  "on it by any process; efarm opens one per endpoint (MPI: one per VCI and per "
+                  "rail, for each rank on the NIC)%s",
+                  ep->caps.name, strerror(err), ep->caps.max_qp,
+                  strncmp(ep->caps.name, "efasim_", 7) == 0 ? "; EFASIM_MAX_QP sets efasim's" : "");
         return -err;
     }
     /* The Q-Key is the endpoint's connid: a random 32-bit number (section 1.4). */
