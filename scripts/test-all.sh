@@ -6,8 +6,9 @@
 # its efa provider, then builds MPICH 4.0.2 with ch4:efarm (C, C++ and Fortran) and
 # runs the MPI tests over it (test/mpi, and a subset of MPICH's own test suite),
 # builds MPICH 5.0.1 with ch4:efarm and runs test/mpi and the test-suite subset over
-# it too, and compiles the netmod against a per-VCI MPICH 4.3.2 (--mpich-4.3.2-tests: builds
-# 4.3.2 in full and runs test/mpi over it). The last line is "N passed, N failed";
+# it too (per-VCI critical sections), compiles the netmod against a per-VCI MPICH 4.3.2
+# (--mpich-4.3.2-tests: builds 4.3.2 in full and runs test/mpi over it) and against a
+# 5.0.1 with the global critical section. The last line is "N passed, N failed";
 # the exit status is nonzero if anything failed.
 #
 #   scripts/test-all.sh [--mpich-4.3.2-tests]
@@ -17,7 +18,8 @@
 # none; without it the 4.3.2 part prints a SKIP line saying so),
 # EFARM_MPICH_SOURCE_5_0_1 (the same for MPICH 5.0.1), EFARM_MPICH_CACHE and
 # EFARM_LIBFABRIC_CACHE (where MPICH 4.0.2 and libfabric are built and cached;
-# 4.3.2's and 5.0.1's caches are EFARM_MPICH_CACHE's name with -4.3.2, -5.0.1),
+# 4.3.2's and 5.0.1's caches are EFARM_MPICH_CACHE's name with -4.3.2, -5.0.1 and
+# -5.0.1-global),
 # EFARM_TEST_BUDGET.
 set -u
 full432=no
@@ -115,6 +117,7 @@ src501=${EFARM_MPICH_SOURCE_5_0_1:-}
 [ -n "$src501" ] && [ -e "$src501" ] || src501=
 cache501=${mpich_cache}-5.0.1
 prefix501=$cache501/install
+cache501g=${mpich_cache}-5.0.1-global
 bg_dir=$logs/background
 rm -rf "$bg_dir"
 mkdir -p "$bg_dir"
@@ -150,6 +153,15 @@ bg_build() { # NAME COMMAND...: log to $logs/NAME.log; "STATUS SECONDS" to $bg_d
         bg_build mpich-4.3.2-compile env EFARM_BUILD_ROOT="$root" EFARM_MPICH_CACHE="$cache432" \
             "$top/scripts/mpich-build.sh" --mpich 4.3.2 --source "$src432" --prefix "$prefix432" \
             --compile-only --c-only -- --enable-thread-cs=per-vci
+    fi
+    # MPICH 5.0.1 with the global critical section (ch4:efarm's default when the
+    # configure line names no granularity, so what a user's plain build gets):
+    # compile only, for the netmod's branches the per-VCI build above leaves out
+    # (comm_set_vcis refusing more than one VCI, no VCI locks).
+    if [ -n "$src501" ]; then
+        bg_build mpich-5.0.1-global-compile env EFARM_BUILD_ROOT="$root" \
+            EFARM_MPICH_CACHE="$cache501g" "$top/scripts/mpich-build.sh" --mpich 5.0.1 \
+            --source "$src501" --prefix "$cache501g/install" --compile-only --c-only
     fi
 ) &
 bg_pid=$!
@@ -501,6 +513,11 @@ elif [ -n "$src432" ]; then
     echo "SKIP mpi-4.3.2: MPICH 4.3.2 compiled against, not installed (scripts/test-all.sh --mpich-4.3.2-tests runs test/mpi over it)"
 else
     echo "SKIP mpich-4.3.2: no MPICH 4.3.2 source (EFARM_MPICH_SOURCE_4_3_2 names its tarball or tree)"
+fi
+
+# ---- MPICH 5.0.1 with the global critical section: compiled against ---------------------
+if [ -n "$src501" ]; then
+    bg_wait mpich-5.0.1-global-compile
 fi
 
 echo "TIME test-all: $SECONDS s"
