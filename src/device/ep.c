@@ -222,7 +222,7 @@ static int create_qp(struct efarm_dev_ep *ep, uint32_t rq_depth, uint8_t rnr_ret
                   "on it by any process; efarm opens one per endpoint (MPI: one per VCI and per "
                   "rail, for each rank on the NIC)%s",
                   ep->caps.name, strerror(err), ep->caps.max_qp,
-                  strncmp(ep->caps.name, "efasim_", 7) == 0 ? "; EFASIM_MAX_QP sets efasim's" : "");
+                  efarm_device_kind() == EFARM_DEVICE_SIM ? "; EFASIM_MAX_QP sets efasim's" : "");
         return -err;
     }
     /* The Q-Key is the endpoint's connid: a random 32-bit number (section 1.4). */
