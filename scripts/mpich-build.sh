@@ -612,8 +612,8 @@ do_libfabric() {
 
 # MPICH's configure on the pristine tree itself (a VPATH build writes only builddir).
 # An export of the git tag has no configure: a copy of it, CACHE/ofi-tree, gets
-# MPICH's full autogen once (as the efarm build's prepare step does, without the
-# embedded libfabric: Debian's is used), keyed on the source.
+# MPICH's full autogen once (autogen_tree, as the efarm build's prepare step; the
+# embedded libfabric is left out, Debian's is used), keyed on the source.
 do_configure_ofi() {
     local src id
     src=$(cat "$cache/pristine.path")
@@ -622,10 +622,8 @@ do_configure_ofi() {
         if [ "$(cat "$cache/ofi-tree/.autogen-key" 2>/dev/null)" != "$id" ]; then
             rm -rf "$cache/ofi-tree"
             cp -a "$src" "$cache/ofi-tree"
-            local lang=()
-            [ "$c_only" = no ] || lang=(-without-fortran)
-            (cd "$cache/ofi-tree" && ./autogen.sh -without-ucx -without-ofi -without-yaksa -without-test "${lang[@]}") ||
-                { echo "MPICH's autogen.sh failed in $cache/ofi-tree"; return 1; }
+            local tree=$cache/ofi-tree # autogen_tree's tree (no configure: its full autogen)
+            autogen_tree || { echo "MPICH's autogen.sh failed in $cache/ofi-tree"; return 1; }
             echo "$id" >"$cache/ofi-tree/.autogen-key"
             note "autogen of the git export in $cache/ofi-tree"
         fi
