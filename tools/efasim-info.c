@@ -28,7 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../src/efasim/efasim.h"
+#include "../src/efasim/model/efasim_model.h"
 
 /* The directory of the libibverbs.so.1 this program runs on (efasim's), or NULL. */
 static const char *efasim_libdir(char *buf, size_t size)

@@ -5,7 +5,7 @@
  * it comes from a thread other than the one that called
  * efasim_alloc_watch_begin(), counted: in the tests that watch, the only other
  * threads are efasim's service threads, which must never enter these
- * functions (efasim.h, "Service thread": libfabric's memory monitor
+ * functions (efasim_model.h, "Service thread": libfabric's memory monitor
  * overwrites their first bytes while the application runs).
  *
  * Compiled out under AddressSanitizer and ThreadSanitizer, which define the

@@ -145,7 +145,7 @@ EFARM_TEST_TIMEOUT(efasim_faults_heavy_service_thread, 120)
 
 #if EFASIM_ALLOC_WATCH
 /*
- * The service thread never allocates, frees or maps memory (efasim.h, "Service
+ * The service thread never allocates, frees or maps memory (efasim_model.h, "Service
  * thread"): with every fault on and the application mostly asleep, it
  * retransmits, serves reads and releases held datagrams, and none of that may
  * call malloc, free, mmap, munmap, mremap or madvise. Not built under ASan or

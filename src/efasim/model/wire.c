@@ -45,7 +45,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "efasim.h"
+#include "efasim_model.h"
 
 /* ---- Peers ----------------------------------------------------------------------- */
 

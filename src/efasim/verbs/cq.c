@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "efasim.h"
+#include "../model/efasim_model.h"
 
 static struct efasim_cq *to_cq(struct ibv_cq_ex *ibv)
 {

@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "efasim.h"
+#include "../model/efasim_model.h"
 
 /* ---- Creation and state ----------------------------------------------------- */
 

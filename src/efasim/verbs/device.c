@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "efasim.h"
+#include "../model/efasim_model.h"
 
 static struct efasim_device g_devices[EFASIM_MAX_DEVICES];
 static struct ibv_device *g_device_ptrs[EFASIM_MAX_DEVICES + 1];
@@ -32,7 +32,7 @@ uint64_t efasim_now_ns(void)
 /*
  * The object tables' lock prefers readers: the service thread and the
  * application's threads read the tables all the time, and creating or
- * destroying an object may wait for a gap (efasim.h, "Concurrency").
+ * destroying an object may wait for a gap (efasim_model.h, "Concurrency").
  */
 static int objs_lock_init(pthread_rwlock_t *lock)
 {

@@ -41,7 +41,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "efasim.h"
+#include "efasim_model.h"
 
 #define SYSFS_MAGIC_NUMBER 0x62656572u /* sysfs */
 #define PROC_MAGIC_NUMBER  0x9fa0u     /* procfs */

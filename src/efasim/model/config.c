@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "efasim.h"
+#include "efasim_model.h"
 
 extern char **environ;
 

@@ -48,7 +48,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "efasim.h"
+#include "efasim_model.h"
 
 struct fast_identity {
     bool known;

@@ -9,7 +9,7 @@
  * ever try-locks a QP (and reads a context's tables, whose lock prefers
  * readers), so the application's post and poll never wait for it, and it
  * never wakes the application: completions it produces are found by the next
- * poll. It never allocates, frees or maps memory (efasim.h, "Service
+ * poll. It never allocates, frees or maps memory (efasim_model.h, "Service
  * thread", says why): the contexts it serves are an intrusive list.
  *
  * Locks: svc_life orders starting and stopping the thread (context open and
@@ -26,7 +26,7 @@
 #include <errno.h>
 #include <time.h>
 
-#include "efasim.h"
+#include "efasim_model.h"
 
 static pthread_mutex_t svc_life = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t svc_list = PTHREAD_MUTEX_INITIALIZER;

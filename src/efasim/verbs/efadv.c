@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "efasim.h"
+#include "../model/efasim_model.h"
 
 /*
  * As rdma-core 44: inlen must reach inline_buf_size (EINVAL); device_caps is

@@ -26,7 +26,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "efasim.h"
+#include "efasim_model.h"
 
 /* ---- Fault injector: datagrams held back to reorder or delay them --------------- */
 
@@ -243,7 +243,7 @@ void efasim_delayq_flush(struct efasim_context *ctx, bool all)
 /*
  * With reordering, delay or duplication on, the delay queue with all its
  * buffers: allocated here, when the context opens, because the service thread
- * must never allocate or free (efasim.h, "Service thread").
+ * must never allocate or free (efasim_model.h, "Service thread").
  */
 int efasim_tx_init(struct efasim_context *ctx)
 {
