@@ -30,6 +30,9 @@
 
 #include "../src/efasim/model/efasim_model.h"
 
+/* Exported by libibverbs (efasim's as rdma-core's), declared by no public header. */
+const char *ibv_get_sysfs_path(void);
+
 /* The directory of the libibverbs.so.1 this program runs on (efasim's), or NULL. */
 static const char *efasim_libdir(char *buf, size_t size)
 {

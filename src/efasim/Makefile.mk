@@ -1,27 +1,38 @@
 # src/efasim: the emulated EFA device, as drop-in libibverbs.so.1 and libefa.so.1.
 # They install under $(pkglibdir)/efasim, never over the system's rdma-core; a
 # program selects them with LD_LIBRARY_PATH (or efarm's loader, issue 4).
-efasimdir = $(pkglibdir)/efasim
-efasim_LTLIBRARIES = src/efasim/libibverbs.la src/efasim/libefa.la
-
-src_efasim_libibverbs_la_SOURCES = \
+#
+# model/ is the device and what its kernel driver does, built once as a
+# convenience library; verbs/ is the drop-in front end that links it.
+noinst_LTLIBRARIES += src/efasim/libefasim-model.la
+src_efasim_libefasim_model_la_SOURCES = \
 	src/efasim/model/efasim_model.h \
 	src/efasim/model/config.c \
+	src/efasim/model/objects.c \
+	src/efasim/model/qp.c \
 	src/efasim/model/wire.c \
 	src/efasim/model/fault.c \
 	src/efasim/model/fastpath.c \
 	src/efasim/model/service.c \
-	src/efasim/model/sysfs.c \
+	src/efasim/model/sysfs.c
+src_efasim_libefasim_model_la_CFLAGS = $(AM_CFLAGS) $(IBVERBS_CFLAGS) -pthread
+
+efasimdir = $(pkglibdir)/efasim
+efasim_LTLIBRARIES = src/efasim/libibverbs.la src/efasim/libefa.la
+
+src_efasim_libibverbs_la_SOURCES = \
+	src/efasim/verbs/efasim_verbs.h \
 	src/efasim/verbs/device.c \
 	src/efasim/verbs/cq.c \
 	src/efasim/verbs/qp.c \
 	src/efasim/verbs/kabi.c
 src_efasim_libibverbs_la_CFLAGS = $(AM_CFLAGS) $(IBVERBS_CFLAGS) -pthread
+src_efasim_libibverbs_la_LIBADD = src/efasim/libefasim-model.la
 src_efasim_libibverbs_la_LDFLAGS = -version-info 1:0:0 -no-undefined -pthread \
 	-Wl,--version-script=$(top_srcdir)/src/efasim/verbs/libibverbs.map
 EXTRA_src_efasim_libibverbs_la_DEPENDENCIES = $(top_srcdir)/src/efasim/verbs/libibverbs.map
 
-src_efasim_libefa_la_SOURCES = src/efasim/verbs/efadv.c
+src_efasim_libefa_la_SOURCES = src/efasim/verbs/efasim_verbs.h src/efasim/verbs/efadv.c
 src_efasim_libefa_la_CFLAGS = $(AM_CFLAGS) $(IBVERBS_CFLAGS)
 src_efasim_libefa_la_LIBADD = src/efasim/libibverbs.la
 src_efasim_libefa_la_LDFLAGS = -version-info 1:0:0 -no-undefined \

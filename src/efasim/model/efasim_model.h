@@ -1,5 +1,14 @@
 /*
- * efasim internals: a user-space EFA device behind the libibverbs/libefa ABI.
+ * efasim's device model: an EFA device and what EFA's kernel driver does for
+ * it, with no programming interface of its own. A front end presents it to
+ * programs (verbs/: the drop-in libibverbs.so.1 and libefa.so.1, which play
+ * rdma-core's EFA provider) and calls the functions below for everything the
+ * kernel driver and the device do: the checks and errnos of object creation,
+ * the QP state machine, the SRD wire, completions. The model includes nothing
+ * of a front end's; it reaches one only through the ops of a CQ and hands
+ * back the `fe` pointer each front end keeps in a context, QP and CQ. It uses
+ * libibverbs' plain types and enums (struct ibv_sge, union ibv_gid, struct
+ * ibv_qp_cap, IBV_ACCESS_*, ...), never its objects.
  *
  * Each emulated device has an IPv4 address; its GID is the IPv4-mapped IPv6
  * form of that address. Each SRD QP is one non-blocking UDP socket bound to
@@ -11,30 +20,29 @@
  *
  * Concurrency, as the hardware has it: independent QPs never wait for each
  * other. Each QP has its own lock (its queues, sockets and reliability state),
- * each CQ its own (the ring) besides the consumer's poll section, and the
- * context's object tables (QPs, MRs, AHs) a reader-writer lock that only
- * creating and destroying objects take for writing. Lock order: the tables
- * (read), then a QP, then a CQ, then the fault injector's lock (its delay
- * queue and random stream, taken only with faults on). Whoever takes a QP's
- * lock holds the tables first (a posting section, a progress pass), so MR
- * and AH lookups inside need no lock of their own; a CQ's consumer reaches
- * the QP of a completion through the completion, never through the tables.
- * The NIC clock and the traffic counters are atomics. The application's own calls (post,
- * poll) do the latency-critical work themselves: posting sends the datagram,
- * polling reads the sockets of the QPs that feed the polled CQ (and of the
- * others nobody is serving at that moment). The service thread (the emulated
- * NIC) only runs timers and serves peers while the application is not
+ * each CQ its own (the front end's ring) besides the consumer's poll section,
+ * and the context's object tables (QPs, MRs, AHs, PD numbers) a reader-writer
+ * lock that only creating and destroying objects take for writing. Lock order:
+ * the tables (read), then a QP, then a CQ, then the fault injector's lock (its
+ * delay queue and random stream, taken only with faults on). Whoever takes a
+ * QP's lock holds the tables first (a posting section, a progress pass), so MR
+ * and AH lookups inside need no lock of their own; a CQ's consumer reaches the
+ * QP of a completion through the completion, never through the tables. The
+ * NIC clock and the traffic counters are atomics. The application's own calls
+ * (post, poll) do the latency-critical work themselves: posting sends the
+ * datagram, polling reads the sockets of the QPs that feed the polled CQ (and
+ * of the others nobody is serving at that moment). The service thread (the
+ * emulated NIC) only runs timers and serves peers while the application is not
  * polling; it only ever try-locks a QP and never blocks the application's path.
+ *
+ * Errors: the model's functions return 0 or a negative errno, the one EFA's
+ * kernel driver or device returns for the case.
  */
-#ifndef EFASIM_H
-#define EFASIM_H
+#ifndef EFASIM_MODEL_H
+#define EFASIM_MODEL_H
 
-#include <infiniband/efadv.h>
-#include <infiniband/sa.h>
 #include <infiniband/verbs.h>
 #include <netinet/in.h>
-#include <rdma/ib_user_sa.h>
-#include <rdma/ib_user_verbs.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -46,9 +54,7 @@
 #define EFASIM_PORT        1
 #define EFASIM_VENDOR_ID   0x1d0f /* Amazon */
 #define EFASIM_AHN_UNKNOWN 0xffff /* slid of a receive whose sender has no AH here */
-
-/* Newer rdma-core capability bits (ABI values), defined here when the headers lack them. */
-#define EFASIM_CAPS_RDMA_WRITE (1u << 3)
+#define EFASIM_MAX_SGE     4      /* SGEs of one work request the model holds, at most */
 
 /* EFA completion status codes (efa_io_comp_status), reported as vendor_err. */
 enum efasim_status {
@@ -128,13 +134,30 @@ static inline const struct efasim_config *efasim_config(void)
 /* Print every knob with its value and documentation. */
 void efasim_config_print(FILE *out);
 
-/* ---- Objects --------------------------------------------------------------- */
+struct efasim_context;
+struct efasim_pd;
+struct efasim_mr;
+struct efasim_ah;
+struct efasim_cq;
+struct efasim_qp;
+
+/* ---- Time, randomness, addresses (objects.c) -------------------------------- */
+
+uint64_t efasim_now_ns(void);
+/* A draw from the context's EFASIM_SEED stream, in [0, 1). Under the context's fault_lock. */
+double efasim_rand01(struct efasim_context *ctx);
+
+/* GID <-> UDP address: a GID is the IPv4-mapped IPv6 form of a device's address. */
+void efasim_gid_from_addr(struct in_addr addr, union ibv_gid *gid_p);
+bool efasim_gid_to_addr(const union ibv_gid *gid, struct in_addr *addr_p);
+
+/* ---- Devices (objects.c) ------------------------------------------------------- */
 
 struct efasim_device {
-    struct ibv_device ibv; /* what ibv_get_device_list hands out */
     unsigned index;
     struct in_addr addr;
     union ibv_gid gid;
+    uint64_t guid; /* node and system image GUID, in host order */
     char name[IBV_SYSFS_NAME_MAX];
     /*
      * QPs open on the device, over every context of this process (atomic): as
@@ -144,34 +167,138 @@ struct efasim_device {
     uint32_t live_qps;
 };
 
-struct efasim_qp;
-struct efasim_cq;
+/*
+ * The emulated devices, EFASIM_NDEV of them (*n_p), made on the first call,
+ * which also writes their sysfs view (sysfs.c). The table lives as long as
+ * the process.
+ */
+struct efasim_device *efasim_devices(unsigned *n_p);
 
-struct efasim_mr {
-    struct ibv_mr ibv;
-    unsigned access;
-    bool live;
-};
+/*
+ * What EFA's kernel driver reports for the device (efa_query_device) and its
+ * one port (efa_query_port): the limits of the configuration, max_qp_wr the
+ * smaller queue depth, max_sge the smaller SGE count, max_sge_rd 1; no atomics,
+ * SRQs, memory windows or multicast. attr is filled whole.
+ */
+void efasim_device_attr(const struct efasim_device *dev, struct ibv_device_attr *attr);
+void efasim_port_attr(struct ibv_port_attr *attr);
 
-struct efasim_ah {
-    struct ibv_ah ibv;
-    union ibv_gid gid;
-    uint16_t ahn;
-    bool live;
-};
+/* ---- Contexts (objects.c) ------------------------------------------------------- */
 
 /*
  * An address handle number. As on EFA, the device keeps one per (PD, GID):
- * every ibv_create_ah for the same PD and GID gets the same number, which
- * lives until the last of those AHs is destroyed. Receives report it as slid.
+ * every AH created for the same PD and GID gets the same number, which lives
+ * until the last of those AHs is destroyed. Receives report it as slid.
  */
 struct efasim_ahnum {
-    struct ibv_pd *pd;
+    const struct efasim_pd *pd;
     union ibv_gid gid;
     uint32_t refs; /* live AHs that carry this number; 0 = free */
 };
 
-/* One completion as the CQ hands it out. */
+/* A device opened by a process: the object tables, the NIC's clock and fault injector. */
+struct efasim_context {
+    struct efasim_device *dev;
+    void *fe;                    /* the front end's own object for the context */
+    pthread_rwlock_t objs;       /* the object tables below: written only to create or destroy */
+    pthread_mutex_t fault_lock;  /* the fault injector's delay queue and rng */
+    struct efasim_qp **qps;      /* max_qp slots */
+    struct efasim_mr **mrs;      /* max_mr slots, indexed by the slot a key names */
+    struct efasim_ah **ahs;      /* max_ah slots; NULL: free */
+    struct efasim_ahnum *ahnums; /* AH numbers, indexed by ahn - 1 */
+    uint64_t *pdns;              /* PD numbers in use, a bit each */
+    uint32_t ahnum_slots_used;   /* every number in use sits below this index */
+    uint32_t nqp, nmr, nah;
+    uint32_t qp_slots_used;          /* every QP sits below this slot index */
+    struct efasim_context *svc_next; /* the service thread's list (service.c) */
+    uint64_t last_progress_ns;       /* the emulated NIC last ran (efasim_progress); atomic */
+    uint64_t stalled_ns;            /* time it did not run at all: off its liveness clock; atomic */
+    uint64_t rng;                   /* under fault_lock */
+    struct efasim_delayq *delayq;   /* under fault_lock */
+    struct efasim_hw_counters *hwc; /* the device's traffic counters (atomics), or NULL */
+};
+
+/*
+ * Open dev for this process: empty object tables, the fault injector, the
+ * service thread's attention (service.c). fe is the caller's, handed back in
+ * ctx->fe. 0 and *ctx_p, or -ENOMEM; close it with efasim_context_close.
+ */
+int efasim_context_open(struct efasim_device *dev, void *fe, struct efasim_context **ctx_p);
+/*
+ * -EBUSY while it has QPs; else frees the context with the MRs and AHs still
+ * in it, handing each one's fe to release_fe first (when not NULL), as the
+ * kernel destroys what a closing process left.
+ */
+int efasim_context_close(struct efasim_context *ctx, void (*release_fe)(void *fe));
+
+/* ---- Protection domains, memory regions, address handles (objects.c) ----------- */
+
+struct efasim_pd {
+    struct efasim_context *ctx;
+    uint16_t pdn; /* unique among the context's PDs, as EFA's driver numbers them */
+};
+
+/* A new PD: 0 and *pd_p (freed by efasim_pd_destroy), or -ENOMEM. */
+int efasim_pd_create(struct efasim_context *ctx, struct efasim_pd **pd_p);
+void efasim_pd_destroy(struct efasim_pd *pd);
+
+struct efasim_mr {
+    struct efasim_context *ctx;
+    struct efasim_pd *pd;
+    uint64_t addr, length; /* RDMA addresses are virtual addresses (iova == addr) */
+    uint32_t lkey, rkey;
+    unsigned access; /* IBV_ACCESS_* granted */
+    void *fe;        /* the front end's own object for the MR; the model never reads it */
+};
+
+/*
+ * Register [addr, addr + length) with access, as EFA's kernel driver (efa_reg_mr,
+ * ib_check_mr_access) does: an iova other than addr, or no address with a
+ * length, -EINVAL (efasim maps RDMA addresses 1:1); beyond max_mr_size -EINVAL;
+ * optional flags dropped; a flag the device does not offer -EOPNOTSUPP; remote
+ * write without local write -EINVAL; the MR table full -ENOMEM. 0 and *mr_p,
+ * owned by the context until efasim_mr_dereg.
+ */
+int efasim_mr_reg(struct efasim_pd *pd, uint64_t addr, uint64_t length, uint64_t iova,
+                  unsigned access, struct efasim_mr **mr_p);
+/* Deregister and free mr: its keys never match again. */
+void efasim_mr_dereg(struct efasim_mr *mr);
+/*
+ * Look up an MR by key with [addr, addr + len) inside it and `access` granted;
+ * NULL if not. The table lock held (a posting section or a progress pass has it).
+ */
+struct efasim_mr *efasim_mr_check(struct efasim_context *ctx, uint32_t key, uint64_t addr,
+                                  uint64_t len, unsigned access);
+
+struct efasim_ah {
+    struct efasim_context *ctx;
+    struct efasim_pd *pd;
+    union ibv_gid gid;
+    uint16_t ahn;   /* the device's number for (pd, gid) */
+    uint32_t index; /* its slot in the context's AH table */
+    void *fe;       /* the front end's own object for the AH; the model never reads it */
+};
+
+/*
+ * An AH for gid: -EINVAL unless gid is an emulated device's kind (IPv4-mapped),
+ * -ENOMEM when the device's AH table is full. 0 and *ah_p, owned by the
+ * context until efasim_ah_destroy.
+ */
+int efasim_ah_create(struct efasim_pd *pd, const union ibv_gid *gid, struct efasim_ah **ah_p);
+void efasim_ah_destroy(struct efasim_ah *ah);
+/* The AH number of (pd, gid) in this context, or EFASIM_AHN_UNKNOWN. The table lock held. */
+uint16_t efasim_ahn_for_gid(struct efasim_context *ctx, const struct efasim_pd *pd,
+                            const union ibv_gid *gid);
+/*
+ * The GID that AH number ahn of pd stands for (a work request names its
+ * destination by number): 0 and *gid_p, or -EINVAL if pd has no such number.
+ * The table lock held.
+ */
+int efasim_ahn_gid(const struct efasim_pd *pd, uint16_t ahn, union ibv_gid *gid_p);
+
+/* ---- Completions and CQs ---------------------------------------------------------- */
+
+/* One completion as the device writes it. */
 struct efasim_cqe {
     uint64_t wr_id;
     enum ibv_wc_status status;
@@ -190,98 +317,81 @@ struct efasim_cqe {
 };
 
 /*
- * A CQ. The ring has its own lock (producers are the QPs that feed the CQ,
- * each under its own lock); the consumer side has another, held from a
- * successful ibv_start_poll to ibv_end_poll as rdma-core's EFA provider holds
- * its CQ spinlock, so the application may post, register and create objects
- * of the same context inside the poll section (libfabric does). The entry
- * being read stays in the ring, reserved, until next_poll or end_poll consumes
- * it; the accessors read a copy of it. A receive that needs a completion
- * reserves its place first (efasim_cq_reserve), so a second QP filling the
- * same CQ in between can never make it lose one.
+ * The producer side of a CQ, which the front end implements (the CQ's memory
+ * and its consumer are the front end's); the device calls them with the
+ * producing QP's lock held, never the CQ's.
  */
+struct efasim_cq_ops {
+    /* Append a completion; -EAGAIN when the CQ is full. */
+    int (*push)(struct efasim_cq *cq, const struct efasim_cqe *cqe);
+    /*
+     * Promise a place (false: the CQ is full). The promise is kept by
+     * push_reserved, which cannot fail, or given back by unreserve.
+     */
+    bool (*reserve)(struct efasim_cq *cq);
+    void (*push_reserved)(struct efasim_cq *cq, const struct efasim_cqe *cqe);
+    void (*unreserve)(struct efasim_cq *cq);
+    /* Whether the CQ has no place left: a hint, read without its lock. */
+    bool (*full)(const struct efasim_cq *cq);
+    /* QP qp is being destroyed: its completions still in the CQ stop pointing at it. */
+    void (*forget_qp)(struct efasim_cq *cq, const struct efasim_qp *qp);
+};
+
 struct efasim_cq {
-    struct ibv_cq_ex ibv;  /* begins with the struct ibv_cq fields (ibv_cq_ex_to_cq) */
-    struct efadv_cq efadv; /* for efadv_cq_from_ibv_cq_ex / efadv_wc_read_sgid */
     struct efasim_context *ctx;
-    pthread_mutex_t poll_lock; /* the consumer: one poll section at a time */
-    pthread_mutex_t lock;      /* the ring: producers and the consumer's pops */
-    struct efasim_cqe *ring;
-    uint32_t size, head, count; /* under lock */
-    uint32_t reserved;          /* places promised to receives in progress (efasim_cq_reserve) */
-    struct efasim_cqe cur;      /* copy of the ring's head entry during a poll section */
-    bool has_cur;
+    const struct efasim_cq_ops *ops;
+    void *fe; /* the front end's own object for the CQ */
 };
 
-struct efasim_context {
-    struct verbs_context vctx; /* ibv_context at its end, as verbs_get_ctx expects */
-    struct efasim_device *dev;
-    pthread_rwlock_t objs;       /* the object tables below: written only to create or destroy */
-    pthread_mutex_t fault_lock;  /* the fault injector's delay queue and rng */
-    struct efasim_qp **qps;      /* max_qp slots */
-    struct efasim_mr **mrs;      /* indexed by key - 1 */
-    struct efasim_ah **ahs;      /* AH objects, max_ah slots, reused once destroyed */
-    struct efasim_ahnum *ahnums; /* AH numbers, indexed by ahn - 1 */
-    uint32_t ahnum_slots_used;   /* every number in use sits below this index */
-    uint32_t nqp, nmr, nah;
-    uint32_t qp_slots_used;          /* every QP sits below this slot index */
-    struct efasim_context *svc_next; /* the service thread's list (service.c) */
-    uint64_t last_progress_ns;       /* the emulated NIC last ran (efasim_progress); atomic */
-    uint64_t stalled_ns;            /* time it did not run at all: off its liveness clock; atomic */
-    uint64_t rng;                   /* under fault_lock */
-    struct efasim_delayq *delayq;   /* under fault_lock */
-    struct efasim_hw_counters *hwc; /* the device's traffic counters (atomics), or NULL */
-};
+/*
+ * Make cq, in memory the caller owns, a CQ of ctx with depth entries: -EINVAL
+ * for 0 or beyond max_cqe, as EFA's kernel driver checks the depth the
+ * provider asks for. Nothing to undo: the caller frees the memory once no QP
+ * uses the CQ.
+ */
+int efasim_cq_construct(struct efasim_cq *cq, struct efasim_context *ctx, uint32_t depth,
+                        const struct efasim_cq_ops *ops, void *fe);
 
-/* ---- Context, objects, config ---------------------------------------------- */
-
-static inline struct efasim_context *efasim_ctx(struct ibv_context *c)
+static inline int efasim_cq_push(struct efasim_cq *cq, const struct efasim_cqe *cqe)
 {
-    return (struct efasim_context *)((uint8_t *)c - offsetof(struct verbs_context, context));
+    return cq->ops->push(cq, cqe);
 }
 
-uint64_t efasim_now_ns(void);
-double efasim_rand01(struct efasim_context *ctx);
+static inline bool efasim_cq_reserve(struct efasim_cq *cq)
+{
+    return cq->ops->reserve(cq);
+}
 
-/*
- * Look up an MR by key with [addr, addr + len) inside it and `access` granted;
- * NULL if not. The table lock held (a posting section or a progress pass has it).
- */
-struct efasim_mr *efasim_mr_check(struct efasim_context *ctx, uint32_t key, uint64_t addr,
-                                  uint64_t len, unsigned access);
+static inline void efasim_cq_push_reserved(struct efasim_cq *cq, const struct efasim_cqe *cqe)
+{
+    cq->ops->push_reserved(cq, cqe);
+}
 
-/* The AH number of (pd, gid) in this context, or EFASIM_AHN_UNKNOWN. The table lock held. */
-uint16_t efasim_ahn_for_gid(struct efasim_context *ctx, const struct ibv_pd *pd,
-                            const union ibv_gid *gid);
+static inline void efasim_cq_unreserve(struct efasim_cq *cq)
+{
+    cq->ops->unreserve(cq);
+}
 
-/* A destroyed QP's completions still in the CQ stop pointing at it. */
-void efasim_cq_forget_qp(struct efasim_cq *cq, const struct efasim_qp *qp);
-
-/* Append a completion; returns -EAGAIN when the CQ is full. Takes the CQ's lock. */
-int efasim_cq_push(struct efasim_cq *cq, const struct efasim_cqe *cqe);
-/*
- * Promise a place in the CQ (false: it is full). The promise is kept by
- * efasim_cq_push_reserved, which cannot fail, or given back by
- * efasim_cq_unreserve.
- */
-bool efasim_cq_reserve(struct efasim_cq *cq);
-void efasim_cq_push_reserved(struct efasim_cq *cq, const struct efasim_cqe *cqe);
-void efasim_cq_unreserve(struct efasim_cq *cq);
-/* Whether the CQ has no place left: a hint, read without its lock. */
 static inline bool efasim_cq_full(const struct efasim_cq *cq)
 {
-    return __atomic_load_n(&cq->count, __ATOMIC_RELAXED) +
-               __atomic_load_n(&cq->reserved, __ATOMIC_RELAXED) >=
-           cq->size;
+    return cq->ops->full(cq);
 }
 
-/* GID <-> UDP address. */
-void efasim_gid_from_addr(struct in_addr addr, union ibv_gid *gid_p);
-bool efasim_gid_to_addr(const union ibv_gid *gid, struct in_addr *addr_p);
+static inline void efasim_cq_forget_qp(struct efasim_cq *cq, const struct efasim_qp *qp)
+{
+    cq->ops->forget_qp(cq, qp);
+}
+
+/*
+ * Make progress on the context's QPs: read datagrams, run timers. With a CQ,
+ * the QPs that feed it wait for their lock and the others are served only when
+ * nobody holds them; without (the service thread), every QP only if free.
+ * Takes the table lock (read) and each QP's; a front end calls it at each poll.
+ */
+void efasim_progress(struct efasim_context *ctx, struct efasim_cq *cq);
 
 /* ---- QPs and the datapath (qp.c, wire.c) ------------------------------------ */
 
-#define EFASIM_MAX_SGE      4
 #define EFASIM_RX_BATCH     16   /* datagrams read per QP per progress call */
 #define EFASIM_RX_WINDOW    512  /* sequence numbers unsettled per peer and direction, at most */
 #define EFASIM_INFLIGHT_MAX 1024 /* datagrams awaiting a response, per QP */
@@ -422,7 +532,6 @@ struct efasim_swqe {
     uint32_t rnr_left;   /* RNR NACKs still tolerated; UINT32_MAX = forever */
     enum ibv_wc_status status;
     uint32_t vendor_err;
-    uint32_t staged_next; /* index of the next WR staged in this wr_start session */
 };
 
 /* One datagram awaiting its ACK, NACK or READ_RESP. */
@@ -492,8 +601,9 @@ struct efasim_rwqe {
 };
 
 struct efasim_qp {
-    struct ibv_qp_ex ibv; /* begins with struct ibv_qp (ibv_qp_to_qp_ex) */
     struct efasim_context *ctx;
+    struct efasim_pd *pd;
+    void *fe;                   /* the front end's own object for the QP */
     pthread_mutex_t lock;       /* everything below; posting, progress and modify take it */
     struct efasim_txbatch *txb; /* datagrams gathered for one sendmmsg (fault.c) */
     struct efasim_cq *send_cq, *recv_cq;
@@ -503,9 +613,8 @@ struct efasim_qp {
     uint32_t qkey;
     uint8_t rnr_retry;
     enum ibv_qp_state state;
-    struct ibv_qp_cap cap; /* as returned at creation; max_inline_data is this QP's limit */
+    struct ibv_qp_cap cap; /* the queues as sized at creation */
     bool sq_sig_all;       /* every WR completes, whatever its IBV_SEND_SIGNALED */
-    bool has_qp_ex;        /* created with send_ops_flags: ibv_qp_to_qp_ex and ibv_wr_* work */
 
     struct efasim_swqe *sq; /* cap.max_send_wr entries */
     uint8_t *inline_pool;   /* cap.max_send_wr * inline_size bytes */
@@ -515,13 +624,6 @@ struct efasim_qp {
 
     struct efasim_rwqe *rq; /* ring of cap.max_recv_wr entries */
     uint32_t rq_head, rq_count;
-    /*
-     * Completions pushed to the CQ but not yet polled. As on EFA, a WR's queue
-     * slot is free again only when its completion is polled (rdma-core returns
-     * the wrid index in next_poll/end_poll), so these still count against the
-     * queue depth.
-     */
-    uint32_t sq_in_cq, rq_in_cq; /* atomic: the CQ's consumer decrements them */
 
     struct efasim_inflight inflight[EFASIM_INFLIGHT_MAX];
     uint32_t ninflight;
@@ -533,18 +635,92 @@ struct efasim_qp {
 
     uint8_t *rxbuf; /* EFASIM_RX_BATCH datagram buffers */
     size_t rxbuf_size;
-
-    /* wr_start session */
-    bool in_session;
-    int session_err;
-    uint32_t staged_first, staged_last, nstaged;
-    struct efasim_swqe *building;
 };
 
-static inline struct efasim_qp *efasim_qp(struct ibv_qp *qp)
-{
-    return (struct efasim_qp *)qp;
-}
+/* What a front end asks for when it creates an SRD QP (qp.c). */
+struct efasim_qp_init {
+    struct efasim_pd *pd;
+    struct efasim_cq *send_cq, *recv_cq;
+    struct ibv_qp_cap want; /* the caps as the application asked: checked against the device */
+    struct ibv_qp_cap cap;  /* the queues as the front end sized them from want */
+    bool sq_sig_all;
+    void *fe; /* handed back in qp->fe, from before the QP can complete anything */
+};
+
+/*
+ * Create an SRD QP in RESET, as EFA's kernel driver does: no PD or CQs, or
+ * caps beyond the device, -EINVAL; the queues -ENOMEM; its socket (whose port
+ * is the QP number) the socket's errno, -EADDRINUSE when EFASIM_QPN's next
+ * number is taken; max_qp reached over the host's processes, or the context's
+ * QP table full, -ENOMEM. 0 and *qp_p, freed by efasim_qp_destroy.
+ */
+int efasim_qp_create(const struct efasim_qp_init *init, struct efasim_qp **qp_p);
+/*
+ * Take in what reached the QP, answer its peers once more, take it out of its
+ * context and its CQs (efasim_cq_forget_qp) and free it.
+ */
+void efasim_qp_destroy(struct efasim_qp *qp);
+/*
+ * Apply ibv_modify_qp's attributes: the kernel's transition table for UD QPs,
+ * which EFA's driver applies to SRD QPs (-EINVAL), attributes it does not take
+ * -EOPNOTSUPP. Moving to ERR or RESET completes every queued WR with a flush
+ * error. Takes the QP's lock.
+ */
+int efasim_qp_modify(struct efasim_qp *qp, const struct ibv_qp_attr *attr, int mask);
+/* The QP's state, Q-Key, RNR retry, port and caps; the rest of attr zeroed. */
+void efasim_qp_query(const struct efasim_qp *qp, struct ibv_qp_attr *attr);
+
+/*
+ * A posting section: the object tables (read: the lkeys of the work requests
+ * posted are checked against them), then the QP's lock, as EFA's wr_start
+ * takes its send queue's. Inside, efasim_qp_post_send queues work requests
+ * and efasim_qp_kick puts them on the wire.
+ */
+void efasim_qp_post_begin(struct efasim_qp *qp);
+void efasim_qp_post_end(struct efasim_qp *qp);
+/* The QP's lock alone: enough to post receives (nothing is looked up in the tables). */
+void efasim_qp_lock(struct efasim_qp *qp);
+void efasim_qp_unlock(struct efasim_qp *qp);
+
+/* One send work request as the device takes it from its send queue. */
+struct efasim_send_desc {
+    uint64_t wr_id;
+    enum efasim_op op;
+    bool signaled; /* complete it even on success */
+    bool has_imm;
+    bool has_dest; /* false: no destination was given, and the device fails the WR */
+    bool is_inline;
+    uint32_t imm;
+    union ibv_gid dgid; /* the destination: GID, QP number and Q-Key */
+    uint32_t dqpn;
+    uint32_t dqkey;
+    uint32_t nsge; /* not inline: the local memory, by lkey */
+    struct ibv_sge sge[EFASIM_MAX_SGE];
+    const void *inline_data; /* inline: inline_len bytes, copied by efasim_qp_post_send */
+    uint32_t inline_len;
+    uint32_t rkey; /* RDMA: the remote memory */
+    uint64_t raddr;
+};
+
+/*
+ * In a posting section: take the work request into a free send queue slot
+ * and check it as the device does (a destination, the lkeys and their access,
+ * the message size); a failure becomes its error completion, else it waits in
+ * the issue queue for efasim_qp_kick. 0, or -ENOMEM with no slot free, or
+ * -EINVAL for more than the device's inline buffer or EFASIM_MAX_SGE SGEs.
+ */
+int efasim_qp_post_send(struct efasim_qp *qp, const struct efasim_send_desc *d);
+/* In a posting section: put the queued work requests on the wire, in one sendmmsg batch. */
+void efasim_qp_kick(struct efasim_qp *qp);
+/*
+ * With the QP's lock (or in a posting section): one receive work request of
+ * nsge SGEs at the tail of the receive queue. 0, or -ENOMEM when the queue is
+ * full, -EINVAL beyond EFASIM_MAX_SGE.
+ */
+int efasim_qp_post_recv(struct efasim_qp *qp, uint64_t wr_id, uint32_t nsge,
+                        const struct ibv_sge *sge);
+
+/* ---- Inside the model ---------------------------------------------------------- */
 
 /* wire.c: before a QP is destroyed, receive what reached it and send every ACK owed. */
 void efasim_qp_quiesce(struct efasim_qp *qp);
@@ -598,35 +774,6 @@ void efasim_tx_end(struct efasim_qp *qp);
 /* fault.c: send one datagram as it is, never dropped or held by the fault injector. */
 int efasim_xmit_raw(int fd, const struct sockaddr_in *dst, struct iovec *iov, int iovcnt);
 
-struct ibv_qp *efasim_qp_create(struct efasim_context *ctx, struct ibv_qp_init_attr_ex *attr);
-int efasim_qp_destroy(struct ibv_qp *qp);
-int efasim_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
-int efasim_qp_query(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
-                    struct ibv_qp_init_attr *init);
-int efasim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
-int efasim_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
-
-/* Exported symbols that no public rdma-core header declares. */
-int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
-                       int *type);
-int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
-const char *ibv_get_sysfs_path(void);
-int ibv_dontfork_range(void *base, size_t size);
-int ibv_dofork_range(void *base, size_t size);
-int ctx_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
-struct efadv_cq *efasim_cq_efadv(struct ibv_cq_ex *cq);
-void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst, struct ib_uverbs_ah_attr *src);
-void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst, struct ib_uverbs_qp_attr *src);
-void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src);
-void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_rec *src);
-
-/*
- * Make progress on the context's QPs: read datagrams, run timers. With a CQ,
- * the QPs that feed it wait for their lock and the others are served only when
- * nobody holds them; without (the service thread), every QP only if free.
- * Takes the table lock (read) and each QP's.
- */
-void efasim_progress(struct efasim_context *ctx, struct efasim_cq *cq);
 /* The emulated NIC's clock: monotonic time without the stretches it did not run. */
 uint64_t efasim_nic_now(const struct efasim_context *ctx);
 
@@ -697,12 +844,4 @@ int efasim_service_start(struct efasim_context *ctx);
 /* Stop serving ctx; the thread ends with the last context. ctx is not served after this returns. */
 void efasim_service_stop(struct efasim_context *ctx);
 
-/* CQ creation (cq.c). */
-struct ibv_cq_ex *efasim_cq_create(struct efasim_context *ctx, struct ibv_cq_init_attr_ex *attr,
-                                   bool with_sgid);
-int efasim_cq_destroy(struct ibv_cq *cq);
-
-/* Symbols exported under a version node (see libibverbs.map). */
-#define EFASIM_EXPORT __attribute__((visibility("default")))
-
-#endif /* EFASIM_H */
+#endif /* EFASIM_MODEL_H */

@@ -15,7 +15,7 @@
  * Locks: svc_life orders starting and stopping the thread (context open and
  * close, never the data path); svc_list guards the list and is held by the
  * thread for one pass over it, so a context leaves the list only between
- * passes and is never served after ibv_close_device returns. Nobody holds a
+ * passes and is never served after efasim_context_close returns. Nobody holds a
  * context's table or QP lock while taking svc_list.
  *
  * fork: the child has no service thread and serves none of the parent's

@@ -649,14 +649,8 @@ void efasim_swqe_finish(struct efasim_qp *qp, uint32_t idx)
                                  .sq = true,
                                  .qp = qp};
 
-        /*
-         * Its slot counts until the completion is polled: counted before the push,
-         * since another thread may poll it (and uncount it) at once.
-         */
-        __atomic_add_fetch(&qp->sq_in_cq, 1, __ATOMIC_RELAXED);
         /* Send completions are bounded by the SQ depth, which the CQ must cover. */
         if (efasim_cq_push(qp->send_cq, &cqe)) {
-            __atomic_sub_fetch(&qp->sq_in_cq, 1, __ATOMIC_RELAXED);
             qp->finish_pending = true; /* retried by qp_retry_finish */
             return;
         }
@@ -798,7 +792,7 @@ static void rx_consume_recv(struct efasim_qp *qp, const struct rx_src *src, cons
     union ibv_gid gid;
 
     efasim_gid_from_addr(src->addr.sin_addr, &gid);
-    cqe.slid = efasim_ahn_for_gid(qp->ctx, qp->ibv.qp_base.pd, &gid);
+    cqe.slid = efasim_ahn_for_gid(qp->ctx, qp->pd, &gid);
     cqe.sgid = gid;
     if (src->hdr->flags & EFASIM_F_IMM) {
         cqe.wc_flags |= IBV_WC_WITH_IMM;
@@ -812,7 +806,6 @@ static void rx_consume_recv(struct efasim_qp *qp, const struct rx_src *src, cons
     } else {
         sge_copy(r->sge, r->nsge, 0, (void *)data, len, true);
     }
-    __atomic_add_fetch(&qp->rq_in_cq, 1, __ATOMIC_RELAXED); /* before a poll can uncount it */
     efasim_cq_push_reserved(qp->recv_cq, &cqe);
     qp->rq_head = (qp->rq_head + 1) % qp->cap.max_recv_wr;
     qp->rq_count--;

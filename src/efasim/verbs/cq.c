@@ -1,37 +1,58 @@
 /*
- * efasim CQs: a ring of completions behind the ibv_cq_ex poll API
+ * efasim's drop-in CQs: a ring of completions behind the ibv_cq_ex poll API
  * (start/next/end_poll and the read_* accessors), the legacy ibv_poll_cq, and
- * efadv's SGID read. Polling is where the datapath runs: start_poll and
- * ibv_poll_cq first make progress on the QPs that feed the CQ (and on the
- * context's other QPs that no other thread is serving), reading their sockets
- * without blocking, so the application thread drives its own latency path.
+ * efadv's SGID read. The ring is the producer side of the model's CQ (struct
+ * efasim_cq_ops): the device writes completions into it. Polling is where the
+ * datapath runs: start_poll and ibv_poll_cq first make progress on the QPs
+ * that feed the CQ (and on the context's other QPs that no other thread is
+ * serving), reading their sockets without blocking, so the application thread
+ * drives its own latency path.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../model/efasim_model.h"
+#include "efasim_verbs.h"
 
-static struct efasim_cq *to_cq(struct ibv_cq_ex *ibv)
+static struct efasim_vcq *model_to_vcq(const struct efasim_cq *m)
 {
-    return (struct efasim_cq *)ibv; /* ibv is the first member */
+    return (struct efasim_vcq *)((uint8_t *)m - offsetof(struct efasim_vcq, m));
 }
 
-/* Ring operations: the CQ's lock held. count and reserved are also read without it (hints). */
-static void ring_put(struct efasim_cq *cq, const struct efasim_cqe *cqe)
+/* A completion of the QP whose slot it holds: qp's counter of those in the ring, or NULL. */
+static uint32_t *cqe_in_cq(const struct efasim_cqe *cqe)
 {
+    struct efasim_vqp *qp = cqe->qp ? cqe->qp->fe : NULL;
+
+    if (!qp)
+        return NULL;
+    return cqe->sq ? &qp->sq_in_cq : &qp->rq_in_cq;
+}
+
+/*
+ * Ring operations: the CQ's lock held. count and reserved are also read without
+ * it (hints). A completion counts against its QP's queue from when it enters the
+ * ring, under this lock, so the consumer can never uncount it first.
+ */
+static void ring_put(struct efasim_vcq *cq, const struct efasim_cqe *cqe)
+{
+    uint32_t *in_cq = cqe_in_cq(cqe);
+
+    if (in_cq)
+        __atomic_add_fetch(in_cq, 1, __ATOMIC_RELAXED);
     cq->ring[(cq->head + cq->count) % cq->size] = *cqe;
     __atomic_store_n(&cq->count, cq->count + 1, __ATOMIC_RELAXED);
 }
 
-static bool ring_has_room(const struct efasim_cq *cq)
+static bool ring_has_room(const struct efasim_vcq *cq)
 {
     return cq->count + cq->reserved < cq->size;
 }
 
-int efasim_cq_push(struct efasim_cq *cq, const struct efasim_cqe *cqe)
+static int vcq_push(struct efasim_cq *m, const struct efasim_cqe *cqe)
 {
+    struct efasim_vcq *cq = model_to_vcq(m);
     int ret = -EAGAIN;
 
     pthread_mutex_lock(&cq->lock);
@@ -43,8 +64,9 @@ int efasim_cq_push(struct efasim_cq *cq, const struct efasim_cqe *cqe)
     return ret;
 }
 
-bool efasim_cq_reserve(struct efasim_cq *cq)
+static bool vcq_reserve(struct efasim_cq *m)
 {
+    struct efasim_vcq *cq = model_to_vcq(m);
     bool ok;
 
     pthread_mutex_lock(&cq->lock);
@@ -55,23 +77,36 @@ bool efasim_cq_reserve(struct efasim_cq *cq)
     return ok;
 }
 
-void efasim_cq_push_reserved(struct efasim_cq *cq, const struct efasim_cqe *cqe)
+static void vcq_push_reserved(struct efasim_cq *m, const struct efasim_cqe *cqe)
 {
+    struct efasim_vcq *cq = model_to_vcq(m);
+
     pthread_mutex_lock(&cq->lock);
     __atomic_store_n(&cq->reserved, cq->reserved - 1, __ATOMIC_RELAXED);
     ring_put(cq, cqe);
     pthread_mutex_unlock(&cq->lock);
 }
 
-void efasim_cq_unreserve(struct efasim_cq *cq)
+static void vcq_unreserve(struct efasim_cq *m)
 {
+    struct efasim_vcq *cq = model_to_vcq(m);
+
     pthread_mutex_lock(&cq->lock);
     __atomic_store_n(&cq->reserved, cq->reserved - 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&cq->lock);
 }
 
+static bool vcq_full(const struct efasim_cq *m)
+{
+    const struct efasim_vcq *cq = model_to_vcq(m);
+
+    return __atomic_load_n(&cq->count, __ATOMIC_RELAXED) +
+               __atomic_load_n(&cq->reserved, __ATOMIC_RELAXED) >=
+           cq->size;
+}
+
 /* Copy the ring's head entry for the accessors; it stays in the ring until consumed. */
-static void cq_load_current(struct efasim_cq *cq)
+static void cq_load_current(struct efasim_vcq *cq)
 {
     cq->cur = cq->ring[cq->head];
     cq->has_cur = true;
@@ -79,7 +114,7 @@ static void cq_load_current(struct efasim_cq *cq)
     cq->ibv.status = cq->cur.status;
 }
 
-/* One fewer of a counter that the QP's own thread raises under its lock; never below 0. */
+/* One fewer of a counter that the QP's completions raise; never below 0. */
 static void in_cq_drop(uint32_t *n)
 {
     uint32_t v = __atomic_load_n(n, __ATOMIC_RELAXED);
@@ -92,12 +127,16 @@ static void in_cq_drop(uint32_t *n)
 /* A polled completion leaves the queue it came from: its slot is free for a new WR. */
 static void cqe_consumed(const struct efasim_cqe *cqe)
 {
-    if (cqe->qp)
-        in_cq_drop(cqe->sq ? &cqe->qp->sq_in_cq : &cqe->qp->rq_in_cq);
+    uint32_t *in_cq = cqe_in_cq(cqe);
+
+    if (in_cq)
+        in_cq_drop(in_cq);
 }
 
-void efasim_cq_forget_qp(struct efasim_cq *cq, const struct efasim_qp *qp)
+static void vcq_forget_qp(struct efasim_cq *m, const struct efasim_qp *qp)
 {
+    struct efasim_vcq *cq = model_to_vcq(m);
+
     pthread_mutex_lock(&cq->lock);
     for (uint32_t i = 0; i < cq->count; i++) {
         struct efasim_cqe *e = &cq->ring[(cq->head + i) % cq->size];
@@ -108,8 +147,17 @@ void efasim_cq_forget_qp(struct efasim_cq *cq, const struct efasim_qp *qp)
     pthread_mutex_unlock(&cq->lock);
 }
 
+static const struct efasim_cq_ops g_vcq_ops = {
+    .push = vcq_push,
+    .reserve = vcq_reserve,
+    .push_reserved = vcq_push_reserved,
+    .unreserve = vcq_unreserve,
+    .full = vcq_full,
+    .forget_qp = vcq_forget_qp,
+};
+
 /* Consume the head entry. The CQ's lock held. */
-static void cq_pop(struct efasim_cq *cq)
+static void cq_pop(struct efasim_vcq *cq)
 {
     cqe_consumed(&cq->ring[cq->head]);
     cq->head = (cq->head + 1) % cq->size;
@@ -119,8 +167,7 @@ static void cq_pop(struct efasim_cq *cq)
 
 static int cq_start_poll(struct ibv_cq_ex *ibv, struct ibv_poll_cq_attr *attr)
 {
-    struct efasim_cq *cq = to_cq(ibv);
-    struct efasim_context *ctx = cq->ctx;
+    struct efasim_vcq *cq = to_vcq(ibv);
     int ret = 0;
 
     if (!attr) {
@@ -135,7 +182,7 @@ static int cq_start_poll(struct ibv_cq_ex *ibv, struct ibv_poll_cq_attr *attr)
         return EINVAL;
     }
     pthread_mutex_lock(&cq->poll_lock);
-    efasim_progress(ctx, cq);
+    efasim_progress(cq->m.ctx, &cq->m);
     pthread_mutex_lock(&cq->lock);
     if (cq->count)
         cq_load_current(cq);
@@ -149,7 +196,7 @@ static int cq_start_poll(struct ibv_cq_ex *ibv, struct ibv_poll_cq_attr *attr)
 
 static int cq_next_poll(struct ibv_cq_ex *ibv)
 {
-    struct efasim_cq *cq = to_cq(ibv);
+    struct efasim_vcq *cq = to_vcq(ibv);
     int ret = 0;
 
     pthread_mutex_lock(&cq->lock);
@@ -165,7 +212,7 @@ static int cq_next_poll(struct ibv_cq_ex *ibv)
 
 static void cq_end_poll(struct ibv_cq_ex *ibv)
 {
-    struct efasim_cq *cq = to_cq(ibv);
+    struct efasim_vcq *cq = to_vcq(ibv);
 
     pthread_mutex_lock(&cq->lock);
     if (cq->has_cur)
@@ -176,42 +223,42 @@ static void cq_end_poll(struct ibv_cq_ex *ibv)
 
 static enum ibv_wc_opcode cq_read_opcode(struct ibv_cq_ex *ibv)
 {
-    return to_cq(ibv)->cur.opcode;
+    return to_vcq(ibv)->cur.opcode;
 }
 
 static uint32_t cq_read_vendor_err(struct ibv_cq_ex *ibv)
 {
-    return to_cq(ibv)->cur.vendor_err;
+    return to_vcq(ibv)->cur.vendor_err;
 }
 
 static uint32_t cq_read_byte_len(struct ibv_cq_ex *ibv)
 {
-    return to_cq(ibv)->cur.byte_len;
+    return to_vcq(ibv)->cur.byte_len;
 }
 
 static __be32 cq_read_imm_data(struct ibv_cq_ex *ibv)
 {
-    return htobe32(to_cq(ibv)->cur.imm);
+    return htobe32(to_vcq(ibv)->cur.imm);
 }
 
 static uint32_t cq_read_qp_num(struct ibv_cq_ex *ibv)
 {
-    return to_cq(ibv)->cur.qp_num;
+    return to_vcq(ibv)->cur.qp_num;
 }
 
 static uint32_t cq_read_src_qp(struct ibv_cq_ex *ibv)
 {
-    return to_cq(ibv)->cur.src_qp;
+    return to_vcq(ibv)->cur.src_qp;
 }
 
 static unsigned int cq_read_wc_flags(struct ibv_cq_ex *ibv)
 {
-    return to_cq(ibv)->cur.wc_flags;
+    return to_vcq(ibv)->cur.wc_flags;
 }
 
 static uint32_t cq_read_slid(struct ibv_cq_ex *ibv)
 {
-    return to_cq(ibv)->cur.slid;
+    return to_vcq(ibv)->cur.slid;
 }
 
 static uint8_t cq_read_zero_u8(struct ibv_cq_ex *ibv)
@@ -223,8 +270,8 @@ static uint8_t cq_read_zero_u8(struct ibv_cq_ex *ibv)
 /* efadv: the sender's GID, available only when the receiver has no AH for it. */
 static int cq_wc_read_sgid(struct efadv_cq *efadv, union ibv_gid *sgid)
 {
-    struct efasim_cq *cq =
-        (struct efasim_cq *)((uint8_t *)efadv - offsetof(struct efasim_cq, efadv));
+    struct efasim_vcq *cq =
+        (struct efasim_vcq *)((uint8_t *)efadv - offsetof(struct efasim_vcq, efadv));
 
     if (!cq->has_cur || cq->cur.slid != EFASIM_AHN_UNKNOWN)
         return -ENOENT;
@@ -233,14 +280,13 @@ static int cq_wc_read_sgid(struct efadv_cq *efadv, union ibv_gid *sgid)
 }
 
 /* Legacy ibv_poll_cq through context->ops.poll_cq. */
-int ctx_poll_cq(struct ibv_cq *ibv, int n, struct ibv_wc *wc)
+int efasim_vcq_poll(struct ibv_cq *ibv, int n, struct ibv_wc *wc)
 {
-    struct efasim_cq *cq = (struct efasim_cq *)ibv;
-    struct efasim_context *ctx = cq->ctx;
+    struct efasim_vcq *cq = (struct efasim_vcq *)ibv;
     int got = 0;
 
     pthread_mutex_lock(&cq->poll_lock);
-    efasim_progress(ctx, cq);
+    efasim_progress(cq->m.ctx, &cq->m);
     pthread_mutex_lock(&cq->lock);
     while (got < n && cq->count) {
         const struct efasim_cqe *e = &cq->ring[cq->head];
@@ -264,46 +310,39 @@ int ctx_poll_cq(struct ibv_cq *ibv, int n, struct ibv_wc *wc)
     return got;
 }
 
-static uint32_t roundup_pow2(uint32_t v)
-{
-    uint32_t p = 1;
-
-    while (p < v && p < (1u << 31))
-        p <<= 1;
-    return p;
-}
-
 /*
- * As rdma-core 44's create_cq and EFA's kernel driver: no comp_mask and no
- * wc_flags beyond the standard ones (EOPNOTSUPP), no completion channel
- * (EOPNOTSUPP, EFA without CQ notifications), 1..max_cqe entries after
- * rounding up to a power of two (EINVAL). Only the accessors the wc_flags ask
- * for are installed; the others stay NULL, as on EFA.
+ * As rdma-core 44's create_cq: no comp_mask and no wc_flags beyond the standard
+ * ones (EOPNOTSUPP), no completion channel (EOPNOTSUPP, EFA without CQ
+ * notifications), the depth rounded up to a power of two, which EFA's kernel
+ * driver takes from 1 to max_cqe (EINVAL: the model's check). Only the
+ * accessors the wc_flags ask for are installed; the others stay NULL, as on EFA.
  */
-struct ibv_cq_ex *efasim_cq_create(struct efasim_context *ctx, struct ibv_cq_init_attr_ex *attr,
-                                   bool with_sgid)
+struct ibv_cq_ex *efasim_vcq_create(struct efasim_vctx *ctx, struct ibv_cq_init_attr_ex *attr,
+                                    bool with_sgid)
 {
-    struct efasim_cq *cq;
+    struct efasim_vcq *cq;
     uint32_t cqe;
+    int err;
 
     if (attr->comp_mask || (attr->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS) || attr->channel) {
         errno = EOPNOTSUPP;
         return NULL;
     }
-    cqe = roundup_pow2(attr->cqe);
-    if (!attr->cqe || cqe > efasim_config()->max_cqe) {
-        errno = EINVAL;
+    cqe = attr->cqe ? efasim_roundup_pow2(attr->cqe) : 0;
+    cq = calloc(1, sizeof(*cq));
+    if (!cq) {
+        errno = ENOMEM;
         return NULL;
     }
+    err = efasim_cq_construct(&cq->m, ctx->m, cqe, &g_vcq_ops, cq);
+    if (err)
+        goto err_free;
     attr->cqe = cqe;
-    cq = calloc(1, sizeof(*cq));
-    if (!cq)
-        goto err;
+    err = -ENOMEM;
     cq->ring = calloc(cqe, sizeof(*cq->ring));
     if (!cq->ring)
         goto err_free;
     cq->size = cqe;
-    cq->ctx = ctx;
     pthread_mutex_init(&cq->poll_lock, NULL);
     pthread_mutex_init(&cq->lock, NULL);
     cq->ibv.context = &ctx->vctx.context;
@@ -338,14 +377,13 @@ struct ibv_cq_ex *efasim_cq_create(struct efasim_context *ctx, struct ibv_cq_ini
 
 err_free:
     free(cq);
-err:
-    errno = ENOMEM;
+    errno = -err;
     return NULL;
 }
 
-int efasim_cq_destroy(struct ibv_cq *ibv)
+int efasim_vcq_destroy(struct ibv_cq *ibv)
 {
-    struct efasim_cq *cq = (struct efasim_cq *)ibv;
+    struct efasim_vcq *cq = (struct efasim_vcq *)ibv;
 
     pthread_mutex_destroy(&cq->poll_lock);
     pthread_mutex_destroy(&cq->lock);
@@ -355,7 +393,7 @@ int efasim_cq_destroy(struct ibv_cq *ibv)
 }
 
 /* For efadv_cq_from_ibv_cq_ex (efadv.c). */
-struct efadv_cq *efasim_cq_efadv(struct ibv_cq_ex *ibv)
+struct efadv_cq *efasim_vcq_efadv(struct ibv_cq_ex *ibv)
 {
-    return &to_cq(ibv)->efadv;
+    return &to_vcq(ibv)->efadv;
 }

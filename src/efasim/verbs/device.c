@@ -1,9 +1,11 @@
 /*
- * efasim: devices, contexts, PDs, MRs, AHs and the rest of the libibverbs ABI
- * that is not the datapath. Every exported symbol is bound to the version node
- * rdma-core 44 uses for it (libibverbs.map), so a binary linked against the
- * real library runs on this one unmodified. Calls efasim does not implement
- * fail with EOPNOTSUPP; none crash.
+ * efasim's drop-in libibverbs: devices, contexts, PDs, MRs, AHs and the rest of
+ * the libibverbs ABI that is not the datapath, each a wrapper around the
+ * model's object (model/objects.c makes them and checks what EFA's kernel
+ * driver checks). Every exported symbol is bound to the version node rdma-core
+ * 44 uses for it (libibverbs.map), so a binary linked against the real library
+ * runs on this one unmodified. Calls efasim does not implement fail with
+ * EOPNOTSUPP; none crash.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,68 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "../model/efasim_model.h"
+#include "efasim_verbs.h"
 
-static struct efasim_device g_devices[EFASIM_MAX_DEVICES];
+static struct efasim_vdev g_devices[EFASIM_MAX_DEVICES];
 static struct ibv_device *g_device_ptrs[EFASIM_MAX_DEVICES + 1];
 static pthread_once_t g_devices_once = PTHREAD_ONCE_INIT;
-
-uint64_t efasim_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/*
- * The object tables' lock prefers readers: the service thread and the
- * application's threads read the tables all the time, and creating or
- * destroying an object may wait for a gap (efasim_model.h, "Concurrency").
- */
-static int objs_lock_init(pthread_rwlock_t *lock)
-{
-    pthread_rwlockattr_t attr;
-    int err;
-
-    if (pthread_rwlockattr_init(&attr))
-        return -1;
-    err = pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_READER_NP) ||
-          pthread_rwlock_init(lock, &attr);
-    pthread_rwlockattr_destroy(&attr);
-    return err ? -1 : 0;
-}
-
-/* Under the context's fault_lock (fault.c). */
-double efasim_rand01(struct efasim_context *ctx)
-{
-    /* xorshift64*: reproducible per context from EFASIM_SEED. */
-    ctx->rng ^= ctx->rng >> 12;
-    ctx->rng ^= ctx->rng << 25;
-    ctx->rng ^= ctx->rng >> 27;
-    return (double)((ctx->rng * 0x2545f4914f6cdd1dull) >> 11) / (double)(1ull << 53);
-}
-
-void efasim_gid_from_addr(struct in_addr addr, union ibv_gid *gid_p)
-{
-    memset(gid_p, 0, sizeof(*gid_p));
-    gid_p->raw[10] = 0xff;
-    gid_p->raw[11] = 0xff;
-    memcpy(&gid_p->raw[12], &addr, 4);
-}
-
-bool efasim_gid_to_addr(const union ibv_gid *gid, struct in_addr *addr_p)
-{
-    static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
-    if (memcmp(gid->raw, prefix, sizeof(prefix)))
-        return false;
-    memcpy(addr_p, &gid->raw[12], 4);
-    return true;
-}
 
 /* ---- Devices -------------------------------------------------------------- */
 
@@ -89,34 +36,26 @@ static void device_free_context(struct ibv_context *context)
     (void)context;
 }
 
+/* The model's devices (which writes their sysfs view), each in its struct ibv_device. */
 static void devices_init(void)
 {
-    const struct efasim_config *cfg = efasim_config();
+    unsigned n;
+    struct efasim_device *devs = efasim_devices(&n);
 
-    for (unsigned i = 0; i < cfg->ndev; i++) {
-        struct efasim_device *d = &g_devices[i];
+    for (unsigned i = 0; i < n; i++) {
+        struct efasim_vdev *d = &g_devices[i];
 
-        d->index = i;
-        d->addr = cfg->addr[i];
-        efasim_gid_from_addr(d->addr, &d->gid);
-        snprintf(d->name, sizeof(d->name), "efasim_%u", i);
+        d->m = &devs[i];
         d->ibv._ops._dummy1 = device_alloc_context;
         d->ibv._ops._dummy2 = device_free_context;
         d->ibv.node_type = IBV_NODE_UNSPECIFIED;
         d->ibv.transport_type = IBV_TRANSPORT_UNSPECIFIED;
-        snprintf(d->ibv.name, sizeof(d->ibv.name), "%s", d->name);
+        snprintf(d->ibv.name, sizeof(d->ibv.name), "%s", d->m->name);
         snprintf(d->ibv.dev_name, sizeof(d->ibv.dev_name), "uverbs%u", i);
-        efasim_sysfs_paths(i, d->name, d->ibv.dev_path, d->ibv.ibdev_path);
+        efasim_sysfs_paths(i, d->m->name, d->ibv.dev_path, d->ibv.ibdev_path);
         g_device_ptrs[i] = &d->ibv;
     }
-    g_device_ptrs[cfg->ndev] = NULL;
-    /* What libfabric and rdma-core's tools read about the devices (sysfs.c). */
-    efasim_sysfs_write(g_devices, cfg->ndev);
-}
-
-static struct efasim_device *to_dev(struct ibv_device *device)
-{
-    return (struct efasim_device *)device; /* ibv is the first member */
+    g_device_ptrs[n] = NULL;
 }
 
 EFASIM_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
@@ -149,52 +88,19 @@ EFASIM_EXPORT const char *ibv_get_device_name(struct ibv_device *device)
 
 EFASIM_EXPORT int ibv_get_device_index(struct ibv_device *device)
 {
-    return (int)to_dev(device)->index;
+    return (int)to_vdev(device)->m->index;
 }
 
 EFASIM_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 {
-    uint64_t guid = 0x0efa5100000000ull | (uint64_t)to_dev(device)->index;
-
-    return htobe64(guid);
+    return htobe64(to_vdev(device)->m->guid);
 }
 
 /* ---- Context ops ------------------------------------------------------------ */
 
-/*
- * As EFA's kernel driver (efa_query_device) reports a device: max_qp_wr is the
- * smaller of the two queue depths, max_sge the smaller SGE count, max_sge_rd
- * the RDMA read SGEs (1); no atomics, SRQs, memory windows or multicast.
- */
-static void fill_device_attr(struct efasim_context *ctx, struct ibv_device_attr *a)
-{
-    const struct efasim_config *cfg = efasim_config();
-
-    memset(a, 0, sizeof(*a));
-    snprintf(a->fw_ver, sizeof(a->fw_ver), "0.0.0.0");
-    a->node_guid = ibv_get_device_guid(&ctx->dev->ibv);
-    a->sys_image_guid = a->node_guid;
-    a->max_mr_size = cfg->max_mr_size;
-    a->page_size_cap = 0xfffff000; /* 4 KiB to 2 GiB pages, as EFA reports */
-    a->vendor_id = EFASIM_VENDOR_ID;
-    a->vendor_part_id = cfg->device_id; /* the kernel's EFA driver: the PCI device id */
-    a->hw_ver = cfg->device_id;         /* EFA: the PCI subsystem device, not published */
-    a->max_qp = (int)cfg->max_qp;
-    a->max_qp_wr = (int)(cfg->max_sq_wr < cfg->max_rq_wr ? cfg->max_sq_wr : cfg->max_rq_wr);
-    a->max_sge = (int)(cfg->max_sq_sge < cfg->max_rq_sge ? cfg->max_sq_sge : cfg->max_rq_sge);
-    a->max_sge_rd = 1;
-    a->max_cq = (int)cfg->max_cq;
-    a->max_cqe = (int)cfg->max_cqe;
-    a->max_mr = (int)cfg->max_mr;
-    a->max_pd = 256;
-    a->max_ah = (int)cfg->max_ah;
-    a->max_pkeys = 1;
-    a->phys_port_cnt = 1;
-}
-
 static int ctx_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
 {
-    fill_device_attr(efasim_ctx(context), attr);
+    efasim_device_attr(to_vctx(context)->m->dev, attr);
     return 0;
 }
 
@@ -206,28 +112,10 @@ static int ctx_query_device_ex(struct ibv_context *context,
 
     (void)input;
     memset(&full, 0, sizeof(full));
-    fill_device_attr(efasim_ctx(context), &full.orig_attr);
+    efasim_device_attr(to_vctx(context)->m->dev, &full.orig_attr);
     full.max_dm_size = 0;
     memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
     return 0;
-}
-
-static void fill_port_attr(struct ibv_port_attr *p)
-{
-    memset(p, 0, sizeof(*p));
-    p->state = IBV_PORT_ACTIVE;
-    p->max_mtu = IBV_MTU_4096;
-    p->active_mtu = IBV_MTU_4096;
-    p->gid_tbl_len = 1;
-    p->max_msg_sz = efasim_config()->mtu;
-    p->pkey_tbl_len = 1;
-    p->lid = 0;
-    p->lmc = 1;
-    p->max_vl_num = 1;
-    p->active_width = 2; /* 4X, as EFA reports */
-    p->active_speed = 32;
-    p->phys_state = 5; /* LinkUp */
-    p->link_layer = IBV_LINK_LAYER_UNSPECIFIED;
 }
 
 static int ctx_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *attr,
@@ -238,7 +126,7 @@ static int ctx_query_port(struct ibv_context *context, uint8_t port_num, struct 
     (void)context;
     if (port_num != EFASIM_PORT)
         return EINVAL;
-    fill_port_attr(&full);
+    efasim_port_attr(&full);
     memcpy(attr, &full, attr_len < sizeof(full) ? attr_len : sizeof(full));
     return 0;
 }
@@ -284,34 +172,25 @@ static int ctx_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct
 static struct ibv_cq_ex *ctx_create_cq_ex(struct ibv_context *context,
                                           struct ibv_cq_init_attr_ex *attr)
 {
-    return efasim_cq_create(efasim_ctx(context), attr, false);
+    return efasim_vcq_create(to_vctx(context), attr, false);
 }
-
-int ctx_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc); /* cq.c */
 
 EFASIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
-    const struct efasim_config *cfg = efasim_config();
-    struct efasim_context *ctx;
+    struct efasim_vctx *ctx = calloc(1, sizeof(*ctx));
     struct ibv_context *c;
+    int err;
 
-    ctx = calloc(1, sizeof(*ctx));
-    if (!ctx)
-        goto err;
-    ctx->qps = calloc(cfg->max_qp, sizeof(*ctx->qps));
-    ctx->mrs = calloc(cfg->max_mr, sizeof(*ctx->mrs));
-    ctx->ahs = calloc(cfg->max_ah, sizeof(*ctx->ahs));
-    ctx->ahnums = calloc(cfg->max_ah, sizeof(*ctx->ahnums));
-    if (!ctx->qps || !ctx->mrs || !ctx->ahs || !ctx->ahnums)
-        goto err_free;
-    if (objs_lock_init(&ctx->objs))
-        goto err_free;
-    pthread_mutex_init(&ctx->fault_lock, NULL);
-    ctx->dev = to_dev(device);
-    ctx->rng = cfg->seed * 0x9e3779b97f4a7c15ull + (uint64_t)getpid() + 1;
-    ctx->last_progress_ns = efasim_now_ns(); /* the NIC's clock starts running now */
-    ctx->hwc = efasim_hw_counters_map(ctx->dev->name);
-
+    if (!ctx) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    err = efasim_context_open(to_vdev(device)->m, ctx, &ctx->m);
+    if (err) {
+        free(ctx);
+        errno = -err;
+        return NULL;
+    }
     ctx->vctx.sz = sizeof(ctx->vctx);
     ctx->vctx.query_port = ctx_query_port;
     ctx->vctx.query_device_ex = ctx_query_device_ex;
@@ -324,58 +203,29 @@ EFASIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     c->abi_compat = __VERBS_ABI_IS_EXTENDED;
     pthread_mutex_init(&c->mutex, NULL);
     c->ops._compat_query_device = (void *)ctx_query_device;
-    c->ops.poll_cq = ctx_poll_cq;
+    c->ops.poll_cq = efasim_vcq_poll;
     c->ops.req_notify_cq = ctx_req_notify_cq;
     c->ops.alloc_mw = ctx_alloc_mw;
     c->ops.bind_mw = ctx_bind_mw;
     c->ops.dealloc_mw = ctx_dealloc_mw;
-    c->ops.post_send = efasim_post_send;
-    c->ops.post_recv = efasim_post_recv;
+    c->ops.post_send = efasim_vqp_post_send;
+    c->ops.post_recv = efasim_vqp_post_recv;
     c->ops.post_srq_recv = ctx_post_srq_recv;
     (void)ctx_poll_cq_unsupported;
-
-    if (efasim_tx_init(ctx))
-        goto err_lock;
-    if (efasim_service_start(ctx))
-        goto err_tx;
     return c;
-
-err_tx:
-    efasim_tx_free(ctx);
-err_lock:
-    pthread_rwlock_destroy(&ctx->objs);
-    pthread_mutex_destroy(&ctx->fault_lock);
-    efasim_hw_counters_unmap(ctx->hwc);
-err_free:
-    free(ctx->qps);
-    free(ctx->mrs);
-    free(ctx->ahs);
-    free(ctx->ahnums);
-    free(ctx);
-err:
-    errno = ENOMEM;
-    return NULL;
 }
 
+/*
+ * EBUSY while the context has QPs. The MRs and AHs the application left go
+ * with the context (their wrappers are freed with the model's objects).
+ */
 EFASIM_EXPORT int ibv_close_device(struct ibv_context *context)
 {
-    struct efasim_context *ctx = efasim_ctx(context);
+    struct efasim_vctx *ctx = to_vctx(context);
+    int err = efasim_context_close(ctx->m, free);
 
-    if (ctx->nqp)
-        return EBUSY;
-    efasim_service_stop(ctx);
-    efasim_tx_free(ctx);
-    for (uint32_t i = 0; i < efasim_config()->max_mr; i++)
-        free(ctx->mrs[i]);
-    for (uint32_t i = 0; i < efasim_config()->max_ah; i++)
-        free(ctx->ahs[i]);
-    pthread_rwlock_destroy(&ctx->objs);
-    pthread_mutex_destroy(&ctx->fault_lock);
-    free(ctx->qps);
-    free(ctx->mrs);
-    free(ctx->ahs);
-    free(ctx->ahnums);
-    efasim_hw_counters_unmap(ctx->hwc);
+    if (err)
+        return -err;
     free(ctx);
     return 0;
 }
@@ -399,7 +249,7 @@ EFASIM_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, i
 {
     if (port_num != EFASIM_PORT || index != 0)
         return -1;
-    *gid = efasim_ctx(context)->dev->gid;
+    *gid = to_vctx(context)->m->dev->gid;
     return 0;
 }
 
@@ -422,7 +272,7 @@ EFASIM_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_n
 
     if (flags || port_num != EFASIM_PORT || gid_index != 0)
         return EINVAL;
-    e.gid = efasim_ctx(context)->dev->gid;
+    e.gid = to_vctx(context)->m->dev->gid;
     e.port_num = EFASIM_PORT;
     e.gid_type = IBV_GID_TYPE_IB;
     memcpy(entry, &e, entry_size < sizeof(e) ? entry_size : sizeof(e));
@@ -460,109 +310,60 @@ EFASIM_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_n
 
 EFASIM_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
-    struct ibv_pd *pd = calloc(1, sizeof(*pd));
+    struct efasim_pd *m;
+    struct efasim_vpd *pd;
+    int err = efasim_pd_create(to_vctx(context)->m, &m);
 
+    if (err) {
+        errno = -err;
+        return NULL;
+    }
+    pd = calloc(1, sizeof(*pd));
     if (!pd) {
+        efasim_pd_destroy(m);
         errno = ENOMEM;
         return NULL;
     }
-    pd->context = context;
-    return pd;
+    pd->m = m;
+    pd->ibv.context = context;
+    return &pd->ibv;
 }
 
 EFASIM_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
+    efasim_pd_destroy(to_vpd(pd)->m);
     free(pd);
     return 0;
 }
 
 /* ---- MR ----------------------------------------------------------------------- */
 
-/*
- * Keys carry a generation so a key from a deregistered MR never matches a new
- * one. The counter is shared by every context in the process, hence atomic.
- */
-#define MR_SLOT_BITS 18 /* EFASIM_MAX_MR up to 2^18 (EFA's 262144) */
-static uint32_t g_mr_generation;
-
-struct efasim_mr *efasim_mr_check(struct efasim_context *ctx, uint32_t key, uint64_t addr,
-                                  uint64_t len, unsigned access)
-{
-    uint32_t slot = (key & ((1u << MR_SLOT_BITS) - 1)) - 1;
-    struct efasim_mr *mr;
-    uint64_t start;
-
-    if (slot >= efasim_config()->max_mr)
-        return NULL;
-    mr = ctx->mrs[slot];
-    if (!mr || !mr->live || mr->ibv.lkey != key || (mr->access & access) != access)
-        return NULL;
-    start = (uint64_t)(uintptr_t)mr->ibv.addr;
-    if (addr < start || len > mr->ibv.length || addr - start > mr->ibv.length - len)
-        return NULL;
-    return mr;
-}
-
+/* The kernel driver's checks and the keys are the model's (efasim_mr_reg). */
 EFASIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
                                               uint64_t iova, unsigned int access)
 {
-    struct efasim_context *ctx = efasim_ctx(pd->context);
-    const struct efasim_config *cfg = efasim_config();
-    struct efasim_mr *mr = NULL;
-    uint32_t slot, gen;
+    struct efasim_mr *m;
+    struct efasim_vmr *mr;
+    int err = efasim_mr_reg(to_vpd(pd)->m, (uint64_t)(uintptr_t)addr, length, iova, access, &m);
 
-    if (iova != (uint64_t)(uintptr_t)addr || (!addr && length)) {
-        errno = EINVAL; /* efasim maps RDMA addresses 1:1 to virtual addresses */
+    if (err) {
+        errno = -err;
         return NULL;
     }
-    if (length > cfg->max_mr_size) {
-        errno = EINVAL; /* EFA's kernel driver refuses an MR beyond max_mr_size */
-        return NULL;
-    }
-    /*
-     * As EFA's kernel driver: optional flags (relaxed ordering) are dropped, a
-     * flag the device does not offer is EOPNOTSUPP, and remote write without
-     * local write is EINVAL (ib_check_mr_access). Nothing is granted unasked.
-     */
-    access &= ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE;
-    if (access &
-        ~(unsigned)(IBV_ACCESS_LOCAL_WRITE | (cfg->rdma_read ? IBV_ACCESS_REMOTE_READ : 0) |
-                    (cfg->rdma_write ? IBV_ACCESS_REMOTE_WRITE : 0))) {
-        errno = EOPNOTSUPP;
-        return NULL;
-    }
-    if ((access & IBV_ACCESS_REMOTE_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE)) {
-        errno = EINVAL;
-        return NULL;
-    }
-    pthread_rwlock_wrlock(&ctx->objs);
-    for (slot = 0; slot < cfg->max_mr; slot++)
-        if (!ctx->mrs[slot] || !ctx->mrs[slot]->live)
-            break;
-    if (slot == cfg->max_mr || slot >= (1u << MR_SLOT_BITS) - 1) {
-        pthread_rwlock_unlock(&ctx->objs);
-        errno = ENOMEM; /* as the device does when its MR table is full */
-        return NULL;
-    }
-    mr = ctx->mrs[slot] ? ctx->mrs[slot] : calloc(1, sizeof(*mr));
+    mr = calloc(1, sizeof(*mr));
     if (!mr) {
-        pthread_rwlock_unlock(&ctx->objs);
+        efasim_mr_dereg(m);
         errno = ENOMEM;
         return NULL;
     }
-    ctx->mrs[slot] = mr;
-    gen = __atomic_add_fetch(&g_mr_generation, 1, __ATOMIC_RELAXED) &
-          ((1u << (31 - MR_SLOT_BITS)) - 1);
+    mr->m = m;
+    m->fe = mr;
     mr->ibv.context = pd->context;
     mr->ibv.pd = pd;
     mr->ibv.addr = addr;
     mr->ibv.length = length;
-    mr->ibv.lkey = (gen << MR_SLOT_BITS) | (slot + 1);
-    mr->ibv.rkey = mr->ibv.lkey;
-    mr->access = access;
-    mr->live = true;
-    ctx->nmr++;
-    pthread_rwlock_unlock(&ctx->objs);
+    mr->ibv.lkey = m->lkey;
+    mr->ibv.rkey = m->rkey;
     return &mr->ibv;
 }
 
@@ -579,109 +380,49 @@ EFASIM_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t le
     return ibv_reg_mr_iova2(pd, addr, length, (uint64_t)(uintptr_t)addr, (unsigned)access);
 }
 
-EFASIM_EXPORT int ibv_dereg_mr(struct ibv_mr *ibv_mr)
+EFASIM_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
-    struct efasim_context *ctx = efasim_ctx(ibv_mr->context);
-    struct efasim_mr *mr = (struct efasim_mr *)ibv_mr;
-
-    pthread_rwlock_wrlock(&ctx->objs);
-    mr->live = false;
-    mr->ibv.lkey = mr->ibv.rkey = 0;
-    ctx->nmr--;
-    pthread_rwlock_unlock(&ctx->objs);
+    efasim_mr_dereg(to_vmr(mr)->m);
+    free(mr);
     return 0;
 }
 
 /* ---- AH ----------------------------------------------------------------------- */
 
-uint16_t efasim_ahn_for_gid(struct efasim_context *ctx, const struct ibv_pd *pd,
-                            const union ibv_gid *gid)
-{
-    for (uint32_t i = 0; i < ctx->ahnum_slots_used; i++) {
-        const struct efasim_ahnum *n = &ctx->ahnums[i];
-
-        if (n->refs && n->pd == pd && !memcmp(n->gid.raw, gid->raw, sizeof(gid->raw)))
-            return (uint16_t)(i + 1);
-    }
-    return EFASIM_AHN_UNKNOWN;
-}
-
-/* The number for (pd, gid): the existing one, or a free one. 0 when the table is full. */
-static uint16_t ahnum_get(struct efasim_context *ctx, struct ibv_pd *pd, const union ibv_gid *gid)
-{
-    uint32_t n = efasim_config()->max_ah < 0xfffe ? efasim_config()->max_ah : 0xfffe;
-    uint16_t ahn = efasim_ahn_for_gid(ctx, pd, gid);
-    uint32_t i;
-
-    if (ahn != EFASIM_AHN_UNKNOWN) {
-        ctx->ahnums[ahn - 1].refs++;
-        return ahn;
-    }
-    for (i = 0; i < n && ctx->ahnums[i].refs; i++)
-        ;
-    if (i == n)
-        return 0;
-    ctx->ahnums[i] = (struct efasim_ahnum){.pd = pd, .gid = *gid, .refs = 1};
-    if (i >= ctx->ahnum_slots_used)
-        ctx->ahnum_slots_used = i + 1;
-    return (uint16_t)(i + 1);
-}
-
+/* A global address on port 1 (EINVAL); the AH number and its table are the model's. */
 EFASIM_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
-    struct efasim_context *ctx = efasim_ctx(pd->context);
-    const struct efasim_config *cfg = efasim_config();
-    struct efasim_ah *ah;
-    struct in_addr unused;
-    uint32_t slot;
-    uint16_t ahn;
+    struct efasim_ah *m;
+    struct efasim_vah *ah;
+    int err;
 
-    if (!attr->is_global || attr->port_num != EFASIM_PORT ||
-        !efasim_gid_to_addr(&attr->grh.dgid, &unused)) {
+    if (!attr->is_global || attr->port_num != EFASIM_PORT) {
         errno = EINVAL;
         return NULL;
     }
-    pthread_rwlock_wrlock(&ctx->objs);
-    for (slot = 0; slot < cfg->max_ah; slot++)
-        if (!ctx->ahs[slot] || !ctx->ahs[slot]->live)
-            break;
-    ahn = slot < cfg->max_ah ? ahnum_get(ctx, pd, &attr->grh.dgid) : 0;
-    if (!ahn) {
-        pthread_rwlock_unlock(&ctx->objs);
-        errno = ENOMEM; /* the device's AH table is full */
+    err = efasim_ah_create(to_vpd(pd)->m, &attr->grh.dgid, &m);
+    if (err) {
+        errno = -err;
         return NULL;
     }
-    ah = ctx->ahs[slot] ? ctx->ahs[slot] : calloc(1, sizeof(*ah));
+    ah = calloc(1, sizeof(*ah));
     if (!ah) {
-        ctx->ahnums[ahn - 1].refs--;
-        pthread_rwlock_unlock(&ctx->objs);
+        efasim_ah_destroy(m);
         errno = ENOMEM;
         return NULL;
     }
-    ctx->ahs[slot] = ah;
+    ah->m = m;
+    m->fe = ah;
     ah->ibv.context = pd->context;
     ah->ibv.pd = pd;
-    ah->ibv.handle = slot + 1;
-    ah->gid = attr->grh.dgid;
-    ah->ahn = ahn;
-    ah->live = true;
-    ctx->nah++;
-    pthread_rwlock_unlock(&ctx->objs);
+    ah->ibv.handle = m->index + 1;
     return &ah->ibv;
 }
 
-EFASIM_EXPORT int ibv_destroy_ah(struct ibv_ah *ibv_ah)
+EFASIM_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
-    struct efasim_context *ctx = efasim_ctx(ibv_ah->context);
-    struct efasim_ah *ah = (struct efasim_ah *)ibv_ah;
-
-    pthread_rwlock_wrlock(&ctx->objs);
-    if (ah->live) {
-        ah->live = false;
-        ctx->ahnums[ah->ahn - 1].refs--;
-        ctx->nah--;
-    }
-    pthread_rwlock_unlock(&ctx->objs);
+    efasim_ah_destroy(to_vah(ah)->m);
+    free(ah);
     return 0;
 }
 
@@ -699,18 +440,18 @@ EFASIM_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init
 
 EFASIM_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
-    return efasim_qp_modify(qp, attr, attr_mask);
+    return efasim_vqp_modify(qp, attr, attr_mask);
 }
 
 EFASIM_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
                                struct ibv_qp_init_attr *init_attr)
 {
-    return efasim_qp_query(qp, attr, attr_mask, init_attr);
+    return efasim_vqp_query(qp, attr, attr_mask, init_attr);
 }
 
 EFASIM_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 {
-    return efasim_qp_destroy(qp);
+    return efasim_vqp_destroy(qp);
 }
 
 EFASIM_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
@@ -727,13 +468,13 @@ EFASIM_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
         errno = channel ? EOPNOTSUPP : EINVAL;
         return NULL;
     }
-    cq = efasim_cq_create(efasim_ctx(context), &attr, false);
+    cq = efasim_vcq_create(to_vctx(context), &attr, false);
     return cq ? ibv_cq_ex_to_cq(cq) : NULL;
 }
 
 EFASIM_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 {
-    return efasim_cq_destroy(cq);
+    return efasim_vcq_destroy(cq);
 }
 
 /* ---- Strings -------------------------------------------------------------------- */

@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "../model/efasim_model.h"
+#include "efasim_verbs.h"
 
 /*
  * As rdma-core 44: inlen must reach inline_buf_size (EINVAL); device_caps is
@@ -57,7 +57,7 @@ static bool tail_cleared(const void *p, size_t from, size_t len)
 /*
  * As rdma-core 44: a compatibility problem (not a driver QP, inlen too short,
  * comp_mask, reserved or unknown trailing bytes set) is EINVAL; a driver QP
- * type other than SRD is EOPNOTSUPP; then the QP checks of qp.c.
+ * type other than SRD is EOPNOTSUPP; then the QP checks of qp.c and the model's.
  */
 EFASIM_EXPORT struct ibv_qp *efadv_create_qp_ex(struct ibv_context *ibvctx,
                                                 struct ibv_qp_init_attr_ex *attr_ex,
@@ -75,7 +75,7 @@ EFASIM_EXPORT struct ibv_qp *efadv_create_qp_ex(struct ibv_context *ibvctx,
         errno = EOPNOTSUPP;
         return NULL;
     }
-    return efasim_qp_create(efasim_ctx(ibvctx), attr_ex);
+    return efasim_vqp_create(to_vctx(ibvctx), attr_ex);
 }
 
 EFASIM_EXPORT struct ibv_qp *
@@ -100,7 +100,7 @@ efadv_create_driver_qp(struct ibv_pd *ibvpd, struct ibv_qp_init_attr *attr, uint
         errno = EOPNOTSUPP;
         return NULL;
     }
-    qp = efasim_qp_create(efasim_ctx(ibvpd->context), &ex);
+    qp = efasim_vqp_create(to_vctx(ibvpd->context), &ex);
     if (qp)
         attr->cap = ex.cap;
     return qp;
@@ -108,7 +108,7 @@ efadv_create_driver_qp(struct ibv_pd *ibvpd, struct ibv_qp_init_attr *attr, uint
 
 EFASIM_EXPORT int efadv_query_ah(struct ibv_ah *ibvah, struct efadv_ah_attr *attr, uint32_t inlen)
 {
-    struct efadv_ah_attr a = {.ahn = ((struct efasim_ah *)ibvah)->ahn};
+    struct efadv_ah_attr a = {.ahn = to_vah(ibvah)->m->ahn};
 
     if (inlen < offsetof(struct efadv_ah_attr, reserved))
         return EINVAL;
@@ -131,11 +131,10 @@ EFASIM_EXPORT struct ibv_cq_ex *efadv_create_cq(struct ibv_context *ibvctx,
         errno = EOPNOTSUPP;
         return NULL;
     }
-    return efasim_cq_create(efasim_ctx(ibvctx), attr_ex,
-                            efa_attr->wc_flags & EFADV_WC_EX_WITH_SGID);
+    return efasim_vcq_create(to_vctx(ibvctx), attr_ex, efa_attr->wc_flags & EFADV_WC_EX_WITH_SGID);
 }
 
 EFASIM_EXPORT struct efadv_cq *efadv_cq_from_ibv_cq_ex(struct ibv_cq_ex *ibvcqx)
 {
-    return efasim_cq_efadv(ibvcqx);
+    return efasim_vcq_efadv(ibvcqx);
 }

@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "../model/efasim_model.h"
+#include "efasim_verbs.h"
 
 EFASIM_EXPORT void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst,
                                               struct ib_uverbs_ah_attr *src)

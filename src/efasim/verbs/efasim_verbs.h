@@ -1,0 +1,175 @@
+/*
+ * efasim's drop-in front end: libibverbs.so.1 and libefa.so.1 with rdma-core
+ * 44's ABI, playing its EFA provider (providers/efa) over the device model
+ * (../model). What rdma-core's provider checks and keeps is here: the
+ * attribute and comp_mask checks before the kernel is asked, queue sizing,
+ * the ibv_wr_* session, the rule that a work request's slot is free only when
+ * its completion is polled, the CQ's ring and poll API, efadv. Everything the
+ * kernel driver and the device do is the model's.
+ *
+ * Each verbs object is a wrapper that begins with the libibverbs object the
+ * application sees and points at the model's object (the CQ holds its model
+ * CQ, whose producer side it implements: cq.c).
+ */
+#ifndef EFASIM_VERBS_H
+#define EFASIM_VERBS_H
+
+#include <infiniband/efadv.h>
+#include <infiniband/sa.h>
+#include <infiniband/verbs.h>
+#include <rdma/ib_user_sa.h>
+#include <rdma/ib_user_verbs.h>
+
+#include "../model/efasim_model.h"
+
+/* Newer rdma-core capability bits (ABI values), defined here when the headers lack them. */
+#define EFASIM_CAPS_RDMA_WRITE (1u << 3)
+
+/* Symbols exported under a version node (see libibverbs.map). */
+#define EFASIM_EXPORT __attribute__((visibility("default")))
+
+struct efasim_vdev {
+    struct ibv_device ibv; /* what ibv_get_device_list hands out */
+    struct efasim_device *m;
+};
+
+struct efasim_vctx {
+    struct verbs_context vctx; /* ibv_context at its end, as verbs_get_ctx expects */
+    struct efasim_context *m;
+};
+
+struct efasim_vpd {
+    struct ibv_pd ibv;
+    struct efasim_pd *m;
+};
+
+struct efasim_vmr {
+    struct ibv_mr ibv;
+    struct efasim_mr *m;
+};
+
+struct efasim_vah {
+    struct ibv_ah ibv;
+    struct efasim_ah *m;
+};
+
+/*
+ * A CQ: the model's CQ and the ring it fills. The ring has its own lock
+ * (producers are the QPs that feed the CQ, each under its own lock); the
+ * consumer side has another, held from a successful ibv_start_poll to
+ * ibv_end_poll as rdma-core's EFA provider holds its CQ spinlock, so the
+ * application may post, register and create objects of the same context
+ * inside the poll section (libfabric does). The entry being read stays in the
+ * ring, reserved, until next_poll or end_poll consumes it; the accessors read
+ * a copy of it. A receive that needs a completion reserves its place first
+ * (efasim_cq_reserve), so a second QP filling the same CQ in between can never
+ * make it lose one.
+ */
+struct efasim_vcq {
+    struct ibv_cq_ex ibv;  /* begins with the struct ibv_cq fields (ibv_cq_ex_to_cq) */
+    struct efadv_cq efadv; /* for efadv_cq_from_ibv_cq_ex / efadv_wc_read_sgid */
+    struct efasim_cq m;
+    pthread_mutex_t poll_lock; /* the consumer: one poll section at a time */
+    pthread_mutex_t lock;      /* the ring: producers and the consumer's pops */
+    struct efasim_cqe *ring;
+    uint32_t size, head, count; /* under lock */
+    uint32_t reserved;          /* places promised to receives in progress (efasim_cq_reserve) */
+    struct efasim_cqe cur;      /* copy of the ring's head entry during a poll section */
+    bool has_cur;
+};
+
+struct efasim_vqp {
+    struct ibv_qp_ex ibv; /* begins with struct ibv_qp (ibv_qp_to_qp_ex) */
+    struct efasim_qp *m;  /* m->fe points back here */
+    bool has_qp_ex;       /* created with send_ops_flags: ibv_qp_to_qp_ex and ibv_wr_* work */
+    /*
+     * Completions in a CQ's ring but not yet polled. As on EFA, a WR's queue
+     * slot is free again only when its completion is polled (rdma-core returns
+     * the wrid index in next_poll/end_poll), so these still count against the
+     * queue depth. Atomic: the CQ's ring counts them in, its consumer out.
+     */
+    uint32_t sq_in_cq, rq_in_cq;
+
+    /* The wr_start session: WRs staged until wr_complete posts them all or none. */
+    int session_err;
+    uint32_t nstaged;
+    struct efasim_send_desc *staged; /* cap.max_send_wr entries */
+    uint8_t *staged_inline;          /* their inline data, inline_size bytes each */
+    struct efasim_send_desc *building;
+};
+
+static inline struct efasim_vctx *to_vctx(struct ibv_context *c)
+{
+    return (struct efasim_vctx *)((uint8_t *)c - offsetof(struct efasim_vctx, vctx.context));
+}
+
+static inline struct efasim_vdev *to_vdev(struct ibv_device *d)
+{
+    return (struct efasim_vdev *)d; /* ibv is the first member */
+}
+
+static inline struct efasim_vpd *to_vpd(struct ibv_pd *pd)
+{
+    return (struct efasim_vpd *)pd;
+}
+
+static inline struct efasim_vmr *to_vmr(struct ibv_mr *mr)
+{
+    return (struct efasim_vmr *)mr;
+}
+
+static inline struct efasim_vah *to_vah(struct ibv_ah *ah)
+{
+    return (struct efasim_vah *)ah;
+}
+
+static inline struct efasim_vcq *to_vcq(struct ibv_cq_ex *cq)
+{
+    return (struct efasim_vcq *)cq;
+}
+
+static inline struct efasim_vqp *to_vqp(struct ibv_qp *qp)
+{
+    return (struct efasim_vqp *)qp;
+}
+
+/* The smallest power of two at least v (2^31 at most). */
+static inline uint32_t efasim_roundup_pow2(uint32_t v)
+{
+    uint32_t p = 1;
+
+    while (p < v && p < (1u << 31))
+        p <<= 1;
+    return p;
+}
+
+/* QPs (qp.c): the verbs entry points' bodies; ibv-style errors (errno, or its value). */
+struct ibv_qp *efasim_vqp_create(struct efasim_vctx *ctx, struct ibv_qp_init_attr_ex *attr);
+int efasim_vqp_destroy(struct ibv_qp *qp);
+int efasim_vqp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
+int efasim_vqp_query(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+                     struct ibv_qp_init_attr *init);
+int efasim_vqp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int efasim_vqp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+
+/* CQs (cq.c). */
+struct ibv_cq_ex *efasim_vcq_create(struct efasim_vctx *ctx, struct ibv_cq_init_attr_ex *attr,
+                                    bool with_sgid);
+int efasim_vcq_destroy(struct ibv_cq *cq);
+/* Legacy ibv_poll_cq, through context->ops.poll_cq. */
+int efasim_vcq_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+struct efadv_cq *efasim_vcq_efadv(struct ibv_cq_ex *cq);
+
+/* Exported symbols that no public rdma-core header declares. */
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
+                       int *type);
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
+const char *ibv_get_sysfs_path(void);
+int ibv_dontfork_range(void *base, size_t size);
+int ibv_dofork_range(void *base, size_t size);
+void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst, struct ib_uverbs_ah_attr *src);
+void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst, struct ib_uverbs_qp_attr *src);
+void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src);
+void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_rec *src);
+
+#endif /* EFASIM_VERBS_H */
