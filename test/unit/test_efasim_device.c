@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -142,6 +143,78 @@ EFARM_TEST(efasim_device_mr_size_limit)
     EXPECT_TRUE(ibv_reg_mr(dev.pd, region, (2u << 20) + 1, IBV_ACCESS_LOCAL_WRITE) == NULL);
     EXPECT_EQ(errno, EINVAL);
     efasim_dev_close(&dev);
+}
+
+/*
+ * MR keys fit in 24 bits, as EFA's work queue descriptors carry an lkey
+ * (rdma-core's efa_io_defs.h: EFA_IO_TX_BUF_DESC_LKEY_MASK and
+ * EFA_IO_RX_DESC_LKEY_MASK are GENMASK(23, 0)), and the key of a deregistered
+ * MR matches no later one: over many registrations in a small table, where
+ * every slot is taken again and again, no key repeats, and a send through a
+ * stale lkey fails with a local protection error while the new key over the
+ * same memory works.
+ */
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+EFARM_TEST(efasim_device_mr_keys_24_bits)
+{
+    enum { ROUNDS = 600, LIVE = 2 };
+    static uint32_t keys[ROUNDS];
+    struct ibv_mr *live[LIVE] = {NULL};
+    struct efasim_buf stale_buf, new_buf;
+    struct ibv_mr stale_mr;
+    struct efasim_pair p;
+    struct efasim_wc wc;
+
+    /* The pair's own two MRs, the live ones, and a dozen free slots taken in turn. */
+    efasim_setenv("EFASIM_MAX_MR", "16");
+    efasim_pair_open(&p, NULL, NULL);
+    for (unsigned i = 0; i < ROUNDS; i++) {
+        struct ibv_mr **mr = &live[i % LIVE];
+
+        if (*mr)
+            EXPECT_EQ(ibv_dereg_mr(*mr), 0);
+        *mr = ibv_reg_mr(p.dev.pd, p.sbuf.addr, p.sbuf.len, IBV_ACCESS_LOCAL_WRITE);
+        EXPECT_TRUE(*mr != NULL);
+        efarm_test_context("registration %u: lkey 0x%x rkey 0x%x", i, (*mr)->lkey, (*mr)->rkey);
+        EXPECT_TRUE((*mr)->lkey != 0 && (*mr)->lkey < (1u << 24));
+        EXPECT_TRUE((*mr)->rkey < (1u << 24));
+        keys[i] = (*mr)->lkey;
+    }
+    qsort(keys, ROUNDS, sizeof(keys[0]), cmp_u32);
+    for (unsigned i = 1; i < ROUNDS; i++) {
+        efarm_test_context("key 0x%x handed out twice in %u registrations", keys[i], ROUNDS);
+        EXPECT_TRUE(keys[i] != keys[i - 1]);
+    }
+
+    /* The same memory registered again: the old lkey is refused, the new one works. */
+    stale_mr = *live[0];
+    EXPECT_EQ(ibv_dereg_mr(live[0]), 0);
+    live[0] = ibv_reg_mr(p.dev.pd, p.sbuf.addr, p.sbuf.len, IBV_ACCESS_LOCAL_WRITE);
+    EXPECT_TRUE(live[0] != NULL);
+    EXPECT_TRUE(live[0]->lkey != stale_mr.lkey);
+    stale_buf = (struct efasim_buf){.addr = p.sbuf.addr, .len = p.sbuf.len, .mr = &stale_mr};
+    new_buf = (struct efasim_buf){.addr = p.sbuf.addr, .len = p.sbuf.len, .mr = live[0]};
+    efasim_post_recv(&p.rx, 7, &p.rbuf, 0, p.dev.mtu);
+    EXPECT_EQ(efasim_send(&p.tx, &p.to_rx, 1, &stale_buf, 0, 64), 0);
+    efasim_wait_wc(p.tx.send_cq, &wc, "the send through a stale lkey");
+    EXPECT_EQ(wc.wr_id, 1);
+    EXPECT_WC_STATUS(&wc, IBV_WC_LOC_PROT_ERR);
+    EXPECT_EQ(efasim_send(&p.tx, &p.to_rx, 2, &new_buf, 0, 64), 0);
+    efasim_wait_wc(p.tx.send_cq, &wc, "the send through the new lkey");
+    EXPECT_EQ(wc.wr_id, 2);
+    EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+    efasim_wait_wc(p.rx.recv_cq, &wc, "the receive of the send through the new lkey");
+    EXPECT_EQ(wc.wr_id, 7);
+    EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+    for (unsigned i = 0; i < LIVE; i++)
+        EXPECT_EQ(ibv_dereg_mr(live[i]), 0);
+    efasim_pair_close(&p);
 }
 
 /*

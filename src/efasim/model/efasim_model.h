@@ -204,6 +204,8 @@ struct efasim_context {
     pthread_mutex_t fault_lock;  /* the fault injector's delay queue and rng */
     struct efasim_qp **qps;      /* max_qp slots */
     struct efasim_mr **mrs;      /* max_mr slots, indexed by the slot a key names */
+    uint8_t *mr_gen;             /* per MR slot, the generation of its next key */
+    uint32_t mr_next;            /* where the search for a free MR slot starts */
     struct efasim_ah **ahs;      /* max_ah slots; NULL: free */
     struct efasim_ahnum *ahnums; /* AH numbers, indexed by ahn - 1 */
     uint64_t *pdns;              /* PD numbers in use, a bit each */
@@ -246,9 +248,9 @@ struct efasim_mr {
     struct efasim_context *ctx;
     struct efasim_pd *pd;
     uint64_t addr, length; /* RDMA addresses are virtual addresses (iova == addr) */
-    uint32_t lkey, rkey;
-    unsigned access; /* IBV_ACCESS_* granted */
-    void *fe;        /* the front end's own object for the MR; the model never reads it */
+    uint32_t lkey, rkey;   /* 24 bits, as EFA's descriptors carry them; never 0 */
+    unsigned access;       /* IBV_ACCESS_* granted */
+    void *fe;              /* the front end's own object for the MR; the model never reads it */
 };
 
 /*
@@ -261,7 +263,10 @@ struct efasim_mr {
  */
 int efasim_mr_reg(struct efasim_pd *pd, uint64_t addr, uint64_t length, uint64_t iova,
                   unsigned access, struct efasim_mr **mr_p);
-/* Deregister and free mr: its keys never match again. */
+/*
+ * Deregister and free mr. Its keys match no MR until the 64th MR to take its
+ * slot after it (objects.c, "An MR key").
+ */
 void efasim_mr_dereg(struct efasim_mr *mr);
 /*
  * Look up an MR by key with [addr, addr + len) inside it and `access` granted;

@@ -155,10 +155,11 @@ int efasim_context_open(struct efasim_device *dev, void *fe, struct efasim_conte
         return -ENOMEM;
     ctx->qps = calloc(cfg->max_qp, sizeof(*ctx->qps));
     ctx->mrs = calloc(cfg->max_mr, sizeof(*ctx->mrs));
+    ctx->mr_gen = calloc(cfg->max_mr, sizeof(*ctx->mr_gen));
     ctx->ahs = calloc(cfg->max_ah, sizeof(*ctx->ahs));
     ctx->ahnums = calloc(cfg->max_ah, sizeof(*ctx->ahnums));
     ctx->pdns = calloc(PDN_COUNT / 64, sizeof(*ctx->pdns));
-    if (!ctx->qps || !ctx->mrs || !ctx->ahs || !ctx->ahnums || !ctx->pdns)
+    if (!ctx->qps || !ctx->mrs || !ctx->mr_gen || !ctx->ahs || !ctx->ahnums || !ctx->pdns)
         goto err_free;
     if (objs_lock_init(&ctx->objs))
         goto err_free;
@@ -184,6 +185,7 @@ err_lock:
 err_free:
     free(ctx->qps);
     free(ctx->mrs);
+    free(ctx->mr_gen);
     free(ctx->ahs);
     free(ctx->ahnums);
     free(ctx->pdns);
@@ -211,6 +213,7 @@ int efasim_context_close(struct efasim_context *ctx, void (*release_fe)(void *fe
     pthread_mutex_destroy(&ctx->fault_lock);
     free(ctx->qps);
     free(ctx->mrs);
+    free(ctx->mr_gen);
     free(ctx->ahs);
     free(ctx->ahnums);
     free(ctx->pdns);
@@ -257,16 +260,24 @@ void efasim_pd_destroy(struct efasim_pd *pd)
 /* ---- MRs -------------------------------------------------------------------- */
 
 /*
- * Keys carry a generation so a key from a deregistered MR never matches a new
- * one. The counter is shared by every context in the process, hence atomic.
+ * An MR key fits in 24 bits, as EFA's work queue descriptors carry an lkey
+ * (efa_io_defs.h: EFA_IO_TX_BUF_DESC_LKEY_MASK, EFA_IO_RX_DESC_LKEY_MASK): the
+ * MR's slot + 1 (18 bits, never 0) above which sits the slot's generation (6
+ * bits), which moves on when the slot's MR is deregistered. A key thus comes
+ * back only with the 64th MR to take its slot after it. And slots are taken in
+ * turn from where the last one was found (next fit), so a slot is taken again
+ * only once the search has gone round the whole table: with EFA's 262144 MRs,
+ * a deregistered MR's key matches nothing for millions of registrations.
  */
 #define MR_SLOT_BITS 18 /* EFASIM_MAX_MR up to 2^18 (EFA's 262144) */
-static uint32_t g_mr_generation;
+#define MR_GEN_BITS  6
+#define MR_SLOT(key) (((key) & ((1u << MR_SLOT_BITS) - 1)) - 1)
+_Static_assert(MR_SLOT_BITS + MR_GEN_BITS == 24, "MR keys are 24 bits, as EFA's descriptors");
 
 struct efasim_mr *efasim_mr_check(struct efasim_context *ctx, uint32_t key, uint64_t addr,
                                   uint64_t len, unsigned access)
 {
-    uint32_t slot = (key & ((1u << MR_SLOT_BITS) - 1)) - 1;
+    uint32_t slot = MR_SLOT(key);
     struct efasim_mr *mr;
 
     if (slot >= efasim_config()->max_mr)
@@ -284,8 +295,10 @@ int efasim_mr_reg(struct efasim_pd *pd, uint64_t addr, uint64_t length, uint64_t
 {
     struct efasim_context *ctx = pd->ctx;
     const struct efasim_config *cfg = efasim_config();
+    uint32_t slots =
+        cfg->max_mr < (1u << MR_SLOT_BITS) - 1 ? cfg->max_mr : (1u << MR_SLOT_BITS) - 1;
     struct efasim_mr *mr;
-    uint32_t slot, gen;
+    uint32_t slot = 0, n;
 
     if (iova != addr || (!addr && length))
         return -EINVAL; /* efasim maps RDMA addresses 1:1 to virtual addresses */
@@ -307,24 +320,25 @@ int efasim_mr_reg(struct efasim_pd *pd, uint64_t addr, uint64_t length, uint64_t
     if (!mr)
         return -ENOMEM;
     pthread_rwlock_wrlock(&ctx->objs);
-    for (slot = 0; slot < cfg->max_mr; slot++)
+    for (n = 0; n < slots; n++) {
+        slot = (ctx->mr_next + n) % slots;
         if (!ctx->mrs[slot])
             break;
-    if (slot == cfg->max_mr || slot >= (1u << MR_SLOT_BITS) - 1) {
+    }
+    if (n == slots) {
         pthread_rwlock_unlock(&ctx->objs);
         free(mr);
         return -ENOMEM; /* as the device does when its MR table is full */
     }
-    gen = __atomic_add_fetch(&g_mr_generation, 1, __ATOMIC_RELAXED) &
-          ((1u << (31 - MR_SLOT_BITS)) - 1);
     mr->ctx = ctx;
     mr->pd = pd;
     mr->addr = addr;
     mr->length = length;
-    mr->lkey = (gen << MR_SLOT_BITS) | (slot + 1);
+    mr->lkey = (uint32_t)ctx->mr_gen[slot] << MR_SLOT_BITS | (slot + 1);
     mr->rkey = mr->lkey;
     mr->access = access;
     ctx->mrs[slot] = mr;
+    ctx->mr_next = slot + 1;
     ctx->nmr++;
     pthread_rwlock_unlock(&ctx->objs);
     *mr_p = mr;
@@ -335,8 +349,11 @@ void efasim_mr_dereg(struct efasim_mr *mr)
 {
     struct efasim_context *ctx = mr->ctx;
 
+    uint32_t slot = MR_SLOT(mr->lkey);
+
     pthread_rwlock_wrlock(&ctx->objs);
-    ctx->mrs[(mr->lkey & ((1u << MR_SLOT_BITS) - 1)) - 1] = NULL;
+    ctx->mrs[slot] = NULL;
+    ctx->mr_gen[slot] = (ctx->mr_gen[slot] + 1) & ((1u << MR_GEN_BITS) - 1);
     ctx->nmr--;
     pthread_rwlock_unlock(&ctx->objs);
     free(mr);
