@@ -145,6 +145,18 @@ void efasim_port_attr(struct ibv_port_attr *p)
 
 /* ---- Contexts --------------------------------------------------------------- */
 
+/* The context's tables and the context itself: the last step of closing it. */
+static void context_free(struct efasim_context *ctx)
+{
+    free(ctx->qps);
+    free(ctx->mrs);
+    free(ctx->mr_gen);
+    free(ctx->ahs);
+    free(ctx->ahnums);
+    free(ctx->pdns);
+    free(ctx);
+}
+
 int efasim_context_open(struct efasim_device *dev, void *fe, struct efasim_context **ctx_p)
 {
     const struct efasim_config *cfg = efasim_config();
@@ -183,13 +195,7 @@ err_lock:
     pthread_mutex_destroy(&ctx->fault_lock);
     efasim_hw_counters_unmap(ctx->hwc);
 err_free:
-    free(ctx->qps);
-    free(ctx->mrs);
-    free(ctx->mr_gen);
-    free(ctx->ahs);
-    free(ctx->ahnums);
-    free(ctx->pdns);
-    free(ctx);
+    context_free(ctx);
     return -ENOMEM;
 }
 
@@ -211,14 +217,8 @@ int efasim_context_close(struct efasim_context *ctx, void (*release_fe)(void *fe
     }
     pthread_rwlock_destroy(&ctx->objs);
     pthread_mutex_destroy(&ctx->fault_lock);
-    free(ctx->qps);
-    free(ctx->mrs);
-    free(ctx->mr_gen);
-    free(ctx->ahs);
-    free(ctx->ahnums);
-    free(ctx->pdns);
     efasim_hw_counters_unmap(ctx->hwc);
-    free(ctx);
+    context_free(ctx);
     return 0;
 }
 
