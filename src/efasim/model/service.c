@@ -21,7 +21,11 @@
  * fork: the child has no service thread and serves none of the parent's
  * contexts (on EFA a child cannot use them either); the contexts it opens
  * itself start its own thread. Both locks are taken around fork so the child
- * never inherits one held by a thread it does not have.
+ * never inherits one held by a thread it does not have. For the same reason
+ * the context that starts the thread is open only once the thread runs: a
+ * fork right after the open would otherwise find it still starting, inside
+ * the C library or a runtime (ASan allocates there), and the child would
+ * inherit whatever lock that start held.
  */
 #include <errno.h>
 #include <time.h>
@@ -33,8 +37,11 @@ static pthread_mutex_t svc_list = PTHREAD_MUTEX_INITIALIZER;
 static struct efasim_context *svc_head; /* under svc_list */
 static pthread_t svc_thread;            /* under svc_life */
 static bool svc_running;                /* under svc_life */
+static bool svc_up;                     /* under svc_list: the thread has started running */
 static bool svc_stop;                   /* atomic */
 static pthread_once_t svc_once = PTHREAD_ONCE_INIT;
+/* Signalled when svc_up becomes true. */
+static pthread_cond_t svc_up_cond = PTHREAD_COND_INITIALIZER;
 
 static void svc_atfork_prepare(void)
 {
@@ -52,6 +59,7 @@ static void svc_atfork_child(void)
 {
     svc_head = NULL;
     svc_running = false;
+    svc_up = false;
     __atomic_store_n(&svc_stop, false, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&svc_list);
     pthread_mutex_unlock(&svc_life);
@@ -70,6 +78,10 @@ static void *service_main(void *arg)
                               .tv_nsec = (long)(cfg->service_us % 1000000) * 1000};
 
     (void)arg;
+    pthread_mutex_lock(&svc_list);
+    svc_up = true;
+    pthread_cond_broadcast(&svc_up_cond);
+    pthread_mutex_unlock(&svc_list);
     for (;;) {
         nanosleep(&period, NULL);
         if (__atomic_load_n(&svc_stop, __ATOMIC_ACQUIRE))
@@ -95,6 +107,8 @@ int efasim_service_start(struct efasim_context *ctx)
     }
     if (!err) {
         pthread_mutex_lock(&svc_list);
+        while (!svc_up)
+            pthread_cond_wait(&svc_up_cond, &svc_list);
         ctx->svc_next = svc_head;
         svc_head = ctx;
         pthread_mutex_unlock(&svc_list);
@@ -122,6 +136,9 @@ void efasim_service_stop(struct efasim_context *ctx)
         __atomic_store_n(&svc_stop, true, __ATOMIC_RELEASE);
         pthread_join(svc_thread, NULL);
         svc_running = false;
+        pthread_mutex_lock(&svc_list);
+        svc_up = false;
+        pthread_mutex_unlock(&svc_list);
     }
     pthread_mutex_unlock(&svc_life);
 }
