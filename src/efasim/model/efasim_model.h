@@ -178,10 +178,10 @@ struct efasim_device *efasim_devices(unsigned *n_p);
  * What EFA's kernel driver reports for the device (efa_query_device) and its
  * one port (efa_query_port): the limits of the configuration, max_qp_wr the
  * smaller queue depth, max_sge the smaller SGE count, max_sge_rd 1; no atomics,
- * SRQs, memory windows or multicast. attr is filled whole.
+ * SRQs, memory windows or multicast. *attr_p is filled whole.
  */
-void efasim_device_attr(const struct efasim_device *dev, struct ibv_device_attr *attr);
-void efasim_port_attr(struct ibv_port_attr *attr);
+void efasim_device_attr(const struct efasim_device *dev, struct ibv_device_attr *attr_p);
+void efasim_port_attr(struct ibv_port_attr *attr_p);
 
 /* ---- Contexts (objects.c) ------------------------------------------------------- */
 
@@ -672,8 +672,8 @@ void efasim_qp_destroy(struct efasim_qp *qp);
  * error. Takes the QP's lock.
  */
 int efasim_qp_modify(struct efasim_qp *qp, const struct ibv_qp_attr *attr, int mask);
-/* The QP's state, Q-Key, RNR retry, port and caps; the rest of attr zeroed. */
-void efasim_qp_query(const struct efasim_qp *qp, struct ibv_qp_attr *attr);
+/* The QP's state, Q-Key, RNR retry, port and caps in *attr_p; the rest of it zeroed. */
+void efasim_qp_query(const struct efasim_qp *qp, struct ibv_qp_attr *attr_p);
 
 /*
  * A posting section: the object tables (read: the lkeys of the work requests

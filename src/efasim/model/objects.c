@@ -99,48 +99,48 @@ struct efasim_device *efasim_devices(unsigned *n_p)
     return g_devices;
 }
 
-void efasim_device_attr(const struct efasim_device *dev, struct ibv_device_attr *a)
+void efasim_device_attr(const struct efasim_device *dev, struct ibv_device_attr *attr_p)
 {
     const struct efasim_config *cfg = efasim_config();
 
-    memset(a, 0, sizeof(*a));
-    snprintf(a->fw_ver, sizeof(a->fw_ver), "0.0.0.0");
-    a->node_guid = htobe64(dev->guid);
-    a->sys_image_guid = a->node_guid;
-    a->max_mr_size = cfg->max_mr_size;
-    a->page_size_cap = 0xfffff000; /* 4 KiB to 2 GiB pages, as EFA reports */
-    a->vendor_id = EFASIM_VENDOR_ID;
-    a->vendor_part_id = cfg->device_id; /* the kernel's EFA driver: the PCI device id */
-    a->hw_ver = cfg->device_id;         /* EFA: the PCI subsystem device, not published */
-    a->max_qp = (int)cfg->max_qp;
-    a->max_qp_wr = (int)(cfg->max_sq_wr < cfg->max_rq_wr ? cfg->max_sq_wr : cfg->max_rq_wr);
-    a->max_sge = (int)(cfg->max_sq_sge < cfg->max_rq_sge ? cfg->max_sq_sge : cfg->max_rq_sge);
-    a->max_sge_rd = 1;
-    a->max_cq = (int)cfg->max_cq;
-    a->max_cqe = (int)cfg->max_cqe;
-    a->max_mr = (int)cfg->max_mr;
-    a->max_pd = 256;
-    a->max_ah = (int)cfg->max_ah;
-    a->max_pkeys = 1;
-    a->phys_port_cnt = 1;
+    memset(attr_p, 0, sizeof(*attr_p));
+    snprintf(attr_p->fw_ver, sizeof(attr_p->fw_ver), "0.0.0.0");
+    attr_p->node_guid = htobe64(dev->guid);
+    attr_p->sys_image_guid = attr_p->node_guid;
+    attr_p->max_mr_size = cfg->max_mr_size;
+    attr_p->page_size_cap = 0xfffff000; /* 4 KiB to 2 GiB pages, as EFA reports */
+    attr_p->vendor_id = EFASIM_VENDOR_ID;
+    attr_p->vendor_part_id = cfg->device_id; /* the kernel's EFA driver: the PCI device id */
+    attr_p->hw_ver = cfg->device_id;         /* EFA: the PCI subsystem device, not published */
+    attr_p->max_qp = (int)cfg->max_qp;
+    attr_p->max_qp_wr = (int)(cfg->max_sq_wr < cfg->max_rq_wr ? cfg->max_sq_wr : cfg->max_rq_wr);
+    attr_p->max_sge = (int)(cfg->max_sq_sge < cfg->max_rq_sge ? cfg->max_sq_sge : cfg->max_rq_sge);
+    attr_p->max_sge_rd = 1;
+    attr_p->max_cq = (int)cfg->max_cq;
+    attr_p->max_cqe = (int)cfg->max_cqe;
+    attr_p->max_mr = (int)cfg->max_mr;
+    attr_p->max_pd = 256;
+    attr_p->max_ah = (int)cfg->max_ah;
+    attr_p->max_pkeys = 1;
+    attr_p->phys_port_cnt = 1;
 }
 
-void efasim_port_attr(struct ibv_port_attr *p)
+void efasim_port_attr(struct ibv_port_attr *attr_p)
 {
-    memset(p, 0, sizeof(*p));
-    p->state = IBV_PORT_ACTIVE;
-    p->max_mtu = IBV_MTU_4096;
-    p->active_mtu = IBV_MTU_4096;
-    p->gid_tbl_len = 1;
-    p->max_msg_sz = efasim_config()->mtu;
-    p->pkey_tbl_len = 1;
-    p->lid = 0;
-    p->lmc = 1;
-    p->max_vl_num = 1;
-    p->active_width = 2; /* 4X, as EFA reports */
-    p->active_speed = 32;
-    p->phys_state = 5; /* LinkUp */
-    p->link_layer = IBV_LINK_LAYER_UNSPECIFIED;
+    memset(attr_p, 0, sizeof(*attr_p));
+    attr_p->state = IBV_PORT_ACTIVE;
+    attr_p->max_mtu = IBV_MTU_4096;
+    attr_p->active_mtu = IBV_MTU_4096;
+    attr_p->gid_tbl_len = 1;
+    attr_p->max_msg_sz = efasim_config()->mtu;
+    attr_p->pkey_tbl_len = 1;
+    attr_p->lid = 0;
+    attr_p->lmc = 1;
+    attr_p->max_vl_num = 1;
+    attr_p->active_width = 2; /* 4X, as EFA reports */
+    attr_p->active_speed = 32;
+    attr_p->phys_state = 5; /* LinkUp */
+    attr_p->link_layer = IBV_LINK_LAYER_UNSPECIFIED;
 }
 
 /* ---- Contexts --------------------------------------------------------------- */

@@ -389,15 +389,15 @@ int efasim_qp_modify(struct efasim_qp *qp, const struct ibv_qp_attr *attr, int m
     return ret;
 }
 
-void efasim_qp_query(const struct efasim_qp *qp, struct ibv_qp_attr *attr)
+void efasim_qp_query(const struct efasim_qp *qp, struct ibv_qp_attr *attr_p)
 {
-    memset(attr, 0, sizeof(*attr));
-    attr->qp_state = qp->state;
-    attr->cur_qp_state = qp->state;
-    attr->qkey = qp->qkey;
-    attr->rnr_retry = qp->rnr_retry;
-    attr->port_num = EFASIM_PORT;
-    attr->cap = qp->cap;
+    memset(attr_p, 0, sizeof(*attr_p));
+    attr_p->qp_state = qp->state;
+    attr_p->cur_qp_state = qp->state;
+    attr_p->qkey = qp->qkey;
+    attr_p->rnr_retry = qp->rnr_retry;
+    attr_p->port_num = EFASIM_PORT;
+    attr_p->cap = qp->cap;
 }
 
 /* ---- Posting ---------------------------------------------------------------------- */
