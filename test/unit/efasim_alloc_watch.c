@@ -14,6 +14,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdarg.h>
@@ -101,15 +102,47 @@ int posix_memalign(void **out, size_t align, size_t size)
     return 0;
 }
 
+/*
+ * The definition the process would have called without this file: the C
+ * library's, or one a preloaded library puts in front of it (efasim's kernel
+ * front end takes mmap and munmap of its device's queues). Resolved once;
+ * while dlsym itself runs, calls go straight to the kernel.
+ */
+static void *next_fn(const char *name, void **slot)
+{
+    static _Thread_local bool resolving;
+    void *fn = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+
+    if (fn || resolving)
+        return fn;
+    resolving = true;
+    fn = dlsym(RTLD_NEXT, name);
+    resolving = false;
+    __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
+    return fn;
+}
+
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
+    static void *next;
+    void *(*fn)(void *, size_t, int, int, int, off_t);
+
     note("mmap");
+    *(void **)&fn = next_fn("mmap", &next);
+    if (fn)
+        return fn(addr, len, prot, flags, fd, off);
     return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 }
 
 int munmap(void *addr, size_t len)
 {
+    static void *next;
+    int (*fn)(void *, size_t);
+
     note("munmap");
+    *(void **)&fn = next_fn("munmap", &next);
+    if (fn)
+        return fn(addr, len);
     return (int)syscall(SYS_munmap, addr, len);
 }
 

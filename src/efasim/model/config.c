@@ -54,7 +54,9 @@ extern char **environ;
     X(JITTER, jitter, BOOL, "0", "1: a delayed datagram is held a random time up to DELAY_US")    \
     X(RNR_STALL_US, rnr_stall_us, U32, "0", "RNR storms: a QP takes no receive this long ...")    \
     X(RNR_STALL_PERIOD_US, rnr_stall_period_us, U32, "20000", "... in every period this long")    \
-    X(SEED, seed, U64, "1", "seed of the fault injector's random stream")
+    X(SEED, seed, U64, "1", "seed of the fault injector's random stream")                         \
+    X(UVERBS_IOCTL, uverbs_ioctl, BOOL, "1",                                                      \
+      "kernel front end: offer uverbs ioctl (0: write() only, as kernels before 4.17)")
 
 static struct efasim_config g_config;
 static pthread_once_t g_config_once = PTHREAD_ONCE_INIT;

@@ -118,6 +118,7 @@ struct efasim_config {
     uint32_t rnr_stall_us;        /* RNR storms: no receive taken for this long ... */
     uint32_t rnr_stall_period_us; /* ... once per period (per QP, phases differ) */
     uint64_t seed;
+    bool uverbs_ioctl; /* the kernel front end offers uverbs ioctl (else only write) */
 };
 
 /* The configuration, read from the environment on first use. Never NULL. */
@@ -218,6 +219,12 @@ struct efasim_context {
     uint64_t rng;                   /* under fault_lock */
     struct efasim_delayq *delayq;   /* under fault_lock */
     struct efasim_hw_counters *hwc; /* the device's traffic counters (atomics), or NULL */
+    /*
+     * Called by the service thread after each pass over the context, once a
+     * front end set it (atomically): its own idle work. It must not block nor
+     * allocate, as the service thread itself (service.c).
+     */
+    void (*fe_tick)(void *fe);
 };
 
 /*
@@ -694,6 +701,12 @@ struct efasim_send_desc {
     bool signaled; /* complete it even on success */
     bool has_imm;
     bool has_dest; /* false: no destination was given, and the device fails the WR */
+    /*
+     * Nonzero: the device could not read the work request (an operation it
+     * does not know, more buffers than a descriptor holds): it completes with
+     * this status (EFASIM_ST_*) and moves nothing.
+     */
+    uint8_t fail;
     bool is_inline;
     uint32_t imm;
     union ibv_gid dgid; /* the destination: GID, QP number and Q-Key */

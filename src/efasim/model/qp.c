@@ -474,12 +474,23 @@ static void swqe_fill(struct efasim_swqe *w, const struct efasim_send_desc *d)
     w->raddr = d->raddr;
 }
 
+/* The work-completion status of a WR the device could not read (rdma-core's to_ibv_status). */
+static enum ibv_wc_status fail_status(uint8_t st)
+{
+    return st == EFASIM_ST_LOCAL_BAD_LENGTH ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_QP_OP_ERR;
+}
+
 /* Check a WR the way the device would; a failure becomes its completion. */
-static void swqe_validate(struct efasim_qp *qp, struct efasim_swqe *w)
+static void swqe_validate(struct efasim_qp *qp, struct efasim_swqe *w, uint8_t fail)
 {
     const struct efasim_config *cfg = efasim_config();
     unsigned access = w->op == EFASIM_OP_READ ? IBV_ACCESS_LOCAL_WRITE : 0;
 
+    if (fail) {
+        w->status = fail_status(fail);
+        w->vendor_err = fail;
+        return;
+    }
     if (!w->dst.sin_family) {
         w->status = IBV_WC_LOC_QP_OP_ERR;
         w->vendor_err = EFASIM_ST_LOCAL_INVALID_AH;
@@ -513,7 +524,7 @@ int efasim_qp_post_send(struct efasim_qp *qp, const struct efasim_send_desc *d)
         return err;
     w = &qp->sq[idx];
     swqe_fill(w, d);
-    swqe_validate(qp, w);
+    swqe_validate(qp, w, d->fail);
     if (w->status != IBV_WC_SUCCESS) {
         efasim_swqe_finish(qp, idx);
         return 0;

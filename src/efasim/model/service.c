@@ -87,8 +87,13 @@ static void *service_main(void *arg)
         if (__atomic_load_n(&svc_stop, __ATOMIC_ACQUIRE))
             break;
         pthread_mutex_lock(&svc_list);
-        for (struct efasim_context *ctx = svc_head; ctx; ctx = ctx->svc_next)
+        for (struct efasim_context *ctx = svc_head; ctx; ctx = ctx->svc_next) {
             efasim_progress(ctx, NULL); /* only QPs nobody holds: the others progress themselves */
+            void (*tick)(void *) = __atomic_load_n(&ctx->fe_tick, __ATOMIC_ACQUIRE);
+
+            if (tick)
+                tick(ctx->fe);
+        }
         pthread_mutex_unlock(&svc_list);
     }
     return NULL;

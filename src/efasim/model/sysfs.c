@@ -233,6 +233,12 @@ static int device_write(unsigned i, const struct efasim_device *d)
     err = err ? err : file_write(rel, "-1\n");
     snprintf(rel, sizeof(rel), "devices/pci0000:00/%s/driver", pci);
     err = err ? err : link_write(rel, "../../../bus/pci/drivers/efa");
+    /* What rdma-core matches its providers against (VERBS_PCI_MATCH), as the PCI core writes it. */
+    snprintf(rel, sizeof(rel), "devices/pci0000:00/%s/modalias", pci);
+    err =
+        err ? err
+            : file_write(rel, "pci:v%08Xd%08Xsv%08Xsd%08Xbc02sc00i00\n", EFASIM_VENDOR_ID,
+                         efasim_config()->device_id, EFASIM_VENDOR_ID, efasim_config()->device_id);
 
     /* The uverbs character device's class entry. */
     err = err ? err : subdir_make(verbs);
@@ -240,6 +246,9 @@ static int device_write(unsigned i, const struct efasim_device *d)
     err = err ? err : file_write(rel, "%s\n", d->name);
     snprintf(rel, sizeof(rel), "%s/abi_version", verbs);
     err = err ? err : file_write(rel, "1\n");
+    /* The character device's number: uverbs is major 231, its minors start at 192. */
+    snprintf(rel, sizeof(rel), "%s/dev", verbs);
+    err = err ? err : file_write(rel, "231:%u\n", 192 + i);
     snprintf(rel, sizeof(rel), "%s/device", verbs);
     snprintf(target, sizeof(target), "../../../devices/pci0000:00/%s", pci);
     err = err ? err : link_write(rel, target);
@@ -275,6 +284,22 @@ static int device_write(unsigned i, const struct efasim_device *d)
     err = err ? err : file_write(rel, "0x0\n");
     snprintf(rel, sizeof(rel), "%s/ports/1/lid_mask_count", ib);
     err = err ? err : file_write(rel, "1\n");
+    /* The port's one GID, as the sysfs GID table shows it, and its type (not RoCE: IB). */
+    snprintf(rel, sizeof(rel), "%s/ports/1/gids", ib);
+    err = err ? err : subdir_make(rel);
+    snprintf(rel, sizeof(rel), "%s/ports/1/gids/0", ib);
+    err = err ? err
+              : file_write(rel,
+                           "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:"
+                           "%02x%02x\n",
+                           d->gid.raw[0], d->gid.raw[1], d->gid.raw[2], d->gid.raw[3],
+                           d->gid.raw[4], d->gid.raw[5], d->gid.raw[6], d->gid.raw[7],
+                           d->gid.raw[8], d->gid.raw[9], d->gid.raw[10], d->gid.raw[11],
+                           d->gid.raw[12], d->gid.raw[13], d->gid.raw[14], d->gid.raw[15]);
+    snprintf(rel, sizeof(rel), "%s/ports/1/gid_attrs/types", ib);
+    err = err ? err : subdir_make(rel);
+    snprintf(rel, sizeof(rel), "%s/ports/1/gid_attrs/types/0", ib);
+    err = err ? err : file_write(rel, "IB/RoCE v1\n");
     return err;
 }
 
