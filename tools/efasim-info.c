@@ -8,12 +8,17 @@
  *   efasim-info --env           the environment that runs an unmodified program
  *                               on efasim, as shell lines: eval "$(efasim-info --env)"
  *   efasim-info --run CMD ...   run CMD in that environment
+ *   efasim-info --env=kernel    the same for the kernel front end: the system's
+ *   efasim-info --run=kernel CMD  libibverbs and libefa on efasim's emulated
+ *                               uverbs device (LD_PRELOAD); --env=verbs is --env
  *   efasim-info --counters      each device's traffic counters (tx_pkts tx_bytes
  *                               rx_pkts rx_bytes fast_ops fast_bytes), summed over every process
  *                               that used it since its counter file was made
  *
  * The environment: LD_LIBRARY_PATH with efasim's libibverbs.so.1/libefa.so.1
- * first, SYSFS_PATH naming efasim's sysfs view (libfabric reads sysfs itself),
+ * first (kernel front end: LD_PRELOAD with its libefasim-kernel.so, and
+ * efasim's directory off LD_LIBRARY_PATH, so the system's rdma-core loads),
+ * SYSFS_PATH naming efasim's sysfs view (libfabric reads sysfs itself),
  * and FI_EFA_ENABLE_SHM_TRANSFER=0: processes on one host share efasim's
  * loopback GID, so libfabric would otherwise send between them through its
  * shared-memory provider instead of the (emulated) device.
@@ -23,6 +28,7 @@
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,11 +62,35 @@ struct env_var {
     const char *why;
 };
 
-/* Fills vars[3]; returns 0, or -1 if efasim's library directory is unknown. */
-static int efasim_env(struct env_var vars[3])
+/* path without the directory dir (a ':'-separated list), into out. */
+static void path_without(const char *path, const char *dir, char *out, size_t size)
+{
+    size_t n = 0, dlen = strlen(dir);
+
+    out[0] = '\0';
+    while (path && *path) {
+        const char *end = strchr(path, ':');
+        size_t len = end ? (size_t)(end - path) : strlen(path);
+
+        if (!(len == dlen && !strncmp(path, dir, dlen)) && n + len + 2 < size) {
+            if (n)
+                out[n++] = ':';
+            memcpy(out + n, path, len);
+            n += len;
+            out[n] = '\0';
+        }
+        path = end ? end + 1 : NULL;
+    }
+}
+
+/*
+ * Fills vars[3] for the drop-in (kernel: false) or the kernel front end;
+ * returns 0, or -1 if efasim's library directory is unknown.
+ */
+static int efasim_env(struct env_var vars[3], bool kernel)
 {
     char dir[PATH_MAX];
-    const char *old = getenv("LD_LIBRARY_PATH");
+    const char *old = getenv(kernel ? "LD_PRELOAD" : "LD_LIBRARY_PATH");
     struct ibv_device **list;
 
     if (!efasim_libdir(dir, sizeof(dir))) {
@@ -70,13 +100,25 @@ static int efasim_env(struct env_var vars[3])
     /* Listing the devices writes efasim's sysfs view. */
     list = ibv_get_device_list(NULL);
     ibv_free_device_list(list);
-    vars[0].name = "LD_LIBRARY_PATH";
-    if (old && !strncmp(old, dir, strlen(dir)) && (!old[strlen(dir)] || old[strlen(dir)] == ':'))
-        snprintf(vars[0].value, sizeof(vars[0].value), "%s", old); /* already first */
-    else
-        snprintf(vars[0].value, sizeof(vars[0].value), "%s%s%s", dir, old && *old ? ":" : "",
-                 old ? old : "");
-    vars[0].why = "efasim's libibverbs.so.1 and libefa.so.1 before the system's rdma-core";
+    if (!kernel) {
+        vars[0].name = "LD_LIBRARY_PATH";
+        if (old && !strncmp(old, dir, strlen(dir)) &&
+            (!old[strlen(dir)] || old[strlen(dir)] == ':'))
+            snprintf(vars[0].value, sizeof(vars[0].value), "%s", old); /* already first */
+        else
+            snprintf(vars[0].value, sizeof(vars[0].value), "%s%s%s", dir, old && *old ? ":" : "",
+                     old ? old : "");
+        vars[0].why = "efasim's libibverbs.so.1 and libefa.so.1 before the system's rdma-core";
+    } else {
+        vars[0].name = "LD_PRELOAD";
+        if (old && strstr(old, "libefasim-kernel.so"))
+            snprintf(vars[0].value, sizeof(vars[0].value), "%s", old); /* already there */
+        else
+            snprintf(vars[0].value, sizeof(vars[0].value), "%s/libefasim-kernel.so%s%s", dir,
+                     old && *old ? ":" : "", old ? old : "");
+        vars[0].why = "efasim's kernel front end: the system's rdma-core on efasim's uverbs "
+                      "device";
+    }
     vars[1].name = "SYSFS_PATH";
     snprintf(vars[1].value, sizeof(vars[1].value), "%s", ibv_get_sysfs_path());
     vars[1].why = "efasim's sysfs view (libfabric and rdma-core read sysfs there)";
@@ -84,6 +126,17 @@ static int efasim_env(struct env_var vars[3])
     snprintf(vars[2].value, sizeof(vars[2].value), "0");
     vars[2].why = "processes on one host share efasim's GID; keep libfabric on the device";
     return 0;
+}
+
+/* The kernel front end must not find efasim's drop-in first on the loader path. */
+static void loader_path_for_kernel(char *buf, size_t size)
+{
+    char dir[PATH_MAX];
+
+    if (efasim_libdir(dir, sizeof(dir)))
+        path_without(getenv("LD_LIBRARY_PATH"), dir, buf, size);
+    else
+        snprintf(buf, size, "%s", getenv("LD_LIBRARY_PATH") ? getenv("LD_LIBRARY_PATH") : "");
 }
 
 /* Single-quoted for the shell. */
@@ -99,31 +152,47 @@ static void print_quoted(const char *s)
     putchar('\'');
 }
 
-static int print_env(void)
+static int print_env(bool kernel)
 {
     struct env_var vars[3];
+    char ldpath[PATH_MAX * 2];
 
-    if (efasim_env(vars))
+    if (efasim_env(vars, kernel))
         return 1;
     for (int i = 0; i < 3; i++) {
         printf("# %s\nexport %s=", vars[i].why, vars[i].name);
         print_quoted(vars[i].value);
         putchar('\n');
     }
+    if (kernel) {
+        loader_path_for_kernel(ldpath, sizeof(ldpath));
+        printf("# not efasim's drop-in libibverbs.so.1: the system's rdma-core\n");
+        printf("export LD_LIBRARY_PATH=");
+        print_quoted(ldpath);
+        putchar('\n');
+    }
     return 0;
 }
 
-static int run(char **argv)
+static int run(char **argv, bool kernel)
 {
     struct env_var vars[3];
+    char ldpath[PATH_MAX * 2];
 
-    if (efasim_env(vars))
+    if (efasim_env(vars, kernel))
         return 1;
     for (int i = 0; i < 3; i++)
         if (setenv(vars[i].name, vars[i].value, 1)) {
             perror("efasim-info: setenv");
             return 1;
         }
+    if (kernel) {
+        loader_path_for_kernel(ldpath, sizeof(ldpath));
+        if (setenv("LD_LIBRARY_PATH", ldpath, 1)) {
+            perror("efasim-info: setenv");
+            return 1;
+        }
+    }
     execvp(argv[0], argv);
     fprintf(stderr, "efasim-info: %s: %s\n", argv[0], strerror(errno));
     return 127;
@@ -181,16 +250,33 @@ static int print_counters(void)
     return ret;
 }
 
+/* --env, --env=verbs, --env=kernel (and --run...): 0 drop-in, 1 kernel, -1 not this option. */
+static int front_end(const char *arg, const char *option)
+{
+    size_t n = strlen(option);
+
+    if (strncmp(arg, option, n))
+        return -1;
+    if (!arg[n] || !strcmp(arg + n, "=verbs"))
+        return 0;
+    if (!strcmp(arg + n, "=kernel"))
+        return 1;
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
+    int fe;
+
     if (argc == 1)
         return describe();
-    if (argc == 2 && !strcmp(argv[1], "--env"))
-        return print_env();
+    if (argc == 2 && (fe = front_end(argv[1], "--env")) >= 0)
+        return print_env(fe);
     if (argc == 2 && !strcmp(argv[1], "--counters"))
         return print_counters();
-    if (argc >= 3 && !strcmp(argv[1], "--run"))
-        return run(argv + 2);
-    fprintf(stderr, "usage: efasim-info [--env | --counters | --run COMMAND [ARG...]]\n");
+    if (argc >= 3 && (fe = front_end(argv[1], "--run")) >= 0)
+        return run(argv + 2, fe);
+    fprintf(stderr, "usage: efasim-info [--env[=verbs|=kernel] | --counters | "
+                    "--run[=verbs|=kernel] COMMAND [ARG...]]\n");
     return 2;
 }

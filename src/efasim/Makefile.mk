@@ -40,3 +40,30 @@ src_efasim_libefa_la_LDFLAGS = -version-info 1:0:0 -no-undefined \
 EXTRA_src_efasim_libefa_la_DEPENDENCIES = $(top_srcdir)/src/efasim/verbs/libefa.map
 
 EXTRA_DIST += src/efasim/README.md src/efasim/verbs/libibverbs.map src/efasim/verbs/libefa.map
+
+# kernel/ is the second front end: a library preloaded into unmodified programs
+# that emulates EFA's kernel driver at the uverbs boundary (the device node,
+# ioctl/write commands, mmap of the queues, doorbells), so the system's own
+# libibverbs and libefa drive the same model. `efasim-info --env=kernel` prints
+# the environment that loads it.
+efasim_LTLIBRARIES += src/efasim/libefasim-kernel.la
+src_efasim_libefasim_kernel_la_SOURCES = \
+	src/efasim/kernel/kernel.h \
+	src/efasim/kernel/uverbs.h \
+	src/efasim/kernel/uverbs_cmds.h \
+	src/efasim/kernel/efa_io.h \
+	src/efasim/kernel/mmio.h \
+	src/efasim/kernel/x86.h \
+	src/efasim/kernel/interpose.c \
+	src/efasim/kernel/uverbs.c \
+	src/efasim/kernel/uverbs_cmds.c \
+	src/efasim/kernel/efa.c \
+	src/efasim/kernel/mmio.c \
+	src/efasim/kernel/x86.c
+src_efasim_libefasim_kernel_la_CFLAGS = $(AM_CFLAGS) $(IBVERBS_CFLAGS) -pthread
+src_efasim_libefasim_kernel_la_LIBADD = src/efasim/libefasim-model.la -ldl
+src_efasim_libefasim_kernel_la_LDFLAGS = -avoid-version -no-undefined -pthread \
+	-Wl,--version-script=$(top_srcdir)/src/efasim/kernel/libefasim-kernel.map
+EXTRA_src_efasim_libefasim_kernel_la_DEPENDENCIES = \
+	$(top_srcdir)/src/efasim/kernel/libefasim-kernel.map
+EXTRA_DIST += src/efasim/kernel/libefasim-kernel.map

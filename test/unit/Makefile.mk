@@ -116,3 +116,22 @@ check-efasim: $(check_PROGRAMS) $(efasim_LTLIBRARIES)
 	$(SHELL) $(top_srcdir)/test/unit/test_efasim_netns.sh ./test/unit/efasim-pingpong \
 		$(abs_builddir)/src/efasim/.libs
 .PHONY: check-efasim
+
+# efasim's kernel front end (src/efasim/kernel): the device's memory side alone
+# (doorbell and ring faults, the instruction decoder), and the uverbs device at
+# its boundary, run with the front end preloaded (efasim-info --run=kernel).
+check_PROGRAMS += test/unit/efasim-mmio-unit test/unit/efasim-uverbs-unit
+test_unit_efasim_mmio_unit_SOURCES = \
+	test/unit/efarm_test.h \
+	test/unit/runner.c \
+	test/unit/test_efasim_mmio.c \
+	src/efasim/kernel/mmio.c \
+	src/efasim/kernel/x86.c
+test_unit_efasim_mmio_unit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test/unit
+test_unit_efasim_mmio_unit_LDADD = libefarm.la -ldl
+test_unit_efasim_uverbs_unit_SOURCES = \
+	test/unit/efarm_test.h \
+	test/unit/runner.c \
+	test/unit/test_efasim_uverbs.c
+test_unit_efasim_uverbs_unit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test/unit
+test_unit_efasim_uverbs_unit_LDADD = libefarm.la
