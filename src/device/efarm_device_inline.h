@@ -54,7 +54,12 @@ struct efarm_dev_ep {
 };
 
 /* ep.c: map a failed work completion's status; repost released receive buffers. */
-int efarm_dev_status(enum ibv_wc_status status);
+/*
+ * A completion's status as efarm's error: by the verbs status, and where that
+ * says only "general error", by EFA's own status (vendor_err), whose meaning
+ * older rdma-core leaves out (ep.c).
+ */
+int efarm_dev_status(enum ibv_wc_status status, uint32_t vendor_err);
 void efarm_dev_rx_refill(struct efarm_dev_ep *ep, bool all);
 
 /* A signaled send WR to (ah, qpn, qkey): everything but its data. */
@@ -229,8 +234,8 @@ static inline __attribute__((always_inline)) bool efarm_dev_cqe_read(struct efar
         c->status = 0;
         c->vendor_err = 0;
     } else {
-        c->status = efarm_dev_status(cq->status);
         c->vendor_err = ibv_wc_read_vendor_err(cq);
+        c->status = efarm_dev_status(cq->status, c->vendor_err);
     }
     c->wr_id = cq->wr_id;
     if (!efarm_dev_cur_is_recv(ep)) {

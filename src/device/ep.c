@@ -48,7 +48,35 @@ void *efarm_dev_calloc(size_t n, size_t size)
 
 /* ---- Status mapping ------------------------------------------------------------ */
 
-int efarm_dev_status(enum ibv_wc_status status)
+/*
+ * What EFA's completion statuses (the vendor error, efa_io_comp_status) mean to
+ * efarm, for a completion whose verbs status says no more than "general
+ * error": rdma-core before 55 maps 7 (a bad remote address or key), 14 (an
+ * unknown peer) and 15 (unreachable) to IBV_WC_GENERAL_ERR, later releases to
+ * REM_ACCESS, REM_OP and RESP_TIMEOUT. The device's status is the same on
+ * either, so efarm reads it there.
+ */
+static const struct {
+    uint32_t vendor_err;
+    int err;
+} g_efa_status[] = {
+    {1, EFARM_E(DEV_FLUSHED)},
+    {2, EFARM_E(DEV_LOCAL_QP)},
+    {3, EFARM_E(DEV_LOCAL_QP)},
+    {4, EFARM_E(DEV_LOCAL_QP)},
+    {5, EFARM_E(DEV_LOCAL_PROTECTION)},
+    {6, EFARM_E(DEV_LOCAL_LENGTH)},
+    {7, EFARM_E(DEV_REMOTE_ACCESS)},
+    {9, EFARM_E(DEV_REMOTE_QP)},
+    {10, EFARM_E(DEV_RNR)},
+    {11, EFARM_E(DEV_REMOTE_LENGTH)},
+    {13, EFARM_E(DEV_TIMEOUT)},
+    {14, EFARM_E(DEV_REMOTE_QP)},
+    {15, EFARM_E(DEV_TIMEOUT)},
+    {18, EFARM_E(DEV_REMOTE_LENGTH)},
+};
+
+int efarm_dev_status(enum ibv_wc_status status, uint32_t vendor_err)
 {
     switch (status) {
     case IBV_WC_SUCCESS:
@@ -74,6 +102,9 @@ int efarm_dev_status(enum ibv_wc_status status)
     case IBV_WC_RETRY_EXC_ERR:
         return EFARM_E(DEV_TIMEOUT);
     default:
+        for (size_t i = 0; i < sizeof(g_efa_status) / sizeof(g_efa_status[0]); i++)
+            if (g_efa_status[i].vendor_err == vendor_err)
+                return g_efa_status[i].err;
         return EFARM_E(DEV_GENERAL);
     }
 }

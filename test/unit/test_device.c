@@ -856,17 +856,33 @@ EFARM_TEST(device_choose_nic_allocation_failure_walk)
 /* Every completion status the issue names maps to the device's own code. */
 EFARM_TEST(device_status_mapping)
 {
-    EXPECT_RET(efarm_dev_status(IBV_WC_SUCCESS), 0);
-    EXPECT_RET(efarm_dev_status(IBV_WC_RNR_RETRY_EXC_ERR), EFARM_E(DEV_RNR));
-    EXPECT_RET(efarm_dev_status(IBV_WC_REM_ACCESS_ERR), EFARM_E(DEV_REMOTE_ACCESS));
-    EXPECT_RET(efarm_dev_status(IBV_WC_LOC_LEN_ERR), EFARM_E(DEV_LOCAL_LENGTH));
-    EXPECT_RET(efarm_dev_status(IBV_WC_LOC_PROT_ERR), EFARM_E(DEV_LOCAL_PROTECTION));
-    EXPECT_RET(efarm_dev_status(IBV_WC_WR_FLUSH_ERR), EFARM_E(DEV_FLUSHED));
-    EXPECT_RET(efarm_dev_status(IBV_WC_REM_INV_RD_REQ_ERR), EFARM_E(DEV_REMOTE_QP));
-    EXPECT_RET(efarm_dev_status(IBV_WC_REM_INV_REQ_ERR), EFARM_E(DEV_REMOTE_LENGTH));
-    EXPECT_RET(efarm_dev_status(IBV_WC_LOC_QP_OP_ERR), EFARM_E(DEV_LOCAL_QP));
-    EXPECT_RET(efarm_dev_status(IBV_WC_RESP_TIMEOUT_ERR), EFARM_E(DEV_TIMEOUT));
-    EXPECT_RET(efarm_dev_status(IBV_WC_GENERAL_ERR), EFARM_E(DEV_GENERAL));
+    EXPECT_RET(efarm_dev_status(IBV_WC_SUCCESS, 0), 0);
+    EXPECT_RET(efarm_dev_status(IBV_WC_RNR_RETRY_EXC_ERR, 0), EFARM_E(DEV_RNR));
+    EXPECT_RET(efarm_dev_status(IBV_WC_REM_ACCESS_ERR, 0), EFARM_E(DEV_REMOTE_ACCESS));
+    EXPECT_RET(efarm_dev_status(IBV_WC_LOC_LEN_ERR, 0), EFARM_E(DEV_LOCAL_LENGTH));
+    EXPECT_RET(efarm_dev_status(IBV_WC_LOC_PROT_ERR, 0), EFARM_E(DEV_LOCAL_PROTECTION));
+    EXPECT_RET(efarm_dev_status(IBV_WC_WR_FLUSH_ERR, 0), EFARM_E(DEV_FLUSHED));
+    EXPECT_RET(efarm_dev_status(IBV_WC_REM_INV_RD_REQ_ERR, 0), EFARM_E(DEV_REMOTE_QP));
+    EXPECT_RET(efarm_dev_status(IBV_WC_REM_INV_REQ_ERR, 0), EFARM_E(DEV_REMOTE_LENGTH));
+    EXPECT_RET(efarm_dev_status(IBV_WC_LOC_QP_OP_ERR, 0), EFARM_E(DEV_LOCAL_QP));
+    EXPECT_RET(efarm_dev_status(IBV_WC_RESP_TIMEOUT_ERR, 0), EFARM_E(DEV_TIMEOUT));
+    EXPECT_RET(efarm_dev_status(IBV_WC_GENERAL_ERR, 0), EFARM_E(DEV_GENERAL));
+}
+
+/*
+ * rdma-core 44 (Debian bookworm's) reports EFA's statuses 7 (bad remote address
+ * or key), 14 (unknown peer) and 15 (unreachable) as IBV_WC_GENERAL_ERR; newer
+ * releases as REM_ACCESS, REM_OP and RESP_TIMEOUT. efarm reads EFA's status, so
+ * both give the same error.
+ */
+EFARM_TEST(device_status_general_error_by_efa_status)
+{
+    EXPECT_RET(efarm_dev_status(IBV_WC_GENERAL_ERR, 7), EFARM_E(DEV_REMOTE_ACCESS));
+    EXPECT_RET(efarm_dev_status(IBV_WC_REM_ACCESS_ERR, 7), EFARM_E(DEV_REMOTE_ACCESS));
+    EXPECT_RET(efarm_dev_status(IBV_WC_GENERAL_ERR, 15), EFARM_E(DEV_TIMEOUT));
+    EXPECT_RET(efarm_dev_status(IBV_WC_RESP_TIMEOUT_ERR, 15), EFARM_E(DEV_TIMEOUT));
+    EXPECT_RET(efarm_dev_status(IBV_WC_GENERAL_ERR, 14), EFARM_E(DEV_REMOTE_QP));
+    EXPECT_RET(efarm_dev_status(IBV_WC_GENERAL_ERR, 12), EFARM_E(DEV_GENERAL));
 }
 
 /* EFARM_DEVICE=efa loads the system's rdma-core; without EFA hardware it finds none. */
