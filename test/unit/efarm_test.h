@@ -63,6 +63,12 @@ _Noreturn void efarm_test_fail(const char *file, int line, const char *fmt, ...)
             efarm_test_fail_mem(__FILE__, __LINE__, #a, #b, (a), (b), n_); \
     } while (0)
 
+/*
+ * The test cannot run here (a feature this rdma-core or front end lacks): it
+ * ends, reported as SKIP with the reason, neither passed nor failed.
+ */
+_Noreturn void efarm_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 _Noreturn void efarm_test_fail_mem(const char *file, int line, const char *an, const char *bn,
                                    const void *a, const void *b, size_t n);
 

@@ -93,6 +93,22 @@ void efarm_test_fail_mem(const char *file, int line, const char *an, const char 
     exit(1);
 }
 
+/* Exit status of a test that cannot run here (the automake convention). */
+#define SKIP_STATUS 77
+
+void efarm_test_skip(const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "  skip: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(NULL);
+    exit(SKIP_STATUS);
+}
+
 uint64_t efarm_test_seed(void)
 {
     return g_seed;
@@ -123,7 +139,7 @@ static int matches(const char *name, int argc, char **argv, int first)
     return 0;
 }
 
-/* Run one test in a child; returns 1 if it passed. */
+/* Run one test in a child; returns 1 if it passed, 0 if it failed, -1 if it was skipped. */
 static int run_one(const struct test_entry *t)
 {
     struct timespec t0, t1;
@@ -162,6 +178,10 @@ static int run_one(const struct test_entry *t)
         printf("PASS %s (%.0f ms)\n", t->name, ms);
         return 1;
     }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == SKIP_STATUS) {
+        printf("SKIP %s\n", t->name);
+        return -1;
+    }
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
         printf("FAIL %s (timeout after %u s)\n", t->name, t->timeout_s);
     else if (WIFSIGNALED(status))
@@ -173,7 +193,7 @@ static int run_one(const struct test_entry *t)
 
 int main(int argc, char **argv)
 {
-    unsigned passed = 0, failed = 0;
+    unsigned passed = 0, failed = 0, skipped = 0;
     int first = 1;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -203,11 +223,21 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < g_ntests; i++) {
         if (!matches(g_tests[i].name, argc, argv, first))
             continue;
-        if (run_one(&g_tests[i]))
+        switch (run_one(&g_tests[i])) {
+        case 1:
             passed++;
-        else
+            break;
+        case 0:
             failed++;
+            break;
+        default:
+            skipped++;
+            break;
+        }
     }
-    printf("%u passed, %u failed\n", passed, failed);
+    if (skipped)
+        printf("%u passed, %u failed, %u skipped\n", passed, failed, skipped);
+    else
+        printf("%u passed, %u failed\n", passed, failed);
     return failed || !passed ? 1 : 0;
 }

@@ -19,11 +19,12 @@
  * (as the drop-in's poll does), the ring is armed: its pages fault on read,
  * and the fault runs the model's progress for the CQ first (mmio.c). A read
  * that finds new entries disarms the ring, so the provider reads them
- * without further faults; the ring is armed again when the reader has caught
- * up, as far as the device can tell: at the CQ doorbell of a CQ that has one
- * (its consumer index), at any doorbell of the QPs that use the CQ (the
- * provider posts after it polled), and at the service thread's next pass.
- * Whether armed or not, the reader always sees exactly what the device wrote.
+ * without further faults. Every CQ has a doorbell, to which rdma-core writes
+ * its consumer index after each poll that returned entries: when the reader
+ * has read everything written, its ring is armed again; and the device never
+ * writes over an entry its reader has not read (a receive waits for room, as
+ * it does on the drop-in). Whether armed or not, the reader always sees
+ * exactly what the device wrote.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -73,10 +74,9 @@ struct efa_kcq {
     uint32_t depth, entry_size;
     uint32_t pi; /* entries written, ever */
     uint16_t cqn;
-    bool notify;      /* created with a completion channel: events, a doorbell */
-    bool event_armed; /* the doorbell asked for one event */
-    uint16_t cc;      /* the consumer index the doorbell last reported */
-    bool cc_known;
+    bool notify;          /* created with a completion channel: it raises events */
+    bool event_armed;     /* the doorbell asked for one event */
+    uint16_t cc;          /* the consumer index the doorbell last reported */
     uint32_t comp_events; /* events queued on the channel */
     struct efa_kcq *next; /* the context's CQs */
 };
@@ -488,10 +488,10 @@ static struct efa_kcq *kcq_of(struct efasim_cq *m)
     return (struct efa_kcq *)((uint8_t *)m - offsetof(struct efa_kcq, m));
 }
 
-/* Entries written that the consumer may not have read: the doorbell's view, else none known. */
+/* Entries written that the consumer has not read, as far as its doorbell said. */
 static uint32_t ring_unread(const struct efa_kcq *cq)
 {
-    return cq->cc_known ? (uint32_t)(uint16_t)((uint16_t)cq->pi - cq->cc) : 0;
+    return (uint16_t)((uint16_t)cq->pi - cq->cc);
 }
 
 /* Write one completion at the producer index; the phase last. The CQ's lock held. */
@@ -616,7 +616,11 @@ static void kcq_ring_load(void *owner, size_t offset)
     pthread_mutex_unlock(&cq->lock);
 }
 
-/* The CQ doorbell: consumer index, and a request for the next event when ARM is set. */
+/*
+ * The CQ doorbell: the consumer index (rdma-core writes it after every poll
+ * that returned entries) and, with ARM, a request for the next event. Once
+ * the consumer has read everything written, its ring is armed again.
+ */
 static void kcq_db_store(void *owner, size_t offset, uint64_t value, unsigned size)
 {
     struct efa_kcq *cq = owner;
@@ -626,7 +630,6 @@ static void kcq_db_store(void *owner, size_t offset, uint64_t value, unsigned si
         return; /* not the doorbell register: the device ignores it */
     pthread_mutex_lock(&cq->lock);
     cq->cc = (uint16_t)EFASIM_IO_GET(v, EFASIM_IO_CQ_DB_CONSUMER);
-    cq->cc_known = true;
     if (EFASIM_IO_GET(v, EFASIM_IO_CQ_DB_ARM)) {
         cq->event_armed = true;
         if (ring_unread(cq))
@@ -640,11 +643,12 @@ static void kcq_db_store(void *owner, size_t offset, uint64_t value, unsigned si
 static const struct efasim_mmio_ops g_ring_ops = {.load = kcq_ring_load};
 static const struct efasim_mmio_ops g_cq_db_ops = {.store = kcq_db_store};
 
-/* Arm a CQ's ring again: its reader has probably caught up (see "Completion rings"). */
+/* Arm a CQ's ring again if its reader has read all there is (see "Completion rings"). */
 static void kcq_rearm(struct efa_kcq *cq)
 {
     pthread_mutex_lock(&cq->lock);
-    efasim_mmio_arm(cq->ring, true);
+    if (!ring_unread(cq))
+        efasim_mmio_arm(cq->ring, true);
     pthread_mutex_unlock(&cq->lock);
 }
 
@@ -715,19 +719,21 @@ int efasim_efa_create_cq(struct efasim_kobj *obj, uint32_t cqe, uint32_t comp_ve
     if (err)
         goto err_free;
     resp.q_mmap_size = size;
-    if (cq->notify) {
-        /* efasim's device gives a doorbell to the CQs that raise events. */
-        cq->db = efasim_mmio_create((size_t)page, EFASIM_MMIO_DOORBELL, &g_cq_db_ops, cq);
-        if (!cq->db) {
-            err = -ENOMEM;
-            goto err_unmap;
-        }
-        err = map_add(obj->file, cq->db, &resp.db_mmap_key);
-        if (err)
-            goto err_unmap;
-        resp.db_off = EFA_CQ_DB_OFFSET;
-        resp.comp_mask |= EFA_CREATE_CQ_RESP_DB_OFF;
+    /*
+     * Every CQ gets a doorbell (the device decides; EFA's driver passes its
+     * answer on): the consumer index it reports is what lets the device
+     * neither overwrite unread entries nor miss the reader's idle polls.
+     */
+    cq->db = efasim_mmio_create((size_t)page, EFASIM_MMIO_DOORBELL, &g_cq_db_ops, cq);
+    if (!cq->db) {
+        err = -ENOMEM;
+        goto err_unmap;
     }
+    err = map_add(obj->file, cq->db, &resp.db_mmap_key);
+    if (err)
+        goto err_unmap;
+    resp.db_off = EFA_CQ_DB_OFFSET;
+    resp.comp_mask |= EFA_CREATE_CQ_RESP_DB_OFF;
     cq->cqn = uc->next_cqn++;
     resp.cq_idx = cq->cqn;
     err = efasim_cq_construct(&cq->m, obj->file->ctx, cqe, &g_kcq_ops, cq);
