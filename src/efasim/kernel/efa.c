@@ -19,12 +19,19 @@
  * (as the drop-in's poll does), the ring is armed: its pages fault on read,
  * and the fault runs the model's progress for the CQ first (mmio.c). A read
  * that finds new entries disarms the ring, so the provider reads them
- * without further faults. Every CQ has a doorbell, to which rdma-core writes
- * its consumer index after each poll that returned entries: when the reader
- * has read everything written, its ring is armed again; and the device never
- * writes over an entry its reader has not read (a receive waits for room, as
- * it does on the drop-in). Whether armed or not, the reader always sees
- * exactly what the device wrote.
+ * without further faults. The device does not know when its reader has read
+ * them all: rdma-core 44 reports its consumer index to a CQ's doorbell only
+ * sometimes (after ibv_poll_cq, and after ibv_end_poll only when the reader
+ * stopped before the ring's end), and only CQs that raise events have one.
+ * So the ring is armed again whenever its reader probably caught up: at a
+ * doorbell of a QP that uses the CQ (the provider posts after it polled), at
+ * the CQ doorbell when it says so, and at the service thread's next pass. A
+ * ring armed too early costs its reader one more fault; whether armed or not,
+ * the reader always sees exactly what the device wrote.
+ *
+ * For the same reason the device never knows whether a ring has room: as
+ * EFA's, it writes every completion, and a CQ smaller than the work requests
+ * that feed it loses the oldest unread ones (rdma-core sizes CQs for them).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -549,21 +556,11 @@ static int kcq_push(struct efasim_cq *m, const struct efasim_cqe *e)
     return 0;
 }
 
-/*
- * Room in the ring. EFA's device writes completions without knowing the
- * consumer unless the CQ has a doorbell; rdma-core sizes CQs for the WRs that
- * feed them. A CQ with a doorbell refuses to overwrite what its consumer has
- * not read.
- */
+/* Room in the ring: always, as far as the device knows ("Completion rings"). */
 static bool kcq_reserve(struct efasim_cq *m)
 {
-    struct efa_kcq *cq = kcq_of(m);
-    bool ok;
-
-    pthread_mutex_lock(&cq->lock);
-    ok = ring_unread(cq) < cq->depth;
-    pthread_mutex_unlock(&cq->lock);
-    return ok;
+    (void)m;
+    return true;
 }
 
 static void kcq_push_reserved(struct efasim_cq *m, const struct efasim_cqe *e)
@@ -578,10 +575,8 @@ static void kcq_unreserve(struct efasim_cq *m)
 
 static bool kcq_full(const struct efasim_cq *m)
 {
-    const struct efa_kcq *cq =
-        (const struct efa_kcq *)((const uint8_t *)m - offsetof(struct efa_kcq, m));
-
-    return ring_unread(cq) >= cq->depth;
+    (void)m;
+    return false;
 }
 
 static void kcq_forget_qp(struct efasim_cq *m, const struct efasim_qp *qp)
@@ -643,12 +638,11 @@ static void kcq_db_store(void *owner, size_t offset, uint64_t value, unsigned si
 static const struct efasim_mmio_ops g_ring_ops = {.load = kcq_ring_load};
 static const struct efasim_mmio_ops g_cq_db_ops = {.store = kcq_db_store};
 
-/* Arm a CQ's ring again if its reader has read all there is (see "Completion rings"). */
+/* Arm a CQ's ring again: its reader has probably caught up (see "Completion rings"). */
 static void kcq_rearm(struct efa_kcq *cq)
 {
     pthread_mutex_lock(&cq->lock);
-    if (!ring_unread(cq))
-        efasim_mmio_arm(cq->ring, true);
+    efasim_mmio_arm(cq->ring, true);
     pthread_mutex_unlock(&cq->lock);
 }
 
@@ -719,21 +713,19 @@ int efasim_efa_create_cq(struct efasim_kobj *obj, uint32_t cqe, uint32_t comp_ve
     if (err)
         goto err_free;
     resp.q_mmap_size = size;
-    /*
-     * Every CQ gets a doorbell (the device decides; EFA's driver passes its
-     * answer on): the consumer index it reports is what lets the device
-     * neither overwrite unread entries nor miss the reader's idle polls.
-     */
-    cq->db = efasim_mmio_create((size_t)page, EFASIM_MMIO_DOORBELL, &g_cq_db_ops, cq);
-    if (!cq->db) {
-        err = -ENOMEM;
-        goto err_unmap;
+    if (cq->notify) {
+        /* A CQ that raises events has a doorbell to arm it (and to hear its consumer). */
+        cq->db = efasim_mmio_create((size_t)page, EFASIM_MMIO_DOORBELL, &g_cq_db_ops, cq);
+        if (!cq->db) {
+            err = -ENOMEM;
+            goto err_unmap;
+        }
+        err = map_add(obj->file, cq->db, &resp.db_mmap_key);
+        if (err)
+            goto err_unmap;
+        resp.db_off = EFA_CQ_DB_OFFSET;
+        resp.comp_mask |= EFA_CREATE_CQ_RESP_DB_OFF;
     }
-    err = map_add(obj->file, cq->db, &resp.db_mmap_key);
-    if (err)
-        goto err_unmap;
-    resp.db_off = EFA_CQ_DB_OFFSET;
-    resp.comp_mask |= EFA_CREATE_CQ_RESP_DB_OFF;
     cq->cqn = uc->next_cqn++;
     resp.cq_idx = cq->cqn;
     err = efasim_cq_construct(&cq->m, obj->file->ctx, cqe, &g_kcq_ops, cq);
