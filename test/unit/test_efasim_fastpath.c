@@ -212,8 +212,8 @@ EFARM_TEST_TIMEOUT(efasim_fast_off_uses_datagrams, 60)
 
 /*
  * The target refuses a direct-copy request exactly as a datagram one: bad
- * rkey, out of bounds, an MR without the remote access; REM_ACCESS_ERR with
- * EFA's vendor error 7, its memory untouched, nothing copied; then the same
+ * rkey, out of bounds, an MR without the remote access; EFA's status 7
+ * (IBV_WC_GENERAL_ERR in rdma-core 44), its memory untouched, nothing copied; then the same
  * QP's valid request is served by direct copy.
  */
 struct refusal {
@@ -268,7 +268,7 @@ static void fast_refusals(bool write)
                                   cases[i].raddr);
         EXPECT_EQ(rc, 0);
         efasim_wait_wc(f.req.send_cq, &wc, cases[i].name);
-        EXPECT_WC_STATUS(&wc, IBV_WC_REM_ACCESS_ERR);
+        EXPECT_WC_STATUS(&wc, EFASIM_WC_REMOTE_ACCESS);
         EXPECT_EQ(wc.vendor_err, EFASIM_VENDOR_REMOTE_ACCESS);
         EXPECT_EQ(wc.wr_id, i);
         EXPECT_MEM_EQ(f.remote.addr, snapshot, len);
@@ -311,7 +311,7 @@ EFARM_TEST_TIMEOUT(efasim_fast_write_refusals, 60)
  * PROT_NONE: an unmapped hole could be filled by any other mapping of the
  * process before the read, as ThreadSanitizer's runtime once did): the direct
  * copy faults, the WR is redone by datagrams, and the read fails as it does
- * there (REM_ACCESS_ERR), never with garbage or a crash.
+ * there (status 7), never with garbage or a crash.
  */
 EFARM_TEST_TIMEOUT(efasim_fast_target_memory_gone, 60)
 {
@@ -326,7 +326,7 @@ EFARM_TEST_TIMEOUT(efasim_fast_target_memory_gone, 60)
                                (uintptr_t)f.remote.addr),
               0);
     efasim_wait_wc(f.req.send_cq, &wc, "the read of unmapped memory");
-    EXPECT_WC_STATUS(&wc, IBV_WC_REM_ACCESS_ERR);
+    EXPECT_WC_STATUS(&wc, EFASIM_WC_REMOTE_ACCESS);
     EXPECT_EQ(wc.vendor_err, EFASIM_VENDOR_REMOTE_ACCESS);
     /* The mapped half still reads, by direct copy (the peer was not given up). */
     EXPECT_EQ(efasim_rdma_read(&f.req, &f.to_tgt, 2, &f.local, 0, len / 2, f.remote.mr->rkey,

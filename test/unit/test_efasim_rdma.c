@@ -2,8 +2,9 @@
  * One-sided RDMA between two efasim devices of one process: reads and writes
  * of one byte to 16 MiB (many packets), write with immediate data, and
  * requests outside what the target registered (bad rkey, out of bounds, no
- * remote access), which must fail with REM_ACCESS_ERR and leave the target's
- * memory untouched. The target never polls: efasim serves RDMA by itself.
+ * remote access), which must fail with EFA's status 7 (IBV_WC_GENERAL_ERR in
+ * rdma-core 44) and leave the target's memory untouched. The target never
+ * polls: efasim serves RDMA by itself.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -260,7 +261,7 @@ static void rdma_bounds(bool write)
                                   (uintptr_t)cases[i].raddr);
         EXPECT_EQ(rc, 0);
         efasim_wait_wc(f.req.send_cq, &wc, cases[i].name);
-        EXPECT_WC_STATUS(&wc, IBV_WC_REM_ACCESS_ERR);
+        EXPECT_WC_STATUS(&wc, EFASIM_WC_REMOTE_ACCESS);
         EXPECT_EQ(wc.wr_id, i);
         EXPECT_EQ(wc.vendor_err, EFASIM_VENDOR_REMOTE_ACCESS);
         EXPECT_MEM_EQ(t.mem, t.snapshot, t.mem_len);
@@ -333,5 +334,40 @@ EFARM_TEST(efasim_rdma_read_then_many_sends)
     efasim_buf_free(&local);
     efasim_buf_free(&remote);
     efasim_buf_free(&rbuf);
+    rdma_close(&f);
+}
+
+/*
+ * ibv_poll_cq reports the same status as the extended API: rdma-core 44's
+ * provider maps the device's status in one place for both (to_ibv_status),
+ * so a bad rkey is IBV_WC_GENERAL_ERR there too, with vendor error 7.
+ */
+EFARM_TEST(efasim_rdma_bad_rkey_status_legacy_poll)
+{
+    struct efasim_buf local, remote;
+    struct rdma_fixture f;
+    struct ibv_wc wc;
+    double deadline;
+    int n;
+
+    rdma_open(&f, false);
+    efasim_buf_alloc(&f.dev[1], 4096, IBV_ACCESS_LOCAL_WRITE, &local);
+    efasim_buf_alloc(&f.dev[0], 4096, EFASIM_ACCESS_ALL, &remote);
+    EXPECT_EQ(efasim_rdma_read(&f.req, &f.to_tgt, 7, &local, 0, 64, remote.mr->rkey ^ 0x100,
+                               (uintptr_t)remote.addr),
+              0);
+    deadline = efasim_now() + EFASIM_WAIT_S;
+    while ((n = ibv_poll_cq(ibv_cq_ex_to_cq(f.req.send_cq), 1, &wc)) == 0) {
+        if (efasim_now() > deadline)
+            efarm_test_fail(__FILE__, __LINE__, "no completion for the read with a bad rkey");
+        efasim_sleep_ms(0);
+    }
+    EXPECT_EQ(n, 1);
+    EXPECT_EQ(wc.wr_id, 7);
+    EXPECT_EQ(wc.status, EFASIM_WC_REMOTE_ACCESS);
+    EXPECT_EQ(wc.vendor_err, EFASIM_VENDOR_REMOTE_ACCESS);
+    EXPECT_EQ(wc.opcode, IBV_WC_SEND);
+    efasim_buf_free(&local);
+    efasim_buf_free(&remote);
     rdma_close(&f);
 }

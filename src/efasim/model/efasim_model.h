@@ -56,10 +56,16 @@
 #define EFASIM_AHN_UNKNOWN 0xffff /* slid of a receive whose sender has no AH here */
 #define EFASIM_MAX_SGE     4      /* SGEs of one work request the model holds, at most */
 
-/* EFA completion status codes (efa_io_comp_status), reported as vendor_err. */
+/*
+ * EFA completion status codes (efa_io_comp_status): what the device writes in
+ * a completion and a front end reports as vendor_err. The device knows no
+ * ibv_wc_status; mapping a status to one is the provider's (rdma-core's
+ * to_ibv_status, which differs between releases), so it is the front end's.
+ */
 enum efasim_status {
     EFASIM_ST_OK = 0,
     EFASIM_ST_FLUSHED = 1,
+    EFASIM_ST_LOCAL_QP_INTERNAL_ERROR = 2,
     EFASIM_ST_LOCAL_INVALID_OP = 3,
     EFASIM_ST_LOCAL_INVALID_AH = 4,
     EFASIM_ST_LOCAL_INVALID_LKEY = 5,
@@ -69,6 +75,7 @@ enum efasim_status {
     EFASIM_ST_REMOTE_BAD_DEST_QPN = 9,
     EFASIM_ST_REMOTE_RNR = 10,
     EFASIM_ST_REMOTE_BAD_LENGTH = 11,
+    EFASIM_ST_REMOTE_BAD_STATUS = 12,
     EFASIM_ST_UNRESP_REMOTE = 13,
     EFASIM_ST_UNREACH_REMOTE = 15,
     /*
@@ -313,9 +320,8 @@ int efasim_ahn_gid(const struct efasim_pd *pd, uint16_t ahn, union ibv_gid *gid_
 /* One completion as the device writes it. */
 struct efasim_cqe {
     uint64_t wr_id;
-    enum ibv_wc_status status;
     enum ibv_wc_opcode opcode;
-    uint32_t vendor_err;
+    uint32_t vendor_err; /* the device's status (enum efasim_status); 0: success */
     uint32_t byte_len;
     uint32_t imm;
     uint32_t qp_num;
@@ -437,7 +443,7 @@ enum efasim_pkt {
  * (its MR was deregistered or its memory unmapped while the WR was in
  * flight). It carries no payload: a receiver that settled the datagram answers
  * as it did; one that never got it settles it as refused (the sender's WR
- * fails with IBV_WC_LOC_PROT_ERR) and no later copy is taken.
+ * fails with EFASIM_ST_LOCAL_INVALID_LKEY) and no later copy is taken.
  */
 #define EFASIM_F_PROBE 0x8
 /*
@@ -542,8 +548,7 @@ struct efasim_swqe {
     bool fast_fallback;  /* a request was refused: redo the WR by datagrams once drained */
     uint64_t fast_nonce; /* read back by the target; nonzero only while the WR is in flight */
     uint32_t rnr_left;   /* RNR NACKs still tolerated; UINT32_MAX = forever */
-    enum ibv_wc_status status;
-    uint32_t vendor_err;
+    uint8_t status;      /* enum efasim_status: EFASIM_ST_OK until the WR fails */
 };
 
 /* One datagram awaiting its ACK, NACK or READ_RESP. */

@@ -296,14 +296,12 @@ static void qp_flush(struct efasim_qp *qp)
 
         if (!w->used)
             continue;
-        w->status = IBV_WC_WR_FLUSH_ERR;
-        w->vendor_err = EFASIM_ST_FLUSHED;
+        w->status = EFASIM_ST_FLUSHED;
         w->chunks_inflight = 0;
         efasim_swqe_finish(qp, i);
     }
     while (qp->rq_count) {
         struct efasim_cqe cqe = {.wr_id = qp->rq[qp->rq_head].wr_id,
-                                 .status = IBV_WC_WR_FLUSH_ERR,
                                  .opcode = IBV_WC_RECV,
                                  .vendor_err = EFASIM_ST_FLUSHED,
                                  .qp_num = qp->qpn,
@@ -474,12 +472,6 @@ static void swqe_fill(struct efasim_swqe *w, const struct efasim_send_desc *d)
     w->raddr = d->raddr;
 }
 
-/* The work-completion status of a WR the device could not read (rdma-core's to_ibv_status). */
-static enum ibv_wc_status fail_status(uint8_t st)
-{
-    return st == EFASIM_ST_LOCAL_BAD_LENGTH ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_QP_OP_ERR;
-}
-
 /* Check a WR the way the device would; a failure becomes its completion. */
 static void swqe_validate(struct efasim_qp *qp, struct efasim_swqe *w, uint8_t fail)
 {
@@ -487,27 +479,22 @@ static void swqe_validate(struct efasim_qp *qp, struct efasim_swqe *w, uint8_t f
     unsigned access = w->op == EFASIM_OP_READ ? IBV_ACCESS_LOCAL_WRITE : 0;
 
     if (fail) {
-        w->status = fail_status(fail);
-        w->vendor_err = fail;
+        w->status = fail;
         return;
     }
     if (!w->dst.sin_family) {
-        w->status = IBV_WC_LOC_QP_OP_ERR;
-        w->vendor_err = EFASIM_ST_LOCAL_INVALID_AH;
+        w->status = EFASIM_ST_LOCAL_INVALID_AH;
         return;
     }
     for (uint32_t i = 0; i < w->nsge; i++) {
         if (!efasim_mr_check(qp->ctx, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length, access)) {
-            w->status = IBV_WC_LOC_PROT_ERR;
-            w->vendor_err = EFASIM_ST_LOCAL_INVALID_LKEY;
+            w->status = EFASIM_ST_LOCAL_INVALID_LKEY;
             return;
         }
     }
     if ((w->op == EFASIM_OP_SEND && w->length > cfg->mtu) ||
-        (w->op != EFASIM_OP_SEND && w->length > cfg->max_rdma_size)) {
-        w->status = IBV_WC_LOC_LEN_ERR;
-        w->vendor_err = EFASIM_ST_LOCAL_BAD_LENGTH;
-    }
+        (w->op != EFASIM_OP_SEND && w->length > cfg->max_rdma_size))
+        w->status = EFASIM_ST_LOCAL_BAD_LENGTH;
 }
 
 int efasim_qp_post_send(struct efasim_qp *qp, const struct efasim_send_desc *d)
@@ -525,7 +512,7 @@ int efasim_qp_post_send(struct efasim_qp *qp, const struct efasim_send_desc *d)
     w = &qp->sq[idx];
     swqe_fill(w, d);
     swqe_validate(qp, w, d->fail);
-    if (w->status != IBV_WC_SUCCESS) {
+    if (w->status != EFASIM_ST_OK) {
         efasim_swqe_finish(qp, idx);
         return 0;
     }

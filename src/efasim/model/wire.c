@@ -20,7 +20,7 @@
  * it has none, its copies carry EFASIM_F_RNR_FINAL; the receiver settles such
  * a datagram at its first copy, taken or refused, and answers a refusal with
  * an RNR NACK that carries EFASIM_F_RNR_FINAL too. Only that NACK fails the WR
- * with IBV_WC_RNR_RETRY_EXC_ERR; if it is lost, the sender's retransmission
+ * with EFASIM_ST_REMOTE_RNR; if it is lost, the sender's retransmission
  * draws the same answer. Refusals of non-final copies count against the
  * budget once per attempt (requests carry the attempt, NACKs echo it), so
  * duplicated or retransmitted copies do not use it up.
@@ -38,7 +38,7 @@
  * toward an address never restart: each request carries the sender's
  * low-water mark, so a new receiver places its window where the sender is.
  * WRs that were meant for the old QP reach the new one with the old Q-Key and
- * fail its Q-Key check (IBV_WC_REM_INV_RD_REQ_ERR), as on EFA.
+ * fail its Q-Key check (EFASIM_ST_REMOTE_BAD_DEST_QPN), as on EFA.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -528,8 +528,7 @@ static bool swqe_issue_chunk(struct efasim_qp *qp, uint32_t idx)
         return false;
     p = peer_get(qp, w->dst.sin_addr, ntohs(w->dst.sin_port), true, &pidx);
     if (!p) {
-        w->status = IBV_WC_LOC_QP_OP_ERR;
-        w->vendor_err = EFASIM_ST_LOCAL_INVALID_AH;
+        w->status = EFASIM_ST_LOCAL_INVALID_AH;
         w->next_chunk = w->nchunks;
         return false;
     }
@@ -617,11 +616,11 @@ void efasim_qp_issue(struct efasim_qp *qp)
 
         while (w->next_chunk < w->nchunks && swqe_issue_chunk(qp, idx))
             ;
-        if (w->next_chunk < w->nchunks && w->status == IBV_WC_SUCCESS)
+        if (w->next_chunk < w->nchunks && w->status == EFASIM_ST_OK)
             return; /* in order: later WRs wait for this one's chunks */
         qp->fifo_head = (qp->fifo_head + 1) % qp->cap.max_send_wr;
         qp->fifo_count--;
-        if (w->status != IBV_WC_SUCCESS && !w->chunks_inflight)
+        if (w->status != EFASIM_ST_OK && !w->chunks_inflight)
             efasim_swqe_finish(qp, idx);
     }
 }
@@ -639,11 +638,10 @@ void efasim_swqe_finish(struct efasim_qp *qp, uint32_t idx)
     };
     struct efasim_swqe *w = &qp->sq[idx];
 
-    if (w->signaled || w->status != IBV_WC_SUCCESS) {
+    if (w->signaled || w->status != EFASIM_ST_OK) {
         struct efasim_cqe cqe = {.wr_id = w->wr_id,
-                                 .status = w->status,
                                  .opcode = opcode[w->op],
-                                 .vendor_err = w->vendor_err,
+                                 .vendor_err = w->status,
                                  .byte_len = w->op == EFASIM_OP_READ ? (uint32_t)w->length : 0,
                                  .qp_num = qp->qpn,
                                  .sq = true,
@@ -668,18 +666,17 @@ static void swqe_chunk_settled(struct efasim_qp *qp, uint32_t idx)
 
     if (w->chunks_inflight)
         return;
-    if (w->fast_fallback && w->status == IBV_WC_SUCCESS) {
+    if (w->fast_fallback && w->status == EFASIM_ST_OK) {
         swqe_fast_restart(qp, idx);
         return;
     }
     /* A failed WR may still sit in the issue FIFO; it finishes when it leaves it. */
-    if ((w->chunks_done == w->nchunks || w->status != IBV_WC_SUCCESS) && !swqe_queued(qp, idx))
+    if ((w->chunks_done == w->nchunks || w->status != EFASIM_ST_OK) && !swqe_queued(qp, idx))
         efasim_swqe_finish(qp, idx);
 }
 
-/* A chunk got its answer (status OK or an error). */
-static void chunk_done(struct efasim_qp *qp, uint32_t slot, enum ibv_wc_status status,
-                       uint32_t vendor_err)
+/* A chunk got its answer: EFASIM_ST_OK or the status the WR fails with. */
+static void chunk_done(struct efasim_qp *qp, uint32_t slot, uint8_t status)
 {
     struct efasim_inflight *f = &qp->inflight[slot];
     uint32_t idx = f->wqe;
@@ -688,9 +685,8 @@ static void chunk_done(struct efasim_qp *qp, uint32_t slot, enum ibv_wc_status s
     seqwin_mark(&qp->peers[f->peer].tx, f->seq);
     w->chunks_inflight--;
     w->chunks_done++;
-    if (status != IBV_WC_SUCCESS && w->status == IBV_WC_SUCCESS) {
+    if (status != EFASIM_ST_OK && w->status == EFASIM_ST_OK) {
         w->status = status;
-        w->vendor_err = vendor_err;
         w->next_chunk = w->nchunks; /* send nothing more for a failed WR */
     }
     inflight_free(qp, slot);
@@ -714,7 +710,7 @@ static void swqe_fast_fallback(struct efasim_qp *qp, uint32_t slot, bool for_pee
     seqwin_mark(&qp->peers[f->peer].tx, f->seq);
     w->chunks_inflight--;
     w->fast_fallback = true;
-    if (w->status == IBV_WC_SUCCESS)
+    if (w->status == EFASIM_ST_OK)
         w->next_chunk = w->nchunks;
     inflight_free(qp, slot);
     swqe_chunk_settled(qp, idx);
@@ -756,27 +752,6 @@ static int inflight_lookup(struct efasim_qp *qp, const struct rx_src *src, uint6
 
 /* ---- Receiving ---------------------------------------------------------------------- */
 
-static enum ibv_wc_status status_to_wc(uint32_t st)
-{
-    switch (st) {
-    case EFASIM_ST_REMOTE_RNR:
-        return IBV_WC_RNR_RETRY_EXC_ERR;
-    case EFASIM_ST_REMOTE_BAD_DEST_QPN:
-        return IBV_WC_REM_INV_RD_REQ_ERR;
-    case EFASIM_ST_REMOTE_BAD_LENGTH:
-        return IBV_WC_REM_INV_REQ_ERR;
-    case EFASIM_ST_REMOTE_BAD_ADDRESS:
-        return IBV_WC_REM_ACCESS_ERR;
-    case EFASIM_ST_LOCAL_INVALID_LKEY: /* the sender's own data was unreadable (probe) */
-        return IBV_WC_LOC_PROT_ERR;
-    case EFASIM_ST_UNRESP_REMOTE:
-    case EFASIM_ST_UNREACH_REMOTE:
-        return IBV_WC_RESP_TIMEOUT_ERR;
-    default:
-        return IBV_WC_GENERAL_ERR;
-    }
-}
-
 /* A receive WR takes the datagram (DATA, or the immediate of a WRITE), into a reserved CQ place. */
 static void rx_consume_recv(struct efasim_qp *qp, const struct rx_src *src, const uint8_t *data,
                             uint64_t len, enum ibv_wc_opcode opcode, uint32_t byte_len,
@@ -799,7 +774,6 @@ static void rx_consume_recv(struct efasim_qp *qp, const struct rx_src *src, cons
         cqe.imm = src->hdr->imm;
     }
     if (len > r->length) {
-        cqe.status = IBV_WC_LOC_LEN_ERR;
         cqe.vendor_err = EFASIM_ST_LOCAL_BAD_LENGTH;
         cqe.byte_len = 0;
         *nack_p = EFASIM_ST_REMOTE_BAD_LENGTH;
@@ -1000,12 +974,12 @@ static void rx_read_resp(struct efasim_qp *qp, const struct rx_src *src, const u
     for (uint32_t i = 0; i < w->nsge; i++) {
         if (!efasim_mr_check(qp->ctx, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length,
                              IBV_ACCESS_LOCAL_WRITE)) {
-            chunk_done(qp, slot, IBV_WC_LOC_PROT_ERR, EFASIM_ST_LOCAL_INVALID_LKEY);
+            chunk_done(qp, slot, EFASIM_ST_LOCAL_INVALID_LKEY);
             return;
         }
     }
     sge_copy(w->sge, w->nsge, off, (void *)payload, len, true);
-    chunk_done(qp, slot, IBV_WC_SUCCESS, EFASIM_ST_OK);
+    chunk_done(qp, slot, EFASIM_ST_OK);
 }
 
 /* As rx_read_resp checks a read's destination when its data arrives. */
@@ -1032,9 +1006,9 @@ static void rx_acks(struct efasim_qp *qp, const struct rx_src *src, const uint8_
             continue;
         /* A direct-copy read landed; its destination must still be registered, writable. */
         if (!fast_read_dest_live(qp, &qp->sq[qp->inflight[slot].wqe]))
-            chunk_done(qp, slot, IBV_WC_LOC_PROT_ERR, EFASIM_ST_LOCAL_INVALID_LKEY);
+            chunk_done(qp, slot, EFASIM_ST_LOCAL_INVALID_LKEY);
         else
-            chunk_done(qp, slot, IBV_WC_SUCCESS, EFASIM_ST_OK);
+            chunk_done(qp, slot, EFASIM_ST_OK);
     }
 }
 
@@ -1053,6 +1027,9 @@ static void rx_nack(struct efasim_qp *qp, const struct rx_src *src)
     struct efasim_swqe *w;
     uint32_t slot;
 
+    /* A refusal that names no failure is malformed: not ours to trust; the timer asks again. */
+    if (h->status == EFASIM_ST_OK || h->status > UINT8_MAX)
+        return;
     if (inflight_lookup(qp, src, h->seq, h->cookie, &slot))
         return;
     f = &qp->inflight[slot];
@@ -1078,7 +1055,7 @@ static void rx_nack(struct efasim_qp *qp, const struct rx_src *src)
         f->first_ns = efasim_nic_now(qp->ctx);
         return;
     }
-    chunk_done(qp, slot, status_to_wc(h->status), h->status);
+    chunk_done(qp, slot, (uint8_t)h->status);
 }
 
 static void rx_datagram(struct efasim_qp *qp, const struct sockaddr_in *from, const uint8_t *buf,
@@ -1190,10 +1167,10 @@ static void qp_timers(struct efasim_qp *qp, uint64_t now, uint64_t nic_now)
             f->first_ns > peer_last_heard(qp, f) ? f->first_ns : peer_last_heard(qp, f);
 
         if (nic_now > since && nic_now - since > (uint64_t)cfg->timeout_ms * 1000000) {
-            uint32_t st =
+            uint8_t st =
                 qp->peers[f->peer].heard ? EFASIM_ST_UNRESP_REMOTE : EFASIM_ST_UNREACH_REMOTE;
 
-            chunk_done(qp, i, IBV_WC_RESP_TIMEOUT_ERR, st);
+            chunk_done(qp, i, st);
             continue;
         }
         if (f->rnr_backoff)
@@ -1218,7 +1195,7 @@ static void qp_retry_finish(struct efasim_qp *qp)
         struct efasim_swqe *w = &qp->sq[i];
 
         if (w->used && w->nchunks && !w->chunks_inflight &&
-            (w->chunks_done == w->nchunks || w->status != IBV_WC_SUCCESS) &&
+            (w->chunks_done == w->nchunks || w->status != EFASIM_ST_OK) &&
             w->next_chunk >= w->nchunks) {
             bool queued = false;
 

@@ -105,13 +105,48 @@ static bool vcq_full(const struct efasim_cq *m)
            cq->size;
 }
 
+/*
+ * The work-completion status of the device's status, as rdma-core 44's EFA
+ * provider maps it (to_ibv_status in providers/efa/verbs.c): every status it
+ * does not name is IBV_WC_GENERAL_ERR, among them 7 (a bad remote address or
+ * key) and 15 (an unreachable peer), which newer rdma-core maps to
+ * IBV_WC_REM_ACCESS_ERR (v52) and IBV_WC_RESP_TIMEOUT_ERR (v55).
+ */
+static enum ibv_wc_status cq_wc_status(uint32_t st)
+{
+    static const enum ibv_wc_status map[] = {
+        [EFASIM_ST_OK] = IBV_WC_SUCCESS,
+        [EFASIM_ST_FLUSHED] = IBV_WC_WR_FLUSH_ERR,
+        [EFASIM_ST_LOCAL_QP_INTERNAL_ERROR] = IBV_WC_LOC_QP_OP_ERR,
+        [EFASIM_ST_LOCAL_INVALID_OP] = IBV_WC_LOC_QP_OP_ERR,
+        [EFASIM_ST_LOCAL_INVALID_AH] = IBV_WC_LOC_QP_OP_ERR,
+        [EFASIM_ST_LOCAL_INVALID_LKEY] = IBV_WC_LOC_PROT_ERR,
+        [EFASIM_ST_LOCAL_BAD_LENGTH] = IBV_WC_LOC_LEN_ERR,
+        [EFASIM_ST_REMOTE_BAD_ADDRESS] = IBV_WC_GENERAL_ERR,
+        [EFASIM_ST_REMOTE_ABORT] = IBV_WC_REM_ABORT_ERR,
+        [EFASIM_ST_REMOTE_BAD_DEST_QPN] = IBV_WC_REM_INV_RD_REQ_ERR,
+        [EFASIM_ST_REMOTE_RNR] = IBV_WC_RNR_RETRY_EXC_ERR,
+        [EFASIM_ST_REMOTE_BAD_LENGTH] = IBV_WC_REM_INV_REQ_ERR,
+        [EFASIM_ST_REMOTE_BAD_STATUS] = IBV_WC_BAD_RESP_ERR,
+        [EFASIM_ST_UNRESP_REMOTE] = IBV_WC_RESP_TIMEOUT_ERR,
+        [EFASIM_ST_UNREACH_REMOTE] = IBV_WC_GENERAL_ERR,
+    };
+
+    /* IBV_WC_SUCCESS is 0: a hole in the table is a status 44 does not know. */
+    if (st == EFASIM_ST_OK)
+        return IBV_WC_SUCCESS;
+    if (st < sizeof(map) / sizeof(map[0]) && map[st] != IBV_WC_SUCCESS)
+        return map[st];
+    return IBV_WC_GENERAL_ERR;
+}
+
 /* Copy the ring's head entry for the accessors; it stays in the ring until consumed. */
 static void cq_load_current(struct efasim_vcq *cq)
 {
     cq->cur = cq->ring[cq->head];
     cq->has_cur = true;
     cq->ibv.wr_id = cq->cur.wr_id;
-    cq->ibv.status = cq->cur.status;
+    cq->ibv.status = cq_wc_status(cq->cur.vendor_err);
 }
 
 /* One fewer of a counter that the QP's completions raise; never below 0. */
@@ -294,7 +329,7 @@ int efasim_vcq_poll(struct ibv_cq *ibv, int n, struct ibv_wc *wc)
 
         memset(w, 0, sizeof(*w));
         w->wr_id = e->wr_id;
-        w->status = e->status;
+        w->status = cq_wc_status(e->vendor_err);
         w->opcode = e->opcode;
         w->vendor_err = e->vendor_err;
         w->byte_len = e->byte_len;
