@@ -148,3 +148,43 @@ EFARM_TEST(efasim_cq_creation_as_efa)
     EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
     efasim_dev_close(&dev);
 }
+
+/*
+ * A completion vector the context does not have is the uverbs core's first
+ * check of CQ creation (EINVAL), through ibv_create_cq and ibv_create_cq_ex
+ * alike; the last vector the context reports works.
+ */
+EFARM_TEST(efasim_cq_comp_vector_checked)
+{
+    struct ibv_cq_init_attr_ex attr;
+    struct efasim_dev dev;
+    struct ibv_cq_ex *cqx;
+    struct ibv_cq *cq;
+    int nvec;
+
+    efasim_dev_open(0, &dev);
+    nvec = dev.ctx->num_comp_vectors;
+    EXPECT_TRUE(nvec >= 1);
+
+    errno = 0;
+    EXPECT_TRUE(ibv_create_cq(dev.ctx, 16, NULL, NULL, nvec) == NULL);
+    EXPECT_EQ(errno, EINVAL);
+    errno = 0;
+    EXPECT_TRUE(ibv_create_cq(dev.ctx, 16, NULL, NULL, nvec + 1) == NULL);
+    EXPECT_EQ(errno, EINVAL);
+    cq = ibv_create_cq(dev.ctx, 16, NULL, NULL, nvec - 1);
+    EXPECT_TRUE(cq != NULL);
+    EXPECT_EQ(ibv_destroy_cq(cq), 0);
+
+    memset(&attr, 0, sizeof(attr));
+    attr.cqe = 16;
+    attr.comp_vector = (uint32_t)nvec;
+    errno = 0;
+    EXPECT_TRUE(ibv_create_cq_ex(dev.ctx, &attr) == NULL);
+    EXPECT_EQ(errno, EINVAL);
+    attr.comp_vector = (uint32_t)nvec - 1;
+    cqx = ibv_create_cq_ex(dev.ctx, &attr);
+    EXPECT_TRUE(cqx != NULL);
+    EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)), 0);
+    efasim_dev_close(&dev);
+}

@@ -110,6 +110,16 @@ EFARM_TEST(efasim_device_limits_as_efa)
     EXPECT_EQ(a.atomic_cap, IBV_ATOMIC_NONE);
     EXPECT_EQ(a.max_srq, 0);
     EXPECT_EQ(a.phys_port_cnt, 1);
+    /* libibverbs fills phys_port_cnt_ex itself (ibv_cmd_query_device_any). */
+    {
+        struct ibv_device_attr_ex ax;
+
+        memset(&ax, 0xff, sizeof(ax));
+        EXPECT_EQ(ibv_query_device_ex(dev.ctx, NULL, &ax), 0);
+        EXPECT_EQ(ax.orig_attr.phys_port_cnt, 1);
+        EXPECT_EQ(ax.phys_port_cnt_ex, 1);
+        EXPECT_EQ(ax.orig_attr.max_qp, 256);
+    }
     EXPECT_EQ(dev.efa.max_rq_sge, 3);
     EXPECT_EQ(dev.port.max_msg_sz, 8928);
     EXPECT_EQ(dev.port.active_width, 2);

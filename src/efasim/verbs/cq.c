@@ -348,9 +348,11 @@ int efasim_vcq_poll(struct ibv_cq *ibv, int n, struct ibv_wc *wc)
 /*
  * As rdma-core 44's create_cq: no comp_mask and no wc_flags beyond the standard
  * ones (EOPNOTSUPP), no completion channel (EOPNOTSUPP, EFA without CQ
- * notifications), the depth rounded up to a power of two, which EFA's kernel
- * driver takes from 1 to max_cqe (EINVAL: the model's check). Only the
- * accessors the wc_flags ask for are installed; the others stay NULL, as on EFA.
+ * notifications), the depth rounded up to a power of two. Then the kernel's
+ * checks: the uverbs core's first, a comp_vector the context does not have
+ * (EINVAL), then EFA's driver's depth from 1 to max_cqe (EINVAL: the model's
+ * check). Only the accessors the wc_flags ask for are installed; the others
+ * stay NULL, as on EFA.
  */
 struct ibv_cq_ex *efasim_vcq_create(struct efasim_vctx *ctx, struct ibv_cq_init_attr_ex *attr,
                                     bool with_sgid)
@@ -364,6 +366,10 @@ struct ibv_cq_ex *efasim_vcq_create(struct efasim_vctx *ctx, struct ibv_cq_init_
         return NULL;
     }
     cqe = attr->cqe ? efasim_roundup_pow2(attr->cqe) : 0;
+    if (attr->comp_vector >= (uint32_t)ctx->vctx.context.num_comp_vectors) {
+        errno = EINVAL;
+        return NULL;
+    }
     cq = calloc(1, sizeof(*cq));
     if (!cq) {
         errno = ENOMEM;

@@ -114,6 +114,8 @@ static int ctx_query_device_ex(struct ibv_context *context,
     memset(&full, 0, sizeof(full));
     efasim_device_attr(to_vctx(context)->m->dev, &full.orig_attr);
     full.max_dm_size = 0;
+    /* libibverbs' ibv_cmd_query_device_any: the ports sysfs lists, else phys_port_cnt. */
+    full.phys_port_cnt_ex = full.orig_attr.phys_port_cnt;
     memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
     return 0;
 }
