@@ -67,7 +67,9 @@ static bool sysfs_find_efa(const char *root, char *name, size_t len)
 
 void efarm_device_choose(const char *want, const char *sysfs_root, struct efarm_device_choice *c)
 {
-    const char *root = sysfs_root ? sysfs_root : "/sys";
+    /* As libibverbs looks: SYSFS_PATH when set, so auto and rdma-core see one sysfs. */
+    const char *env = getenv("SYSFS_PATH");
+    const char *root = sysfs_root ? sysfs_root : env && *env ? env : "/sys";
     char name[256];
 
     if (!strcmp(want, "efa")) {

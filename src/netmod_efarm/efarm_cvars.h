@@ -24,8 +24,9 @@ cvars:
       scope       : MPI_T_SCOPE_LOCAL
       description : >-
         verbs libraries: efa (system rdma-core), sim (efasim, the emulator), auto (efa
-        when sysfs lists an EFA device; without one efarm refuses to start, never
-        emulating unasked). Allowed: one of auto, efa, sim. Also read as EFARM_DEVICE.
+        when sysfs, at SYSFS_PATH as libibverbs reads it, lists an EFA device; without
+        one efarm refuses to start, never emulating unasked). Allowed: one of auto, efa,
+        sim. Also read as EFARM_DEVICE.
 
     - name        : MPIR_CVAR_CH4_EFARM_EFASIM_PATH
       category    : CH4_EFARM

@@ -39,7 +39,8 @@
 #define EFARM_CONFIG_LIST(X)                                                                       \
     X(DEVICE, device, ENUM, "auto", 0, 0, "auto|efa|sim",                                          \
       "verbs libraries: efa (system rdma-core), sim (efasim, the emulator), auto (efa when "       \
-      "sysfs lists an EFA device; without one efarm refuses to start, never emulating unasked)")   \
+      "sysfs, at SYSFS_PATH as libibverbs reads it, lists an EFA device; without one efarm "       \
+      "refuses to start, never emulating unasked)")                                                \
     X(EFASIM_PATH, efasim_path, DIR, "", 0, 0, "",                                                 \
       "directory of efasim's libibverbs.so.1 and libefa.so.1 (empty: the installed one)")          \
     X(IFACE, iface, STR, "", 0, 0, "",                                                             \

@@ -202,6 +202,30 @@ EFARM_TEST(device_choice_auto_needs_an_efa_device)
     EXPECT_EQ(system(cmd), 0);
 }
 
+/* auto reads the sysfs libibverbs reads: SYSFS_PATH when set (rdma-core's own variable). */
+EFARM_TEST(device_choice_auto_reads_sysfs_path)
+{
+    char root[] = "/tmp/efarm-sysfs-XXXXXX", cmd[64];
+    const char *saved = getenv("SYSFS_PATH");
+    char *keep = saved ? strdup(saved) : NULL;
+    struct efarm_device_choice c;
+
+    EXPECT_TRUE(mkdtemp(root) != NULL);
+    fake_rdma_device(root, "rdmap0s6", "0x1d0f");
+    setenv("SYSFS_PATH", root, 1);
+    efarm_device_choose("auto", NULL, &c);
+    EXPECT_EQ(c.kind, EFARM_DEVICE_EFA);
+    EXPECT_TRUE(strstr(c.reason, root) != NULL);
+    EXPECT_TRUE(strstr(c.reason, "rdmap0s6") != NULL);
+    if (keep)
+        setenv("SYSFS_PATH", keep, 1);
+    else
+        unsetenv("SYSFS_PATH");
+    free(keep);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+    EXPECT_EQ(system(cmd), 0);
+}
+
 /* On this host with the default: a host without EFA loads nothing and says why. */
 EFARM_TEST(device_default_without_efa_refuses)
 {
