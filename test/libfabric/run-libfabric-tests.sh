@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # libfabric's own tools, unmodified, on efasim.
 #
-#   test/libfabric/run-libfabric-tests.sh [--libfabric PREFIX] [--full] EFASIM_BUILD_DIR
+#   test/libfabric/run-libfabric-tests.sh [--libfabric PREFIX] [--full]
+#                                         [--front-end verbs|kernel] EFASIM_BUILD_DIR
 #
 # EFASIM_BUILD_DIR is a configured efarm build tree (its src/efasim/.libs holds
-# efasim's libibverbs.so.1 and libefa.so.1). Without --libfabric the system's
+# efasim's libibverbs.so.1 and libefa.so.1, and libefasim-kernel.so). The front
+# end (efasim's README): verbs (default), libfabric on efasim's drop-in
+# libibverbs and libefa; kernel, libfabric on the system's rdma-core (libibverbs,
+# libefa) driving efasim's emulated uverbs device, as on EFA. Without --libfabric the system's
 # libfabric is used (Debian's 1.17: fi_info and fi_pingpong from libfabric-bin);
 # with it, PREFIX/bin/fi_info, PREFIX/bin/fi_pingpong and PREFIX/lib{,64}/libfabric.so.1
 # (another libfabric build, such as 2.1 from scripts/libfabric-build.sh).
@@ -19,10 +23,11 @@
 #   - the same with efasim's fault injector on (loss, duplication, reordering).
 # Every process runs under a timeout; both exit statuses must be 0.
 #
-# The environment is what `efasim-info --env` prints: LD_LIBRARY_PATH with efasim
-# first, SYSFS_PATH at efasim's sysfs view (here a private directory, removed at
-# the end) and FI_EFA_ENABLE_SHM_TRANSFER=0 (the two processes share efasim's
-# loopback GID, so libfabric would otherwise talk through its shm provider).
+# The environment is what `efasim-info --env` (--env=kernel) prints: LD_LIBRARY_PATH
+# with efasim first (LD_PRELOAD of the kernel front end), SYSFS_PATH at efasim's sysfs
+# view (here a private directory, removed at the end) and FI_EFA_ENABLE_SHM_TRANSFER=0
+# (the two processes share efasim's loopback GID, so libfabric would otherwise talk
+# through its shm provider).
 #
 # Prints "PASS name" / "FAIL name: why" per check and ends with "N passed, N failed";
 # exits nonzero if anything failed, 77 if the libfabric tools are not installed.
@@ -31,12 +36,13 @@
 set -u
 
 usage() {
-    echo "usage: $0 [--libfabric PREFIX] [--full] EFASIM_BUILD_DIR" >&2
+    echo "usage: $0 [--libfabric PREFIX] [--full] [--front-end verbs|kernel] EFASIM_BUILD_DIR" >&2
     exit 2
 }
 
 prefix=
 full=0
+front_end=verbs
 build=
 while [ $# -gt 0 ]; do
     case $1 in
@@ -49,6 +55,11 @@ while [ $# -gt 0 ]; do
         full=1
         shift
         ;;
+    --front-end)
+        [ $# -ge 2 ] || usage
+        front_end=$2
+        shift 2
+        ;;
     -h | --help) usage ;;
     -*) usage ;;
     *)
@@ -59,20 +70,30 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -n "$build" ] || usage
+case $front_end in verbs | kernel) ;; *) usage ;; esac
 
 efasim_libs=$(cd "$build" 2>/dev/null && pwd)/src/efasim/.libs
-if [ ! -e "$efasim_libs/libibverbs.so.1" ] || [ ! -e "$efasim_libs/libefa.so.1" ]; then
+preload=
+if [ "$front_end" = kernel ]; then
+    preload=$efasim_libs/libefasim-kernel.so
+    if [ ! -e "$preload" ]; then
+        echo "$0: no $preload (build efarm there first)" >&2
+        exit 2
+    fi
+    libpath= # the system's rdma-core
+elif [ ! -e "$efasim_libs/libibverbs.so.1" ] || [ ! -e "$efasim_libs/libefa.so.1" ]; then
     echo "$0: no efasim libraries in $efasim_libs (build efarm there first)" >&2
     exit 2
+else
+    libpath=$efasim_libs
 fi
 if [ -n "$prefix" ]; then
     fi_info=$prefix/bin/fi_info
     fi_pingpong=$prefix/bin/fi_pingpong
-    libpath=$efasim_libs:$prefix/lib:$prefix/lib64
+    libpath=${libpath:+$libpath:}$prefix/lib:$prefix/lib64
 else
     fi_info=$(command -v fi_info || true)
     fi_pingpong=$(command -v fi_pingpong || true)
-    libpath=$efasim_libs
 fi
 if [ ! -x "$fi_info" ] || [ ! -x "$fi_pingpong" ]; then
     echo "SKIP libfabric: fi_info/fi_pingpong not found${prefix:+ under $prefix/bin} (libfabric-bin)"
@@ -91,7 +112,12 @@ trap cleanup EXIT
 trap 'exit 2' HUP INT PIPE TERM
 
 # The environment an unmodified program needs on efasim (efasim-info --env).
-export LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+if [ -n "$preload" ]; then
+    export LD_PRELOAD=$preload
+    # never efasim's drop-in beneath the system's rdma-core's place
+    LD_LIBRARY_PATH=$(tr ':' '\n' <<<"${LD_LIBRARY_PATH:-}" | grep -v -x -F "$efasim_libs" | paste -sd:)
+fi
+[ -z "$libpath" ] || export LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export SYSFS_PATH=$tmp/sysfs
 export FI_EFA_ENABLE_SHM_TRANSFER=0
 unset FI_PROVIDER FI_EFA_USE_DEVICE_RDMA
@@ -108,7 +134,7 @@ fail() {
     echo "FAIL $1: $2"
 }
 
-echo "libfabric tests on efasim: $fi_info, $fi_pingpong; efasim $efasim_libs"
+echo "libfabric tests on efasim's $front_end front end: $fi_info, $fi_pingpong; efasim $efasim_libs"
 "$fi_info" --version 2>/dev/null | sed 's/^/  /' | head -2
 
 # ---- fi_info ----------------------------------------------------------------------------
