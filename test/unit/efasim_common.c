@@ -233,6 +233,68 @@ void efasim_qp_open(struct efasim_dev *dev, const struct efasim_qp_opts *opts, s
     efasim_qp_to_rts(qp->qp, opts->qkey, opts->rnr_retry);
 }
 
+void efasim_ud_to_rts(struct ibv_qp *qp, uint32_t qkey)
+{
+    struct ibv_qp_attr attr = {
+        .qp_state = IBV_QPS_INIT,
+        .pkey_index = 0,
+        .port_num = 1,
+        .qkey = qkey,
+    };
+    int rc = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+
+    if (rc)
+        efarm_test_fail(__FILE__, __LINE__, "ibv_modify_qp(UD, INIT): %d", rc);
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = IBV_QPS_RTR;
+    rc = ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+    if (rc)
+        efarm_test_fail(__FILE__, __LINE__, "ibv_modify_qp(UD, RTR): %d", rc);
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = IBV_QPS_RTS;
+    rc = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
+    if (rc)
+        efarm_test_fail(__FILE__, __LINE__, "ibv_modify_qp(UD, RTS): %d", rc);
+}
+
+void efasim_ud_open(struct efasim_dev *dev, const struct efasim_qp_opts *opts, struct efasim_qp *qp)
+{
+    const uint64_t ud_ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+
+    memset(qp, 0, sizeof(*qp));
+    qp->dev = dev;
+    qp->qkey = opts->qkey;
+    qp->send_cq = efasim_cq_create(dev, opts->cqe);
+    qp->recv_cq = efasim_cq_create(dev, opts->cqe);
+
+    struct ibv_qp_init_attr_ex attr = {
+        .qp_type = IBV_QPT_UD,
+        .send_cq = ibv_cq_ex_to_cq(qp->send_cq),
+        .recv_cq = ibv_cq_ex_to_cq(qp->recv_cq),
+        .cap =
+            {
+                .max_send_wr = opts->max_send_wr,
+                .max_recv_wr = opts->max_recv_wr,
+                .max_send_sge = dev->efa.max_sq_sge,
+                .max_recv_sge = 1,
+                .max_inline_data = dev->efa.inline_buf_size,
+            },
+        .pd = dev->pd,
+        .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+        .send_ops_flags = opts->send_ops_flags & ud_ops,
+    };
+
+    qp->qp = ibv_create_qp_ex(dev->ctx, &attr);
+    if (!qp->qp)
+        efarm_test_fail(__FILE__, __LINE__, "ibv_create_qp_ex(UD, send_ops 0x%" PRIx64 "): %s",
+                        attr.send_ops_flags, strerror(errno));
+    qp->qpx = ibv_qp_to_qp_ex(qp->qp);
+    if (!qp->qpx)
+        efarm_test_fail(__FILE__, __LINE__, "ibv_qp_to_qp_ex(UD) returned NULL");
+    qp->qpn = qp->qp->qp_num;
+    efasim_ud_to_rts(qp->qp, opts->qkey);
+}
+
 void efasim_qp_close(struct efasim_qp *qp)
 {
     EXPECT_EQ(ibv_destroy_qp(qp->qp), 0);

@@ -159,6 +159,15 @@ void efasim_qp_open(struct efasim_dev *dev, const struct efasim_qp_opts *opts,
 void efasim_qp_close(struct efasim_qp *qp);
 /* INIT, RTR, RTS with the given Q-Key and RNR retry count. */
 void efasim_qp_to_rts(struct ibv_qp *qp, uint32_t qkey, uint8_t rnr_retry);
+/*
+ * A UD QP through ibv_create_qp_ex, in RTS (UD takes no RNR retry), with
+ * its own CQs; of opts->send_ops_flags only what UD offers (send, send with
+ * immediate) is asked for. Closed with efasim_qp_close.
+ */
+void efasim_ud_open(struct efasim_dev *dev, const struct efasim_qp_opts *opts,
+                    struct efasim_qp *qp);
+/* INIT, RTR, RTS of a UD QP with the given Q-Key. */
+void efasim_ud_to_rts(struct ibv_qp *qp, uint32_t qkey);
 
 /* access without the remote access the device does not offer (EFA refuses to register it). */
 int efasim_access_offered(const struct efasim_dev *dev, int access);

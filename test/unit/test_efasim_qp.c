@@ -307,7 +307,10 @@ EFARM_TEST(efasim_qp_rdma_read_one_sge)
     efasim_pair_close(&p);
 }
 
-/* ibv_modify_qp as EFA's driver takes it: the UD transition table, RNR retry towards RTS. */
+/*
+ * ibv_modify_qp as EFA's driver takes it: the UD transition table, RNR retry
+ * only from RTR to RTS (srd_qp_state_table).
+ */
 EFARM_TEST(efasim_qp_modify_as_efa)
 {
     struct efasim_dev dev;
@@ -321,6 +324,10 @@ EFARM_TEST(efasim_qp_modify_as_efa)
     EXPECT_TRUE(raw_create(&dev, &r, &g_cap, 0, IBV_QP_EX_WITH_SEND,
                            IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, NULL) != NULL);
 
+    /* RESET goes to INIT (or stays), not to ERR. */
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_ERR;
+    EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_STATE), EINVAL);
     /* RESET -> INIT needs PKEY_INDEX, PORT and QKEY; port 1, pkey index 0 only. */
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_INIT;
@@ -359,9 +366,10 @@ EFARM_TEST(efasim_qp_modify_as_efa)
     EXPECT_EQ(r.qp->state, IBV_QPS_RTR);
     EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RNR_RETRY), 0);
     EXPECT_EQ(r.qp->state, IBV_QPS_RTS);
-    /* In RTS the Q-Key may change; the transition to ERR takes no attributes. */
+    /* In RTS the Q-Key may change, RNR retry no more; the transition to ERR takes nothing. */
     a.qkey = 0x5678;
     EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_QKEY), 0);
+    EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_RNR_RETRY), EINVAL);
     a.qp_state = IBV_QPS_ERR;
     EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_STATE | IBV_QP_QKEY), EINVAL);
     EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_STATE), 0);

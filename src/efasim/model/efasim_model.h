@@ -11,12 +11,13 @@
  * ibv_qp_cap, IBV_ACCESS_*, ...), never its objects.
  *
  * Each emulated device has an IPv4 address; its GID is the IPv4-mapped IPv6
- * form of that address. Each SRD QP is one non-blocking UDP socket bound to
- * that address, and its QP number is the socket's port, so (GID, QPN) is a
- * UDP address and no rendezvous service is needed. Below the verbs semantics
- * sits a reliability layer (sequence numbers, acknowledgements, retransmission,
- * duplicate suppression) so kernel drops and injected faults never surface as
- * loss, exactly as SRD hides the fabric's.
+ * form of that address. Each QP is one non-blocking UDP socket bound to that
+ * address, and its QP number is the socket's port, so (GID, QPN) is a UDP
+ * address and no rendezvous service is needed. Below an SRD QP's verbs
+ * semantics sits a reliability layer (sequence numbers, acknowledgements,
+ * retransmission, duplicate suppression) so kernel drops and injected faults
+ * never surface as loss, exactly as SRD hides the fabric's. A UD QP's
+ * datagrams have none of it: what is lost, duplicated or reordered stays so.
  *
  * Concurrency, as the hardware has it: independent QPs never wait for each
  * other. Each QP has its own lock (its queues, sockets and reliability state),
@@ -427,6 +428,7 @@ enum efasim_pkt {
     EFASIM_PKT_READ_RESP,
     EFASIM_PKT_ACK,  /* payload: array of struct efasim_ack */
     EFASIM_PKT_NACK, /* status says why */
+    EFASIM_PKT_UD,   /* a UD QP's send: no sequence number, nothing answers it */
 };
 
 #define EFASIM_MAGIC    0xe5
@@ -617,10 +619,26 @@ struct efasim_rwqe {
     uint64_t length;
 };
 
+/* A QP's transport, as the device knows it (EFA's admin QP types). */
+enum efasim_qp_type {
+    EFASIM_QPT_SRD = 0, /* reliable, unordered datagrams: what a zeroed efasim_qp_init asks for */
+    EFASIM_QPT_UD,      /* unreliable datagrams */
+};
+
+/*
+ * Bytes at the start of every UD receive buffer that take the place of a
+ * GRH: the payload lands after them and byte_len counts them, as InfiniBand
+ * UD receives do (consumers of EFA's UD QPs leave this room: libfabric's
+ * DGRAM endpoint as its 40-byte message prefix, ibv_ud_pingpong). EFA's
+ * contents for them are not published; efasim leaves them untouched.
+ */
+#define EFASIM_UD_GRH_LEN 40
+
 struct efasim_qp {
     struct efasim_context *ctx;
     struct efasim_pd *pd;
-    void *fe;                   /* the front end's own object for the QP */
+    void *fe; /* the front end's own object for the QP */
+    enum efasim_qp_type type;
     pthread_mutex_t lock;       /* everything below; posting, progress and modify take it */
     struct efasim_txbatch *txb; /* datagrams gathered for one sendmmsg (fault.c) */
     struct efasim_cq *send_cq, *recv_cq;
@@ -646,7 +664,7 @@ struct efasim_qp {
     uint32_t ninflight;
     uint64_t next_deadline_ns;              /* no in-flight timer fires before this */
     bool finish_pending;                    /* a completion waits for room in the send CQ */
-    struct efasim_peer *peers;              /* max_peers slots, open addressing */
+    struct efasim_peer *peers;              /* max_peers slots, open addressing; UD: NULL */
     uint32_t pend_peers[EFASIM_PEND_PEERS]; /* peers that are owed ACKs */
     uint32_t npend_peers;
 
@@ -654,8 +672,9 @@ struct efasim_qp {
     size_t rxbuf_size;
 };
 
-/* What a front end asks for when it creates an SRD QP (qp.c). */
+/* What a front end asks for when it creates a QP (qp.c). */
 struct efasim_qp_init {
+    enum efasim_qp_type type;
     struct efasim_pd *pd;
     struct efasim_cq *send_cq, *recv_cq;
     struct ibv_qp_cap want; /* the caps as the application asked: checked against the device */
@@ -665,8 +684,9 @@ struct efasim_qp_init {
 };
 
 /*
- * Create an SRD QP in RESET, as EFA's kernel driver does: no PD or CQs, or
- * caps beyond the device, -EINVAL; the queues -ENOMEM; its socket (whose port
+ * Create an SRD or UD QP in RESET, as EFA's kernel driver does: a type the
+ * device does not have, no PD or CQs, or caps beyond the device, -EINVAL; the
+ * queues -ENOMEM; its socket (whose port
  * is the QP number) the socket's errno, -EADDRINUSE when EFASIM_QPN's next
  * number is taken; max_qp reached over the host's processes, or the context's
  * QP table full, -ENOMEM. 0 and *qp_p, freed by efasim_qp_destroy.
@@ -678,10 +698,11 @@ int efasim_qp_create(const struct efasim_qp_init *init, struct efasim_qp **qp_p)
  */
 void efasim_qp_destroy(struct efasim_qp *qp);
 /*
- * Apply ibv_modify_qp's attributes: the kernel's transition table for UD QPs,
- * which EFA's driver applies to SRD QPs (-EINVAL), attributes it does not take
- * -EOPNOTSUPP. Moving to ERR or RESET completes every queued WR with a flush
- * error. Takes the QP's lock.
+ * Apply ibv_modify_qp's attributes: the kernel's transition table for UD QPs
+ * (ib_modify_qp_is_ok), which EFA's driver applies to SRD QPs with RNR retry
+ * allowed from RTR to RTS (its srd_qp_state_table), -EINVAL otherwise;
+ * attributes it does not take -EOPNOTSUPP. Moving to ERR or RESET completes
+ * every queued WR with a flush error. Takes the QP's lock.
  */
 int efasim_qp_modify(struct efasim_qp *qp, const struct ibv_qp_attr *attr, int mask);
 /* The QP's state, Q-Key, RNR retry, port and caps in *attr_p; the rest of it zeroed. */
@@ -728,9 +749,9 @@ struct efasim_send_desc {
 /*
  * In a posting section: take the work request into a free send queue slot
  * and check it as the device does (a destination, the lkeys and their access,
- * the message size); a failure becomes its error completion, else it waits in
- * the issue queue for efasim_qp_kick. 0, or -ENOMEM with no slot free, or
- * -EINVAL for more than the device's inline buffer or EFASIM_MAX_SGE SGEs.
+ * the message size; on a UD QP only sends); a failure becomes its error
+ * completion, else it waits in the issue queue for efasim_qp_kick. 0, or -ENOMEM with no slot free,
+ * or -EINVAL for more than the device's inline buffer or EFASIM_MAX_SGE SGEs.
  */
 int efasim_qp_post_send(struct efasim_qp *qp, const struct efasim_send_desc *d);
 /* In a posting section: put the queued work requests on the wire, in one sendmmsg batch. */

@@ -1,10 +1,10 @@
 /*
- * efasim's SRD QPs as EFA's kernel driver and device keep them: creation (a
- * UDP socket whose port is the QP number, within the device's limits), the
- * state machine, and the send and receive queues a front end posts work
- * requests into. A submitted send is checked the way the device checks it,
- * then handed to the wire (wire.c), which sends its first datagram from the
- * posting thread.
+ * efasim's SRD and UD QPs as EFA's kernel driver and device keep them:
+ * creation (a UDP socket whose port is the QP number, within the device's
+ * limits), the state machine, and the send and receive queues a front end
+ * posts work requests into. A submitted send is checked the way the device
+ * checks it, then handed to the wire (wire.c), which sends its first datagram
+ * from the posting thread.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -116,14 +116,16 @@ static void qp_free(struct efasim_qp *qp)
 }
 
 /*
- * What EFA's kernel driver checks of a new QP: its PD and CQs, and the caps
- * asked for against the device's limits (EINVAL).
+ * What EFA's kernel driver checks of a new QP: its type, PD and CQs, and the
+ * caps asked for against the device's limits (EINVAL).
  */
 static int qp_check_init(const struct efasim_qp_init *init)
 {
     const struct efasim_config *cfg = efasim_config();
     const struct ibv_qp_cap *want = &init->want;
 
+    if (init->type != EFASIM_QPT_SRD && init->type != EFASIM_QPT_UD)
+        return -EINVAL;
     if (!init->pd || !init->send_cq || !init->recv_cq || !init->cap.max_send_wr ||
         !init->cap.max_recv_wr)
         return -EINVAL;
@@ -201,6 +203,7 @@ int efasim_qp_create(const struct efasim_qp_init *init, struct efasim_qp **qp_p)
     qp->ctx = ctx;
     qp->pd = init->pd;
     qp->fe = init->fe;
+    qp->type = init->type;
     pthread_mutex_init(&qp->lock, NULL);
     qp->cap = init->cap;
     qp->sq_sig_all = init->sq_sig_all;
@@ -210,13 +213,15 @@ int efasim_qp_create(const struct efasim_qp_init *init, struct efasim_qp **qp_p)
     qp->inline_pool = calloc(qp->cap.max_send_wr, cfg->inline_size ? cfg->inline_size : 1);
     qp->issue_fifo = calloc(qp->cap.max_send_wr, sizeof(*qp->issue_fifo));
     qp->rq = calloc(qp->cap.max_recv_wr, sizeof(*qp->rq));
-    qp->peers = calloc(cfg->max_peers, sizeof(*qp->peers));
+    /* Reliability state per peer is SRD's; a UD QP keeps none. */
+    if (qp->type == EFASIM_QPT_SRD)
+        qp->peers = calloc(cfg->max_peers, sizeof(*qp->peers));
     qp->rxbuf_size = efasim_datagram_max(cfg) + 64;
     qp->rxbuf = malloc(EFASIM_RX_BATCH * qp->rxbuf_size);
     qp->txb = efasim_txb_alloc();
     err = -ENOMEM;
-    if (!qp->sq || !qp->inline_pool || !qp->issue_fifo || !qp->rq || !qp->peers || !qp->rxbuf ||
-        !qp->txb)
+    if (!qp->sq || !qp->inline_pool || !qp->issue_fifo || !qp->rq ||
+        (qp->type == EFASIM_QPT_SRD && !qp->peers) || !qp->rxbuf || !qp->txb)
         goto err_free;
     for (uint32_t i = 0; i < qp->cap.max_send_wr; i++)
         qp->sq[i].inline_data = qp->inline_pool + (size_t)i * cfg->inline_size;
@@ -316,21 +321,33 @@ static void qp_flush(struct efasim_qp *qp)
 
 /*
  * The state transitions an EFA QP takes and the attributes each requires and
- * allows: the kernel's table for UD QPs (ib_modify_qp_is_ok), which EFA's driver
- * applies to SRD QPs too, plus IBV_QP_RNR_RETRY where EFA adds it (towards RTS).
- * Transitions to RESET and ERR are valid from every state and take nothing.
+ * allows: the kernel's table for UD QPs (ib_modify_qp_is_ok), which EFA's
+ * driver applies to SRD QPs with one more optional attribute, IBV_QP_RNR_RETRY
+ * from RTR to RTS (srd_qp_state_table in its efa_verbs.c). Every state but
+ * RESET may go to RESET or ERR, taking nothing; RESET only stays or goes to
+ * INIT. (SQD and SQE, which no efasim QP enters, are left out.)
  */
 struct qp_transition {
     enum ibv_qp_state from, to;
     int required, optional;
+    int srd_optional; /* what an SRD QP may give besides */
 };
 
 static const struct qp_transition g_qp_transitions[] = {
-    {IBV_QPS_RESET, IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, 0},
-    {IBV_QPS_INIT, IBV_QPS_INIT, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY},
-    {IBV_QPS_INIT, IBV_QPS_RTR, 0, IBV_QP_PKEY_INDEX | IBV_QP_QKEY},
-    {IBV_QPS_RTR, IBV_QPS_RTS, IBV_QP_SQ_PSN, IBV_QP_CUR_STATE | IBV_QP_QKEY | IBV_QP_RNR_RETRY},
-    {IBV_QPS_RTS, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY | IBV_QP_RNR_RETRY},
+    {IBV_QPS_RESET, IBV_QPS_RESET, 0, 0, 0},
+    {IBV_QPS_RESET, IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, 0, 0},
+    {IBV_QPS_INIT, IBV_QPS_INIT, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, 0},
+    {IBV_QPS_INIT, IBV_QPS_RTR, 0, IBV_QP_PKEY_INDEX | IBV_QP_QKEY, 0},
+    {IBV_QPS_RTR, IBV_QPS_RTS, IBV_QP_SQ_PSN, IBV_QP_CUR_STATE | IBV_QP_QKEY, IBV_QP_RNR_RETRY},
+    {IBV_QPS_RTS, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY, 0},
+    {IBV_QPS_INIT, IBV_QPS_RESET, 0, 0, 0},
+    {IBV_QPS_INIT, IBV_QPS_ERR, 0, 0, 0},
+    {IBV_QPS_RTR, IBV_QPS_RESET, 0, 0, 0},
+    {IBV_QPS_RTR, IBV_QPS_ERR, 0, 0, 0},
+    {IBV_QPS_RTS, IBV_QPS_RESET, 0, 0, 0},
+    {IBV_QPS_RTS, IBV_QPS_ERR, 0, 0, 0},
+    {IBV_QPS_ERR, IBV_QPS_RESET, 0, 0, 0},
+    {IBV_QPS_ERR, IBV_QPS_ERR, 0, 0, 0},
 };
 
 /* 0, or the errno EFA's driver returns for this modify (-EINVAL, -EOPNOTSUPP). */
@@ -341,7 +358,6 @@ static int qp_modify_check(const struct efasim_qp *qp, const struct ibv_qp_attr 
                           IBV_QP_RNR_RETRY;
     enum ibv_qp_state cur = mask & IBV_QP_CUR_STATE ? attr->cur_qp_state : qp->state;
     enum ibv_qp_state to = mask & IBV_QP_STATE ? attr->qp_state : cur;
-    int rest = mask & ~(IBV_QP_STATE | IBV_QP_CUR_STATE);
 
     if (mask & ~supported)
         return -EOPNOTSUPP;
@@ -351,15 +367,18 @@ static int qp_modify_check(const struct efasim_qp *qp, const struct ibv_qp_attr 
         return -EINVAL;
     if ((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index)
         return -EINVAL;
-    if (to == IBV_QPS_RESET || to == IBV_QPS_ERR)
-        return rest ? -EINVAL : 0;
+    /* ib_modify_qp_is_ok: a current state is given only for one that can be left so. */
+    if ((mask & IBV_QP_CUR_STATE) && cur != IBV_QPS_RTR && cur != IBV_QPS_RTS &&
+        cur != IBV_QPS_SQD && cur != IBV_QPS_SQE)
+        return -EINVAL;
     for (size_t i = 0; i < sizeof(g_qp_transitions) / sizeof(g_qp_transitions[0]); i++) {
         const struct qp_transition *t = &g_qp_transitions[i];
+        int optional = t->optional | (qp->type == EFASIM_QPT_SRD ? t->srd_optional : 0);
 
         if (t->from != cur || t->to != to)
             continue;
         if ((mask & t->required) != t->required ||
-            (mask & ~(IBV_QP_STATE | t->required | t->optional)))
+            (mask & ~(IBV_QP_STATE | t->required | optional)))
             return -EINVAL;
         return 0;
     }
@@ -480,6 +499,10 @@ static void swqe_validate(struct efasim_qp *qp, struct efasim_swqe *w, uint8_t f
 
     if (fail) {
         w->status = fail;
+        return;
+    }
+    if (qp->type == EFASIM_QPT_UD && w->op != EFASIM_OP_SEND) {
+        w->status = EFASIM_ST_LOCAL_INVALID_OP; /* UD moves sends only */
         return;
     }
     if (!w->dst.sin_family) {

@@ -1,5 +1,5 @@
 /*
- * efasim's wire: SRD semantics over UDP.
+ * efasim's wire: SRD semantics over UDP, and UD's.
  *
  * Every datagram that needs an answer (DATA, WRITE, READ_REQ) occupies an
  * in-flight slot until its ACK, NACK or READ_RESP arrives; a timer resends it
@@ -39,6 +39,12 @@
  * low-water mark, so a new receiver places its window where the sender is.
  * WRs that were meant for the old QP reach the new one with the old Q-Key and
  * fail its Q-Key check (EFASIM_ST_REMOTE_BAD_DEST_QPN), as on EFA.
+ *
+ * A UD QP's datagrams (EFASIM_PKT_UD) skip all of it: a send is one datagram
+ * and completes once it left; a receiver takes it into its next posted
+ * receive or drops it without a word (QP not ready, Q-Key mismatch, nothing
+ * posted), and loss, duplication and reordering by the fault injector stay as
+ * they are. SRD and UD QPs drop each other's datagrams.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -243,7 +249,7 @@ static bool peer_incarnation(struct efasim_peer *p, uint32_t inc, bool request)
 
 void efasim_peers_settle_all(struct efasim_qp *qp)
 {
-    for (uint32_t i = 0; i < efasim_config()->max_peers; i++) {
+    for (uint32_t i = 0; qp->peers && i < efasim_config()->max_peers; i++) {
         struct efasim_peer *p = &qp->peers[i];
 
         if (p->used)
@@ -608,19 +614,47 @@ static void swqe_fast_restart(struct efasim_qp *qp, uint32_t idx)
     }
 }
 
+/*
+ * A UD QP's send: one datagram through the fault injector, nothing kept of it
+ * afterwards. It completes once the datagram left; whether it arrives, and
+ * how often, nobody learns (unreliable datagrams). Memory the kernel cannot
+ * read fails it with EFASIM_ST_LOCAL_INVALID_LKEY, as it fails an SRD WR.
+ */
+static void ud_send(struct efasim_qp *qp, struct efasim_swqe *w)
+{
+    struct efasim_hdr h = {
+        .magic = EFASIM_MAGIC, .type = EFASIM_PKT_UD, .qkey = w->dst_qkey, .src_inc = qp->inc};
+    struct iovec iov[1 + EFASIM_MAX_SGE];
+    int n;
+
+    if (w->has_imm) {
+        h.flags |= EFASIM_F_IMM;
+        h.imm = w->imm;
+    }
+    iov[0] = (struct iovec){&h, sizeof(h)};
+    n = swqe_iov(w, 0, w->length, iov + 1, EFASIM_MAX_SGE);
+    /* Not batched: the datagram has left when its WR completes. */
+    if (efasim_xmit(qp, &w->dst, iov, n + 1) == -EFAULT)
+        w->status = EFASIM_ST_LOCAL_INVALID_LKEY;
+    w->next_chunk = w->nchunks;
+    w->chunks_done = w->nchunks;
+}
+
 void efasim_qp_issue(struct efasim_qp *qp)
 {
     while (qp->fifo_count) {
         uint32_t idx = qp->issue_fifo[qp->fifo_head];
         struct efasim_swqe *w = &qp->sq[idx];
 
+        if (qp->type == EFASIM_QPT_UD)
+            ud_send(qp, w);
         while (w->next_chunk < w->nchunks && swqe_issue_chunk(qp, idx))
             ;
         if (w->next_chunk < w->nchunks && w->status == EFASIM_ST_OK)
             return; /* in order: later WRs wait for this one's chunks */
         qp->fifo_head = (qp->fifo_head + 1) % qp->cap.max_send_wr;
         qp->fifo_count--;
-        if (w->status != EFASIM_ST_OK && !w->chunks_inflight)
+        if (qp->type == EFASIM_QPT_UD || (w->status != EFASIM_ST_OK && !w->chunks_inflight))
             efasim_swqe_finish(qp, idx);
     }
 }
@@ -752,15 +786,19 @@ static int inflight_lookup(struct efasim_qp *qp, const struct rx_src *src, uint6
 
 /* ---- Receiving ---------------------------------------------------------------------- */
 
-/* A receive WR takes the datagram (DATA, or the immediate of a WRITE), into a reserved CQ place. */
+/*
+ * A receive WR takes the datagram (DATA, UD, or the immediate of a WRITE),
+ * into a reserved CQ place: its len bytes of data land `skip` bytes into the
+ * receive buffer (UD's GRH room), and byte_len reports skip more.
+ */
 static void rx_consume_recv(struct efasim_qp *qp, const struct rx_src *src, const uint8_t *data,
-                            uint64_t len, enum ibv_wc_opcode opcode, uint32_t byte_len,
-                            uint32_t *nack_p)
+                            uint64_t len, uint32_t skip, enum ibv_wc_opcode opcode,
+                            uint32_t byte_len, uint32_t *nack_p)
 {
     struct efasim_rwqe *r = &qp->rq[qp->rq_head];
     struct efasim_cqe cqe = {.wr_id = r->wr_id,
                              .opcode = opcode,
-                             .byte_len = byte_len,
+                             .byte_len = skip + byte_len,
                              .qp_num = qp->qpn,
                              .src_qp = ntohs(src->addr.sin_port),
                              .qp = qp};
@@ -773,12 +811,12 @@ static void rx_consume_recv(struct efasim_qp *qp, const struct rx_src *src, cons
         cqe.wc_flags |= IBV_WC_WITH_IMM;
         cqe.imm = src->hdr->imm;
     }
-    if (len > r->length) {
+    if (skip + len > r->length) {
         cqe.vendor_err = EFASIM_ST_LOCAL_BAD_LENGTH;
         cqe.byte_len = 0;
         *nack_p = EFASIM_ST_REMOTE_BAD_LENGTH;
     } else {
-        sge_copy(r->sge, r->nsge, 0, (void *)data, len, true);
+        sge_copy(r->sge, r->nsge, skip, (void *)data, len, true);
     }
     efasim_cq_push_reserved(qp->recv_cq, &cqe);
     qp->rq_head = (qp->rq_head + 1) % qp->cap.max_recv_wr;
@@ -914,7 +952,7 @@ static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pid
     else if (!nack && is_write)
         memcpy((void *)(uintptr_t)h->raddr, payload, plen);
     if (!nack && wants_recv)
-        rx_consume_recv(qp, src, is_write ? NULL : payload, is_write ? 0 : plen,
+        rx_consume_recv(qp, src, is_write ? NULL : payload, is_write ? 0 : plen, 0,
                         is_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
                         is_write ? (uint32_t)h->rtotal : (uint32_t)plen, &nack);
     else if (reserved)
@@ -1058,6 +1096,25 @@ static void rx_nack(struct efasim_qp *qp, const struct rx_src *src)
     chunk_done(qp, slot, (uint8_t)h->status);
 }
 
+/*
+ * A UD datagram: the next posted receive takes it, its payload after the
+ * receive buffer's first EFASIM_UD_GRH_LEN bytes. Nothing is retransmitted,
+ * so nothing is refused either: a QP that is not ready, another Q-Key, no
+ * receive posted (or an RNR stall) or no room in the CQ drops it unanswered.
+ */
+static void rx_ud(struct efasim_qp *qp, const struct rx_src *src, const uint8_t *payload,
+                  size_t plen)
+{
+    uint32_t unanswered;
+
+    if ((qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS) || src->hdr->qkey != qp->qkey)
+        return;
+    if (!qp->rq_count || rnr_stalled(qp) || !efasim_cq_reserve(qp->recv_cq))
+        return;
+    rx_consume_recv(qp, src, payload, plen, EFASIM_UD_GRH_LEN, IBV_WC_RECV, (uint32_t)plen,
+                    &unanswered);
+}
+
 static void rx_datagram(struct efasim_qp *qp, const struct sockaddr_in *from, const uint8_t *buf,
                         size_t len, uint64_t now)
 {
@@ -1079,6 +1136,13 @@ static void rx_datagram(struct efasim_qp *qp, const struct sockaddr_in *from, co
         return;
     payload = buf + sizeof(h) + acks_len;
     plen = len - sizeof(h) - acks_len;
+    /* UD and SRD QPs do not talk: a datagram of the other kind is dropped, unanswered. */
+    if ((h.type == EFASIM_PKT_UD) != (qp->type == EFASIM_QPT_UD))
+        return;
+    if (qp->type == EFASIM_QPT_UD) {
+        rx_ud(qp, &src, payload, plen);
+        return;
+    }
     /* Answers come only from addresses this QP sent to; requests may come from anyone. */
     request =
         h.type == EFASIM_PKT_DATA || h.type == EFASIM_PKT_WRITE || h.type == EFASIM_PKT_READ_REQ;
@@ -1301,6 +1365,8 @@ static void quiesce_answer_all(struct efasim_qp *qp)
 void efasim_qp_quiesce(struct efasim_qp *qp)
 {
     efasim_tx_flush(qp); /* nothing of this socket's may wait in a batch */
+    if (qp->type == EFASIM_QPT_UD)
+        return; /* UD owes nobody an answer */
     /*
      * A NIC acknowledges what it delivered before the host destroys the QP:
      * take in what already reached the socket and send every ACK still owed,

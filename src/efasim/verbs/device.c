@@ -177,6 +177,17 @@ static struct ibv_cq_ex *ctx_create_cq_ex(struct ibv_context *context,
     return efasim_vcq_create(to_vctx(context), attr, false);
 }
 
+/* ibv_create_qp_ex beyond the PD alone; as rdma-core 44's efa_create_qp_ex, UD only. */
+static struct ibv_qp *ctx_create_qp_ex(struct ibv_context *context,
+                                       struct ibv_qp_init_attr_ex *attr)
+{
+    if (attr->qp_type != IBV_QPT_UD) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    return efasim_vqp_create(to_vctx(context), attr);
+}
+
 EFASIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
     struct efasim_vctx *ctx = calloc(1, sizeof(*ctx));
@@ -197,6 +208,7 @@ EFASIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     ctx->vctx.query_port = ctx_query_port;
     ctx->vctx.query_device_ex = ctx_query_device_ex;
     ctx->vctx.create_cq_ex = ctx_create_cq_ex;
+    ctx->vctx.create_qp_ex = ctx_create_qp_ex;
     c = &ctx->vctx.context;
     c->device = device;
     c->cmd_fd = -1;
@@ -430,14 +442,28 @@ EFASIM_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 
 /* ---- QP and CQ entry points (bodies in qp.c and cq.c) ---------------------------- */
 
+/*
+ * As rdma-core 44's efa_create_qp: UD only (EOPNOTSUPP for any other type;
+ * SRD is efadv's), with the PD as the only extension, and the caps handed
+ * back in attr.
+ */
 EFASIM_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
     struct ibv_qp_init_attr_ex ex;
+    struct ibv_qp *qp;
 
-    /* Plain ibv_create_qp cannot ask for an SRD QP; EFA only offers UD that way. */
-    (void)pd, (void)attr, (void)ex;
-    errno = EOPNOTSUPP;
-    return NULL;
+    if (attr->qp_type != IBV_QPT_UD) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    memset(&ex, 0, sizeof(ex));
+    memcpy(&ex, attr, sizeof(*attr));
+    ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+    ex.pd = pd;
+    qp = efasim_vqp_create(to_vctx(pd->context), &ex);
+    if (qp)
+        memcpy(attr, &ex, sizeof(*attr));
+    return qp;
 }
 
 EFASIM_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)

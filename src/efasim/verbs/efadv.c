@@ -1,6 +1,7 @@
 /*
- * libefa's direct-verbs entry points on efasim devices. Only SRD QPs exist;
- * every other driver QP type is refused as EFA refuses it.
+ * libefa's direct-verbs entry points on efasim devices. SRD is the only driver
+ * QP type; every other one is refused as EFA refuses it (UD QPs come from
+ * ibv_create_qp and ibv_create_qp_ex).
  */
 #include <errno.h>
 #include <string.h>

@@ -143,7 +143,12 @@ static inline uint32_t efasim_roundup_pow2(uint32_t v)
     return p;
 }
 
-/* QPs (qp.c): the verbs entry points' bodies; ibv-style errors (errno, or its value). */
+/*
+ * QPs (qp.c): the verbs entry points' bodies; ibv-style errors (errno, or its
+ * value). efasim_vqp_create makes a UD QP for IBV_QPT_UD and an SRD QP
+ * otherwise: the entry points (ibv_create_qp*, efadv_create_*) decide which
+ * types they take.
+ */
 struct ibv_qp *efasim_vqp_create(struct efasim_vctx *ctx, struct ibv_qp_init_attr_ex *attr);
 int efasim_vqp_destroy(struct ibv_qp *qp);
 int efasim_vqp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);

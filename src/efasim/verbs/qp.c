@@ -1,6 +1,6 @@
 /*
- * efasim's drop-in SRD QPs: what rdma-core 44's EFA provider does around the
- * device (model/qp.c). Creation's attribute checks and queue sizing; the
+ * efasim's drop-in SRD and UD QPs: what rdma-core 44's EFA provider does
+ * around the device (model/qp.c). Creation's attribute checks and queue sizing; the
  * ibv_qp_ex work-request builder (wr_start ... wr_complete, all or nothing
  * like the EFA provider), which stages WRs and hands them to the device at
  * wr_complete; the legacy post_send/post_recv; and the rule that a WR's queue
@@ -21,13 +21,19 @@ static struct efasim_vqp *to_vqp_ex(struct ibv_qp_ex *qpx)
 
 static void qp_install_wr_ops(struct efasim_vqp *qp, uint64_t send_ops_flags);
 
-/* The send operations an SRD QP may ask for: rdma-core 44's, plus RDMA write where offered. */
-static uint64_t qp_supported_send_ops(void)
+/*
+ * The send operations a QP may ask for, as rdma-core 44's efa_check_qp_attr
+ * allows them: send and send with immediate on UD; on SRD (IBV_QPT_DRIVER)
+ * those, RDMA read where offered, and RDMA write where offered (newer EFA).
+ */
+static uint64_t qp_supported_send_ops(enum ibv_qp_type type)
 {
     const struct efasim_config *cfg = efasim_config();
+    uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 
-    return IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
-           (cfg->rdma_read ? IBV_QP_EX_WITH_RDMA_READ : 0) |
+    if (type == IBV_QPT_UD)
+        return ops;
+    return ops | (cfg->rdma_read ? IBV_QP_EX_WITH_RDMA_READ : 0) |
            (cfg->rdma_write ? IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM : 0);
 }
 
@@ -35,7 +41,8 @@ static uint64_t qp_supported_send_ops(void)
  * The checks of rdma-core 44's efa_check_qp_attr, with their errno values:
  * unknown comp_mask bits or send operations EOPNOTSUPP; no PD, no CQs or an
  * SRQ EINVAL. The caps are checked against the device by the model, with the
- * same errno (EINVAL) as efa_check_qp_limits.
+ * same errno (EINVAL) as efa_check_qp_limits. The QP type (UD, or SRD as
+ * IBV_QPT_DRIVER) was settled by the entry point.
  */
 static int qp_check_attr(const struct ibv_qp_init_attr_ex *attr)
 {
@@ -44,7 +51,7 @@ static int qp_check_attr(const struct ibv_qp_init_attr_ex *attr)
     if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd)
         return EINVAL;
     if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
-        (attr->send_ops_flags & ~qp_supported_send_ops()))
+        (attr->send_ops_flags & ~qp_supported_send_ops(attr->qp_type)))
         return EOPNOTSUPP;
     if (!attr->send_cq || !attr->recv_cq || attr->srq)
         return EINVAL;
@@ -99,7 +106,9 @@ struct ibv_qp *efasim_vqp_create(struct efasim_vctx *ctx, struct ibv_qp_init_att
     qp = calloc(1, sizeof(*qp));
     if (!qp)
         goto err;
-    init = (struct efasim_qp_init){.pd = to_vpd(attr->pd)->m,
+    init = (struct efasim_qp_init){.type =
+                                       attr->qp_type == IBV_QPT_UD ? EFASIM_QPT_UD : EFASIM_QPT_SRD,
+                                   .pd = to_vpd(attr->pd)->m,
                                    .send_cq = &((struct efasim_vcq *)attr->send_cq)->m,
                                    .recv_cq = &((struct efasim_vcq *)attr->recv_cq)->m,
                                    .want = attr->cap,
