@@ -25,6 +25,7 @@ src_efasim_libibverbs_la_SOURCES = \
 	src/efasim/verbs/device.c \
 	src/efasim/verbs/cq.c \
 	src/efasim/verbs/qp.c \
+	src/efasim/verbs/events.c \
 	src/efasim/verbs/kabi.c
 src_efasim_libibverbs_la_CFLAGS = $(AM_CFLAGS) $(IBVERBS_CFLAGS) -pthread
 src_efasim_libibverbs_la_LIBADD = src/efasim/libefasim-model.la

@@ -1,17 +1,21 @@
 /*
  * efasim's drop-in CQs: a ring of completions behind the ibv_cq_ex poll API
- * (start/next/end_poll and the read_* accessors), the legacy ibv_poll_cq, and
- * efadv's SGID read. The ring is the producer side of the model's CQ (struct
- * efasim_cq_ops): the device writes completions into it. Polling is where the
- * datapath runs: start_poll and ibv_poll_cq first make progress on the QPs
+ * (start/next/end_poll and the read_* accessors), the legacy ibv_poll_cq,
+ * efadv's SGID read, and completion events on a channel. The ring is the
+ * producer side of the model's CQ (struct efasim_cq_ops): the device writes
+ * completions into it, and raises an armed CQ's event as it does. Polling is
+ * where the datapath runs: start_poll and ibv_poll_cq first make progress on the QPs
  * that feed the CQ (and on the context's other QPs that no other thread is
  * serving), reading their sockets without blocking, so the application thread
  * drives its own latency path.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "efasim_verbs.h"
 
@@ -31,6 +35,22 @@ static uint32_t *cqe_in_cq(const struct efasim_cqe *cqe)
 }
 
 /*
+ * An armed CQ with a channel raises one event and is armed no more, as EFA's
+ * device answers the doorbell's ARM bit with one interrupt; the event names
+ * the CQ as rdma-core's user handle does (its struct ibv_cq). A channel whose
+ * queue is full loses the event. The CQ's lock held.
+ */
+static void cq_event_raise(struct efasim_vcq *cq)
+{
+    struct ib_uverbs_comp_event_desc ev = {.cq_handle = (uintptr_t)ibv_cq_ex_to_cq(&cq->ibv)};
+
+    if (!cq->armed || cq->event_fd < 0)
+        return;
+    cq->armed = false;
+    (void)send(cq->event_fd, &ev, sizeof(ev), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/*
  * Ring operations: the CQ's lock held. count and reserved are also read without
  * it (hints). A completion counts against its QP's queue from when it enters the
  * ring, under this lock, so the consumer can never uncount it first.
@@ -43,6 +63,7 @@ static void ring_put(struct efasim_vcq *cq, const struct efasim_cqe *cqe)
         __atomic_add_fetch(in_cq, 1, __ATOMIC_RELAXED);
     cq->ring[(cq->head + cq->count) % cq->size] = *cqe;
     __atomic_store_n(&cq->count, cq->count + 1, __ATOMIC_RELAXED);
+    cq_event_raise(cq);
 }
 
 static bool ring_has_room(const struct efasim_vcq *cq)
@@ -346,13 +367,46 @@ int efasim_vcq_poll(struct ibv_cq *ibv, int n, struct ibv_wc *wc)
 }
 
 /*
+ * The kernel's hold on the channel: the CQ keeps duplicates of both its ends
+ * (the device's, to raise events, and the reader's, to take back its unread
+ * ones when it goes). 0, or -errno (EBADF for a closed channel, EMFILE).
+ */
+static int cq_channel_attach(struct efasim_vcq *cq, struct ibv_comp_channel *channel)
+{
+    const struct efasim_vchannel *ch = (const struct efasim_vchannel *)channel;
+
+    cq->event_fd = fcntl(ch->device_fd, F_DUPFD_CLOEXEC, 0);
+    if (cq->event_fd < 0)
+        return -errno;
+    cq->channel_fd = fcntl(ch->ibv.fd, F_DUPFD_CLOEXEC, 0);
+    if (cq->channel_fd < 0) {
+        int err = -errno;
+
+        close(cq->event_fd);
+        cq->event_fd = -1;
+        return err;
+    }
+    return 0;
+}
+
+static void cq_channel_detach(struct efasim_vcq *cq)
+{
+    if (cq->event_fd >= 0)
+        close(cq->event_fd);
+    if (cq->channel_fd >= 0)
+        close(cq->channel_fd);
+    cq->event_fd = cq->channel_fd = -1;
+}
+
+/*
  * As rdma-core 44's create_cq: no comp_mask and no wc_flags beyond the standard
- * ones (EOPNOTSUPP), no completion channel (EOPNOTSUPP, EFA without CQ
- * notifications), the depth rounded up to a power of two. Then the kernel's
- * checks: the uverbs core's first, a comp_vector the context does not have
- * (EINVAL), then EFA's driver's depth from 1 to max_cqe (EINVAL: the model's
- * check). Only the accessors the wc_flags ask for are installed; the others
- * stay NULL, as on EFA.
+ * ones (EOPNOTSUPP); a completion channel, which EFA takes with its
+ * CQ_NOTIFICATIONS capability (efasim's device has it); the depth rounded up
+ * to a power of two. Then the kernel's checks: the uverbs core's first, a
+ * comp_vector the context does not have (EINVAL), the channel, then EFA's
+ * driver's depth from 1 to max_cqe (EINVAL: the model's check). Only the
+ * accessors the wc_flags ask for are installed; the others stay NULL, as on
+ * EFA. The caller does libibverbs' part (efasim_vcq_init_verbs) if any.
  */
 struct ibv_cq_ex *efasim_vcq_create(struct efasim_vctx *ctx, struct ibv_cq_init_attr_ex *attr,
                                     bool with_sgid)
@@ -361,7 +415,7 @@ struct ibv_cq_ex *efasim_vcq_create(struct efasim_vctx *ctx, struct ibv_cq_init_
     uint32_t cqe;
     int err;
 
-    if (attr->comp_mask || (attr->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS) || attr->channel) {
+    if (attr->comp_mask || (attr->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS)) {
         errno = EOPNOTSUPP;
         return NULL;
     }
@@ -375,19 +429,24 @@ struct ibv_cq_ex *efasim_vcq_create(struct efasim_vctx *ctx, struct ibv_cq_init_
         errno = ENOMEM;
         return NULL;
     }
+    cq->event_fd = cq->channel_fd = -1;
+    if (attr->channel) {
+        err = cq_channel_attach(cq, attr->channel);
+        if (err)
+            goto err_free;
+    }
     err = efasim_cq_construct(&cq->m, ctx->m, cqe, &g_vcq_ops, cq);
     if (err)
-        goto err_free;
+        goto err_detach;
     attr->cqe = cqe;
     err = -ENOMEM;
     cq->ring = calloc(cqe, sizeof(*cq->ring));
     if (!cq->ring)
-        goto err_free;
+        goto err_detach;
     cq->size = cqe;
     pthread_mutex_init(&cq->poll_lock, NULL);
     pthread_mutex_init(&cq->lock, NULL);
     cq->ibv.context = &ctx->vctx.context;
-    cq->ibv.cq_context = attr->cq_context;
     cq->ibv.cqe = (int)cqe;
     pthread_mutex_init(&cq->ibv.mutex, NULL);
     pthread_cond_init(&cq->ibv.cond, NULL);
@@ -416,21 +475,112 @@ struct ibv_cq_ex *efasim_vcq_create(struct efasim_vctx *ctx, struct ibv_cq_init_
         cq->efadv.wc_read_sgid = cq_wc_read_sgid;
     return &cq->ibv;
 
+err_detach:
+    cq_channel_detach(cq);
 err_free:
     free(cq);
     errno = -err;
     return NULL;
 }
 
+/* libibverbs' verbs_init_cq: the channel's reference and the application's cq_context. */
+void efasim_vcq_init_verbs(struct ibv_cq *cq, struct ibv_comp_channel *channel, void *cq_context)
+{
+    cq->channel = channel;
+    if (channel) {
+        pthread_mutex_lock(&cq->context->mutex);
+        ++channel->refcnt;
+        pthread_mutex_unlock(&cq->context->mutex);
+    }
+    cq->cq_context = cq_context;
+    cq->comp_events_completed = 0;
+    cq->async_events_completed = 0;
+}
+
+/*
+ * The kernel takes a destroyed CQ's unread events off its channel
+ * (ib_uverbs_release_ucq): read what waits there and put the other CQs'
+ * events back, in their order (a reader in another thread may take some
+ * meanwhile, as it may from the kernel's queue). The CQ raises no more.
+ */
+static void cq_events_withdraw(struct efasim_vcq *cq)
+{
+    const uint64_t self = (uintptr_t)ibv_cq_ex_to_cq(&cq->ibv);
+    struct ib_uverbs_comp_event_desc ev, *keep = NULL;
+    size_t n = 0, slots = 0;
+
+    while (recv(cq->channel_fd, &ev, sizeof(ev), MSG_DONTWAIT) == (ssize_t)sizeof(ev)) {
+        if (ev.cq_handle == self)
+            continue;
+        if (n == slots) {
+            size_t more = slots ? 2 * slots : 16;
+            struct ib_uverbs_comp_event_desc *k = realloc(keep, more * sizeof(*keep));
+
+            if (!k) { /* put it back now; what is left stays as it is */
+                (void)send(cq->event_fd, &ev, sizeof(ev), MSG_DONTWAIT | MSG_NOSIGNAL);
+                break;
+            }
+            keep = k;
+            slots = more;
+        }
+        keep[n++] = ev;
+    }
+    for (size_t i = 0; i < n; i++)
+        (void)send(cq->event_fd, &keep[i], sizeof(keep[i]), MSG_DONTWAIT | MSG_NOSIGNAL);
+    free(keep);
+}
+
+/*
+ * As efa_destroy_cq and ibv_cmd_destroy_cq: the CQ goes (its unread events
+ * with it), then the call waits until the application acknowledged
+ * (ibv_ack_cq_events) every event it read.
+ */
 int efasim_vcq_destroy(struct ibv_cq *ibv)
 {
     struct efasim_vcq *cq = (struct efasim_vcq *)ibv;
 
+    if (cq->event_fd >= 0) {
+        pthread_mutex_lock(&cq->lock);
+        cq->armed = false;
+        pthread_mutex_unlock(&cq->lock);
+        cq_events_withdraw(cq);
+        cq_channel_detach(cq);
+    }
+    pthread_mutex_lock(&ibv->mutex);
+    while (ibv->comp_events_completed != __atomic_load_n(&cq->events_read, __ATOMIC_ACQUIRE) ||
+           ibv->async_events_completed)
+        pthread_cond_wait(&ibv->cond, &ibv->mutex);
+    pthread_mutex_unlock(&ibv->mutex);
     pthread_mutex_destroy(&cq->poll_lock);
     pthread_mutex_destroy(&cq->lock);
     free(cq->ring);
     free(cq);
     return 0;
+}
+
+/*
+ * As rdma-core 44's efa_arm_cq: solicited-only events are not EFA's
+ * (EOPNOTSUPP). Arming asks for one event at the next completion, or at once
+ * when completions wait in the CQ already (the consumer index the doorbell
+ * carries tells EFA's device so). A CQ without a channel raises none.
+ */
+int efasim_vcq_arm(struct ibv_cq *ibv, int solicited_only)
+{
+    struct efasim_vcq *cq = (struct efasim_vcq *)ibv;
+
+    if (solicited_only)
+        return EOPNOTSUPP;
+    pthread_mutex_lock(&cq->lock);
+    cq->armed = true;
+    if (cq->count)
+        cq_event_raise(cq);
+    pthread_mutex_unlock(&cq->lock);
+    return 0;
+}
+
+void efasim_vcq_event_read(struct ibv_cq *ibv)
+{
+    __atomic_add_fetch(&((struct efasim_vcq *)ibv)->events_read, 1, __ATOMIC_RELEASE);
 }
 
 /* For efadv_cq_from_ibv_cq_ex (efadv.c). */

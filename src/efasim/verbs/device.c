@@ -139,12 +139,6 @@ static int ctx_poll_cq_unsupported(struct ibv_cq *cq, int n, struct ibv_wc *wc)
     return -EOPNOTSUPP;
 }
 
-static int ctx_req_notify_cq(struct ibv_cq *cq, int solicited_only)
-{
-    (void)cq, (void)solicited_only;
-    return EOPNOTSUPP;
-}
-
 static struct ibv_mw *ctx_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
     (void)pd, (void)type;
@@ -171,10 +165,15 @@ static int ctx_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct
     return EOPNOTSUPP;
 }
 
+/* ibv_create_cq_ex: the provider's CQ, then libibverbs' own part (__lib_ibv_create_cq_ex). */
 static struct ibv_cq_ex *ctx_create_cq_ex(struct ibv_context *context,
                                           struct ibv_cq_init_attr_ex *attr)
 {
-    return efasim_vcq_create(to_vctx(context), attr, false);
+    struct ibv_cq_ex *cq = efasim_vcq_create(to_vctx(context), attr, false);
+
+    if (cq)
+        efasim_vcq_init_verbs(ibv_cq_ex_to_cq(cq), attr->channel, attr->cq_context);
+    return cq;
 }
 
 /* ibv_create_qp_ex beyond the PD alone; as rdma-core 44's efa_create_qp_ex, UD only. */
@@ -198,8 +197,17 @@ EFASIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
         errno = ENOMEM;
         return NULL;
     }
+    /* The context's async event file: EFA raises no async event, but reading it blocks. */
+    err = efasim_event_file_open(&ctx->vctx.context.async_fd, &ctx->async_device_fd);
+    if (err) {
+        free(ctx);
+        errno = -err;
+        return NULL;
+    }
     err = efasim_context_open(to_vdev(device)->m, ctx, &ctx->m);
     if (err) {
+        close(ctx->vctx.context.async_fd);
+        close(ctx->async_device_fd);
         free(ctx);
         errno = -err;
         return NULL;
@@ -212,13 +220,12 @@ EFASIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     c = &ctx->vctx.context;
     c->device = device;
     c->cmd_fd = -1;
-    c->async_fd = -1;
     c->num_comp_vectors = 1;
     c->abi_compat = __VERBS_ABI_IS_EXTENDED;
     pthread_mutex_init(&c->mutex, NULL);
     c->ops._compat_query_device = (void *)ctx_query_device;
     c->ops.poll_cq = efasim_vcq_poll;
-    c->ops.req_notify_cq = ctx_req_notify_cq;
+    c->ops.req_notify_cq = efasim_vcq_arm;
     c->ops.alloc_mw = ctx_alloc_mw;
     c->ops.bind_mw = ctx_bind_mw;
     c->ops.dealloc_mw = ctx_dealloc_mw;
@@ -240,6 +247,8 @@ EFASIM_EXPORT int ibv_close_device(struct ibv_context *context)
 
     if (err)
         return -err;
+    close(context->async_fd);
+    close(ctx->async_device_fd);
     free(ctx);
     return 0;
 }
@@ -492,17 +501,30 @@ EFASIM_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
                                        .wc_flags = IBV_WC_STANDARD_FLAGS};
     struct ibv_cq_ex *cq;
 
-    if (cqe <= 0 || channel) {
-        errno = channel ? EOPNOTSUPP : EINVAL;
+    if (cqe <= 0) {
+        errno = EINVAL;
         return NULL;
     }
     cq = efasim_vcq_create(to_vctx(context), &attr, false);
-    return cq ? ibv_cq_ex_to_cq(cq) : NULL;
+    if (!cq)
+        return NULL;
+    efasim_vcq_init_verbs(ibv_cq_ex_to_cq(cq), channel, cq_context);
+    return ibv_cq_ex_to_cq(cq);
 }
 
+/* libibverbs' ibv_destroy_cq: the CQ, then its channel's reference (a CQ from efadv has none). */
 EFASIM_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 {
-    return efasim_vcq_destroy(cq);
+    struct ibv_comp_channel *channel = cq->channel;
+    struct ibv_context *context = cq->context;
+    int ret = efasim_vcq_destroy(cq);
+
+    if (!ret && channel) {
+        pthread_mutex_lock(&context->mutex);
+        --channel->refcnt;
+        pthread_mutex_unlock(&context->mutex);
+    }
+    return ret;
 }
 
 /* ---- Strings -------------------------------------------------------------------- */
@@ -571,12 +593,6 @@ EFASIM_EXPORT const char *ibv_port_state_str(enum ibv_port_state port_state)
     return (unsigned)port_state < 6 ? str[port_state] : "unknown";
 }
 
-EFASIM_EXPORT const char *ibv_event_type_str(enum ibv_event_type event)
-{
-    (void)event;
-    return "unknown event (efasim raises no async events)";
-}
-
 /* ---- Not implemented: fail cleanly ------------------------------------------------ */
 
 #define EFASIM_UNSUPPORTED_PTR(ret_type, name, params, uses) \
@@ -613,15 +629,6 @@ EFASIM_UNSUPPORTED_INT(ibv_rereg_mr,
                        (struct ibv_mr * mr, int f, struct ibv_pd *pd, void *a, size_t l, int ac),
                        (void)mr;
                        (void)f; (void)pd; (void)a; (void)l; (void)ac)
-EFASIM_UNSUPPORTED_PTR(struct ibv_comp_channel *, ibv_create_comp_channel, (struct ibv_context * c),
-                       (void)c)
-EFASIM_UNSUPPORTED_INT(ibv_destroy_comp_channel, (struct ibv_comp_channel * c), (void)c)
-EFASIM_UNSUPPORTED_INT(ibv_get_cq_event,
-                       (struct ibv_comp_channel * ch, struct ibv_cq **c, void **x), (void)ch;
-                       (void)c; (void)x)
-EFASIM_UNSUPPORTED_INT(ibv_get_async_event, (struct ibv_context * c, struct ibv_async_event *e),
-                       (void)c;
-                       (void)e)
 EFASIM_UNSUPPORTED_PTR(struct ibv_ah *, ibv_create_ah_from_wc,
                        (struct ibv_pd * pd, struct ibv_wc *wc, struct ibv_grh *g, uint8_t p),
                        (void)pd;
@@ -677,16 +684,6 @@ EFASIM_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *b
     else if ((size_t)len < size)
         buf[len] = '\0';
     return (int)len;
-}
-
-EFASIM_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
-{
-    (void)cq, (void)nevents;
-}
-
-EFASIM_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
-{
-    (void)event;
 }
 
 EFASIM_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)

@@ -36,6 +36,21 @@ struct efasim_vdev {
 struct efasim_vctx {
     struct verbs_context vctx; /* ibv_context at its end, as verbs_get_ctx expects */
     struct efasim_context *m;
+    int async_device_fd; /* the device's end of context.async_fd (EFA raises no async events) */
+};
+
+/*
+ * A completion channel. Its fd (ibv.fd) is one end of a SEQPACKET socket
+ * pair, so a read returns one event, as the uverbs event file's does; the
+ * device writes events into the other end, device_fd. That end stands for
+ * the kernel's channel object: every CQ bound to the channel holds a
+ * duplicate of it, so a CQ's events still have somewhere to go after the
+ * channel is destroyed, as the kernel keeps the file of a channel its CQs
+ * reference.
+ */
+struct efasim_vchannel {
+    struct ibv_comp_channel ibv;
+    int device_fd;
 };
 
 struct efasim_vpd {
@@ -76,6 +91,18 @@ struct efasim_vcq {
     uint32_t reserved;          /* places promised to receives in progress (efasim_cq_reserve) */
     struct efasim_cqe cur;      /* copy of the ring's head entry during a poll section */
     bool has_cur;
+
+    /*
+     * Completion events (a CQ created with a channel): event_fd is the
+     * channel's device end, channel_fd its reading end (duplicates the CQ
+     * owns), -1 without a channel. armed (under lock): the next completion
+     * raises an event, as the doorbell's ARM bit asks EFA's device for one.
+     * events_read counts the events of this CQ read through
+     * ibv_get_cq_event, the kernel's comp_events_reported (atomic).
+     */
+    int event_fd, channel_fd;
+    bool armed;
+    uint32_t events_read;
 };
 
 struct efasim_vqp {
@@ -157,13 +184,32 @@ int efasim_vqp_query(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 int efasim_vqp_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int efasim_vqp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 
-/* CQs (cq.c). */
+/*
+ * CQs (cq.c). efasim_vcq_create is the provider's and the kernel's part of CQ
+ * creation; efasim_vcq_init_verbs is libibverbs' own (verbs_init_cq: the
+ * channel's reference count, cq_context), which rdma-core does for
+ * ibv_create_cq and ibv_create_cq_ex but not for efadv_create_cq.
+ * efasim_vcq_destroy is the provider's and the kernel's destroy, and waits,
+ * as ibv_cmd_destroy_cq does, until every event read has been acknowledged.
+ */
 struct ibv_cq_ex *efasim_vcq_create(struct efasim_vctx *ctx, struct ibv_cq_init_attr_ex *attr,
                                     bool with_sgid);
+void efasim_vcq_init_verbs(struct ibv_cq *cq, struct ibv_comp_channel *channel, void *cq_context);
 int efasim_vcq_destroy(struct ibv_cq *cq);
+/* ibv_req_notify_cq, through context->ops.req_notify_cq: arm the CQ for one event. */
+int efasim_vcq_arm(struct ibv_cq *cq, int solicited_only);
+/* An event of cq was read from its channel (the provider's cq_event op and the kernel's count). */
+void efasim_vcq_event_read(struct ibv_cq *cq);
 /* Legacy ibv_poll_cq, through context->ops.poll_cq. */
 int efasim_vcq_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 struct efadv_cq *efasim_vcq_efadv(struct ibv_cq_ex *cq);
+
+/*
+ * Event files (events.c): a SEQPACKET socket pair whose first end the
+ * application reads (shut for writing) and whose second the device writes.
+ * 0, or -errno.
+ */
+int efasim_event_file_open(int *user_fd_p, int *device_fd_p);
 
 /* Exported symbols that no public rdma-core header declares. */
 int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
