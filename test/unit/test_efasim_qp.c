@@ -364,8 +364,21 @@ EFARM_TEST(efasim_qp_modify_as_efa)
     a.qp_state = IBV_QPS_RTS;
     EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_STATE | IBV_QP_RNR_RETRY), EINVAL);
     EXPECT_EQ(r.qp->state, IBV_QPS_RTR);
+    a.sq_psn = 0x45;
     EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RNR_RETRY), 0);
     EXPECT_EQ(r.qp->state, IBV_QPS_RTS);
+    /* The device keeps what it was given: a query reports the SQ PSN and RNR retry. */
+    {
+        struct ibv_qp_init_attr init;
+        struct ibv_qp_attr q;
+
+        memset(&q, 0, sizeof(q));
+        EXPECT_EQ(ibv_query_qp(r.qp, &q, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RNR_RETRY, &init),
+                  0);
+        EXPECT_EQ(q.qp_state, IBV_QPS_RTS);
+        EXPECT_EQ(q.sq_psn, 0x45);
+        EXPECT_EQ(q.rnr_retry, 3);
+    }
     /* In RTS the Q-Key may change, RNR retry no more; the transition to ERR takes nothing. */
     a.qkey = 0x5678;
     EXPECT_EQ(ibv_modify_qp(r.qp, &a, IBV_QP_QKEY), 0);

@@ -305,7 +305,16 @@ EFARM_TEST(efasim_ud_creation_and_modify_as_efa)
     a.rnr_retry = 3;
     EXPECT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RNR_RETRY), EINVAL);
     EXPECT_EQ(qp->state, IBV_QPS_RTR);
+    a.sq_psn = 0x45;
     EXPECT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+    {
+        struct ibv_qp_attr q;
+
+        memset(&q, 0, sizeof(q));
+        EXPECT_EQ(ibv_query_qp(qp, &q, IBV_QP_SQ_PSN | IBV_QP_QKEY, &init), 0);
+        EXPECT_EQ(q.sq_psn, 0x45); /* as rdma-core's test_modify_ud_qp checks */
+        EXPECT_EQ(q.qkey, 0x1234);
+    }
     EXPECT_EQ(ibv_modify_qp(qp, &a, IBV_QP_RNR_RETRY), EINVAL);
     EXPECT_EQ(ibv_modify_qp(qp, &a, IBV_QP_QKEY), 0);
     a.qp_state = IBV_QPS_ERR;

@@ -646,6 +646,7 @@ struct efasim_qp {
     uint16_t qpn;
     uint32_t inc; /* this QP's incarnation: random, never 0 */
     uint32_t qkey;
+    uint32_t sq_psn; /* as the last modify set it: the device keeps it, queries report it */
     uint8_t rnr_retry;
     enum ibv_qp_state state;
     struct ibv_qp_cap cap; /* the queues as sized at creation */
@@ -705,7 +706,7 @@ void efasim_qp_destroy(struct efasim_qp *qp);
  * every queued WR with a flush error. Takes the QP's lock.
  */
 int efasim_qp_modify(struct efasim_qp *qp, const struct ibv_qp_attr *attr, int mask);
-/* The QP's state, Q-Key, RNR retry, port and caps in *attr_p; the rest of it zeroed. */
+/* The QP's state, Q-Key, SQ PSN, RNR retry, port and caps in *attr_p; the rest of it zeroed. */
 void efasim_qp_query(const struct efasim_qp *qp, struct ibv_qp_attr *attr_p);
 
 /*

@@ -394,6 +394,8 @@ int efasim_qp_modify(struct efasim_qp *qp, const struct ibv_qp_attr *attr, int m
     if (!ret) {
         if (mask & IBV_QP_QKEY)
             qp->qkey = attr->qkey;
+        if (mask & IBV_QP_SQ_PSN)
+            qp->sq_psn = attr->sq_psn;
         if (mask & IBV_QP_RNR_RETRY)
             qp->rnr_retry = attr->rnr_retry;
         if (mask & IBV_QP_STATE) {
@@ -412,6 +414,7 @@ void efasim_qp_query(const struct efasim_qp *qp, struct ibv_qp_attr *attr_p)
     attr_p->qp_state = qp->state;
     attr_p->cur_qp_state = qp->state;
     attr_p->qkey = qp->qkey;
+    attr_p->sq_psn = qp->sq_psn;
     attr_p->rnr_retry = qp->rnr_retry;
     attr_p->port_num = EFASIM_PORT;
     attr_p->cap = qp->cap;
