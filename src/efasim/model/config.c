@@ -35,18 +35,18 @@ extern char **environ;
     X(RDMA_READ, rdma_read, BOOL, "1", "advertise and serve RDMA read")                           \
     X(RDMA_WRITE, rdma_write, BOOL, "0", "advertise and serve RDMA write (newer EFA only)")       \
     X(DEVICE_ID, device_id, U32, "0xefa2", "PCI device id: vendor_part_id, hw_ver, sysfs device") \
-    X(MAX_PEERS, max_peers, U32, "1024", "reliability state slots per QP (distinct peers)")       \
+    X(MAX_PEERS, max_peers, U32, "1024", "reliability state slots per SRD QP (distinct peers)")   \
     X(RTO_US, rto_us, U32, "2000", "first retransmission timeout; doubles per retry")             \
     X(RTO_MAX_US, rto_max_us, U32, "100000", "retransmission timeout cap")                        \
-    X(TIMEOUT_MS, timeout_ms, U32, "5000", "silence after which a peer is unreachable")           \
+    X(TIMEOUT_MS, timeout_ms, U32, "5000", "SRD: silence after which a peer is unreachable")      \
     X(RNR_BACKOFF_US, rnr_backoff_us, U32, "1000", "wait before resending after an RNR")          \
     X(ACK_DELAY_US, ack_delay_us, U32, "20", "how long an ACK waits to ride on a datagram back")  \
-    X(SERVICE_US, service_us, U32, "500", "service thread period (timers, idle serving)")         \
+    X(SERVICE_US, service_us, U32, "500", "service thread period (timers, idle serving, events)") \
     X(RDMA_CHUNK, rdma_chunk, U32, "8192", "payload bytes per RDMA datagram")                     \
     X(QPN, qpn, U32, "0", "port (QPN) of the process's first QP, next ones +1 each; 0 = any")     \
     X(FASTPATH, fastpath, BOOL, "1", "RDMA within one host by one direct copy (0: datagrams)")    \
     X(FAST_CHUNK, fast_chunk, U32, "1048576", "bytes per direct-copy RDMA request")               \
-    X(LOSS, loss, PROB, "0", "probability a datagram is dropped (below reliability)")             \
+    X(LOSS, loss, PROB, "0", "probability a datagram is dropped (below SRD's reliability)")       \
     X(DUP, dup, PROB, "0", "probability a datagram is sent twice")                                \
     X(REORDER, reorder, PROB, "0", "probability a datagram is held back behind later ones")       \
     X(DELAY, delay, PROB, "0", "probability a datagram is held for EFASIM_DELAY_US")              \
