@@ -27,7 +27,8 @@
  * Balancing. The devices tied for nearest form the rank's tied set. The local
  * ranks whose tied set is the same, ordered by local rank, share those
  * devices round-robin: the k-th of them (from 0) gets the (k mod n)-th of the
- * n tied devices, in the order of the names array. The position is among the
+ * n tied devices, in the order of the names array (efarm_dev_choose_nic passes the
+ * devices in natural name order, not rdma-core's). The position is among the
  * ranks of the same group, not the global or local rank, so two sockets with
  * interleaved ranks each spread their ranks over their own devices.
  *

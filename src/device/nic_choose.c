@@ -4,6 +4,9 @@
  * the node's ranks, EFARM_IFACE, and EFARM_NIC_VERBOSE (see efarm_nic.h for
  * the rules). The netmod gathers the bindings of the node's ranks.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* strverscmp */
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -17,6 +20,12 @@
 #include "efarm_nic.h"
 
 #define V (&g_efarm_verbs)
+
+/* Device names in natural order (rdmap16s27 before rdmap160s27, efasim_2 before efasim_10). */
+static int name_order(const void *a, const void *b)
+{
+    return strverscmp(*(const char *const *)a, *(const char *const *)b);
+}
 
 int efarm_dev_choose_nic_in(hwloc_topology_t topo, unsigned local_rank, unsigned nlocal,
                             const char *const *bindings, char name_p[EFARM_DEV_NAME_MAX],
@@ -46,6 +55,12 @@ int efarm_dev_choose_nic_in(hwloc_topology_t topo, unsigned local_rank, unsigned
     }
     for (int i = 0; i < ndev; i++)
         names[i] = V->ibv_get_device_name(list[i]);
+    /*
+     * rdma-core lists devices in its sysfs directory's order, which no kernel
+     * promises: in name order, a NIC's index (ties, rails, the MPI_T variable)
+     * means the same on every host.
+     */
+    qsort(names, (size_t)ndev, sizeof(*names), name_order);
     /* A NULL or empty binding is an unbound rank; others are hwloc CPU lists ("0-3,8"). */
     for (unsigned r = 0; r < nlocal; r++) {
         if (!bindings || !bindings[r] || !*bindings[r])
