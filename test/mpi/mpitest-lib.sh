@@ -4,11 +4,14 @@
 # (the range of its header that --help prints) first.
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 prefix=${EFARM_MPICH_PREFIX:-${EFARM_MPICH_CACHE:-$top/build/mpich}/install}
+front_end=verbs
 filters=()
 while [ $# -gt 0 ]; do
     case $1 in
     --prefix) prefix=${2:?--prefix needs a directory}; shift 2 ;;
     --prefix=*) prefix=${1#--prefix=}; shift ;;
+    --front-end) front_end=${2:?--front-end needs verbs or kernel}; shift 2 ;;
+    --front-end=*) front_end=${1#--front-end=}; shift ;;
     --timeout) timeout_s=${2:?--timeout needs seconds}; shift 2 ;;
     -h | --help) sed -n "${usage_lines}p" "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "$(basename "$0"): unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -32,6 +35,15 @@ fail() { # NAME LOG: the log's last lines or, after a hang, the top of each proc
 
 mpicc=$prefix/bin/mpicc
 mpiexec=$prefix/bin/mpiexec
+
+# The environment that puts efarm on efasim (scripts/efasim-env.sh): device_env.
+# shellcheck source=scripts/efasim-env.sh
+. "$top/scripts/efasim-env.sh"
+if [ -x "$mpicc" ] && ! efasim_device_env "$front_end" "$prefix"; then
+    echo "FAIL front-end: no environment for the $front_end front end"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
 
 # selected NAME: true when no filter was given or NAME starts with one.
 selected() {

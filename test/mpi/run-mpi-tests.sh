@@ -5,9 +5,15 @@
 # Prints one PASS/FAIL line per build failure and per run, then
 # "N passed, N failed"; exits nonzero if anything failed.
 #
-# Usage: run-mpi-tests.sh [--prefix PREFIX] [--timeout SECONDS] [NAME...]
+# Usage: run-mpi-tests.sh [--prefix PREFIX] [--timeout SECONDS] [--front-end verbs|kernel]
+#                         [NAME...]
 #   PREFIX   MPICH install with ch4:efarm (default: where scripts/mpich-build.sh
 #            installs, EFARM_MPICH_PREFIX or build/mpich/install)
+#   kernel   efarm on EFA's own path: the system's rdma-core on efasim's emulated
+#            uverbs device (EFARM_DEVICE=efa; scripts/efasim-env.sh); the runs
+#            that need what rdma-core 44's EFA provider lacks (RDMA write) or
+#            that check the drop-in's own messages are left out, each with a
+#            SKIP line saying why
 #   NAME     run only the runs whose name starts with NAME (e.g. probe,
 #            pt2pt_sizes-faults); see the table below
 # Programs and logs go to build/mpitest (MPITEST_BUILD_DIR to change).
@@ -31,6 +37,12 @@ if [ ! -x "$mpicc" ] || [ ! -x "$mpiexec" ]; then
 fi
 mkdir -p "$out/logs"
 
+# What efarm's info log says of the device it opened (loader.c): efasim's drop-in
+# or the system's rdma-core.
+case $front_end in
+verbs) device_said="efasim,.the.emulated.EFA.device..EFARM_DEVICE=sim" ;;
+*) device_said="EFA.through.the.system.s.rdma-core..EFARM_DEVICE=efa" ;;
+esac
 # Runs: NAME PROGRAM RANKS [VAR=VALUE...]. The -faults runs turn on efasim's
 # datagram loss and reordering (below its reliability layer: every message
 # must still arrive, intact and in MPI order) with smaller messages to bound
@@ -54,7 +66,7 @@ cvars_pvars="MPITEST_PVAR_EXPECT=efarm_nm_medium_max=20000,efarm_nm_read_min=300
 runs=(
     "cvars-n2 cvars 2 $cvars"
     "cvars-write-n2 cvars 2 $cvars EFASIM_NDEV=2 MPITEST_CVAR_WRITE=MEDIUM_MAX=20000,READ_MIN=300000,RAILS=2 $cvars_pvars,efarm_nm_nrails=2"
-    "cvars-info-log-n2 cvars 2 $cvars EFARM_LOG_LEVEL=info MPITEST_LOG_EXPECT=MPI.rank.1:.efasim,.the.emulated.EFA.device..EFARM_DEVICE=sim.;.device.efasim_0:"
+    "cvars-info-log-n2 cvars 2 $cvars EFARM_LOG_LEVEL=info MPITEST_LOG_EXPECT=MPI.rank.1:.$device_said.;.device.efasim_0:"
     "cvars-env-n2 cvars 2 $cvars MPIR_CVAR_CH4_EFARM_MEDIUM_MAX=20000 MPICH_CH4_EFARM_READ_MIN=300000 $cvars_pvars"
     "pt2pt_sizes-n2 pt2pt_sizes 2"
     "pt2pt_sizes-n4 pt2pt_sizes 4"
@@ -206,7 +218,11 @@ hangruns=(
 )
 
 # The default device on a host without EFA: MPI_Init fails and says how to ask for efasim.
-if ! grep -qs 0x1d0f /sys/class/infiniband/*/device/vendor; then
+# On the kernel front end the host has one (efasim's, in its sysfs view): auto takes it,
+# through the system's rdma-core.
+if [ "$front_end" = kernel ]; then
+    runs+=("device-auto-finds-efa-n2 cvars 2 $cvars EFARM_DEVICE=auto EFARM_LOG_LEVEL=info MPITEST_LOG_EXPECT=MPI.rank.1:.EFA.through.the.system.s.rdma-core..EFARM_DEVICE=auto:.*lists.the.EFA.device.efasim_0")
+elif ! grep -qs 0x1d0f /sys/class/infiniband/*/device/vendor; then
     failruns+=("device-auto-without-efa-n2 cvars 2 no.EFA.device.on.this.host.*EFARM_DEVICE=sim $cvars EFARM_DEVICE=auto")
 fi
 
@@ -272,7 +288,7 @@ launch() {
     local start
     start=$(date +%s.%N)
     # shellcheck disable=SC2086 # $4 is a list of VAR=VALUE words
-    "$top/scripts/hang-guard.sh" "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 EFARM_PROFILE=reference $4 \
+    "$top/scripts/hang-guard.sh" "$timeout_s" env "${device_env[@]}" MPIR_CVAR_NOLOCAL=1 EFARM_PROFILE=reference $4 \
         "$mpiexec" -n "$3" "$out/$2" >"$log" 2>&1
     status=$?
     secs=$(echo "$start $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
@@ -281,9 +297,34 @@ launch() {
     fi
 }
 
+# Whether the device path gives RDMA write (efarm-info asks it): the system's rdma-core
+# offers EFA's RDMA write from release 45, so with an older one the kernel front end's
+# runs that need it (EFASIM_RDMA_WRITE=1: writes landing with no progress at the
+# target, the counters of direct writes) are SKIP lines, their emulated and long-read
+# twins still run.
+device_writes=no
+if [ -x "$prefix/bin/efarm-info" ] &&
+    env "${device_env[@]}" EFASIM_RDMA_WRITE=1 "$prefix/bin/efarm-info" 2>/dev/null | grep -q ', write yes,'; then
+    device_writes=yes
+fi
+# skipped NAME VARS: prints a SKIP line and is true when the run needs what this
+# front end's device path lacks.
+skipped() {
+    case " $2 " in
+    *" EFASIM_RDMA_WRITE=1 "*)
+        if [ "$device_writes" = no ]; then
+            echo "SKIP $1 (needs RDMA write, which the $front_end front end's device path does not offer: efarm-info says write no)"
+            return 0
+        fi
+        ;;
+    esac
+    return 1
+}
+
 for r in "${runs[@]}"; do
     read -r name prog ranks vars <<<"$r"
     selected "$name" || continue
+    skipped "$name" "$vars" && continue
     launch "$name" "$prog" "$ranks" "$vars" || continue
     judge "$name" "$prog" "$ranks" "$vars"
 done
@@ -298,7 +339,7 @@ if selected stripe-mixed-n2; then
     else
         log=$out/logs/$name.log
         start=$(date +%s.%N)
-        "$top/scripts/hang-guard.sh" "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 EFARM_PROFILE=reference \
+        "$top/scripts/hang-guard.sh" "$timeout_s" env "${device_env[@]}" MPIR_CVAR_NOLOCAL=1 EFARM_PROFILE=reference \
             EFASIM_NDEV=2 EFARM_STRIPE_MIN=65536 "$mpiexec" \
             -n 1 -env EFARM_RAILS 2 -env MPITEST_RAILS 2 -env MPITEST_PEER_RAILS 1 "$out/stripe" : \
             -n 1 -env MPITEST_RAILS 1 -env MPITEST_PEER_RAILS 2 "$out/stripe" >"$log" 2>&1
@@ -338,7 +379,7 @@ for r in "${nicruns[@]}"; do
     # shellcheck disable=SC2046 # topo_args is a list of words
     "$out/efarm-topo-xml" $(topo_args "$model") >"$out/topo-$model.xml"
     start=$(date +%s.%N)
-    "$top/scripts/hang-guard.sh" "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 SYSFS_PATH="$sysfs" \
+    "$top/scripts/hang-guard.sh" "$timeout_s" env "${device_env[@]}" MPIR_CVAR_NOLOCAL=1 SYSFS_PATH="$sysfs" \
         EFASIM_NDEV="$ndev" EFARM_TOPOLOGY="$out/topo-$model.xml" EFARM_NIC_VERBOSE=1 \
         MPITEST_NIC_EXPECT="$expect" "$mpiexec" -n "$ranks" -bind-to "$bind" \
         "$out/nic_placement" >"$log" 2>&1
@@ -373,7 +414,7 @@ if [ "$per_vci" = yes ] && selected vcis-rails-n2; then
         log=$out/logs/$name.log
         sysfs_fresh "$name"
         start=$(date +%s.%N)
-        "$top/scripts/hang-guard.sh" "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 \
+        "$top/scripts/hang-guard.sh" "$timeout_s" env "${device_env[@]}" MPIR_CVAR_NOLOCAL=1 \
             EFARM_PROFILE=reference SYSFS_PATH="$sysfs" EFASIM_NDEV=2 EFARM_STRIPE_MIN=65536 $vci4 MPITEST_MAX_SIZE=32768 \
             "$mpiexec" -n 1 -env EFARM_RAILS 2 "$out/vcis" : \
             -n 1 -env EFARM_IFACE efasim_0 "$out/vcis" >"$log" 2>&1
@@ -417,7 +458,7 @@ for r in "${langruns[@]}"; do
     fi
     sysfs_fresh "$name"
     start=$(date +%s.%N)
-    "$top/scripts/hang-guard.sh" "$timeout_s" env EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 SYSFS_PATH="$sysfs" \
+    "$top/scripts/hang-guard.sh" "$timeout_s" env "${device_env[@]}" MPIR_CVAR_NOLOCAL=1 SYSFS_PATH="$sysfs" \
         "$mpiexec" -n 2 "$out/$prog" >"$log" 2>&1
     status=$?
     secs=$(echo "$start $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
@@ -455,6 +496,7 @@ log_matches() {
 for r in "${failruns[@]}"; do
     read -r name prog ranks pattern vars <<<"$r"
     selected "$name" || continue
+    skipped "$name" "$vars" && continue
     launch "$name" "$prog" "$ranks" "$vars" || continue
     if [ "$status" -ne 0 ] && ! log_matches "$pattern" "$log" && hydra_lost_output "$log"; then
         mv "$log" "$log.first"
