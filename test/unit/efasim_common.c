@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -194,6 +195,44 @@ struct ibv_qp *efasim_qp_create_raw(struct efasim_dev *dev, struct ibv_cq_ex *cq
 
     errno = 0;
     return efadv_create_qp_ex(dev->ctx, &attr, &efa_attr, sizeof(efa_attr));
+}
+
+bool efasim_kernel_front_end(void)
+{
+    const char *preload = getenv("LD_PRELOAD");
+
+    return preload && strstr(preload, "libefasim-kernel");
+}
+
+void efasim_drop_in_only(const char *why)
+{
+    if (efasim_kernel_front_end())
+        efarm_test_skip("on the kernel front end: %s", why);
+}
+
+void efasim_require_rdma_write(void)
+{
+    int status = 0;
+    pid_t pid;
+
+    /* Asked in a child: this process touches no verbs before the test does (or forks). */
+    fflush(NULL);
+    pid = fork();
+    EXPECT_TRUE(pid >= 0);
+    if (!pid) {
+        struct efasim_dev dev;
+        bool write;
+
+        efasim_dev_open(0, &dev);
+        write = dev.efa.device_caps & EFASIM_CAPS_RDMA_WRITE;
+        efasim_dev_close(&dev);
+        _exit(write ? 0 : 3);
+    }
+    EXPECT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3));
+    if (WEXITSTATUS(status) == 3)
+        efarm_test_skip("needs RDMA write, which this verbs provider does not offer on efasim_0 "
+                        "(rdma-core's EFA provider has it from release 45)");
 }
 
 void efasim_qp_open(struct efasim_dev *dev, const struct efasim_qp_opts *opts, struct efasim_qp *qp)

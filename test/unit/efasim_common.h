@@ -148,6 +148,32 @@ void efasim_gid_ipv4(union ibv_gid *gid, uint8_t a, uint8_t b, uint8_t c, uint8_
 void efasim_dev_open(int index, struct efasim_dev *dev);
 void efasim_dev_close(struct efasim_dev *dev);
 
+/*
+ * The suite runs on either of efasim's front ends: its drop-in libibverbs and
+ * libefa, or the system's rdma-core over its kernel front end (efasim-info
+ * --run=kernel: LD_PRELOAD names libefasim-kernel). A test that checks what
+ * only one of them can show says so with efarm_test_skip.
+ */
+bool efasim_kernel_front_end(void);
+/*
+ * Why a test of a receive that waits for room in a full CQ is the drop-in's:
+ * its CQ tells the device what was polled. On EFA's queues the device learns
+ * a CQ's consumer index only from the doorbell of a CQ with events, which
+ * rdma-core 44 rings only sometimes: a completion is always written, and a CQ
+ * too small for its work requests loses the oldest (efasim's README).
+ */
+#define CQ_ROOM_DROP_IN_ONLY                                                                 \
+    "a receive waiting for room in a full CQ (EFA's device does not learn what was polled; " \
+    "a CQ too small for its work requests loses completions)"
+/* Skips the test on the kernel front end, with why (what only the drop-in shows). */
+void efasim_drop_in_only(const char *why);
+/*
+ * After the test's last efasim_setenv (it reads the knobs): skips the test when
+ * the verbs provider offers no RDMA write on efasim_0 (the system's rdma-core
+ * before release 45, whatever the device can do).
+ */
+void efasim_require_rdma_write(void);
+
 struct ibv_cq_ex *efasim_cq_create(struct efasim_dev *dev, uint32_t cqe);
 /*
  * An SRD QP straight through efadv_create_qp_ex, left in RESET, for tests of
