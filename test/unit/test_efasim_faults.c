@@ -434,18 +434,19 @@ EFARM_TEST(efasim_faults_never_heard_unreachable)
     struct efasim_qp qp;
     struct efasim_buf sbuf;
     struct efasim_wc wc;
-    uint16_t port;
+    uint32_t qpn;
     double t0;
     int fd;
 
     efasim_setenv("EFASIM_TIMEOUT_MS", "300");
-    fd = efarm_test_udp_bind(0, &port); /* a port nobody answers on */
+    qpn = efarm_test_free_qpns(1);
+    fd = efarm_test_udp_bind(efarm_test_qpn_port(qpn), NULL); /* a QP number nobody answers on */
     EXPECT_TRUE(fd >= 0);
     efasim_dev_open(0, &dev);
     efasim_qp_open(&dev, &opts, &qp);
     efasim_buf_alloc(&dev, 256, IBV_ACCESS_LOCAL_WRITE, &sbuf);
     to.ah = efasim_ah_create(&dev, &dev.gid);
-    to.qpn = port;
+    to.qpn = qpn;
     to.qkey = EFASIM_TEST_QKEY;
     t0 = efasim_now();
     EXPECT_EQ(efasim_send(&qp, &to, 1, &sbuf, 0, 64), 0);
@@ -556,6 +557,7 @@ EFARM_TEST_TIMEOUT(efasim_faults_live_peer_one_datagram_waits, 60)
     unsigned got = 0, done = 0;
     double until;
 
+    efasim_drop_in_only(CQ_ROOM_DROP_IN_ONLY);
     efasim_setenv("EFASIM_TIMEOUT_MS", "300");
     opts.cqe = 4; /* the receiver's CQ holds 4 completions */
     efasim_pair_open(&p, NULL, &opts);

@@ -51,7 +51,7 @@ static unsigned open_fd_count(void)
 EFARM_TEST(efasim_qpn_pins_first_qp)
 {
     const struct efasim_qp_opts opts = EFASIM_QP_OPTS_DEFAULT;
-    uint16_t base = efarm_test_free_ports(3);
+    uint32_t base = efarm_test_free_qpns(3);
     struct efasim_dest to;
     struct efasim_dev dev;
     struct efasim_buf buf;
@@ -86,7 +86,7 @@ EFARM_TEST(efasim_qpn_pins_first_qp)
 
     /* The next number is held by another socket: EADDRINUSE, and nothing leaks. */
     efarm_test_context("QP creation on a taken number");
-    blocker = efarm_test_udp_bind((uint16_t)(base + 2), NULL);
+    blocker = efarm_test_udp_bind(efarm_test_qpn_port(base + 2), NULL);
     EXPECT_TRUE(blocker >= 0);
     cq = efasim_cq_create(&dev, 64);
     fds = open_fd_count();
@@ -390,7 +390,7 @@ static void reuse_new_incarnation(void)
     child_start(&cb);
     child_start(&cb2);
     side_open(&a, REUSE_QKEY_A, REUSE_RECVS);
-    qpn = efarm_test_free_ports(1);
+    qpn = (uint16_t)efarm_test_free_qpns(1);
 
     efarm_test_context("B opens on QPN %u", qpn);
     child_open(&cb, &a, qpn, REUSE_QKEY_B, 0, &b);
@@ -449,7 +449,7 @@ EFARM_TEST_TIMEOUT(efasim_qpn_reuse_stale_wr_fails, 60)
     child_start(&cb);
     child_start(&cb2);
     side_open(&a, REUSE_QKEY_A, REUSE_RECVS);
-    qpn = efarm_test_free_ports(1);
+    qpn = (uint16_t)efarm_test_free_qpns(1);
 
     efarm_test_context("B opens on QPN %u", qpn);
     child_open(&cb, &a, qpn, REUSE_QKEY_B, 0, &b);

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -77,46 +78,33 @@ int efarm_test_udp_bind(uint16_t port, uint16_t *port_p)
     return fd;
 }
 
-/*
- * A port p with p .. p + n - 1 all free on 127.0.0.1 at the time of the call,
- * taken below the kernel's ephemeral range where it can be, so that no socket
- * bound to port 0 (ours or another program's) takes it before the test does.
- */
-uint16_t efarm_test_free_ports(unsigned n)
+uint16_t efarm_test_qpn_port(uint32_t qpn)
 {
-    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
-    unsigned low = 0, high = 0, first = 1024, span = 0;
+    const char *env = getenv("EFASIM_QPN_PORT");
+    unsigned long base = env && *env ? strtoul(env, NULL, 0) : EFARM_TEST_QPN_PORT_DEFAULT;
+
+    EXPECT_TRUE(base + qpn <= 0xffff);
+    return (uint16_t)(base + qpn);
+}
+
+uint32_t efarm_test_free_qpns(unsigned n)
+{
     uint64_t pick = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull;
     int fds[8];
 
     EXPECT_TRUE(n >= 1 && n <= 8);
-    if (f) {
-        if (fscanf(f, "%u %u", &low, &high) != 2)
-            low = 0;
-        fclose(f);
-    }
-    if (low >= 2048 + n) {
-        first = low > 16384 + 1024 ? low - 16384 : 1024;
-        span = low - n - first;
-    }
     for (unsigned attempt = 0; attempt < 200; attempt++) {
-        uint16_t base = 0;
-        unsigned k = 1;
+        uint32_t first;
+        unsigned k = 0;
 
         pick = pick * 6364136223846793005ull + 1442695040888963407ull;
-        if (span)
-            fds[0] = efarm_test_udp_bind((uint16_t)(first + (pick >> 33) % span), &base);
-        else
-            fds[0] = efarm_test_udp_bind(0, &base);
-        if (fds[0] < 0)
-            continue;
-        while (k < n && base + k <= 0xffff &&
-               (fds[k] = efarm_test_udp_bind((uint16_t)(base + k), NULL)) >= 0)
+        first = 128 + (uint32_t)((pick >> 33) % (128 - n + 1)); /* 128 .. 256 - n */
+        while (k < n && (fds[k] = efarm_test_udp_bind(efarm_test_qpn_port(first + k), NULL)) >= 0)
             k++;
         for (unsigned i = 0; i < k; i++)
             close(fds[i]);
         if (k == n)
-            return base;
+            return first;
     }
-    efarm_test_fail(__FILE__, __LINE__, "no run of %u free UDP ports found", n);
+    efarm_test_fail(__FILE__, __LINE__, "no run of %u free QP numbers found", n);
 }

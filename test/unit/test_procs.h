@@ -21,10 +21,20 @@ void efarm_test_pipe_read(int fd, void *buf, size_t len, const char *what);
 int efarm_test_udp_bind(uint16_t port, uint16_t *port_p);
 
 /*
- * The first of n (1..8) consecutive UDP ports free on 127.0.0.1 now, taken
- * below the kernel's ephemeral range where it can be, so that no socket bound
- * to port 0 takes one before the test binds it (EFASIM_QPN).
+ * efasim's QP numbers: QP number qpn of a device is the UDP socket bound to
+ * port EFASIM_QPN_PORT + qpn on its address (efasim's README). The port of
+ * qpn on 127.0.0.1, with EFASIM_QPN_PORT from the environment or efasim's
+ * default (20000; efasim_device_qp_numbers_as_efa checks the two agree).
  */
-uint16_t efarm_test_free_ports(unsigned n);
+#define EFARM_TEST_QPN_PORT_DEFAULT 20000
+uint16_t efarm_test_qpn_port(uint32_t qpn);
+
+/*
+ * The first of n (1..8) consecutive QP numbers free on efasim_0 now (their
+ * ports unbound), drawn from the upper half of the default 256 numbers, so
+ * that QPs taking the lowest free number (every QP without EFASIM_QPN) do not
+ * reach them before the test binds them (EFASIM_QPN).
+ */
+uint32_t efarm_test_free_qpns(unsigned n);
 
 #endif /* EFARM_TEST_PROCS_H */

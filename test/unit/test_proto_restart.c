@@ -422,7 +422,7 @@ EFARM_TEST_TIMEOUT(proto_restart_same_qpn_new_connid, 90)
     child_start(&a, "A", 0, a_entry, 0);
     ctl_recv(a.from_fd, CTL_ADDR, "A", raw_a);
 
-    qpn = efarm_test_free_ports(1);
+    qpn = (uint16_t)efarm_test_free_qpns(1);
     efarm_test_context("B on QP number %u", qpn);
     child_start(&b, "B", qpn, peer_main, 1);
     ctl_recv(b.from_fd, CTL_ADDR, "B", raw_b);

@@ -436,7 +436,7 @@ static void restart_second_incarnation(uint16_t qpn, const uint8_t *old_raw, efa
  */
 EFARM_TEST_TIMEOUT(wire_restarted_peer_is_a_new_peer, 60)
 {
-    uint16_t base = efarm_test_free_ports(2);
+    uint16_t base = (uint16_t)efarm_test_free_qpns(2);
     int to_child[2], to_parent[2], status;
     uint8_t buf[3][64], data[64] = {0}, old_raw[EFARM_RAW_ADDR_LEN], ok;
     struct efarm_req rreq[3], sreq = {0};

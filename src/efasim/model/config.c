@@ -43,7 +43,8 @@ extern char **environ;
     X(ACK_DELAY_US, ack_delay_us, U32, "20", "how long an ACK waits to ride on a datagram back")  \
     X(SERVICE_US, service_us, U32, "500", "service thread period (timers, idle serving, events)") \
     X(RDMA_CHUNK, rdma_chunk, U32, "8192", "payload bytes per RDMA datagram")                     \
-    X(QPN, qpn, U32, "0", "port (QPN) of the process's first QP, next ones +1 each; 0 = any")     \
+    X(QPN, qpn, U32, "0", "QP number of the process's first QP, +1 each; 0: the lowest free")     \
+    X(QPN_PORT, qpn_port, U32, "20000", "UDP port of QP number 0; QP n binds QPN_PORT + n")       \
     X(FASTPATH, fastpath, BOOL, "1", "RDMA within one host by one direct copy (0: datagrams)")    \
     X(FAST_CHUNK, fast_chunk, U32, "1048576", "bytes per direct-copy RDMA request")               \
     X(LOSS, loss, PROB, "0", "probability a datagram is dropped (below SRD's reliability)")       \
@@ -120,6 +121,17 @@ static void config_read(void)
         fprintf(stderr, "efasim: EFASIM_NDEV=%u out of 1..%d; using 1\n", c->ndev,
                 EFASIM_MAX_DEVICES);
         c->ndev = 1;
+    }
+    if (c->max_qp < 1 || c->max_qp > 32768) {
+        fprintf(stderr, "efasim: EFASIM_MAX_QP=%u out of 1..32768; using 256\n", c->max_qp);
+        c->max_qp = 256;
+    }
+    if (c->qpn_port < 1024 || c->qpn_port + c->max_qp - 1 > 0xffff) {
+        fprintf(stderr,
+                "efasim: EFASIM_QPN_PORT=%u out of 1024..%u (its QP numbers' ports, up to "
+                "EFASIM_MAX_QP=%u of them, must fit below 65536); using 20000\n",
+                c->qpn_port, 0x10000 - c->max_qp, c->max_qp);
+        c->qpn_port = 20000;
     }
     for (unsigned i = 1; i < c->ndev; i++)
         c->addr[i].s_addr = htonl(ntohl(c->addr[0].s_addr) + i);

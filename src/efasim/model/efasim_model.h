@@ -117,7 +117,8 @@ struct efasim_config {
     uint32_t ack_delay_us;   /* how long an ACK may wait for a datagram to ride on */
     uint32_t service_us;     /* service thread period */
     uint32_t rdma_chunk;     /* payload bytes per RDMA datagram */
-    uint32_t qpn;            /* port of the process's first QP; 0 = the kernel chooses */
+    uint32_t qpn;            /* QP number of the process's first QP; 0 = the lowest free */
+    uint32_t qpn_port;       /* UDP port of QP number 0 on each device's address */
     bool fastpath;           /* RDMA between processes of one host by direct copy */
     uint32_t fast_chunk;     /* bytes per direct-copy request */
     double loss, dup, reorder, delay;
@@ -138,6 +139,31 @@ static inline const struct efasim_config *efasim_config(void)
     const struct efasim_config *c = __atomic_load_n(&g_efasim_config, __ATOMIC_ACQUIRE);
 
     return c ? c : efasim_config_slow();
+}
+
+/*
+ * QP numbers. As on EFA, a device's QP numbers run from 0 to max_qp - 1 over
+ * every process on the host (rdma-core's EFA provider finds a completion's QP
+ * by qp_num in a table of the next power of two of max_qp entries). QP number
+ * n is the UDP socket bound to port EFASIM_QPN_PORT + n on its device's
+ * address: the port of QP number qpn, 0 when no port can hold it.
+ */
+static inline uint16_t efasim_qpn_port(uint32_t qpn)
+{
+    uint32_t port = efasim_config()->qpn_port + qpn;
+
+    return qpn < efasim_config()->max_qp && port <= 0xffff ? (uint16_t)port : 0;
+}
+
+/* The QP number a datagram's source port holds; false for a port that holds none. */
+static inline bool efasim_port_qpn(uint16_t port, uint32_t *qpn_p)
+{
+    const struct efasim_config *c = efasim_config();
+
+    if (port < c->qpn_port || port - c->qpn_port >= c->max_qp)
+        return false;
+    *qpn_p = port - c->qpn_port;
+    return true;
 }
 
 /* Print every knob with its value and documentation. */

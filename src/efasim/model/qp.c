@@ -25,31 +25,41 @@ static pthread_mutex_t g_qpn_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t g_qpn_taken;
 
 /*
- * Bind the QP's socket. Its port is the QP number: the kernel's choice, or with
- * EFASIM_QPN the next of the process's consecutive numbers. A number some other
- * socket holds fails with EADDRINUSE and is not consumed, so a retry (after the
- * old holder exited) asks for it again.
+ * Bind the QP's socket to its QP number's port (efasim_qpn_port). As EFA's
+ * device does, the number is the lowest the device has free, over every
+ * process on the host: the kernel's bind is the allocator, exact under
+ * concurrent creations, and a destroyed QP's number is the next one given out.
+ * With EFASIM_QPN, the process's consecutive numbers from it instead: a number
+ * some other socket holds fails with EADDRINUSE and is not consumed, so a
+ * retry (after the old holder exited) asks for it again. -ENOMEM when every
+ * number is taken, as the device refuses a QP beyond max_qp.
  */
-static int qp_bind(int fd, struct sockaddr_in *sin)
+static int qp_bind(int fd, struct sockaddr_in *sin, uint32_t *qpn_p)
 {
     const struct efasim_config *cfg = efasim_config();
-    socklen_t len = sizeof(*sin);
     int err = 0;
 
     if (!cfg->qpn) {
-        if (bind(fd, (struct sockaddr *)sin, sizeof(*sin)))
-            return -errno;
-        return getsockname(fd, (struct sockaddr *)sin, &len) ? -errno : 0;
+        for (uint32_t q = 0; q < cfg->max_qp; q++) {
+            sin->sin_port = htons(efasim_qpn_port(q));
+            if (!bind(fd, (struct sockaddr *)sin, sizeof(*sin))) {
+                *qpn_p = q;
+                return 0;
+            }
+            if (errno != EADDRINUSE)
+                return -errno;
+        }
+        return -ENOMEM;
     }
     pthread_mutex_lock(&g_qpn_lock);
-    if (cfg->qpn + g_qpn_taken > 0xffff) {
+    if (cfg->qpn + g_qpn_taken >= cfg->max_qp) {
         err = -EADDRINUSE; /* the numbers above EFASIM_QPN are used up */
     } else {
-        sin->sin_port = htons((uint16_t)(cfg->qpn + g_qpn_taken));
+        sin->sin_port = htons(efasim_qpn_port(cfg->qpn + g_qpn_taken));
         if (bind(fd, (struct sockaddr *)sin, sizeof(*sin)))
             err = -errno;
         else
-            g_qpn_taken++;
+            *qpn_p = cfg->qpn + g_qpn_taken++;
     }
     pthread_mutex_unlock(&g_qpn_lock);
     return err;
@@ -59,6 +69,7 @@ static int qp_open_socket(struct efasim_qp *qp)
 {
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr = qp->ctx->dev->addr};
     int buf = 4 << 20;
+    uint32_t qpn = 0;
     int err;
 
     qp->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -67,13 +78,13 @@ static int qp_open_socket(struct efasim_qp *qp)
     /* Big kernel buffers make drops rare; the reliability layer covers the rest. */
     setsockopt(qp->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
     setsockopt(qp->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
-    err = qp_bind(qp->fd, &sin);
+    err = qp_bind(qp->fd, &sin, &qpn);
     if (err) {
         close(qp->fd);
         qp->fd = -1;
         return err;
     }
-    qp->qpn = ntohs(sin.sin_port);
+    qp->qpn = (uint16_t)qpn;
     return 0;
 }
 
@@ -137,47 +148,14 @@ static int qp_check_init(const struct efasim_qp_init *init)
 }
 
 /*
- * The QPs open on the device across the host, whichever process holds them, as
- * EFA counts a device's: every efasim QP is a UDP socket bound to its device's
- * address, so the kernel's table of this network namespace's UDP sockets (one
- * emulated host) counts them. Read once per QP creation, never on the data
- * path. -1 when the table cannot be read.
- */
-static long device_host_qps(struct in_addr addr)
-{
-    FILE *f = fopen("/proc/net/udp", "re");
-    char line[512];
-    long n = 0;
-
-    if (!f)
-        return -1;
-    if (!fgets(line, sizeof(line), f)) { /* the header */
-        fclose(f);
-        return -1;
-    }
-    while (fgets(line, sizeof(line), f)) {
-        unsigned int local, port;
-
-        /* "  12: 0100007F:A1B2 ...": the address as the kernel holds it, in hex. */
-        if (sscanf(line, " %*u: %8X:%4X", &local, &port) == 2 && local == addr.s_addr)
-            n++;
-    }
-    fclose(f);
-    return n;
-}
-
-/*
  * The device's QPs, as EFA counts them: this process's over all its contexts
- * (exact under concurrent creations), then the host's, this one's socket
- * included. Two processes creating the last QP at once may both be refused;
- * the device never holds more than max_qp. 0, or -ENOMEM with nothing counted.
+ * (exact under concurrent creations). The host's other processes' count
+ * through the QP numbers they hold (qp_bind: no free number, no QP).
+ * 0, or -ENOMEM with nothing counted.
  */
 static int device_qp_count(struct efasim_device *dev)
 {
-    uint32_t max_qp = efasim_config()->max_qp;
-
-    if (__atomic_fetch_add(&dev->live_qps, 1, __ATOMIC_RELAXED) >= max_qp ||
-        device_host_qps(dev->addr) > (long)max_qp) {
+    if (__atomic_fetch_add(&dev->live_qps, 1, __ATOMIC_RELAXED) >= efasim_config()->max_qp) {
         __atomic_fetch_sub(&dev->live_qps, 1, __ATOMIC_RELAXED);
         return -ENOMEM;
     }
@@ -475,7 +453,7 @@ static void swqe_fill(struct efasim_swqe *w, const struct efasim_send_desc *d)
     w->imm = d->imm;
     if (d->has_dest && d->dqpn <= 0xffff && efasim_gid_to_addr(&d->dgid, &w->dst.sin_addr)) {
         w->dst.sin_family = AF_INET;
-        w->dst.sin_port = htons((uint16_t)d->dqpn);
+        w->dst.sin_port = htons(efasim_qpn_port(d->dqpn)); /* 0: no QP can have it */
         w->dst_qkey = d->dqkey;
     }
     if (d->is_inline) {

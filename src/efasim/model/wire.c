@@ -262,6 +262,7 @@ void efasim_peers_settle_all(struct efasim_qp *qp)
 struct rx_src {
     struct sockaddr_in addr;
     const struct efasim_hdr *hdr;
+    uint32_t qpn; /* the sending QP's number, from its port */
 };
 
 /* flags: EFASIM_F_RNR_FINAL on an RNR refusal this QP settled. */
@@ -800,7 +801,7 @@ static void rx_consume_recv(struct efasim_qp *qp, const struct rx_src *src, cons
                              .opcode = opcode,
                              .byte_len = skip + byte_len,
                              .qp_num = qp->qpn,
-                             .src_qp = ntohs(src->addr.sin_port),
+                             .src_qp = src->qpn,
                              .qp = qp};
     union ibv_gid gid;
 
@@ -1128,7 +1129,8 @@ static void rx_datagram(struct efasim_qp *qp, const struct sockaddr_in *from, co
 
     if (qp->ctx->hwc)
         efasim_hw_count(&qp->ctx->hwc->rx_pkts, &qp->ctx->hwc->rx_bytes, len);
-    if (len < sizeof(h))
+    /* Only a QP sends from a QP number's port: anything else is not the device's. */
+    if (len < sizeof(h) || !efasim_port_qpn(ntohs(from->sin_port), &src.qpn))
         return;
     memcpy(&h, buf, sizeof(h));
     acks_len = (size_t)h.nacks * sizeof(struct efasim_ack);
