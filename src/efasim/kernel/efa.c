@@ -84,7 +84,6 @@ struct efa_kcq {
     bool notify;          /* created with a completion channel: it raises events */
     bool event_armed;     /* the doorbell asked for one event */
     uint16_t cc;          /* the consumer index the doorbell last reported */
-    uint32_t comp_events; /* events queued on the channel */
     struct efa_kcq *next; /* the context's CQs */
 };
 
@@ -541,8 +540,7 @@ static void ring_event(struct efa_kcq *cq)
     if (!cq->event_armed || !cq->channel)
         return;
     cq->event_armed = false;
-    cq->comp_events++;
-    efasim_kevents_comp(cq->channel->impl, cq->obj->user_handle);
+    efasim_kevents_comp(cq->channel->impl, cq->obj);
 }
 
 static int kcq_push(struct efasim_cq *m, const struct efasim_cqe *e)
@@ -754,8 +752,18 @@ int efasim_efa_destroy_cq(struct efasim_kobj *obj, uint32_t *comp_events_p)
 {
     struct efa_kcq *cq = obj->impl;
     struct efa_ucontext *uc = uctx(obj->file);
+    struct efasim_kobj *channel;
 
-    *comp_events_p = cq->comp_events;
+    /* No event after this one; its unread events leave the channel, and the
+     * answer counts those read (ib_uverbs_release_ucq). */
+    pthread_mutex_lock(&cq->lock);
+    channel = cq->channel;
+    cq->channel = NULL;
+    cq->event_armed = false;
+    pthread_mutex_unlock(&cq->lock);
+    if (channel)
+        efasim_kevents_forget(channel->impl, obj);
+    *comp_events_p = obj->events_read;
     pthread_mutex_lock(&uc->cqs_lock);
     for (struct efa_kcq **p = &uc->cqs; *p; p = &(*p)->next) {
         if (*p == cq) {
@@ -974,8 +982,6 @@ int efasim_efa_create_qp(struct efasim_kobj *obj, struct efasim_kqp_init *init, 
         return -EINVAL;
     if (init->qp_type == IBV_QPT_DRIVER && cmd.driver_qp_type != EFA_QP_DRIVER_TYPE_SRD)
         return -EOPNOTSUPP;
-    if (init->qp_type == IBV_QPT_UD)
-        return -EOPNOTSUPP; /* TODO(UD): the model has no UD QP yet */
     /* The device's checks of the rings it is given (ILLEGAL_PARAMETER: EINVAL). */
     if (cmd.sq_ring_size % sizeof(struct efasim_io_tx_wqe) ||
         cmd.sq_ring_size / sizeof(struct efasim_io_tx_wqe) < init->cap.max_send_wr ||
@@ -1023,6 +1029,7 @@ int efasim_efa_create_qp(struct efasim_kobj *obj, struct efasim_kqp_init *init, 
     mi.cap.max_send_wr = qp->sq_depth;
     mi.cap.max_recv_wr = qp->rq_descs;
     mi.sq_sig_all = init->sq_sig_all;
+    mi.type = init->qp_type == IBV_QPT_UD ? EFASIM_QPT_UD : EFASIM_QPT_SRD;
     mi.fe = qp;
     err = efasim_qp_create(&mi, &qp->m);
     if (err)

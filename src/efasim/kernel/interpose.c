@@ -393,8 +393,11 @@ EFASIM_EXPORT int close(int fd)
     int ret;
 
     NEED(close);
-    if (!f)
+    if (!f) {
+        if (efasim_kevents_of_fd(fd)) /* user space closes an event file: reads end */
+            efasim_kevents_fd_set(fd, NULL);
         return REAL(close)(fd);
+    }
     pthread_mutex_lock(&g_fd_lock);
     f = fd_table_set(fd, NULL);
     ret = REAL(close)(fd);
@@ -520,9 +523,74 @@ EFASIM_EXPORT ssize_t write(int fd, const void *buf, size_t count)
     return ret;
 }
 
+/*
+ * Event files by user descriptor: a short list, searched only while one
+ * exists (g_nevents), so a read of any other descriptor costs one load.
+ */
+struct ev_fd {
+    int fd;
+    struct efasim_kevents *ev;
+};
+static pthread_mutex_t g_ev_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ev_fd *g_evs;
+static unsigned g_nevents, g_evs_cap;
+
+struct efasim_kevents *efasim_kevents_of_fd(int fd)
+{
+    struct efasim_kevents *ev = NULL;
+
+    if (!__atomic_load_n(&g_nevents, __ATOMIC_ACQUIRE) || fd < 0)
+        return NULL;
+    pthread_mutex_lock(&g_ev_lock);
+    for (unsigned i = 0; i < g_nevents && !ev; i++)
+        if (g_evs[i].fd == fd)
+            ev = g_evs[i].ev;
+    pthread_mutex_unlock(&g_ev_lock);
+    return ev;
+}
+
+void efasim_kevents_fd_set(int fd, struct efasim_kevents *ev)
+{
+    unsigned i;
+
+    if (fd < 0)
+        return;
+    pthread_mutex_lock(&g_ev_lock);
+    for (i = 0; i < g_nevents && g_evs[i].fd != fd; i++)
+        ;
+    if (!ev) {
+        if (i < g_nevents)
+            g_evs[i] = g_evs[g_nevents - 1];
+        if (i < g_nevents)
+            __atomic_store_n(&g_nevents, g_nevents - 1, __ATOMIC_RELEASE);
+    } else if (i < g_nevents) {
+        g_evs[i].ev = ev;
+    } else {
+        if (g_nevents == g_evs_cap) {
+            unsigned cap = g_evs_cap ? g_evs_cap * 2 : 16;
+            struct ev_fd *p = realloc(g_evs, cap * sizeof(*p));
+
+            if (!p) { /* its reads are not counted: destroying its CQs reports what was sent */
+                pthread_mutex_unlock(&g_ev_lock);
+                return;
+            }
+            g_evs = p;
+            g_evs_cap = cap;
+        }
+        g_evs[g_nevents] = (struct ev_fd){fd, ev};
+        __atomic_store_n(&g_nevents, g_nevents + 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&g_ev_lock);
+}
+
 EFASIM_EXPORT ssize_t read(int fd, void *buf, size_t count)
 {
+    struct efasim_kevents *ev;
+
     if (!fd_file(fd)) {
+        ev = efasim_kevents_of_fd(fd);
+        if (ev)
+            return efasim_kevents_read(ev, buf, count);
         NEED(read);
         return REAL(read)(fd, buf, count);
     }

@@ -132,8 +132,12 @@ void efasim_kfile_release(struct efasim_kfile *f)
         efasim_efa_dealloc_ucontext(f);
     }
     pthread_mutex_unlock(&f->lock);
-    if (f->async.device_fd >= 0)
+    if (f->async.device_fd >= 0) {
+        if (efasim_kevents_of_fd(f->async.user_fd) == &f->async)
+            efasim_kevents_fd_set(f->async.user_fd, NULL);
         close(f->async.device_fd);
+        pthread_mutex_destroy(&f->async.lock);
+    }
     free(f->objs);
     free(f->maps);
     pthread_mutex_destroy(&f->lock);
@@ -157,16 +161,117 @@ int efasim_kevents_open(struct efasim_kevents *ev, bool is_async)
     ev->user_fd = sv[0];
     ev->device_fd = sv[1];
     ev->is_async = is_async;
+    pthread_mutex_init(&ev->lock, NULL);
+    ev->pending = NULL;
+    ev->head = ev->count = ev->cap = 0;
     shutdown(sv[0], SHUT_WR); /* user space only reads its end */
+    efasim_kevents_fd_set(sv[0], ev);
     return 0;
 }
 
-void efasim_kevents_comp(struct efasim_kevents *ev, uint64_t cq_user_handle)
+void efasim_kevents_free(struct efasim_kevents *ev)
 {
-    struct ib_uverbs_comp_event_desc d = {.cq_handle = cq_user_handle};
+    if (efasim_kevents_of_fd(ev->user_fd) == ev)
+        efasim_kevents_fd_set(ev->user_fd, NULL);
+    close(ev->device_fd);
+    pthread_mutex_destroy(&ev->lock);
+    free(ev->pending);
+    free(ev);
+}
 
-    if (ev && ev->device_fd >= 0)
-        (void)send(ev->device_fd, &d, sizeof(d), MSG_DONTWAIT | MSG_NOSIGNAL);
+/* Append cq to the events not yet read; false when there is no memory for it. ev->lock held. */
+static bool pending_push(struct efasim_kevents *ev, struct efasim_kobj *cq)
+{
+    if (ev->count == ev->cap) {
+        uint32_t cap = ev->cap ? ev->cap * 2 : 64;
+        struct efasim_kobj **p = malloc(cap * sizeof(*p));
+
+        if (!p)
+            return false;
+        for (uint32_t i = 0; i < ev->count; i++)
+            p[i] = ev->pending[(ev->head + i) % ev->cap];
+        free(ev->pending);
+        ev->pending = p;
+        ev->head = 0;
+        ev->cap = cap;
+    }
+    ev->pending[(ev->head + ev->count++) % ev->cap] = cq;
+    return true;
+}
+
+void efasim_kevents_comp(struct efasim_kevents *ev, struct efasim_kobj *cq)
+{
+    struct ib_uverbs_comp_event_desc d = {.cq_handle = cq->user_handle};
+
+    if (!ev || ev->device_fd < 0)
+        return;
+    pthread_mutex_lock(&ev->lock);
+    /* Recorded first: a reader that gets the event finds its CQ. */
+    if (pending_push(ev, cq) &&
+        send(ev->device_fd, &d, sizeof(d), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(d))
+        ev->count--; /* the file is full: the event is lost, as the kernel's allocation failure */
+    pthread_mutex_unlock(&ev->lock);
+}
+
+ssize_t efasim_kevents_read(struct efasim_kevents *ev, void *buf, size_t count)
+{
+    size_t size = ev->is_async ? sizeof(struct ib_uverbs_async_event_desc)
+                               : sizeof(struct ib_uverbs_comp_event_desc);
+    ssize_t n;
+
+    if (count < size) {
+        errno = EINVAL; /* ib_uverbs_event_read: the event does not fit; it stays */
+        return -1;
+    }
+    n = recv(ev->user_fd, buf, size, 0); /* blocks, or EAGAIN, as the file's flags say */
+    if (n == (ssize_t)size && !ev->is_async) {
+        pthread_mutex_lock(&ev->lock);
+        if (ev->count) {
+            struct efasim_kobj *cq = ev->pending[ev->head];
+
+            ev->head = (ev->head + 1) % ev->cap;
+            ev->count--;
+            if (cq)
+                cq->events_read++; /* the kernel counts an event when it is read */
+        }
+        pthread_mutex_unlock(&ev->lock);
+    }
+    return n;
+}
+
+void efasim_kevents_forget(struct efasim_kevents *ev, struct efasim_kobj *cq)
+{
+    struct ib_uverbs_comp_event_desc d;
+    uint32_t queued = 0, inflight, kept;
+
+    if (!ev)
+        return;
+    pthread_mutex_lock(&ev->lock);
+    /* Take every queued event out of the socket; events already taken by a reader
+     * that has yet to count them are the oldest entries, and stay. */
+    while (recv(ev->user_fd, &d, sizeof(d), MSG_DONTWAIT) == (ssize_t)sizeof(d))
+        queued++;
+    inflight = ev->count > queued ? ev->count - queued : 0;
+    for (uint32_t i = 0; i < inflight; i++) {
+        struct efasim_kobj **o = &ev->pending[(ev->head + i) % ev->cap];
+
+        if (*o == cq) { /* being read now: counted here, and its reader finds no CQ */
+            cq->events_read++;
+            *o = NULL;
+        }
+    }
+    kept = inflight;
+    for (uint32_t i = inflight; i < ev->count; i++) {
+        struct efasim_kobj *o = ev->pending[(ev->head + i) % ev->cap];
+
+        if (o == cq)
+            continue;
+        d.cq_handle = o->user_handle;
+        if (send(ev->device_fd, &d, sizeof(d), MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(d))
+            ev->pending[(ev->head + kept++) % ev->cap] = o;
+    }
+    ev->count = kept;
+    pthread_mutex_unlock(&ev->lock);
 }
 
 void efasim_kevents_async(struct efasim_kfile *f, uint64_t element, uint32_t type)

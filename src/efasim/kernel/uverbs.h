@@ -42,15 +42,25 @@ struct efasim_kobj {
     uint32_t handle;
     enum efasim_kobj_type type;
     uint64_t user_handle; /* what user space gave at creation (CQ, QP) */
+    uint32_t events_read; /* a CQ's completion events user space has read (comp_events_reported) */
     int usecnt;           /* objects that use this one (a PD's MRs, a CQ's QPs): EBUSY to destroy */
     void *impl;           /* the driver's object (efa.c) */
 };
 
-/* An event file (completion channel, async events): one end of a socket pair. */
+/*
+ * An event file (completion channel, async events): one end of a socket pair.
+ * As the kernel's event file keeps each event with the object it is for, a
+ * completion channel keeps the CQ of each event not yet read, in order: a
+ * read (interpose.c) counts its event to its CQ, and a CQ destroyed takes
+ * its unread events out of the file (efasim_kevents_forget).
+ */
 struct efasim_kevents {
     int user_fd;   /* the file descriptor user space reads */
     int device_fd; /* the end efasim writes events to */
     bool is_async;
+    pthread_mutex_t lock;
+    struct efasim_kobj **pending; /* the CQ of each event sent and not yet read, oldest first */
+    uint32_t head, count, cap;
 };
 
 /* A call as the core hands it to a handler: its attributes by id, and the driver's data. */
@@ -125,7 +135,20 @@ int efasim_kfile_add_map(struct efasim_kfile *f, struct efasim_mmio *region, uin
 /* Remove an entry (the object that made it is destroyed). */
 void efasim_kfile_remove_map(struct efasim_kfile *f, struct efasim_mmio *region);
 
-/* Queue an event on an event file: a completion channel's (cq user handle) or the async file's. */
-void efasim_kevents_comp(struct efasim_kevents *ev, uint64_t cq_user_handle);
+/* Queue a completion event for cq on its channel. */
+void efasim_kevents_comp(struct efasim_kevents *ev, struct efasim_kobj *cq);
+/*
+ * The event file whose user end is fd, or NULL (interpose.c keeps the table).
+ * Registered when the file is made; forgotten when user space closes fd or
+ * the file is freed.
+ */
+struct efasim_kevents *efasim_kevents_of_fd(int fd);
+void efasim_kevents_fd_set(int fd, struct efasim_kevents *ev);
+/* read(2) of an event file: one whole event, or EINVAL when it does not fit; -1 with errno. */
+ssize_t efasim_kevents_read(struct efasim_kevents *ev, void *buf, size_t count);
+/* A CQ is destroyed: its unread events leave the channel. */
+void efasim_kevents_forget(struct efasim_kevents *ev, struct efasim_kobj *cq);
+/* Free a completion channel's event file (its user end is user space's to close). */
+void efasim_kevents_free(struct efasim_kevents *ev);
 
 #endif /* EFASIM_UVERBS_H */

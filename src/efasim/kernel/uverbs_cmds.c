@@ -172,6 +172,7 @@ static int ioctl_async_alloc(struct efasim_kcall *c)
     if (err) {
         close(c->file->async.user_fd);
         close(c->file->async.device_fd);
+        pthread_mutex_destroy(&c->file->async.lock);
         c->file->async.user_fd = c->file->async.device_fd = -1;
     }
     return err;
@@ -471,14 +472,10 @@ int efasim_kobj_destroy(struct efasim_kobj *o, bool force)
     case EFASIM_KOBJ_QP:
         err = efasim_efa_destroy_qp(o);
         break;
-    case EFASIM_KOBJ_COMP_CHANNEL: {
-        struct efasim_kevents *ev = o->impl;
-
-        close(ev->device_fd);
-        free(ev);
+    case EFASIM_KOBJ_COMP_CHANNEL:
+        efasim_kevents_free(o->impl);
         err = 0;
         break;
-    }
     default:
         err = -EINVAL;
         break;
