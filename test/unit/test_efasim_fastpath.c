@@ -78,9 +78,10 @@ static void fast_open(struct fast_fixture *f, size_t len)
 {
     struct efasim_qp_opts opts = EFASIM_QP_OPTS_DEFAULT;
 
-    opts.send_ops_flags |= EFASIM_SEND_OPS_RDMA_WRITE;
     efasim_dev_open(0, &f->dev[0]);
     efasim_dev_open(1, &f->dev[1]);
+    if (f->dev[1].efa.device_caps & EFASIM_CAPS_RDMA_WRITE) /* efasim_require_rdma_write */
+        opts.send_ops_flags |= EFASIM_SEND_OPS_RDMA_WRITE;
     efasim_qp_open(&f->dev[1], &opts, &f->req);
     efasim_qp_open(&f->dev[0], &opts, &f->tgt);
     efasim_dest_to(&f->dev[1], &f->tgt, &f->to_tgt);
@@ -160,6 +161,8 @@ static void fast_sizes(bool write)
     uint64_t total = 0;
 
     fast_env("1");
+    if (write)
+        efasim_require_rdma_write();
     fast_open(&f, FAST_MAX_LEN + 2 * FAST_GUARD + 64);
     counters_read("efasim_0", &tgt0);
     counters_read("efasim_1", &req0);
@@ -197,6 +200,7 @@ EFARM_TEST_TIMEOUT(efasim_fast_off_uses_datagrams, 60)
     struct fast_fixture f;
 
     fast_env("0");
+    efasim_require_rdma_write();
     fast_open(&f, 2 * FAST_REGION);
     counters_read("efasim_0", &tgt0);
     counters_read("efasim_1", &req0);
@@ -234,6 +238,8 @@ static void fast_refusals(bool write)
     struct refusal cases[5];
 
     fast_env("1");
+    if (write)
+        efasim_require_rdma_write();
     fast_open(&f, len);
     efasim_buf_alloc(&f.dev[0], len, IBV_ACCESS_LOCAL_WRITE | (write ? IBV_ACCESS_REMOTE_READ : 0),
                      &nope);
@@ -372,6 +378,9 @@ EFARM_TEST_TIMEOUT(efasim_fast_kernel_refuses, 60)
     struct fast_fixture f;
 
     fast_env("1");
+    efasim_require_rdma_write();
+    /* The kernel front end copies the commands' user memory with process_vm_readv itself. */
+    efasim_drop_in_only("process_vm_readv forbidden stops the kernel front end's own copies");
     forbid_process_vm(); /* before the service threads exist: they inherit it */
     fast_open(&f, 6 * FAST_REGION);
     counters_read("efasim_0", &c0);
@@ -402,6 +411,7 @@ EFARM_TEST_TIMEOUT(efasim_fast_faults, 120)
     uint64_t total = 0;
 
     fast_env("1");
+    efasim_require_rdma_write();
     efasim_setenv("EFASIM_LOSS", "0.1");
     efasim_setenv("EFASIM_DUP", "0.2");
     efasim_setenv("EFASIM_REORDER", "0.2");
@@ -512,6 +522,7 @@ EFARM_TEST_TIMEOUT(efasim_fast_two_processes, 90)
     char word;
 
     fast_env("1");
+    efasim_require_rdma_write();
     EXPECT_EQ(pipe(to_child), 0);
     EXPECT_EQ(pipe(to_parent), 0);
     fflush(NULL);

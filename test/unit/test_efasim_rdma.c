@@ -33,8 +33,10 @@ static void rdma_open(struct rdma_fixture *f, bool write)
     struct efasim_qp_opts opts = EFASIM_QP_OPTS_DEFAULT;
 
     efasim_setenv("EFASIM_NDEV", "2");
-    if (write)
+    if (write) {
         efasim_setenv("EFASIM_RDMA_WRITE", "1");
+        efasim_require_rdma_write();
+    }
     efasim_dev_open(0, &f->dev[0]);
     efasim_dev_open(1, &f->dev[1]);
     EXPECT_TRUE(f->dev[1].efa.device_caps & EFADV_DEVICE_ATTR_CAPS_RDMA_READ);

@@ -53,6 +53,7 @@ static void set_stress_env(void)
     efasim_setenv("EFASIM_DELAY", "0.02");
     efasim_setenv("EFASIM_DELAY_US", "200");
     efasim_setenv("EFASIM_RDMA_WRITE", "1");
+    efasim_require_rdma_write(); /* refused writes with immediate show in their slots */
 }
 
 static void rnr_open(struct rnr_run *r, uint8_t rnr_retry, unsigned n)
@@ -332,6 +333,7 @@ static void set_storm_env(const char *stall_us)
     efasim_setenv("EFASIM_RNR_STALL_US", stall_us);
     efasim_setenv("EFASIM_RNR_STALL_PERIOD_US", "4000");
     efasim_setenv("EFASIM_RDMA_WRITE", "1");
+    efasim_require_rdma_write();
 }
 
 EFARM_TEST_TIMEOUT(efasim_rnr_storm_refuses_posted_receiver, 60)

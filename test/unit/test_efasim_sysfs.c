@@ -138,6 +138,8 @@ EFARM_TEST(efasim_sysfs_default_per_user)
 {
     char xdg[PATH_MAX], root[PATH_MAX + 32];
 
+    efasim_drop_in_only("where the drop-in's ibv_get_sysfs_path() points; the system's "
+                        "libibverbs takes SYSFS_PATH as given");
     temp_dir(xdg, sizeof(xdg));
     unsetenv("SYSFS_PATH");
     efasim_setenv("XDG_RUNTIME_DIR", xdg);
@@ -153,6 +155,8 @@ EFARM_TEST(efasim_sysfs_never_the_kernels)
     char xdg[PATH_MAX], root[PATH_MAX + 32];
     struct stat st;
 
+    efasim_drop_in_only("where the drop-in's ibv_get_sysfs_path() points; the system's "
+                        "libibverbs takes SYSFS_PATH as given");
     temp_dir(xdg, sizeof(xdg));
     efasim_setenv("XDG_RUNTIME_DIR", xdg);
     snprintf(root, sizeof(root), "%s/efasim-sysfs", xdg);

@@ -299,6 +299,7 @@ EFARM_TEST(efasim_threads_two_qps_fill_one_small_cq)
     unsigned next[2] = {0, 0};
     pthread_t t[2];
 
+    efasim_drop_in_only(CQ_ROOM_DROP_IN_ONLY);
     efasim_dev_open(0, &dev);
     shared = efasim_cq_create(&dev, 8);
     efasim_buf_alloc(&dev, 2 * (size_t)MT_DEPTH * MT_SLOT, EFASIM_ACCESS_ALL, &rbuf);
