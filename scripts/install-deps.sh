@@ -8,7 +8,8 @@ packages=(
     gfortran          # scripts/mpich-build.sh: MPICH's Fortran bindings and mpifort (g++ is in build-essential)
     libhwloc-dev      # NIC selection (required by configure)
     libibverbs-dev    # libibverbs, libefa and infiniband/efadv.h (rdma-core)
-    ibverbs-utils     # ibv_devinfo, run unmodified on efasim by the tests
+    ibverbs-utils     # ibv_devinfo, ibv_ud_pingpong: run unmodified on efasim by the tests
+    python3-pyverbs   # test/rdma-core: rdma-core's own test suite (its tests/), on efasim
     libfabric-bin libfabric-dev  # fi_info, fi_pingpong: libfabric's EFA provider on efasim
     iproute2          # ip netns and veth for the two-host efasim test
     ccache            # scripts/mpich-build.sh: recompiles of MPICH hit the cache
