@@ -1,18 +1,27 @@
 #!/bin/sh
-# Debian's ibv_devinfo and ibv_devices (ibverbs-utils) against efasim.
+# Debian's ibv_devinfo, ibv_devices and ibv_ud_pingpong (ibverbs-utils) against efasim.
 #
-#   sh test/unit/test_ibv_devinfo.sh EFASIM_LIBDIR
+#   sh test/unit/test_ibv_devinfo.sh [--kernel] EFASIM_LIBDIR
 #
 # EFASIM_LIBDIR holds efasim's libibverbs.so.1 and libefa.so.1 (the build's
-# src/efasim/.libs). Unmodified rdma-core tools must list efasim_0 with port 1
-# active and its GID, whatever they query on the way. IBV_DEVINFO names another
-# ibv_devinfo binary. Prints "PASS name" or "FAIL name: why" per check, then
-# "N passed, N failed"; exits 77 (skipped) without ibverbs-utils, nonzero if
-# any check failed.
+# src/efasim/.libs), and libefasim-kernel.so. Without --kernel the tools load
+# efasim's drop-in libraries; with it, the system's rdma-core on efasim's kernel
+# front end (libefasim-kernel.so preloaded, a sysfs view of the run's own).
+# Unmodified rdma-core tools must list efasim_0 with port 1 active and its GID,
+# whatever they query on the way, and ibv_ud_pingpong must exchange checked UD
+# messages between two processes, polling and with completion events.
+# IBV_DEVINFO names another ibv_devinfo binary. Prints "PASS name" or
+# "FAIL name: why" per check, then "N passed, N failed"; exits 77 (skipped)
+# without ibverbs-utils, nonzero if any check failed.
 set -u
 
+kernel=
+if [ "${1:-}" = --kernel ]; then
+    kernel=1
+    shift
+fi
 if [ $# -ne 1 ]; then
-    echo "usage: $0 EFASIM_LIBDIR" >&2
+    echo "usage: $0 [--kernel] EFASIM_LIBDIR" >&2
     exit 2
 fi
 libdir=$1
@@ -32,9 +41,20 @@ fi
 . "$(dirname "$0")/testlib.sh"
 
 # The checks below expect efasim's defaults.
-unset EFASIM_NDEV EFASIM_ADDR EFASIM_MTU
-LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export LD_LIBRARY_PATH
+unset EFASIM_NDEV EFASIM_ADDR EFASIM_MTU EFASIM_QPN
+if [ -n "$kernel" ]; then
+    if [ ! -e "$libdir/libefasim-kernel.so" ]; then
+        echo "$0: no libefasim-kernel.so in $libdir" >&2
+        exit 2
+    fi
+    LD_PRELOAD=$libdir/libefasim-kernel.so
+    SYSFS_PATH=$tmp/sysfs
+    mkdir -p "$SYSFS_PATH"
+    export LD_PRELOAD SYSFS_PATH
+else
+    LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export LD_LIBRARY_PATH
+fi
 
 # A hung tool must fail its check, not the whole run.
 run_limit=
@@ -116,6 +136,34 @@ if [ -x "$devices" ]; then
         pass ibv_devices_runs
     fi
     expect_line ibv_devices_lists_efasim_0 '^[[:space:]]*efasim_0[[:space:]]' "not listed"
+fi
+
+# ---- ibv_ud_pingpong: UD between two processes, checked ------------------------
+
+udpp=$(dirname "$devinfo")/ibv_ud_pingpong
+# udpp_pair NAME ARGS...: a server and a client on TCP port 18515 + $$ % 1000, both exit 0.
+udpp_pair() {
+    name=$1
+    shift
+    port=$((18515 + $$ % 1000))
+    $run_limit "$udpp" -d efasim_0 -g 0 -p "$port" "$@" >"$tmp/srv" 2>&1 &
+    srv=$!
+    sleep 1
+    $run_limit "$udpp" -d efasim_0 -g 0 -p "$port" "$@" 127.0.0.1 >"$tmp/out" 2>&1
+    rc=$?
+    wait "$srv"
+    src=$?
+    if [ "$rc" -ne 0 ] || [ "$src" -ne 0 ]; then
+        fail "$name" "client exit $rc, server exit $src: $(tail -n 2 "$tmp/out" | tr '\n' ' ')$(tail -n 2 "$tmp/srv" | tr '\n' ' ')"
+    elif ! grep -q 'iters in' "$tmp/out"; then
+        fail "$name" "the client reported no iterations: $(tail -n 2 "$tmp/out" | tr '\n' ' ')"
+    else
+        pass "$name ($(grep 'iters in' "$tmp/out" | head -n 1))"
+    fi
+}
+if [ -x "$udpp" ]; then
+    udpp_pair ud_pingpong_polling -n 200 -c
+    udpp_pair ud_pingpong_events -n 100 -c -e
 fi
 
 summary
