@@ -7,6 +7,11 @@
 #
 #   test/interop/run-interop.sh BUILD_DIR [--libfabric PREFIX] [--label NAME]
 #                               [--quick] [--only NAME[,NAME...]] [--timeout S]
+#                               [--front-end verbs|kernel]
+#
+# --front-end kernel: both processes on efasim's kernel front end, through the
+# system's rdma-core (efarm with EFARM_DEVICE=efa), the path both take on EFA;
+# by default efarm loads efasim's drop-in and libfabric finds it first on the path.
 #
 # BUILD_DIR is a configured efarm tree with test/interop/interop-efarm and
 # interop-fi built (make test/interop/interop-efarm test/interop/interop-fi) and
@@ -50,6 +55,7 @@ label=
 quick=no
 only=
 timeout_s=300
+front_end=verbs
 while [ $# -gt 0 ]; do
     case $1 in
     --libfabric) lfprefix=$(cd "${2:?}" && pwd) || exit 2; shift 2 ;;
@@ -57,6 +63,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=yes; shift ;;
     --only) only=${2:?}; shift 2 ;;
     --timeout) timeout_s=${2:?}; shift 2 ;;
+    --front-end) front_end=${2:?}; shift 2 ;;
     *) usage >&2; exit 2 ;;
     esac
 done
@@ -102,14 +109,16 @@ run() {
         echo "# efarm side: $efargs"
     } >"$log"
     # shellcheck disable=SC2086
-    env EFARM_DEVICE=sim EFARM_PROFILE=reference EFARM_EFASIM_PATH="$simlib" $EFAULTS $EFARM_ENV \
-        timeout -k 5 "$timeout_s" "$efarm_bin" --listen "$sock" --sizes "$sizes" $efargs \
-        >"$log.efarm" 2>&1 &
+    (
+        eval "$efarm_env"
+        exec env EFARM_PROFILE=reference $EFAULTS $EFARM_ENV \
+            timeout -k 5 "$timeout_s" "$efarm_bin" --listen "$sock" --sizes "$sizes" $efargs
+    ) >"$log.efarm" 2>&1 &
     pe=$!
     # shellcheck disable=SC2086
     (
         eval "$fienv_sim"
-        [ -z "$lfprefix" ] || export LD_LIBRARY_PATH=$simlib:$lfprefix/lib:$lfprefix/lib64
+        [ -z "$lfprefix" ] || export LD_LIBRARY_PATH=$lf_libpath
         exec env $fienv $EFAULTS timeout -k 5 "$timeout_s" "$fi_bin" --connect "$sock"
     ) >"$log.fi" 2>&1 &
     pf=$!
@@ -135,11 +144,27 @@ run() {
 
 # The environment under which an unmodified libfabric program runs on efasim
 # (efasim's libraries first, its sysfs view, libfabric's shm transfer off).
-fienv_sim=$("$build/tools/efasim-info" --env) || {
-    echo "FAIL $label: $build/tools/efasim-info --env failed"
+case $front_end in
+verbs) env_arg=--env ;;
+kernel) env_arg=--env=kernel ;;
+*) usage >&2; exit 2 ;;
+esac
+fienv_sim=$("$build/tools/efasim-info" $env_arg) || {
+    echo "FAIL $label: $build/tools/efasim-info $env_arg failed"
     echo "0 passed, 1 failed"
     exit 1
 }
+# efarm's side: its own loader picks efasim's drop-in, or the system's rdma-core
+# under the kernel front end's environment.
+if [ "$front_end" = kernel ]; then
+    efarm_env="$fienv_sim
+export EFARM_DEVICE=efa"
+else
+    efarm_env="export EFARM_DEVICE=sim EFARM_EFASIM_PATH='$simlib'"
+fi
+# Another libfabric's libraries, after efasim's drop-in where it is used.
+lf_libpath=$lfprefix/lib:$lfprefix/lib64
+[ "$front_end" = kernel ] || lf_libpath=$simlib:$lf_libpath
 
 # libfabric's version, for the configurations that need a newer one.
 fi_info_bin=fi_info
@@ -169,7 +194,7 @@ selfcheck() {
     pe=$!
     (
         eval "$fienv_sim"
-        [ -z "$lfprefix" ] || export LD_LIBRARY_PATH=$simlib:$lfprefix/lib:$lfprefix/lib64
+        [ -z "$lfprefix" ] || export LD_LIBRARY_PATH=$lf_libpath
         exec env FI_EFA_USE_DEVICE_RDMA=1 timeout -k 5 "$timeout_s" "$fi_bin" --connect "$sock"
     ) >>"$log" 2>&1
     sf=$?

@@ -5,7 +5,11 @@
 # (loss, delay, reordering), where the kernel offers netem, and with efasim's
 # own fault injector. Needs root and iproute2; says SKIP (and why) otherwise.
 #
-#   test_efasim_netns.sh EFASIM_PINGPONG EFASIM_LIBDIR
+#   test_efasim_netns.sh EFASIM_PINGPONG EFASIM_LIBDIR [kernel]
+#
+# With "kernel", the processes run on efasim's kernel front end (the system's
+# rdma-core, libefasim-kernel.so from EFASIM_LIBDIR preloaded, a sysfs view per
+# host) instead of its drop-in libraries.
 #
 # The recipe by hand (as root), from a build tree:
 #   ip netns add ea; ip netns add eb
@@ -22,6 +26,7 @@
 set -u
 pingpong=$1
 libdir=$2
+front_end=${3:-verbs}
 passed=0 failed=0 skipped=0
 a=efarm_a$$ b=efarm_b$$ va=efva$$ vb=efvb$$
 dir=$(mktemp -d)
@@ -56,15 +61,27 @@ ip link set "$va" netns "$a" && ip link set "$vb" netns "$b" &&
     ip -n "$b" addr add 10.199.0.2/24 dev "$vb" && ip -n "$b" link set "$vb" up &&
     ip -n "$b" link set lo up || { fail setup "could not configure the veth pair"; finish; }
 
+# device_env HOST: the VAR=VALUE words that put a process on efasim's front end.
+device_env() {
+    if [ "$front_end" = kernel ]; then
+        mkdir -p "$dir/sysfs-$1"
+        echo "LD_PRELOAD=$libdir/libefasim-kernel.so SYSFS_PATH=$dir/sysfs-$1"
+    else
+        echo "LD_LIBRARY_PATH=$libdir"
+    fi
+}
+
 # run NAME COUNT [VAR=VALUE...]: one server in $a, one client in $b.
 run() {
     name=$1 count=$2
     shift 2
     rm -f "$dir/server.addr"
-    ip netns exec "$a" env LD_LIBRARY_PATH="$libdir" EFASIM_ADDR=10.199.0.1 "$@" \
+    # shellcheck disable=SC2046 # device_env prints VAR=VALUE words
+    ip netns exec "$a" env $(device_env a) EFASIM_ADDR=10.199.0.1 "$@" \
         "$pingpong" server "$dir" "$count" >"$dir/server.log" 2>&1 &
     server=$!
-    if ip netns exec "$b" env LD_LIBRARY_PATH="$libdir" EFASIM_ADDR=10.199.0.2 "$@" \
+    # shellcheck disable=SC2046
+    if ip netns exec "$b" env $(device_env b) EFASIM_ADDR=10.199.0.2 "$@" \
         "$pingpong" client "$dir" "$count" >"$dir/client.log" 2>&1 && wait "$server"; then
         pass "$name"
     else
