@@ -6,11 +6,13 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 prefix=${EFARM_MPICH_PREFIX:-${EFARM_MPICH_CACHE:-$top/build/mpich}/install}
 front_end=verbs
 filters=()
+excepts=()
 while [ $# -gt 0 ]; do
     case $1 in
     --prefix) prefix=${2:?--prefix needs a directory}; shift 2 ;;
     --prefix=*) prefix=${1#--prefix=}; shift ;;
     --front-end) front_end=${2:?--front-end needs verbs or kernel}; shift 2 ;;
+    --except) excepts+=("${2:?--except needs a run name}"); shift 2 ;;
     --front-end=*) front_end=${1#--front-end=}; shift ;;
     --timeout) timeout_s=${2:?--timeout needs seconds}; shift 2 ;;
     -h | --help) sed -n "${usage_lines}p" "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -45,10 +47,14 @@ if [ -x "$mpicc" ] && ! efasim_device_env "$front_end" "$prefix"; then
     exit 1
 fi
 
-# selected NAME: true when no filter was given or NAME starts with one.
+# selected NAME: false when NAME starts with an --except; else true when no filter was
+# given or NAME starts with one.
 selected() {
-    [ ${#filters[@]} -eq 0 ] && return 0
     local f
+    for f in "${excepts[@]}"; do
+        case $1 in "$f"*) return 1 ;; esac
+    done
+    [ ${#filters[@]} -eq 0 ] && return 0
     for f in "${filters[@]}"; do
         case $1 in "$f"*) return 0 ;; esac
     done
