@@ -6,6 +6,7 @@
 #                              [--timeout S] [--max-timeout S] [--budget S] [--jobs N]
 #                              [--xfail FILE] [--testlists DIR] [--list] [--build-only]
 #                              [--faults] [--logs DIR] [--only FILE] [--fortran]
+#                              [--front-end verbs|kernel]
 #
 # Prints one line per test and ends with "N passed, N failed" (the format the
 # `suite` function of scripts/test-all.sh reads); exits 0 only when nothing failed.
@@ -67,7 +68,9 @@
 # reject=ERE does" (both may repeat; an ERE has no spaces: [[:space:]] or .).
 #
 # Environment of every test: EFARM_DEVICE=sim and MPIR_CVAR_NOLOCAL=1, so ranks on
-# this one machine talk through ch4:efarm on efasim, not MPICH's shared memory (the
+# this one machine talk through ch4:efarm on efasim, not MPICH's shared memory (with
+# --front-end kernel, EFARM_DEVICE=efa and efasim's kernel front end instead: the
+# system's rdma-core on efasim's emulated uverbs device, scripts/efasim-env.sh; the
 # first test, efarm-traffic-check, is test/mpich-efarm-check.c: two ranks exchange
 # messages and every rank's efarm MPI_T counters must have moved); the
 # test list's env= entries. Each test runs under scripts/hang-guard.sh: at its time
@@ -147,6 +150,7 @@ lists_dir=$top/test/mpich-testlists
 list_only=0
 build_only=0
 faults=0
+front_end=verbs
 logs=
 only_file=
 fortran=0
@@ -157,7 +161,7 @@ die() {
     echo "mpich-testsuite: $*" >&2
     exit 2
 }
-usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
 
 need_arg() { if [ $# -lt 2 ] || [ -z "$2" ]; then die "$1 needs a value"; fi; }
 while [ $# -gt 0 ]; do
@@ -177,6 +181,7 @@ while [ $# -gt 0 ]; do
     --list) list_only=1 ;;
     --build-only) build_only=1 ;;
     --faults) faults=1 ;;
+    --front-end) need_arg "$@"; front_end=$2; shift ;;
     --logs) need_arg "$@"; logs=$2; shift ;;
     --only) need_arg "$@"; only_file=$2; shift ;;
     --fortran) fortran=1 ;;
@@ -642,7 +647,7 @@ run_line() { # DIR LINE
 
     local -a env_run=()
     if [ "$shm" = 1 ]; then env_run+=(-u MPIR_CVAR_NOLOCAL); else env_run+=(MPIR_CVAR_NOLOCAL=1); fi
-    env_run+=(EFARM_DEVICE=sim MPIEXEC_TIMEOUT="$((limit + 30))" "${envs[@]}")
+    env_run+=("${device_env[@]}" MPIEXEC_TIMEOUT="$((limit + 30))" "${envs[@]}")
     t0=$(date +%s.%N)
     {
         echo "+ cd $obj/$d && env ${env_run[*]} $mpiexec -n $np ${mpiexec_args[*]} ./$prog ${args[*]}"
@@ -733,7 +738,7 @@ traffic_check() {
         report FAIL "$id" ": does not compile: $(grep -m1 -i error "$log" | cut -c1-200)"
         return 0
     fi
-    if env MPIR_CVAR_NOLOCAL=1 EFARM_DEVICE=sim MPIEXEC_TIMEOUT=60 \
+    if env MPIR_CVAR_NOLOCAL=1 "${device_env[@]}" MPIEXEC_TIMEOUT=60 \
         timeout -k 10 90 "$mpiexec" -n 2 "$exe" </dev/null >>"$log" 2>&1; then
         n_pass=$((n_pass + 1))
         report PASS "$id" " ($(grep -m1 'efarm carries' "$log" | sed 's/^mpich-efarm-check: //'))"
@@ -745,7 +750,10 @@ traffic_check() {
 }
 
 # ---- main ------------------------------------------------------------------------------------
-mode_note="ch4:efarm on efasim, MPIR_CVAR_NOLOCAL=1"
+# shellcheck source=scripts/efasim-env.sh
+. "$top/scripts/efasim-env.sh"
+efasim_device_env "$front_end" "$prefix" || exit 2
+mode_note="ch4:efarm on efasim ($front_end front end), MPIR_CVAR_NOLOCAL=1"
 if [ "$shm" = 1 ]; then
     mode_note="HARNESS CHECK ONLY: MPICH shared memory, efarm not involved, not a result"
 fi

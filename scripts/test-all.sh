@@ -89,7 +89,8 @@ configure_build() { # DIR CONFIGURE-ARGS...
         { [ -f Makefile ] && [ Makefile -nt "$top/configure" ] || "$top/configure" "$@"; } &&
         make -j"$jobs" all && make -j"$jobs" \
             test/unit/efarm-unit test/unit/golden-export test/unit/efasim-unit \
-            test/unit/efasim-pingpong test/unit/mem-hook-so test/unit/memhook-module.la
+            test/unit/efasim-pingpong test/unit/mem-hook-so test/unit/memhook-module.la \
+            test/unit/efasim-mmio-unit test/unit/efasim-uverbs-unit
 }
 
 sanitize="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
@@ -241,6 +242,20 @@ suite efasim-tsan env TSAN_OPTIONS=halt_on_error=1 LD_LIBRARY_PATH="$root/tsan/s
 # driven by their own threads at once (test_proto_threads.c).
 suite proto-tsan env TSAN_OPTIONS=halt_on_error=1 "$root/tsan/test/unit/efarm-unit" proto_threads
 suite ibv-devinfo sh "$top/test/unit/test_ibv_devinfo.sh" "$root/gcc/src/efasim/.libs"
+# efasim's kernel front end (src/efasim/kernel): its own tests (the trap decoder,
+# doorbells and armed rings; the uverbs ABI by hand), then the system's rdma-core
+# (libibverbs, libefa) on it: efasim's suite, ibv_devinfo and ibv_ud_pingpong,
+# libfabric 1.17, and rdma-core's own test suite on both front ends (a SKIP line
+# where the machine's package sources lack its 44.0 source).
+suite efasim-mmio "$root/gcc/test/unit/efasim-mmio-unit"
+suite efasim-uverbs "$root/gcc/tools/efasim-info" --run=kernel "$root/gcc/test/unit/efasim-uverbs-unit"
+suite efasim-kernel "$root/gcc/tools/efasim-info" --run=kernel "$root/gcc/test/unit/efasim-unit"
+suite ibv-devinfo-kernel sh "$top/test/unit/test_ibv_devinfo.sh" --kernel "$root/gcc/src/efasim/.libs"
+suite efasim-netns-kernel sh "$top/test/unit/test_efasim_netns.sh" "$root/gcc/test/unit/efasim-pingpong" \
+    "$root/gcc/src/efasim/.libs" kernel
+suite libfabric-kernel bash "$top/test/libfabric/run-libfabric-tests.sh" --front-end kernel "$root/gcc"
+suite rdma-core-kernel bash "$top/test/rdma-core/run-rdma-core-tests.sh" "$root/gcc"
+suite rdma-core-verbs bash "$top/test/rdma-core/run-rdma-core-tests.sh" --front-end verbs "$root/gcc"
 suite efasim-symbols sh "$top/test/unit/test_efasim_symbols.sh" "$root/gcc/src/efasim/.libs"
 # libfabric's own fi_info and fi_pingpong (Debian's 1.17), unmodified, on efasim.
 suite libfabric bash "$top/test/libfabric/run-libfabric-tests.sh" "$root/gcc"
@@ -251,6 +266,8 @@ suite proto-procs sh "$top/test/unit/test_proto_procs.sh" "$root/gcc/tools/efarm
 # efarm's engine against libfabric's EFA provider (Debian's 1.17), both on efasim.
 step build-interop make -C "$root/gcc" -j"$jobs" test/interop/interop-efarm test/interop/interop-fi
 suite interop-libfabric bash "$top/test/interop/run-interop.sh" "$root/gcc" --label libfabric-1.17
+suite interop-libfabric-kernel bash "$top/test/interop/run-interop.sh" "$root/gcc" \
+    --label libfabric-1.17-kernel --front-end kernel
 step bench-efasim-runs env LD_LIBRARY_PATH="$root/gcc/src/efasim/.libs" \
     "$root/gcc/bench/bench-efasim" 200
 step bench-device-runs env EFARM_DEVICE=sim EFARM_EFASIM_PATH="$root/gcc/src/efasim/.libs" \
@@ -337,6 +354,12 @@ esac
 bg_wait mpich-build
 if [ -x "$mpich_prefix/bin/mpicc" ]; then
     suite mpi bash "$top/test/mpi/run-mpi-tests.sh" --prefix "$mpich_prefix"
+    # The same on efarm's EFA path: EFARM_DEVICE=efa through the system's rdma-core on
+    # efasim's kernel front end, but for the longest runs (the 8-rank matching models
+    # and the soaks, a third of the time), which the run above has.
+    suite mpi-kernel env MPITEST_BUILD_DIR="$root/mpitest-kernel" \
+        bash "$top/test/mpi/run-mpi-tests.sh" --prefix "$mpich_prefix" --front-end kernel \
+        --except match_model-n8 --except match_model-faults-n8 --except soak
     # The soak under faults for 2 minutes (test/mpi/soak.c: random traffic, every byte
     # checked, memory flat after warm-up, efarm's levels back to 0 at the end).
     suite soak env MPITEST_SOAK_SECONDS=120 MPITEST_BUILD_DIR="$root/mpitest-soak" \
