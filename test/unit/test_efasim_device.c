@@ -5,6 +5,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,40 @@ EFARM_TEST(efasim_device_mr_size_limit)
     EXPECT_TRUE(ibv_reg_mr(dev.pd, region, (2u << 20) + 1, IBV_ACCESS_LOCAL_WRITE) == NULL);
     EXPECT_EQ(errno, EINVAL);
     efasim_dev_close(&dev);
+}
+
+/*
+ * ibv_reg_dmabuf_mr is refused as EFA's driver refuses it where no device exports
+ * dma-bufs: a descriptor of no open file EBADF (dma_buf_get), a file that is no
+ * dma-buf EINVAL, an offset and IOVA apart within a page EINVAL (the core's check,
+ * before the descriptor is looked at), an access EFA does not offer EOPNOTSUPP.
+ */
+EFARM_TEST(efasim_device_dmabuf_mr_refused)
+{
+    struct efasim_dev dev;
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+    EXPECT_TRUE(fd >= 0);
+    efasim_setenv("EFASIM_RDMA_WRITE", "0");
+    efasim_dev_open(0, &dev);
+    errno = 0;
+    EXPECT_TRUE(ibv_reg_dmabuf_mr(dev.pd, 0, 4096, 0, -2, IBV_ACCESS_LOCAL_WRITE) == NULL);
+    EXPECT_EQ(errno, EBADF);
+    errno = 0;
+    EXPECT_TRUE(ibv_reg_dmabuf_mr(dev.pd, 0, 4096, 0, -1, IBV_ACCESS_LOCAL_WRITE) == NULL);
+    EXPECT_EQ(errno, EBADF);
+    errno = 0;
+    EXPECT_TRUE(ibv_reg_dmabuf_mr(dev.pd, 0, 4096, 0, fd, IBV_ACCESS_LOCAL_WRITE) == NULL);
+    EXPECT_EQ(errno, EINVAL);
+    errno = 0;
+    EXPECT_TRUE(ibv_reg_dmabuf_mr(dev.pd, 0, 4096, 8, -2, IBV_ACCESS_LOCAL_WRITE) == NULL);
+    EXPECT_EQ(errno, EINVAL);
+    errno = 0;
+    EXPECT_TRUE(ibv_reg_dmabuf_mr(dev.pd, 0, 4096, 0, fd,
+                                  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) == NULL);
+    EXPECT_EQ(errno, EOPNOTSUPP);
+    efasim_dev_close(&dev);
+    close(fd);
 }
 
 /*

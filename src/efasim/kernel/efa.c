@@ -34,7 +34,6 @@
  * that feed it loses the oldest unread ones (rdma-core sizes CQs for them).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <rdma/efa-abi.h>
 #include <stdlib.h>
@@ -406,19 +405,20 @@ int efasim_efa_reg_dmabuf_mr(struct efasim_kobj *mr, struct efasim_kobj *pd, uin
                              uint64_t length, uint64_t iova, int fd, uint32_t access,
                              uint32_t *lkey_p, uint32_t *rkey_p)
 {
-    (void)mr, (void)pd, (void)length, (void)lkey_p, (void)rkey_p;
+    int err;
+
+    (void)mr, (void)lkey_p, (void)rkey_p;
     if ((offset & 0xfff) != (iova & 0xfff))
         return -EINVAL;
     if (access &
         ~(uint32_t)(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
                     IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_RELAXED_ORDERING))
         return -EINVAL;
-    if (mr_access_check(&access))
-        return mr_access_check(&access);
-    /* dma_buf_get: a descriptor that is no dma-buf. efasim has no device memory to export. */
-    if (fcntl(fd, F_GETFD) < 0)
-        return -EBADF;
-    return -EINVAL;
+    err = mr_access_check(&access);
+    if (err)
+        return err;
+    /* dma_buf_get, as the model answers it: efasim has no device memory to export. */
+    return efasim_mr_reg_dmabuf(pd_model(pd), offset, length, iova, fd, access);
 }
 
 int efasim_efa_dereg_mr(struct efasim_kobj *mr)

@@ -247,6 +247,20 @@ void efasim_kevents_forget(struct efasim_kevents *ev, struct efasim_kobj *cq)
     if (!ev)
         return;
     pthread_mutex_lock(&ev->lock);
+    if (efasim_kevents_of_fd(ev->user_fd) != ev) {
+        /* User space closed its end (and the number may name another file now):
+         * nothing is read any more, so the CQ's entries just go. */
+        kept = 0;
+        for (uint32_t i = 0; i < ev->count; i++) {
+            struct efasim_kobj *o = ev->pending[(ev->head + i) % ev->cap];
+
+            if (o != cq)
+                ev->pending[(ev->head + kept++) % ev->cap] = o;
+        }
+        ev->count = kept;
+        pthread_mutex_unlock(&ev->lock);
+        return;
+    }
     /* Take every queued event out of the socket; events already taken by a reader
      * that has yet to count them are the oldest entries, and stay. */
     while (recv(ev->user_fd, &d, sizeof(d), MSG_DONTWAIT) == (ssize_t)sizeof(d))
@@ -564,7 +578,7 @@ int efasim_uverbs_ioctl(struct efasim_kfile *f, unsigned long request, void *arg
     if (request != RDMA_VERBS_IOCTL)
         return -ENOTTY;
     if (!efasim_kernel_ioctl_enabled())
-        return -ENOTTY; /* a kernel without the ioctl interface (EFASIM_UVERBS=write) */
+        return -ENOTTY; /* a kernel without the ioctl interface (EFASIM_UVERBS_IOCTL=write) */
     pthread_mutex_lock(&f->lock);
     err = f->forked ? -EIO : do_ioctl(f, arg);
     pthread_mutex_unlock(&f->lock);

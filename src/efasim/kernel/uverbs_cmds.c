@@ -521,8 +521,8 @@ static int ioctl_destroy_pd(struct efasim_kcall *c)
  * ------------------------------------------------------------------------------------------ */
 
 static int core_reg_mr(struct efasim_kcall *c, uint64_t pd_handle, uint64_t start, uint64_t length,
-                       uint64_t iova, uint32_t access, int dmabuf_fd, struct efasim_kobj **mr_p,
-                       uint32_t *lkey_p, uint32_t *rkey_p)
+                       uint64_t iova, uint32_t access, bool dmabuf, int dmabuf_fd,
+                       struct efasim_kobj **mr_p, uint32_t *lkey_p, uint32_t *rkey_p)
 {
     struct efasim_udata u = udata_of(c);
     struct efasim_kobj *pd, *mr;
@@ -531,7 +531,7 @@ static int core_reg_mr(struct efasim_kcall *c, uint64_t pd_handle, uint64_t star
 
     if (err)
         return err;
-    if (dmabuf_fd < 0 && (start & (uint64_t)(page - 1)) != (iova & (uint64_t)(page - 1)))
+    if (!dmabuf && (start & (uint64_t)(page - 1)) != (iova & (uint64_t)(page - 1)))
         return -EINVAL; /* ib_uverbs_reg_mr: the start and the IOVA differ within a page */
     pd = efasim_kobj_get(c->file, pd_handle, EFASIM_KOBJ_PD);
     if (!pd)
@@ -539,7 +539,7 @@ static int core_reg_mr(struct efasim_kcall *c, uint64_t pd_handle, uint64_t star
     mr = efasim_kobj_new(c->file, EFASIM_KOBJ_MR);
     if (!mr)
         return -ENOMEM;
-    if (dmabuf_fd >= 0)
+    if (dmabuf) /* any descriptor, negative ones too: dma_buf_get refuses those (EBADF) */
         err = efasim_efa_reg_dmabuf_mr(mr, pd, start, length, iova, dmabuf_fd, access, lkey_p,
                                        rkey_p);
     else
@@ -562,8 +562,8 @@ static int write_reg_mr(struct efasim_kcall *c)
     int err = req_get(c, &cmd, sizeof(cmd));
 
     if (!err)
-        err = core_reg_mr(c, cmd.pd_handle, cmd.start, cmd.length, cmd.hca_va, cmd.access_flags, -1,
-                          &mr, &resp.lkey, &resp.rkey);
+        err = core_reg_mr(c, cmd.pd_handle, cmd.start, cmd.length, cmd.hca_va, cmd.access_flags,
+                          false, -1, &mr, &resp.lkey, &resp.rkey);
     if (err)
         return err;
     resp.mr_handle = mr->handle;
@@ -573,7 +573,8 @@ static int write_reg_mr(struct efasim_kcall *c)
 
 static int ioctl_reg_dmabuf_mr(struct efasim_kcall *c)
 {
-    uint64_t pd, offset, length, iova, fd, access;
+    uint64_t pd, offset, length, iova, access;
+    int32_t fd;
     uint32_t lkey = 0, rkey = 0;
     struct efasim_kobj *mr;
     int err = efasim_kattr_u64(c, UVERBS_ATTR_REG_DMABUF_MR_PD_HANDLE, &pd);
@@ -585,13 +586,12 @@ static int ioctl_reg_dmabuf_mr(struct efasim_kcall *c)
     if (!err)
         err = efasim_kattr_in(c, UVERBS_ATTR_REG_DMABUF_MR_IOVA, &iova, sizeof(iova));
     if (!err)
-        err = efasim_kattr_u64(c, UVERBS_ATTR_REG_DMABUF_MR_FD, &fd);
+        err = efasim_kattr_in(c, UVERBS_ATTR_REG_DMABUF_MR_FD, &fd, sizeof(fd));
     if (!err)
         err = efasim_kattr_in(c, UVERBS_ATTR_REG_DMABUF_MR_ACCESS_FLAGS, &access, sizeof(uint32_t));
     if (err)
         return err;
-    err = core_reg_mr(c, pd, offset, length, iova, (uint32_t)access, (int)(int64_t)fd, &mr, &lkey,
-                      &rkey);
+    err = core_reg_mr(c, pd, offset, length, iova, (uint32_t)access, true, fd, &mr, &lkey, &rkey);
     if (!err)
         err = efasim_kattr_out_data(c, UVERBS_ATTR_REG_DMABUF_MR_HANDLE, mr->handle);
     if (!err)
@@ -1320,7 +1320,9 @@ static const struct efasim_kmethod g_methods[] = {
       A_IDR(UVERBS_ATTR_REG_DMABUF_MR_PD_HANDLE, true),
       A_IN(UVERBS_ATTR_REG_DMABUF_MR_OFFSET, 8, 8, true),
       A_IN(UVERBS_ATTR_REG_DMABUF_MR_LENGTH, 8, 8, true),
-      A_IN(UVERBS_ATTR_REG_DMABUF_MR_IOVA, 8, 8, true), A_FD(UVERBS_ATTR_REG_DMABUF_MR_FD, true),
+      A_IN(UVERBS_ATTR_REG_DMABUF_MR_IOVA, 8, 8, true),
+      /* UVERBS_ATTR_RAW_FD: an s32 inline, as rdma-core fills it (fill_attr_in_uint32) */
+      A_IN(UVERBS_ATTR_REG_DMABUF_MR_FD, 4, 4, true),
       A_FLAGS(UVERBS_ATTR_REG_DMABUF_MR_ACCESS_FLAGS, true),
       A_OUT(UVERBS_ATTR_REG_DMABUF_MR_RESP_LKEY, 4, true),
       A_OUT(UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY, 4, true)}},

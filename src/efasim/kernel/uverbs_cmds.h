@@ -45,7 +45,7 @@ struct efasim_kwrite {
 const struct efasim_kmethod *efasim_kmethod_find(uint16_t object, uint16_t method);
 const struct efasim_kwrite *efasim_kwrite_find(uint32_t cmd, bool extended);
 
-/* EFASIM_UVERBS: whether ioctl is offered (both, ioctl) or only write (write). */
+/* EFASIM_UVERBS_IOCTL: whether ioctl is offered (both, ioctl) or only write (write). */
 bool efasim_kernel_ioctl_enabled(void);
 
 /* Objects of a file (uverbs.c). */

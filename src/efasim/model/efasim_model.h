@@ -305,6 +305,14 @@ struct efasim_mr {
 int efasim_mr_reg(struct efasim_pd *pd, uint64_t addr, uint64_t length, uint64_t iova,
                   unsigned access, struct efasim_mr **mr_p);
 /*
+ * A dma-buf registration (ibv_reg_dmabuf_mr), which EFA refuses here as its driver
+ * does: offset and iova apart within a page -EINVAL, access as efasim_mr_reg, then
+ * a descriptor that names no open file -EBADF, and any other -EINVAL (efasim has
+ * no device memory, so no dma-buf). Always a negative errno.
+ */
+int efasim_mr_reg_dmabuf(struct efasim_pd *pd, uint64_t offset, uint64_t length, uint64_t iova,
+                         int fd, unsigned access);
+/*
  * Deregister and free mr. Its keys match no MR until the 64th MR to take its
  * slot after it (objects.c, "An MR key").
  */

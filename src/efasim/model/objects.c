@@ -6,6 +6,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,6 +291,45 @@ struct efasim_mr *efasim_mr_check(struct efasim_context *ctx, uint32_t key, uint
     return mr;
 }
 
+/*
+ * As EFA's kernel driver: optional flags (relaxed ordering) are dropped, a
+ * flag the device does not offer is EOPNOTSUPP, and remote write without
+ * local write is EINVAL (ib_check_mr_access). Nothing is granted unasked.
+ */
+static int mr_access_refusal(unsigned *access)
+{
+    const struct efasim_config *cfg = efasim_config();
+
+    *access &= ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE;
+    if (*access &
+        ~(unsigned)(IBV_ACCESS_LOCAL_WRITE | (cfg->rdma_read ? IBV_ACCESS_REMOTE_READ : 0) |
+                    (cfg->rdma_write ? IBV_ACCESS_REMOTE_WRITE : 0)))
+        return -EOPNOTSUPP;
+    if ((*access & IBV_ACCESS_REMOTE_WRITE) && !(*access & IBV_ACCESS_LOCAL_WRITE))
+        return -EINVAL;
+    return 0;
+}
+
+int efasim_mr_reg_dmabuf(struct efasim_pd *pd, uint64_t offset, uint64_t length, uint64_t iova,
+                         int fd, unsigned access)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    int err;
+
+    (void)pd, (void)length;
+    /* ib_uverbs_reg_dmabuf_mr: the offset and the IOVA must agree within a page. */
+    if ((offset & (uint64_t)(page - 1)) != (iova & (uint64_t)(page - 1)))
+        return -EINVAL;
+    err = mr_access_refusal(&access);
+    if (err)
+        return err;
+    /* dma_buf_get: no open file is EBADF, a file that is no dma-buf EINVAL. efasim
+     * exports no device memory, so no descriptor is one. */
+    if (fd < 0 || fcntl(fd, F_GETFD) < 0)
+        return -EBADF;
+    return -EINVAL;
+}
+
 int efasim_mr_reg(struct efasim_pd *pd, uint64_t addr, uint64_t length, uint64_t iova,
                   unsigned access, struct efasim_mr **mr_p)
 {
@@ -299,23 +339,15 @@ int efasim_mr_reg(struct efasim_pd *pd, uint64_t addr, uint64_t length, uint64_t
         cfg->max_mr < (1u << MR_SLOT_BITS) - 1 ? cfg->max_mr : (1u << MR_SLOT_BITS) - 1;
     struct efasim_mr *mr;
     uint32_t slot = 0, n;
+    int err;
 
     if (iova != addr || (!addr && length))
         return -EINVAL; /* efasim maps RDMA addresses 1:1 to virtual addresses */
     if (length > cfg->max_mr_size)
         return -EINVAL; /* EFA's kernel driver refuses an MR beyond max_mr_size */
-    /*
-     * As EFA's kernel driver: optional flags (relaxed ordering) are dropped, a
-     * flag the device does not offer is EOPNOTSUPP, and remote write without
-     * local write is EINVAL (ib_check_mr_access). Nothing is granted unasked.
-     */
-    access &= ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE;
-    if (access &
-        ~(unsigned)(IBV_ACCESS_LOCAL_WRITE | (cfg->rdma_read ? IBV_ACCESS_REMOTE_READ : 0) |
-                    (cfg->rdma_write ? IBV_ACCESS_REMOTE_WRITE : 0)))
-        return -EOPNOTSUPP;
-    if ((access & IBV_ACCESS_REMOTE_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE))
-        return -EINVAL;
+    err = mr_access_refusal(&access);
+    if (err)
+        return err;
     mr = calloc(1, sizeof(*mr));
     if (!mr)
         return -ENOMEM;

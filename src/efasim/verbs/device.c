@@ -390,6 +390,14 @@ EFASIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, siz
     return &mr->ibv;
 }
 
+/* Refused as EFA's driver refuses it with no dma-buf exporter (efasim_mr_reg_dmabuf). */
+EFASIM_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
+                                               uint64_t iova, int fd, int access)
+{
+    errno = -efasim_mr_reg_dmabuf(to_vpd(pd)->m, offset, length, iova, fd, (unsigned)access);
+    return NULL;
+}
+
 #undef ibv_reg_mr_iova
 EFASIM_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
                                              uint64_t iova, int access)
@@ -638,10 +646,6 @@ EFASIM_UNSUPPORTED_INT(ibv_init_ah_from_wc,
                         struct ibv_ah_attr *a),
                        (void)c;
                        (void)p; (void)wc; (void)g; (void)a)
-EFASIM_UNSUPPORTED_PTR(struct ibv_mr *, ibv_reg_dmabuf_mr,
-                       (struct ibv_pd * pd, uint64_t o, size_t l, uint64_t i, int fd, int a),
-                       (void)pd;
-                       (void)o; (void)l; (void)i; (void)fd; (void)a)
 EFASIM_UNSUPPORTED_PTR(struct ibv_context *, ibv_import_device, (int fd), (void)fd)
 EFASIM_UNSUPPORTED_PTR(struct ibv_pd *, ibv_import_pd, (struct ibv_context * c, uint32_t h),
                        (void)c;
