@@ -9,6 +9,18 @@
 #
 #   bench/run-instr-bench.sh [--prefix MPICH-PREFIX] [--iters N1,N2] [--size BYTES]
 #                            [--any-source] [--ucx] [--check] [--keep DIR]
+#                            [--front-end verbs|kernel]
+#
+# --front-end kernel (issue 53): efarm on the path it takes on EFA, the system's
+# rdma-core (libibverbs, libefa) over efasim's kernel front end (EFARM_DEVICE=efa,
+# scripts/efasim-env.sh). The objects then split the device's side in two:
+# rdma-core (the system's libibverbs and libefa: work requests, doorbells and
+# completion parsing, which run on the host with a real EFA too) and device (efasim's
+# libefasim-kernel: the emulated kernel and NIC, fitted out like the drop-in's). Its
+# doorbells and completion rings trap (efasim's README), and the trap handler reads
+# the faulting instruction's address and registers from the signal context: valgrind
+# gives them exactly only with --vex-iropt-level=0 --px-default=allregs-at-mem-access,
+# which this mode adds (slower; the instructions counted are the program's either way).
 #
 # --any-source: the receives use MPI_ANY_SOURCE (with MPICH's shared memory built,
 # ch4's any-source pair and efarm's arrival-order check, issue 39, are in the count).
@@ -30,7 +42,8 @@
 #
 # Output: a table per rank and, for scripts, "INSTR <rank> <object> <fitted per
 # round trip> <raw per round trip> <empty-call cost>" lines, "POLLS <rank> <calls
-# per round trip> <empty per round trip>", and "TARGET <name> <value> <limit> met|missed"
+# per round trip> <empty per round trip>", with --front-end kernel "HOST <rank> <efarm +
+# rdma-core> <rdma-core>" (fitted, per round trip: the host's cost below MPICH on EFA), and "TARGET <name> <value> <limit> met|missed"
 # for issue 14's targets (efarm <= 600, efarm + MPICH <= 1500, per rank). --check
 # (CI) fails when a phase or object is missing, a count is not positive, or the two
 # fits disagree; it never fails on a target.
@@ -75,6 +88,7 @@ any=
 check=no
 keep=
 ucx=no
+front_end=verbs
 ucx_mpicc=/usr/bin/mpicc.mpich     # Debian's MPICH (libmpich-dev)
 ucx_mpiexec=/usr/bin/mpiexec.mpich # Debian's MPICH (mpich)
 
@@ -87,11 +101,14 @@ while [ $# -gt 0 ]; do
     --ucx) ucx=yes; shift ;;
     --check) check=yes; shift ;;
     --keep) keep=${2:?}; shift 2 ;;
+    --front-end) front_end=${2:?}; shift 2 ;;
     -h | --help) sed -n '2,/^set -e/p' "$0" | sed 's/^# \{0,1\}//;/^set -e/d'; exit 0 ;;
     *) echo "run-instr-bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
 log() { echo "run-instr-bench: $*" >&2; }
+# shellcheck source=scripts/efasim-env.sh
+. "$top/scripts/efasim-env.sh"
 command -v valgrind >/dev/null || { log "valgrind is not installed (apt-get install valgrind)"; exit 1; }
 [ -x "$prefix/bin/mpicc" ] || { log "no $prefix/bin/mpicc: run scripts/mpich-build.sh first"; exit 1; }
 
@@ -134,9 +151,13 @@ quiet() {
         -e "and reloading them under Valgrind" -e "valgrind ignores shmget(shmflg) SHM_HUGETLB" >&2
 }
 # The efasim that MPICH's prefix holds, unless EFARM_EFASIM_PATH names another.
-EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 HWLOC_HIDE_ERRORS=1 timeout 900 \
+efasim_device_env "$front_end" "$prefix" || exit 1
+vg_exact=()
+[ "$front_end" = verbs ] || vg_exact=(--vex-iropt-level=0 --px-default=allregs-at-mem-access)
+env "${device_env[@]}" MPIR_CVAR_NOLOCAL=1 HWLOC_HIDE_ERRORS=1 timeout 1800 \
     "$prefix/bin/mpiexec" -n 2 valgrind -q --tool=callgrind --separate-threads=yes --skip-plt=no \
-    --callgrind-out-file="$dir/cg.%p" "$bin" -n "$iters" -s "$size" $any >"$dir/phases" 2> >(quiet)
+    "${vg_exact[@]}" --callgrind-out-file="$dir/cg.%p" "$bin" -n "$iters" -s "$size" $any \
+    >"$dir/phases" 2> >(quiet)
 grep -q '^PHASE' "$dir/phases" || { log "bench-instr printed no phases"; exit 1; }
 if [ "$ucx" = yes ]; then
     mkdir -p "$dir/ucx"
@@ -173,7 +194,8 @@ objects() {
     function class(o) {
         if (o ~ /\/libmpi[^\/]*\.so/) return "mpich"
         if (o ~ /\/libefarm[^\/]*\.so/) return "efarm"
-        if (o ~ /\/efasim\// || o ~ /\/lib(ibverbs|efa)[^\/]*\.so/) return "device"
+        if (o ~ /\/efasim\// || o ~ /\/libefasim[^\/]*\.so/) return "device"
+        if (o ~ /\/lib(ibverbs|efa)[^\/]*\.so/) return "rdma-core"
         if (o ~ /\/libc\.so/) return "libc"
         if (o ~ /\/libucp[^\/]*\.so/) return "ucp"
         if (o ~ /\/libuct[^\/]*\.so/) return "uct"
@@ -260,7 +282,7 @@ BEGIN {
         norder = split("ucp uct ucs mpich libc device other", order, " ")
         neng = split("ucp uct ucs", eng, " "); ename = "ucx"; pre = "UCX-"; title = " on ch4:ucx"
     } else {
-        norder = split("efarm mpich libc device other", order, " ")
+        norder = split("efarm mpich rdma-core libc device other", order, " ")
         neng = split("efarm", eng, " "); ename = "efarm"; pre = ""; title = ""
     }
 }
@@ -315,6 +337,12 @@ END {
         printf("%-12s %10s %10s", ename "+mpich", "", "")
         for (i = 1; i <= nrt; i++) printf(" %10.0f", E[i] + M[i])
         printf("\n")
+        if ("rdma-core" in classes) {
+            printf("%-12s %10s %10s", ename "+rdma-core", "", "")
+            for (i = 1; i <= nrt; i++) printf(" %10.0f", E[i] + f[r, "rdma-core", i])
+            printf("\n")
+            printf("HOST %d %.0f %.0f\n", r, E[nrt] + f[r, "rdma-core", nrt], f[r, "rdma-core", nrt])
+        }
         printf("progress calls per round trip %.2f, of which empty %.2f (phase %s)\n",
                calls[r, last] / trips[r, last], idle[r, last] / trips[r, last], last)
         printf("%sPOLLS %d %.2f %.2f\n", pre, r, calls[r, last] / trips[r, last], idle[r, last] / trips[r, last])
