@@ -650,7 +650,10 @@ do_make() {
 }
 
 do_install() {
-    make -C "$builddir" install
+    # install -C here too: a rebuild that changed only the netmod's code leaves
+    # mpi.h and the other headers as they were (mtime included), so programs built
+    # against this prefix (MPICH's test suite, cached apart) are not all recompiled.
+    make -C "$builddir" install INSTALL="$(command -v install) -C"
     local w wrappers=(mpicc mpiexec)
     [ "$c_only" = yes ] || wrappers+=(mpicxx mpif77 mpif90 mpifort)
     for w in "${wrappers[@]}"; do
