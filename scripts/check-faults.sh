@@ -6,7 +6,7 @@
 #   scripts/check-faults.sh [--prefix PREFIX] [--subset full|ci] [--slice ci]
 #                           [--configs "loss dup ..."] [--suites "mpich mpi"]
 #                           [--dirs "pt2pt rma coll"] [--seed N] [--out DIR] [--list]
-#                           [--only FILE] [--source DIR]
+#                           [--only FILE] [--source DIR] [--front-end verbs|kernel]
 #
 # Configurations (efasim's knobs, src/efasim/README.md; every fault knob not named
 # is 0, so each row is that fault alone):
@@ -49,6 +49,9 @@
 # (scripts/mpich-testsuite.sh --only: ID-GLOBs): a cell's failures again, or the
 # rest of a cell that was stopped (each test seeds efasim alike, whatever ran
 # before it). It needs --suites mpich.
+# --front-end kernel runs both suites with efarm on its EFA path, the system's
+# rdma-core over efasim's kernel front end (scripts/efasim-env.sh; the default,
+# verbs, is efasim's drop-in): the same faults, from the same device model.
 # --source DIR is the MPICH source tree whose test suite the mpich suite runs
 # (scripts/mpich-testsuite.sh --source): 4.0.2's tree for an MPICH 5.0.1 or 4.3.2
 # prefix, as CI does, since an export of their tags cannot build its own suite.
@@ -71,6 +74,7 @@ list=0
 dirs_opt=
 only=
 source=
+front_end=verbs
 
 # NAME|ENVIRONMENT|WHAT: the one table of configurations.
 table=(
@@ -109,6 +113,7 @@ while [ $# -gt 0 ]; do
     --out) out=${2:?--out needs a directory}; shift ;;
     --only) only=${2:?--only needs a file}; shift ;;
     --source) source=${2:?--source needs a directory}; shift ;;
+    --front-end) front_end=${2:?--front-end needs verbs or kernel}; shift ;;
     --list) list=1 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "check-faults: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -117,6 +122,7 @@ while [ $# -gt 0 ]; do
 done
 case $subset in full | ci) ;; *) echo "check-faults: --subset is full or ci" >&2; exit 2 ;; esac
 case $slice in "" | ci) ;; *) echo "check-faults: --slice is ci" >&2; exit 2 ;; esac
+case $front_end in verbs | kernel) ;; *) echo "check-faults: --front-end is verbs or kernel" >&2; exit 2 ;; esac
 [[ $seed =~ ^[0-9]+$ ]] || { echo "check-faults: --seed is a number" >&2; exit 2; }
 
 env_of() { # NAME: its environment, or nothing when not in the table
@@ -196,13 +202,14 @@ for r in "${runs[@]}"; do
         env $fault_zero $env EFASIM_SEED="$seed" \
             bash "$top/scripts/mpich-testsuite.sh" --prefix "$prefix" --subset "$subset" \
             --dirs "$dirs" --faults --logs "$dir/logs" "${limits[@]}" ${only:+--only "$only"} ${source:+--source "$source"} \
+            --front-end "$front_end" \
             >"$dir/out.txt" 2>&1
     else
         filter=()
         [ "$slice" = ci ] && read -r -a filter <<<"$slice_mpi_runs"
         env $fault_zero $env EFASIM_SEED="$seed" MPITEST_BUILD_DIR="$dir/mpitest" \
             bash "$top/test/mpi/run-mpi-tests.sh" --prefix "$prefix" --timeout 300 \
-            "${filter[@]}" >"$dir/out.txt" 2>&1
+            --front-end "$front_end" "${filter[@]}" >"$dir/out.txt" 2>&1
     fi
     # "PASS [CONFIG/SUITE] ...", as test-all.sh's suite lines read them; other lines tagged too.
     sed -E -e '/^[0-9]+ passed, [0-9]+ failed$/d' \
@@ -221,7 +228,7 @@ for r in "${runs[@]}"; do
 done
 
 echo
-echo "check-faults: the matrix, passed/failed (time), seed $seed, subset $subset$([ -n "$slice" ] && echo ", slice $slice")$([ -n "$dirs_opt" ] && echo ", mpich directories $dirs_opt")"
+echo "check-faults: the matrix, passed/failed (time), $front_end front end, seed $seed, subset $subset$([ -n "$slice" ] && echo ", slice $slice")$([ -n "$dirs_opt" ] && echo ", mpich directories $dirs_opt")"
 printf '%-8s %-22s %-22s %s\n' config mpich mpi what
 for row in "${table[@]}"; do
     IFS='|' read -r name _ what <<<"$row"
