@@ -5,13 +5,14 @@
 # ASan), the decoder and receive-path fuzzers for a bounded time each, builds libfabric 2.1.0 with only
 # its efa provider, then builds MPICH 4.0.2 with ch4:efarm (C, C++ and Fortran) and
 # runs the MPI tests over it (test/mpi, and a subset of MPICH's own test suite),
-# builds MPICH 5.0.1 with ch4:efarm and runs test/mpi and the test-suite subset over
-# it too (per-VCI critical sections), compiles the netmod against a per-VCI MPICH 4.3.2
+# builds MPICH 5.0.1 with ch4:efarm and runs test/mpi and the threads directory's
+# lists over it (per-VCI critical sections; --mpich-5.0.1-suite: MPICH's test-suite
+# subset there too), compiles the netmod against a per-VCI MPICH 4.3.2
 # (--mpich-4.3.2-tests: builds 4.3.2 in full and runs test/mpi over it) and against a
 # 5.0.1 with the global critical section. The last line is "N passed, N failed";
 # the exit status is nonzero if anything failed.
 #
-#   scripts/test-all.sh [--mpich-4.3.2-tests]
+#   scripts/test-all.sh [--mpich-4.3.2-tests] [--mpich-5.0.1-suite]
 #
 # Environment: EFARM_BUILD_ROOT (default ./build), EFARM_FUZZ_SECONDS (default 60),
 # EFARM_MPICH_SOURCE_4_3_2 (MPICH 4.3.2's source, a tarball or tree: Debian serves
@@ -23,11 +24,14 @@
 # EFARM_TEST_BUDGET.
 set -u
 full432=no
-case ${1:-} in
-"") ;;
---mpich-4.3.2-tests) full432=yes ;;
-*) echo "usage: scripts/test-all.sh [--mpich-4.3.2-tests]" >&2; exit 2 ;;
-esac
+suite501=no
+for arg in "$@"; do
+    case $arg in
+    --mpich-4.3.2-tests) full432=yes ;;
+    --mpich-5.0.1-suite) suite501=yes ;;
+    *) echo "usage: scripts/test-all.sh [--mpich-4.3.2-tests] [--mpich-5.0.1-suite]" >&2; exit 2 ;;
+    esac
+done
 top=$(cd "$(dirname "$0")/.." && pwd)
 root=${EFARM_BUILD_ROOT:-$top/build}
 fuzz_seconds=${EFARM_FUZZ_SECONDS:-60}
@@ -466,8 +470,15 @@ if [ -n "$src501" ]; then
     if [ -x "$prefix501/bin/mpicc" ]; then
         suite mpi-5.0.1 env MPITEST_BUILD_DIR="$root/mpitest-5.0.1" \
             bash "$top/test/mpi/run-mpi-tests.sh" --prefix "$prefix501"
-        suite mpich-testsuite-5.0.1 bash "$top/scripts/mpich-testsuite.sh" --prefix "$prefix501" \
-            --subset ci --source "$mpich_cache/tree/mpich-4.0.2" --logs "$root/mpich-testsuite-5.0.1"
+        # MPICH's test-suite CI subset on 5.0.1 (the programs 4.0.2's run above runs, about
+        # 6 minutes on a slow 2-core VM): by hand or with --mpich-5.0.1-suite, since the
+        # kernel front end's runs took its place in CI's budget (issue 53).
+        if [ "$suite501" = yes ]; then
+            suite mpich-testsuite-5.0.1 bash "$top/scripts/mpich-testsuite.sh" --prefix "$prefix501" \
+                --subset ci --source "$mpich_cache/tree/mpich-4.0.2" --logs "$root/mpich-testsuite-5.0.1"
+        else
+            echo "SKIP mpich-testsuite-5.0.1: MPICH's test-suite CI subset on 5.0.1 runs with scripts/test-all.sh --mpich-5.0.1-suite (CI's budget)"
+        fi
         suite mpich-testsuite-threads-5.0.1 bash "$top/scripts/mpich-testsuite.sh" \
             --prefix "$prefix501" --subset ci --dirs threads --source "$mpich_cache/tree/mpich-4.0.2" \
             --logs "$root/mpich-testsuite-threads-5.0.1"
