@@ -212,3 +212,98 @@ EFARM_TEST_TIMEOUT(efasim_two_processes, 90)
     close(s.rfd);
     close(s.wfd);
 }
+
+/*
+ * A reader that took every completion there was and posts nothing while it
+ * waits for the next message. On the kernel front end its ring no longer
+ * traps its reads then (src/efasim/kernel/efa.c, "Completion rings"): its
+ * polls cannot run the device, and only the service thread can. With a
+ * service period of 2 s, the message must still be seen well within it, as
+ * a datagram that reaches a watched QP wakes the thread at once (service.c).
+ * On the drop-in every poll runs the device; the test holds there as well.
+ */
+#define CAUGHT_UP_SERVICE_US "2000000"
+#define CAUGHT_UP_WAIT_S     1.0
+#define CAUGHT_UP_LEN        64
+
+static _Noreturn void caught_up_child(int rfd, int wfd, pid_t parent)
+{
+    struct side s = {.name = "child", .rfd = rfd, .wfd = wfd};
+    size_t off;
+    char word = 0;
+
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+        _exit(3);
+    side_open(&s);
+    off = (size_t)PROCS_RECVS * s.dev.mtu;
+    efarm_test_context("child, first message");
+    efasim_fill(s.msg.addr + off, CAUGHT_UP_LEN, 1);
+    EXPECT_EQ(efasim_send(&s.qp, &s.to_peer, 1, &s.msg, off, CAUGHT_UP_LEN), 0);
+    efarm_test_pipe_read(rfd, &word, 1, "the parent's word that it caught up");
+    EXPECT_EQ(word, 'G');
+    efarm_test_context("child, second message");
+    efasim_fill(s.msg.addr + off + CAUGHT_UP_LEN, CAUGHT_UP_LEN, 2);
+    EXPECT_EQ(efasim_send(&s.qp, &s.to_peer, 2, &s.msg, off + CAUGHT_UP_LEN, CAUGHT_UP_LEN), 0);
+    efarm_test_pipe_read(rfd, &word, 1, "the parent's word that it got the second message");
+    EXPECT_EQ(word, 'D');
+    side_close(&s);
+    fflush(NULL);
+    _exit(0);
+}
+
+EFARM_TEST_TIMEOUT(efasim_caught_up_reader_sees_next_message, 60)
+{
+    int to_child[2], to_parent[2], status;
+    struct side s = {.name = "parent"};
+    pid_t parent = getpid(), child;
+    struct efasim_wc wc;
+    double t0;
+
+    efasim_setenv("EFASIM_SERVICE_US", CAUGHT_UP_SERVICE_US); /* both processes */
+    EXPECT_EQ(pipe(to_child), 0);
+    EXPECT_EQ(pipe(to_parent), 0);
+    fflush(NULL);
+    child = fork();
+    EXPECT_TRUE(child >= 0);
+    if (child == 0) {
+        close(to_child[1]);
+        close(to_parent[0]);
+        caught_up_child(to_child[0], to_parent[1], parent);
+    }
+    close(to_child[0]);
+    close(to_parent[1]);
+    s.rfd = to_parent[0];
+    s.wfd = to_child[1];
+    side_open(&s);
+
+    efarm_test_context("parent, first message");
+    efasim_wait_wc(s.qp.recv_cq, &wc, "the first message");
+    EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+    EXPECT_EQ(wc.byte_len, CAUGHT_UP_LEN);
+    EXPECT_EQ(efasim_check_fill(s.msg.addr + wc.wr_id * s.dev.mtu, CAUGHT_UP_LEN, 1),
+              CAUGHT_UP_LEN);
+    /* Caught up: nothing more to read, and no receive is posted again (no doorbell). */
+    EXPECT_TRUE(!efasim_poll_one(s.qp.recv_cq, &wc));
+
+    efarm_test_context("parent, second message");
+    t0 = efasim_now();
+    efarm_test_pipe_write(s.wfd, "G", 1);
+    efasim_wait_wc_for(s.qp.recv_cq, &wc, CAUGHT_UP_WAIT_S,
+                       "the second message, well within the 2 s service period");
+    EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+    EXPECT_EQ(wc.byte_len, CAUGHT_UP_LEN);
+    EXPECT_EQ(efasim_check_fill(s.msg.addr + wc.wr_id * s.dev.mtu, CAUGHT_UP_LEN, 2),
+              CAUGHT_UP_LEN);
+    if (efasim_now() - t0 > CAUGHT_UP_WAIT_S) /* a completion that came only with the pass */
+        efarm_test_fail(__FILE__, __LINE__, "second message seen %.3f s after the word",
+                        efasim_now() - t0);
+    efarm_test_pipe_write(s.wfd, "D", 1);
+
+    while (waitpid(child, &status, 0) < 0)
+        EXPECT_EQ(errno, EINTR);
+    if (!WIFEXITED(status) || WEXITSTATUS(status))
+        efarm_test_fail(__FILE__, __LINE__, "child ended with status 0x%x", status);
+    side_close(&s);
+    close(s.rfd);
+    close(s.wfd);
+}

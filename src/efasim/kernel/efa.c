@@ -25,9 +25,13 @@
  * stopped before the ring's end), and only CQs that raise events have one.
  * So the ring is armed again whenever its reader probably caught up: at a
  * doorbell of a QP that uses the CQ (the provider posts after it polled), at
- * the CQ doorbell when it says so, and at the service thread's next pass. A
- * ring armed too early costs its reader one more fault; whether armed or not,
- * the reader always sees exactly what the device wrote.
+ * the CQ doorbell when it says so, and at the service thread's next pass,
+ * which comes early when a datagram reaches a QP that feeds the disarmed
+ * ring (efasim_cq_watch): a reader that caught up and posts nothing (it
+ * waits for an answer) hears of the answer one thread wake-up after it
+ * arrived, not one service period. A ring armed too early costs its reader
+ * one more fault; whether armed or not, the reader always sees exactly what
+ * the device wrote.
  *
  * For the same reason the device never knows whether a ring has room: as
  * EFA's, it writes every completion, and a CQ smaller than the work requests
@@ -82,6 +86,7 @@ struct efa_kcq {
     uint16_t cqn;
     bool notify;          /* created with a completion channel: it raises events */
     bool event_armed;     /* the doorbell asked for one event */
+    bool watched;         /* disarmed, with the service thread watching its QPs */
     uint16_t cc;          /* the consumer index the doorbell last reported */
     struct efa_kcq *next; /* the context's CQs */
 };
@@ -591,6 +596,21 @@ static const struct efasim_cq_ops g_kcq_ops = {
     .forget_qp = kcq_forget_qp,
 };
 
+/*
+ * Arm the ring, or disarm it and have the service thread watch the QPs that
+ * feed it, so that a datagram reaching them while the reader reads the ring
+ * unarmed wakes a pass that arms it again (see "Completion rings"). The CQ's
+ * lock held.
+ */
+static void ring_arm(struct efa_kcq *cq, bool armed)
+{
+    efasim_mmio_arm(cq->ring, armed);
+    if (cq->watched != !armed) {
+        cq->watched = !armed;
+        efasim_cq_watch(&cq->m, !armed);
+    }
+}
+
 /* A read of the armed ring at `offset`: the reader's thread runs the device first. */
 static void kcq_ring_load(void *owner, size_t offset)
 {
@@ -605,7 +625,7 @@ static void kcq_ring_load(void *owner, size_t offset)
      * ring that is exactly full then answers by emulated loads, still right.
      */
     if ((cq->pi - slot) % cq->depth)
-        efasim_mmio_arm(cq->ring, false);
+        ring_arm(cq, false);
     pthread_mutex_unlock(&cq->lock);
 }
 
@@ -629,7 +649,7 @@ static void kcq_db_store(void *owner, size_t offset, uint64_t value, unsigned si
             ring_event(cq); /* an entry is there already */
     }
     if (!ring_unread(cq))
-        efasim_mmio_arm(cq->ring, true);
+        ring_arm(cq, true);
     pthread_mutex_unlock(&cq->lock);
 }
 
@@ -640,7 +660,7 @@ static const struct efasim_mmio_ops g_cq_db_ops = {.store = kcq_db_store};
 static void kcq_rearm(struct efa_kcq *cq)
 {
     pthread_mutex_lock(&cq->lock);
-    efasim_mmio_arm(cq->ring, true);
+    ring_arm(cq, true);
     pthread_mutex_unlock(&cq->lock);
 }
 
@@ -1128,7 +1148,8 @@ int efasim_efa_query_qp(struct efasim_kobj *obj, uint32_t mask, struct ib_uverbs
     return 0;
 }
 
-/* The service thread's pass: arm the context's rings again (see "Completion rings"). */
+/* The service thread's pass, or a watch's: arm the context's rings again (see "Completion rings").
+ */
 static void service_tick(void *fe)
 {
     struct efa_ucontext *uc = fe;

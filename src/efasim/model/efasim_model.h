@@ -255,8 +255,9 @@ struct efasim_context {
     struct efasim_hw_counters *hwc; /* the device's traffic counters (atomics), or NULL */
     /*
      * Called by the service thread after each pass over the context, once a
-     * front end set it (atomically): its own idle work. It must not block nor
-     * allocate, as the service thread itself (service.c).
+     * front end set it (atomically): its own idle work; also after a watch
+     * woke the thread (efasim_cq_watch). It must not block nor allocate, as
+     * the service thread itself (service.c).
      */
     void (*fe_tick)(void *fe);
 };
@@ -922,5 +923,12 @@ static inline void efasim_hw_count(uint64_t *pkts, uint64_t *bytes, size_t len)
 int efasim_service_start(struct efasim_context *ctx);
 /* Stop serving ctx; the thread ends with the last context. ctx is not served after this returns. */
 void efasim_service_stop(struct efasim_context *ctx);
+/*
+ * on: wake the service thread for one pass as soon as a datagram reaches a QP
+ * that feeds cq (once; watch again to hear the next). off: stop waiting for
+ * that. Two system calls' worth per QP; for a front end whose CQ's reader
+ * cannot run the device while it waits (the kernel front end's disarmed rings).
+ */
+void efasim_cq_watch(struct efasim_cq *cq, bool on);
 
 #endif /* EFASIM_MODEL_H */

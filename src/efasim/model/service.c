@@ -18,6 +18,18 @@
  * passes and is never served after efasim_context_close returns. Nobody holds a
  * context's table or QP lock while taking svc_list.
  *
+ * Watches. Between passes the thread also wakes when a datagram reaches a
+ * QP a front end asked it to watch (efasim_cq_watch): the kernel front end
+ * does so for a CQ whose ring it stopped trapping, whose reader would
+ * otherwise see new completions only at the next pass (../kernel/efa.c,
+ * "Completion rings"). A watch fires once (EPOLLONESHOT); its wake-up runs
+ * only the front ends' ticks, which arm the rings again, so that the readers'
+ * own threads take in the datagrams at their next read: taking them in here
+ * as well only contended with them for the QPs. Where the kernel cannot wait on an
+ * epoll set with a timeout below a millisecond (epoll_pwait2, Linux 5.11),
+ * the thread sleeps its period and watches are not kept. A watch's pass does
+ * not move the period's: watches never put the timers off.
+ *
  * fork: the child has no service thread and serves none of the parent's
  * contexts (on EFA a child cannot use them either); the contexts it opens
  * itself start its own thread. Both locks are taken around fork so the child
@@ -28,7 +40,10 @@
  * inherit whatever lock that start held.
  */
 #include <errno.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "efasim_model.h"
 
@@ -39,6 +54,7 @@ static pthread_t svc_thread;            /* under svc_life */
 static bool svc_running;                /* under svc_life */
 static bool svc_up;                     /* under svc_list: the thread has started running */
 static bool svc_stop;                   /* atomic */
+static int svc_epfd = -1; /* the watches' epoll set, or -1; atomic, set under svc_life */
 static pthread_once_t svc_once = PTHREAD_ONCE_INIT;
 /* Signalled when svc_up becomes true. */
 static pthread_cond_t svc_up_cond = PTHREAD_COND_INITIALIZER;
@@ -57,6 +73,10 @@ static void svc_atfork_parent(void)
 
 static void svc_atfork_child(void)
 {
+    int epfd = __atomic_exchange_n(&svc_epfd, -1, __ATOMIC_RELAXED);
+
+    if (epfd >= 0)
+        close(epfd); /* the parent's set: the child's thread makes its own */
     svc_head = NULL;
     svc_running = false;
     svc_up = false;
@@ -71,24 +91,52 @@ static void svc_register_atfork(void)
     (void)pthread_atfork(svc_atfork_prepare, svc_atfork_parent, svc_atfork_child);
 }
 
+/* One period (false), or less when a watched QP's socket became readable (true). */
+static bool svc_wait(int epfd, const struct timespec *period)
+{
+#ifdef SYS_epoll_pwait2
+    struct epoll_event ev[16];
+    long n = epfd >= 0 ? syscall(SYS_epoll_pwait2, epfd, ev, 16, period, NULL, (size_t)8) : -1;
+
+    if (n >= 0 || (epfd >= 0 && errno == EINTR))
+        return n > 0;
+    if (epfd >= 0 && errno == ENOSYS) /* no wait on a set below a millisecond: no watches */
+        __atomic_store_n(&svc_epfd, -1, __ATOMIC_RELEASE); /* left open: a watch may hold it */
+#else
+    (void)epfd;
+#endif
+    nanosleep(period, NULL);
+    return false;
+}
+
 static void *service_main(void *arg)
 {
     const struct efasim_config *cfg = efasim_config();
-    struct timespec period = {.tv_sec = cfg->service_us / 1000000,
-                              .tv_nsec = (long)(cfg->service_us % 1000000) * 1000};
+    int epfd = (int)(intptr_t)arg;
 
-    (void)arg;
     pthread_mutex_lock(&svc_list);
     svc_up = true;
     pthread_cond_broadcast(&svc_up_cond);
     pthread_mutex_unlock(&svc_list);
+    uint64_t period_ns = (uint64_t)cfg->service_us * 1000, due = efasim_now_ns() + period_ns;
+
     for (;;) {
-        nanosleep(&period, NULL);
+        uint64_t now = efasim_now_ns(), left = due > now ? due - now : 0;
+        struct timespec wait = {.tv_sec = (time_t)(left / 1000000000),
+                                .tv_nsec = (long)(left % 1000000000)};
+        bool watch =
+            left &&
+            svc_wait(__atomic_load_n(&svc_epfd, __ATOMIC_ACQUIRE) == epfd ? epfd : -1, &wait);
+
         if (__atomic_load_n(&svc_stop, __ATOMIC_ACQUIRE))
             break;
+        if (!watch)
+            due = efasim_now_ns() + period_ns;
         pthread_mutex_lock(&svc_list);
         for (struct efasim_context *ctx = svc_head; ctx; ctx = ctx->svc_next) {
-            efasim_progress(ctx, NULL); /* only QPs nobody holds: the others progress themselves */
+            if (!watch) /* a watch's wake-up only hands the work back to the CQs' readers */
+                efasim_progress(ctx,
+                                NULL); /* only QPs nobody holds: the others progress themselves */
             void (*tick)(void *) = __atomic_load_n(&ctx->fe_tick, __ATOMIC_ACQUIRE);
 
             if (tick)
@@ -106,8 +154,14 @@ int efasim_service_start(struct efasim_context *ctx)
     pthread_once(&svc_once, svc_register_atfork);
     pthread_mutex_lock(&svc_life);
     if (!svc_running) {
+        int epfd = __atomic_load_n(&svc_epfd, __ATOMIC_RELAXED);
+
+        if (epfd < 0) {
+            epfd = epoll_create1(EPOLL_CLOEXEC); /* -1: the thread sleeps its period, no watches */
+            __atomic_store_n(&svc_epfd, epfd, __ATOMIC_RELEASE);
+        }
         __atomic_store_n(&svc_stop, false, __ATOMIC_RELAXED);
-        err = pthread_create(&svc_thread, NULL, service_main, NULL);
+        err = pthread_create(&svc_thread, NULL, service_main, (void *)(intptr_t)epfd);
         svc_running = !err;
     }
     if (!err) {
@@ -146,4 +200,31 @@ void efasim_service_stop(struct efasim_context *ctx)
         pthread_mutex_unlock(&svc_list);
     }
     pthread_mutex_unlock(&svc_life);
+}
+
+/* Watch (EPOLLIN, once) or stop watching one QP's socket; the QP cannot go away meanwhile. */
+static void qp_watch(int epfd, const struct efasim_qp *qp, bool on)
+{
+    struct epoll_event ev = {.events = (on ? EPOLLIN : 0) | EPOLLONESHOT};
+
+    if (epoll_ctl(epfd, EPOLL_CTL_MOD, qp->fd, &ev) && errno == ENOENT && on)
+        (void)epoll_ctl(epfd, EPOLL_CTL_ADD, qp->fd,
+                        &ev); /* a failure leaves the next pass to it */
+}
+
+void efasim_cq_watch(struct efasim_cq *cq, bool on)
+{
+    struct efasim_context *ctx = cq->ctx;
+    int epfd = __atomic_load_n(&svc_epfd, __ATOMIC_ACQUIRE);
+
+    if (epfd < 0)
+        return;
+    pthread_rwlock_rdlock(&ctx->objs);
+    for (uint32_t i = 0; i < ctx->qp_slots_used; i++) {
+        const struct efasim_qp *qp = ctx->qps[i];
+
+        if (qp && (qp->send_cq == cq || qp->recv_cq == cq) && qp->fd >= 0)
+            qp_watch(epfd, qp, on);
+    }
+    pthread_rwlock_unlock(&ctx->objs);
 }
