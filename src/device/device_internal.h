@@ -62,6 +62,13 @@ extern struct efarm_verbs g_efarm_verbs;
 
 /* Allocation through one point, so tests can make the N-th one fail. */
 void *efarm_dev_calloc(size_t n, size_t size);
+/*
+ * The order efarm gives devices everywhere (NIC choice, rails, enumeration):
+ * natural name order (rdmap16s27 before rdmap160s27, efasim_2 before
+ * efasim_10), never rdma-core's, which is its sysfs directory's and which no
+ * kernel promises. strcmp's sign convention.
+ */
+int efarm_dev_name_order(const char *a, const char *b);
 
 /* Whether the allocation about to be made should fail (counts it). */
 bool efarm_dev_alloc_fails(void);

@@ -77,8 +77,9 @@ struct efarm_device_caps {
 };
 
 /*
- * Enumerate the devices: fills up to `max` entries of caps[] and returns how
- * many devices exist (may exceed max), or a negative error.
+ * Enumerate the devices: fills up to `max` entries of caps[], in natural name
+ * order (the order of the NIC choice's indexes, struct efarm_nic_choice), and
+ * returns how many devices exist (may exceed max), or a negative error.
  */
 int efarm_device_query_all(struct efarm_device_caps *caps, unsigned max);
 

@@ -151,6 +151,12 @@ static int query_caps(struct ibv_context *ctx, const char *name, struct efarm_de
     return 0;
 }
 
+static int device_order(const void *a, const void *b)
+{
+    return efarm_dev_name_order(V->ibv_get_device_name(*(struct ibv_device *const *)a),
+                                V->ibv_get_device_name(*(struct ibv_device *const *)b));
+}
+
 int efarm_device_query_all(struct efarm_device_caps *caps, unsigned max)
 {
     struct ibv_device **list;
@@ -162,6 +168,8 @@ int efarm_device_query_all(struct efarm_device_caps *caps, unsigned max)
     list = V->ibv_get_device_list(&n);
     if (!list)
         return EFARM_E(DEV_NONE);
+    /* The NIC choice's order, so that its indexes (the rails) name the same devices here. */
+    qsort(list, (size_t)n, sizeof(*list), device_order);
     for (int i = 0; i < n && (unsigned)i < max; i++) {
         struct ibv_context *ctx = V->ibv_open_device(list[i]);
 

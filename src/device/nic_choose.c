@@ -21,10 +21,14 @@
 
 #define V (&g_efarm_verbs)
 
-/* Device names in natural order (rdmap16s27 before rdmap160s27, efasim_2 before efasim_10). */
+int efarm_dev_name_order(const char *a, const char *b)
+{
+    return strverscmp(a, b);
+}
+
 static int name_order(const void *a, const void *b)
 {
-    return strverscmp(*(const char *const *)a, *(const char *const *)b);
+    return efarm_dev_name_order(*(const char *const *)a, *(const char *const *)b);
 }
 
 int efarm_dev_choose_nic_in(hwloc_topology_t topo, unsigned local_rank, unsigned nlocal,

@@ -129,6 +129,33 @@ EFARM_TEST(device_enumerate_efasim)
     EXPECT_EQ(caps[0].vendor_id, 0x1d0f);
 }
 
+/*
+ * rdma-core lists devices in its sysfs directory's order, which no kernel
+ * promises (on ext4, the names' hash order; efasim's drop-in lists them the
+ * same way): enumeration still gives them in natural name order, the order of
+ * the NIC choice's indexes, so a rail index names the same device in both
+ * (a rank's second rail was its first NIC again when the two orders differed).
+ */
+EFARM_TEST(device_enumerate_in_name_order)
+{
+    struct efarm_device_caps caps[12];
+    char root[] = "/tmp/efarm-test-sysfs-XXXXXX", cmd[64], want[16];
+
+    use_efasim();
+    EXPECT_TRUE(mkdtemp(root) != NULL);
+    setenv("SYSFS_PATH", root, 1);
+    setenv("EFASIM_NDEV", "12", 1);
+    EXPECT_EQ(efarm_device_query_all(caps, 12), 12);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+    EXPECT_EQ(system(cmd), 0);
+    for (unsigned i = 0; i < 12; i++) {
+        snprintf(want, sizeof(want), "efasim_%u", i);
+        if (strcmp(caps[i].name, want))
+            efarm_test_fail(__FILE__, __LINE__, "device %u of the enumeration is %s, not %s", i,
+                            caps[i].name, want);
+    }
+}
+
 EFARM_TEST(device_caps_follow_the_device)
 {
     struct efarm_device_caps caps;

@@ -8,6 +8,7 @@
  * EOPNOTSUPP; none crash.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -58,6 +59,39 @@ static void devices_init(void)
     g_device_ptrs[n] = NULL;
 }
 
+/*
+ * The devices in the order rdma-core lists them: its sysfs class directory's
+ * (class/infiniband_verbs/uverbs<i>, as readdir gives them), which no kernel
+ * promises to be any order (on ext4 it follows the names' hashes). A device the
+ * directory does not show (its tree could not be written) comes after, in index
+ * order. list has room for n.
+ */
+static void devices_in_sysfs_order(struct ibv_device **list, unsigned n)
+{
+    bool listed[EFASIM_MAX_DEVICES] = {false};
+    char path[PATH_MAX];
+    unsigned k = 0;
+    struct dirent *e;
+    DIR *d;
+
+    snprintf(path, sizeof(path), "%s/class/infiniband_verbs", efasim_sysfs_root());
+    d = opendir(path);
+    while (d && (e = readdir(d)) != NULL) {
+        unsigned i;
+        char end;
+
+        if (sscanf(e->d_name, "uverbs%u%c", &i, &end) == 1 && i < n && !listed[i]) {
+            listed[i] = true;
+            list[k++] = g_device_ptrs[i];
+        }
+    }
+    if (d)
+        closedir(d);
+    for (unsigned i = 0; i < n; i++)
+        if (!listed[i])
+            list[k++] = g_device_ptrs[i];
+}
+
 EFASIM_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 {
     struct ibv_device **list;
@@ -70,7 +104,7 @@ EFASIM_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
         errno = ENOMEM;
         return NULL;
     }
-    memcpy(list, g_device_ptrs, n * sizeof(*list));
+    devices_in_sysfs_order(list, n);
     if (num_devices)
         *num_devices = (int)n;
     return list;
