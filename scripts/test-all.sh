@@ -470,6 +470,13 @@ if [ -n "$src501" ]; then
     if [ -x "$prefix501/bin/mpicc" ]; then
         suite mpi-5.0.1 env MPITEST_BUILD_DIR="$root/mpitest-5.0.1" \
             bash "$top/test/mpi/run-mpi-tests.sh" --prefix "$prefix501"
+        # The runs only a per-VCI MPICH has (several VCIs, multi-rail, threads on VCIs) on
+        # efarm's EFA path too: the system's rdma-core on the kernel front end, about 1.5
+        # minutes (the whole of test/mpi there: by hand, --front-end kernel).
+        suite mpi-kernel-5.0.1 env MPITEST_BUILD_DIR="$root/mpitest-kernel-5.0.1" \
+            bash "$top/test/mpi/run-mpi-tests.sh" --prefix "$prefix501" --front-end kernel \
+            vcis threads-vcis probe-vcis wildcard_order-vcis comm_free_pending-vcis \
+            collectives-vcis rma_native-vcis rma_dynamic-vcis rma_phases-vcis
         # MPICH's test-suite CI subset on 5.0.1 (the programs 4.0.2's run above runs, about
         # 6 minutes on a slow 2-core VM): by hand or with --mpich-5.0.1-suite, since the
         # kernel front end's runs took its place in CI's budget (issue 53).
