@@ -54,8 +54,26 @@ if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1 || ! command -v unsha
     finish
 fi
 
+# A run killed before its cleanup (SIGKILL) leaves its bridge behind, holding 10.199.1.254
+# and the route to the hosts' subnet: every later run's proxies then fail to reach mpiexec,
+# each test only at its timeout. So the bridges and namespaces of runs whose process is gone
+# go first.
+remove_stale() {
+    local link pid
+    for link in $(ip -o link show type bridge 2>/dev/null | awk -F': ' '{ print $2 }'); do
+        case $link in efbr[0-9]*) ;; *) continue ;; esac
+        pid=${link#efbr}
+        [ "$pid" != "$tag" ] && ! kill -0 "$pid" 2>/dev/null || continue
+        echo "two-hosts: removing $link and its namespaces, left by run $pid, which is gone" >&2
+        ip netns del "efha$pid" 2>/dev/null
+        ip netns del "efhb$pid" 2>/dev/null
+        ip link del "$link" 2>/dev/null
+    done
+}
+
 # The two hosts: 10.199.1.1 and .2 on a bridge whose own address (.254) is mpiexec's.
 setup() {
+    remove_stale
     ip link add "$bridge" type bridge && ip addr add 10.199.1.254/24 dev "$bridge" &&
         ip link set "$bridge" up || return 1
     local i ns
