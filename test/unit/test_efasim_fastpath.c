@@ -472,8 +472,9 @@ struct fast_peer_info {
  * The target: registers a region, says where it is, and then only waits on
  * the pipe, blocked: its NIC (service thread) serves the requests.
  */
-static _Noreturn void fast_target_child(int rfd, int wfd, pid_t parent, size_t len)
+static _Noreturn void fast_target_child(int rfd, int wfd, pid_t parent, void *arg)
 {
+    size_t len = *(const size_t *)arg;
     struct efasim_qp_opts opts = EFASIM_QP_OPTS_DEFAULT;
     struct fast_peer_info me = {0};
     struct efasim_buf region;
@@ -509,7 +510,7 @@ EFARM_TEST_TIMEOUT(efasim_fast_two_processes, 90)
 {
     const size_t len = FAST_MAX_LEN;
     struct efasim_qp_opts opts = EFASIM_QP_OPTS_DEFAULT;
-    int to_child[2], to_parent[2], status;
+    struct efarm_test_child child;
     struct fast_counters c0, c1;
     struct fast_peer_info peer;
     struct efasim_buf local;
@@ -518,28 +519,16 @@ EFARM_TEST_TIMEOUT(efasim_fast_two_processes, 90)
     struct efasim_qp qp;
     struct efasim_wc wc;
     union ibv_gid gid;
-    pid_t child, parent = getpid();
     char word;
 
     fast_env("1");
     efasim_require_rdma_write();
-    EXPECT_EQ(pipe(to_child), 0);
-    EXPECT_EQ(pipe(to_parent), 0);
-    fflush(NULL);
-    child = fork();
-    EXPECT_TRUE(child >= 0);
-    if (child == 0) {
-        close(to_child[1]);
-        close(to_parent[0]);
-        fast_target_child(to_child[0], to_parent[1], parent, len);
-    }
-    close(to_child[0]);
-    close(to_parent[1]);
+    efarm_test_fork_child(&child, fast_target_child, (void *)&len);
     opts.send_ops_flags |= EFASIM_SEND_OPS_RDMA_WRITE;
     efasim_dev_open(1, &dev);
     efasim_qp_open(&dev, &opts, &qp);
     efasim_buf_alloc(&dev, len, IBV_ACCESS_LOCAL_WRITE, &local);
-    efarm_test_pipe_read(to_parent[0], &peer, sizeof(peer), "the target's region");
+    efarm_test_pipe_read(child.rfd, &peer, sizeof(peer), "the target's region");
     memcpy(gid.raw, peer.gid, 16);
     dest = (struct efasim_dest){efasim_ah_create(&dev, &gid), peer.qpn, qp.qkey};
     counters_read("efasim_0", &c0);
@@ -555,20 +544,17 @@ EFARM_TEST_TIMEOUT(efasim_fast_two_processes, 90)
     EXPECT_EQ(efasim_rdma_write(&qp, &dest, 2, &local, 0, len, peer.rkey, peer.addr), 0);
     efasim_wait_wc_for(qp.send_cq, &wc, 60, "the write");
     EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
-    efarm_test_pipe_write(to_child[1], "W", 1);
-    efarm_test_pipe_read(to_parent[0], &word, 1, "the target's check of the write");
+    efarm_test_pipe_write(child.wfd, "W", 1);
+    efarm_test_pipe_read(child.rfd, &word, 1, "the target's check of the write");
     EXPECT_EQ(word, 'Y');
     counters_read("efasim_0", &c1);
     EXPECT_EQ(c1.fast_bytes - c0.fast_bytes, 2 * (uint64_t)len);
 
-    while (waitpid(child, &status, 0) < 0)
-        EXPECT_EQ(errno, EINTR);
-    if (!WIFEXITED(status) || WEXITSTATUS(status))
-        efarm_test_fail(__FILE__, __LINE__, "target ended with status 0x%x", status);
+    efarm_test_child_reap(&child, "target");
     EXPECT_EQ(ibv_destroy_ah(dest.ah), 0);
     efasim_buf_free(&local);
     efasim_qp_close(&qp);
     efasim_dev_close(&dev);
-    close(to_child[1]);
-    close(to_parent[0]);
+    close(child.wfd);
+    close(child.rfd);
 }

@@ -131,7 +131,7 @@ static void side_send(struct side *s, size_t len, uint64_t seed)
     EXPECT_EQ(wc.wr_id, seed);
 }
 
-static _Noreturn void run_child(int rfd, int wfd, pid_t parent)
+static _Noreturn void run_child(int rfd, int wfd, pid_t parent, void *arg)
 {
     struct side s = {.name = "child", .rfd = rfd, .wfd = wfd};
     struct efasim_buf local;
@@ -139,6 +139,7 @@ static _Noreturn void run_child(int rfd, int wfd, pid_t parent)
     char done = 'K';
     size_t bad;
 
+    (void)arg;
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
         _exit(3);
     side_open(&s);
@@ -171,25 +172,13 @@ static _Noreturn void run_child(int rfd, int wfd, pid_t parent)
 
 EFARM_TEST_TIMEOUT(efasim_two_processes, 90)
 {
-    int to_child[2], to_parent[2], status;
     struct side s = {.name = "parent"};
-    pid_t parent = getpid(), child;
+    struct efarm_test_child child;
     char done = 0;
 
-    EXPECT_EQ(pipe(to_child), 0);
-    EXPECT_EQ(pipe(to_parent), 0);
-    fflush(NULL);
-    child = fork();
-    EXPECT_TRUE(child >= 0);
-    if (child == 0) {
-        close(to_child[1]);
-        close(to_parent[0]);
-        run_child(to_child[0], to_parent[1], parent);
-    }
-    close(to_child[0]);
-    close(to_parent[1]);
-    s.rfd = to_parent[0];
-    s.wfd = to_child[1];
+    efarm_test_fork_child(&child, run_child, NULL);
+    s.rfd = child.rfd;
+    s.wfd = child.wfd;
 
     side_open(&s);
     for (unsigned i = 0; i < PROCS_ROUNDS; i++) {
@@ -202,10 +191,7 @@ EFARM_TEST_TIMEOUT(efasim_two_processes, 90)
     efarm_test_context("parent, waiting for the child's RDMA read");
     efarm_test_pipe_read(s.rfd, &done, 1, "the result of its RDMA read");
     EXPECT_EQ(done, 'K');
-    while (waitpid(child, &status, 0) < 0)
-        EXPECT_EQ(errno, EINTR);
-    if (!WIFEXITED(status) || WEXITSTATUS(status))
-        efarm_test_fail(__FILE__, __LINE__, "child ended with status 0x%x", status);
+    efarm_test_child_reap(&child, "child");
     EXPECT_EQ(efasim_check_fill(s.region.addr, PROCS_REGION_LEN, PROCS_REGION_SEED),
               PROCS_REGION_LEN);
     side_close(&s);
@@ -226,12 +212,13 @@ EFARM_TEST_TIMEOUT(efasim_two_processes, 90)
 #define CAUGHT_UP_WAIT_S     1.0
 #define CAUGHT_UP_LEN        64
 
-static _Noreturn void caught_up_child(int rfd, int wfd, pid_t parent)
+static _Noreturn void caught_up_child(int rfd, int wfd, pid_t parent, void *arg)
 {
     struct side s = {.name = "child", .rfd = rfd, .wfd = wfd};
     size_t off;
     char word = 0;
 
+    (void)arg;
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
         _exit(3);
     side_open(&s);
@@ -253,27 +240,15 @@ static _Noreturn void caught_up_child(int rfd, int wfd, pid_t parent)
 
 EFARM_TEST_TIMEOUT(efasim_caught_up_reader_sees_next_message, 60)
 {
-    int to_child[2], to_parent[2], status;
     struct side s = {.name = "parent"};
-    pid_t parent = getpid(), child;
+    struct efarm_test_child child;
     struct efasim_wc wc;
     double t0;
 
     efasim_setenv("EFASIM_SERVICE_US", CAUGHT_UP_SERVICE_US); /* both processes */
-    EXPECT_EQ(pipe(to_child), 0);
-    EXPECT_EQ(pipe(to_parent), 0);
-    fflush(NULL);
-    child = fork();
-    EXPECT_TRUE(child >= 0);
-    if (child == 0) {
-        close(to_child[1]);
-        close(to_parent[0]);
-        caught_up_child(to_child[0], to_parent[1], parent);
-    }
-    close(to_child[0]);
-    close(to_parent[1]);
-    s.rfd = to_parent[0];
-    s.wfd = to_child[1];
+    efarm_test_fork_child(&child, caught_up_child, NULL);
+    s.rfd = child.rfd;
+    s.wfd = child.wfd;
     side_open(&s);
 
     efarm_test_context("parent, first message");
@@ -298,11 +273,7 @@ EFARM_TEST_TIMEOUT(efasim_caught_up_reader_sees_next_message, 60)
         efarm_test_fail(__FILE__, __LINE__, "second message seen %.3f s after the word",
                         efasim_now() - t0);
     efarm_test_pipe_write(s.wfd, "D", 1);
-
-    while (waitpid(child, &status, 0) < 0)
-        EXPECT_EQ(errno, EINTR);
-    if (!WIFEXITED(status) || WEXITSTATUS(status))
-        efarm_test_fail(__FILE__, __LINE__, "child ended with status 0x%x", status);
+    efarm_test_child_reap(&child, "child");
     side_close(&s);
     close(s.rfd);
     close(s.wfd);

@@ -264,18 +264,14 @@ struct reuse_cmd {
     struct reuse_addr peer; /* REUSE_OPEN: the parent's QP */
 };
 
-struct child {
-    pid_t pid;
-    int rfd, wfd;
-};
-
-static _Noreturn void child_run(int rfd, int wfd, pid_t parent)
+static _Noreturn void child_run(int rfd, int wfd, pid_t parent, void *arg)
 {
     struct reuse_addr reply, peer = {0};
     struct reuse_cmd cmd;
     struct side s;
     char value[16];
 
+    (void)arg;
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
         _exit(3);
     for (;;) {
@@ -311,35 +307,19 @@ static _Noreturn void child_run(int rfd, int wfd, pid_t parent)
     }
 }
 
-static void child_start(struct child *c)
+static void child_start(struct efarm_test_child *c)
 {
-    int to_child[2], to_parent[2];
-    pid_t parent = getpid();
-
-    EXPECT_EQ(pipe(to_child), 0);
-    EXPECT_EQ(pipe(to_parent), 0);
-    fflush(NULL);
-    c->pid = fork();
-    EXPECT_TRUE(c->pid >= 0);
-    if (c->pid == 0) {
-        close(to_child[1]);
-        close(to_parent[0]);
-        child_run(to_child[0], to_parent[1], parent);
-    }
-    close(to_child[0]);
-    close(to_parent[1]);
-    c->rfd = to_parent[0];
-    c->wfd = to_child[1];
+    efarm_test_fork_child(c, child_run, NULL);
 }
 
-static void child_tell(struct child *c, uint32_t op, uint32_t n, uint64_t seed)
+static void child_tell(struct efarm_test_child *c, uint32_t op, uint32_t n, uint64_t seed)
 {
     struct reuse_cmd cmd = {.op = op, .n = n, .seed = seed};
 
     efarm_test_pipe_write(c->wfd, &cmd, sizeof(cmd));
 }
 
-static void child_done(struct child *c, const char *what)
+static void child_done(struct efarm_test_child *c, const char *what)
 {
     struct reuse_addr reply;
 
@@ -347,8 +327,8 @@ static void child_done(struct child *c, const char *what)
 }
 
 /* The child opens its QP on number qpn with qkey; returns its address. */
-static void child_open(struct child *c, const struct side *parent, uint16_t qpn, uint32_t qkey,
-                       uint32_t prepost, struct reuse_addr *addr_p)
+static void child_open(struct efarm_test_child *c, const struct side *parent, uint16_t qpn,
+                       uint32_t qkey, uint32_t prepost, struct reuse_addr *addr_p)
 {
     struct reuse_cmd cmd = {.op = REUSE_OPEN, .n = prepost, .qpn = qpn, .qkey = qkey};
 
@@ -360,16 +340,11 @@ static void child_open(struct child *c, const struct side *parent, uint16_t qpn,
 }
 
 /* The child destroys its QP and exits; returns once it is gone. */
-static void child_quit(struct child *c)
+static void child_quit(struct efarm_test_child *c)
 {
-    int status;
-
     child_tell(c, REUSE_QUIT, 0, 0);
     child_done(c, "the word that it closed its QP");
-    while (waitpid(c->pid, &status, 0) < 0)
-        EXPECT_EQ(errno, EINTR);
-    if (!WIFEXITED(status) || WEXITSTATUS(status))
-        efarm_test_fail(__FILE__, __LINE__, "child ended with status 0x%x", status);
+    efarm_test_child_reap(c, "child");
     close(c->rfd);
     close(c->wfd);
 }
@@ -383,7 +358,7 @@ static void child_quit(struct child *c)
 static void reuse_new_incarnation(void)
 {
     struct reuse_addr b, b2;
-    struct child cb, cb2;
+    struct efarm_test_child cb, cb2;
     struct side a;
     uint16_t qpn;
 
@@ -442,7 +417,7 @@ EFARM_TEST_TIMEOUT(efasim_qpn_reuse_stale_wr_fails, 60)
 {
     size_t off = (size_t)REUSE_RECVS * REUSE_MSG_LEN;
     struct reuse_addr b, b2;
-    struct child cb, cb2;
+    struct efarm_test_child cb, cb2;
     struct side a;
     uint16_t qpn;
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "efarm_test.h"
@@ -107,4 +108,37 @@ uint32_t efarm_test_free_qpns(unsigned n)
             return first;
     }
     efarm_test_fail(__FILE__, __LINE__, "no run of %u free QP numbers found", n);
+}
+
+void efarm_test_fork_child(struct efarm_test_child *c,
+                           void (*fn)(int rfd, int wfd, pid_t parent, void *arg), void *arg)
+{
+    int to_child[2], to_parent[2];
+    pid_t parent = getpid();
+
+    EXPECT_EQ(pipe(to_child), 0);
+    EXPECT_EQ(pipe(to_parent), 0);
+    fflush(NULL);
+    c->pid = fork();
+    EXPECT_TRUE(c->pid >= 0);
+    if (c->pid == 0) {
+        close(to_child[1]);
+        close(to_parent[0]);
+        fn(to_child[0], to_parent[1], parent, arg);
+        _exit(4);
+    }
+    close(to_child[0]);
+    close(to_parent[1]);
+    c->rfd = to_parent[0];
+    c->wfd = to_child[1];
+}
+
+void efarm_test_child_reap(const struct efarm_test_child *c, const char *who)
+{
+    int status;
+
+    while (waitpid(c->pid, &status, 0) < 0)
+        EXPECT_EQ(errno, EINTR);
+    if (!WIFEXITED(status) || WEXITSTATUS(status))
+        efarm_test_fail(__FILE__, __LINE__, "%s ended with status 0x%x", who, status);
 }

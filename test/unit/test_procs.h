@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* How long a test waits for a word from another of its processes. */
 #define EFARM_TEST_PIPE_WAIT_S 30
@@ -36,5 +37,21 @@ uint16_t efarm_test_qpn_port(uint32_t qpn);
  * reach them before the test binds them (EFASIM_QPN).
  */
 uint32_t efarm_test_free_qpns(unsigned n);
+
+/* A child process of the test and the parent's ends of the two pipes to it. */
+struct efarm_test_child {
+    pid_t pid;
+    int rfd, wfd; /* the parent's: what the child writes, what the child reads */
+};
+
+/*
+ * Forks a child that runs fn(rfd, wfd, parent, arg) with its own ends of the
+ * two pipes; fn ends the child with _exit (a return is exit status 4). Before
+ * the test's first verbs call, as the child opens its own devices.
+ */
+void efarm_test_fork_child(struct efarm_test_child *c,
+                           void (*fn)(int rfd, int wfd, pid_t parent, void *arg), void *arg);
+/* Waits for the child; the test fails, naming `who`, unless it exited with 0. */
+void efarm_test_child_reap(const struct efarm_test_child *c, const char *who);
 
 #endif /* EFARM_TEST_PROCS_H */

@@ -1148,8 +1148,7 @@ int efasim_efa_query_qp(struct efasim_kobj *obj, uint32_t mask, struct ib_uverbs
     return 0;
 }
 
-/* The service thread's pass, or a watch's: arm the context's rings again (see "Completion rings").
- */
+/* The service thread's pass or a watch's: arm the context's rings again ("Completion rings"). */
 static void service_tick(void *fe)
 {
     struct efa_ucontext *uc = fe;

@@ -54,7 +54,7 @@ static pthread_t svc_thread;            /* under svc_life */
 static bool svc_running;                /* under svc_life */
 static bool svc_up;                     /* under svc_list: the thread has started running */
 static bool svc_stop;                   /* atomic */
-static int svc_epfd = -1; /* the watches' epoll set, or -1; atomic, set under svc_life */
+static int svc_epfd = -1;               /* the watches' epoll set, or -1; atomic */
 static pthread_once_t svc_once = PTHREAD_ONCE_INIT;
 /* Signalled when svc_up becomes true. */
 static pthread_cond_t svc_up_cond = PTHREAD_COND_INITIALIZER;
@@ -112,8 +112,7 @@ static bool svc_wait(int epfd, const struct timespec *period)
 static void *service_main(void *arg)
 {
     const struct efasim_config *cfg = efasim_config();
-    int epfd = (int)(intptr_t)arg;
-
+    (void)arg;
     pthread_mutex_lock(&svc_list);
     svc_up = true;
     pthread_cond_broadcast(&svc_up_cond);
@@ -124,9 +123,7 @@ static void *service_main(void *arg)
         uint64_t now = efasim_now_ns(), left = due > now ? due - now : 0;
         struct timespec wait = {.tv_sec = (time_t)(left / 1000000000),
                                 .tv_nsec = (long)(left % 1000000000)};
-        bool watch =
-            left &&
-            svc_wait(__atomic_load_n(&svc_epfd, __ATOMIC_ACQUIRE) == epfd ? epfd : -1, &wait);
+        bool watch = left && svc_wait(__atomic_load_n(&svc_epfd, __ATOMIC_ACQUIRE), &wait);
 
         if (__atomic_load_n(&svc_stop, __ATOMIC_ACQUIRE))
             break;
@@ -134,9 +131,12 @@ static void *service_main(void *arg)
             due = efasim_now_ns() + period_ns;
         pthread_mutex_lock(&svc_list);
         for (struct efasim_context *ctx = svc_head; ctx; ctx = ctx->svc_next) {
-            if (!watch) /* a watch's wake-up only hands the work back to the CQs' readers */
-                efasim_progress(ctx,
-                                NULL); /* only QPs nobody holds: the others progress themselves */
+            /*
+             * Only QPs nobody holds: the others progress themselves. A watch's
+             * wake-up only hands the work back to the CQs' readers (the ticks).
+             */
+            if (!watch)
+                efasim_progress(ctx, NULL);
             void (*tick)(void *) = __atomic_load_n(&ctx->fe_tick, __ATOMIC_ACQUIRE);
 
             if (tick)
@@ -154,14 +154,11 @@ int efasim_service_start(struct efasim_context *ctx)
     pthread_once(&svc_once, svc_register_atfork);
     pthread_mutex_lock(&svc_life);
     if (!svc_running) {
-        int epfd = __atomic_load_n(&svc_epfd, __ATOMIC_RELAXED);
-
-        if (epfd < 0) {
-            epfd = epoll_create1(EPOLL_CLOEXEC); /* -1: the thread sleeps its period, no watches */
-            __atomic_store_n(&svc_epfd, epfd, __ATOMIC_RELEASE);
-        }
+        /* -1: the thread sleeps its period, without watches. */
+        if (__atomic_load_n(&svc_epfd, __ATOMIC_RELAXED) < 0)
+            __atomic_store_n(&svc_epfd, epoll_create1(EPOLL_CLOEXEC), __ATOMIC_RELEASE);
         __atomic_store_n(&svc_stop, false, __ATOMIC_RELAXED);
-        err = pthread_create(&svc_thread, NULL, service_main, (void *)(intptr_t)epfd);
+        err = pthread_create(&svc_thread, NULL, service_main, NULL);
         svc_running = !err;
     }
     if (!err) {
@@ -207,9 +204,9 @@ static void qp_watch(int epfd, const struct efasim_qp *qp, bool on)
 {
     struct epoll_event ev = {.events = (on ? EPOLLIN : 0) | EPOLLONESHOT};
 
+    /* A failure leaves the period's next pass to arm the ring. */
     if (epoll_ctl(epfd, EPOLL_CTL_MOD, qp->fd, &ev) && errno == ENOENT && on)
-        (void)epoll_ctl(epfd, EPOLL_CTL_ADD, qp->fd,
-                        &ev); /* a failure leaves the next pass to it */
+        (void)epoll_ctl(epfd, EPOLL_CTL_ADD, qp->fd, &ev);
 }
 
 void efasim_cq_watch(struct efasim_cq *cq, bool on)
