@@ -60,6 +60,7 @@ src_efasim_libefasim_kernel_la_SOURCES = \
 	src/efasim/kernel/uverbs_cmds.c \
 	src/efasim/kernel/efa.c \
 	src/efasim/kernel/mmio.c \
+	src/efasim/kernel/rebind.c \
 	src/efasim/kernel/x86.c
 src_efasim_libefasim_kernel_la_CFLAGS = $(AM_CFLAGS) $(IBVERBS_CFLAGS) -pthread
 src_efasim_libefasim_kernel_la_LIBADD = src/efasim/libefasim-model.la -ldl

@@ -100,9 +100,10 @@ test_unit_efasim_unit_SOURCES = \
 	test/unit/test_efasim_fastpath.c \
 	test/unit/test_efasim_threads.c \
 	test/unit/test_efasim_ud.c \
-	test/unit/test_efasim_events.c
+	test/unit/test_efasim_events.c \
+	test/unit/test_efasim_patched.c
 test_unit_efasim_unit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test/unit $(IBVERBS_CFLAGS)
-test_unit_efasim_unit_LDADD = libefarm.la $(EFA_LIBS) $(IBVERBS_LIBS)
+test_unit_efasim_unit_LDADD = libefarm.la $(EFA_LIBS) $(IBVERBS_LIBS) -ldl
 test_unit_efasim_pingpong_SOURCES = test/unit/efasim_pingpong.c
 test_unit_efasim_pingpong_CPPFLAGS = $(AM_CPPFLAGS) $(IBVERBS_CFLAGS)
 test_unit_efasim_pingpong_LDADD = $(EFA_LIBS) $(IBVERBS_LIBS)

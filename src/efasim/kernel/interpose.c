@@ -216,6 +216,8 @@ static int uverbs_path(const char *path)
     return (int)n;
 }
 
+static const struct efasim_rebind_fns g_rdma_core_fns;
+
 static int uverbs_open(int dev, int flags)
 {
     struct efasim_kfile *f, *old;
@@ -249,6 +251,8 @@ static int uverbs_open(int dev, int flags)
         errno = ENOMEM;
         return -1;
     }
+    /* rdma-core's providers are loaded by now (it opens a device it listed). */
+    efasim_rebind_rdma_core(&g_rdma_core_fns);
     return fd;
 }
 
@@ -632,6 +636,35 @@ EFASIM_EXPORT int munmap(void *addr, size_t len)
         return efasim_mmio_unmap_user(addr, len);
     return REAL(munmap)(addr, len);
 }
+
+/*
+ * rdma-core's own mmap, mmap64 and munmap (rebind.c): uverbs files and queue
+ * mappings here, every other call through the public functions, which a memory
+ * monitor (libfabric's memhooks) may have patched to reach it instead.
+ */
+static void *rdma_core_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    if (!fd_file(fd) || (flags & MAP_ANONYMOUS))
+        return mmap(addr, len, prot, flags, fd, off);
+    return mmap_common(NULL, addr, len, prot, flags, fd, off);
+}
+
+static void *rdma_core_mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    if (!fd_file(fd) || (flags & MAP_ANONYMOUS))
+        return mmap64(addr, len, prot, flags, fd, off);
+    return mmap_common(NULL, addr, len, prot, flags, fd, off);
+}
+
+static int rdma_core_munmap(void *addr, size_t len)
+{
+    if (efasim_mmio_owns(addr, len))
+        return efasim_mmio_unmap_user(addr, len);
+    return munmap(addr, len);
+}
+
+static const struct efasim_rebind_fns g_rdma_core_fns = {
+    .mmap = rdma_core_mmap, .mmap64 = rdma_core_mmap64, .munmap = rdma_core_munmap};
 
 /* ---- stat and access ---------------------------------------------------------------------- */
 

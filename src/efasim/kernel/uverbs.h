@@ -151,4 +151,17 @@ void efasim_kevents_forget(struct efasim_kevents *ev, struct efasim_kobj *cq);
 /* Free a completion channel's event file (its user end is user space's to close). */
 void efasim_kevents_free(struct efasim_kevents *ev);
 
+/*
+ * rebind.c: points rdma-core's own references to mmap, mmap64 and munmap (their
+ * GOT entries in libibverbs and its providers) at these, which nothing can patch
+ * (a memory monitor patches the public functions' code). Returns how many entries
+ * it found.
+ */
+struct efasim_rebind_fns {
+    void *(*mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+    void *(*mmap64)(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+    int (*munmap)(void *addr, size_t len);
+};
+unsigned efasim_rebind_rdma_core(const struct efasim_rebind_fns *fns);
+
 #endif /* EFASIM_UVERBS_H */
