@@ -82,4 +82,12 @@ void efarm_test_context(const char *fmt, ...) __attribute__((format(printf, 1, 2
 uint64_t efarm_test_rand(void);
 uint64_t efarm_test_seed(void);
 
+/*
+ * The EFARM_DEVICE the tests that open endpoints run on: "sim" (efasim's drop-in,
+ * loaded from EFARM_EFASIM_PATH), or what EFARM_TEST_DEVICE says. EFARM_TEST_DEVICE=efa
+ * runs them through the system's rdma-core, on efasim's kernel front end when the
+ * runner is started by `efasim-info --run=kernel`.
+ */
+const char *efarm_test_device(void);
+
 #endif /* EFARM_TEST_H */

@@ -12,7 +12,7 @@
 
 void proto_use_efasim(void)
 {
-    setenv("EFARM_DEVICE", "sim", 1);
+    setenv("EFARM_DEVICE", efarm_test_device(), 1);
     setenv("EFARM_EFASIM_PATH", EFARM_TEST_EFASIM_PATH, 1);
 }
 

@@ -109,6 +109,13 @@ void efarm_test_skip(const char *fmt, ...)
     exit(SKIP_STATUS);
 }
 
+static char g_device[16] = "sim";
+
+const char *efarm_test_device(void)
+{
+    return g_device;
+}
+
 uint64_t efarm_test_seed(void)
 {
     return g_seed;
@@ -205,6 +212,17 @@ int main(int argc, char **argv)
     setenv("EFARM_PROFILE", "reference", 0);
     if (getenv("EFARM_TEST_SEED"))
         g_seed = strtoull(getenv("EFARM_TEST_SEED"), NULL, 0);
+    /* The runner's own variable, not efarm's: taken out of the environment, which
+     * efarm checks for names it does not know. */
+    const char *device = getenv("EFARM_TEST_DEVICE");
+    if (device && *device) {
+        if (strcmp(device, "sim") && strcmp(device, "efa")) {
+            fprintf(stderr, "EFARM_TEST_DEVICE must be sim or efa, not '%s'\n", device);
+            return 2;
+        }
+        snprintf(g_device, sizeof g_device, "%s", device);
+    }
+    unsetenv("EFARM_TEST_DEVICE");
     while (first < argc && argv[first][0] == '-') {
         if (!strcmp(argv[first], "--list")) {
             for (unsigned i = 0; i < g_ntests; i++)
