@@ -33,3 +33,8 @@ bench_bench_av_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/proto -I$(top_srcdi
 bench_bench_av_LDADD = libefarm.la
 # Start-up as the job grows (built with MPICH's mpicc by its script).
 EXTRA_DIST += bench/init_scale.c bench/run-init-scale.sh
+
+# The floor of a direct data path on EFA, per round trip (run-engine-instr.sh --rdma-core).
+noinst_PROGRAMS += bench/bench-direct-path
+bench_bench_direct_path_SOURCES = bench/bench_direct_path.c
+bench_bench_direct_path_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/efasim/kernel

@@ -6,6 +6,7 @@
 #
 #   bench/run-engine-instr.sh [--build DIR] [--front-end kernel|verbs]
 #                             [--iters N1,N2,...] [--only efarm|fi] [--keep DIR]
+#                             [--rdma-core LIBDIR]
 #
 #   --build DIR      efarm build tree (default build/gcc): tools/efarm-pingpong,
 #                    tools/efasim-info, src/efasim/.libs
@@ -16,6 +17,10 @@
 #                    twice, the two processes on different cores and both on one
 #   --only P         one program: efarm or fi
 #   --keep DIR       keep the callgrind files and outputs in DIR
+#   --rdma-core LIBDIR  (kernel front end) run on this build of the installed
+#                    rdma-core with symbols (scripts/rdma-core-build.sh prints its
+#                    LIBDIR) in place of the system's, and split rdma-core's count by
+#                    function: where its instructions go per round trip
 #
 # Each program runs once per count, server and client as two processes under
 # valgrind --tool=callgrind (each thread apart; --skip-plt=no), 8-byte messages
@@ -45,7 +50,9 @@
 # Output: a table per program (per trip and per empty verbs call, client and server,
 # and the fit's largest residual as a share of the count), and for scripts
 # "ENGINE <program> <process> <class> <per trip> <per call>" and
-# "HOSTCOST <program> <process> <engine + rdma-core per trip>" lines.
+# "HOSTCOST <program> <process> <engine + rdma-core per trip>" lines; with --rdma-core
+# also rdma-core's functions, and "RCFN <program> <process> <function> <per trip>
+# <per call>" lines.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,6 +61,7 @@ front_end=kernel
 iters=200,600
 only=
 keep=
+rdma_core=
 
 while [ $# -gt 0 ]; do
     case $1 in
@@ -62,6 +70,7 @@ while [ $# -gt 0 ]; do
     --iters) iters=${2:?--iters needs a list}; shift 2 ;;
     --only) only=${2:?--only needs efarm or fi}; shift 2 ;;
     --keep) keep=${2:?--keep needs a directory}; shift 2 ;;
+    --rdma-core) rdma_core=${2:?--rdma-core needs a directory}; shift 2 ;;
     -h | --help) sed -n '2,/^set -e/p' "$0" | sed 's/^# \{0,1\}//;/^set -e/d'; exit 0 ;;
     *) echo "run-engine-instr: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -75,6 +84,13 @@ for n in ${iters//,/ }; do
     counts+=("$n")
 done
 [ ${#counts[@]} -ge 2 ] || { log "--iters: at least two counts (the fit has three unknowns)"; exit 2; }
+if [ -n "$rdma_core" ]; then
+    [ "$front_end" = kernel ] || { log "--rdma-core: with the kernel front end only"; exit 2; }
+    for f in libibverbs.so.1 libefa.so.1; do
+        [ -e "$rdma_core/$f" ] || { log "--rdma-core: no $rdma_core/$f (scripts/rdma-core-build.sh)"; exit 1; }
+    done
+    rdma_core=$(cd "$rdma_core" && pwd)
+fi
 command -v taskset >/dev/null || { log "taskset is not installed (util-linux)"; exit 1; }
 [ "$(nproc)" -ge 2 ] || { log "the runs need two cores"; exit 1; }
 command -v valgrind >/dev/null || { log "valgrind is not installed (apt-get install valgrind)"; exit 1; }
@@ -104,6 +120,8 @@ while IFS= read -r line; do
     case $line in export\ *=*) eval "dev_env+=(${line#export })" ;; esac
 done < <("$info" "$env_arg")
 [ ${#dev_env[@]} -gt 0 ] || { log "efasim-info printed no environment"; exit 1; }
+# After efasim's own LD_LIBRARY_PATH: the later one counts.
+[ -z "$rdma_core" ] || dev_env+=(LD_LIBRARY_PATH="$rdma_core")
 if [ "$front_end" = kernel ]; then
     efarm_env=(EFARM_DEVICE=efa)
     vg_exact=(--vex-iropt-level=0 --px-default=allregs-at-mem-access)
@@ -113,8 +131,8 @@ else
 fi
 vg=(valgrind -q --tool=callgrind --separate-threads=yes --skip-plt=no "${vg_exact[@]}")
 
-quiet() { grep -v -e "x86 backend cannot work under Valgrind" -e "May be reenabled by dumping" \
-    -e "and reloading them under Valgrind" >&2 || true; }
+# Notes of valgrind and hwloc that say nothing about the run (bench/valgrind-quiet.txt).
+quiet() { grep -v -F -f "$top/bench/valgrind-quiet.txt" >&2 || true; }
 
 # run_efarm N OUT SERVER-CPU CLIENT-CPU: server and client of efarm-pingpong under callgrind.
 run_efarm() {
@@ -152,62 +170,11 @@ run_fi() {
     [ "$rc" -eq 0 ] || { log "fi_pingpong at $n round trips failed: $o/*.out"; return 1; }
 }
 
-# Self instructions per object class in one callgrind file (PLT stubs charged to the
-# object whose calls go through them, as bench/run-instr-bench.sh does), and the
-# calls from other objects into the verbs provider's most called function, its CQ
-# poll ("calls N": libefa has no symbols on Debian, so it is found by its count).
-objects() {
-    awk '
-    function named(kind, s,   id, rest) {
-        if (match(s, /^\([0-9]+\)/)) {
-            id = substr(s, 1, RLENGTH); rest = substr(s, RLENGTH + 2)
-            if (rest != "") name[kind, id] = rest
-            return name[kind, id]
-        }
-        return s
-    }
-    function class(o) {
-        if (o ~ /\/libefarm[^\/]*\.so/) return "engine"
-        if (o ~ /\/libfabric[^\/]*\.so/) return "engine"
-        if (o ~ /\/(efarm-pingpong|lt-efarm-pingpong)$/) return "efarm-program"
-        if (o ~ /\/fi_pingpong$/) return "program"
-        if (o ~ /\/efasim\// || o ~ /\/libefasim[^\/]*\.so/) return "device"
-        if (o ~ /\/lib(ibverbs|efa)[^\/]*\.so/) return "rdma-core"
-        if (o ~ /\/libc\.so/) return "libc"
-        return "other"
-    }
-    function provider(o) { return o ~ /\/libefa\.so/ || o ~ /\/efasim\/.*\/libibverbs\.so/ }
-    # efarm-pingpong links the engine in: its functions are the engine but for
-    # those of tools/ (the program), told apart by their source file.
-    /^ob=/ { ob = named("ob", substr($0, 4)); obclass = class(ob); cob = ob; next }
-    /^cob=/ { cob = named("ob", substr($0, 5)); next }
-    /^fl=/ { fl = named("fl", substr($0, 4)); next }
-    /^fi=|^fe=/ { named("fl", substr($0, 4)); next }
-    /^cfi=|^cfl=/ { named("fl", substr($0, 5)); next }
-    /^fn=/ {
-        fn = named("fn", substr($0, 4)); plt = fn ~ / \[PLT\]$/; cob = ob
-        cur = obclass
-        if (cur == "efarm-program") cur = fl ~ /\/tools\// ? "program" : "engine"
-        next
-    }
-    /^cfn=/ { cfn = named("fn", substr($0, 5)); next }
-    /^calls=/ {
-        if (!plt && cfn ~ / \[PLT\]$/) owner[cfn] = cur
-        if (provider(cob) && !provider(ob)) vcalls[cfn] += substr($1, 7) + 0
-        skip = 1; cob = ob; next
-    }
-    /^[0-9+*-]/ {
-        if (skip) { skip = 0; next }
-        if (plt) stub[fn] += $NF; else cost[cur] += $NF
-        next
-    }
-    END {
-        for (s in stub) cost[(s in owner) ? owner[s] : "other"] += stub[s]
-        for (c in cost) print c, cost[c]
-        for (f in vcalls) if (vcalls[f] > most) most = vcalls[f]
-        print "calls", most + 0
-    }' "$1"
-}
+# Self instructions per object class in one callgrind file, and "calls N": the
+# calls into the verbs provider's CQ poll (bench/callgrind-objects.awk).
+byfn=0
+[ -z "$rdma_core" ] || byfn=1
+objects() { awk -v mode=engine -v byfn="$byfn" -f "$top/bench/callgrind-objects.awk" "$1"; }
 
 main_file() { ls "$1"/cg."$2".*-01 2>/dev/null | head -n 1; }
 
@@ -262,9 +229,17 @@ function solve(k,   i, j, r, m, f, x) { # 3x3 normal equations A x = y, Gaussian
     return 1
 }
 $5 == "calls" { calls[$1, $2, $3] = $6; next }
-{ cnt[$1, $2, $3, $5] = $6; trip[$1, $2, $3] = $4; runs[$1, $2, $3] = 1; prog[$1] = 1 }
+{
+    cnt[$1, $2, $3, $5] = $6; trip[$1, $2, $3] = $4; runs[$1, $2, $3] = 1; prog[$1] = 1
+    if ($5 ~ /^rdma-core:/) fns[$5] = 1
+}
 END {
     n = split("engine program rdma-core device libc other", cls, " ")
+    base = n # then rdma-core by function (--rdma-core), sorted by name
+    for (c in fns) {
+        for (i = ++n; i > base + 1 && cls[i - 1] > c; i--) cls[i] = cls[i - 1]
+        cls[i] = c
+    }
     for (p in prog) {
         printf "\n%s (%s front end): instructions per 8-byte round trip and per empty verbs call, main thread, fitted over the runs\n", p, fe
         printf "%-8s %-10s %10s %10s %10s %9s\n", "process", "object", "per trip", "per call", "fixed", "residual"
@@ -290,6 +265,12 @@ END {
                     e = y - (sol[1] + sol[2] * t + sol[3] * calls[p, role, id])
                     if (y > 0 && (e < 0 ? -e : e) / y > worst) worst = (e < 0 ? -e : e) / y
                 }
+                if (c ~ /^rdma-core:/) {
+                    if (sol[2] < 0.5 && sol[2] > -0.5 && sol[3] < 0.5 && sol[3] > -0.5) continue
+                    printf "%-8s   %-28s %10.0f %10.1f %10.0f %8.1f%%\n", role, substr(c, 11), sol[2], sol[3], sol[1], 100 * worst
+                    printf "RCFN %s %s %s %.0f %.1f\n", p, role, substr(c, 11), sol[2], sol[3] > "/dev/stderr"
+                    continue
+                }
                 printf "%-8s %-10s %10.0f %10.1f %10.0f %8.1f%%\n", role, c, sol[2], sol[3], sol[1], 100 * worst
                 printf "ENGINE %s %s %s %.0f %.1f\n", p, role, c, sol[2], sol[3] > "/dev/stderr"
                 if (c == "engine" || c == "rdma-core") host += sol[2]
@@ -301,3 +282,34 @@ END {
 }' "$dir/data" 2>"$dir/lines"
 echo
 cat "$dir/lines"
+
+# With --rdma-core: the floor of a direct data path (bench/bench_direct_path.c),
+# counted the same way (callgrind, only its dp_ functions), next to what rdma-core
+# cost per round trip and per empty poll above: what a direct path would save.
+[ -n "$rdma_core" ] || exit 0
+direct=$build/bench/bench-direct-path
+[ -x "$direct" ] || { log "no $direct: build efarm in $build first"; exit 1; }
+direct_count() { # TRIPS EMPTY: the instructions of the dp_ functions
+    local f=$dir/cg.direct.$1.$2
+    valgrind -q --tool=callgrind --toggle-collect='dp_*' --callgrind-out-file="$f" "$direct" "$1" "$2" >/dev/null ||
+        { log "bench-direct-path $1 $2 failed"; exit 1; }
+    awk '/^totals:/ { print $2; found = 1 } END { if (!found) exit 1 }' "$f" ||
+        { log "no totals in $f"; exit 1; }
+}
+a=$(direct_count 1000 0)
+b=$(direct_count 2000 0)
+c=$(direct_count 1000 1000)
+awk -v a="$a" -v b="$b" -v c="$c" '
+$1 == "ENGINE" && $4 == "rdma-core" { rc[$2 " " $3] = $5; rcc[$2 " " $3] = $6 }
+END {
+    trip = (b - a) / 1000; poll = (c - a) / 1000
+    printf "\ndirect path floor (bench-direct-path: a send, a receive posted again, two completions read):\n"
+    printf "  %.0f instructions per round trip, %.0f per empty poll\n", trip, poll
+    printf "DIRECT %.0f %.0f\n", trip, poll
+    printf "%-14s %-8s %10s %10s %10s %10s\n", "program", "process", "rdma-core", "saving", "per poll", "saving"
+    for (k in rc) {
+        split(k, f, " ")
+        printf "%-14s %-8s %10.0f %10.0f %10.1f %10.1f\n", f[1], f[2], rc[k], rc[k] - trip, rcc[k], rcc[k] - poll
+        printf "SAVING %s %s %.0f %.1f\n", f[1], f[2], rc[k] - trip, rcc[k] - poll
+    }
+}' "$dir/lines"

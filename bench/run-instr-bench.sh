@@ -9,7 +9,8 @@
 #
 #   bench/run-instr-bench.sh [--prefix MPICH-PREFIX] [--iters N1,N2] [--size BYTES]
 #                            [--any-source] [--ucx] [--check] [--keep DIR]
-#                            [--front-end verbs|kernel]
+#                            [--front-end verbs|kernel] [--rdma-core LIBDIR]
+#                            [--ofi [--ofi-prefix MPICH-OFI-PREFIX]]
 #
 # --front-end kernel (issue 53): efarm on the path it takes on EFA, the system's
 # rdma-core (libibverbs, libefa) over efasim's kernel front end (EFARM_DEVICE=efa,
@@ -73,6 +74,26 @@
 # met|missed". --check applies its checks to both. Without --ucx nothing of Debian's
 # MPICH is needed (CI runs without it); its checks are then efarm's alone.
 #
+# --ofi (issue 53): also count the same program on MPICH's ch4:ofi over libfabric's
+# EFA provider (Debian's 1.17) on the same device: the same MPICH version built with
+# ch4:ofi (scripts/mpich-build.sh --netmod ofi; --ofi-prefix, default
+# EFARM_MPICH_OFI_CACHE/install, else build/mpich-ofi/install), FI_PROVIDER=efa,
+# FI_EFA_ENABLE_SHM_TRANSFER=0 and MPIR_CVAR_NOLOCAL=1. Needs --front-end kernel and
+# --rdma-core LIBDIR (a build of the installed rdma-core with symbols,
+# scripts/rdma-core-build.sh; both MPIs then run on it, and its counts are Debian's
+# libraries' own, bench/README.md): ch4:ofi has no progress counters, and callgrind's
+# call counts stand in for them, as for ch4:ucx. The progress calls are the calls of
+# ch4:ofi's progress function (MPIDI_NM_progress, one fi_cq_read each); those that
+# found work are the calls of libefa's efa_end_poll, which closes a CQ poll that
+# found a completion (libfabric's EFA provider polls its device CQ once per
+# fi_cq_read and reports what it found in the same call); empty calls = progress
+# calls - efa_end_poll calls. For efarm the same count is printed beside its MPI_T
+# counter, a check of the method ("polls with work: MPI_T N, efa_end_poll M"). The
+# run fails unless libfabric sent every message (a send posted to the device,
+# efa_send_wr_complete or efa_post_send, per round trip at least). Output adds a
+# ch4:ofi table per rank, "OFI-INSTR" and "OFI-POLLS" lines (objects libfabric,
+# mpich, rdma-core, libc, device, other) and the two side by side.
+#
 # Issue 41's goal is printed in every run: "TARGET rank<R>-efarm+mpich-41 <value>
 # 1300 met|missed" (efarm + MPICH at most 1300 per round trip and rank, release build).
 #
@@ -91,6 +112,9 @@ ucx=no
 front_end=verbs
 ucx_mpicc=/usr/bin/mpicc.mpich     # Debian's MPICH (libmpich-dev)
 ucx_mpiexec=/usr/bin/mpiexec.mpich # Debian's MPICH (mpich)
+ofi=no
+ofi_prefix=${EFARM_MPICH_OFI_CACHE:-$top/build/mpich-ofi}/install
+rdma_core=
 
 while [ $# -gt 0 ]; do
     case $1 in
@@ -99,6 +123,9 @@ while [ $# -gt 0 ]; do
     --size) size=${2:?}; shift 2 ;;
     --any-source) any=-a; shift ;;
     --ucx) ucx=yes; shift ;;
+    --ofi) ofi=yes; shift ;;
+    --ofi-prefix) ofi_prefix=${2:?}; shift 2 ;;
+    --rdma-core) rdma_core=${2:?}; shift 2 ;;
     --check) check=yes; shift ;;
     --keep) keep=${2:?}; shift 2 ;;
     --front-end) front_end=${2:?}; shift 2 ;;
@@ -112,6 +139,20 @@ log() { echo "run-instr-bench: $*" >&2; }
 command -v valgrind >/dev/null || { log "valgrind is not installed (apt-get install valgrind)"; exit 1; }
 [ -x "$prefix/bin/mpicc" ] || { log "no $prefix/bin/mpicc: run scripts/mpich-build.sh first"; exit 1; }
 
+if [ -n "$rdma_core" ]; then
+    [ "$front_end" = kernel ] || { log "--rdma-core: with --front-end kernel only"; exit 2; }
+    [ -e "$rdma_core/libibverbs.so.1" ] && [ -e "$rdma_core/libefa.so.1" ] ||
+        { log "--rdma-core: no libibverbs.so.1 and libefa.so.1 in $rdma_core (scripts/rdma-core-build.sh)"; exit 1; }
+    rdma_core=$(cd "$rdma_core" && pwd)
+fi
+if [ "$ofi" = yes ]; then
+    [ "$front_end" = kernel ] && [ -n "$rdma_core" ] ||
+        { log "--ofi: needs --front-end kernel and --rdma-core LIBDIR (see --help)"; exit 2; }
+    [ -x "$ofi_prefix/bin/mpicc" ] ||
+        { log "--ofi: no $ofi_prefix/bin/mpicc (scripts/mpich-build.sh --netmod ofi --prefix $ofi_prefix)"; exit 1; }
+    "$ofi_prefix/bin/mpichversion" 2>/dev/null | grep -q '^MPICH Device:.*ch4:ofi' ||
+        { log "--ofi: $ofi_prefix/bin/mpichversion does not name ch4:ofi"; exit 1; }
+fi
 if [ "$ucx" = yes ]; then
     if [ ! -x "$ucx_mpicc" ] || [ ! -x "$ucx_mpiexec" ]; then
         log "--ucx: no $ucx_mpicc or $ucx_mpiexec (apt-get install mpich libmpich-dev)"
@@ -129,6 +170,15 @@ if [ ! -x "$bin" ] || [ "$bin" -ot "$top/bench/bench_instr.c" ] || [ "$bin" -ot 
     "$prefix/bin/mpicc" -std=c11 -O2 -g -Wall -Wextra -Werror -o "$bin" "$top/bench/bench_instr.c"
     log "built $bin"
 fi
+# The same source built by ch4:ofi's mpicc.
+ofi_bin=$out/ofi/bench-instr
+if [ "$ofi" = yes ]; then
+    mkdir -p "$out/ofi"
+    if [ ! -x "$ofi_bin" ] || [ "$ofi_bin" -ot "$top/bench/bench_instr.c" ] || [ "$ofi_bin" -ot "$ofi_prefix/bin/mpicc" ]; then
+        "$ofi_prefix/bin/mpicc" -std=c11 -O2 -g -Wall -Wextra -Werror -o "$ofi_bin" "$top/bench/bench_instr.c"
+        log "built $ofi_bin"
+    fi
+fi
 # The same source built by Debian's mpicc (linked to its libmpich.so.12, no RUNPATH).
 ucx_bin=$out/ucx/bench-instr
 if [ "$ucx" = yes ]; then
@@ -144,14 +194,13 @@ dir=${keep:-$(mktemp -d)}
 mkdir -p "$dir"
 [ -n "$keep" ] || trap 'rm -rf "$dir"' EXIT
 rm -f "$dir"/cg.* "$dir"/phases "$dir"/sum
-rm -rf "$dir/ucx"
+rm -rf "$dir/ucx" "$dir/ofi"
 # Valgrind's and hwloc's notes that say nothing about the run.
-quiet() {
-    grep -v -e "x86 backend cannot work under Valgrind" -e "May be reenabled by dumping" \
-        -e "and reloading them under Valgrind" -e "valgrind ignores shmget(shmflg) SHM_HUGETLB" >&2
-}
+quiet() { grep -v -F -f "$top/bench/valgrind-quiet.txt" >&2; }
 # The efasim that MPICH's prefix holds, unless EFARM_EFASIM_PATH names another.
 efasim_device_env "$front_end" "$prefix" || exit 1
+# After efasim's own LD_LIBRARY_PATH: the later one counts.
+[ -z "$rdma_core" ] || device_env+=(LD_LIBRARY_PATH="$rdma_core")
 vg_exact=()
 [ "$front_end" = verbs ] || vg_exact=(--vex-iropt-level=0 --px-default=allregs-at-mem-access)
 env "${device_env[@]}" MPIR_CVAR_NOLOCAL=1 HWLOC_HIDE_ERRORS=1 timeout 1800 \
@@ -159,6 +208,28 @@ env "${device_env[@]}" MPIR_CVAR_NOLOCAL=1 HWLOC_HIDE_ERRORS=1 timeout 1800 \
     "${vg_exact[@]}" --callgrind-out-file="$dir/cg.%p" "$bin" -n "$iters" -s "$size" $any \
     >"$dir/phases" 2> >(quiet)
 grep -q '^PHASE' "$dir/phases" || { log "bench-instr printed no phases"; exit 1; }
+if [ "$ofi" = yes ]; then
+    mkdir -p "$dir/ofi"
+    # FI_EFA_ENABLE_SHM_TRANSFER=0 last: the two ranks share a host, and libfabric
+    # would hand their messages to its shm provider.
+    ofi_env=("${device_env[@]}" FI_PROVIDER=efa FI_EFA_ENABLE_SHM_TRANSFER=0 MPIR_CVAR_NOLOCAL=1 HWLOC_HIDE_ERRORS=1)
+    # ch4:ofi finds its NIC in hwloc's topology by PCI address: efasim's, added to this
+    # machine's (efasim_topology), once a process made efasim's sysfs view.
+    env "${device_env[@]}" true
+    sysfs=$(printf '%s\n' "${device_env[@]}" | sed -n 's/^SYSFS_PATH=//p' | tail -n 1)
+    efasim_topology "$sysfs" "$dir/ofi/topology.xml" ||
+        { log "--ofi: cannot write $dir/ofi/topology.xml (lstopo-no-graphics from hwloc-nox)"; exit 1; }
+    ofi_env+=(HWLOC_XMLFILE="$dir/ofi/topology.xml" HWLOC_THISSYSTEM=1)
+    env "${ofi_env[@]}" MPIR_CVAR_DEBUG_SUMMARY=1 timeout 300 "$ofi_prefix/bin/mpiexec" -n 2 "$ofi_bin" -n 1 -d 1 \
+        >"$dir/ofi/info" 2>&1 || { cat "$dir/ofi/info" >&2; log "--ofi: bench-instr failed on ch4:ofi"; exit 1; }
+    grep -q '^libfabric provider: efa' "$dir/ofi/info" ||
+        { cat "$dir/ofi/info" >&2; log "--ofi: ch4:ofi did not name libfabric's efa provider"; exit 1; }
+    env "${ofi_env[@]}" timeout 1800 \
+        "$ofi_prefix/bin/mpiexec" -n 2 valgrind -q --tool=callgrind --separate-threads=yes --skip-plt=no \
+        "${vg_exact[@]}" --callgrind-out-file="$dir/ofi/cg.%p" "$ofi_bin" -n "$iters" -s "$size" $any \
+        >"$dir/ofi/phases" 2> >(quiet)
+    grep -q '^PHASE' "$dir/ofi/phases" || { log "--ofi: bench-instr printed no phases"; exit 1; }
+fi
 if [ "$ucx" = yes ]; then
     mkdir -p "$dir/ucx"
     # Which transports UCX picks between the two ranks: a short run outside valgrind,
@@ -173,50 +244,9 @@ if [ "$ucx" = yes ]; then
     grep -q '^PHASE' "$dir/ucx/phases" || { log "--ucx: bench-instr printed no phases"; exit 1; }
 fi
 
-# Self instructions per object class in one callgrind file (its calling thread). The
-# runs keep PLT stubs apart (--skip-plt=no): callgrind's default charges a stub to its
-# caller, and with it, now and then, more: ch4:ucx's call of ucp_worker_progress was
-# charged 0 to 175 instructions per round trip beyond the stub's one jump, varying
-# from phase to phase, and the two fits of MPICH disagreed by 17%; kept apart, every
-# function's count is a whole multiple of its calls again. A stub's own instructions
-# (its jump) are charged here to the object whose calls go through it, as
-# callgrind's default means to.
-objects() {
-    awk '
-    function named(kind, s,   id, rest) {
-        if (match(s, /^\([0-9]+\)/)) {
-            id = substr(s, 1, RLENGTH); rest = substr(s, RLENGTH + 2)
-            if (rest != "") name[kind, id] = rest
-            return name[kind, id]
-        }
-        return s
-    }
-    function class(o) {
-        if (o ~ /\/libmpi[^\/]*\.so/) return "mpich"
-        if (o ~ /\/libefarm[^\/]*\.so/) return "efarm"
-        if (o ~ /\/efasim\// || o ~ /\/libefasim[^\/]*\.so/) return "device"
-        if (o ~ /\/lib(ibverbs|efa)[^\/]*\.so/) return "rdma-core"
-        if (o ~ /\/libc\.so/) return "libc"
-        if (o ~ /\/libucp[^\/]*\.so/) return "ucp"
-        if (o ~ /\/libuct[^\/]*\.so/) return "uct"
-        if (o ~ /\/libuc[sm][^\/]*\.so/) return "ucs"
-        return "other"
-    }
-    /^ob=/ { cur = class(named("ob", substr($0, 4))); next }
-    /^cob=/ { named("ob", substr($0, 5)); next }
-    /^fn=/ { fn = named("fn", substr($0, 4)); plt = fn ~ / \[PLT\]$/; next }
-    /^cfn=/ { cfn = named("fn", substr($0, 5)); next }
-    /^calls=/ { if (!plt && cfn ~ / \[PLT\]$/) owner[cfn] = cur; skip = 1; next }
-    /^[0-9+*-]/ {
-        if (skip) { skip = 0; next }
-        if (plt) stub[fn] += $NF; else cost[cur] += $NF
-        next
-    }
-    END {
-        for (s in stub) cost[(s in owner) ? owner[s] : "other"] += stub[s]
-        for (c in cost) print c, cost[c]
-    }' "$1"
-}
+# Self instructions per object class in one callgrind file (its calling thread);
+# bench/callgrind-objects.awk says how PLT stubs are counted.
+objects() { awk -v mode=mpi -f "$top/bench/callgrind-objects.awk" "$1"; }
 
 # UCX's calls in one callgrind file: "<progress calls> <handler calls> <sends>", the
 # calls of ucp_worker_progress, of ucp's active-message handlers (ucp_*_handler but
@@ -242,6 +272,32 @@ ucx_calls() {
     END { printf("%d %d %d\n", progress, handlers, sends) }' "$1"
 }
 
+# Calls in one callgrind file on the kernel front end with --rdma-core: "<progress
+# calls> <efa_end_poll calls> <sends posted>", the calls of ch4:ofi's progress
+# function (MPIDI_NM_progress), of libefa's efa_end_poll (a CQ poll that found work)
+# and of its send posts (efa_send_wr_complete: a batch of ibv_wr_* sends, as efarm
+# posts; efa_post_send: ibv_post_send, as libfabric 1.17 posts), from every caller.
+efa_calls() {
+    awk '
+    function named(s,   id, rest) {
+        if (match(s, /^\([0-9]+\)/)) {
+            id = substr(s, 1, RLENGTH); rest = substr(s, RLENGTH + 2)
+            if (rest != "") name[id] = rest
+            return name[id]
+        }
+        return s
+    }
+    /^c?fn=/ { f = named(substr($0, index($0, "=") + 1)); next }
+    /^calls=/ {
+        split(substr($0, 7), a, " ")
+        if (f == "MPIDI_NM_progress") progress += a[1]
+        else if (f == "efa_end_poll") work += a[1]
+        else if (f == "efa_send_wr_complete" || f == "efa_post_send") sends += a[1]
+        next
+    }
+    END { printf("%d %d %d\n", progress, work, sends) }' "$1"
+}
+
 # The file of a rank's phase: cg.<pid>.<dump>-01 whose trigger names the phase.
 phase_file() { # DIR PID PHASE
     grep -l -x "desc: Trigger: Client Request: $3" "$1"/cg."$2".*-01 2>/dev/null | head -n 1
@@ -251,11 +307,25 @@ phase_file() { # DIR PID PHASE
 # per phase and object of one run (DIR: its phases and callgrind files; KIND efarm
 # takes the progress counts from bench-instr's MPI_T counters, ucx from callgrind).
 tabulate() { # DIR KIND
-    local d=$1 kind=$2 rank pid phase trips calls idle f handlers sends
+    local d=$1 kind=$2 rank pid phase trips calls idle f handlers sends work
     : >"$d/table"
+    : >"$d/polls-with-work"
     while read -r _ rank pid phase trips calls idle; do
         f=$(phase_file "$d" "$pid" "$phase")
         [ -n "$f" ] || { log "no callgrind dump for rank $rank phase $phase ($kind)"; return 1; }
+        if [ "$kind" = ofi ]; then
+            read -r calls work sends < <(efa_calls "$f")
+            if [ "$calls" -le 0 ] || [ "$sends" -lt "$trips" ] || [ "$work" -gt "$calls" ]; then
+                log "ch4:ofi rank $rank phase $phase: $trips round trips but $sends sends posted to the" \
+                    "device, $work polls with work, $calls progress calls: libfabric did not carry the messages"
+                return 1
+            fi
+            idle=$((calls - work))
+        elif [ -n "$rdma_core" ]; then
+            # efarm: the ofi method's count of polls with work, beside its MPI_T counter
+            read -r _ work _ < <(efa_calls "$f")
+            echo "$rank $phase $((calls - idle)) $work" >>"$d/polls-with-work"
+        fi
         if [ "$kind" = ucx ]; then
             read -r calls handlers sends < <(ucx_calls "$f")
             # UCX must have carried the phase's messages: a send per round trip and a
@@ -281,6 +351,9 @@ BEGIN {
     if (kind == "ucx") {
         norder = split("ucp uct ucs mpich libc device other", order, " ")
         neng = split("ucp uct ucs", eng, " "); ename = "ucx"; pre = "UCX-"; title = " on ch4:ucx"
+    } else if (kind == "ofi") {
+        norder = split("libfabric mpich rdma-core libc device other", order, " ")
+        neng = split("libfabric", eng, " "); ename = "libfabric"; pre = "OFI-"; title = " on ch4:ofi"
     } else {
         norder = split("efarm mpich rdma-core libc device other", order, " ")
         neng = split("efarm", eng, " "); ename = "efarm"; pre = ""; title = ""
@@ -356,7 +429,7 @@ END {
                 if (kind == "efarm")
                     printf("run-instr-bench: rank %d: no efarm or MPICH instructions counted\n", r) > "/dev/stderr"
                 else
-                    printf("run-instr-bench: rank %d%s: no UCX or MPICH instructions counted\n", r, title) > "/dev/stderr"
+                    printf("run-instr-bench: rank %d%s: no %s or MPICH instructions counted\n", r, title, ename) > "/dev/stderr"
                 bad = 1
             }
             for (i = 1; i <= nrt; i++) { C[1, i] = E[i]; C[2, i] = M[i] }
@@ -376,6 +449,65 @@ END {
 status=0
 tabulate "$dir" efarm || exit 1
 fit "$dir/table" efarm || status=1
+if [ -s "$dir/polls-with-work" ]; then
+    echo
+    echo "efarm's polls with work per phase and rank, MPI_T against ch4:ofi's method (efa_end_poll calls):"
+    awk '{ printf("  rank %d %-8s MPI_T %d, efa_end_poll %d\n", $1, $2, $3, $4) }' "$dir/polls-with-work"
+fi
+[ "$ucx" = yes ] || [ "$ofi" = yes ] || exit "$status"
+
+# side_by_side KIND TITLE: efarm's fitted figures next to ch4:ucx's or ch4:ofi's.
+side_by_side() {
+    awk -v size="$size" -v other="$1" -v title="$2" '
+{ v[$1, $2, $3] = $4 }
+END {
+    printf("fitted instructions per %d-byte round trip (calling thread)\n", size)
+    printf("%-14s %9s %9s %9s %9s\n", "", "rank 0", "", "rank 1", "")
+    printf("%-14s %9s %9s %9s %9s\n", "object", "efarm", title, "efarm", title)
+    n = split("mpich:MPICH;engine:engine;efarm:  efarm;libfabric:  libfabric;ucp:  ucp;uct:  uct;ucs:  ucs;rdma-core:rdma-core;device:device;libc:libc;other:other", rows, ";")
+    for (k = 1; k <= n; k++) {
+        split(rows[k], p, ":"); o = p[1]
+        if (!(("efarm", 0, o) in v) && !((other, 0, o) in v)) continue
+        printf("%-14s", p[2])
+        for (r = 0; r <= 1; r++)
+            for (q = 1; q <= 2; q++) {
+                kind = q == 1 ? "efarm" : other
+                if ((kind, r, o) in v) printf(" %9.0f", v[kind, r, o]); else printf(" %9s", "-")
+            }
+        printf("\n")
+    }
+    printf("%-14s", "engine+MPICH")
+    for (r = 0; r <= 1; r++)
+        for (q = 1; q <= 2; q++) {
+            kind = q == 1 ? "efarm" : other
+            t[kind, r] = v[kind, r, "engine"] + v[kind, r, "mpich"]
+            printf(" %9.0f", t[kind, r])
+        }
+    printf("\n")
+    if (("efarm", 0, "rdma-core") in v && (other, 0, "rdma-core") in v) {
+        printf("%-14s", "engine+rdma")
+        for (r = 0; r <= 1; r++)
+            for (q = 1; q <= 2; q++) {
+                kind = q == 1 ? "efarm" : other
+                printf(" %9.0f", v[kind, r, "engine"] + v[kind, r, "rdma-core"])
+            }
+        printf("\n")
+    }
+    for (r = 0; r <= 1; r++)
+        printf("TARGET rank%d-efarm+mpich-below-%s %.0f %.0f %s\n", r, other, t["efarm", r], t[other, r],
+               t["efarm", r] < t[other, r] ? "met" : "missed")
+}' "$dir/sum"
+}
+
+if [ "$ofi" = yes ]; then
+    tabulate "$dir/ofi" ofi || exit 1
+    fit "$dir/ofi/table" ofi || status=1
+    echo
+    echo "efarm against ch4:ofi (MPICH $("$ofi_prefix/bin/mpichversion" | sed -n 's/^MPICH Version:[[:space:]]*//p')" \
+        "with libfabric $(pkg-config --modversion libfabric 2>/dev/null || echo '?')'s efa provider," \
+        "both through rdma-core $rdma_core on efasim's kernel front end)"
+    side_by_side ofi ch4:ofi
+fi
 [ "$ucx" = yes ] || exit "$status"
 
 tabulate "$dir/ucx" ucx || exit 1
@@ -387,33 +519,5 @@ lanes=$(sed -n 's/.*ep_cfg\[[0-9]*\]: \(tag([^)]*)\).*/\1/p' "$dir/ucx/info" | g
 echo
 echo "efarm against ch4:ucx (Debian's MPICH $("${ucx_mpiexec%/*}/mpichversion" | sed -n 's/^MPICH Version:[[:space:]]*//p')," \
     "UCX ${version:-?}; UCX's lanes to the other rank: ${lanes:-not reported})"
-awk -v size="$size" '
-{ v[$1, $2, $3] = $4 }
-END {
-    printf("fitted instructions per %d-byte round trip (calling thread)\n", size)
-    printf("%-14s %9s %9s %9s %9s\n", "", "rank 0", "", "rank 1", "")
-    printf("%-14s %9s %9s %9s %9s\n", "object", "efarm", "ch4:ucx", "efarm", "ch4:ucx")
-    n = split("mpich:MPICH;engine:engine;efarm:  efarm;ucp:  ucp;uct:  uct;ucs:  ucs;device:device;libc:libc;other:other", rows, ";")
-    for (k = 1; k <= n; k++) {
-        split(rows[k], p, ":"); o = p[1]
-        printf("%-14s", p[2])
-        for (r = 0; r <= 1; r++)
-            for (q = 1; q <= 2; q++) {
-                kind = q == 1 ? "efarm" : "ucx"
-                if ((kind, r, o) in v) printf(" %9.0f", v[kind, r, o]); else printf(" %9s", "-")
-            }
-        printf("\n")
-    }
-    printf("%-14s", "engine+MPICH")
-    for (r = 0; r <= 1; r++)
-        for (q = 1; q <= 2; q++) {
-            kind = q == 1 ? "efarm" : "ucx"
-            t[kind, r] = v[kind, r, "engine"] + v[kind, r, "mpich"]
-            printf(" %9.0f", t[kind, r])
-        }
-    printf("\n")
-    for (r = 0; r <= 1; r++)
-        printf("TARGET rank%d-efarm+mpich-below-ucx %.0f %.0f %s\n", r, t["efarm", r], t["ucx", r],
-               t["efarm", r] < t["ucx", r] ? "met" : "missed")
-}' "$dir/sum"
+side_by_side ucx ch4:ucx
 exit "$status"

@@ -147,40 +147,9 @@ done
 
 # ---- efasim, for efarm and for libfabric's efa provider --------------------------------
 
-# efasim_topology SYSFS XML: this machine's hwloc topology (lstopo) with a host bridge
-# holding one PCI function per efasim device of efasim's sysfs view (its PCI address,
-# vendor and device ids) and the device under it, as hwloc shows an EFA NIC.
-efasim_topology() {
-    local sysfs=$1 xml=$2 d devs=()
-    for d in "$sysfs"/class/infiniband/*; do
-        [ -e "$d/device/vendor" ] || continue
-        devs+=("$(basename "$d") $(basename "$(readlink -f "$d/device")") $(cat "$d/device/vendor") $(cat "$d/device/device")")
-    done
-    [ ${#devs[@]} -gt 0 ] || { echo "no efasim device in $sysfs" >&2; return 1; }
-    lstopo-no-graphics --of xml >"$xml.host" || return 1
-    # Insert before the Machine object's closing tag (the last one at its indentation),
-    # with gp_index values above every one in use.
-    awk -v devs="$(printf '%s\n' "${devs[@]}")" '
-        { line[NR] = $0; if ($0 ~ /^  <\/object>$/) last = NR
-          if (match($0, /gp_index="[0-9]+"/)) { g = substr($0, RSTART + 10, RLENGTH - 11) + 0; if (g > gp) gp = g } }
-        END {
-            if (!last) exit 1
-            n = split(devs, d, "\n")
-            for (i = 1; i <= NR; i++) {
-                if (i == last) {
-                    printf "    <object type=\"Bridge\" gp_index=\"%d\" bridge_type=\"0-1\" depth=\"0\">\n", ++gp
-                    for (k = 1; k <= n; k++) {
-                        split(d[k], f, " "); sub(/^0x/, "", f[3]); sub(/^0x/, "", f[4])
-                        printf "      <object type=\"PCIDev\" gp_index=\"%d\" pci_busid=\"%s\" pci_type=\"0200 [%s:%s] [0000:0000] 00\" pci_link_speed=\"0.000000\">\n", ++gp, f[2], f[3], f[4]
-                        printf "        <object type=\"OSDev\" gp_index=\"%d\" name=\"%s\" osdev_type=\"3\"/>\n", ++gp, f[1]
-                        printf "      </object>\n"
-                    }
-                    printf "    </object>\n"
-                }
-                print line[i]
-            }
-        }' "$xml.host" >"$xml" && rm -f "$xml.host"
-}
+# efasim_topology: scripts/efasim-env.sh.
+# shellcheck source=scripts/efasim-env.sh
+. "$top/scripts/efasim-env.sh"
 
 # Programs linked against Debian's rdma-core (libfabric's efa provider) reach efasim by
 # its libibverbs.so.1 and libefa.so.1 coming first on the loader path, and libfabric
