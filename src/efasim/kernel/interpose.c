@@ -216,7 +216,7 @@ static int uverbs_path(const char *path)
     return (int)n;
 }
 
-static const struct efasim_rebind_fns g_rdma_core_fns;
+static void rebind_if_patched(bool opening);
 
 static int uverbs_open(int dev, int flags)
 {
@@ -251,8 +251,7 @@ static int uverbs_open(int dev, int flags)
         errno = ENOMEM;
         return -1;
     }
-    /* rdma-core's providers are loaded by now (it opens a device it listed). */
-    efasim_rebind_rdma_core(&g_rdma_core_fns);
+    rebind_if_patched(true); /* rdma-core's providers are loaded by now */
     return fd;
 }
 
@@ -502,6 +501,7 @@ EFASIM_EXPORT int ioctl(int fd, unsigned long request, ...)
         NEED(ioctl);
         return REAL(ioctl)(fd, request, arg);
     }
+    rebind_if_patched(false);
     ret = efasim_uverbs_ioctl(f, request, arg);
     if (ret < 0) {
         errno = -ret;
@@ -519,6 +519,7 @@ EFASIM_EXPORT ssize_t write(int fd, const void *buf, size_t count)
         NEED(write);
         return REAL(write)(fd, buf, count);
     }
+    rebind_if_patched(false);
     ret = efasim_uverbs_write(f, buf, count);
     if (ret < 0) {
         errno = (int)-ret;
@@ -665,6 +666,51 @@ static int rdma_core_munmap(void *addr, size_t len)
 
 static const struct efasim_rebind_fns g_rdma_core_fns = {
     .mmap = rdma_core_mmap, .mmap64 = rdma_core_mmap64, .munmap = rdma_core_munmap};
+
+/*
+ * Whether someone overwrote the entry of the public mmap, mmap64 or munmap: their
+ * first bytes against a copy taken when the library was loaded. Only then are
+ * rdma-core's references rebound (rebind.c): left alone otherwise, so a program
+ * that binds them itself (efarm's memory hook patches GOT entries, and checks
+ * that they stay its own) sees the usual bindings. Checked at each uverbs open and
+ * command (a command's objects are mapped after it); once rebound, again only at
+ * opens, for libraries loaded since.
+ */
+#define ENTRY_BYTES 16
+static void *local_mmap(void *, size_t, int, int, int, off_t)
+    __attribute__((alias("mmap"), nothrow));
+static void *local_mmap64(void *, size_t, int, int, int, off_t)
+    __attribute__((alias("mmap64"), nothrow));
+static int local_munmap(void *, size_t) __attribute__((alias("munmap"), nothrow));
+static uint8_t g_entries[3][ENTRY_BYTES];
+static bool g_rebound; /* atomic */
+
+static const void *entry_of(int i)
+{
+    return i == 0   ? (const void *)local_mmap
+           : i == 1 ? (const void *)local_mmap64
+                    : (const void *)local_munmap;
+}
+
+static void entries_save(void)
+{
+    for (int i = 0; i < 3; i++)
+        memcpy(g_entries[i], entry_of(i), ENTRY_BYTES);
+}
+
+static void rebind_if_patched(bool opening)
+{
+    bool patched = false;
+
+    if (!opening && __atomic_load_n(&g_rebound, __ATOMIC_ACQUIRE))
+        return;
+    for (int i = 0; i < 3 && !patched; i++)
+        patched = memcmp(g_entries[i], entry_of(i), ENTRY_BYTES) != 0;
+    if (!patched)
+        return;
+    efasim_rebind_rdma_core(&g_rdma_core_fns);
+    __atomic_store_n(&g_rebound, true, __ATOMIC_RELEASE);
+}
 
 /* ---- stat and access ---------------------------------------------------------------------- */
 
@@ -829,6 +875,7 @@ EFASIM_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 
 __attribute__((constructor)) static void interpose_init(void)
 {
+    entries_save(); /* before anyone could patch them */
     pthread_once(&g_resolve_once, resolve);
     pthread_atfork(NULL, NULL, atfork_child);
 }

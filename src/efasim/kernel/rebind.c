@@ -12,7 +12,8 @@
  * (EBADF), and every ibv_create_cq after the domain's failed. On Linux the
  * kernel serves every path to mmap.
  *
- * So, when a uverbs device is opened, the GOT entries of rdma-core's libraries
+ * So, once those functions' entries changed (interpose.c checks at each uverbs
+ * open and command), the GOT entries of rdma-core's libraries
  * (libibverbs, and the providers: libefa and its libibverbs driver module) for
  * those three names are pointed at functions of the front end that no symbol
  * names, so nothing finds them to patch. Those take uverbs descriptors and
