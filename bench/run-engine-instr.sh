@@ -171,10 +171,10 @@ run_fi() {
 }
 
 # Self instructions per object class in one callgrind file, and "calls N": the
-# calls into the verbs provider's CQ poll (bench/callgrind-objects.awk).
+# calls into the verbs provider's CQ poll (bench/callgrind.awk).
 byfn=0
 [ -z "$rdma_core" ] || byfn=1
-objects() { awk -v mode=engine -v byfn="$byfn" -f "$top/bench/callgrind-objects.awk" "$1"; }
+objects() { awk -v mode=engine -v byfn="$byfn" -f "$top/bench/callgrind.awk" "$1"; }
 
 main_file() { ls "$1"/cg."$2".*-01 2>/dev/null | head -n 1; }
 

@@ -245,57 +245,25 @@ if [ "$ucx" = yes ]; then
 fi
 
 # Self instructions per object class in one callgrind file (its calling thread);
-# bench/callgrind-objects.awk says how PLT stubs are counted.
-objects() { awk -v mode=mpi -f "$top/bench/callgrind-objects.awk" "$1"; }
+# bench/callgrind.awk says how PLT stubs are counted.
+objects() { awk -v mode=mpi -f "$top/bench/callgrind.awk" "$1"; }
 
-# UCX's calls in one callgrind file: "<progress calls> <handler calls> <sends>", the
-# calls of ucp_worker_progress, of ucp's active-message handlers (ucp_*_handler but
-# the setters ucp_worker_set_am_*) and of ucp_tag_send_nbx, from every caller.
+# Calls in one callgrind file, from every caller (bench/callgrind.awk, mode=calls).
+# UCX's: "<progress calls> <handler calls> <sends>", the calls of
+# ucp_worker_progress, of ucp's active-message handlers (ucp_*_handler but the
+# setters ucp_worker_set_am_*) and of ucp_tag_send_nbx.
 ucx_calls() {
-    awk '
-    function named(s,   id, rest) {
-        if (match(s, /^\([0-9]+\)/)) {
-            id = substr(s, 1, RLENGTH); rest = substr(s, RLENGTH + 2)
-            if (rest != "") name[id] = rest
-            return name[id]
-        }
-        return s
-    }
-    /^c?fn=/ { f = named(substr($0, index($0, "=") + 1)); next }
-    /^calls=/ {
-        split(substr($0, 7), a, " ")
-        if (f == "ucp_worker_progress") progress += a[1]
-        else if (f ~ /^ucp_[a-z_]*_handler$/ && f !~ /^ucp_worker_set_/) handlers += a[1]
-        else if (f == "ucp_tag_send_nbx") sends += a[1]
-        next
-    }
-    END { printf("%d %d %d\n", progress, handlers, sends) }' "$1"
+    awk -v mode=calls -v patterns='^ucp_worker_progress$ ^ucp_[a-z_]*_handler$ ^ucp_tag_send_nbx$' \
+        -v exclude='^ucp_worker_set_' -f "$top/bench/callgrind.awk" "$1"
 }
-
-# Calls in one callgrind file on the kernel front end with --rdma-core: "<progress
-# calls> <efa_end_poll calls> <sends posted>", the calls of ch4:ofi's progress
-# function (MPIDI_NM_progress), of libefa's efa_end_poll (a CQ poll that found work)
-# and of its send posts (efa_send_wr_complete: a batch of ibv_wr_* sends, as efarm
-# posts; efa_post_send: ibv_post_send, as libfabric 1.17 posts), from every caller.
+# On the kernel front end with --rdma-core: "<progress calls> <efa_end_poll calls>
+# <sends posted>", the calls of ch4:ofi's progress function (MPIDI_NM_progress), of
+# libefa's efa_end_poll (a CQ poll that found work) and of its send posts
+# (efa_send_wr_complete: a batch of ibv_wr_* sends, as efarm posts; efa_post_send:
+# ibv_post_send, as libfabric 1.17 posts).
 efa_calls() {
-    awk '
-    function named(s,   id, rest) {
-        if (match(s, /^\([0-9]+\)/)) {
-            id = substr(s, 1, RLENGTH); rest = substr(s, RLENGTH + 2)
-            if (rest != "") name[id] = rest
-            return name[id]
-        }
-        return s
-    }
-    /^c?fn=/ { f = named(substr($0, index($0, "=") + 1)); next }
-    /^calls=/ {
-        split(substr($0, 7), a, " ")
-        if (f == "MPIDI_NM_progress") progress += a[1]
-        else if (f == "efa_end_poll") work += a[1]
-        else if (f == "efa_send_wr_complete" || f == "efa_post_send") sends += a[1]
-        next
-    }
-    END { printf("%d %d %d\n", progress, work, sends) }' "$1"
+    awk -v mode=calls -v patterns='^MPIDI_NM_progress$ ^efa_end_poll$ ^(efa_send_wr_complete|efa_post_send)$' \
+        -f "$top/bench/callgrind.awk" "$1"
 }
 
 # The file of a rank's phase: cg.<pid>.<dump>-01 whose trigger names the phase.

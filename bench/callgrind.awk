@@ -1,15 +1,17 @@
-# Self instructions per object class in one callgrind output file, for the bench
-# scripts that count instructions (run-instr-bench.sh, run-engine-instr.sh):
+# One callgrind output file, read for the bench scripts that count instructions
+# (run-instr-bench.sh, run-engine-instr.sh):
 #
-#     awk -v mode=mpi|engine -f bench/callgrind-objects.awk CALLGRIND-FILE
+#     awk -v mode=mpi|engine [-v byfn=1] -f bench/callgrind.awk CALLGRIND-FILE
+#     awk -v mode=calls -v patterns="ERE ..." [-v exclude=ERE] -f bench/callgrind.awk FILE
 #
-# prints "CLASS COUNT" lines. Run the program under callgrind with --skip-plt=no:
-# callgrind's default charges a PLT stub to its caller, and with it, now and then,
-# more (ch4:ucx's call of ucp_worker_progress was charged 0 to 175 instructions per
-# round trip beyond the stub's one jump, varying from phase to phase); kept apart,
-# every function's count is a whole multiple of its calls, and a stub's own
-# instructions (its jump) are charged here to the object whose calls go through it,
-# as callgrind's default means to.
+# mode=mpi and mode=engine print self instructions per object class, "CLASS COUNT"
+# lines. Run the program under callgrind with --skip-plt=no: callgrind's default
+# charges a PLT stub to its caller, and with it, now and then, more (ch4:ucx's call
+# of ucp_worker_progress was charged 0 to 175 instructions per round trip beyond the
+# stub's one jump, varying from phase to phase); kept apart, every function's count
+# is a whole multiple of its calls, and a stub's own instructions (its jump) are
+# charged here to the object whose calls go through it, as callgrind's default
+# means to.
 #
 # mode=mpi: an MPI program's objects, mpich (libmpi, libmpich), efarm (libefarm),
 # libfabric, ucp, uct, ucs, device (efasim), rdma-core (libibverbs, libefa), libc,
@@ -23,6 +25,9 @@
 # -v byfn=1 (either mode) also prints rdma-core's count function by function, as
 # "rdma-core:FUNCTION COUNT" lines beside the "rdma-core" total (with a build of
 # rdma-core that has symbols: scripts/rdma-core-build.sh).
+#
+# mode=calls prints one line: for each ERE of patterns (space-separated), the calls,
+# from every caller, of the functions whose names match it and not exclude.
 
 # callgrind compresses names: "(id) name" the first time, "(id)" after.
 function named(kind, s,   id, rest) {
@@ -55,11 +60,19 @@ function class(o) {
 # The verbs provider: Debian's libefa, or efasim's drop-in libibverbs.
 function provider(o) { return o ~ /\/libefa\.so/ || o ~ /\/efasim\/.*\/libibverbs\.so/ }
 BEGIN {
-    if (mode != "mpi" && mode != "engine") {
-        print "callgrind-objects.awk: mode must be mpi or engine, not '" mode "'" > "/dev/stderr"
+    if (mode != "mpi" && mode != "engine" && mode != "calls") {
+        print "callgrind.awk: mode must be mpi, engine or calls, not '" mode "'" > "/dev/stderr"
         bad = 1; exit 2
     }
+    npat = split(patterns, pat, " ")
 }
+mode == "calls" && /^c?fn=/ { f = named("fn", substr($0, index($0, "=") + 1)); next }
+mode == "calls" && /^calls=/ {
+    for (i = 1; i <= npat; i++)
+        if (f ~ pat[i] && (exclude == "" || f !~ exclude)) n[i] += substr($1, 7) + 0
+    next
+}
+mode == "calls" { next }
 /^ob=/ { ob = named("ob", substr($0, 4)); obclass = class(ob); cob = ob; next }
 /^cob=/ { cob = named("ob", substr($0, 5)); next }
 /^fl=/ { fl = named("fl", substr($0, 4)); next }
@@ -88,6 +101,11 @@ BEGIN {
 }
 END {
     if (bad) exit 2
+    if (mode == "calls") {
+        for (i = 1; i <= npat; i++) printf("%s%d", i > 1 ? " " : "", n[i] + 0)
+        printf("\n")
+        exit 0
+    }
     for (s in stub) cost[(s in owner) ? owner[s] : "other"] += stub[s]
     for (c in cost) print c, cost[c]
     if (byfn) {
