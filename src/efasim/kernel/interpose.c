@@ -645,16 +645,12 @@ EFASIM_EXPORT int munmap(void *addr, size_t len)
  */
 static void *rdma_core_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-    if (!fd_file(fd) || (flags & MAP_ANONYMOUS))
-        return mmap(addr, len, prot, flags, fd, off);
-    return mmap_common(NULL, addr, len, prot, flags, fd, off);
+    return mmap_common(mmap, addr, len, prot, flags, fd, off);
 }
 
 static void *rdma_core_mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-    if (!fd_file(fd) || (flags & MAP_ANONYMOUS))
-        return mmap64(addr, len, prot, flags, fd, off);
-    return mmap_common(NULL, addr, len, prot, flags, fd, off);
+    return mmap_common(mmap64, addr, len, prot, flags, fd, off);
 }
 
 static int rdma_core_munmap(void *addr, size_t len)
