@@ -483,9 +483,10 @@ fi
 
 # ---- MPICH 5.0.1 with ch4:efarm ---------------------------------------------------------
 # The current MPICH release line (doc/MPICH-VERSIONS.md), built in the background
-# after 4.0.2 from the source EFARM_MPICH_SOURCE_5_0_1 names (.ci/run finds the
-# workplace's export of its git tag; per-VCI critical sections): test/mpi in full,
-# then MPICH's test-suite CI subset and its threads directory's CI lists. The suite's
+# after 4.0.2 from the source EFARM_MPICH_SOURCE_5_0_1 names (.ci/run finds an
+# export of its git tag beside the checkout; per-VCI critical sections): test/mpi on
+# the kernel front end, then its threads directory's CI lists at four VCIs under
+# faults (--mpich-5.0.1-suite: MPICH's test-suite CI subset too). The suite's
 # programs come from 4.0.2's tree (an export of 5.0.1's tag cannot build its own
 # suite); test/mpich-xfail-suite-4.0.2-on-5.0.1.txt lists what the two versions
 # expect differently.
