@@ -441,8 +441,8 @@ if [ -x "$mpich_prefix/bin/mpicc" ]; then
         # run a second time without them). Its rma directory runs on the drop-in: the RMA
         # tests spin in MPI's progress, and every empty poll of an armed completion ring
         # is a trapped fault on the kernel front end (about 11 us), so that directory
-        # takes 3.6 times as long there (147 of its tests 622 s against 171 s;
-        # src/efasim/README.md, "Costs"); the others about 8% longer. test/mpi's RMA runs
+        # takes 3.1 times as long there (629 s against 203 s, contention_putget near its
+        # 60 s limit; src/efasim/README.md, "Costs"); the others about 8% longer. test/mpi's RMA runs
         # on 5.0.1 (below) and rdma-core's own tests cover RDMA on that path;
         # `--front-end kernel --dirs rma` runs the directory there.
         suite mpich-testsuite-kernel bash "$top/scripts/mpich-testsuite.sh" --prefix "$mpich_prefix" \
