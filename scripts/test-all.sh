@@ -442,9 +442,9 @@ if [ -x "$mpich_prefix/bin/mpicc" ]; then
         # tests spin in MPI's progress, and every empty poll of an armed completion ring
         # is a trapped fault on the kernel front end (about 11 us), so that directory
         # takes 3.1 times as long there (629 s against 203 s, contention_putget near its
-        # 60 s limit; src/efasim/README.md, "Costs"); the others about 8% longer. test/mpi's RMA runs
-        # on 5.0.1 (below) and rdma-core's own tests cover RDMA on that path;
-        # `--front-end kernel --dirs rma` runs the directory there.
+        # 60 s limit; src/efasim/README.md, "Costs"); the others about 8% longer.
+        # test/mpi's RMA runs on 5.0.1 (below) and rdma-core's own tests cover RDMA on
+        # that path; `--front-end kernel --dirs rma` runs the directory there.
         suite mpich-testsuite-kernel bash "$top/scripts/mpich-testsuite.sh" --prefix "$mpich_prefix" \
             --subset ci --front-end kernel --dirs "pt2pt basic comm datatype" \
             --logs "$root/mpich-testsuite-kernel"
