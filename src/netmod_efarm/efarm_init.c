@@ -405,6 +405,76 @@ static void nic_peers_free(struct nic_peers *np)
     MPL_free(np->vals);
 }
 
+/* ---- The launcher -------------------------------------------------------- */
+
+/*
+ * The PMI clients this MPICH has, and what each needs from the launcher: PMI 1
+ * and PMI 2 (hydra's mpiexec, srun --mpi=pmi2) PMI_FD or PMI_PORT, PMIx
+ * (srun --mpi=pmix) PMIX_NAMESPACE. MPICH 4.0 has one (USE_PMI2_API,
+ * USE_PMIX_API, else PMI 1); 4.1 and later may have several (ENABLE_PMI1,
+ * ENABLE_PMI2, ENABLE_PMIX) and pick one at run time.
+ */
+#if defined(ENABLE_PMI1) || \
+    (MPICH_NUMVERSION < 40100000 && !defined(USE_PMI2_API) && !defined(USE_PMIX_API))
+#define MPIDI_EFARM_LAUNCH_PMI1 1
+#else
+#define MPIDI_EFARM_LAUNCH_PMI1 0
+#endif
+#if defined(ENABLE_PMI2) || defined(USE_PMI2_API)
+#define MPIDI_EFARM_LAUNCH_PMI2 1
+#else
+#define MPIDI_EFARM_LAUNCH_PMI2 0
+#endif
+#if defined(ENABLE_PMIX) || defined(USE_PMIX_API)
+#define MPIDI_EFARM_LAUNCH_PMIX 1
+#else
+#define MPIDI_EFARM_LAUNCH_PMIX 0
+#endif
+
+/*
+ * srun started this process as one of several tasks of a job step, yet MPI
+ * found no PMI server it speaks and started as a singleton: every task would
+ * run alone, as a one-rank MPI_COMM_WORLD, each doing the whole job's work.
+ * That is a launch whose PMI does not match the build (srun --mpi=none, or
+ * pmix to a PMI 2 build): refused, naming the srun option that fits. A
+ * process MPI_Comm_spawn started keeps its launcher's variables and passes.
+ */
+static int launch_check(void)
+{
+    const char *tasks = getenv("SLURM_STEP_NUM_TASKS");
+    const char *srun_mpi = getenv("SLURM_MPI_TYPE");
+    bool pmi12 = getenv("PMI_FD") != NULL || getenv("PMI_PORT") != NULL;
+    bool pmix = getenv("PMIX_NAMESPACE") != NULL;
+    const char *speaks, *fix;
+    char msg[512];
+    int mpi_errno = MPI_SUCCESS;
+
+    if (MPIR_Process.size != 1 || tasks == NULL || atoi(tasks) < 2)
+        return MPI_SUCCESS;
+    if (((MPIDI_EFARM_LAUNCH_PMI1 || MPIDI_EFARM_LAUNCH_PMI2) && pmi12) ||
+        (MPIDI_EFARM_LAUNCH_PMIX && pmix))
+        return MPI_SUCCESS;
+    if (MPIDI_EFARM_LAUNCH_PMIX && !MPIDI_EFARM_LAUNCH_PMI1 && !MPIDI_EFARM_LAUNCH_PMI2) {
+        speaks = "PMIx";
+        fix = "srun --mpi=pmix (or MpiDefault=pmix in slurm.conf)";
+    } else if (MPIDI_EFARM_LAUNCH_PMI2 && !MPIDI_EFARM_LAUNCH_PMI1 && !MPIDI_EFARM_LAUNCH_PMIX) {
+        speaks = "PMI 2";
+        fix = "srun --mpi=pmi2 (or MpiDefault=pmi2 in slurm.conf)";
+    } else if (MPIDI_EFARM_LAUNCH_PMIX) {
+        speaks = "PMI 1, PMI 2 and PMIx";
+        fix = "srun --mpi=pmix or --mpi=pmi2, or mpiexec inside the allocation";
+    } else {
+        speaks = MPIDI_EFARM_LAUNCH_PMI2 ? "PMI 1 and PMI 2" : "PMI 1";
+        fix = "mpiexec inside the allocation (salloc or sbatch), or srun --mpi=pmi2";
+    }
+    snprintf(msg, sizeof(msg),
+             "srun started %s tasks but this one found no process manager it speaks and runs "
+             "alone (srun --mpi=%s gives no PMI this MPICH speaks: %s); start it with %s",
+             tasks, srun_mpi ? srun_mpi : "none", speaks, fix);
+    MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**efarm", "**efarm %s %s", "the launch", msg);
+    return mpi_errno;
+}
+
 static int choose_device(char name[EFARM_DEV_NAME_MAX])
 {
     int mpi_errno = MPI_SUCCESS;
@@ -561,6 +631,9 @@ int MPIDI_EFARM_init_local(int *tag_bits)
     }
 
     efarm_log_set_rank(MPIR_Process.rank);
+    mpi_errno = launch_check();
+    if (mpi_errno)
+        goto fn_fail;
     mpi_errno = config_load();
     if (mpi_errno)
         goto fn_fail;
