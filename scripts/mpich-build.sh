@@ -3,7 +3,8 @@
 #
 #   scripts/mpich-build.sh [--mpich VERSION] [--source TARBALL|DIR] [--prefix DIR]
 #                          [--jobs N] [--clean] [--netmod efarm|ofi] [--release]
-#                          [--compile-only] [--c-only] [-- EXTRA-MPICH-CONFIGURE-ARGS...]
+#                          [--compile-only] [--c-only] [--pmi hydra|pmix|pmi2]
+#                          [-- EXTRA-MPICH-CONFIGURE-ARGS...]
 #
 # Steps, each timed and logged to build/logs/mpich-STEP.log; the first failure stops
 # the script with the step's name and the end of its log:
@@ -88,6 +89,24 @@
 # librdmacm-dev and libpsm-infinipath1-dev must be installed (the bench script
 # installs them; they are not CI dependencies).
 #
+# --pmi picks how the job's processes find each other (doc/LAUNCH.md):
+#   hydra  (the default) MPICH's own process manager, hydra's mpiexec, and the PMI
+#          client that speaks to it. Hydra also starts jobs inside Slurm
+#          allocations (salloc/sbatch: its Slurm bootstrap runs srun for its proxies).
+#   pmix   no process manager: the job is started by a PMIx server, `srun --mpi=pmix`
+#          under Slurm. MPICH links the system's libpmix (Debian: libpmix-dev, found
+#          with pkg-config; EFARM_PMIX_DIR names another installation).
+#   pmi2   no process manager: MPICH's PMI 2 client, for `srun --mpi=pmi2` (Slurm's
+#          own PMI 2 server; nothing to install).
+# Each has caches of its own, build/mpich-pmix and build/mpich-pmi2 (with the
+# version and -release as above: build/mpich-pmix-5.0.1, build/mpich-release-pmix;
+# EFARM_MPICH_PMIX_CACHE and EFARM_MPICH_PMI2_CACHE name them), prefix CACHE/install,
+# logs build/logs/mpich-pmix-STEP.log; the download is the default cache's. Such a
+# build installs no mpiexec. The configure lines: --with-pmix=DIR --with-pm=no, and
+# --with-pmi=pmi2 --with-pm=no (4.0: --with-pmi=pmi2/simple). A PMIx build's
+# tree gets one more patch (patch_pmix_hint below): MPICH's message for a
+# PMIx_Init that found no server names the srun option that fits.
+#
 # --release is the configuration to run applications with: ch4 calls efarm's netmod
 # inline (--enable-ch4-netmod-inline, so the netmod's functions are compiled into
 # ch4's callers instead of being called through its function table) and MPICH's
@@ -114,6 +133,7 @@ prefix_set=no
 release=no
 compile_only=no
 c_only=no
+pmi=hydra
 
 usage() { sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; }
 
@@ -128,6 +148,7 @@ while [ $# -gt 0 ]; do
     --release) release=yes; shift ;;
     --compile-only) compile_only=yes; shift ;;
     --c-only) c_only=yes; shift ;;
+    --pmi) pmi=${2:?--pmi needs hydra, pmix or pmi2}; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     --) shift; extra_configure=("$@"); break ;;
     *) echo "mpich-build: unknown argument $1" >&2; usage >&2; exit 2 ;;
@@ -183,9 +204,32 @@ if [ "$release" = yes ]; then
     [ "$prefix_set" = yes ] || prefix=
 fi
 
+pmix_dir=
+case $pmi in
+hydra) ;;
+pmix | pmi2)
+    [ "$netmod" = efarm ] || { echo "mpich-build: --pmi $pmi builds ch4:efarm only" >&2; exit 2; }
+    base=mpich
+    [ "$release" = no ] || base=mpich-release
+    logname=$base-$pmi$vsuffix
+    if [ "$pmi" = pmix ]; then
+        cache=${EFARM_MPICH_PMIX_CACHE:-$top/build/$base-pmix$vsuffix}
+        pmix_dir=${EFARM_PMIX_DIR:-$(pkg-config --variable=prefix pmix 2>/dev/null || true)}
+        if [ -z "$pmix_dir" ] || [ ! -f "$pmix_dir/include/pmix.h" ]; then
+            echo "mpich-build: --pmi pmix needs PMIx's headers and library: install libpmix-dev (Debian), or set EFARM_PMIX_DIR to a PMIx installation (DIR/include/pmix.h, DIR/lib/libpmix.so)" >&2
+            exit 2
+        fi
+    else
+        cache=${EFARM_MPICH_PMI2_CACHE:-$top/build/$base-pmi2$vsuffix}
+    fi
+    [ "$prefix_set" = yes ] || prefix=
+    ;;
+*) echo "mpich-build: --pmi $pmi: hydra, pmix or pmi2" >&2; exit 2 ;;
+esac
+
 mkdir -p "$cache" "$logs"
 cache=$(cd "$cache" && pwd)
-if { [ "$netmod" = efarm ] && [ "$release" = no ]; } || [ -n "$source_arg" ]; then
+if { [ "$netmod" = efarm ] && [ "$release" = no ] && [ "$pmi" = hydra ]; } || [ -n "$source_arg" ]; then
     srccache=$cache
 else
     mkdir -p "$srccache"
@@ -419,7 +463,21 @@ prepare_key() {
         for f in subconfigure.m4 Makefile.mk errnames.txt efarm_cvars.h; do
             [ -f "$netmod_src/$f" ] && { echo "== $f"; cat "$netmod_src/$f"; }
         done
+        if [ "$pmi" = pmix ]; then declare -f patch_pmix_hint; fi
     } | sha
+}
+
+# --pmi pmix: MPICH's messages for a PMIx_Init that failed (src/pmi/errnames.txt,
+# all three versions) say what -25 means and name the fix: under srun without
+# --mpi=pmix (or with --mpi=pmi2) there is no PMIx server, and MPICH 4.0 says only
+# "PMIX_Init returned -25". Before autogen, which turns the error names into
+# MPICH's message table.
+patch_pmix_hint() {
+    local f=$tree/src/pmi/errnames.txt
+    local hint='-25, PMIX_ERR_UNREACH, means no PMIx server answered: this MPICH speaks PMIx only; under Slurm start it with srun --mpi=pmix'
+    grep -q '^\*\*pmix_init %d:PMIX_Init returned %d$' "$f" || { echo "$f: no '**pmix_init %d' message to patch"; return 1; }
+    sed -i -e "s/^\(\*\*pmix_init %d:PMIX_Init returned %d\)\$/\1 ($hint)/" \
+        -e "s/^\(\*\*pmix_init %s:PMIx_Init failed %s\)\$/\1 ($hint)/" "$f"
 }
 
 # A release tarball has its modules' configure scripts: MPICH's quick autogen
@@ -451,6 +509,7 @@ do_prepare() {
     cp -a "$pristine" "$tree"
     chmod -R u+w "$tree"
     prepare_netmod
+    if [ "$pmi" = pmix ]; then patch_pmix_hint; fi
     autogen_tree
     # What the patches must have produced.
     if ! grep -q '__netmod_inline_efarm__' "$tree/src/mpid/ch4/netmod/include/netmod_impl.h" ||
@@ -468,6 +527,10 @@ do_prepare() {
     if grep -q 'static int establish_peer_conn(' "$tree/src/mpid/ch4/src/ch4_spawn.c" &&
         ! grep -q 'efarm P6' "$tree/src/mpid/ch4/src/ch4_spawn.c"; then
         echo "ch4's connect/accept was not patched (P6: scripts/mpich-netmod-prepare.sh)"
+        return 1
+    fi
+    if [ "$pmi" = pmix ] && ! grep -q 'srun --mpi=pmix' "$tree/src/pmi/errnames.txt"; then
+        echo "MPICH's PMIx messages were not patched (patch_pmix_hint)"
         return 1
     fi
     echo "$key" >"$cache/tree/.prepare-key"
@@ -550,6 +613,17 @@ if [ "$release" = yes ]; then
     done
     configure_args+=(--enable-fast=O2,alwaysinline)
 fi
+# --pmi: the process manager and the PMI client (see the header).
+case $pmi in
+pmix) configure_args+=(--with-pmix="$pmix_dir" --with-pm=no) ;;
+pmi2)
+    # 4.0 names its PMI 2 client by its directory, src/pmi/pmi2/simple.
+    case $mpich_version in
+    4.0.*) configure_args+=(--with-pmi=pmi2/simple --with-pm=no) ;;
+    *) configure_args+=(--with-pmi=pmi2 --with-pm=no) ;;
+    esac
+    ;;
+esac
 configure_args+=("${extra_configure[@]}")
 if [ "$netmod" = ofi ]; then
     # The same arguments but the two that name the netmod (see --netmod ofi above).
@@ -640,8 +714,16 @@ do_compile() {
         objs+=("src/mpid/ch4/netmod/efarm/lib_libmpi_la-$f.lo")
     done
     [ ${#objs[@]} -gt 0 ] || { echo "no netmod sources found in $netmod_src/Makefile.mk"; return 1; }
+    # Configured with --enable-mpi-abi (5.0): the netmod is compiled a second time
+    # into libmpi_abi, with -DBUILD_MPI_ABI (the standard ABI's constants).
+    local abi=""
+    if grep -q 'lib_libmpi_abi_la-func_table\.lo' "$builddir/Makefile"; then
+        local n=${#objs[@]} i
+        for ((i = 0; i < n; i++)); do objs+=("${objs[i]/lib_libmpi_la-/lib_libmpi_abi_la-}"); done
+        abi=", and again for libmpi_abi (--enable-mpi-abi)"
+    fi
     make -C "$builddir" -j"$jobs" "${objs[@]}"
-    note "compiled ${#objs[@]} netmod files against MPICH $mpich_version (compile only: nothing installed)"
+    note "compiled ${#objs[@]} netmod objects against MPICH $mpich_version$abi (compile only: nothing installed)"
 }
 
 do_make() {
@@ -654,12 +736,17 @@ do_install() {
     # mpi.h and the other headers as they were (mtime included), so programs built
     # against this prefix (MPICH's test suite, cached apart) are not all recompiled.
     make -C "$builddir" install INSTALL="$(command -v install) -C"
-    local w wrappers=(mpicc mpiexec)
+    local w wrappers=(mpicc)
+    [ "$pmi" != hydra ] || wrappers+=(mpiexec)
     [ "$c_only" = yes ] || wrappers+=(mpicxx mpif77 mpif90 mpifort)
     for w in "${wrappers[@]}"; do
         [ -x "$prefix/bin/$w" ] || { echo "no $w in $prefix/bin"; return 1; }
     done
-    note "installed ${wrappers[*]} ($(readlink "$prefix/bin/mpiexec" || echo mpiexec))"
+    if [ "$pmi" = hydra ]; then
+        note "installed ${wrappers[*]} ($(readlink "$prefix/bin/mpiexec" || echo mpiexec))"
+    else
+        note "installed ${wrappers[*]} (no mpiexec: srun --mpi=$pmi starts the jobs)"
+    fi
 }
 
 do_hello() {
@@ -748,5 +835,9 @@ step install do_install
 step hello do_hello
 
 echo "mpich-build: done in $(($(date +%s) - t_total)) s"
-echo "mpich-build: run: EFARM_DEVICE=sim $prefix/bin/mpiexec -n 2 ./a.out (MPIR_CVAR_NOLOCAL=1 routes local ranks through efarm)"
+if [ "$pmi" = hydra ]; then
+    echo "mpich-build: run: EFARM_DEVICE=sim $prefix/bin/mpiexec -n 2 ./a.out (MPIR_CVAR_NOLOCAL=1 routes local ranks through efarm)"
+else
+    echo "mpich-build: run: EFARM_DEVICE=sim srun --mpi=$pmi -N 2 -n 4 ./a.out (doc/LAUNCH.md; scripts/slurm-cluster.sh for a cluster on this machine)"
+fi
 echo "mpich-build: prefix $prefix"
