@@ -12,6 +12,8 @@ packages=(
     python3-pyverbs   # test/rdma-core: rdma-core's own test suite (its tests/), on efasim
     libfabric-bin libfabric-dev  # fi_info, fi_pingpong: libfabric's EFA provider on efasim
     iproute2          # ip netns and veth for the two-host efasim test
+    slurmctld slurmd slurm-client munge  # scripts/slurm-cluster.sh: a Slurm cluster of emulated hosts
+    libpmix-dev       # scripts/mpich-build.sh --pmi pmix: MPICH for srun --mpi=pmix
     ccache            # scripts/mpich-build.sh: recompiles of MPICH hit the cache
     python3 xz-utils  # MPICH's autogen (python3) and its source tarball (.tar.xz)
     valgrind          # bench/run-instr-bench.sh: instructions per round trip (callgrind)

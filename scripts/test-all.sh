@@ -381,6 +381,11 @@ if [ -x "$mpich_prefix/bin/mpicc" ]; then
     # a host, efarm between them (test/mpi/run-two-hosts.sh; SKIP lines without root).
     suite two-hosts env MPITEST_BUILD_DIR="$root/mpitest-two-hosts" \
         bash "$top/test/mpi/run-two-hosts.sh" --prefix "$mpich_prefix"
+    # Slurm across two emulated hosts (scripts/slurm-cluster.sh): srun --mpi=pmi2,
+    # salloc with mpiexec, sbatch, spawn, a launch with the wrong PMI, a host that dies
+    # mid-job (test/mpi/run-slurm.sh; the PMIx and PMI 2 builds' runs by hand).
+    suite slurm env MPITEST_BUILD_DIR="$root/mpitest-slurm" \
+        bash "$top/test/mpi/run-slurm.sh" --prefix "$mpich_prefix"
     # quickstart.sh's verdict and plot on a short run of its benchmark; and the verdict
     # must fail when the ranks' messages go through shared memory instead of efarm.
     quickstart_report() {
