@@ -8,20 +8,28 @@
 # from the smallest job to the largest, against the ranks' ratio.
 #
 #   bench/run-init-scale.sh [--prefix PREFIX] [--ranks "2 4 8 16 32 64"] [--runs N]
+#                           [--launch mpiexec|srun-pmix|srun-pmi2|salloc-mpiexec]
 #
 # PREFIX: an MPICH with ch4:efarm (default build/mpich/install). --runs: jobs per
-# rank count, the fastest (by wall time) reported (default 1).
+# rank count, the fastest (by wall time) reported (default 1). --launch: hydra's
+# mpiexec on this machine (the default), or through the Slurm cluster of
+# scripts/slurm-cluster.sh (started beforehand; its two hosts, half the ranks on
+# each): srun --mpi=pmix (PREFIX a `mpich-build.sh --pmi pmix` build), srun
+# --mpi=pmi2 (the default build or a `--pmi pmi2` one), or salloc with mpiexec
+# inside (the default build).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 prefix=${EFARM_MPICH_PREFIX:-$top/build/mpich/install}
 ranks="2 4 8 16 32 64"
 runs=1
+launch=mpiexec
 while [ $# -gt 0 ]; do
     case $1 in
+    --launch) launch=${2:?}; shift ;;
     --prefix) prefix=${2:?}; shift ;;
     --ranks) ranks=${2:?}; shift ;;
     --runs) runs=${2:?}; shift ;;
-    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run-init-scale: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
@@ -37,8 +45,15 @@ last=
 for n in $ranks; do
     best=
     for _ in $(seq 1 "$runs"); do
+        case $launch in
+        mpiexec) cmd=("$prefix/bin/mpiexec" -n "$n") ;;
+        srun-pmix | srun-pmi2) cmd=("$top/scripts/slurm-cluster.sh" run srun --mpi="${launch#srun-}" -N 2 -n "$n") ;;
+        salloc-mpiexec) cmd=("$top/scripts/slurm-cluster.sh" run salloc -N 2 "$prefix/bin/mpiexec" \
+            -iface efslurm0 -ppn $(((n + 1) / 2)) -n "$n") ;;
+        *) echo "run-init-scale: --launch $launch: mpiexec, srun-pmix, srun-pmi2 or salloc-mpiexec" >&2; exit 2 ;;
+        esac
         t0=$(date +%s%N)
-        line=$(EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 timeout 600 "$prefix/bin/mpiexec" -n "$n" \
+        line=$(EFARM_DEVICE=sim MPIR_CVAR_NOLOCAL=1 timeout 600 "${cmd[@]}" \
             "$out/init_scale" 2>"$out/err-$n.txt" | grep '^init_scale:')
         wall=$((($(date +%s%N) - t0) / 1000000))
         if [ -z "$line" ]; then

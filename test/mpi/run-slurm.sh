@@ -150,6 +150,13 @@ base_env=(env EFARM_DEVICE=sim EFARM_PROFILE=reference)
 # rank starved for 5 s was seen while a build loaded the machine (threads over
 # srun --mpi=pmix). A lost packet still ends as a hang, which fails.
 run_env=("${base_env[@]}" EFASIM_TIMEOUT_MS=30000)
+# Each rank srun starts runs in a session of its own (setsid): Linux schedules
+# each session as a group (autogroups), and srun's tasks of one host share
+# slurmstepd's session, so on a machine that also builds they share one group's
+# CPU: 16 ranks' first alltoall took 0.8-1.2 s that way against 70-80 ms with
+# setsid (hydra's ranks get a session each). Real hosts do not share their CPUs
+# with another job.
+own=(setsid -w)
 # The tests' pair partners (rank ^ 1) are on the other host with -m cyclic (ranks
 # 0 and 2 on efarm-node1); two_hosts checks the split itself. Programs whose
 # counter checks expect every message on efarm run with MPIR_CVAR_NOLOCAL=1 (the
@@ -174,7 +181,7 @@ srun_set() { # TAG PREFIX SUFFIX MPI
         log=$out/logs/$prog-$tag.log
         # shellcheck disable=SC2086 # $vars is a list of VAR=VALUE words
         run "$prog-$tag" "$log" "ok $prog 4" "${run_env[@]}" $vars \
-            "$cluster" run srun --mpi="$mpi" -N2 -n4 -m cyclic "$out/$prog$sfx"
+            "$cluster" run srun --mpi="$mpi" -N2 -n4 -m cyclic "${own[@]}" "$out/$prog$sfx"
     done
 }
 
@@ -199,7 +206,7 @@ if selected two_hosts-sbatch; then
 #!/bin/sh
 #SBATCH -N 2
 #SBATCH -o $out/logs/two_hosts-sbatch.out
-srun --mpi=pmi2 -n 4 -m cyclic $out/two_hosts
+srun --mpi=pmi2 -n 4 -m cyclic ${own[*]} $out/two_hosts
 EOF
     rm -f "$out/logs/two_hosts-sbatch.out"
     run two_hosts-sbatch "$out/logs/two_hosts-sbatch.log" "ok two_hosts 4" \
@@ -268,7 +275,7 @@ if selected host-dies; then
     build_as soak "$prefix" ""
     log=$out/logs/host-dies.log
     (cd "$out" && "${base_env[@]}" MPITEST_SOAK_SECONDS=600 "$top/scripts/hang-guard.sh" "$fail_s" \
-        "$cluster" run srun --mpi=pmi2 -N2 -n4 -m cyclic "$out/soak") >"$log" 2>&1 &
+        "$cluster" run srun --mpi=pmi2 -N2 -n4 -m cyclic "${own[@]}" "$out/soak") >"$log" 2>&1 &
     job=$!
     sleep 5
     "$cluster" kill-node 2 >>"$log" 2>&1
