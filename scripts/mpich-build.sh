@@ -103,9 +103,9 @@
 # EFARM_MPICH_PMIX_CACHE and EFARM_MPICH_PMI2_CACHE name them), prefix CACHE/install,
 # logs build/logs/mpich-pmix-STEP.log; the download is the default cache's. Such a
 # build installs no mpiexec. The configure lines: --with-pmix=DIR --with-pm=no, and
-# --with-pmi=pmi2 --with-pm=no (4.0: --with-pmi=pmi2/simple). A PMIx build's
-# tree gets one more patch (patch_pmix_hint below): MPICH's message for a
-# PMIx_Init that found no server names the srun option that fits.
+# --with-pmi=pmi2 --with-pm=no (4.0: --with-pmi=pmi2/simple). Their trees get one
+# more patch (patch_pmi_hint below): MPICH's message for a PMI client that found
+# no server of its kind names the srun option that fits.
 #
 # --release is the configuration to run applications with: ch4 calls efarm's netmod
 # inline (--enable-ch4-netmod-inline, so the netmod's functions are compiled into
@@ -463,21 +463,29 @@ prepare_key() {
         for f in subconfigure.m4 Makefile.mk errnames.txt efarm_cvars.h; do
             [ -f "$netmod_src/$f" ] && { echo "== $f"; cat "$netmod_src/$f"; }
         done
-        if [ "$pmi" = pmix ]; then declare -f patch_pmix_hint; fi
+        if [ "$pmi" != hydra ]; then declare -f patch_pmi_hint; fi
     } | sha
 }
 
-# --pmi pmix: MPICH's messages for a PMIx_Init that failed (src/pmi/errnames.txt,
-# all three versions) say what -25 means and name the fix: under srun without
-# --mpi=pmix (or with --mpi=pmi2) there is no PMIx server, and MPICH 4.0 says only
-# "PMIX_Init returned -25". Before autogen, which turns the error names into
-# MPICH's message table.
-patch_pmix_hint() {
-    local f=$tree/src/pmi/errnames.txt
-    local hint='-25, PMIX_ERR_UNREACH, means no PMIx server answered: this MPICH speaks PMIx only; under Slurm start it with srun --mpi=pmix'
-    grep -q '^\*\*pmix_init %d:PMIX_Init returned %d$' "$f" || { echo "$f: no '**pmix_init %d' message to patch"; return 1; }
-    sed -i -e "s/^\(\*\*pmix_init %d:PMIX_Init returned %d\)\$/\1 ($hint)/" \
-        -e "s/^\(\*\*pmix_init %s:PMIx_Init failed %s\)\$/\1 ($hint)/" "$f"
+# --pmi pmix and pmi2: MPICH's message for a PMI client that found no server of
+# its kind (src/pmi/errnames.txt, the same in 4.0, 4.3 and 5.0) says so and names
+# the fix. Under srun without the build's --mpi there is no such server, and MPICH
+# 4.0 says only "PMIX_Init returned -25" (PMIx) or "PMI2_Job_GetId returned 14"
+# (PMI 2, whose client then runs as a singleton without a job id). Before
+# autogen, which turns the error names into MPICH's message table.
+patch_pmi_hint() {
+    local f=$tree/src/pmi/errnames.txt key text hint
+    if [ "$pmi" = pmix ]; then
+        key='pmix_init %d' text='PMIX_Init returned %d'
+        hint='-25, PMIX_ERR_UNREACH, means no PMIx server answered: this MPICH speaks PMIx only; under Slurm start it with srun --mpi=pmix'
+    else
+        key='pmi_job_getid %d' text='PMI2_Job_GetId returned %d'
+        hint='no PMI 2 server answered: this MPICH speaks PMI 2 only; under Slurm start it with srun --mpi=pmi2'
+    fi
+    grep -qxF "**$key:$text" "$f" || { echo "$f: no '**$key' message to patch"; return 1; }
+    sed -i "s/^\(\*\*$key:$text\)\$/\1 ($hint)/" "$f"
+    # 4.3 and 5.0: "PMIx_Init failed (launcher not compatible with PMIx client)".
+    [ "$pmi" != pmix ] || sed -i "s/^\(\*\*pmix_init %s:PMIx_Init failed %s\)\$/\1 ($hint)/" "$f"
 }
 
 # A release tarball has its modules' configure scripts: MPICH's quick autogen
@@ -509,7 +517,7 @@ do_prepare() {
     cp -a "$pristine" "$tree"
     chmod -R u+w "$tree"
     prepare_netmod
-    if [ "$pmi" = pmix ]; then patch_pmix_hint; fi
+    if [ "$pmi" != hydra ]; then patch_pmi_hint; fi
     autogen_tree
     # What the patches must have produced.
     if ! grep -q '__netmod_inline_efarm__' "$tree/src/mpid/ch4/netmod/include/netmod_impl.h" ||
@@ -529,8 +537,8 @@ do_prepare() {
         echo "ch4's connect/accept was not patched (P6: scripts/mpich-netmod-prepare.sh)"
         return 1
     fi
-    if [ "$pmi" = pmix ] && ! grep -q 'srun --mpi=pmix' "$tree/src/pmi/errnames.txt"; then
-        echo "MPICH's PMIx messages were not patched (patch_pmix_hint)"
+    if [ "$pmi" != hydra ] && ! grep -q "srun --mpi=$pmi" "$tree/src/pmi/errnames.txt"; then
+        echo "MPICH's PMI messages were not patched (patch_pmi_hint)"
         return 1
     fi
     echo "$key" >"$cache/tree/.prepare-key"
