@@ -722,16 +722,8 @@ do_compile() {
         objs+=("src/mpid/ch4/netmod/efarm/lib_libmpi_la-$f.lo")
     done
     [ ${#objs[@]} -gt 0 ] || { echo "no netmod sources found in $netmod_src/Makefile.mk"; return 1; }
-    # Configured with --enable-mpi-abi (5.0): the netmod is compiled a second time
-    # into libmpi_abi, with -DBUILD_MPI_ABI (the standard ABI's constants).
-    local abi=""
-    if grep -q 'lib_libmpi_abi_la-func_table\.lo' "$builddir/Makefile"; then
-        local n=${#objs[@]} i
-        for ((i = 0; i < n; i++)); do objs+=("${objs[i]/lib_libmpi_la-/lib_libmpi_abi_la-}"); done
-        abi=", and again for libmpi_abi (--enable-mpi-abi)"
-    fi
     make -C "$builddir" -j"$jobs" "${objs[@]}"
-    note "compiled ${#objs[@]} netmod objects against MPICH $mpich_version$abi (compile only: nothing installed)"
+    note "compiled ${#objs[@]} netmod files against MPICH $mpich_version (compile only: nothing installed)"
 }
 
 do_make() {
