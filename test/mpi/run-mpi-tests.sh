@@ -479,21 +479,6 @@ for r in "${langruns[@]}"; do
     fi
 done
 
-# Hydra's teardown when every rank fails at once can lose the ranks' stderr: its
-# proxy writes a PMI answer to a rank that already exited ("Broken pipe"), and
-# mpiexec ends on "assert (!closed)" before forwarding what the ranks printed (seen
-# once in CI, on a loaded 2-core VM). Such a run is run once more, and says so.
-hydra_lost_output() { grep -q 'HYDU_sock_write.*Broken pipe' "$1" && grep -q 'assert (!closed)' "$1"; }
-# A failing run's pattern: extended regular expressions joined by "&&", each of which
-# some line of the log must match.
-log_matches() {
-    local rest=$1 part
-    while [ -n "$rest" ]; do
-        part=${rest%%&&*}
-        [ "$part" = "$rest" ] && rest= || rest=${rest#*&&}
-        grep -Eq "$part" "$2" || return 1
-    done
-}
 for r in "${failruns[@]}"; do
     read -r name prog ranks pattern vars <<<"$r"
     selected "$name" || continue
@@ -504,15 +489,7 @@ for r in "${failruns[@]}"; do
         echo "RETRY $name: hydra lost the ranks' output (log $log.first); run again"
         launch "$name" "$prog" "$ranks" "$vars" || continue
     fi
-    if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
-        fail "$name (hung: timeout ${timeout_s} s instead of an error)" "$log"
-    elif [ "$status" -eq 0 ]; then
-        fail "$name (exit 0, expected a failure, ${secs} s)" "$log"
-    elif ! log_matches "$pattern" "$log"; then
-        fail "$name (exit $status without a message matching '$pattern', ${secs} s)" "$log"
-    else
-        pass "$name (failed as it must: exit $status, ${secs} s)"
-    fi
+    judge_fail "$name" "$pattern"
 done
 
 for r in "${hangruns[@]}"; do
