@@ -253,15 +253,21 @@ static int create_qp(struct efarm_dev_ep *ep, uint32_t rq_depth, uint8_t rnr_ret
         int err = errno ? errno : ENOMEM;
 
         /*
-         * Most often the device's limit: every endpoint (VCI, rail) of every
-         * process on the NIC has a QP of its own.
+         * EFA's driver answers ENOMEM when the device's resources are used up,
+         * most often its QPs: every endpoint (VCI, rail) of every process on the
+         * NIC has a QP of its own. Other errors are not that limit.
          */
-        efarm_log(EFARM_LOG_ERROR,
-                  "%s refused a queue pair (%s): it holds %u (max_qp), counting every QP open "
-                  "on it by any process; efarm opens one per endpoint (MPI: one per VCI and per "
-                  "rail, for each rank on the NIC)%s",
-                  ep->caps.name, strerror(err), ep->caps.max_qp,
-                  efarm_device_kind() == EFARM_DEVICE_SIM ? "; EFASIM_MAX_QP sets efasim's" : "");
+        if (err == ENOMEM)
+            efarm_log(EFARM_LOG_ERROR,
+                      "%s refused a queue pair (%s): it holds %u (max_qp), counting every QP "
+                      "open on it by any process; efarm opens one per endpoint (MPI: one per VCI "
+                      "and per rail, for each rank on the NIC)%s",
+                      ep->caps.name, strerror(err), ep->caps.max_qp,
+                      efarm_device_kind() == EFARM_DEVICE_SIM ? "; EFASIM_MAX_QP sets efasim's"
+                                                              : "");
+        else
+            efarm_log(EFARM_LOG_ERROR, "%s refused a queue pair (%s)", ep->caps.name,
+                      strerror(err));
         return -err;
     }
     /* The Q-Key is the endpoint's connid: a random 32-bit number (section 1.4). */

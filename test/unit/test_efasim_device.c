@@ -336,6 +336,51 @@ EFARM_TEST(efasim_device_max_qp_per_device)
 }
 
 /*
+ * A device address the host does not have (EFASIM_ADDR in TEST-NET-1): the QP
+ * cannot be opened (errno EADDRNOTAVAIL, from the socket under it, not the
+ * ENOMEM of the device's max_qp), and efasim says once which address is
+ * missing and which knob to set.
+ */
+EFARM_TEST(efasim_device_addr_not_on_host)
+{
+    char path[] = "/tmp/efasim-test-addr-XXXXXX", line[512] = "";
+    struct efasim_dev d;
+    struct ibv_cq_ex *cq;
+    struct ibv_qp *q;
+    int fd, saved, err;
+    FILE *f;
+
+    efasim_setenv("EFASIM_ADDR", "192.0.2.1");
+    efasim_dev_open(0, &d);
+    cq = efasim_cq_create(&d, 64);
+    fd = mkstemp(path);
+    EXPECT_TRUE(fd >= 0);
+    fflush(stderr);
+    saved = dup(2);
+    EXPECT_TRUE(saved >= 0 && dup2(fd, 2) == 2);
+    q = efasim_qp_create_raw(&d, cq);
+    err = errno;
+    EXPECT_TRUE(efasim_qp_create_raw(&d, cq) == NULL); /* said once */
+    fflush(stderr);
+    EXPECT_TRUE(dup2(saved, 2) == 2);
+    close(saved);
+    close(fd);
+    EXPECT_TRUE(q == NULL);
+    EXPECT_EQ(err, EADDRNOTAVAIL);
+    f = fopen(path, "r");
+    EXPECT_TRUE(f != NULL);
+    EXPECT_TRUE(fgets(line, sizeof(line), f) != NULL);
+    EXPECT_TRUE(strstr(line, "efasim_0 cannot open a QP: its address 192.0.2.1 is not one of "
+                             "this host's") != NULL);
+    EXPECT_TRUE(strstr(line, "EFASIM_NDEV") != NULL);
+    EXPECT_TRUE(fgets(line, sizeof(line), f) == NULL);
+    fclose(f);
+    unlink(path);
+    EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
+    efasim_dev_close(&d);
+}
+
+/*
  * QP numbers as EFA's device gives them: from 0 up to max_qp - 1, the lowest
  * free one first, a destroyed QP's number given out again (rdma-core's EFA
  * provider looks a completion's QP up by qp_num in a table of the next power

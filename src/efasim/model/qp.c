@@ -79,6 +79,21 @@ static int qp_open_socket(struct efasim_qp *qp)
     setsockopt(qp->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
     setsockopt(qp->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
     err = qp_bind(qp->fd, &sin, &qpn);
+    if (err == -EADDRNOTAVAIL) {
+        /*
+         * Not a device's refusal but the emulation's host: device i's QPs are
+         * sockets on EFASIM_ADDR + i, and this host has no such address.
+         */
+        static int told;
+        char a[INET_ADDRSTRLEN];
+
+        if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+            fprintf(stderr,
+                    "efasim: %s cannot open a QP: its address %s is not one of this host's "
+                    "(device i uses EFASIM_ADDR + i; give the host EFASIM_NDEV consecutive "
+                    "addresses or set EFASIM_NDEV=1)\n",
+                    qp->ctx->dev->name, inet_ntop(AF_INET, &sin.sin_addr, a, sizeof(a)));
+    }
     if (err) {
         close(qp->fd);
         qp->fd = -1;
