@@ -5,7 +5,7 @@
 # slurmd, and slurmctld and munged on the "head" (the root namespace). Debian's
 # packages: slurmctld, slurmd, slurm-client and munge (Slurm 22.05, munge 0.5).
 #
-#   scripts/slurm-cluster.sh start [--hosts N] [--cpus C]
+#   scripts/slurm-cluster.sh start [--hosts N] [--cpus C] [--nics K]
 #   scripts/slurm-cluster.sh run CMD [ARG...]
 #   scripts/slurm-cluster.sh status
 #   scripts/slurm-cluster.sh kill-node I [--unplug]
@@ -13,7 +13,8 @@
 #   scripts/slurm-cluster.sh stop
 #
 # start         N hosts (default 2, 1..16) named efarm-node1..N at 10.199.2.1..N,
-#               C CPUs each (default 16); waits until sinfo shows every node idle
+#               C CPUs each (default 16), K emulated EFA devices each (default
+#               1; 1..8: see "Several NICs" below); waits until sinfo shows every node idle
 #               (at most EFARM_SLURM_START_TIMEOUT seconds, default 60, less when
 #               a daemon died), then prints the SLURM_CONF to export: 0.5 to 3 s
 #               for 2 hosts, 6 s for 16 (2-core VM, a build running). On failure:
@@ -134,6 +135,11 @@
 #   node it runs on (from SLURMD_NODENAME): efasim binds its emulated host's
 #   address although srun runs on the head and passes on the head's environment.
 #   Batch scripts get it too (the batch step is a task of the first node).
+#   Several NICs (--nics K, K > 1): efasim's device i binds EFASIM_ADDR + i, so
+#   host I gets K consecutive addresses of its own besides 10.199.2.I, from
+#   10.199.2.(100 + (I - 1) * K) on (16 hosts of 8 stay below the head's .254),
+#   and the TaskProlog exports the first as EFASIM_ADDR and EFASIM_NDEV=K: on
+#   each host a rank sees K devices, as on a p4d or p5 instance.
 # - SlurmdTimeout=20 (default 300): a dead node is noticed in about 30 s.
 #   slurmctld pings a node it has not heard from for SlurmdTimeout/3, a ping of a
 #   dead node takes MessageTimeout (10 s) to fail, and the node is set DOWN (its
@@ -366,8 +372,8 @@ show_logs() {
     done
 }
 
-write_config() { # N C
-    local n=$1 cpus=$2 i
+write_config() { # N C K
+    local n=$1 cpus=$2 nics=$3 i
     cat >"$conf" <<EOF
 # Written by scripts/slurm-cluster.sh (see its header for each choice).
 ClusterName=efarm
@@ -412,16 +418,31 @@ EOF
 #!/bin/sh
 # Written by scripts/slurm-cluster.sh: a task's EFASIM_ADDR is its emulated host's
 # address, so efasim binds it.
+EOF
+    if [ "$nics" -eq 1 ]; then
+        cat >>"$dir/task-prolog.sh" <<EOF
 case \${SLURMD_NODENAME:-} in
 ${node_prefix}[0-9]*) echo "export EFASIM_ADDR=$net.\${SLURMD_NODENAME#$node_prefix}" ;;
 esac
 EOF
+    else
+        cat >>"$dir/task-prolog.sh" <<EOF
+# --nics $nics: the host's $nics device addresses (scripts/slurm-cluster.sh).
+case \${SLURMD_NODENAME:-} in
+${node_prefix}[0-9]*)
+    echo "export EFASIM_ADDR=$net.\$((100 + (\${SLURMD_NODENAME#$node_prefix} - 1) * $nics))"
+    echo "export EFASIM_NDEV=$nics"
+    ;;
+esac
+EOF
+    fi
     chmod 755 "$dir/task-prolog.sh"
 }
 
-# setup_net N: the bridge (the head's address) and N namespaces with a veth each.
+# setup_net N K: the bridge (the head's address) and N namespaces with a veth each;
+# with K > 1 NICs, each host's K device addresses on its veth too.
 setup_net() {
-    local n=$1 i ns
+    local n=$1 nics=$2 i ns d
     ip link add "$bridge" type bridge && ip addr add "$head_addr/24" dev "$bridge" &&
         ip link set "$bridge" up || return 1
     for i in $(seq 1 "$n"); do
@@ -430,6 +451,10 @@ setup_net() {
             ip link set "efsl-v$i" netns "$ns" && ip link set "efsl-p$i" master "$bridge" &&
             ip link set "efsl-p$i" up && ip -n "$ns" addr add "$net.$i/24" dev "efsl-v$i" &&
             ip -n "$ns" link set "efsl-v$i" up && ip -n "$ns" link set lo up || return 1
+        [ "$nics" -gt 1 ] || continue
+        for d in $(seq 0 $((nics - 1))); do
+            ip -n "$ns" addr add "$net.$((100 + (i - 1) * nics + d))/24" dev "efsl-v$i" || return 1
+        done
     done
 }
 
@@ -453,18 +478,21 @@ wait_file() {
 }
 
 cmd_start() {
-    local n=2 cpus=16 i t0 end states idle why
+    local n=2 cpus=16 nics=1 i t0 end states idle why
     while [ $# -gt 0 ]; do
         case $1 in
         --hosts) n=${2:-}; shift 2 || usage ;;
         --hosts=*) n=${1#*=}; shift ;;
         --cpus) cpus=${2:-}; shift 2 || usage ;;
         --cpus=*) cpus=${1#*=}; shift ;;
+        --nics) nics=${2:-}; shift 2 || usage ;;
+        --nics=*) nics=${1#*=}; shift ;;
         *) usage ;;
         esac
     done
     in_range "$n" 1 16 || die "--hosts takes 1..16, not '$n'"
     in_range "$cpus" 1 256 || die "--cpus takes 1..256, not '$cpus'"
+    in_range "$nics" 1 8 || die "--nics takes 1..8, not '$nics'"
     in_range "$start_timeout" 1 3600 || die "EFARM_SLURM_START_TIMEOUT is not a number of seconds (1..3600)"
     t0=$(date +%s.%N)
 
@@ -487,9 +515,9 @@ cmd_start() {
         die "cannot create $dir"
     fi
     mkdir -p "$dir/munge" "$dir/ctld" "$dir/run" "$dir/log" "$dir/spool" "$dir/tmp"
-    write_config "$n" "$cpus"
+    write_config "$n" "$cpus" "$nics"
 
-    if ! setup_net "$n" >"$dir/log/network.log" 2>&1; then
+    if ! setup_net "$n" "$nics" >"$dir/log/network.log" 2>&1; then
         say "SKIP: this machine does not allow the namespaces, veth or bridge ($(tail -n 1 "$dir/log/network.log"))"
         teardown >/dev/null
         exit 77
@@ -511,7 +539,7 @@ cmd_start() {
     for i in $(seq 1 "$n"); do
         start_slurmd "$i"
     done
-    echo "$n $cpus" >"$dir/cluster"
+    echo "$n $cpus $nics" >"$dir/cluster"
 
     # Every node idle in sinfo. A daemon that died (a configuration error: its
     # start-up output and log say why) ends the wait at once; a slurmd gets 5 s

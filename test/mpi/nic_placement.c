@@ -7,7 +7,9 @@
  * sockets; mpiexec binds the ranks (-bind-to core) or not. MPITEST_NIC_EXPECT
  * says what each rank must get, as groups separated by ';':
  *     PU:I,J,...   the ranks bound to exactly CPU PU take devices I, J, ...
- *                  round-robin, in rank order (all ranks are on one host here)
+ *                  round-robin, in rank order, on each host (under mpiexec
+ *                  all ranks are on one host; under srun on several, each
+ *                  host's ranks choose among their own)
  *     *:I,J,...    the same for ranks that are not bound (every CPU)
  * e.g. "0:0,2;1:1,3" on two sockets with two devices each. Each rank reads its
  * binding with sched_getaffinity and its device index from the MPI_T variable
@@ -33,7 +35,7 @@
 
 struct group {
     int pu; /* -1: unbound */
-    unsigned nnics, next;
+    unsigned nnics;
     unsigned nics[MAX_NICS];
 };
 
@@ -43,6 +45,8 @@ struct rank_info {
     int nearness; /* efarm_nm_nic_nearness */
     int nlocal;   /* efarm_nm_nic_local_ranks */
     int ndevices; /* efarm_nm_nic_devices */
+    int host;     /* the lowest world rank on this rank's host */
+    int nhost;    /* ranks on this rank's host */
 };
 
 static unsigned parse_groups(const char *spec, struct group *g)
@@ -94,19 +98,23 @@ static void check_placement(const struct rank_info *all, const char *spec)
     for (int r = 0; r < g_mpitest_size; r++) {
         const struct rank_info *ri = &all[r];
         struct group *g = NULL;
+        unsigned before = 0;
 
-        printf("nic-map: rank %d pu %d -> efasim_%d (nearness %d, %d local ranks, %d devices)\n", r,
-               ri->pu, ri->nic, ri->nearness, ri->nlocal, ri->ndevices);
-        mpitest_context("rank %d bound to CPU %d", r, ri->pu);
+        printf("nic-map: rank %d host %d pu %d -> efasim_%d (nearness %d, %d local ranks, %d "
+               "devices)\n",
+               r, ri->host, ri->pu, ri->nic, ri->nearness, ri->nlocal, ri->ndevices);
+        mpitest_context("rank %d on the host of rank %d, bound to CPU %d", r, ri->host, ri->pu);
         CHECK(ri->pu != -2); /* bound to one CPU or to none */
         for (unsigned i = 0; i < ngroups && !g; i++)
             if (groups[i].pu == ri->pu)
                 g = &groups[i];
         CHECK(g != NULL); /* MPITEST_NIC_EXPECT names its CPU */
-        CHECK_EQ(ri->nic, g->nics[g->next % g->nnics]);
-        g->next++;
-        /* All ranks of this job are on this host: the NIC choice must have seen them all. */
-        CHECK_EQ(ri->nlocal, g_mpitest_size);
+        /* Its place among the ranks of its host bound as it is. */
+        for (int q = 0; q < r; q++)
+            before += all[q].host == ri->host && all[q].pu == ri->pu;
+        CHECK_EQ(ri->nic, g->nics[before % g->nnics]);
+        /* The NIC choice must have seen every rank of its host. */
+        CHECK_EQ(ri->nlocal, ri->nhost);
         CHECK(ri->nic >= 0 && ri->nic < MAX_NICS);
         used[ri->nic] = 1;
     }
@@ -158,6 +166,29 @@ int main(int argc, char **argv)
     me.nearness = (int)mpitest_pvar_read("efarm_nm_nic_nearness");
     me.nlocal = (int)mpitest_pvar_read("efarm_nm_nic_local_ranks");
     me.ndevices = (int)mpitest_pvar_read("efarm_nm_nic_devices");
+    {
+        /*
+         * The host by its name (MPI_COMM_TYPE_SHARED would not do: with
+         * MPIR_CVAR_NOLOCAL=1 MPICH puts every rank on a node of its own).
+         */
+        char name[MPI_MAX_PROCESSOR_NAME] = "", *names;
+        int len;
+
+        CHECK_MPI(MPI_Get_processor_name(name, &len));
+        names = calloc((size_t)g_mpitest_size, sizeof(name));
+        CHECK(names != NULL);
+        CHECK_MPI(MPI_Allgather(name, (int)sizeof(name), MPI_CHAR, names, (int)sizeof(name),
+                                MPI_CHAR, MPI_COMM_WORLD));
+        me.host = -1;
+        me.nhost = 0;
+        for (int r = 0; r < g_mpitest_size; r++)
+            if (!strcmp(names + (size_t)r * sizeof(name), name)) {
+                if (me.host < 0)
+                    me.host = r;
+                me.nhost++;
+            }
+        free(names);
+    }
     if (g_mpitest_rank == 0)
         all = malloc(sizeof(*all) * (size_t)g_mpitest_size);
     CHECK(g_mpitest_rank != 0 || all != NULL);

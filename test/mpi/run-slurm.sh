@@ -304,4 +304,37 @@ if selected host-dies; then
         pass "host-dies (ranks gone ${ranks_gone} s and srun returned $secs s after the host died, exit $status; nothing left)"
     fi
 fi
+# ---- A NIC per rank, from the topology and srun's binding ----------------------------
+# Hosts with four emulated EFA devices each (slurm-cluster.sh --nics 4: efasim's
+# devices on addresses of their own) and efarm told the machine is a p4d
+# (EFARM_TOPOLOGY from efarm-topo-xml: two sockets with two NICs each, this
+# machine's CPUs 0 and 1 on different sockets). srun --cpu-bind=cores puts each
+# host's two ranks on CPUs 0 and 1, so on both hosts the rank on CPU 0 must take
+# efasim_0 (socket 0's first NIC) and the rank on CPU 1 efasim_2 (socket 1's), and
+# the job's traffic crosses between the hosts on them (nic_placement.c checks each
+# rank's choice, and its exchange must pass). It needs a cluster of its own (its
+# hosts' addresses), so it runs last and only when this script started the cluster.
+if selected nic_placement-srun; then
+    if [ "$own_cluster" = no ]; then
+        skip "nic_placement-srun: needs a cluster with --nics 4 of its own; a cluster that already ran is used as it is"
+    elif ! cc -std=c11 -O2 -Wall -Wextra -Werror -I"$top/test/common" -o "$out/efarm-topo-xml" \
+        "$top/test/common/topo_xml.c" "$top/test/common/topo_xml_main.c" -lhwloc \
+        >"$out/logs/build-efarm-topo-xml.log" 2>&1 ||
+        ! "$out/efarm-topo-xml" --packages 2 --cores 24 --interleave \
+            --nics efasim_0:0,efasim_1:0,efasim_2:1,efasim_3:1 >"$out/topo-p4d.xml"; then
+        fail build-efarm-topo-xml "$out/logs/build-efarm-topo-xml.log"
+    else
+        build_as nic_placement "$prefix" ""
+        "$cluster" stop >"$out/logs/cluster-stop.log" 2>&1
+        if ! "$cluster" start --hosts 2 --nics 4 >"$out/logs/cluster-start-nics.log" 2>&1; then
+            own_cluster=no
+            fail "nic_placement-srun (slurm-cluster.sh start --nics 4 failed)" "$out/logs/cluster-start-nics.log"
+        elif [ "${built_as[nic_placement]}" = ok ]; then
+            run nic_placement-srun "$out/logs/nic_placement-srun.log" "ok nic_placement 4" \
+                "${run_env[@]}" MPIR_CVAR_NOLOCAL=1 EFARM_TOPOLOGY="$out/topo-p4d.xml" \
+                MPITEST_NIC_EXPECT="0:0;1:2" "$cluster" run srun --mpi=pmi2 -N2 -n4 \
+                --cpu-bind=cores "${own[@]}" "$out/nic_placement"
+        fi
+    fi
+fi
 finish
