@@ -529,6 +529,11 @@ if [ -n "$src501" ]; then
             --faults --only "$top/test/mpich-testlists/only-threads-vcis-faults" \
             --source "$mpich_cache/tree/mpich-4.0.2" \
             --logs "$root/mpich-testsuite-threads-vcis-faults-5.0.1"
+        # Under Slurm (test/mpi/run-slurm.sh): srun --mpi=pmi2 across two emulated hosts,
+        # with threads, and the refused launches (MPICH 5.0 refuses a PMIx launch itself).
+        suite slurm-5.0.1 env MPITEST_BUILD_DIR="$root/mpitest-slurm-5.0.1" \
+            bash "$top/test/mpi/run-slurm.sh" --prefix "$prefix501" two_hosts-srun-pmi2 \
+            threads-srun-pmi2 mismatch
         # ThreadSanitizer over multi-VCI MPI runs: the engine (libefarm) and
         # efasim built with -fsanitize=thread (the tsan tree above) under this MPICH, which
         # is not instrumented (its locks are intercepted, so its per-VCI critical sections

@@ -225,12 +225,22 @@ if selected dynproc-salloc-mpiexec; then
         "$mpiexec" -iface efslurm0 -ppn 1 -n 2 "$out/dynproc"
 fi
 # A launch without the PMI the build speaks: every task would run alone; ch4:efarm
-# refuses it and names the fix.
+# refuses it and names the fix (MPICH 4.0). MPICH 4.1 and later stop before, in
+# MPI_Init's PMI set-up, on a PMIx environment: "Runtime environment uses unsupported
+# PMI version PMIx".
 if selected mismatch-pmix-to-hydra; then
     build_as two_hosts "$prefix" ""
     run mismatch-pmix-to-hydra "$out/logs/mismatch-pmix-to-hydra.log" \
-        "fail srun.started.4.tasks.*start.it.with.mpiexec.inside.the.allocation" \
+        "fail srun.started.4.tasks.*start.it.with.mpiexec.inside.the.allocation|unsupported.PMI.version.PMIx" \
         "${base_env[@]}" "$cluster" run srun --mpi=pmix -N2 -n4 "$out/two_hosts"
+fi
+# No PMI at all (srun --mpi=none, or a site whose MpiDefault is none): ch4:efarm's
+# message on every version.
+if selected mismatch-none-to-hydra; then
+    build_as two_hosts "$prefix" ""
+    run mismatch-none-to-hydra "$out/logs/mismatch-none-to-hydra.log" \
+        "fail srun.started.4.tasks.*--mpi=none.gives.no.PMI.*start.it.with.mpiexec.inside.the.allocation" \
+        "${base_env[@]}" "$cluster" run srun --mpi=none -N2 -n4 "$out/two_hosts"
 fi
 
 # ---- PMIx and PMI 2 builds ----------------------------------------------------------
