@@ -64,12 +64,17 @@
 # Cache (CACHE = build/mpich): dl/ (the download), src/ (the pristine source),
 # tree/ (the prepared tree), build/, efarm-build/, ccache/, install/ (PREFIX), and
 # the keys that decide what to redo:
-#   prepare key  MPICH version, source identity, the patch functions of this
-#                script, and the netmod's file list plus the content of its
-#                build-affecting files (subconfigure.m4, Makefile.mk, errnames.txt):
-#                when it changes, the tree is copied afresh, patched and autogen'd.
+#   structure key  MPICH version, source identity, the patch functions of this
+#                script, and the netmod's file list plus the content of the files
+#                autogen and configure read (subconfigure.m4, Makefile.mk): when it
+#                changes, the tree is copied afresh, patched and autogen'd.
+#   prepare key  the structure key and the netmod's texts (errnames.txt,
+#                efarm_cvars.h): when only they changed, they are copied and
+#                MPICH's two autogen steps that read them run again (messages,
+#                control variables), not the whole autogen.
 #   configure key  the prepare key, the configure arguments and the compiler:
-#                when it changes, the build directory is configured afresh.
+#                when it changes, the build directory is configured afresh, unless
+#                the preparations differed in the netmod's texts only.
 # Otherwise only changed netmod .c/.h files are copied (new content, new mtime;
 # unchanged files keep theirs), and make rebuilds what depends on them.
 # --clean removes everything but the download and the ccache first.
@@ -451,21 +456,30 @@ prepare_netmod() {
     "$top/scripts/mpich-netmod-prepare.sh" "$tree" "$netmod_src"
 }
 
-prepare_key() {
-    {
-        echo "mpich $mpich_version"
-        echo "c-only $c_only"
-        cat "$cache/source.id"
-        declare -f autogen_tree
-        cat "$top/scripts/mpich-netmod-prepare.sh"
-        netmod_files
-        local f
-        for f in subconfigure.m4 Makefile.mk errnames.txt efarm_cvars.h; do
-            [ -f "$netmod_src/$f" ] && { echo "== $f"; cat "$netmod_src/$f"; }
-        done
-        if [ "$pmi" != hydra ]; then declare -f patch_pmi_hint; fi
-    } | sha
+# The netmod's files that MPICH's autogen turns into generated sources: its
+# messages (errnames.txt -> src/mpi/errhan/defmsg.h) and its control variables
+# (efarm_cvars.h -> mpir_cvars.h and .c). What configure reads does not depend on
+# them.
+text_files=(errnames.txt efarm_cvars.h)
+
+# key_inputs all|structure: what the prepare key (all) and the structure key
+# (structure: what autogen and configure read, without the texts) are made of.
+key_inputs() {
+    echo "mpich $mpich_version"
+    echo "c-only $c_only"
+    cat "$cache/source.id"
+    declare -f autogen_tree
+    cat "$top/scripts/mpich-netmod-prepare.sh"
+    netmod_files
+    local f
+    for f in subconfigure.m4 Makefile.mk "${text_files[@]}"; do
+        [ "$1" = all ] || [ "$f" = subconfigure.m4 ] || [ "$f" = Makefile.mk ] || continue
+        [ -f "$netmod_src/$f" ] && { echo "== $f"; cat "$netmod_src/$f"; }
+    done
+    if [ "$pmi" != hydra ]; then declare -f patch_pmi_hint; fi
 }
+prepare_key() { key_inputs all | sha; }
+structure_key() { key_inputs structure | sha; }
 
 # --pmi pmix and pmi2: MPICH's message for a PMI client that found no server of
 # its kind (src/pmi/errnames.txt, the same in 4.0, 4.3 and 5.0) says so and names
@@ -504,11 +518,69 @@ autogen_tree() {
     fi
 }
 
+# regen_texts FILE...: MPICH's autogen steps for the netmod's changed text files
+# alone (the commands of MPICH's autogen.sh, the same in 4.0, 4.3 and 5.0; 4.0
+# gives extractcvars its directory list, 4.3 and later find them themselves).
+# Only the generated file of a changed input is rewritten: a new mpir_cvars.h
+# recompiles most of MPICH, a new defmsg.h one file.
+regen_texts() {
+    local f
+    for f in "$@"; do
+        case $f in
+        errnames.txt)
+            (
+                cd "$tree" &&
+                    maint/extracterrmsgs -careful=unusederr.txt -skip=src/util/multichannel/mpi.c \
+                        $(cat maint/errmsgdirs) >.efarm-defmsg.h 2>.efarm-errmsgs.err
+                if grep -v 'Warning:' .efarm-errmsgs.err | grep -q .; then
+                    cat .efarm-errmsgs.err
+                    echo "MPICH's extracterrmsgs failed: the messages were not regenerated"
+                    exit 1
+                fi
+                [ -s .efarm-defmsg.h ] || { echo "MPICH's extracterrmsgs wrote nothing"; exit 1; }
+                mv .efarm-defmsg.h src/mpi/errhan/defmsg.h
+                rm -f .efarm-errmsgs.err
+            ) || return 1
+            ;;
+        efarm_cvars.h)
+            if [ -f "$tree/maint/cvardirs" ]; then
+                (cd "$tree" && ./maint/extractcvars --dirs="$(cat maint/cvardirs)") || return 1
+            else
+                (cd "$tree" && ./maint/extractcvars) || return 1
+            fi
+            ;;
+        esac
+        note "regenerated what MPICH makes of $f"
+    done
+}
+
+# The tree's keys: .prepare-key (everything prepared, texts included),
+# .structure-key (what autogen and configure read) and .text-keys (the earlier
+# prepare keys of this structure, whose configured build directories stay valid).
 do_prepare() {
-    local key pristine
+    local key skey pristine t changed=()
     key=$(prepare_key)
+    skey=$(structure_key)
     if [ -f "$cache/tree/.prepare-key" ] && [ "$(cat "$cache/tree/.prepare-key")" = "$key" ]; then
+        [ -f "$cache/tree/.structure-key" ] || echo "$skey" >"$cache/tree/.structure-key"
         note "unchanged (key $key): no patch, no autogen"
+        return 0
+    fi
+    # Only the netmod's messages or control variables changed: copy them and run
+    # the autogen steps that read them, not the whole autogen (about 10 minutes for
+    # an export of a git tag) and the configure it makes necessary.
+    if [ -f "$cache/tree/.prepare-key" ] &&
+        [ "$(cat "$cache/tree/.structure-key" 2>/dev/null)" = "$skey" ] &&
+        [ -x "$tree/maint/extracterrmsgs" ] && [ -x "$tree/maint/extractcvars" ]; then
+        for t in "${text_files[@]}"; do
+            cmp -s "$netmod_src/$t" "$netmod_dst/$t" || changed+=("$t")
+        done
+        cat "$cache/tree/.prepare-key" >>"$cache/tree/.text-keys"
+        rm -f "$cache/tree/.prepare-key" # a failure below makes the next run prepare afresh
+        prepare_netmod
+        regen_texts "${changed[@]}" || return 1
+        echo "$key" >"$cache/tree/.prepare-key"
+        note "the netmod's ${changed[*]:-texts} changed: regenerated, no autogen (key $key)"
         return 0
     fi
     pristine=$(cat "$cache/pristine.path")
@@ -541,6 +613,7 @@ do_prepare() {
         echo "MPICH's PMI messages were not patched (patch_pmi_hint)"
         return 1
     fi
+    echo "$skey" >"$cache/tree/.structure-key"
     echo "$key" >"$cache/tree/.prepare-key"
     note "patched and regenerated (key $key)"
 }
@@ -646,9 +719,17 @@ fi
 # configure_tree SRC KEY NETMOD: configure MPICH from SRC into builddir unless KEY
 # matches the last configure, then check that ch4 calls NETMOD through its table.
 configure_tree() {
-    local src=$1 key=$2 nm=$3
+    local src=$1 key=$2 nm=$3 old=${4:-}
     if [ -f "$builddir/Makefile" ] && [ "$(cat "$builddir/.configure-key" 2>/dev/null)" = "$key" ]; then
         note "unchanged (key $key): not rerun"
+        return 0
+    fi
+    # Configured from an earlier preparation that differed in the netmod's texts only.
+    local was
+    was=$(cat "$builddir/.configure-key" 2>/dev/null || true)
+    if [ -f "$builddir/Makefile" ] && [ -n "$was" ] && grep -qxF "$was" <<<"$old"; then
+        echo "$key" >"$builddir/.configure-key"
+        note "the netmod's texts changed, what configure reads did not: not rerun (key $key)"
         return 0
     fi
     rm -rf "$builddir"
@@ -672,8 +753,12 @@ configure_tree() {
 }
 
 do_configure() {
+    local k old=
+    while read -r k; do
+        old+="$({ echo "$k"; printf '%s\n' "${configure_args[@]}"; } | sha)"$'\n'
+    done < <(cat "$cache/tree/.text-keys" 2>/dev/null)
     configure_tree "$tree" \
-        "$({ cat "$cache/tree/.prepare-key"; printf '%s\n' "${configure_args[@]}"; } | sha)" efarm
+        "$({ cat "$cache/tree/.prepare-key"; printf '%s\n' "${configure_args[@]}"; } | sha)" efarm "$old"
 }
 
 # ---- --netmod ofi: libfabric, configure ---------------------------------------------
