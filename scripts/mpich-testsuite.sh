@@ -5,8 +5,8 @@
 #                              [--subset ci|full] [--shm] [--source DIR] [--maxnp N]
 #                              [--timeout S] [--max-timeout S] [--budget S] [--jobs N]
 #                              [--xfail FILE] [--testlists DIR] [--list] [--build-only]
-#                              [--faults] [--logs DIR] [--only FILE] [--fortran]
-#                              [--front-end verbs|kernel]
+#                              [--faults] [--logs DIR] [--only FILE] [--except FILE] [--fortran]
+#                              [--front-end verbs|kernel] [--srun pmi2|pmix]
 #
 # Prints one line per test and ends with "N passed, N failed" (the format the
 # `suite` function of scripts/test-all.sh reads); exits 0 only when nothing failed.
@@ -88,12 +88,24 @@
 # Tests listed in test/mpich-testlists/faults-skip ("ID-GLOB: reason": programs that
 # rely on an order MPI does not promise, which lost and reordered packets upset) are
 # skipped then, each with its reason.
+# --srun MPI launches every test with srun --mpi=MPI on the running cluster of
+# scripts/slurm-cluster.sh (two emulated hosts; as root) instead of mpiexec: ranks
+# alternate between the hosts (-m cyclic, -N2 from 2 processes on), each started in
+# a session of its own (setsid -w, as test/mpi/run-slurm.sh does), with
+# SLURM_OVERLAP=1 (spawn's children are a job step of their own) and a silent peer
+# given 30 s (EFASIM_TIMEOUT_MS=30000: the hosts share this machine's cores). pmi2
+# for the default build (Slurm's PMI 2 server answers hydra's PMI 1 client), pmix for
+# a build of `scripts/mpich-build.sh --pmi pmix`. Tests whose list line passes
+# arguments to hydra's mpiexec (mpiexecarg=) are SKIP. Logs go to
+# build/mpich-testsuite/logs-srun (logs-faults-srun with --faults).
 # --logs DIR puts the logs elsewhere.
 # --only FILE runs (and with --list lists) only the tests whose id matches a line of
 # FILE, an ID-GLOB as in the xfail file (# starts a comment); the others are left out,
 # not counted. For rerunning a run's failures, or finishing a run that was stopped:
 # the ids still to run are the --list output less the ids of its PASS/FAIL/SKIP lines.
 # A FILE that matches no test is an error.
+# --except FILE leaves out (uncounted) the tests whose id matches a line of FILE, in the
+# same format; CI's lists of tests too slow for its time budget.
 #
 # Subsets.
 #   ci    test/mpich-testlists/basic and test/mpich-testlists/ci-DIR: a fixed subset
@@ -151,8 +163,10 @@ list_only=0
 build_only=0
 faults=0
 front_end=verbs
+srun_mpi=
 logs=
 only_file=
+except_file=
 fortran=0
 fortran_dirs="f77 f90"
 consecutive_timeouts_max=5
@@ -182,8 +196,10 @@ while [ $# -gt 0 ]; do
     --build-only) build_only=1 ;;
     --faults) faults=1 ;;
     --front-end) need_arg "$@"; front_end=$2; shift ;;
+    --srun) need_arg "$@"; srun_mpi=$2; shift ;;
     --logs) need_arg "$@"; logs=$2; shift ;;
     --only) need_arg "$@"; only_file=$2; shift ;;
+    --except) need_arg "$@"; except_file=$2; shift ;;
     --fortran) fortran=1 ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument '$1'" ;;
@@ -200,6 +216,7 @@ for v in maxnp timeout_default timeout_max budget jobs; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die "--${v//_/-} must be a whole number, not '${!v}'"
 done
 [ "$maxnp" -ge 1 ] || die "--maxnp must be at least 1"
+case $srun_mpi in '' | pmi2 | pmix) ;; *) die "--srun takes pmi2 or pmix, not '$srun_mpi'" ;; esac
 [ "$fortran" = 0 ] || all_dirs="$all_dirs $fortran_dirs"
 case $dirs in all) dirs=$all_dirs ;; more) dirs=$more_dirs ;; fortran) dirs=$fortran_dirs ;; esac
 for d in $dirs; do
@@ -266,10 +283,23 @@ obj=$out/obj-$key
 if [ $faults -eq 1 ]; then
     export EFASIM_LOSS=${EFASIM_LOSS:-0.1} EFASIM_DUP=${EFASIM_DUP:-0.1}
     export EFASIM_REORDER=${EFASIM_REORDER:-0.2}
-    : "${logs:=$out/logs-faults}"
+    : "${logs:=$out/logs-faults${srun_mpi:+-srun}}"
 fi
-: "${logs:=$out/logs}"
+: "${logs:=$out/logs${srun_mpi:+-srun}}"
 mpiexec=$prefix/bin/mpiexec
+cluster=$top/scripts/slurm-cluster.sh
+
+# launcher NP [MPIEXEC-ARGS...]: sets launch, the command that starts NP processes.
+launcher() {
+    local np=$1
+    shift
+    if [ -n "$srun_mpi" ]; then
+        launch=("$cluster" run srun --mpi="$srun_mpi" -N "$((np < 2 ? np : 2))" -n "$np" -m cyclic
+            setsid -w)
+    else
+        launch=("$mpiexec" -n "$np" "$@")
+    fi
+}
 
 now() { date +%s; }
 step_note() { printf 'mpich-testsuite: %-9s %4d s  %s\n' "$1" "$2" "$3"; }
@@ -417,20 +447,32 @@ load_overrides() {
     done
 }
 
-# --only FILE: one ID-GLOB a line.
+# --only FILE and --except FILE: one ID-GLOB a line.
 only_globs=()
+except_globs=()
 n_only=0
-load_only() {
+read_globs() { # OPTION FILE: the file's globs into globs_read
     local line
-    [ -n "$only_file" ] || return 0
-    [ -r "$only_file" ] || die "--only: cannot read $only_file"
+    globs_read=()
+    [ -r "$2" ] || die "$1: cannot read $2"
     while IFS= read -r line || [ -n "$line" ]; do
         line=${line%%#*}
         line=${line#"${line%%[![:space:]]*}"}
         line=${line%"${line##*[![:space:]]}"}
-        [ -n "$line" ] && only_globs+=("$line")
-    done <"$only_file"
-    [ ${#only_globs[@]} -gt 0 ] || die "--only: $only_file names no test"
+        [ -n "$line" ] && globs_read+=("$line")
+    done <"$2"
+    [ ${#globs_read[@]} -gt 0 ] || die "$1: $2 names no test"
+}
+load_only() {
+    local -a globs_read
+    if [ -n "$only_file" ]; then
+        read_globs --only "$only_file"
+        only_globs=("${globs_read[@]}")
+    fi
+    if [ -n "$except_file" ]; then
+        read_globs --except "$except_file"
+        except_globs=("${globs_read[@]}")
+    fi
 }
 only_check() { # after the lists were read: a FILE that matched nothing is a mistake
     [ -z "$only_file" ] || [ "$n_only" -gt 0 ] ||
@@ -609,6 +651,9 @@ run_line() { # DIR LINE
         glob_match "$id" "${only_globs[@]}" || return 0
         n_only=$((n_only + 1))
     fi
+    if [ -n "$except_file" ] && glob_match "$id" "${except_globs[@]}"; then
+        return 0
+    fi
 
     if [ "$list_only" = 1 ]; then
         echo "$id"
@@ -645,14 +690,22 @@ run_line() { # DIR LINE
         return 0
     fi
 
-    local -a env_run=()
+    if [ -n "$srun_mpi" ] && [ ${#mpiexec_args[@]} -gt 0 ]; then
+        n_skip=$((n_skip + 1))
+        report SKIP "$id" ": passes hydra's mpiexec ${mpiexec_args[*]}, which srun does not take"
+        return 0
+    fi
+    local -a env_run=() launch=()
     if [ "$shm" = 1 ]; then env_run+=(-u MPIR_CVAR_NOLOCAL); else env_run+=(MPIR_CVAR_NOLOCAL=1); fi
-    env_run+=("${device_env[@]}" MPIEXEC_TIMEOUT="$((limit + 30))" "${envs[@]}")
+    env_run+=("${device_env[@]}" MPIEXEC_TIMEOUT="$((limit + 30))")
+    [ -z "$srun_mpi" ] || env_run+=(SLURM_OVERLAP=1 EFASIM_TIMEOUT_MS=30000)
+    env_run+=("${envs[@]}")
+    launcher "$np" "${mpiexec_args[@]}"
     t0=$(date +%s.%N)
     {
-        echo "+ cd $obj/$d && env ${env_run[*]} $mpiexec -n $np ${mpiexec_args[*]} ./$prog ${args[*]}"
+        echo "+ cd $obj/$d && env ${env_run[*]} ${launch[*]} ./$prog ${args[*]}"
         (cd "$obj/$d" && exec env "${env_run[@]}" "$top/scripts/hang-guard.sh" "$limit" \
-            "$mpiexec" -n "$np" "${mpiexec_args[@]}" "./$prog" "${args[@]}" </dev/null 2>&1)
+            "${launch[@]}" "./$prog" "${args[@]}" </dev/null 2>&1)
         rc=$?
         echo "+ exit status $rc"
     } >"$log" 2>&1
@@ -738,8 +791,10 @@ traffic_check() {
         report FAIL "$id" ": does not compile: $(grep -m1 -i error "$log" | cut -c1-200)"
         return 0
     fi
+    local -a launch=()
+    launcher 2
     if env MPIR_CVAR_NOLOCAL=1 "${device_env[@]}" MPIEXEC_TIMEOUT=60 \
-        timeout -k 10 90 "$mpiexec" -n 2 "$exe" </dev/null >>"$log" 2>&1; then
+        ${srun_mpi:+EFASIM_TIMEOUT_MS=30000} timeout -k 10 90 "${launch[@]}" "$exe" </dev/null >>"$log" 2>&1; then
         n_pass=$((n_pass + 1))
         report PASS "$id" " ($(grep -m1 'efarm carries' "$log" | sed 's/^mpich-efarm-check: //'))"
     else
@@ -754,6 +809,11 @@ traffic_check() {
 . "$top/scripts/efasim-env.sh"
 efasim_device_env "$front_end" "$prefix" || exit 2
 mode_note="ch4:efarm on efasim ($front_end front end), MPIR_CVAR_NOLOCAL=1"
+if [ -n "$srun_mpi" ] && [ "$list_only" = 0 ] && [ "$build_only" = 0 ]; then
+    "$cluster" status >/dev/null 2>&1 ||
+        die "--srun needs the cluster of scripts/slurm-cluster.sh running (scripts/slurm-cluster.sh start, as root)"
+    mode_note="$mode_note, launched by srun --mpi=$srun_mpi across the cluster's two hosts"
+fi
 if [ "$shm" = 1 ]; then
     mode_note="HARNESS CHECK ONLY: MPICH shared memory, efarm not involved, not a result"
 fi
