@@ -177,7 +177,16 @@
     S(MPICH_SOURCE_, "test-all.sh",                                                              \
       "per version (EFARM_MPICH_SOURCE_4_3_2): the source of that MPICH for the tests")          \
     S(MPICH_TESTSUITE_DIR, "mpich-testsuite.sh", "where MPICH's test suite runs")                \
+    S(MPICH_PMIX_CACHE, "mpich-build.sh", "cache of the --pmi pmix build")                       \
+    S(MPICH_PMI2_CACHE, "mpich-build.sh", "cache of the --pmi pmi2 build")                       \
+    S(PMIX_DIR, "mpich-build.sh", "--pmi pmix: the PMIx installation (else pkg-config's)")       \
     S(PROGRESS_SECONDS, "mpich-build.sh", "seconds between progress lines of a build step (60)") \
+    S(CCACHE_DIR, "test-all.sh, .ci/run",                                                        \
+      "ccache's directory for efarm's own builds (unset: no ccache)")                            \
+    S(RDMA_CORE_SOURCE, "rdma-core-build.sh", "an rdma-core source tarball or directory")        \
+    S(SLURM_DIR, "slurm-cluster.sh", "the local Slurm cluster's state (/run/efarm-slurm)")       \
+    S(SLURM_START_TIMEOUT, "slurm-cluster.sh", "seconds for its nodes to come up (60)")          \
+    S(TEST_DEVICE, "unit tests", "efa: the unit suite on EFA's path (kernel front end)")         \
     S(LIBFABRIC_CACHE, "libfabric-build.sh, test-all.sh", "cache of the libfabric build")        \
     S(LIBFABRIC_PREFIX, "libfabric-build.sh, test-all.sh", "where that libfabric is installed")  \
     S(FUZZ_SECONDS, "test-all.sh", "seconds of each fuzz run (60)")                              \
