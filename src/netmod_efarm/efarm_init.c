@@ -475,6 +475,38 @@ static int launch_check(void)
     return mpi_errno;
 }
 
+/*
+ * MPICH 5.0 exchanges the node roots' addresses with a PMIx fence over that
+ * group of processes (MPIDIU_bc_exchange_node_roots ->
+ * MPIR_pmi_allgather_group), and builds a session's communicator the same way.
+ * Slurm's PMIx server (its mpi/pmix plugin: 22.05 here, and the same report on
+ * a newer one, pmodels/mpich#7957) never completes a fence over part of a
+ * step's processes ("No process controlled by this slurmstepd is involved in
+ * this collective"): every rank would hang in MPI_Init. MPICH has a switch for
+ * PMI servers without group fences, MPIR_CVAR_PMI_DISABLE_GROUP: one fence
+ * over all processes instead. Under Slurm's PMIx server (its tasks have
+ * SLURM_PMIX_MAPPING_SERV) efarm sets it, unless the user set it either way.
+ */
+#if MPIDI_EFARM_MPICH_50 && MPIDI_EFARM_LAUNCH_PMIX
+static void slurm_pmix_groups(void)
+{
+    static const char *const names[] = {"MPIR_CVAR_PMI_DISABLE_GROUP",
+                                        "MPIR_PARAM_PMI_DISABLE_GROUP", "MPICH_PMI_DISABLE_GROUP"};
+
+    if (MPIR_CVAR_PMI_DISABLE_GROUP || getenv("PMIX_NAMESPACE") == NULL ||
+        getenv("SLURM_PMIX_MAPPING_SERV") == NULL)
+        return;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (getenv(names[i]) != NULL)
+            return;
+    MPIR_CVAR_PMI_DISABLE_GROUP = 1;
+    efarm_log(EFARM_LOG_INFO,
+              "Slurm's PMIx server: fences over all processes (MPIR_CVAR_PMI_DISABLE_GROUP=1)");
+}
+#else
+static void slurm_pmix_groups(void) {}
+#endif
+
 static int choose_device(char name[EFARM_DEV_NAME_MAX])
 {
     int mpi_errno = MPI_SUCCESS;
@@ -637,6 +669,7 @@ int MPIDI_EFARM_init_local(int *tag_bits)
     mpi_errno = config_load();
     if (mpi_errno)
         goto fn_fail;
+    slurm_pmix_groups();
     mpi_errno = choose_device(device);
     if (mpi_errno)
         goto fn_fail;
