@@ -149,6 +149,14 @@
 #   cancelled job's tasks get SIGKILL 5 s after SIGTERM (default 30).
 #   ReturnToService=2: a node that registers again after being down
 #   (restart-node) is back in service.
+# - FirstJobId: each start begins at (seconds since 1970 mod 600000) * 100 + 1
+#   (below Slurm's MaxJobId, 67043328), where Slurm would begin at 1 again since
+#   the state directory is new. MPICH 5.0 names a node's shared-memory segment
+#   after the job's PMI name (slurm.pmix.JOBID.STEP, or JOBID.STEP), the emulated
+#   hosts share /dev/shm, and a killed job leaves its segment: a later cluster's
+#   job with the same id found it and failed MPI_Init ("Out of memory" in
+#   MPIDI_POSIX_comm_bootstrap), or would have joined it. stop also removes such
+#   segments left by the cluster's jobs (remove_shm_left).
 # - Ports 6817 (slurmctld, on the head) and 6818 (slurmd: each host has its own
 #   address, so one port serves them all); start refuses when something already
 #   listens on the head's port (a system slurmctld).
@@ -301,6 +309,28 @@ kill_clients() {
     done
 }
 
+# remove_shm_left: MPICH's node segments (/dev/shm/mpich_shm_*, mpich_vci_*)
+# that the cluster's jobs left, once no process has them open or mapped. MPICH
+# 5.0 names a node's segment after the job's PMI name and the node, and the
+# last process of the node unlinks it in MPI_Finalize: a job that was killed
+# (a host that died, a refused launch) leaves it behind. The emulated hosts
+# share this machine's /dev/shm. Only segments made while this cluster ran
+# (newer than DIR/cluster).
+remove_shm_left() {
+    local f name n=0
+    [ -f "$dir/cluster" ] || return 0
+    while IFS= read -r f; do
+        name=${f##*/}
+        if grep -qsF "/dev/shm/$name" /proc/[0-9]*/maps ||
+            find /proc/[0-9]*/fd -maxdepth 1 -lname "/dev/shm/$name" 2>/dev/null | grep -q .; then
+            continue
+        fi
+        rm -f "$f" && n=$((n + 1))
+    done < <(find /dev/shm -maxdepth 1 -type f \( -name 'mpich_shm_*' -o -name 'mpich_vci_*' \) \
+        -newer "$dir/cluster" 2>/dev/null)
+    [ "$n" -eq 0 ] || say "removed $n MPICH shared-memory segment(s) that killed jobs left in /dev/shm"
+}
+
 # teardown: everything of the cluster that exists goes, each step said. Its
 # clients on the head first, then the hosts (their slurmd, then whatever else
 # runs in their namespaces: job steps and tasks), so that no slurmd registers or
@@ -327,6 +357,7 @@ teardown() {
             say "killed slurmd of ${f%.pid} (pid $pid), outside its namespace"
         fi
     done
+    remove_shm_left
     if pid=$(stop_pid slurmctld "$dir/run/slurmctld.pid"); then
         say "stopped slurmctld (pid $pid)"
     fi
@@ -374,6 +405,8 @@ show_logs() {
 
 write_config() { # N C K
     local n=$1 cpus=$2 nics=$3 i
+    # Job ids that a later cluster does not give again (see "Choices": job ids).
+    local first_job_id=$((($(date +%s) % 600000) * 100 + 1))
     cat >"$conf" <<EOF
 # Written by scripts/slurm-cluster.sh (see its header for each choice).
 ClusterName=efarm
@@ -385,6 +418,7 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$dir/munge/munge.socket
 StateSaveLocation=$dir/ctld
+FirstJobId=$first_job_id
 SlurmdSpoolDir=$dir/spool/%n
 TmpFS=$dir/tmp/%n
 SlurmctldPidFile=$dir/run/slurmctld.pid
