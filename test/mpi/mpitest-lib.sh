@@ -76,6 +76,13 @@ build_prog() {
     fi
 }
 
+# build_topo_xml LOG: test/common's efarm-topo-xml (hwloc XML of a machine model,
+# for EFARM_TOPOLOGY) into $out/efarm-topo-xml, its compiler's output in LOG.
+build_topo_xml() {
+    cc -std=c11 -O2 -Wall -Wextra -Werror -I"$top/test/common" -o "$out/efarm-topo-xml" \
+        "$top/test/common/topo_xml.c" "$top/test/common/topo_xml_main.c" -lhwloc >"$1" 2>&1
+}
+
 # judge NAME PROG RANKS [VARS]: a run that must pass, from $status, $secs and $log; with
 # MPITEST_LOG_EXPECT=PATTERN among VARS the log must also match PATTERN (grep -E).
 judge() {

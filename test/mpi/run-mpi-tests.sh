@@ -260,8 +260,7 @@ for r in "${nicruns[@]}"; do
 done
 if [ -n "${nic_selected:-}" ]; then
     log=$out/logs/build-efarm-topo-xml.log
-    if cc -std=c11 -O2 -Wall -Wextra -Werror -I"$top/test/common" -o "$out/efarm-topo-xml" \
-        "$top/test/common/topo_xml.c" "$top/test/common/topo_xml_main.c" -lhwloc >"$log" 2>&1 &&
+    if build_topo_xml "$log" &&
         "$mpicc" -std=c11 -O2 -g -Wall -Wextra -Werror -I"$top/test/mpi" -o "$out/nic_placement" \
             "$top/test/mpi/nic_placement.c" "$top/test/mpi/efarm_mpitest.c" >>"$log" 2>&1; then
         built[nic_placement]=ok

@@ -327,9 +327,7 @@ fi
 if selected nic_placement-srun; then
     if [ "$own_cluster" = no ]; then
         skip "nic_placement-srun: needs a cluster with --nics 4 of its own; a cluster that already ran is used as it is"
-    elif ! cc -std=c11 -O2 -Wall -Wextra -Werror -I"$top/test/common" -o "$out/efarm-topo-xml" \
-        "$top/test/common/topo_xml.c" "$top/test/common/topo_xml_main.c" -lhwloc \
-        >"$out/logs/build-efarm-topo-xml.log" 2>&1 ||
+    elif ! build_topo_xml "$out/logs/build-efarm-topo-xml.log" ||
         ! "$out/efarm-topo-xml" --packages 2 --cores 24 --interleave \
             --nics efasim_0:0,efasim_1:0,efasim_2:1,efasim_3:1 >"$out/topo-p4d.xml"; then
         fail build-efarm-topo-xml "$out/logs/build-efarm-topo-xml.log"
