@@ -22,8 +22,9 @@
 #
 # Environment: EFARM_MPICH_CACHE (default build/mpich), EFARM_MPICH_PREFIX (default
 # CACHE/install), EFARM_BUILD_ROOT (default build; logs go to its logs/), CCACHE_DIR
-# (default CACHE/ccache when ccache is installed), EFARM_MPICH_SOURCE (--source's
-# default).
+# (MPICH's objects; default CACHE/ccache when ccache is installed), EFARM_CCACHE_DIR
+# (efarm's own build in the efarm step goes through ccache with that cache, as
+# scripts/test-all.sh's builds), EFARM_MPICH_SOURCE (--source's default).
 #
 # Versions (--mpich; doc/MPICH-VERSIONS.md). 4.0.2 (the default) is Debian bookworm's
 # and is fetched from Debian. Any other version needs --source: a release tarball
@@ -424,21 +425,29 @@ do_efarm() {
         [ "$top/Makefile.am" -nt "$top/configure" ]; then
         (cd "$top" && ./autogen.sh)
     fi
-    local args=(--prefix="$prefix" CC=gcc)
+    local args=(--prefix="$prefix" CC=gcc) ccenv=(env)
     local key
+    # EFARM_CCACHE_DIR (as scripts/test-all.sh): through ccache, hits by content
+    # with paths relative to the source tree, so a new clone (CI) recompiles only
+    # what changed instead of the whole engine in each MPICH cache.
+    if [ -n "${EFARM_CCACHE_DIR:-}" ] && [ -n "$ccache" ]; then
+        args=(--prefix="$prefix" "CC=ccache gcc")
+        ccenv=(env CCACHE_DIR="$EFARM_CCACHE_DIR" CCACHE_BASEDIR="$top" CCACHE_NOHASHDIR=1
+            CCACHE_SLOPPINESS=include_file_mtime,include_file_ctime,time_macros)
+    fi
     # The source tree is part of the key: a build configured from another clone
     # (CI clones anew each time) would build and install that clone's efarm.
     key=$(printf '%s\n' "$top" "${args[@]}" | sha)
     if [ ! -f "$b/Makefile" ] || [ "$(cat "$b/.efarm-key" 2>/dev/null)" != "$key" ]; then
         rm -rf "$b" # objects and dependency files of another tree must not be reused
         mkdir -p "$b"
-        (cd "$b" && "$top/configure" -q "${args[@]}")
+        (cd "$b" && "${ccenv[@]}" "$top/configure" -q "${args[@]}")
         echo "$key" >"$b/.efarm-key"
     fi
-    make -C "$b" -j"$jobs" all
+    "${ccenv[@]}" make -C "$b" -j"$jobs" all
     # install -C leaves files whose content did not change alone (mtime included),
     # so unchanged headers never make MPICH recompile.
-    make -C "$b" install INSTALL="$(command -v install) -C"
+    "${ccenv[@]}" make -C "$b" install INSTALL="$(command -v install) -C"
     note "libefarm, headers and efasim in $prefix"
 }
 
