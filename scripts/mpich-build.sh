@@ -486,6 +486,7 @@ key_inputs() {
         [ -f "$netmod_src/$f" ] && { echo "== $f"; cat "$netmod_src/$f"; }
     done
     if [ "$pmi" != hydra ]; then declare -f patch_pmi_hint; fi
+    if pmix_spawn_patched; then declare -f patch_pmix_spawn; fi
 }
 prepare_key() { key_inputs all | sha; }
 structure_key() { key_inputs structure | sha; }
@@ -509,6 +510,23 @@ patch_pmi_hint() {
     sed -i "s/^\(\*\*$key:$text\)\$/\1 ($hint)/" "$f"
     # 4.3 and 5.0: "PMIx_Init failed (launcher not compatible with PMIx client)".
     [ "$pmi" != pmix ] || sed -i "s/^\(\*\*pmix_init %s:PMIx_Init failed %s\)\$/\1 ($hint)/" "$f"
+}
+
+# --pmi pmix on MPICH 4.0: its PMIx client has no spawn, and MPI_Comm_spawn
+# stops the root on an assertion (src/util/mpir_pmi.c: "not supported yet",
+# MPIR_Assert(0)) while the other ranks wait in the spawn's broadcast for ever:
+# srun, unless -K, waits with them. Patched to say so and fail the spawn, which
+# ch4 then fails on every rank ("Error in spawn call"). 4.1 and later spawn
+# through PMIx_Spawn (Slurm's PMIx server refuses it: "PMIx_Spawn not supported
+# by PMIx Host").
+pmix_spawn_patched() { [ "$pmi" = pmix ] && case $mpich_version in 4.0.*) true ;; *) false ;; esac; }
+patch_pmix_spawn() {
+    local f=$tree/src/util/mpir_pmi.c
+    local why='MPI_Comm_spawn: MPICH 4.0 built with PMIx cannot spawn processes (its PMIx client has none; MPICH 4.1 and later have); use a build with hydra or PMI 2'
+    [ "$(grep -c '^    /\* not supported yet \*/$' "$f")" = 1 ] ||
+        { echo "$f: not the one PMIx spawn stub expected"; return 1; }
+    sed -i "/^    \/\* not supported yet \*\/\$/{n;s|^    MPIR_Assert(0);\$|    MPL_error_printf(\"$why\\\\n\");\\n    MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_SPAWN, \"**notimpl\", \"**notimpl %s\", \"MPI_Comm_spawn with PMIx\");|}" "$f"
+    grep -q 'MPI_Comm_spawn with PMIx' "$f" || { echo "$f: the PMIx spawn stub was not patched"; return 1; }
 }
 
 # A release tarball has its modules' configure scripts: MPICH's quick autogen
@@ -599,6 +617,7 @@ do_prepare() {
     chmod -R u+w "$tree"
     prepare_netmod
     if [ "$pmi" != hydra ]; then patch_pmi_hint; fi
+    if pmix_spawn_patched; then patch_pmix_spawn; fi
     autogen_tree
     # What the patches must have produced.
     if ! grep -q '__netmod_inline_efarm__' "$tree/src/mpid/ch4/netmod/include/netmod_impl.h" ||

@@ -252,6 +252,18 @@ if [ -n "$pmix_prefix" ]; then
             "fail srun.--mpi=pmix" "${base_env[@]}" "$cluster" run srun --mpi=none -N2 -n4 \
             "$out/two_hosts.pmix"
     fi
+    # Spawn under Slurm's PMIx server: refused, with an error on every rank (the
+    # test aborts the job), never a hang. MPICH 4.1 and later ask the server
+    # (PMIx_Spawn), which Slurm 22.05 refuses: "PMIx_Spawn not supported by PMIx
+    # Host". MPICH 4.0's PMIx client has no spawn (scripts/mpich-build.sh
+    # patch_pmix_spawn makes it say so instead of an assertion).
+    if selected dynproc-srun-pmix; then
+        build_as dynproc "$pmix_prefix" .pmix
+        run dynproc-srun-pmix "$out/logs/dynproc-srun-pmix.log" \
+            "fail PMIx_Spawn.not.supported.by.PMIx.Host|built.with.PMIx.cannot.spawn" \
+            "${base_env[@]}" SLURM_OVERLAP=1 "$cluster" run srun --mpi=pmix -N2 -n2 \
+            "$out/dynproc.pmix"
+    fi
 else
     selected srun-pmix && skip "srun-pmix: no --pmix-prefix (scripts/mpich-build.sh --pmi pmix)"
 fi
