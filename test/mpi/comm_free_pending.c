@@ -39,15 +39,7 @@ enum { TAG_DATA = 40, TAG_AFTER = 41, SLOTS = 8, LEN = 64 };
 /* Whether this MPICH probes a communicator it frees (4.1 and later). */
 static int mpich_probes_at_free(void)
 {
-    char v[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len, major = 0, minor = 0;
-    const char *p;
-
-    CHECK_MPI(MPI_Get_library_version(v, &len));
-    p = strstr(v, "MPICH Version:");
-    CHECK(p != NULL);
-    CHECK(sscanf(p, "MPICH Version: %d.%d", &major, &minor) == 2);
-    return major > 4 || (major == 4 && minor >= 1);
+    return mpitest_mpich_version() >= 401;
 }
 
 static uint64_t seed_of(int from, int round)

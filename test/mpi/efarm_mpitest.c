@@ -163,6 +163,19 @@ void mpitest_check_bytes(const char *file, int line, const char *what, const voi
                          p[i], value);
 }
 
+int mpitest_mpich_version(void)
+{
+    char v[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len, major = 0, minor = 0;
+    const char *p;
+
+    CHECK_MPI(MPI_Get_library_version(v, &len));
+    p = strstr(v, "MPICH Version:");
+    CHECK(p != NULL);
+    CHECK(sscanf(p, "MPICH Version: %d.%d", &major, &minor) == 2);
+    return major * 100 + minor;
+}
+
 void *mpitest_malloc(size_t len)
 {
     void *p = malloc(len ? len : 1);

@@ -85,6 +85,14 @@ void mpitest_check_data(const char *file, int line, const char *what, const void
 void mpitest_check_bytes(const char *file, int line, const char *what, const void *buf, size_t len,
                          uint8_t value);
 
+/*
+ * The MPICH version the program runs on, as MAJOR * 100 + MINOR (403 for 4.3.x),
+ * read from MPI_Get_library_version: a program built against the MPI standard
+ * ABI (mpicc_abi) has no MPICH_NUMVERSION, and one built against an MPICH's
+ * mpi.h may run on another through its ABI. Not MPICH: the job aborts.
+ */
+int mpitest_mpich_version(void);
+
 /* malloc that aborts the job on failure; the caller frees. */
 void *mpitest_malloc(size_t len);
 

@@ -5,6 +5,7 @@
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 prefix=${EFARM_MPICH_PREFIX:-${EFARM_MPICH_CACHE:-$top/build/mpich}/install}
 front_end=verbs
+mpicc_name=mpicc
 filters=()
 excepts=()
 while [ $# -gt 0 ]; do
@@ -13,6 +14,7 @@ while [ $# -gt 0 ]; do
     --prefix=*) prefix=${1#--prefix=}; shift ;;
     --front-end) front_end=${2:?--front-end needs verbs or kernel}; shift 2 ;;
     --except) excepts+=("${2:?--except needs a run name}"); shift 2 ;;
+    --mpicc) mpicc_name=${2:?--mpicc needs a wrapper of the prefix, such as mpicc_abi}; shift 2 ;;
     --front-end=*) front_end=${1#--front-end=}; shift ;;
     --timeout) timeout_s=${2:?--timeout needs seconds}; shift 2 ;;
     -h | --help) sed -n "${usage_lines}p" "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -35,7 +37,9 @@ fail() { # NAME LOG: the log's last lines or, after a hang, the top of each proc
     failed=$((failed + 1))
 }
 
-mpicc=$prefix/bin/mpicc
+# --mpicc mpicc_abi: the programs are compiled against the MPI standard ABI (MPICH
+# 5.0's libmpi_abi, scripts/mpich-build.sh --abi) and run on it.
+mpicc=$prefix/bin/$mpicc_name
 mpiexec=$prefix/bin/mpiexec
 
 # The environment that puts efarm on efasim (scripts/efasim-env.sh): device_env.

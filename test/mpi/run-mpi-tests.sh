@@ -6,7 +6,7 @@
 # "N passed, N failed"; exits nonzero if anything failed.
 #
 # Usage: run-mpi-tests.sh [--prefix PREFIX] [--timeout SECONDS] [--front-end verbs|kernel]
-#                         [--except NAME]... [NAME...]
+#                         [--except NAME]... [--mpicc WRAPPER] [NAME...]
 #   PREFIX   MPICH install with ch4:efarm (default: where scripts/mpich-build.sh
 #            installs, EFARM_MPICH_PREFIX or build/mpich/install)
 #   kernel   efarm on EFA's own path: the system's rdma-core on efasim's emulated
@@ -17,11 +17,13 @@
 #   NAME     run only the runs whose name starts with NAME (e.g. probe,
 #            pt2pt_sizes-faults); see the table below
 #   --except NAME   leave out the runs whose name starts with NAME
+#   --mpicc WRAPPER  compile with PREFIX/bin/WRAPPER: mpicc_abi for MPICH 5.0's
+#            MPI standard ABI (scripts/mpich-build.sh --abi)
 # Programs and logs go to build/mpitest (MPITEST_BUILD_DIR to change).
 set -u
 out=${MPITEST_BUILD_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/build/mpitest}
 timeout_s=120
-usage_lines=2,14
+usage_lines=2,22
 # shellcheck source=test/mpi/mpitest-lib.sh
 . "$(dirname "$0")/mpitest-lib.sh"
 
