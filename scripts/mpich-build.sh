@@ -3,7 +3,7 @@
 #
 #   scripts/mpich-build.sh [--mpich VERSION] [--source TARBALL|DIR] [--prefix DIR]
 #                          [--jobs N] [--clean] [--netmod efarm|ofi] [--release]
-#                          [--compile-only] [--c-only] [--pmi hydra|pmix|pmi2]
+#                          [--compile-only] [--c-only] [--pmi hydra|pmix|pmi2] [--abi]
 #                          [-- EXTRA-MPICH-CONFIGURE-ARGS...]
 #
 # Steps, each timed and logged to build/logs/mpich-STEP.log; the first failure stops
@@ -113,6 +113,17 @@
 # more patch (patch_pmi_hint below): MPICH's message for a PMI client that found
 # no server of its kind names the srun option that fits.
 #
+# --abi (MPICH 5.0 and later) also builds MPICH's MPI standard ABI library,
+# libmpi_abi.so (--enable-mpi-abi), and its compiler wrapper mpicc_abi (mpicc
+# -mpi-abi): programs compiled against the standard's mpi.h run on it. MPICH then
+# compiles its internals, the netmod included, a second time with BUILD_MPI_ABI:
+# the standard's values for the scalar constants (MPI_ANY_SOURCE is -1 there,
+# MPI_ANY_TAG -2, MPI_PROC_NULL -3) and its MPI_Status layout. libmpi.so is built
+# as before. Its own cache, build/mpich-abi-VERSION (EFARM_MPICH_ABI_CACHE; prefix
+# CACHE/install, logs build/logs/mpich-abi-VERSION-STEP.log), with the hydra
+# process manager; --compile-only then compiles the netmod's files for both
+# libraries. About twice the compile time of the plain build.
+#
 # --release is the configuration to run applications with: ch4 calls efarm's netmod
 # inline (--enable-ch4-netmod-inline, so the netmod's functions are compiled into
 # ch4's callers instead of being called through its function table) and MPICH's
@@ -140,6 +151,7 @@ release=no
 compile_only=no
 c_only=no
 pmi=hydra
+abi=no
 
 usage() { sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; }
 
@@ -155,6 +167,7 @@ while [ $# -gt 0 ]; do
     --compile-only) compile_only=yes; shift ;;
     --c-only) c_only=yes; shift ;;
     --pmi) pmi=${2:?--pmi needs hydra, pmix or pmi2}; shift 2 ;;
+    --abi) abi=yes; shift ;;
     -h | --help) usage; exit 0 ;;
     --) shift; extra_configure=("$@"); break ;;
     *) echo "mpich-build: unknown argument $1" >&2; usage >&2; exit 2 ;;
@@ -233,9 +246,21 @@ pmix | pmi2)
 *) echo "mpich-build: --pmi $pmi: hydra, pmix or pmi2" >&2; exit 2 ;;
 esac
 
+if [ "$abi" = yes ]; then
+    case $mpich_version in
+    4.*) echo "mpich-build: --abi: MPICH $mpich_version has no MPI standard ABI build (--enable-mpi-abi came with MPICH 5.0)" >&2
+        exit 2 ;;
+    esac
+    [ "$netmod" = efarm ] && [ "$release" = no ] && [ "$pmi" = hydra ] ||
+        { echo "mpich-build: --abi builds the development build of ch4:efarm with hydra (no --netmod ofi, --release or --pmi)" >&2; exit 2; }
+    logname=mpich-abi$vsuffix
+    cache=${EFARM_MPICH_ABI_CACHE:-$top/build/mpich-abi$vsuffix}
+    [ "$prefix_set" = yes ] || prefix=
+fi
+
 mkdir -p "$cache" "$logs"
 cache=$(cd "$cache" && pwd)
-if { [ "$netmod" = efarm ] && [ "$release" = no ] && [ "$pmi" = hydra ]; } || [ -n "$source_arg" ]; then
+if { [ "$netmod" = efarm ] && [ "$release" = no ] && [ "$pmi" = hydra ] && [ "$abi" = no ]; } || [ -n "$source_arg" ]; then
     srccache=$cache
 else
     mkdir -p "$srccache"
@@ -733,6 +758,7 @@ pmi2)
     esac
     ;;
 esac
+[ "$abi" = no ] || configure_args+=(--enable-mpi-abi)
 configure_args+=("${extra_configure[@]}")
 if [ "$netmod" = ofi ]; then
     # The same arguments but the two that name the netmod (see --netmod ofi above).
@@ -828,15 +854,25 @@ do_configure_ofi() {
         printf '%s\n' "${configure_args[@]}"; } | sha)" ofi
 }
 
-# The netmod's objects only (--compile-only), as MPICH's make names them.
+# The netmod's objects only (--compile-only), as MPICH's make names them: for
+# libmpi and, with --abi, for the ABI library (lib_libmpi_abi_la-, or
+# lib_libpmpi_abi_la- where MPICH builds a separate profiling library).
 do_compile() {
-    local objs=() f
+    local objs=() f libs=(lib_libmpi_la) l n=0
+    if [ "$abi" = yes ]; then
+        l=$(grep -o 'src/mpid/ch4/netmod/efarm/lib_lib[a-z]*_abi_la-' "$builddir/Makefile" | sort -u | head -n 1)
+        [ -n "$l" ] || { echo "configured with --enable-mpi-abi, but MPICH's Makefile builds no netmod object for an ABI library"; return 1; }
+        l=${l##*/}
+        libs+=("${l%-}")
+    fi
     for f in $(sed -n 's|^ *src/mpid/ch4/netmod/efarm/\([a-z_]*\)\.c.*|\1|p' "$netmod_src/Makefile.mk"); do
-        objs+=("src/mpid/ch4/netmod/efarm/lib_libmpi_la-$f.lo")
+        for l in "${libs[@]}"; do objs+=("src/mpid/ch4/netmod/efarm/$l-$f.lo"); done
+        n=$((n + 1))
     done
-    [ ${#objs[@]} -gt 0 ] || { echo "no netmod sources found in $netmod_src/Makefile.mk"; return 1; }
+    [ $n -gt 0 ] || { echo "no netmod sources found in $netmod_src/Makefile.mk"; return 1; }
     make -C "$builddir" -j"$jobs" "${objs[@]}"
-    note "compiled ${#objs[@]} netmod files against MPICH $mpich_version (compile only: nothing installed)"
+    libs=("${libs[@]#lib_}")
+    note "compiled $n netmod files for ${libs[*]%_la} against MPICH $mpich_version (compile only: nothing installed)"
 }
 
 do_make() {
@@ -852,14 +888,55 @@ do_install() {
     local w wrappers=(mpicc)
     [ "$pmi" != hydra ] || wrappers+=(mpiexec)
     [ "$c_only" = yes ] || wrappers+=(mpicxx mpif77 mpif90 mpifort)
+    [ "$abi" = no ] || wrappers+=(mpicc_abi)
     for w in "${wrappers[@]}"; do
         [ -x "$prefix/bin/$w" ] || { echo "no $w in $prefix/bin"; return 1; }
     done
+    [ "$abi" = no ] || [ -f "$prefix/lib/libmpi_abi.so" ] || { echo "no libmpi_abi.so in $prefix/lib"; return 1; }
     if [ "$pmi" = hydra ]; then
         note "installed ${wrappers[*]} ($(readlink "$prefix/bin/mpiexec" || echo mpiexec))"
     else
         note "installed ${wrappers[*]} (no mpiexec: srun --mpi=$pmi starts the jobs)"
     fi
+}
+
+# ---- reuse: nothing to build or install ------------------------------------------
+
+# What the install must hold, as files of PREFIX: MPICH's library and wrappers (the
+# engine's files are the efarm step's, which installs them itself).
+install_files() {
+    local f=lib/libmpi.so
+    [ -e "$prefix/$f" ] && f=${f%/*}/$(basename "$(readlink -f "$prefix/$f")")
+    echo "$f"
+    echo include/mpi.h
+    [ "$abi" = no ] || { f=lib/libmpi_abi.so; [ -e "$prefix/$f" ] && f=lib/$(basename "$(readlink -f "$prefix/$f")"); echo "$f"; }
+    echo bin/mpicc
+    [ "$pmi" != hydra ] || echo bin/mpiexec
+    [ "$c_only" = yes ] || printf '%s\n' bin/mpicxx bin/mpifort
+}
+# The inputs of make: the configuration, the netmod's files in the tree and the
+# engine's installed headers (the netmod includes them; the engine's library is
+# linked at run time and needs no rebuild of MPICH).
+make_inputs_key() {
+    {
+        cat "$builddir/.configure-key"
+        (cd "$netmod_dst" && find . -type f | LC_ALL=C sort | xargs sha256sum)
+        [ ! -d "$prefix/include/efarm" ] ||
+            (cd "$prefix/include/efarm" && find . -type f | LC_ALL=C sort | xargs sha256sum)
+    } | sha
+}
+install_manifest() { (cd "$prefix" && install_files | xargs sha256sum 2>/dev/null); }
+# reusable: the last make, install and hello succeeded from the same inputs, and the
+# install still holds the files they installed (content checked, not a stamp).
+reusable() {
+    [ -f "$cache/install.key" ] && [ -f "$cache/install.manifest" ] || return 1
+    [ "$(cat "$cache/install.key")" = "$(make_inputs_key)" ] || return 1
+    [ "$(install_manifest)" = "$(cat "$cache/install.manifest")" ] || return 1
+    [ "$(install_files | wc -l)" = "$(wc -l <"$cache/install.manifest")" ]
+}
+record_install() {
+    make_inputs_key >"$cache/install.key"
+    install_manifest >"$cache/install.manifest"
 }
 
 do_hello() {
@@ -882,6 +959,16 @@ int main(int argc, char **argv)
 }
 EOF
     "$prefix/bin/mpicc" -o "$d/hello" "$d/hello.c"
+    if [ "$abi" = yes ]; then
+        # The standard ABI: mpi.h's MPI_ABI branch, linked with libmpi_abi alone.
+        "$prefix/bin/mpicc_abi" -o "$d/hello_abi" "$d/hello.c"
+        readelf -d "$d/hello_abi" | grep -q 'NEEDED.*libmpi_abi\.so' ||
+            { echo "$d/hello_abi does not link libmpi_abi.so"; return 1; }
+        if readelf -d "$d/hello_abi" | grep -q 'NEEDED.*libmpi\.so'; then
+            echo "$d/hello_abi links libmpi.so as well"
+            return 1
+        fi
+    fi
     if [ "$c_only" = yes ]; then
         note "mpicc built $d/hello"
         return 0
@@ -943,9 +1030,15 @@ if [ "$compile_only" = yes ]; then
     echo "mpich-build: done in $(($(date +%s) - t_total)) s (compile only)"
     exit 0
 fi
-step make do_make
-step install do_install
-step hello do_hello
+if reusable; then
+    echo "mpich-build: make, install, hello: nothing changed (sources, configuration, engine headers) and $prefix holds the last install: reused (key $(cat "$cache/install.key"))"
+else
+    rm -f "$cache/install.key" "$cache/install.manifest"
+    step make do_make
+    step install do_install
+    step hello do_hello
+    record_install
+fi
 
 echo "mpich-build: done in $(($(date +%s) - t_total)) s"
 if [ "$pmi" = hydra ]; then

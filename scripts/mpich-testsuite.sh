@@ -7,6 +7,7 @@
 #                              [--xfail FILE] [--testlists DIR] [--list] [--build-only]
 #                              [--faults] [--logs DIR] [--only FILE] [--except FILE] [--fortran]
 #                              [--front-end verbs|kernel] [--srun pmi2|pmix]
+#                              [--mpicc WRAPPER]
 #
 # Prints one line per test and ends with "N passed, N failed" (the format the
 # `suite` function of scripts/test-all.sh reads); exits 0 only when nothing failed.
@@ -88,6 +89,10 @@
 # Tests listed in test/mpich-testlists/faults-skip ("ID-GLOB: reason": programs that
 # rely on an order MPI does not promise, which lost and reordered packets upset) are
 # skipped then, each with its reason.
+# --mpicc WRAPPER compiles the suite with PREFIX/bin/WRAPPER instead of mpicc (its
+# configure's MPICC): mpicc_abi for MPICH 5.0's MPI standard ABI (mpich-build.sh
+# --abi), so every test is built against the standard's mpi.h and runs on
+# libmpi_abi. A configuration of its own (the wrapper is part of the key).
 # --srun MPI launches every test with srun --mpi=MPI on the running cluster of
 # scripts/slurm-cluster.sh (two emulated hosts; as root) instead of mpiexec: ranks
 # alternate between the hosts (-m cyclic, -N2 from 2 processes on), each started in
@@ -168,6 +173,7 @@ logs=
 only_file=
 except_file=
 fortran=0
+mpicc_wrapper=
 fortran_dirs="f77 f90"
 consecutive_timeouts_max=5
 
@@ -201,6 +207,7 @@ while [ $# -gt 0 ]; do
     --only) need_arg "$@"; only_file=$2; shift ;;
     --except) need_arg "$@"; except_file=$2; shift ;;
     --fortran) fortran=1 ;;
+    --mpicc) need_arg "$@"; mpicc_wrapper=$2; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument '$1'" ;;
     esac
@@ -273,6 +280,10 @@ if [ "$fortran" = 1 ]; then
     configure_args=(--with-mpi="$prefix" --enable-fortran=all --disable-cxx
         --disable-ft-tests --disable-maintainer-mode
         FFLAGS=-fallow-argument-mismatch FCFLAGS=-fallow-argument-mismatch)
+fi
+if [ -n "$mpicc_wrapper" ]; then
+    [ -x "$prefix/bin/$mpicc_wrapper" ] || die "--mpicc: $prefix/bin/$mpicc_wrapper not found (mpicc_abi: scripts/mpich-build.sh --abi)"
+    configure_args+=(MPICC="$prefix/bin/$mpicc_wrapper")
 fi
 key=$({
     echo "$prefix"

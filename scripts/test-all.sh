@@ -175,13 +175,15 @@ bg_build() { # NAME COMMAND...: log to $logs/NAME.log; "STATUS SECONDS" to $bg_d
             --compile-only --c-only -- --enable-thread-cs=per-vci
     fi
     # MPICH 5.0.1 with the global critical section (ch4:efarm's default when the
-    # configure line names no granularity, so what a user's plain build gets):
-    # compile only, for the netmod's branches the per-VCI build above leaves out
-    # (comm_set_vcis refusing more than one VCI, no VCI locks).
+    # configure line names no granularity, so what a user's plain build gets) and
+    # the MPI standard ABI library (--abi: --enable-mpi-abi): compile only, for the
+    # netmod's branches the per-VCI build above leaves out (comm_set_vcis refusing
+    # more than one VCI, no VCI locks), and the netmod compiled a second time for
+    # libmpi_abi (BUILD_MPI_ABI: the standard's constants and MPI_Status).
     if [ -n "$src501" ]; then
         bg_build mpich-5.0.1-global-compile env EFARM_BUILD_ROOT="$root" \
-            EFARM_MPICH_CACHE="$cache501g" "$top/scripts/mpich-build.sh" --mpich 5.0.1 \
-            --source "$src501" --prefix "$cache501g/install" --compile-only --c-only
+            EFARM_MPICH_ABI_CACHE="$cache501g" "$top/scripts/mpich-build.sh" --mpich 5.0.1 \
+            --source "$src501" --prefix "$cache501g/install" --compile-only --c-only --abi
     fi
 ) &
 bg_pid=$!
@@ -385,6 +387,13 @@ esac
 # matrix's CI slice, with pt2pt).
 bg_wait mpich-build
 if [ -x "$mpich_prefix/bin/mpicc" ]; then
+    # A second run of the same build with nothing changed reuses the install (the
+    # README's second command after its first): it must say so, and build nothing.
+    mpich_build_reused() {
+        env EFARM_BUILD_ROOT="$root" "$top/scripts/mpich-build.sh" --prefix "$mpich_prefix" &&
+            grep -q '^mpich-build: make, install, hello: nothing changed' "$logs/mpich-build-reuse.log"
+    }
+    step mpich-build-reuse mpich_build_reused
     # On efasim's verbs drop-in here; on 5.0.1 (below) the same runs go through the
     # system's rdma-core on the kernel front end (EFARM_DEVICE=efa).
     suite mpi bash "$top/test/mpi/run-mpi-tests.sh" --prefix "$mpich_prefix"

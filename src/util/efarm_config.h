@@ -179,9 +179,10 @@
     S(MPICH_TESTSUITE_DIR, "mpich-testsuite.sh", "where MPICH's test suite runs")                \
     S(MPICH_PMIX_CACHE, "mpich-build.sh", "cache of the --pmi pmix build")                       \
     S(MPICH_PMI2_CACHE, "mpich-build.sh", "cache of the --pmi pmi2 build")                       \
+    S(MPICH_ABI_CACHE, "mpich-build.sh, test-all.sh", "cache of the --abi build")                \
     S(PMIX_DIR, "mpich-build.sh", "--pmi pmix: the PMIx installation (else pkg-config's)")       \
     S(PROGRESS_SECONDS, "mpich-build.sh", "seconds between progress lines of a build step (60)") \
-    S(CCACHE_DIR, "test-all.sh, .ci/run",                                                        \
+    S(CCACHE_DIR, "test-all.sh, mpich-build.sh, .ci/run",                                        \
       "ccache's directory for efarm's own builds (unset: no ccache)")                            \
     S(RDMA_CORE_SOURCE, "rdma-core-build.sh", "an rdma-core source tarball or directory")        \
     S(SLURM_DIR, "slurm-cluster.sh", "the local Slurm cluster's state (/run/efarm-slurm)")       \
