@@ -47,7 +47,11 @@ for n in $ranks; do
     for _ in $(seq 1 "$runs"); do
         case $launch in
         mpiexec) cmd=("$prefix/bin/mpiexec" -n "$n") ;;
-        srun-pmix | srun-pmi2) cmd=("$top/scripts/slurm-cluster.sh" run srun --mpi="${launch#srun-}" -N 2 -n "$n") ;;
+        # setsid -w: each rank a session (a scheduling group) of its own, as hydra
+        # starts them; srun's tasks of one host would otherwise share slurmstepd's
+        # (doc/LAUNCH.md: the emulated hosts share this machine's cores).
+        srun-pmix | srun-pmi2) cmd=("$top/scripts/slurm-cluster.sh" run srun --mpi="${launch#srun-}" -N 2 -n "$n"
+            -m cyclic setsid -w) ;;
         salloc-mpiexec) cmd=("$top/scripts/slurm-cluster.sh" run salloc -N 2 "$prefix/bin/mpiexec" \
             -iface efslurm0 -ppn $(((n + 1) / 2)) -n "$n") ;;
         *) echo "run-init-scale: --launch $launch: mpiexec, srun-pmix, srun-pmi2 or salloc-mpiexec" >&2; exit 2 ;;
