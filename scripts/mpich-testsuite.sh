@@ -239,7 +239,10 @@ done
 [ "$shm" = 1 ] || [ -r "$xfail_file" ] || die "xfail file $xfail_file is not readable"
 
 prefix=$(cd "$prefix" 2>/dev/null && pwd) || die "prefix does not exist (build MPICH with scripts/mpich-build.sh or pass --prefix)"
-for t in mpicc mpiexec mpichversion; do
+# A build for srun (mpich-build.sh --pmi pmix|pmi2) has no mpiexec, and --srun needs none.
+tools=(mpicc mpichversion)
+[ -n "$srun_mpi" ] || tools+=(mpiexec)
+for t in "${tools[@]}"; do
     [ -x "$prefix/bin/$t" ] || die "$prefix/bin/$t is missing: is MPICH installed in $prefix?"
 done
 mpichversion_out=$("$prefix/bin/mpichversion") || die "$prefix/bin/mpichversion failed"
