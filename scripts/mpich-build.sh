@@ -905,11 +905,12 @@ do_install() {
 # What the install must hold, as files of PREFIX: MPICH's library and wrappers (the
 # engine's files are the efarm step's, which installs them itself).
 install_files() {
-    local f=lib/libmpi.so
-    [ -e "$prefix/$f" ] && f=${f%/*}/$(basename "$(readlink -f "$prefix/$f")")
-    echo "$f"
+    lib_file() { # lib/NAME.so, or the file its link names (lib/NAME.so.12.2.2)
+        if [ -e "$prefix/lib/$1" ]; then echo "lib/$(basename "$(readlink -f "$prefix/lib/$1")")"; else echo "lib/$1"; fi
+    }
+    lib_file libmpi.so
     echo include/mpi.h
-    [ "$abi" = no ] || { f=lib/libmpi_abi.so; [ -e "$prefix/$f" ] && f=lib/$(basename "$(readlink -f "$prefix/$f")"); echo "$f"; }
+    [ "$abi" = no ] || lib_file libmpi_abi.so
     echo bin/mpicc
     [ "$pmi" != hydra ] || echo bin/mpiexec
     [ "$c_only" = yes ] || printf '%s\n' bin/mpicxx bin/mpifort

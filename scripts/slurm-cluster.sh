@@ -405,7 +405,7 @@ show_logs() {
 
 write_config() { # N C K
     local n=$1 cpus=$2 nics=$3 i
-    # Job ids that a later cluster does not give again (see "Choices": job ids).
+    # Job ids that a later cluster does not give again (see "Choices": FirstJobId).
     local first_job_id=$((($(date +%s) % 600000) * 100 + 1))
     cat >"$conf" <<EOF
 # Written by scripts/slurm-cluster.sh (see its header for each choice).
