@@ -386,6 +386,23 @@ esac
 # on efasim's kernel front end, coll only under efasim's network faults (the fault
 # matrix's CI slice, with pt2pt).
 bg_wait mpich-build
+# The code names that the README, the architecture and the documents a reader goes
+# to from them mention exist (MPICH's names in its source tree, which the build
+# above unpacked); and the check finds a stale one.
+doc_trees=()
+[ -d "$mpich_cache/tree/mpich-4.0.2" ] && doc_trees=(--tree "$mpich_cache/tree/mpich-4.0.2")
+step doc-names "$top/scripts/check-doc-names.sh" "${doc_trees[@]}" "$top/README.md" \
+    "$top/doc/ARCHITECTURE.md" "$top/src/proto/README.md" "$top/src/netmod_efarm/README.md" \
+    "$top/doc/PROTOCOL-SELECTION.md" "$top/doc/TUNABLES.md" "$top/test/interop/README.md"
+doc_names_detects() {
+    # The stale name is put together here, so that it is no word of this tree.
+    local d=$root/doc-names-stale.md name=efarm_ep_"tsend"_gone
+    printf 'Sends go through `%s` in `src/proto/msg_tsend.c`.\n' "$name" >"$d"
+    ! "$top/scripts/check-doc-names.sh" "$d" >"$d.out" 2>&1 &&
+        grep -q "name \`$name\` not found" "$d.out" &&
+        grep -q 'path `src/proto/msg_tsend.c` not found' "$d.out"
+}
+step doc-names-detects doc_names_detects
 if [ -x "$mpich_prefix/bin/mpicc" ]; then
     # A second run of the same build with nothing changed reuses the install (the
     # README's second command after its first): it must say so, and build nothing.
