@@ -13,6 +13,7 @@ libefarm_la_SOURCES += \
 	src/proto/efarm_rma.h \
 	src/proto/proto_expose.c \
 	src/proto/proto_ep.c \
+	src/proto/proto_names.c \
 	src/proto/proto_av.c \
 	src/proto/proto_tx.c \
 	src/proto/proto_observe.c \

@@ -77,6 +77,8 @@ enum efarm_rma_proto {
 };
 
 const char *efarm_rma_proto_name(enum efarm_rma_proto proto);
+/* EFARM_RMA_PROTO's comma list as a mask of enum efarm_rma_proto: 0 or -EINVAL. */
+int efarm_rma_proto_parse(const char *list, uint32_t *mask_p);
 
 /* One remote range: the target's virtual address, its length, the region's key. */
 struct efarm_riov {

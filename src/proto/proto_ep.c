@@ -16,46 +16,16 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "efarm_capture.h"
 #include "efarm_config.h"
+#include "efarm_rma.h"
 #include "msg_fast_inline.h"
 #include "proto_internal.h"
 
 #define EFARM_MIN_MTU 1024 /* below this the REQ headers leave too little room */
 _Static_assert(EFARM_MIN_MTU >= EFARM_EAGER_TMPL_SHORT,
                "a send buffer holds a short template copy");
-
-uint64_t efarm_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t efarm_ep_rand(struct efarm_ep *ep)
-{
-    uint64_t x = ep->rng;
-
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    ep->rng = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
-
-const char *efarm_proto_name(enum efarm_proto_kind proto)
-{
-    static const char *const names[] = {
-#define EFARM_PROTO_NAME_(id, name) #name,
-        EFARM_PROTO_LIST(EFARM_PROTO_NAME_)
-#undef EFARM_PROTO_NAME_
-    };
-
-    return (unsigned)proto < EFARM_PROTO_COUNT ? names[proto] : "unknown";
-}
 
 static uint32_t pick_u32(uint32_t attr_value, uint64_t tunable)
 {

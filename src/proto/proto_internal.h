@@ -47,6 +47,7 @@
 #include "efarm_pkt.h"
 #include "efarm_pool.h"
 #include "efarm_proto.h"
+#include "efarm_time.h"
 #include "efarm_tm.h"
 
 /* Matcher context of untagged messages: above every 16-bit MPI context. */
@@ -682,8 +683,17 @@ static inline uint32_t efarm_peer_msg_bucket(efarm_peer_t peer, uint32_t msg_id,
     return (uint32_t)(h >> 40) & mask;
 }
 
-uint64_t efarm_now_ns(void);
-uint64_t efarm_ep_rand(struct efarm_ep *ep);
+/* The endpoint's xorshift64* stream (back-off jitter, probe spread): not for secrets. */
+static inline uint64_t efarm_ep_rand(struct efarm_ep *ep)
+{
+    uint64_t x = ep->rng;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    ep->rng = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
 uint16_t efarm_ep_qpn(const struct efarm_ep *ep); /* ours, as logs name the endpoint */
 
 /*
@@ -1129,7 +1139,5 @@ static inline uint64_t efarm_select_eager_max(const struct efarm_ep_params *p, u
 /* Whether proto may carry the message at all (EFARM_PROTO forces it only then). */
 bool efarm_proto_legal(const struct efarm_ep_params *p, const struct efarm_select_in *in,
                        enum efarm_proto_kind proto);
-/* EFARM_RMA_PROTO's comma list as a mask of enum efarm_rma_proto: 0 or -EINVAL. */
-int efarm_rma_proto_parse(const char *list, uint32_t *mask_p);
 
 #endif /* EFARM_PROTO_INTERNAL_H */

@@ -239,16 +239,6 @@ bool efarm_proto_legal(const struct efarm_ep_params *p, const struct efarm_selec
     return false;
 }
 
-int efarm_proto_parse(const char *name)
-{
-    if (name == NULL || !strcmp(name, "auto") || !*name)
-        return -1;
-    for (int k = 0; k < EFARM_PROTO_COUNT; k++)
-        if (!strcmp(name, efarm_proto_name((enum efarm_proto_kind)k)))
-            return k;
-    return -EINVAL;
-}
-
 static enum efarm_proto_kind select_impl(const struct efarm_ep_params *p,
                                          const struct efarm_select_in *in, struct efarm_text *w)
 {

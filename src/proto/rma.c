@@ -122,45 +122,6 @@ static const struct rma_proto_info {
 };
 
 /* Names, and which EFARM_RMA_PROTO may force, from the one list (efarm_proto_names.h). */
-#define RMA_FORCE_F true
-#define RMA_FORCE_N false
-static const struct {
-    const char *name;
-    bool forceable;
-} g_rma_names[EFARM_RMA_PROTO_COUNT] = {
-#define RMA_NAME_(id, name_, force, doc) [EFARM_RMA_##id] = {#name_, RMA_FORCE_##force},
-    EFARM_RMA_PROTO_LIST(RMA_NAME_)
-#undef RMA_NAME_
-};
-
-const char *efarm_rma_proto_name(enum efarm_rma_proto proto)
-{
-    return (unsigned)proto < EFARM_RMA_PROTO_COUNT ? g_rma_names[proto].name : "unknown";
-}
-
-int efarm_rma_proto_parse(const char *list, uint32_t *mask_p)
-{
-    uint32_t mask = 0;
-    const char *s = list ? list : "";
-
-    while (*s) {
-        size_t n = strcspn(s, ",");
-        unsigned k = 0;
-
-        while (k < EFARM_RMA_PROTO_COUNT &&
-               (!g_rma_names[k].forceable || strlen(g_rma_names[k].name) != n ||
-                strncmp(s, g_rma_names[k].name, n)))
-            k++;
-        if (k < EFARM_RMA_PROTO_COUNT)
-            mask |= 1u << k;
-        else if (n != 4 || strncmp(s, "auto", 4))
-            return -EINVAL;
-        s += n + (s[n] == ',');
-    }
-    *mask_p = mask;
-    return 0;
-}
-
 /* What the caller asked for; selection maps it to a subprotocol. */
 enum rma_want { WANT_WRITE, WANT_READ, WANT_ATOMIC_WRITE, WANT_ATOMIC_FETCH, WANT_ATOMIC_CMP };
 

@@ -3,6 +3,7 @@ libefarm_la_SOURCES += \
 	src/util/efarm_byteorder.h \
 	src/util/efarm_config.h \
 	src/util/efarm_proto_names.h \
+	src/util/efarm_time.h \
 	src/util/config.c \
 	src/util/efarm_errno.h \
 	src/util/efarm_hex.h \

@@ -10,6 +10,7 @@
 
 #include "efarm_capture.h"
 #include "efarm_config.h"
+#include "efarm_time.h"
 
 int g_efarm_log_level;
 
@@ -63,11 +64,8 @@ void efarm_log_emit(int level, const char *file, int line, const char *fmt, ...)
 
 int efarm_log_limit_pass(struct efarm_log_limit *limit, uint64_t *held_p)
 {
-    struct timespec ts;
-    uint64_t now;
+    uint64_t now = efarm_now_ns();
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
     if (limit->last_ns != 0 && now - limit->last_ns < 1000000000ull) {
         limit->held++;
         return 0;
