@@ -412,7 +412,11 @@ static void nic_peers_free(struct nic_peers *np)
  * and PMI 2 (hydra's mpiexec, srun --mpi=pmi2) PMI_FD or PMI_PORT, PMIx
  * (srun --mpi=pmix) PMIX_NAMESPACE. MPICH 4.0 has one (USE_PMI2_API,
  * USE_PMIX_API, else PMI 1); 4.1 and later may have several (ENABLE_PMI1,
- * ENABLE_PMI2, ENABLE_PMIX) and pick one at run time.
+ * ENABLE_PMI2, ENABLE_PMIX) and pick one at run time. Only a PMIx library
+ * from outside MPICH (--with-pmix: PMI_FROM_3RD_PARTY) reaches a PMIx server
+ * such as Slurm's: the PMIx client of MPICH's own libpmi (4.2 and 4.3 build it
+ * by default) speaks PMI's wire to hydra, and under srun --mpi=pmix
+ * (MPIR_CVAR_PMI_VERSION=x) finds no server and runs the process alone.
  */
 #if defined(ENABLE_PMI1) || \
     (MPICH_NUMVERSION < 40100000 && !defined(USE_PMI2_API) && !defined(USE_PMIX_API))
@@ -425,7 +429,7 @@ static void nic_peers_free(struct nic_peers *np)
 #else
 #define MPIDI_EFARM_LAUNCH_PMI2 0
 #endif
-#if defined(ENABLE_PMIX) || defined(USE_PMIX_API)
+#if (defined(ENABLE_PMIX) && defined(PMI_FROM_3RD_PARTY)) || defined(USE_PMIX_API)
 #define MPIDI_EFARM_LAUNCH_PMIX 1
 #else
 #define MPIDI_EFARM_LAUNCH_PMIX 0
@@ -461,15 +465,16 @@ static int launch_check(void)
         speaks = "PMI 2";
         fix = "srun --mpi=pmi2 (or MpiDefault=pmi2 in slurm.conf)";
     } else if (MPIDI_EFARM_LAUNCH_PMIX) {
-        speaks = "PMI 1, PMI 2 and PMIx";
+        speaks = "PMI 1, PMI 2, PMIx";
         fix = "srun --mpi=pmix or --mpi=pmi2, or mpiexec inside the allocation";
     } else {
-        speaks = MPIDI_EFARM_LAUNCH_PMI2 ? "PMI 1 and PMI 2" : "PMI 1";
+        speaks = MPIDI_EFARM_LAUNCH_PMI2 ? "PMI 1, PMI 2" : "PMI 1";
         fix = "mpiexec inside the allocation (salloc or sbatch), or srun --mpi=pmi2";
     }
+    /* Whole within MPICH's error line (256 characters with "efarm: the launch failed: "). */
     snprintf(msg, sizeof(msg),
-             "srun started %s tasks but this one found no process manager it speaks and runs "
-             "alone (srun --mpi=%s gives no PMI this MPICH speaks: %s); start it with %s",
+             "srun started %s tasks, but this one runs alone: srun --mpi=%s gives no PMI this "
+             "MPICH speaks (%s); start it with %s",
              tasks, srun_mpi ? srun_mpi : "none", speaks, fix);
     MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**efarm", "**efarm %s %s", "the launch", msg);
     return mpi_errno;

@@ -225,21 +225,37 @@ if selected dynproc-salloc-mpiexec; then
         "$mpiexec" -iface efslurm0 -ppn 1 -n 2 "$out/dynproc"
 fi
 # A launch without the PMI the build speaks: every task would run alone; ch4:efarm
-# refuses it and names the fix (MPICH 4.0). MPICH 4.1 and later stop before, in
-# MPI_Init's PMI set-up, on a PMIx environment: "Runtime environment uses unsupported
-# PMI version PMIx".
+# refuses it and names the fix, whole (the message's end is matched too: MPICH cuts
+# an error line at 256 characters). MPICH 4.0's default build gets that far. Later
+# versions stop before, in MPI_Init's PMI set-up, on a PMIx environment: 5.0 with
+# "Runtime environment uses unsupported PMI version PMIx", 4.2 and 4.3 with "launcher
+# not compatible with PMI1 client" (their own libpmi has a PMIx client, but for
+# hydra only); neither names the fix (doc/LAUNCH.md does).
+efarm_refusal='srun.started.4.tasks,.but.this.one.runs.alone.*start.it.with.mpiexec.inside.the.allocation.\(salloc.or.sbatch\),.or.srun.--mpi=pmi2'
 if selected mismatch-pmix-to-hydra; then
     build_as two_hosts "$prefix" ""
     run mismatch-pmix-to-hydra "$out/logs/mismatch-pmix-to-hydra.log" \
-        "fail srun.started.4.tasks.*start.it.with.mpiexec.inside.the.allocation|unsupported.PMI.version.PMIx" \
+        "fail $efarm_refusal|unsupported.PMI.version.PMIx|launcher.not.compatible.with.PMI1.client" \
         "${base_env[@]}" "$cluster" run srun --mpi=pmix -N2 -n4 "$out/two_hosts"
+fi
+# The same with MPICH's PMIx client chosen (MPIR_CVAR_PMI_VERSION=x): on 4.2 and 4.3
+# it finds no server it speaks and each task would run alone as a one-rank job;
+# ch4:efarm refuses that. 5.0's default build has no PMIx client and refuses the
+# variable in MPIR_pmi_init ("Internal MPI error!", its check of the variable); 4.0
+# has no such variable (ch4:efarm refuses the launch as above).
+if selected mismatch-pmix-x-to-hydra; then
+    build_as two_hosts "$prefix" ""
+    run mismatch-pmix-x-to-hydra "$out/logs/mismatch-pmix-x-to-hydra.log" \
+        "fail $efarm_refusal|^MPIR_pmi_init\([0-9]+\)" \
+        "${base_env[@]}" MPIR_CVAR_PMI_VERSION=x "$cluster" run srun --mpi=pmix -N2 -n4 \
+        "$out/two_hosts"
 fi
 # No PMI at all (srun --mpi=none, or a site whose MpiDefault is none): ch4:efarm's
 # message on every version.
 if selected mismatch-none-to-hydra; then
     build_as two_hosts "$prefix" ""
     run mismatch-none-to-hydra "$out/logs/mismatch-none-to-hydra.log" \
-        "fail srun.started.4.tasks.*--mpi=none.gives.no.PMI.*start.it.with.mpiexec.inside.the.allocation" \
+        "fail srun.--mpi=none.gives.no.PMI&&$efarm_refusal" \
         "${base_env[@]}" "$cluster" run srun --mpi=none -N2 -n4 "$out/two_hosts"
 fi
 
