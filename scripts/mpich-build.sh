@@ -4,7 +4,7 @@
 #   scripts/mpich-build.sh [--mpich VERSION] [--source TARBALL|DIR] [--prefix DIR]
 #                          [--jobs N] [--clean] [--netmod efarm|ofi] [--release]
 #                          [--compile-only] [--c-only] [--pmi hydra|pmix|pmi2] [--abi]
-#                          [-- EXTRA-MPICH-CONFIGURE-ARGS...]
+#                          [--fetch-only] [-- EXTRA-MPICH-CONFIGURE-ARGS...]
 #
 # Steps, each timed and logged to build/logs/mpich-STEP.log; the first failure stops
 # the script with the step's name and the end of its log:
@@ -16,6 +16,9 @@
 #   sync       netmod .c/.h files copied again when their content changed
 #   configure  MPICH's configure (VPATH build in CACHE/build)
 #   make, install, hello (mpicc compiles and links a hello world)
+# --fetch-only gets the source only (the release tarball, or Debian's for 4.0.2) into
+# the cache and prints its path as the last line: how scripts/test-all.sh finds a
+# version nobody passed it.
 # --compile-only stops after configure with the step "compile": the netmod's own
 # files compiled against that MPICH (every inline netmod header is in func_table.c),
 # without building or installing the rest of MPICH: CI's check of a second version.
@@ -27,10 +30,12 @@
 # scripts/test-all.sh's builds), EFARM_MPICH_SOURCE (--source's default).
 #
 # Versions (--mpich; doc/MPICH-VERSIONS.md). 4.0.2 (the default) is Debian bookworm's
-# and is fetched from Debian. Any other version needs --source: a release tarball
-# (it has configure scripts) or an export of MPICH's git tag with its json-c, yaksa
-# and hwloc submodules (no configure: MPICH's own autogen.sh runs in full, which
-# takes several minutes more). Tested: 4.0.2 and 4.3.2. A version other than 4.0.2
+# and is fetched from Debian. 5.0.1 and 4.3.2 are fetched from MPICH's release site
+# and checked against their pinned SHA-256 (below); any other version needs
+# --source. --source takes a release tarball (it has configure scripts) or an
+# export of MPICH's git tag with its json-c, yaksa and hwloc submodules (no
+# configure: MPICH's own autogen.sh runs in full, which takes several minutes
+# more). Tested: 4.0.2, 4.3.2 and 5.0.1. A version other than 4.0.2
 # has its own caches, build/mpich-VERSION (build/mpich-release-VERSION,
 # build/mpich-ofi-VERSION), so versions never share objects; the netmod handles the
 # API differences in src/netmod_efarm/efarm_compat.h.
@@ -152,8 +157,9 @@ compile_only=no
 c_only=no
 pmi=hydra
 abi=no
+fetch_only=no
 
-usage() { sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
     case $1 in
@@ -168,6 +174,7 @@ while [ $# -gt 0 ]; do
     --c-only) c_only=yes; shift ;;
     --pmi) pmi=${2:?--pmi needs hydra, pmix or pmi2}; shift 2 ;;
     --abi) abi=yes; shift ;;
+    --fetch-only) fetch_only=yes; shift ;;
     -h | --help) usage; exit 0 ;;
     --) shift; extra_configure=("$@"); break ;;
     *) echo "mpich-build: unknown argument $1" >&2; usage >&2; exit 2 ;;
@@ -993,6 +1000,19 @@ EOF
 }
 
 # ---- main --------------------------------------------------------------------------
+
+if [ "$fetch_only" = yes ]; then
+    if [ -n "$source_arg" ]; then
+        echo "$source_arg"
+    elif [ "$mpich_version" != "$debian_version" ]; then
+        fetch_release || exit 1
+    else
+        ls "$srccache"/dl/mpich_"$mpich_version".orig.tar.* >/dev/null 2>&1 ||
+            fetch_from_debian >"$logs/$logname-fetch.log" 2>&1 || exit 1
+        ls "$srccache"/dl/mpich_"$mpich_version".orig.tar.* | head -n 1
+    fi
+    exit 0
+fi
 
 if [ "$netmod" = ofi ]; then
     echo "mpich-build: MPICH $mpich_version with ch4:ofi (Debian's libfabric); cache $cache, prefix $prefix, source $srccache, logs $logs/$logname-*"

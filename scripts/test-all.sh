@@ -17,7 +17,9 @@
 #
 # Environment: EFARM_BUILD_ROOT (default ./build), EFARM_FUZZ_SECONDS (default 60),
 # EFARM_MPICH_SOURCE_4_3_2 (MPICH 4.3.2's source, a tarball or tree: Debian serves
-# none; without it the 4.3.2 part prints a SKIP line saying so),
+# none; without it the release tarball is fetched from MPICH's site and checked
+# against its pinned SHA-256, as scripts/mpich-build.sh does, and a machine that
+# cannot reach the site prints a SKIP line naming the variable),
 # EFARM_MPICH_SOURCE_5_0_1 (the same for MPICH 5.0.1), EFARM_MPICH_CACHE and
 # EFARM_LIBFABRIC_CACHE (where MPICH 4.0.2 and libfabric are built and cached;
 # 4.3.2's and 5.0.1's caches are EFARM_MPICH_CACHE's name with -4.3.2, -5.0.1 and
@@ -138,6 +140,15 @@ src501=${EFARM_MPICH_SOURCE_5_0_1:-}
 cache501=${mpich_cache}-5.0.1
 prefix501=$cache501/install
 cache501g=${mpich_cache}-5.0.1-global
+# A version nobody passed: its release tarball, fetched into its cache (pinned SHA-256;
+# once, then from the cache), or nothing on a machine that cannot reach MPICH's site.
+fetch_mpich() { # VERSION CACHE
+    env EFARM_BUILD_ROOT="$root" EFARM_MPICH_CACHE="$2" EFARM_MPICH_SOURCE= \
+        "$top/scripts/mpich-build.sh" --mpich "$1" --fetch-only 2>"$logs/mpich-$1-fetch.log" |
+        tail -n 1
+}
+[ -n "$src432" ] || src432=$(fetch_mpich 4.3.2 "$cache432")
+[ -n "$src501" ] || src501=$(fetch_mpich 5.0.1 "$cache501")
 bg_dir=$logs/background
 rm -rf "$bg_dir"
 mkdir -p "$bg_dir"
@@ -620,7 +631,7 @@ if [ -n "$src501" ]; then
         fi
     fi
 else
-    echo "SKIP mpich-5.0.1: no MPICH 5.0.1 source (EFARM_MPICH_SOURCE_5_0_1 names its tarball or tree)"
+    echo "SKIP mpich-5.0.1: no MPICH 5.0.1 source (MPICH's release site could not be reached: set EFARM_MPICH_SOURCE_5_0_1 to its tarball or tree)"
 fi
 
 # ---- MPICH 4.3.2 with ch4:efarm ---------------------------------------------------------
@@ -643,7 +654,7 @@ elif [ -n "$src432" ]; then
     bg_wait mpich-4.3.2-compile
     echo "SKIP mpi-4.3.2: MPICH 4.3.2 compiled against, not installed (scripts/test-all.sh --mpich-4.3.2-tests runs test/mpi over it)"
 else
-    echo "SKIP mpich-4.3.2: no MPICH 4.3.2 source (EFARM_MPICH_SOURCE_4_3_2 names its tarball or tree)"
+    echo "SKIP mpich-4.3.2: no MPICH 4.3.2 source (MPICH's release site could not be reached: set EFARM_MPICH_SOURCE_4_3_2 to its tarball or tree)"
 fi
 
 # ---- MPICH 5.0.1 with the global critical section: compiled against ---------------------

@@ -7,6 +7,8 @@
 #   machine that cannot reach MPICH's release site (these) it stops at once,
 #   in the fetch step, with a message naming --source and the tarball with
 #   its pinned SHA-256;
+# - `--fetch-only` (how test-all.sh finds a version nobody passed it) stops the
+#   same way, with nothing on standard output; with --source it prints that path;
 # - a tarball whose SHA-256 is not the pinned one is removed and refused;
 # - a version with no pinned checksum and no --source, a version outside 4.x
 #   and 5.x, and an unknown option stop before any step, naming what to pass.
@@ -44,6 +46,28 @@ if [ ! -e "$tmp/cache/dl/mpich-5.0.1.tar.gz.part" ] && [ ! -e "$tmp/cache/dl/mpi
     pass fetch-leaves-nothing
 else
     fail fetch-leaves-nothing "a partial download was left in $tmp/cache/dl"
+fi
+
+# 1b. --fetch-only: no path when nothing can be fetched, the message on stderr.
+start=$(date +%s)
+if EFARM_MPICH_CACHE=$tmp/cache EFARM_BUILD_ROOT=$tmp EFARM_MPICH_SOURCE='' \
+    bash "$top/scripts/mpich-build.sh" --mpich 4.3.2 --fetch-only >"$tmp/path" 2>"$tmp/out"; then
+    fail fetch-only-no-network "succeeded without --source (a network here?): $(cat "$tmp/path")"
+elif [ -s "$tmp/path" ]; then
+    fail fetch-only-no-network "printed a path although it failed: $(cat "$tmp/path")"
+elif ! grep -q 'mpich-4.3.2.tar.gz (SHA-256 47d774587a7156a53752218c811c852e70ac44db9c502dc3f399b4cb817e3818)' "$tmp/out"; then
+    fail fetch-only-no-network "$(tail -n 3 "$tmp/out")"
+elif [ $(($(date +%s) - start)) -gt 45 ]; then
+    fail fetch-only-no-network "stopped, but after $(($(date +%s) - start)) s"
+else
+    pass fetch-only-no-network
+fi
+if EFARM_MPICH_CACHE=$tmp/cache EFARM_BUILD_ROOT=$tmp \
+    bash "$top/scripts/mpich-build.sh" --mpich 4.3.2 --source "$tmp" --fetch-only >"$tmp/path" 2>"$tmp/out" &&
+    [ "$(tail -n 1 "$tmp/path")" = "$(realpath "$tmp")" ]; then
+    pass fetch-only-source
+else
+    fail fetch-only-source "$(cat "$tmp/path" "$tmp/out" | tail -n 3)"
 fi
 
 # 2. A tarball in the download cache that is not MPICH's: refused and removed.
