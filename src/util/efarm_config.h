@@ -175,7 +175,7 @@
     S(MPICH_OFI_CACHE, "mpich-build.sh", "cache of the --netmod ofi build")                      \
     S(MPICH_SOURCE, "mpich-build.sh", "--source: an MPICH tarball or directory")                 \
     S(MPICH_SOURCE_, "test-all.sh",                                                              \
-      "per version (EFARM_MPICH_SOURCE_4_3_2): that MPICH's source for the tests; unset: "      \
+      "per version (EFARM_MPICH_SOURCE_4_3_2): that MPICH's source for the tests; unset: "       \
       "its release tarball, fetched")                                                            \
     S(MPICH_TESTSUITE_DIR, "mpich-testsuite.sh", "where MPICH's test suite runs")                \
     S(MPICH_PMIX_CACHE, "mpich-build.sh", "cache of the --pmi pmix build")                       \
