@@ -47,9 +47,9 @@ int MPIDI_EFARM_mpi_comm_free_hook(MPIR_Comm *comm)
  *   efarm_fanin=N     at most N ranks send to one rank of this communicator at
  *                     once (medium's fan-in bound takes N instead of the
  *                     communicator's size); 0 = no hint;
- *   efarm_protocol=P  this communicator's sends go by subprotocol P (eager,
- *                     medium, longcts, longread, runtread, or their numbers
- *                     1-5) where it may carry them, like EFARM_PROTO for one
+ *   efarm_protocol=P  this communicator's sends go by subprotocol P (a name
+ *                     of EFARM_PROTO_LIST, or its number: the kind + 1) where
+ *                     it may carry them, like EFARM_PROTO for one
  *                     communicator; auto (0) = none.
  * MPICH has parsed efarm_fanin into comm->hints already; both are checked
  * here. A value that is not valid is ignored, as MPI lets an implementation
@@ -70,6 +70,15 @@ static void hint_bad(const char *key, const char *value, const char *allowed)
             allowed);
 }
 
+/* An efarm_protocol that is no subprotocol: the message lists what is (EFARM_PROTO_LIST). */
+static void hint_proto_bad(const char *value)
+{
+    char allowed[160];
+
+    snprintf(allowed, sizeof(allowed), "%s, 0-%d", EFARM_PROTO_NAMES_TEXT, EFARM_PROTO_COUNT);
+    hint_bad("efarm_protocol", value, allowed);
+}
+
 /* efarm_protocol as a number: 0 (auto) .. EFARM_PROTO_COUNT, the kind + 1. */
 static bool hint_proto_valid(int n)
 {
@@ -84,7 +93,7 @@ int MPIDI_EFARM_hint_proto_set(MPIR_Comm *comm_ptr, int index, int value)
         char text[16];
 
         snprintf(text, sizeof(text), "%d", value);
-        hint_bad("efarm_protocol", text, "auto, eager, medium, longcts, longread, runtread, 0-5");
+        hint_proto_bad(text);
     }
     return MPI_SUCCESS;
 }
@@ -116,8 +125,7 @@ int MPIDI_EFARM_comm_set_hints(MPIR_Comm *comm_ptr, MPIR_Info *info)
         if (end != value && *end == 0 && n >= 0 && n <= EFARM_PROTO_COUNT)
             k = (int)n - 1; /* a number: the kind + 1 */
         if (k == -EINVAL)
-            hint_bad("efarm_protocol", value,
-                     "auto, eager, medium, longcts, longread, runtread, 0-5");
+            hint_proto_bad(value);
         else
             comm_ptr->hints[MPIDI_EFARM_global.hint_proto] = k + 1;
     }
