@@ -296,8 +296,10 @@ else
 fi
 
 # ---- A host dies mid-job ------------------------------------------------------------
-# The soak runs on both hosts; 5 s in, efarm-node2 dies (kill-node: its slurmd and
-# every process in its namespace). The surviving ranks must end within ranks_s
+# The soak runs on both hosts; 3 s after its traffic started ("soak: started", once
+# MPI_Init, its communicators and its window are set up; a host that dies during
+# that set-up is not what this run checks), efarm-node2 dies (kill-node:
+# its slurmd and every process in its namespace). The surviving ranks must end within ranks_s
 # seconds (efarm: efasim's SRD gives up on the silent peer after EFASIM_TIMEOUT_MS,
 # 5 s, the send fails, the rank aborts the job), srun must return an error within
 # fail_s (Slurm: it waits for the dead node's part of the step until slurmctld has
@@ -310,7 +312,11 @@ if selected host-dies; then
     (cd "$out" && "${base_env[@]}" MPITEST_SOAK_SECONDS=600 "$top/scripts/hang-guard.sh" "$fail_s" \
         "$cluster" run srun --mpi=pmi2 -N2 -n4 -m cyclic "${own[@]}" "$out/soak") >"$log" 2>&1 &
     job=$!
-    sleep 5
+    for _ in $(seq 600); do
+        grep -q '^soak: started' "$log" 2>/dev/null || ! kill -0 "$job" 2>/dev/null && break
+        sleep 0.1
+    done
+    sleep 3
     "$cluster" kill-node 2 >>"$log" 2>&1
     killed=$(date +%s.%N)
     # When the last rank on efarm-node1 is gone.

@@ -295,6 +295,11 @@ int main(int argc, char **argv)
                                &winbase, &win));
     memset(winbase, 0, sizeof(long long) + RMA_BLOCK);
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (g_mpitest_rank == 0) {
+        /* Set up, traffic starts: what a run that kills a host waits for (run-slurm.sh). */
+        printf("soak: started, %d ranks\n", g_mpitest_size);
+        fflush(stdout);
+    }
     t0 = now_s();
     next_report = t0 + (double)every;
     for (;;) {
