@@ -150,7 +150,7 @@ static int rtr_req_send(struct efarm_ep *ep, struct efarm_op *op);
 static int rx_op_init(struct efarm_ep *ep, struct efarm_op *op, efarm_peer_t peer,
                       const struct efarm_pkt *pkt, const struct efarm_pkt_row *k)
 {
-    const struct efarm_msg_proto *mp = &efarm_msg_protos[k->proto];
+    const struct efarm_msg_proto *mp = &g_efarm_msg_protos[k->proto];
 
     efarm_msg_proto_set(op, k->proto);
     op->req_type = pkt->type;
@@ -234,7 +234,7 @@ static bool same_message(const struct efarm_pkt *pkt, uint8_t proto, uint64_t ms
     const struct efarm_pkt_row *k = rtm_row(pkt->type);
 
     return k != NULL && k->proto == proto && pkt->value[EFARM_PKT_F_MSG_LENGTH] == msg_length &&
-           (!efarm_msg_protos[proto].runt || pkt->value[EFARM_PKT_F_RUNT_LENGTH] == runt_length);
+           (!g_efarm_msg_protos[proto].runt || pkt->value[EFARM_PKT_F_RUNT_LENGTH] == runt_length);
 }
 
 static uint64_t read_end(const struct efarm_op *op)
@@ -294,7 +294,7 @@ void efarm_rx_start_cts(struct efarm_ep *ep, struct efarm_op *op)
  */
 static bool rx_op_mapped(const struct efarm_pkt_row *k)
 {
-    return efarm_msg_protos[k->proto].segmented || efarm_msg_protos[k->proto].reads;
+    return g_efarm_msg_protos[k->proto].segmented || g_efarm_msg_protos[k->proto].reads;
 }
 
 static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op);
@@ -353,7 +353,7 @@ static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
 
     if (op->state != EFARM_OPS_COMPLETED && op->done_bytes >= op->msg.msg_length &&
         op->reads_inflight == 0 && !(op->owed & (EFARM_OWE_READ | EFARM_OWE_NACK))) {
-        const struct efarm_op_class *c = efarm_op_class(op);
+        const struct efarm_op_role_ops *c = efarm_op_role_ops(op);
         int status = op->status;
 
         /* A long write we serve that failed says so in its EOR or RECEIPT (efarm's flag). */
@@ -519,7 +519,7 @@ void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
         (!efarm_msg_proto(op)->runt || op->done_bytes >= op->msg.runt_length)) {
         if (nack_send(ep, op) == 0) {
             op->owed &= ~EFARM_OWE_NACK;
-            if (efarm_op_class(op)->target) {
+            if (efarm_op_role_ops(op)->target) {
                 /* The LONGCTS_RTW that answers it is a new request: this one is done, no EOR. */
                 efarm_msg_proto_set(op, efarm_msg_proto(op)->fallback);
                 op->done_bytes = op->msg.msg_length;
@@ -607,11 +607,11 @@ static void unexp_seg_count(struct efarm_ep *ep, struct efarm_unexp *ux,
     const uint8_t *data;
     uint64_t offset, len, want;
 
-    if (!efarm_msg_protos[ux->proto].segmented)
+    if (!g_efarm_msg_protos[ux->proto].segmented)
         return;
     pkt_data(pkt, &data, &offset, &len);
     ux->seg_bytes += len;
-    want = efarm_msg_protos[ux->proto].runt ? ux->runt_length : ux->msg_length;
+    want = g_efarm_msg_protos[ux->proto].runt ? ux->runt_length : ux->msg_length;
     if (ux->seg_bytes >= want && (ux->flags & EFARM_UXF_MAPPED))
         efarm_unexp_map_remove(ep, ux);
 }
@@ -638,7 +638,7 @@ static void eager_deliver(struct efarm_ep *ep, efarm_peer_t peer, const struct e
 /* Whether receiving an unexpected message takes an operation (all but plain eager do). */
 static bool unexp_needs_op(const struct efarm_unexp *ux)
 {
-    return !efarm_msg_protos[ux->proto].whole || (ux->flags & EFARM_UXF_DC);
+    return !g_efarm_msg_protos[ux->proto].whole || (ux->flags & EFARM_UXF_DC);
 }
 
 /*
@@ -682,7 +682,7 @@ static int unexp_arrive(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
                         const struct efarm_pkt_row *k, uint32_t context, int32_t source,
                         int32_t tag, struct efarm_rxpkt *stored, uint32_t rx_id)
 {
-    const struct efarm_msg_proto *mp = &efarm_msg_protos[k->proto];
+    const struct efarm_msg_proto *mp = &g_efarm_msg_protos[k->proto];
     struct efarm_unexp *ux;
     void *user = NULL;
     int ret;
@@ -740,7 +740,7 @@ int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pk
      * anything longer that matches needs an operation; a message that
      * matches nothing needs neither.
      */
-    if (efarm_msg_protos[k->proto].whole) {
+    if (g_efarm_msg_protos[k->proto].whole) {
         if (k->dc && ep->ntx_free == 0)
             return -EAGAIN;
     } else if (ep->nop_free == 0) {
@@ -751,7 +751,7 @@ int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pk
     ret = efarm_tm_match_posted(ep->tm, context, source, tag, &user);
     if (ret != EFARM_TM_MATCHED)
         return unexp_arrive(ep, peer, pkt, k, context, source, tag, stored, rx_id);
-    if (efarm_msg_protos[k->proto].whole) {
+    if (g_efarm_msg_protos[k->proto].whole) {
         eager_deliver(ep, peer, pkt, k, user);
         return 0;
     }
@@ -772,7 +772,7 @@ int efarm_rtm_segment(struct efarm_ep *ep, struct efarm_op *op, const struct efa
                       struct efarm_rxpkt *stored, uint32_t rx_id)
 {
     (void)stored, (void)rx_id;
-    if (op->kind != EFARM_OP_RX || op->state == EFARM_OPS_COMPLETED ||
+    if (op->role != EFARM_OP_RX || op->state == EFARM_OPS_COMPLETED ||
         !same_message(pkt, op->proto, op->msg.msg_length, op->msg.runt_length)) {
         ep->cnt.stale_ids++;
         return 0;

@@ -28,7 +28,7 @@
 
 static uint8_t req_type(enum efarm_proto_kind proto, bool tagged, bool dc)
 {
-    return efarm_msg_protos[proto].type[dc][tagged];
+    return g_efarm_msg_protos[proto].type[dc][tagged];
 }
 
 /* The REQ type of op when it runs `proto`: a message's, or a one-sided write's. */
@@ -36,8 +36,8 @@ static uint8_t op_req_type(const struct efarm_op *op, enum efarm_proto_kind prot
 {
     bool dc = op->flags & EFARM_OPF_DC;
 
-    if (efarm_op_class(op)->rma)
-        return efarm_msg_protos[proto].rtw[dc];
+    if (efarm_op_role_ops(op)->rma)
+        return g_efarm_msg_protos[proto].rtw[dc];
     return req_type(proto, op->flags & EFARM_OPF_TAGGED, dc);
 }
 
@@ -51,7 +51,7 @@ static void tx_proto_set(struct efarm_op *op, enum efarm_proto_kind proto)
     efarm_msg_proto_set(op, proto);
     op->req_type = op_req_type(op, proto);
     op->owed |= EFARM_OWE_REQ;
-    if (efarm_msg_protos[proto].reads)
+    if (g_efarm_msg_protos[proto].reads)
         op->awaits |= EFARM_AWAIT_EOR;
     else if (op->flags & EFARM_OPF_DC)
         op->awaits |= EFARM_AWAIT_RCPT;
@@ -75,7 +75,7 @@ static uint64_t req_hdr_len(const struct efarm_peer_state *st, const struct efar
 {
     uint64_t n = efarm_req_hdr_len(st, op->req_type, op->flags & EFARM_OPF_CQ_DATA);
 
-    if (efarm_op_class(op)->rma)
+    if (efarm_op_role_ops(op)->rma)
         n += (uint64_t)op->niov * sizeof(struct efarm_wire_rma_iov);
     return n;
 }
@@ -90,7 +90,7 @@ typedef uint8_t rtw_wire_t[EFARM_RMA_MAX_IOV * sizeof(struct efarm_wire_rma_iov)
 static void req_init(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op,
                      struct efarm_pkt *pkt, uint8_t type, uint8_t *wire)
 {
-    if (efarm_op_class(op)->rma) {
+    if (efarm_op_role_ops(op)->rma) {
         efarm_rma_req_init(ep, st, pkt, type, op->iov, op->niov, wire);
         return;
     }
@@ -324,7 +324,7 @@ static int build_longcts(struct efarm_ep *ep, struct efarm_peer_state *st, struc
 {
     if (!(op->owed & EFARM_OWE_REQ))
         return build_ctsdata(ep, st, op);
-    if (efarm_op_class(op)->target)
+    if (efarm_op_role_ops(op)->target)
         return build_readrsp(ep, st, op);
     return build_longcts_req(ep, st, op);
 }
@@ -333,7 +333,7 @@ static int build_longcts(struct efarm_ep *ep, struct efarm_peer_state *st, struc
  * The two-sided subprotocols. Read protocols have no DC types: the EOR that
  * ends them already says the data was delivered.
  */
-const struct efarm_msg_proto efarm_msg_protos[EFARM_PROTO_COUNT] = {
+const struct efarm_msg_proto g_efarm_msg_protos[EFARM_PROTO_COUNT] = {
     [EFARM_PROTO_EAGER] = {.type = {{EFARM_PKT_EAGER_MSGRTM, EFARM_PKT_EAGER_TAGRTM},
                                     {EFARM_PKT_DC_EAGER_MSGRTM, EFARM_PKT_DC_EAGER_TAGRTM}},
                            .counter = offsetof(struct efarm_counters, proto_eager),
@@ -403,13 +403,13 @@ static void tx_op_check(struct efarm_ep *ep, struct efarm_op *op)
         return;
     if (mp->runt)
         runt_release(ep, op);
-    if (efarm_op_class(op)->target || op->state == EFARM_OPS_COMPLETED) {
+    if (efarm_op_role_ops(op)->target || op->state == EFARM_OPS_COMPLETED) {
         /* No request to tell: a read we serve, or an injected send (its loss failed the
            peer and the endpoint). */
         if (op->status)
             ep->cnt.send_errors++;
     } else {
-        if (efarm_op_class(op)->rma)
+        if (efarm_op_role_ops(op)->rma)
             op->req->length = op->status ? 0 : op->len;
         efarm_req_complete(ep, op, op->req, op->status);
     }
@@ -530,7 +530,7 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
     if (in.force_proto ? proto == (enum efarm_proto_kind)(in.force_proto - 1)
                        : ep->p.force >= 0 && proto == (enum efarm_proto_kind)ep->p.force)
         ep->cnt.proto_forced++;
-    if (efarm_msg_protos[proto].reads) {
+    if (g_efarm_msg_protos[proto].reads) {
         int ret = efarm_mr_cache_get(ep->mr_cache, op->buf, op->len, EFARM_DEV_ACCESS_REMOTE_READ,
                                      &op->mr);
 
@@ -538,13 +538,13 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
             /* Registration is a limited resource: the fallback (long-CTS) needs none. */
             efarm_log(EFARM_LOG_DEBUG, "cannot register %llu bytes for a read send (%s): %s",
                       (unsigned long long)op->len, efarm_strerror(ret),
-                      efarm_proto_name(efarm_msg_protos[proto].fallback));
+                      efarm_proto_name(g_efarm_msg_protos[proto].fallback));
             ep->cnt.reg_fallbacks++;
             op->mr.entry = NULL;
-            proto = efarm_msg_protos[proto].fallback;
+            proto = g_efarm_msg_protos[proto].fallback;
         }
     }
-    if (efarm_msg_protos[proto].runt) {
+    if (g_efarm_msg_protos[proto].runt) {
         uint64_t runt = ep->p.runt_size - st->runt_bytes_in_flight;
 
         op->msg.runt_length = runt < op->len ? runt : op->len;
@@ -555,7 +555,7 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
     op->flags |= EFARM_OPF_COUNTED;
     op->msg_id = st->tx_msg_id++;
     tx_proto_set(op, proto);
-    (*(uint64_t *)((char *)&ep->cnt + efarm_msg_protos[proto].counter))++;
+    (*(uint64_t *)((char *)&ep->cnt + g_efarm_msg_protos[proto].counter))++;
     if (dc)
         ep->cnt.proto_dc++;
     efarm_tx_op_work(ep, op);
@@ -661,7 +661,7 @@ tsend_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64
     tx->data_len = len;
     tx->injected = 1;
     st->sends_inflight++;
-    (*(uint64_t *)((char *)&ep->cnt + efarm_msg_protos[EFARM_PROTO_EAGER].counter))++;
+    (*(uint64_t *)((char *)&ep->cnt + g_efarm_msg_protos[EFARM_PROTO_EAGER].counter))++;
     ep->cnt.eager_fast++;
     efarm_txpkt_send(ep, tx); /* inline */
     /* Done once posted; a post that failed at once failed the peer (and was counted). */
@@ -774,7 +774,7 @@ void efarm_hs_waiters_release(struct efarm_ep *ep, struct efarm_peer_state *st)
 
         efarm_list_remove(link);
         op->awaits &= ~EFARM_AWAIT_HS;
-        efarm_op_class(op)->begin(ep, st, op);
+        efarm_op_role_ops(op)->begin(ep, st, op);
     }
 }
 
@@ -835,7 +835,7 @@ void efarm_eor_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_p
     }
     op->awaits &= ~EFARM_AWAIT_EOR;
     /* An efarm target that refused a long write (or failed to read it) says so here. */
-    if (efarm_op_class(op)->rma && (pkt->flags & EFARM_RSP_FLAG_REFUSED) && op->status == 0)
+    if (efarm_op_role_ops(op)->rma && (pkt->flags & EFARM_RSP_FLAG_REFUSED) && op->status == 0)
         op->status = EFARM_E(PROTO_RMA_REFUSED);
     if (op->mr.entry != NULL)
         efarm_mr_cache_put(ep->mr_cache, &op->mr);
@@ -847,17 +847,17 @@ void efarm_receipt_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
 {
     struct efarm_op *op = efarm_op_find_live(ep, (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID], peer);
 
-    if (op == NULL || efarm_op_class(op)->receipt == NULL || (op->owed & EFARM_OWE_REQ) ||
+    if (op == NULL || efarm_op_role_ops(op)->receipt == NULL || (op->owed & EFARM_OWE_REQ) ||
         (op->awaits & EFARM_AWAIT_HS)) {
         ep->cnt.stale_ids++;
         return;
     }
-    efarm_op_class(op)->receipt(ep, op, pkt);
+    efarm_op_role_ops(op)->receipt(ep, op, pkt);
 }
 
 void efarm_tx_receipt(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt)
 {
-    bool rma = efarm_op_class(op)->rma;
+    bool rma = efarm_op_role_ops(op)->rma;
 
     /* An RTW has no msg_id: what its RECEIPT says there is not checked. */
     if (!(op->awaits & EFARM_AWAIT_RCPT) ||

@@ -466,7 +466,7 @@ static void work_progress(struct efarm_ep *ep)
         }
         efarm_list_remove(link);
         op->flags &= ~EFARM_OPF_IN_WORK;
-        efarm_op_class(op)->work(ep, op);
+        efarm_op_role_ops(op)->work(ep, op);
     }
 }
 
@@ -475,12 +475,12 @@ static void rdma_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe
 {
     struct efarm_op *op = efarm_op_find_live(ep, (uint32_t)(cqe->wr_id >> 32), EFARM_PEER_NONE);
 
-    if (op == NULL || efarm_op_class(op)->rdma_done == NULL) {
+    if (op == NULL || efarm_op_role_ops(op)->rdma_done == NULL) {
         efarm_log(EFARM_LOG_ERROR, "RDMA completion for no live operation (wr_id %#llx)",
                   (unsigned long long)cqe->wr_id);
         return;
     }
-    efarm_op_class(op)->rdma_done(ep, op, cqe);
+    efarm_op_role_ops(op)->rdma_done(ep, op, cqe);
 }
 
 /*

@@ -15,8 +15,8 @@
  *   send_id/recv_id a peer echoes back, so a stale or forged id never reaches
  *   a live operation. What each role does with its packets, RDMA
  *   completions, replies and a failed peer is a row of the op class table
- *   (efarm_op_classes), and what each subprotocol does a row of
- *   efarm_msg_protos or rma.c's g_rma_protos, not a switch.
+ *   (g_efarm_op_roles), and what each subprotocol does a row of
+ *   g_efarm_msg_protos or rma.c's g_efarm_rma_protos, not a switch.
  * - struct efarm_unexp: one unexpected message (arrived in order, matched no
  *   receive): a small record of what matching and later segments need, with
  *   its stored packets. No operation is taken until a receive matches it.
@@ -175,14 +175,14 @@ struct efarm_txpkt {
 /* ---- Operations ------------------------------------------------------------------- */
 
 /*
- * The role an operation plays: a row of efarm_op_classes each. Three are
+ * The role an operation plays: a row of g_efarm_op_roles each. Three are
  * run by their own machinery (a message send, a message receive, a one-sided
  * operation run in rma.c); the long one-sided operations run on the
  * two-sided machinery in one role at each end. An op takes its role when
  * allocated and changes it only through efarm_op_set_role (a one-sided
  * operation that turns out long).
  */
-enum efarm_op_kind {
+enum efarm_op_role {
     EFARM_OP_FREE,
     EFARM_OP_TX,           /* a message send (msg_send.c) */
     EFARM_OP_RX,           /* a message receive (msg_recv.c) */
@@ -196,7 +196,7 @@ enum efarm_op_kind {
 
 /*
  * How far an operation got (efarm_op.state). It only moves forward, to a
- * state its role's row lists (efarm_op_class.states), and only through
+ * state its role's row lists (efarm_op_role_ops.states), and only through
  * efarm_op_set_state. A receive op has no earlier state to be in: a posted
  * receive is the matcher's and a message that matched none is an unexpected
  * record, so an op is given to a receive once it matched, with its buffer
@@ -268,14 +268,14 @@ enum efarm_op_state {
 struct efarm_op {
     struct efarm_link link; /* ep->work, or a peer's hs_waiters */
     struct efarm_req *req;  /* NULL once completed */
-    uint8_t kind;
-    uint8_t state;    /* enum efarm_op_state */
-    uint8_t proto;    /* enum efarm_proto_kind */
-    uint8_t req_type; /* tx: the REQ packet type; rx: the first REQ's type */
-    uint16_t flags;   /* EFARM_OPF_* */
-    uint8_t owed;     /* EFARM_OWE_* */
-    uint8_t awaits;   /* EFARM_AWAIT_* */
-    uint32_t id;      /* generation << 16 | index */
+    uint8_t role;           /* enum efarm_op_role: g_efarm_op_roles[role] */
+    uint8_t state;          /* enum efarm_op_state */
+    uint8_t proto;          /* enum efarm_proto_kind */
+    uint8_t req_type;       /* tx: the REQ packet type; rx: the first REQ's type */
+    uint16_t flags;         /* EFARM_OPF_* */
+    uint8_t owed;           /* EFARM_OWE_* */
+    uint8_t awaits;         /* EFARM_AWAIT_* */
+    uint32_t id;            /* generation << 16 | index */
     efarm_peer_t peer;
     uint32_t msg_id;
     uint32_t peer_op_id;    /* tx: the peer's recv_id (CTS); rx: the peer's send_id */
@@ -290,7 +290,7 @@ struct efarm_op {
                             where the current CTS grant starts (long-CTS) */
     uint64_t window_end; /* tx: bytes granted by CTS (or allowed); rx: end of the CTS grant */
     uint64_t done_bytes; /* tx: bytes whose packets completed; rx: bytes received */
-    /* What only one machinery's roles use (efarm_op_class.runs_as): cleared when it changes. */
+    /* What only one machinery's roles use (efarm_op_role_ops.runs_as): cleared when it changes. */
     union {
         struct { /* the send and receive machinery (msg_send.c, msg_recv.c) */
             uint64_t wire_tag;
@@ -319,7 +319,7 @@ struct efarm_op {
  * of a role itself is that a message segment reaches only a message receive
  * (efarm_rtm_segment).
  */
-struct efarm_op_class {
+struct efarm_op_role_ops {
     const char *name;
     /* The machinery that runs it (EFARM_OP_TX, _RX or _RMA): which replies can name it. */
     uint8_t runs_as;
@@ -335,9 +335,9 @@ struct efarm_op_class {
     void (*peer_failed)(struct efarm_ep *ep, struct efarm_op *op, int status);
     /* The peer's HANDSHAKE arrived (ops waiting for it, in the order they started). */
     void (*begin)(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op);
-    /* A RECEIPT names it (NULL: RECEIPTs for this kind are stale). */
+    /* A RECEIPT names it (NULL: RECEIPTs for this role are stale). */
     void (*receipt)(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
-    /* A READRSP names it by recv_id (NULL: stale for this kind). */
+    /* A READRSP names it by recv_id (NULL: stale for this role). */
     void (*readrsp)(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
     bool origin; /* started by this endpoint: errors count as send errors */
     bool rma;    /* a one-sided operation of ours: its errors count as one-sided errors too; a
@@ -348,17 +348,17 @@ struct efarm_op_class {
        (NULL: the machinery's own rule). */
     const char *lost;
 };
-extern const struct efarm_op_class efarm_op_classes[EFARM_OP_KIND_COUNT];
+extern const struct efarm_op_role_ops g_efarm_op_roles[EFARM_OP_KIND_COUNT];
 extern const char *const efarm_op_state_names[EFARM_OPS_COUNT];
 
-static inline const struct efarm_op_class *efarm_op_class(const struct efarm_op *op)
+static inline const struct efarm_op_role_ops *efarm_op_role_ops(const struct efarm_op *op)
 {
-    return &efarm_op_classes[op->kind];
+    return &g_efarm_op_roles[op->role];
 }
 
 #ifndef NDEBUG
 /* An op was to take a role or state its rows do not allow: logs it and aborts (an engine bug). */
-void efarm_op_state_illegal(const struct efarm_op *op, enum efarm_op_kind role,
+void efarm_op_state_illegal(const struct efarm_op *op, enum efarm_op_role role,
                             enum efarm_op_state state);
 #endif
 
@@ -369,8 +369,8 @@ void efarm_op_state_illegal(const struct efarm_op *op, enum efarm_op_kind role,
 static inline void efarm_op_set_state(struct efarm_op *op, enum efarm_op_state state)
 {
 #ifndef NDEBUG
-    if (state <= op->state || !(efarm_op_class(op)->states & EFARM_OPS_BIT(state)))
-        efarm_op_state_illegal(op, (enum efarm_op_kind)op->kind, state);
+    if (state <= op->state || !(efarm_op_role_ops(op)->states & EFARM_OPS_BIT(state)))
+        efarm_op_state_illegal(op, (enum efarm_op_role)op->role, state);
 #endif
     op->state = (uint8_t)state;
 }
@@ -380,15 +380,15 @@ static inline void efarm_op_set_state(struct efarm_op *op, enum efarm_op_state s
  * runs long): moving to another machinery clears the fields of the old one.
  * Its state carries over, and must be one the new role has.
  */
-static inline void efarm_op_set_role(struct efarm_op *op, enum efarm_op_kind role)
+static inline void efarm_op_set_role(struct efarm_op *op, enum efarm_op_role role)
 {
 #ifndef NDEBUG
-    if (!(efarm_op_classes[role].states & EFARM_OPS_BIT(op->state)))
+    if (!(g_efarm_op_roles[role].states & EFARM_OPS_BIT(op->state)))
         efarm_op_state_illegal(op, role, (enum efarm_op_state)op->state);
 #endif
-    if (efarm_op_classes[role].runs_as != efarm_op_class(op)->runs_as)
+    if (g_efarm_op_roles[role].runs_as != efarm_op_role_ops(op)->runs_as)
         memset(&op->msg, 0, sizeof(op->msg) > sizeof(op->rma) ? sizeof(op->msg) : sizeof(op->rma));
-    op->kind = (uint8_t)role;
+    op->role = (uint8_t)role;
 }
 
 /*
@@ -417,11 +417,11 @@ struct efarm_msg_proto {
     /* Receiver: the op matched and holds the data that came: start what follows (or NULL). */
     void (*rx_start)(struct efarm_ep *ep, struct efarm_op *op);
 };
-extern const struct efarm_msg_proto efarm_msg_protos[EFARM_PROTO_COUNT];
+extern const struct efarm_msg_proto g_efarm_msg_protos[EFARM_PROTO_COUNT];
 
 static inline const struct efarm_msg_proto *efarm_msg_proto(const struct efarm_op *op)
 {
-    return &efarm_msg_protos[op->proto];
+    return &g_efarm_msg_protos[op->proto];
 }
 
 /* The one place an op takes or changes its two-sided subprotocol. */
@@ -887,13 +887,13 @@ void efarm_regions_fini(struct efarm_ep *ep);
 /* proto_ops.c */
 int efarm_ops_init(struct efarm_ep *ep);
 void efarm_ops_fini(struct efarm_ep *ep);
-struct efarm_op *efarm_op_alloc(struct efarm_ep *ep, enum efarm_op_kind kind);
+struct efarm_op *efarm_op_alloc(struct efarm_ep *ep, enum efarm_op_role role);
 /* The op's peer, once: it joins that peer's list of operations (efarm_peer_state.ops). */
 void efarm_op_set_peer(struct efarm_ep *ep, struct efarm_op *op, efarm_peer_t peer);
 /* The peer failed: each of its live operations ends with st->fail_status (its class's way). */
 void efarm_peer_ops_fail(struct efarm_ep *ep, struct efarm_peer_state *st);
 void efarm_op_release(struct efarm_ep *ep, struct efarm_op *op);
-struct efarm_op *efarm_op_find(struct efarm_ep *ep, uint32_t id, enum efarm_op_kind runs_as,
+struct efarm_op *efarm_op_find(struct efarm_ep *ep, uint32_t id, enum efarm_op_role runs_as,
                                efarm_peer_t peer);
 /* Any live op with that id (RDMA completions, RECEIPT: the class table routes them). */
 struct efarm_op *efarm_op_find_live(struct efarm_ep *ep, uint32_t id, efarm_peer_t peer);
@@ -1043,7 +1043,7 @@ void efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struc
 /* A long one-sided read of this endpoint (LONGCTS_RTR) runs as a long-CTS receive. */
 void efarm_rtr_long_begin(struct efarm_ep *ep, struct efarm_op *op);
 void efarm_rtr_long_readrsp(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
-/* The receiving halves of efarm_msg_protos: long-CTS's first CTS, the read protocols' reads. */
+/* The receiving halves of g_efarm_msg_protos: long-CTS's first CTS, the read protocols' reads. */
 void efarm_rx_start_cts(struct efarm_ep *ep, struct efarm_op *op);
 void efarm_rx_start_read(struct efarm_ep *ep, struct efarm_op *op);
 

@@ -6,7 +6,7 @@
  *
  * An op's id is (generation << 16 | index). The generation changes every
  * time the slot is reused, so an id from the wire names a live op only if
- * both halves match, the op is of the kind the packet expects and it belongs
+ * both halves match, the op plays the role the packet expects and it belongs
  * to the peer that sent the packet; anything else is a stale or forged id,
  * counted and dropped by the caller.
  */
@@ -48,7 +48,7 @@ void efarm_ops_fini(struct efarm_ep *ep)
     for (uint32_t i = 0; i < ep->p.max_ops; i++) {
         struct efarm_op *op = &ep->ops[i];
 
-        if (op->kind != EFARM_OP_FREE && op->mr.entry != NULL)
+        if (op->role != EFARM_OP_FREE && op->mr.entry != NULL)
             efarm_mr_cache_put(ep->mr_cache, &op->mr);
     }
     free(ep->map_buckets);
@@ -57,7 +57,7 @@ void efarm_ops_fini(struct efarm_ep *ep)
     ep->ops = NULL;
 }
 
-struct efarm_op *efarm_op_alloc(struct efarm_ep *ep, enum efarm_op_kind kind)
+struct efarm_op *efarm_op_alloc(struct efarm_ep *ep, enum efarm_op_role role)
 {
     struct efarm_op *op;
     uint32_t id;
@@ -70,7 +70,7 @@ struct efarm_op *efarm_op_alloc(struct efarm_ep *ep, enum efarm_op_kind kind)
     memset(op, 0, offsetof(struct efarm_op, iov));
     op->mr.entry = NULL;
     op->id = id;
-    op->kind = (uint8_t)kind;
+    op->role = (uint8_t)role;
     op->map_next = EFARM_OP_INDEX_NONE;
     efarm_list_init(&op->link);
     efarm_list_init(&op->peer_link);
@@ -94,7 +94,7 @@ void efarm_peer_ops_fail(struct efarm_ep *ep, struct efarm_peer_state *st)
 
         efarm_list_remove(link);
         efarm_list_append(&st->ops, link);
-        efarm_op_class(op)->peer_failed(ep, op, st->fail_status);
+        efarm_op_role_ops(op)->peer_failed(ep, op, st->fail_status);
     }
 }
 
@@ -125,7 +125,7 @@ void efarm_op_release(struct efarm_ep *ep, struct efarm_op *op)
     if ((op->flags & EFARM_OPF_COUNTED) && op->peer < ep->npeers && ep->peers[op->peer].st &&
         ep->peers[op->peer].st->sends_inflight)
         ep->peers[op->peer].st->sends_inflight--;
-    op->kind = EFARM_OP_FREE;
+    op->role = EFARM_OP_FREE;
     op->req = NULL;
     op->id = (gen & 0xffff ? gen : 1) << 16 | index;
     ep->op_free[ep->nop_free++] = index;
@@ -139,12 +139,12 @@ struct efarm_op *efarm_op_find_live(struct efarm_ep *ep, uint32_t id, efarm_peer
     if (index >= ep->p.max_ops)
         return NULL;
     op = &ep->ops[index];
-    if (op->id != id || op->kind == EFARM_OP_FREE || (peer != EFARM_PEER_NONE && op->peer != peer))
+    if (op->id != id || op->role == EFARM_OP_FREE || (peer != EFARM_PEER_NONE && op->peer != peer))
         return NULL;
     return op;
 }
 
-struct efarm_op *efarm_op_find(struct efarm_ep *ep, uint32_t id, enum efarm_op_kind runs_as,
+struct efarm_op *efarm_op_find(struct efarm_ep *ep, uint32_t id, enum efarm_op_role runs_as,
                                efarm_peer_t peer)
 {
     uint32_t index = id & 0xffff;
@@ -153,7 +153,7 @@ struct efarm_op *efarm_op_find(struct efarm_ep *ep, uint32_t id, enum efarm_op_k
     if (index >= ep->p.max_ops)
         return NULL;
     op = &ep->ops[index];
-    if (op->id != id || op->kind == EFARM_OP_FREE || efarm_op_class(op)->runs_as != runs_as ||
+    if (op->id != id || op->role == EFARM_OP_FREE || efarm_op_role_ops(op)->runs_as != runs_as ||
         (peer != EFARM_PEER_NONE && op->peer != peer))
         return NULL;
     return op;
@@ -217,9 +217,9 @@ void efarm_req_complete(struct efarm_ep *ep, struct efarm_op *op, struct efarm_r
     req->status = status;
     req->done = true;
     if (status) {
-        bool rma = op != NULL && efarm_op_class(op)->rma;
+        bool rma = op != NULL && efarm_op_role_ops(op)->rma;
 
-        if (op != NULL && efarm_op_class(op)->origin) {
+        if (op != NULL && efarm_op_role_ops(op)->origin) {
             ep->cnt.send_errors++;
             ep->cnt.rma_errors += rma;
         } else if (status != -ECANCELED && status != -EMSGSIZE) {
@@ -248,12 +248,12 @@ const char *const efarm_op_state_names[EFARM_OPS_COUNT] = {
 };
 
 #ifndef NDEBUG
-void efarm_op_state_illegal(const struct efarm_op *op, enum efarm_op_kind role,
+void efarm_op_state_illegal(const struct efarm_op *op, enum efarm_op_role role,
                             enum efarm_op_state state)
 {
     efarm_log(EFARM_LOG_ERROR, "op %#x, a %s op %s, cannot be a %s op %s", op->id,
-              efarm_op_class(op)->name, efarm_op_state_names[op->state],
-              efarm_op_classes[role].name, efarm_op_state_names[state]);
+              efarm_op_role_ops(op)->name, efarm_op_state_names[op->state],
+              g_efarm_op_roles[role].name, efarm_op_state_names[state]);
     abort();
 }
 #endif
@@ -271,7 +271,7 @@ void efarm_op_state_illegal(const struct efarm_op *op, enum efarm_op_kind role,
 #define NACKED    EFARM_OPS_BIT(EFARM_OPS_NACKED)
 #define COMPLETED EFARM_OPS_BIT(EFARM_OPS_COMPLETED)
 
-const struct efarm_op_class efarm_op_classes[EFARM_OP_KIND_COUNT] = {
+const struct efarm_op_role_ops g_efarm_op_roles[EFARM_OP_KIND_COUNT] = {
     [EFARM_OP_FREE] = {.name = "free"},
     [EFARM_OP_TX] = {.name = "send",
                      SEND_MACHINERY,

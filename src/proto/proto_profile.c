@@ -356,7 +356,7 @@ static double race_cost(const struct race *r, int proto, double size)
 {
     double c = efarm_profile_cost(r->pr, proto | r->curve, size);
 
-    if (r->cold && efarm_msg_protos[proto].reads)
+    if (r->cold && g_efarm_msg_protos[proto].reads)
         c += reg_cost(r->pr, size);
     return c;
 }

@@ -172,9 +172,9 @@ static void txpkt_failed(struct efarm_ep *ep, struct efarm_txpkt *tx, int status
 
         if (!gone && !tx->probe && !(implicit && row->lost_to_implicit_ok))
             lost = row->lost_alone; /* its row's LOSS column (efarm_pkt_types.h) */
-    } else if (efarm_op_class(op)->lost != NULL && op->status == 0) {
-        lost = efarm_op_class(op)->lost; /* its role says (a long read we serve) */
-    } else if (efarm_op_class(op)->origin) {
+    } else if (efarm_op_role_ops(op)->lost != NULL && op->status == 0) {
+        lost = efarm_op_role_ops(op)->lost; /* its role says (a long read we serve) */
+    } else if (efarm_op_role_ops(op)->origin) {
         if ((op->flags & EFARM_OPF_INJECT) && op->state == EFARM_OPS_COMPLETED && op->status == 0) {
             lost = "the data of an injected send that had already completed";
             ep->cnt.lost_after_completion++;
@@ -208,7 +208,7 @@ static void txpkt_done(struct efarm_ep *ep, struct efarm_txpkt *tx, int status)
         if (status && efarm_pkt_row(tx->type)->trigger)
             efarm_hs_waiters_fail(ep, ep->peers[tx->peer].st, status);
     } else {
-        efarm_op_class(op)->pkt_done(ep, op, tx, status);
+        efarm_op_role_ops(op)->pkt_done(ep, op, tx, status);
     }
     efarm_txpkt_release(ep, tx);
 }

@@ -6,7 +6,7 @@
  * has RDMA read and write, and the ops that take msg_ids must keep the order
  * of those waiting before them), then picks its subprotocol from the rule
  * table below. What each subprotocol sends and what completes it are rows
- * of g_rma_protos:
+ * of g_efarm_rma_protos:
  *   direct write/read  RDMA work requests of at most the device's
  *                      max_rdma_size, split where the remote ranges split;
  *                      done when the device completes them all;
@@ -56,7 +56,7 @@ static const struct rma_proto_info {
                               long subprotocol the two-sided machinery runs (msg_proto) */
     uint8_t msg_proto;     /* enum efarm_proto_kind when role is not EFARM_OP_RMA */
     uint16_t counter;      /* offset in struct efarm_counters */
-} g_rma_protos[EFARM_RMA_PROTO_COUNT] = {
+} g_efarm_rma_protos[EFARM_RMA_PROTO_COUNT] = {
 #define RMA_COUNTER(name) .counter = offsetof(struct efarm_counters, name)
     [EFARM_RMA_DIRECT_WRITE] = {.direct = true,
                                 .to_target = true,
@@ -268,7 +268,7 @@ static void rma_op_error(struct efarm_op *op, int status)
 {
     if (op->status == 0)
         op->status = status;
-    if (!g_rma_protos[op->proto].elements)
+    if (!g_efarm_rma_protos[op->proto].elements)
         op->offset = op->len; /* nothing that waits on msg_ids: stop issuing */
 }
 
@@ -292,7 +292,7 @@ static int post_rdma(struct efarm_ep *ep, struct efarm_op *op)
         rma_op_error(op, EFARM_E(PROTO_RMA_KEY));
         return 0;
     }
-    if (g_rma_protos[op->proto].to_target)
+    if (g_efarm_rma_protos[op->proto].to_target)
         ret = efarm_dev_post_write(ep->dev, p->ah, p->qpn, p->connid, op->buf + op->offset,
                                    (uint32_t)n, op->mr.lkey, sl.addr, (uint32_t)sl.key,
                                    (uint64_t)op->id << 32 | n << 2 | EFARM_WR_RDMA);
@@ -304,7 +304,7 @@ static int post_rdma(struct efarm_ep *ep, struct efarm_op *op)
         return -EAGAIN;
     if (ret) {
         efarm_log_ratelimited(EFARM_LOG_WARN, "cannot post RDMA %s to peer %u: %s",
-                              g_rma_protos[op->proto].to_target ? "write" : "read", op->peer,
+                              g_efarm_rma_protos[op->proto].to_target ? "write" : "read", op->peer,
                               efarm_strerror(ret));
         rma_op_error(op, ret);
         return 0;
@@ -332,7 +332,7 @@ void efarm_rma_req_init(struct efarm_ep *ep, struct efarm_peer_state *st, struct
 /* One emulated segment: a REQ with its slice of the remote ranges and its data. */
 static int send_segment(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
 {
-    const struct rma_proto_info *info = &g_rma_protos[op->proto];
+    const struct rma_proto_info *info = &g_efarm_rma_protos[op->proto];
     uint64_t n =
         op->len - op->offset < op->rma.seg_bytes ? op->len - op->offset : op->rma.seg_bytes;
     struct efarm_rma_iov sl[EFARM_MAX_READ_IOV];
@@ -399,7 +399,7 @@ static int send_segment(struct efarm_ep *ep, struct efarm_peer_state *st, struct
 void efarm_rma_op_work(struct efarm_ep *ep, struct efarm_op *op)
 {
     const struct efarm_peer_state *st = ep->peers[op->peer].st;
-    const struct rma_proto_info *info = &g_rma_protos[op->proto];
+    const struct rma_proto_info *info = &g_efarm_rma_protos[op->proto];
     int ret = 0;
 
     if (efarm_peer_failed(st)) {
@@ -434,7 +434,7 @@ void efarm_rma_op_work(struct efarm_ep *ep, struct efarm_op *op)
 static uint64_t seg_bytes(const struct efarm_ep *ep, const struct efarm_peer_state *st,
                           const struct efarm_op *op)
 {
-    const struct rma_proto_info *info = &g_rma_protos[op->proto];
+    const struct rma_proto_info *info = &g_efarm_rma_protos[op->proto];
     uint64_t hdr = efarm_req_hdr_len(st, op->req_type, false) +
                    (uint64_t)op->niov * sizeof(struct efarm_wire_rma_iov);
     uint64_t fit = ep->mtu > hdr ? ep->mtu - hdr : 0;
@@ -461,7 +461,7 @@ void efarm_rma_op_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct
         int ret;
 
         proto = rma_select(ep, st, op, want);
-        info = &g_rma_protos[proto];
+        info = &g_efarm_rma_protos[proto];
         if (info->reg == 0)
             break;
         ret = efarm_mr_cache_get(ep->mr_cache, op->buf, op->len, info->reg - 1u, &op->mr);
@@ -657,12 +657,12 @@ void efarm_rma_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op, struct efar
     if (status) {
         rma_op_error(op, status);
         /* A lost request gets no answer: stop waiting for it. */
-        if (g_rma_protos[op->proto].rsp_type) {
+        if (g_efarm_rma_protos[op->proto].rsp_type) {
             op->awaits &= ~EFARM_AWAIT_RSP;
         } else if (op->rma.dc && op->rma.replies_owed) {
             op->rma.replies_owed--;
         }
-    } else if (!op->rma.dc && !g_rma_protos[op->proto].rsp_type) {
+    } else if (!op->rma.dc && !g_efarm_rma_protos[op->proto].rsp_type) {
         op->done_bytes += tx->data_len;
     }
     rma_op_check(ep, op);
@@ -679,7 +679,7 @@ void efarm_rma_op_rdma_done(struct efarm_ep *ep, struct efarm_op *op,
     op->reads_inflight--;
     if (cqe->status) {
         efarm_log_ratelimited(EFARM_LOG_WARN, "RDMA %s at peer %u failed: %s (vendor error %u)",
-                              g_rma_protos[op->proto].to_target ? "write" : "read", op->peer,
+                              g_efarm_rma_protos[op->proto].to_target ? "write" : "read", op->peer,
                               efarm_strerror(cqe->status), cqe->vendor_err);
         rma_op_error(op, cqe->status);
     } else {
@@ -722,7 +722,7 @@ static void rsp_recv(struct efarm_ep *ep, struct efarm_op *op, const struct efar
     efarm_peer_t peer = op->peer;
     uint64_t n;
 
-    if (g_rma_protos[op->proto].rsp_type != type || !(op->awaits & EFARM_AWAIT_RSP)) {
+    if (g_efarm_rma_protos[op->proto].rsp_type != type || !(op->awaits & EFARM_AWAIT_RSP)) {
         ep->cnt.stale_ids++;
         return;
     }
@@ -758,11 +758,11 @@ void efarm_readrsp_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
 {
     struct efarm_op *op = efarm_op_find_live(ep, (uint32_t)pkt->value[EFARM_PKT_F_RECV_ID], peer);
 
-    if (op == NULL || efarm_op_class(op)->readrsp == NULL) {
+    if (op == NULL || efarm_op_role_ops(op)->readrsp == NULL) {
         ep->cnt.stale_ids++;
         return;
     }
-    efarm_op_class(op)->readrsp(ep, op, pkt);
+    efarm_op_role_ops(op)->readrsp(ep, op, pkt);
 }
 
 void efarm_atomrsp_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)

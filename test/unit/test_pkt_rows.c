@@ -121,7 +121,7 @@ EFARM_TEST(pkt_rows_spot_checks)
 }
 
 /*
- * The two-sided subprotocols' rows (efarm_msg_protos): each names its REQ
+ * The two-sided subprotocols' rows (g_efarm_msg_protos): each names its REQ
  * types, whose packet rows name it back, and its facts agree with those
  * packets' layouts; every read protocol falls back to one that needs neither
  * a registration nor a READ_NACK of its own.
@@ -131,12 +131,12 @@ EFARM_TEST(msg_proto_rows)
     unsigned whole = 0, reads = 0, cts = 0;
 
     for (unsigned p = 0; p < EFARM_PROTO_COUNT; p++) {
-        const struct efarm_msg_proto *mp = &efarm_msg_protos[p];
+        const struct efarm_msg_proto *mp = &g_efarm_msg_protos[p];
 
         efarm_test_context("subprotocol %s", efarm_proto_name((enum efarm_proto_kind)p));
         EXPECT_TRUE(mp->build != NULL);
         for (unsigned q = 0; q < p; q++)
-            EXPECT_TRUE(efarm_msg_protos[q].counter != mp->counter); /* one counter each */
+            EXPECT_TRUE(g_efarm_msg_protos[q].counter != mp->counter); /* one counter each */
         for (unsigned dc = 0; dc < 2; dc++) {
             for (unsigned tagged = 0; tagged < 2; tagged++) {
                 uint8_t t = mp->type[dc][tagged];
@@ -164,7 +164,7 @@ EFARM_TEST(msg_proto_rows)
         /* Only what the receiver grants by CTS or reads needs a step once matched. */
         EXPECT_EQ(mp->rx_start != NULL, mp->cts || mp->reads);
         if (mp->reads) {
-            const struct efarm_msg_proto *fb = &efarm_msg_protos[mp->fallback];
+            const struct efarm_msg_proto *fb = &g_efarm_msg_protos[mp->fallback];
 
             EXPECT_TRUE(mp->fallback < EFARM_PROTO_COUNT && fb->cts && !fb->reads);
         }
@@ -177,7 +177,7 @@ EFARM_TEST(msg_proto_rows)
 }
 
 /*
- * The roles an operation plays (efarm_op_classes): each is run by one of
+ * The roles an operation plays (g_efarm_op_roles): each is run by one of
  * three machineries and has that machinery's hooks; an origin's errors are
  * its user's, a target has no request and nothing waits for it at the
  * HANDSHAKE; the one-sided roles are the origins the rma column names.
@@ -187,7 +187,7 @@ EFARM_TEST(op_role_rows)
     unsigned targets = 0, rma = 0;
 
     for (unsigned k = EFARM_OP_FREE + 1; k < EFARM_OP_KIND_COUNT; k++) {
-        const struct efarm_op_class *c = &efarm_op_classes[k];
+        const struct efarm_op_role_ops *c = &g_efarm_op_roles[k];
 
         efarm_test_context("role %u (%s)", k, c->name ? c->name : "?");
         EXPECT_TRUE(c->name != NULL && c->work != NULL && c->pkt_done != NULL &&
@@ -195,9 +195,9 @@ EFARM_TEST(op_role_rows)
         EXPECT_TRUE(c->runs_as == EFARM_OP_TX || c->runs_as == EFARM_OP_RX ||
                     c->runs_as == EFARM_OP_RMA);
         /* A role shares its machinery's hooks. */
-        EXPECT_TRUE(c->work == efarm_op_classes[c->runs_as].work &&
-                    c->pkt_done == efarm_op_classes[c->runs_as].pkt_done &&
-                    c->peer_failed == efarm_op_classes[c->runs_as].peer_failed);
+        EXPECT_TRUE(c->work == g_efarm_op_roles[c->runs_as].work &&
+                    c->pkt_done == g_efarm_op_roles[c->runs_as].pkt_done &&
+                    c->peer_failed == g_efarm_op_roles[c->runs_as].peer_failed);
         if (c->target)
             EXPECT_TRUE(!c->origin && !c->rma && c->begin == NULL && c->receipt == NULL &&
                         c->readrsp == NULL);
@@ -211,11 +211,11 @@ EFARM_TEST(op_role_rows)
     }
     efarm_test_context("totals");
     EXPECT_TRUE(targets == 2 && rma == 3);
-    EXPECT_TRUE(!efarm_op_classes[EFARM_OP_RX].origin && efarm_op_classes[EFARM_OP_TX].origin);
+    EXPECT_TRUE(!g_efarm_op_roles[EFARM_OP_RX].origin && g_efarm_op_roles[EFARM_OP_TX].origin);
 }
 
 /*
- * The states each role lists (efarm_op_class.states), which efarm_op_set_state
+ * The states each role lists (efarm_op_role_ops.states), which efarm_op_set_state
  * holds its ops to: every op starts running (efarm_op_alloc's zeroes); a role
  * with a request completes it, and so does the long write we serve (run as a
  * receive) before its replies go; only a send can be NACKed (a read
@@ -230,9 +230,9 @@ EFARM_TEST(op_role_states)
                    completed = EFARM_OPS_BIT(EFARM_OPS_COMPLETED);
     unsigned all = 0;
 
-    EXPECT_EQ(efarm_op_classes[EFARM_OP_FREE].states, 0);
+    EXPECT_EQ(g_efarm_op_roles[EFARM_OP_FREE].states, 0);
     for (unsigned k = EFARM_OP_FREE + 1; k < EFARM_OP_KIND_COUNT; k++) {
-        const struct efarm_op_class *c = &efarm_op_classes[k];
+        const struct efarm_op_role_ops *c = &g_efarm_op_roles[k];
 
         efarm_test_context("role %u (%s), states %#x", k, c->name ? c->name : "?", c->states);
         EXPECT_TRUE(c->states & running);
