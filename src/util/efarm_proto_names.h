@@ -41,7 +41,7 @@
 /* The same for a message: "auto, eager, ...". */
 #define EFARM_PROTO_NAME_TEXT_(id, name) ", " #name
 #define EFARM_PROTO_NAMES_TEXT           "auto" EFARM_PROTO_LIST(EFARM_PROTO_NAME_TEXT_)
-#define EFARM_RMA_FORCE_ALT_F_(name)    "|" #name
+#define EFARM_RMA_FORCE_ALT_F_(name)     "|" #name
 #define EFARM_RMA_FORCE_ALT_N_(name)
 #define EFARM_RMA_FORCE_ALT_(id, name, force, doc) EFARM_RMA_FORCE_ALT_##force##_(name)
 #define EFARM_RMA_FORCE_NAMES                      "auto" EFARM_RMA_PROTO_LIST(EFARM_RMA_FORCE_ALT_)
