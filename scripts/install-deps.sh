@@ -14,6 +14,7 @@ packages=(
     iproute2          # ip netns and veth for the two-host efasim test
     slurmctld slurmd slurm-client munge  # scripts/slurm-cluster.sh: a Slurm cluster of emulated hosts
     libpmix-dev       # scripts/mpich-build.sh --pmi pmix: MPICH for srun --mpi=pmix
+    libpmi2-0-dev     # scripts/mpich-build.sh --pmi pmi2 (MPICH 4.1+): Slurm's PMI 2 library
     ccache            # scripts/mpich-build.sh: recompiles of MPICH hit the cache
     python3 xz-utils  # MPICH's autogen (python3) and its source tarball (.tar.xz)
     valgrind          # bench/run-instr-bench.sh: instructions per round trip (callgrind)

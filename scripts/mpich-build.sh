@@ -107,14 +107,18 @@
 #   pmix   no process manager: the job is started by a PMIx server, `srun --mpi=pmix`
 #          under Slurm. MPICH links the system's libpmix (Debian: libpmix-dev, found
 #          with pkg-config; EFARM_PMIX_DIR names another installation).
-#   pmi2   no process manager: MPICH's PMI 2 client, for `srun --mpi=pmi2` (Slurm's
-#          own PMI 2 server; nothing to install).
+#   pmi2   no process manager: a PMI 2 client, for `srun --mpi=pmi2` (Slurm's own
+#          PMI 2 server). MPICH 4.0: MPICH's own client (nothing to install). 4.1 and
+#          later: Slurm's libpmi2 (Debian: libpmi2-0-dev; EFARM_SLURM_PMI_DIR names
+#          another installation), since their own client's fullinit lacks the
+#          pmijobid that Slurm's pmi2 plugin requires.
 # Each has caches of its own, build/mpich-pmix and build/mpich-pmi2 (with the
 # version and -release as above: build/mpich-pmix-5.0.1, build/mpich-release-pmix;
 # EFARM_MPICH_PMIX_CACHE and EFARM_MPICH_PMI2_CACHE name them), prefix CACHE/install,
 # logs build/logs/mpich-pmix-STEP.log; the download is the default cache's. Such a
 # build installs no mpiexec. The configure lines: --with-pmix=DIR --with-pm=no, and
-# --with-pmi=pmi2 --with-pm=no (4.0: --with-pmi=pmi2/simple). Their trees get one
+# --with-pmi=pmi2 --with-pmilib=slurm --with-slurm=DIR --with-pm=no
+# CPPFLAGS=-DMISSING_PMI2_KEYVAL_T (4.0: --with-pmi=pmi2/simple --with-pm=no). Their trees get one
 # more patch (patch_pmi_hint below): MPICH's message for a PMI client that found
 # no server of its kind names the srun option that fits.
 #
@@ -231,6 +235,7 @@ if [ "$release" = yes ]; then
 fi
 
 pmix_dir=
+slurm_dir=
 case $pmi in
 hydra) ;;
 pmix | pmi2)
@@ -247,6 +252,16 @@ pmix | pmi2)
         fi
     else
         cache=${EFARM_MPICH_PMI2_CACHE:-$top/build/$base-pmi2$vsuffix}
+        slurm_dir=${EFARM_SLURM_PMI_DIR:-/usr}
+        case $mpich_version in
+        4.0.*) ;;
+        *)
+            if [ ! -f "$slurm_dir/include/slurm/pmi2.h" ]; then
+                echo "mpich-build: --pmi pmi2 with MPICH $mpich_version links Slurm's PMI 2 library (MPICH's own PMI 2 client is refused by Slurm's pmi2 plugin): install libpmi2-0-dev (Debian), or set EFARM_SLURM_PMI_DIR to where include/slurm/pmi2.h and libpmi2.so are" >&2
+                exit 2
+            fi
+            ;;
+        esac
     fi
     [ "$prefix_set" = yes ] || prefix=
     ;;
@@ -761,7 +776,13 @@ pmi2)
     # 4.0 names its PMI 2 client by its directory, src/pmi/pmi2/simple.
     case $mpich_version in
     4.0.*) configure_args+=(--with-pmi=pmi2/simple --with-pm=no) ;;
-    *) configure_args+=(--with-pmi=pmi2 --with-pm=no) ;;
+    # 4.1 and later: Slurm's own PMI 2 library. MPICH's PMI 2 client there sends
+    # no pmijobid in its fullinit, and Slurm's pmi2 plugin refuses it ("pmijobid
+    # missing in fullinit command", Slurm 22.05). MPICH's configure checks for
+    # PMI2_keyval_t only for other outside PMI libraries; Slurm's header has none,
+    # and mpir_pmi2.inc then stops the build: defined as the check would have.
+    *) configure_args+=(--with-pmi=pmi2 --with-pmilib=slurm --with-slurm="$slurm_dir" --with-pm=no
+        CPPFLAGS=-DMISSING_PMI2_KEYVAL_T) ;;
     esac
     ;;
 esac

@@ -182,6 +182,7 @@
     S(MPICH_PMI2_CACHE, "mpich-build.sh", "cache of the --pmi pmi2 build")                       \
     S(MPICH_ABI_CACHE, "mpich-build.sh, test-all.sh", "cache of the --abi build")                \
     S(PMIX_DIR, "mpich-build.sh", "--pmi pmix: the PMIx installation (else pkg-config's)")       \
+    S(SLURM_PMI_DIR, "mpich-build.sh", "--pmi pmi2, MPICH 4.1+: Slurm's libpmi2 (default /usr)") \
     S(PROGRESS_SECONDS, "mpich-build.sh", "seconds between progress lines of a build step (60)") \
     S(CCACHE_DIR, "test-all.sh, mpich-build.sh, .ci/run",                                        \
       "ccache's directory for efarm's own builds (unset: no ccache)")                            \

@@ -285,10 +285,15 @@ else
 fi
 if [ -n "$pmi2_prefix" ]; then
     srun_set srun-pmi2build "$pmi2_prefix" .pmi2 pmi2
+    if selected dynproc-srun-pmi2build; then
+        build_as dynproc "$pmi2_prefix" .pmi2
+        run dynproc-srun-pmi2build "$out/logs/dynproc-srun-pmi2build.log" "ok dynproc 2" \
+            "${run_env[@]}" SLURM_OVERLAP=1 "$cluster" run srun --mpi=pmi2 -N2 -n2 "$out/dynproc.pmi2"
+    fi
     if selected mismatch-pmix-to-pmi2; then
         build_as two_hosts "$pmi2_prefix" .pmi2
         run mismatch-pmix-to-pmi2 "$out/logs/mismatch-pmix-to-pmi2.log" \
-            "fail start.it.with.srun.--mpi=pmi2" "${base_env[@]}" "$cluster" run srun --mpi=pmix \
+            "fail start.it.with.srun.--mpi=pmi2|unsupported.PMI.version.PMIx" "${base_env[@]}" "$cluster" run srun --mpi=pmix \
             -N2 -n4 "$out/two_hosts.pmi2"
     fi
 else
