@@ -780,9 +780,10 @@ pmi2)
     # no pmijobid in its fullinit, and Slurm's pmi2 plugin refuses it ("pmijobid
     # missing in fullinit command", Slurm 22.05). MPICH's configure checks for
     # PMI2_keyval_t only for other outside PMI libraries; Slurm's header has none,
-    # and mpir_pmi2.inc then stops the build: defined as the check would have.
+    # and mpir_pmi2.inc then stops the build: defined as the check would have
+    # (added to the environment's CPPFLAGS, which configure's argument replaces).
     *) configure_args+=(--with-pmi=pmi2 --with-pmilib=slurm --with-slurm="$slurm_dir" --with-pm=no
-        CPPFLAGS=-DMISSING_PMI2_KEYVAL_T) ;;
+        "CPPFLAGS=${CPPFLAGS:+$CPPFLAGS }-DMISSING_PMI2_KEYVAL_T") ;;
     esac
     ;;
 esac
