@@ -534,6 +534,7 @@ key_inputs() {
     done
     if [ "$pmi" != hydra ]; then declare -f patch_pmi_hint; fi
     if pmix_spawn_patched; then declare -f patch_pmix_spawn; fi
+    [ "$1" != all ] || { echo "pmi $pmi"; declare -f launch_hint patch_launch_hints; }
 }
 prepare_key() { key_inputs all | sha; }
 structure_key() { key_inputs structure | sha; }
@@ -557,6 +558,62 @@ patch_pmi_hint() {
     sed -i "s/^\(\*\*$key:$text\)\$/\1 ($hint)/" "$f"
     # 4.3 and 5.0: "PMIx_Init failed (launcher not compatible with PMIx client)".
     [ "$pmi" != pmix ] || sed -i "s/^\(\*\*pmix_init %s:PMIx_Init failed %s\)\$/\1 ($hint)/" "$f"
+}
+
+# Every build of MPICH 4.1 and later: the messages MPICH's own PMI set-up prints
+# when the launcher offers a PMI this build has no client for name the launch that
+# fits. 5.0 detects the launcher's PMI before choosing a client ("Runtime environment
+# uses unsupported PMI version PMIx", src/pmi/errnames.txt); 4.3's PMI 1 and PMI 2
+# clients see a PMIx launcher and print "launcher not compatible with PMI1 client"
+# (src/pmi/src/pmi_v1.c, pmi_v2.c), for example a hydra build under srun --mpi=pmix.
+# Texts only: part of the prepare key, not the structure key, so a change
+# regenerates MPICH's message table and recompiles three files (reapply_text_patches).
+# A PMI version asked for by name that the build lacks (MPIR_CVAR_PMI_VERSION=x on
+# a build without PMIx, =2 without PMI 2) ends in a bare "Internal MPI error!"
+# (src/util/mpir_pmi.c): it prints the same fix first.
+launch_hint_files=(src/pmi/errnames.txt src/pmi/src/pmi_v1.c src/pmi/src/pmi_v2.c src/util/mpir_pmi.c)
+launch_hint() {
+    case $pmi in
+    hydra) echo 'this MPICH speaks PMI 1 and PMI 2, not PMIx: under Slurm start it with srun --mpi=pmi2, or with mpiexec inside the allocation' ;;
+    pmix) echo 'this MPICH speaks PMIx only: under Slurm start it with srun --mpi=pmix' ;;
+    pmi2) echo 'this MPICH speaks PMI 2 only: under Slurm start it with srun --mpi=pmi2' ;;
+    esac
+}
+patch_launch_hints() {
+    local hint f n want=0 done=0
+    hint=$(launch_hint)
+    case $mpich_version in
+    4.0.*) return 0 ;;
+    4.3.*) want=4 ;;
+    5.0.*) want=5 ;;
+    esac
+    f=$tree/src/pmi/errnames.txt
+    if grep -qx '\*\*pmi_version_auto_not_supported %s: *Runtime environment uses unsupported PMI version %s\. Aborting\.' "$f"; then
+        sed -i "s|^\(\*\*pmi_version_auto_not_supported %s:.*Aborting\.\)\$|\1 ($hint)|" "$f"
+        done=$((done + 1))
+    fi
+    for n in 1 2; do
+        f=$tree/src/pmi/src/pmi_v$n.c
+        if [ ! -f "$f" ] || [ "$(grep -c "\"launcher not compatible with PMI$n client\\\\n\"" "$f")" != 1 ]; then
+            continue
+        fi
+        sed -i "s|\"launcher not compatible with PMI$n client\\\\n\"|\"launcher not compatible with PMI$n client ($hint)\\\\n\"|" "$f"
+        done=$((done + 1))
+    done
+    f=$tree/src/util/mpir_pmi.c
+    for n in 2 x; do
+        sed -i "/^ *if (MPIR_CVAR_PMI_VERSION == MPIR_CVAR_PMI_VERSION_$n) {\$/{n;s|^\( *\)return MPI_ERR_INTERN;\$|\1MPL_error_printf(\"MPIR_CVAR_PMI_VERSION=$n asks for a PMI client this MPICH was built without ($hint)\\\\n\");\n\1return MPI_ERR_INTERN;|}" "$f"
+        case $(grep -c "MPIR_CVAR_PMI_VERSION=$n asks for" "$f") in
+        0) ;;
+        1) done=$((done + 1)) ;;
+        *) echo "$f: MPIR_CVAR_PMI_VERSION=$n's refusal patched more than once"; return 1 ;;
+        esac
+    done
+    # A version this script knows must have had all of its messages patched.
+    if [ "$done" -lt "$want" ]; then
+        echo "mpich-build: MPICH $mpich_version's launch messages: $done of $want patched (patch_launch_hints)"
+        return 1
+    fi
 }
 
 # --pmi pmix on MPICH 4.0: its PMIx client has no spawn, and MPI_Comm_spawn
@@ -628,11 +685,35 @@ regen_texts() {
     done
 }
 
+# reapply_text_patches: the patches of MPICH's own texts made again, on its files
+# as they came (a changed hint replaces the old one). Prints the files whose
+# contents changed; the others keep their times, so make recompiles nothing for them.
+reapply_text_patches() {
+    local pristine keep f
+    pristine=$(cat "$cache/pristine.path")
+    keep=$(mktemp -d)
+    for f in "${launch_hint_files[@]}"; do
+        [ -f "$pristine/$f" ] || continue
+        mkdir -p "$keep/${f%/*}"
+        cp -p "$tree/$f" "$keep/$f" && cp "$pristine/$f" "$tree/$f" || return 1
+    done
+    # patch_pmi_hint and patch_pmix_spawn change the same files (their changes are
+    # in the structure key).
+    if [ "$pmi" != hydra ]; then patch_pmi_hint || return 1; fi
+    if pmix_spawn_patched; then patch_pmix_spawn || return 1; fi
+    patch_launch_hints || return 1
+    for f in "${launch_hint_files[@]}"; do
+        [ -f "$keep/$f" ] || continue
+        if cmp -s "$tree/$f" "$keep/$f"; then cp -p "$keep/$f" "$tree/$f"; else echo "$f"; fi
+    done
+    rm -rf "$keep"
+}
+
 # The tree's keys: .prepare-key (everything prepared, texts included),
 # .structure-key (what autogen and configure read) and .text-keys (the earlier
 # prepare keys of this structure, whose configured build directories stay valid).
 do_prepare() {
-    local key skey pristine t changed=()
+    local key skey pristine t patched changed=()
     key=$(prepare_key)
     skey=$(structure_key)
     if [ -f "$cache/tree/.prepare-key" ] && [ "$(cat "$cache/tree/.prepare-key")" = "$key" ]; then
@@ -640,7 +721,8 @@ do_prepare() {
         note "unchanged (key $key): no patch, no autogen"
         return 0
     fi
-    # Only the netmod's messages or control variables changed: copy them and run
+    # Only texts changed (the netmod's messages or control variables, MPICH's
+    # messages that patch_launch_hints patches): copy or patch them again and run
     # the autogen steps that read them, not the whole autogen (about 10 minutes for
     # an export of a git tag) and the configure it makes necessary.
     if [ -f "$cache/tree/.prepare-key" ] &&
@@ -652,9 +734,15 @@ do_prepare() {
         cat "$cache/tree/.prepare-key" >>"$cache/tree/.text-keys"
         rm -f "$cache/tree/.prepare-key" # a failure below makes the next run prepare afresh
         prepare_netmod
+        patched=$(reapply_text_patches) || { echo "$patched"; return 1; }
+        # MPICH's message table is made of every errnames.txt, its own and the netmod's.
+        if grep -qx src/pmi/errnames.txt <<<"$patched" &&
+            ! printf '%s\n' "${changed[@]}" | grep -qx errnames.txt; then
+            changed+=(errnames.txt)
+        fi
         regen_texts "${changed[@]}" || return 1
         echo "$key" >"$cache/tree/.prepare-key"
-        note "the netmod's ${changed[*]:-texts} changed: regenerated, no autogen (key $key)"
+        note "texts changed (${changed[*]:-none regenerated}${patched:+; patched again in MPICH: ${patched//$'\n'/ }}): no autogen (key $key)"
         return 0
     fi
     pristine=$(cat "$cache/pristine.path")
@@ -665,6 +753,7 @@ do_prepare() {
     prepare_netmod
     if [ "$pmi" != hydra ]; then patch_pmi_hint; fi
     if pmix_spawn_patched; then patch_pmix_spawn; fi
+    patch_launch_hints || return 1
     autogen_tree
     # What the patches must have produced.
     if ! grep -q '__netmod_inline_efarm__' "$tree/src/mpid/ch4/netmod/include/netmod_impl.h" ||
