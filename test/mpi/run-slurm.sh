@@ -230,23 +230,26 @@ fi
 # versions stop before, in MPI_Init's PMI set-up, on a PMIx environment: 5.0 with
 # "Runtime environment uses unsupported PMI version PMIx", 4.2 and 4.3 with "launcher
 # not compatible with PMI1 client" (their own libpmi has a PMIx client, but for
-# hydra only); neither names the fix (doc/LAUNCH.md does).
+# hydra only); scripts/mpich-build.sh (patch_launch_hints) adds the fix to both,
+# matched whole here.
 efarm_refusal='srun.started.4.tasks,.but.this.one.runs.alone.*start.it.with.mpiexec.inside.the.allocation.\(salloc.or.sbatch\),.or.srun.--mpi=pmi2'
+hydra_hint='\(this.MPICH.speaks.PMI.1.and.PMI.2,.not.PMIx:.under.Slurm.start.it.with.srun.--mpi=pmi2,.or.with.mpiexec.inside.the.allocation\)'
 if selected mismatch-pmix-to-hydra; then
     build_as two_hosts "$prefix" ""
     run mismatch-pmix-to-hydra "$out/logs/mismatch-pmix-to-hydra.log" \
-        "fail $efarm_refusal|unsupported.PMI.version.PMIx|launcher.not.compatible.with.PMI1.client" \
+        "fail $efarm_refusal|unsupported.PMI.version.PMIx\..Aborting\..$hydra_hint|launcher.not.compatible.with.PMI1.client.$hydra_hint" \
         "${base_env[@]}" "$cluster" run srun --mpi=pmix -N2 -n4 "$out/two_hosts"
 fi
 # The same with MPICH's PMIx client chosen (MPIR_CVAR_PMI_VERSION=x): on 4.2 and 4.3
 # it finds no server it speaks and each task would run alone as a one-rank job;
 # ch4:efarm refuses that. 5.0's default build has no PMIx client and refuses the
-# variable in MPIR_pmi_init ("Internal MPI error!", its check of the variable); 4.0
-# has no such variable (ch4:efarm refuses the launch as above).
+# variable in MPIR_pmi_init ("Internal MPI error!", its check of the variable, which
+# patch_launch_hints makes print the fix first); 4.0 has no such variable (ch4:efarm
+# refuses the launch as above).
 if selected mismatch-pmix-x-to-hydra; then
     build_as two_hosts "$prefix" ""
     run mismatch-pmix-x-to-hydra "$out/logs/mismatch-pmix-x-to-hydra.log" \
-        "fail $efarm_refusal|^MPIR_pmi_init\([0-9]+\)" \
+        "fail $efarm_refusal|MPIR_CVAR_PMI_VERSION=x.asks.for.a.PMI.client.this.MPICH.was.built.without.$hydra_hint" \
         "${base_env[@]}" MPIR_CVAR_PMI_VERSION=x "$cluster" run srun --mpi=pmix -N2 -n4 \
         "$out/two_hosts"
 fi
@@ -267,6 +270,14 @@ if [ -n "$pmix_prefix" ]; then
         run mismatch-none-to-pmix "$out/logs/mismatch-none-to-pmix.log" \
             "fail srun.--mpi=pmix" "${base_env[@]}" "$cluster" run srun --mpi=none -N2 -n4 \
             "$out/two_hosts.pmix"
+    fi
+    # Slurm's PMI 2 to a PMIx build: MPICH 4.0's PMIx client finds no server
+    # (patch_pmi_hint), 5.0 sees a PMI 1/2 launcher first (patch_launch_hints).
+    if selected mismatch-pmi2-to-pmix; then
+        build_as two_hosts "$pmix_prefix" .pmix
+        run mismatch-pmi2-to-pmix "$out/logs/mismatch-pmi2-to-pmix.log" \
+            "fail start.it.with.srun.--mpi=pmix" "${base_env[@]}" "$cluster" run srun --mpi=pmi2 \
+            -N2 -n4 "$out/two_hosts.pmix"
     fi
     # Spawn under Slurm's PMIx server: refused, with an error on every rank (the
     # test aborts the job), never a hang. MPICH 4.1 and later ask the server
@@ -293,7 +304,7 @@ if [ -n "$pmi2_prefix" ]; then
     if selected mismatch-pmix-to-pmi2; then
         build_as two_hosts "$pmi2_prefix" .pmi2
         run mismatch-pmix-to-pmi2 "$out/logs/mismatch-pmix-to-pmi2.log" \
-            "fail start.it.with.srun.--mpi=pmi2|unsupported.PMI.version.PMIx" "${base_env[@]}" "$cluster" run srun --mpi=pmix \
+            "fail start.it.with.srun.--mpi=pmi2" "${base_env[@]}" "$cluster" run srun --mpi=pmix \
             -N2 -n4 "$out/two_hosts.pmi2"
     fi
 else
@@ -305,11 +316,15 @@ fi
 # MPI_Init, its communicators and its window are set up; a host that dies during
 # that set-up is not what this run checks), efarm-node2 dies (kill-node:
 # its slurmd and every process in its namespace). The surviving ranks must end within ranks_s
-# seconds (efarm: efasim's SRD gives up on the silent peer after EFASIM_TIMEOUT_MS,
-# 5 s, the send fails, the rank aborts the job), srun must return an error within
-# fail_s (Slurm: it waits for the dead node's part of the step until slurmctld has
-# marked the node down, 30-40 s), and nothing may be left on the hosts. The host
-# is then started again for whatever runs next.
+# seconds when one of them sends to the dead host (efarm: efasim's SRD gives up on
+# the silent peer after EFASIM_TIMEOUT_MS, 5 s, the send fails, the rank aborts the
+# job). A rank that waits only for receives from it (a barrier or a reduction whose
+# sends to the dead host completed before it died) has nothing in flight there and
+# cannot tell it from a slow one: then Slurm cancels the step when slurmctld marks
+# the node down (30-40 s: "CANCELLED ... DUE TO NODE FAILURE" in the log), and the
+# ranks must be gone by then. srun must return an error within fail_s, and nothing
+# may be left on the hosts. The PASS line says which of the two ended the ranks. The
+# host is then started again for whatever runs next.
 ranks_s=${SLURM_RANKS_S:-30}
 if selected host-dies; then
     build_as soak "$prefix" ""
@@ -342,15 +357,22 @@ if selected host-dies; then
     if [ -n "$rest" ]; then
         fail "host-dies (processes left on the hosts: $(echo "$rest" | tr '\n' ' '))" "$log"
         for p in $rest; do kill -9 "$(echo "$p" | cut -d: -f2)" 2>/dev/null; done
-    elif [ -z "$ranks_gone" ] || awk -v g="$ranks_gone" -v m="$ranks_s" 'BEGIN { exit !(g > m) }'; then
-        fail "host-dies (the ranks on the live host ran ${ranks_gone:-all} s after the host died, more than ${ranks_s} s)" "$log"
+    elif [ -z "$ranks_gone" ]; then
+        fail "host-dies (the ranks on the live host never ended)" "$log"
+    elif awk -v g="$ranks_gone" -v m="$ranks_s" 'BEGIN { exit !(g > m) }' &&
+        ! grep -q 'CANCELLED AT .* DUE TO NODE FAILURE' "$log"; then
+        fail "host-dies (the ranks on the live host ran ${ranks_gone} s after the host died, more than ${ranks_s} s, and Slurm had not cancelled them)" "$log"
     elif [ "$status" -eq 124 ]; then
         # (137, a task killed by SIGKILL, is what srun itself returns here.)
         fail "host-dies (ranks gone after ${ranks_gone} s, but srun still ran ${fail_s} s after the start)" "$log"
     elif [ "$status" -eq 0 ]; then
         fail "host-dies (exit 0 although a host died)" "$log"
     else
-        pass "host-dies (ranks gone ${ranks_gone} s and srun returned $secs s after the host died, exit $status; nothing left)"
+        # efarm's end: a packet to the dead host failed at the device.
+        by="efarm, a packet to the dead host failed"
+        grep -q 'failed at the device' "$log" ||
+            by="Slurm's node failure (no packet of theirs went to the dead host)"
+        pass "host-dies (ranks gone ${ranks_gone} s after the host died, ended by $by; srun returned after $secs s, exit $status; nothing left)"
     fi
 fi
 # ---- A NIC per rank, from the topology and srun's binding ----------------------------
