@@ -23,10 +23,12 @@ libefarm_la_SOURCES += \
 	src/proto/proto_probe.c \
 	src/proto/proto_select.c \
 	src/proto/proto_profile.c \
+	src/proto/msg_internal.h \
 	src/proto/msg_send.c \
 	src/proto/msg_fast_inline.h \
 	src/proto/msg_recv.c \
 	src/proto/rma.c \
+	src/proto/rma_long.c \
 	src/proto/rma_target.c \
 	src/proto/rma_atomic.c
 EXTRA_DIST += src/proto/README.md

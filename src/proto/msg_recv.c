@@ -36,7 +36,7 @@
 #include "efarm_rma.h"
 #include "efarm_tm_inline.h"
 #include "msg_fast_inline.h"
-#include "proto_internal.h"
+#include "msg_internal.h"
 
 #define EFARM_READ_CHUNK_MAX (256ull << 20) /* one read WR; keeps the length in its wr_id */
 
@@ -87,7 +87,7 @@ static int receipt_send(struct efarm_ep *ep, efarm_peer_t peer, struct efarm_op 
 }
 
 /* Application bytes one CTSDATA packet carries at most (assuming the connid option). */
-static uint64_t ctsdata_payload(const struct efarm_ep *ep)
+uint64_t efarm_ctsdata_payload(const struct efarm_ep *ep)
 {
     return ep->mtu - sizeof(struct efarm_wire_ctsdata_hdr) - EFARM_OPT_FIELD_LEN;
 }
@@ -98,7 +98,7 @@ static int cts_send(struct efarm_ep *ep, struct efarm_op *op)
     uint64_t pkts = op->msg.credit_request && op->msg.credit_request < ep->p.rx_window
                         ? op->msg.credit_request
                         : ep->p.rx_window;
-    uint64_t grant = pkts * ctsdata_payload(ep);
+    uint64_t grant = pkts * efarm_ctsdata_payload(ep);
     struct efarm_pkt pkt;
     int ret;
 
@@ -142,13 +142,11 @@ static int nack_send(struct efarm_ep *ep, struct efarm_op *op)
     return ret;
 }
 
-static int rtr_req_send(struct efarm_ep *ep, struct efarm_op *op);
-
 /* ---- Receive operations ----------------------------------------------------------------- */
 
 /* Set up an op from the first REQ of its message. Returns 0 or a protocol error. */
-static int rx_op_init(struct efarm_ep *ep, struct efarm_op *op, efarm_peer_t peer,
-                      const struct efarm_pkt *pkt, const struct efarm_pkt_row *k)
+int efarm_rx_op_init(struct efarm_ep *ep, struct efarm_op *op, efarm_peer_t peer,
+                     const struct efarm_pkt *pkt, const struct efarm_pkt_row *k)
 {
     const struct efarm_msg_proto *mp = &g_efarm_msg_protos[k->proto];
 
@@ -297,8 +295,6 @@ static bool rx_op_mapped(const struct efarm_pkt_row *k)
     return g_efarm_msg_protos[k->proto].segmented || g_efarm_msg_protos[k->proto].reads;
 }
 
-static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op);
-
 /* A message receive takes the request that matched it, and its buffer. */
 static void rx_op_take_req(struct efarm_op *op, struct efarm_req *req)
 {
@@ -313,8 +309,8 @@ static void rx_op_take_req(struct efarm_op *op, struct efarm_req *req)
  * unexpected message's, released here) and `pkt`, the packet that matched,
  * if any; then start the protocol.
  */
-static void rx_op_matched(struct efarm_ep *ep, struct efarm_op *op, struct efarm_rxpkt *stored,
-                          const struct efarm_pkt *pkt)
+void efarm_rx_op_matched(struct efarm_ep *ep, struct efarm_op *op, struct efarm_rxpkt *stored,
+                         const struct efarm_pkt *pkt)
 {
     struct efarm_peer_state *st = ep->peers[op->peer].st;
 
@@ -343,11 +339,11 @@ static void rx_op_matched(struct efarm_ep *ep, struct efarm_op *op, struct efarm
         if (efarm_msg_proto(op)->reads)
             op->owed |= EFARM_OWE_EOR;
     }
-    rx_op_check(ep, op);
+    efarm_rx_op_check(ep, op);
 }
 
 /* Complete the request when all data is in, owe the replies, release when all is sent. */
-static void rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
+void efarm_rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
 {
     const uint8_t owed = EFARM_OWE_REPLIES | EFARM_OWE_READ;
 
@@ -404,7 +400,7 @@ void efarm_rx_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op)
     if (op->status && op->state != EFARM_OPS_COMPLETED && efarm_msg_proto(op)->cts &&
         op->pkts_inflight == 0)
         op->done_bytes = op->msg.msg_length;
-    rx_op_check(ep, op);
+    efarm_rx_op_check(ep, op);
 }
 
 /* Post RDMA reads of the sender's buffer while read slots last. */
@@ -478,7 +474,7 @@ void efarm_rx_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int statu
             efarm_peer_fail(ep, op->peer, status, EFARM_PKT_EOR,
                             "a reply (EOR or RECEIPT) its send waits for");
     }
-    rx_op_check(ep, op);
+    efarm_rx_op_check(ep, op);
 }
 
 void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
@@ -491,7 +487,7 @@ void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
         return;
     }
     if (op->owed & EFARM_OWE_REQ) {
-        int ret = rtr_req_send(ep, op);
+        int ret = efarm_rtr_req_send(ep, op);
 
         if (ret == 0) {
             op->owed &= ~EFARM_OWE_REQ;
@@ -544,7 +540,7 @@ void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
     }
     if (blocked)
         efarm_op_work(ep, op);
-    rx_op_check(ep, op);
+    efarm_rx_op_check(ep, op);
 }
 
 void efarm_read_completion(struct efarm_ep *ep, struct efarm_op *op,
@@ -572,7 +568,7 @@ void efarm_read_completion(struct efarm_ep *ep, struct efarm_op *op,
             op->owed &= ~EFARM_OWE_READ;
         }
     }
-    rx_op_check(ep, op);
+    efarm_rx_op_check(ep, op);
 }
 
 /* ---- In-order REQs and their later packets ------------------------------------------ */
@@ -662,7 +658,7 @@ static void unexp_receive(struct efarm_ep *ep, struct efarm_unexp *ux, struct ef
         return;
     }
     op = efarm_op_alloc(ep, EFARM_OP_RX);
-    op->status = rx_op_init(ep, op, ux->peer, &first, k);
+    op->status = efarm_rx_op_init(ep, op, ux->peer, &first, k);
     if (op->status)
         efarm_log_ratelimited(EFARM_LOG_WARN, "%s from peer %u: %s",
                               efarm_pkt_type_info(first.type)->name, ux->peer,
@@ -674,7 +670,7 @@ static void unexp_receive(struct efarm_ep *ep, struct efarm_unexp *ux, struct ef
     ux->pkts = ux->last = NULL;
     efarm_unexp_release(ep, ux);
     rx_op_take_req(op, req);
-    rx_op_matched(ep, op, stored, NULL);
+    efarm_rx_op_matched(ep, op, stored, NULL);
 }
 
 /* An in-order message that matched no receive: keep it with a record, no operation. */
@@ -756,7 +752,7 @@ int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pk
         return 0;
     }
     op = efarm_op_alloc(ep, EFARM_OP_RX);
-    op->status = rx_op_init(ep, op, peer, pkt, k);
+    op->status = efarm_rx_op_init(ep, op, peer, pkt, k);
     if (op->status)
         efarm_log_ratelimited(EFARM_LOG_WARN, "%s from peer %u: %s",
                               efarm_pkt_type_info(pkt->type)->name, peer,
@@ -764,7 +760,7 @@ int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pk
     if (rx_op_mapped(k))
         efarm_op_map_insert(ep, op); /* later segments, or the long-CTS after a NACK */
     rx_op_take_req(op, user);
-    rx_op_matched(ep, op, NULL, pkt);
+    efarm_rx_op_matched(ep, op, NULL, pkt);
     return 0;
 }
 
@@ -781,7 +777,7 @@ int efarm_rtm_segment(struct efarm_ep *ep, struct efarm_op *op, const struct efa
     if (op->owed & EFARM_OWE_NACK)
         efarm_rx_op_work(ep, op); /* the runt may be complete now: the READ_NACK can go */
     else
-        rx_op_check(ep, op);
+        efarm_rx_op_check(ep, op);
     return 0;
 }
 
@@ -803,8 +799,8 @@ int efarm_unexp_segment(struct efarm_ep *ep, struct efarm_unexp *ux, const struc
  * Data of the current CTS grant (checked by the caller to lie inside it):
  * into the buffer, and once the grant is used up, the next CTS or the end.
  */
-static void grant_data(struct efarm_ep *ep, struct efarm_op *op, uint64_t offset,
-                       const uint8_t *data, uint64_t n)
+void efarm_rx_grant_data(struct efarm_ep *ep, struct efarm_op *op, uint64_t offset,
+                         const uint8_t *data, uint64_t n)
 {
     copy_clip(op->buf, op->len, offset, data, n);
     op->done_bytes += n;
@@ -814,7 +810,7 @@ static void grant_data(struct efarm_ep *ep, struct efarm_op *op, uint64_t offset
         efarm_rx_op_work(ep, op);
         return;
     }
-    rx_op_check(ep, op);
+    efarm_rx_op_check(ep, op);
 }
 
 void efarm_ctsdata_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
@@ -834,7 +830,7 @@ void efarm_ctsdata_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
         ep->cnt.stale_ids++;
         return;
     }
-    grant_data(ep, op, offset, pkt->payload, n);
+    efarm_rx_grant_data(ep, op, offset, pkt->payload, n);
 }
 
 void efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
@@ -1002,143 +998,4 @@ int efarm_cancel_recv(struct efarm_ep *ep, struct efarm_req *req)
     req->tm_handle = 0;
     efarm_req_complete(ep, NULL, req, -ECANCELED);
     return 0;
-}
-
-/* ---- Peers' long writes into exposed memory --------------------------------------------- */
-
-/*
- * LONGCTS_RTW, DC_LONGCTS_RTW and LONGREAD_RTW (sections 3.3, 4.3): a peer
- * writes more than one packet into memory this endpoint exposed. Once its one
- * rma_iov entry passed the region check (write access, the whole range), the
- * write is a receive operation whose buffer is that range, run as a message's
- * would be: CTS rounds and CTSDATA, or RDMA reads of the peer's read_iov and
- * EOR; RECEIPT for the DC type. Its role (EFARM_OP_WRITE_TARGET) matches
- * nothing and has no request: it ends when its data is in and its replies
- * are sent.
- *
- * A refused write (unknown key, out of bounds, not writable, a bad read_iov)
- * touches nothing, but its protocol still runs so that the origin finishes
- * rather than wait forever: CTS rounds whose data is dropped, no reads; its
- * EOR or RECEIPT carries efarm's REFUSED flag (an efarm origin fails the
- * operation; a plain LONGCTS_RTW, like a plain EAGER_RTW, has no answer in
- * protocol v4 and its refusal is only counted here). Returns 0, or -EAGAIN
- * when no operation slot is free (the caller keeps the packet and retries).
- */
-int efarm_rtw_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                        struct efarm_rxpkt *stored, uint32_t rx_id)
-{
-    const struct efarm_pkt_row *k = efarm_pkt_row(pkt->type);
-    struct efarm_rma_iov iov;
-    struct efarm_op *op;
-    uint8_t *dst = NULL;
-    int ret;
-
-    (void)stored, (void)rx_id;
-    if (ep->nop_free == 0)
-        return -EAGAIN; /* checked first: a refusal is counted once */
-    if (pkt->value[EFARM_PKT_F_RMA_IOV_COUNT] != 1) {
-        ep->cnt.rma_refused++;
-        ret = EFARM_E(PROTO_RMA_BOUNDS); /* one range served */
-    } else {
-        efarm_rma_iov_load(pkt->rma_iov, 0, &iov);
-        if (iov.len != pkt->value[EFARM_PKT_F_MSG_LENGTH]) {
-            ep->cnt.rma_refused++;
-            ret = EFARM_E(PROTO_RMA_BOUNDS);
-        } else {
-            ret = efarm_region_check(ep, iov.addr, iov.len, iov.key, EFARM_EXPOSE_WRITE, &dst);
-        }
-    }
-    op = efarm_op_alloc(ep, EFARM_OP_WRITE_TARGET);
-    if (ret == 0) {
-        ret = rx_op_init(ep, op, peer, pkt, k);
-        if (ret)
-            ep->cnt.rma_refused++;
-    } else {
-        rx_op_init(ep, op, peer, pkt, k); /* what the replies need; its result no longer matters */
-    }
-    op->msg_id = 0; /* an RTW has none; its RECEIPT says 0 */
-    if (ret) {
-        efarm_log_ratelimited(EFARM_LOG_WARN, "%s from peer %u refused: %s",
-                              efarm_pkt_type_info(pkt->type)->name, peer, efarm_strerror(ret));
-        op->flags |= EFARM_OPF_REFUSED; /* no buffer: data dropped, replies say REFUSED */
-    } else {
-        op->buf = dst; /* the exposed range is its buffer */
-        op->len = iov.len;
-        ep->cnt.rma_served++;
-    }
-    rx_op_matched(ep, op, NULL, pkt);
-    return 0;
-}
-
-/* ---- This endpoint's long reads ------------------------------------------------------------- */
-
-/*
- * A one-sided read too long for one READRSP (rma.c chose LONGCTS_RTR) is a
- * long-CTS receive into the caller's buffer with the roles of section 3.3:
- * the LONGCTS_RTR names the one remote range and grants the first window
- * (recv_length, as the first CTS would); the target answers with a READRSP
- * carrying its send op's id and the first data, then CTSDATA; each later
- * window is a CTS, as for a message. The op is already matched (its request
- * is the caller's), so no packet of it is ever unexpected.
- */
-void efarm_rtr_long_begin(struct efarm_ep *ep, struct efarm_op *op)
-{
-    uint64_t grant = (uint64_t)ep->p.rx_window * ctsdata_payload(ep);
-
-    efarm_op_set_role(op, EFARM_OP_READ_ORIGIN);
-    efarm_msg_proto_set(op, EFARM_PROTO_LONGCTS);
-    op->req_type = EFARM_PKT_LONGCTS_RTR;
-    op->flags = 0; /* the one-sided traits are rma.c's */
-    op->owed = EFARM_OWE_REQ;
-    op->awaits = EFARM_AWAIT_RSP;
-    op->msg.msg_length = op->len;
-    op->done_bytes = 0;
-    op->offset = 0;
-    op->window_end = grant < op->len ? grant : op->len;
-    efarm_rx_op_work(ep, op);
-}
-
-static int rtr_req_send(struct efarm_ep *ep, struct efarm_op *op)
-{
-    uint8_t wire[EFARM_RMA_MAX_IOV * sizeof(struct efarm_wire_rma_iov)];
-    struct efarm_pkt pkt;
-
-    efarm_rma_req_init(ep, ep->peers[op->peer].st, &pkt, EFARM_PKT_LONGCTS_RTR, op->iov, op->niov,
-                       wire);
-    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, op->msg.msg_length);
-    efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, op->id);
-    efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_LENGTH, op->window_end);
-    return efarm_op_pkt_send(ep, op, &pkt, NULL, 0, NULL, 0);
-}
-
-/*
- * The target's READRSP: the first data of the first window (at offset 0) and
- * the id its CTSDATA and our CTS name; or, from an efarm target, the refusal.
- * CTSDATA of the same window may have come first (the device reorders).
- */
-void efarm_rtr_long_readrsp(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt)
-{
-    uint64_t n = pkt->value[EFARM_PKT_F_SEG_LENGTH];
-
-    if (!(op->awaits & EFARM_AWAIT_RSP) || op->state == EFARM_OPS_COMPLETED ||
-        (op->owed & EFARM_OWE_REQ)) {
-        ep->cnt.stale_ids++;
-        return;
-    }
-    op->awaits &= ~EFARM_AWAIT_RSP;
-    if ((pkt->flags & EFARM_RSP_FLAG_REFUSED) || n == 0 || n > op->window_end ||
-        n > op->msg.msg_length) {
-        if (!(pkt->flags & EFARM_RSP_FLAG_REFUSED))
-            efarm_log_ratelimited(
-                EFARM_LOG_WARN, "READRSP from peer %u carries %llu bytes of a %llu-byte window",
-                op->peer, (unsigned long long)n, (unsigned long long)op->window_end);
-        /* Nothing more of this read will be asked for; CTSDATA still coming is dropped. */
-        op->status = EFARM_E(PROTO_RMA_REFUSED);
-        op->done_bytes = op->msg.msg_length;
-        op->window_end = 0;
-        rx_op_check(ep, op);
-        return;
-    }
-    op->peer_op_id = (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID];
-    grant_data(ep, op, 0, pkt->payload, n);
 }

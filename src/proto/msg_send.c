@@ -24,7 +24,7 @@
 
 #include "efarm_rma.h"
 #include "efarm_byteorder.h"
-#include "proto_internal.h"
+#include "msg_internal.h"
 
 static uint8_t req_type(enum efarm_proto_kind proto, bool tagged, bool dc)
 {
@@ -46,7 +46,7 @@ static uint8_t op_req_type(const struct efarm_op *op, enum efarm_proto_kind prot
  * its REQ type, the REQ still to build, and the reply the send then waits
  * for: the EOR of a read, the RECEIPT of any other DC send.
  */
-static void tx_proto_set(struct efarm_op *op, enum efarm_proto_kind proto)
+void efarm_tx_proto_set(struct efarm_op *op, enum efarm_proto_kind proto)
 {
     efarm_msg_proto_set(op, proto);
     op->req_type = op_req_type(op, proto);
@@ -554,31 +554,10 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
     st->sends_inflight++;
     op->flags |= EFARM_OPF_COUNTED;
     op->msg_id = st->tx_msg_id++;
-    tx_proto_set(op, proto);
+    efarm_tx_proto_set(op, proto);
     (*(uint64_t *)((char *)&ep->cnt + g_efarm_msg_protos[proto].counter))++;
     if (dc)
         ep->cnt.proto_dc++;
-    efarm_tx_op_work(ep, op);
-}
-
-/*
- * A one-sided write too long for EAGER_RTW packets (rma.c chose it) becomes a
- * send of the one remote range: LONGCTS_RTW (DC_LONGCTS_RTW for remote
- * completion), CTSDATA per CTS, done when sent or at the RECEIPT; or
- * LONGREAD_RTW with the registered buffer's read_iov, done at the EOR (a
- * READ_NACK turns it into a data-less LONGCTS_RTW, as for messages). It takes
- * no msg_id: RTWs are not ordered.
- */
-void efarm_rtw_long_begin(struct efarm_ep *ep, struct efarm_op *op, enum efarm_proto_kind proto)
-{
-    bool dc = op->rma.dc;
-
-    efarm_op_set_role(op, EFARM_OP_WRITE_ORIGIN);
-    op->flags = dc ? EFARM_OPF_DC : 0;
-    op->owed = 0;
-    op->awaits = 0;
-    op->msg_id = 0;
-    tx_proto_set(op, proto);
     efarm_tx_op_work(ep, op);
 }
 
@@ -892,73 +871,8 @@ void efarm_read_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct e
         runt_release(ep, op);
     /* Same msg_id; the receiver finds its operation by it and answers with CTS. */
     efarm_op_set_state(op, EFARM_OPS_NACKED);
-    tx_proto_set(op, efarm_msg_proto(op)->fallback);
+    efarm_tx_proto_set(op, efarm_msg_proto(op)->fallback);
     efarm_tx_op_work(ep, op);
 }
 
 /* ---- Peers' long emulated reads ---------------------------------------------------------- */
-
-/*
- * LONGCTS_RTR (section 3.3): a peer reads more than one READRSP holds from
- * memory this endpoint exposed. Once its one rma_iov entry passed the region
- * check (read access, the whole range), the read is a long-CTS send of that
- * range with no request: a READRSP carrying our op's id and the first data,
- * CTSDATA up to the peer's recv_length, then one CTS round after another as
- * the peer asks. A refused read is answered by a data-less READRSP with the
- * REFUSED flag, as a SHORT_RTR is. Returns 0, or -EAGAIN when no operation
- * slot or send buffer is free (the caller keeps the packet and retries).
- */
-int efarm_rtr_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                        struct efarm_rxpkt *stored, uint32_t rx_id)
-{
-    uint64_t len = pkt->value[EFARM_PKT_F_MSG_LENGTH], grant = pkt->value[EFARM_PKT_F_RECV_LENGTH];
-    struct efarm_rma_iov iov;
-    struct efarm_op *op;
-    uint8_t *src = NULL;
-    int ret;
-
-    (void)stored, (void)rx_id;
-    if (ep->ntx_free == 0 || ep->nop_free == 0)
-        return -EAGAIN; /* checked first: a refusal is counted once */
-
-    if (pkt->value[EFARM_PKT_F_RMA_IOV_COUNT] != 1 || grant == 0) {
-        ep->cnt.rma_refused++;
-        ret = EFARM_E(PROTO_RMA_BOUNDS);
-    } else {
-        efarm_rma_iov_load(pkt->rma_iov, 0, &iov);
-        if (iov.len != len || len == 0) {
-            ep->cnt.rma_refused++;
-            ret = EFARM_E(PROTO_RMA_BOUNDS);
-        } else {
-            ret = efarm_region_check(ep, iov.addr, iov.len, iov.key, EFARM_EXPOSE_READ, &src);
-        }
-    }
-    if (ret) {
-        struct efarm_pkt rsp;
-
-        efarm_log_ratelimited(EFARM_LOG_WARN, "LONGCTS_RTR from peer %u refused: %s", peer,
-                              efarm_strerror(ret));
-        efarm_pkt_init(&rsp, EFARM_PKT_READRSP);
-        rsp.flags |= EFARM_RSP_FLAG_REFUSED;
-        efarm_pkt_set_connid(ep, ep->peers[peer].st, &rsp);
-        efarm_pkt_set(&rsp, EFARM_PKT_F_RECV_ID, pkt->value[EFARM_PKT_F_RECV_ID]);
-        efarm_pkt_set(&rsp, EFARM_PKT_F_SEND_ID, 0);
-        efarm_pkt_set(&rsp, EFARM_PKT_F_SEG_LENGTH, 0);
-        efarm_ctrl_send(ep, peer, NULL, &rsp);
-        return 0;
-    }
-    op = efarm_op_alloc(ep, EFARM_OP_READ_TARGET);
-    if (op == NULL)
-        return -EAGAIN;
-    efarm_op_set_peer(ep, op, peer);
-    op->buf = src;
-    op->len = len;
-    efarm_msg_proto_set(op, EFARM_PROTO_LONGCTS);
-    op->req_type = EFARM_PKT_LONGCTS_RTR;
-    op->peer_op_id = (uint32_t)pkt->value[EFARM_PKT_F_RECV_ID];
-    op->window_end = grant < len ? grant : len;
-    op->owed = EFARM_OWE_REQ;
-    ep->cnt.rma_served++;
-    efarm_tx_op_work(ep, op);
-    return 0;
-}

@@ -1040,9 +1040,6 @@ void efarm_read_completion(struct efarm_ep *ep, struct efarm_op *op,
 void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op);
 void efarm_rx_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op);
 void efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
-/* A long one-sided read of this endpoint (LONGCTS_RTR) runs as a long-CTS receive. */
-void efarm_rtr_long_begin(struct efarm_ep *ep, struct efarm_op *op);
-void efarm_rtr_long_readrsp(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
 /* The receiving halves of g_efarm_msg_protos: long-CTS's first CTS, the read protocols' reads. */
 void efarm_rx_start_cts(struct efarm_ep *ep, struct efarm_op *op);
 void efarm_rx_start_read(struct efarm_ep *ep, struct efarm_op *op);
@@ -1065,8 +1062,6 @@ uint64_t efarm_req_hdr_len(const struct efarm_peer_state *st, uint8_t type, bool
 /* Send pkt with `pre` (read_iov) and `data` for op in a fresh send buffer: 0, -EAGAIN, error. */
 int efarm_op_pkt_send(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt,
                       const void *pre, uint32_t pre_len, const void *data, uint64_t n);
-/* A long one-sided write of this endpoint runs as a send: LONGCTS_RTW or LONGREAD_RTW. */
-void efarm_rtw_long_begin(struct efarm_ep *ep, struct efarm_op *op, enum efarm_proto_kind proto);
 
 /* rma.c: one-sided operations, origin side */
 void efarm_rma_op_work(struct efarm_ep *ep, struct efarm_op *op);
@@ -1099,16 +1094,23 @@ int efarm_rtr_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pk
                    struct efarm_rxpkt *stored, uint32_t rx_id);
 int efarm_rta_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
                    struct efarm_rxpkt *stored, uint32_t rx_id);
-/* msg_recv.c: LONGCTS_RTW, DC_LONGCTS_RTW, LONGREAD_RTW run as receive operations. */
-int efarm_rtw_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                        struct efarm_rxpkt *stored, uint32_t rx_id);
-/* msg_send.c: LONGCTS_RTR runs as a long-CTS send of the exposed range. */
-int efarm_rtr_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                        struct efarm_rxpkt *stored, uint32_t rx_id);
 /* Keep an unordered request whose reply found no buffer; progress retries it in order. */
 int efarm_rma_pending_keep(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_dev_cqe *cqe);
 void efarm_rma_pending_progress(struct efarm_ep *ep);
 void efarm_rma_pending_fini(struct efarm_ep *ep);
+
+/* rma_long.c: one-sided operations longer than one packet, on the message engine */
+/* This endpoint's long write runs as a send: LONGCTS_RTW or LONGREAD_RTW. */
+void efarm_rtw_long_begin(struct efarm_ep *ep, struct efarm_op *op, enum efarm_proto_kind proto);
+/* This endpoint's long read (LONGCTS_RTR) runs as a long-CTS receive. */
+void efarm_rtr_long_begin(struct efarm_ep *ep, struct efarm_op *op);
+void efarm_rtr_long_readrsp(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
+/* A peer's LONGCTS_RTW, DC_LONGCTS_RTW, LONGREAD_RTW run as receive operations. */
+int efarm_rtw_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
+                        struct efarm_rxpkt *stored, uint32_t rx_id);
+/* A peer's LONGCTS_RTR runs as a long-CTS send of the exposed range. */
+int efarm_rtr_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
+                        struct efarm_rxpkt *stored, uint32_t rx_id);
 
 /* proto_select.c */
 struct efarm_select_in {

@@ -14,8 +14,7 @@
  * protocol v4, and its refusal is only counted and logged here.
  *
  * Long writes (LONGCTS_RTW, DC_LONGCTS_RTW, LONGREAD_RTW) run as receive
- * operations (efarm_rtw_long_recv in msg_recv.c), long reads (LONGCTS_RTR) as
- * long-CTS sends (efarm_rtr_long_recv in msg_send.c). RUNTCTS_RTW and
+ * operations, long reads (LONGCTS_RTR) as long-CTS sends (rma_long.c). RUNTCTS_RTW and
  * RUNTREAD_RTW are not served: counted as unsupported and dropped.
  *
  * Replies need a send buffer. RTAs are in msg_id order: one whose reply
