@@ -39,8 +39,8 @@
 # build/mpich-testsuite/obj-KEY and configured there with --with-mpi=PREFIX (no
 # Fortran, C++ or fault-tolerance tests; spawn's are built; io's MPI-IO tests need the ROMIO
 # that MPICH builds by default), once per KEY, a hash of the
-# prefix, the installed MPICH's `mpichversion` (version, device, configure options)
-# and these configure arguments. (2) build: MTest's library, DTPools, and then only
+# prefix, the installed MPICH's `mpichversion` (version, device, configure options),
+# these configure arguments and the suite's source (its configure script). (2) build: MTest's library, DTPools, and then only
 # the programs the chosen test lists name, `make -k -jN` (each MPICH install
 # refreshes PREFIX/include/mpi.h, so make then rebuilds them). (3) run: each test in
 # turn.
@@ -288,12 +288,27 @@ if [ -n "$mpicc_wrapper" ]; then
     [ -x "$prefix/bin/$mpicc_wrapper" ] || die "--mpicc: $prefix/bin/$mpicc_wrapper not found (mpicc_abi: scripts/mpich-build.sh --abi)"
     configure_args+=(MPICC="$prefix/bin/$mpicc_wrapper")
 fi
-key=$({
+# The suite's source is part of the key: the suite of another MPICH version (its
+# test programs and lists differ) configured against the same prefix is another
+# configuration. A directory configured under the key without it (before the
+# source was part of it) is still used when it holds the same suite (its copy
+# of the suite's configure script is the source's).
+key_inputs() {
     echo "$prefix"
     echo "$mpichversion_out"
     printf '%s\n' "${configure_args[@]}"
+}
+key=$({
+    key_inputs
+    sha256sum <"$source_dir/test/mpi/configure"
 } | sha256sum | cut -c1-12)
 obj=$out/obj-$key
+old_obj=$out/obj-$(key_inputs | sha256sum | cut -c1-12)
+if [ ! -d "$obj" ] && [ -f "$old_obj/.configured" ] &&
+    cmp -s "$old_obj/configure" "$source_dir/test/mpi/configure"; then
+    key=${old_obj##*/obj-}
+    obj=$old_obj
+fi
 if [ $faults -eq 1 ]; then
     export EFASIM_LOSS=${EFASIM_LOSS:-0.1} EFASIM_DUP=${EFASIM_DUP:-0.1}
     export EFASIM_REORDER=${EFASIM_REORDER:-0.2}
