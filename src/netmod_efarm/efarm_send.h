@@ -35,6 +35,82 @@
 #include "efarm_impl.h"
 #include "efarm_p2p.h"
 
+/*
+ * The eager fast path: a standard send that goes at once as one eager packet
+ * needs no request of its own: MPICH's pre-completed one stands for it, as for
+ * ch4:ofi's injected sends. Returns 0 when sent (*request set), 1 when the
+ * engine wants a request after all (the general path), or the engine's error.
+ */
+MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send_inject(MPIDI_EFARM_vci_t *v, efarm_peer_t peer,
+                                                     const void *buf, uint64_t len,
+                                                     uint32_t context, int src_rank, int tag,
+                                                     uint32_t flags, MPIR_Request **request)
+{
+    int ret = efarm_tsend_now(v->ep, peer, buf, len, context, src_rank, tag, flags);
+
+    if (ret == 0) {
+        *request = MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
+        v->nm_counters.send_msgs++;
+        v->nm_counters.send_bytes += (unsigned long long)len;
+    }
+    return ret;
+}
+
+/*
+ * A noncontiguous datatype packed into one buffer of the request's own (freed
+ * when it completes, or by the caller's failure path). Returns the buffer to
+ * send, or NULL with *mpi_errno_p set.
+ */
+MPL_STATIC_INLINE_PREFIX const void *MPIDI_EFARM_send_pack(MPIR_Request *sreq, const void *buf,
+                                                           MPI_Aint count, MPI_Datatype datatype,
+                                                           MPI_Aint data_sz, int *mpi_errno_p)
+{
+    MPI_Aint packed;
+    void *pack_buf = MPL_malloc(data_sz > 0 ? data_sz : 1, MPL_MEM_BUFFER);
+
+    if (pack_buf == NULL) {
+        MPIR_ERR_SET1(*mpi_errno_p, MPI_ERR_OTHER, "**nomem", "**nomem %s",
+                      "efarm send pack buffer");
+        return NULL;
+    }
+    *mpi_errno_p = MPIR_Typerep_pack(buf, count, datatype, 0, pack_buf, data_sz,
+                                     &packed MPIDI_EFARM_TYPEREP_FLAGS);
+    if (*mpi_errno_p) {
+        MPL_free(pack_buf);
+        return NULL;
+    }
+    MPIR_Assert(packed == data_sz);
+    MPIDI_EFARM_REQ(sreq).pack_buf = pack_buf;
+    return pack_buf;
+}
+
+/*
+ * The general path's send of one contiguous buffer for request sreq: through
+ * the engine (waiting for an operation slot if it has none), completing sreq
+ * by MPIDI_EFARM_send_done. Returns an MPI error code.
+ */
+MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send_post(MPIDI_EFARM_vci_t *v, efarm_peer_t peer,
+                                                   MPIR_Request *sreq, const void *send_buf,
+                                                   uint64_t len, uint32_t context, int src_rank,
+                                                   int tag, uint32_t flags, uint64_t cq_data)
+{
+    struct efarm_req *ereq = &MPIDI_EFARM_REQ(sreq).ereq;
+    int mpi_errno = MPI_SUCCESS;
+    int ret;
+
+    ereq->cb = MPIDI_EFARM_send_done;
+    ereq->ctx = sreq;
+    ret = MPIDI_EFARM_tsend_wait(v, v->ep, peer, send_buf, len, context, src_rank, tag, flags,
+                                 cq_data, ereq, &mpi_errno);
+    if (mpi_errno)
+        return mpi_errno;
+    if (unlikely(ret < 0))
+        return MPIDI_EFARM_ERROR(ret, "efarm_tsend");
+    v->nm_counters.send_msgs++;
+    v->nm_counters.send_bytes += (unsigned long long)len;
+    return MPI_SUCCESS;
+}
+
 /* A send from VCI vci_src's endpoint to the receiver's VCI vci_dst, under vci_src's lock. */
 MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send_locked(const void *buf, MPI_Aint count,
                                                      MPI_Datatype datatype, int rank, int tag,
@@ -51,8 +127,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send_locked(const void *buf, MPI_Aint c
     uint64_t cq_data = 0;
     MPIDI_EFARM_vci_t *v = MPIDI_EFARM_VCI(vci_src);
     efarm_peer_t peer = MPIDI_EFARM_vci_peer(vci_src, addr, comm, rank, vci_dst);
+    uint32_t context = (uint32_t)(comm->context_id + context_offset);
     bool stripe;
-    int ret;
 
     MPIR_FUNC_ENTER;
 
@@ -62,25 +138,19 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send_locked(const void *buf, MPI_Aint c
     /* Striping is VCI 0's (its rails). */
     stripe = (vci_src | vci_dst) == 0 && MPIDI_EFARM_stripe_to(addr, (uint64_t)data_sz);
     /*
-     * A standard send that goes at once as one eager packet needs no request
-     * of its own: MPICH's pre-completed one stands for it, as for ch4:ofi's
-     * injected sends. Anything else (or when the engine says 1) takes a request.
      * Of the communicator's hints only a forced subprotocol (efarm_protocol)
-     * can change what such a message does, and it takes the general path: the
-     * policy sends everything that fits one eager packet as eager whatever the
-     * fan-in.
+     * can change what an injected eager message does, and it takes the general
+     * path: the policy sends everything that fits one eager packet as eager
+     * whatever the fan-in.
      */
     if (likely(flags == EFARM_SEND_INJECT && dt_contig && !(tag & MPIDI_EFARM_TAG_ERROR_BITS) &&
                comm->hints[MPIDI_EFARM_global.hint_proto] <= 0 && !stripe)) {
-        ret =
-            efarm_tsend_now(v->ep, peer, MPIR_get_contig_ptr(buf, dt_true_lb), (uint64_t)data_sz,
-                            (uint32_t)(comm->context_id + context_offset), comm->rank, tag, flags);
-        if (ret == 0) {
-            *request = MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
-            v->nm_counters.send_msgs++;
-            v->nm_counters.send_bytes += (unsigned long long)data_sz;
+        int ret =
+            MPIDI_EFARM_send_inject(v, peer, MPIR_get_contig_ptr(buf, dt_true_lb),
+                                    (uint64_t)data_sz, context, comm->rank, tag, flags, request);
+
+        if (ret == 0)
             goto fn_exit;
-        }
         if (unlikely(ret < 0)) {
             mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_tsend");
             goto fn_fail;
@@ -96,20 +166,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send_locked(const void *buf, MPI_Aint c
     if (dt_contig) {
         send_buf = MPIR_get_contig_ptr(buf, dt_true_lb);
     } else {
-        MPI_Aint packed;
-        void *pack_buf = MPL_malloc(data_sz > 0 ? data_sz : 1, MPL_MEM_BUFFER);
-
-        MPIR_ERR_CHKANDJUMP1(pack_buf == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem", "**nomem %s",
-                             "efarm send pack buffer");
-        mpi_errno = MPIR_Typerep_pack(buf, count, datatype, 0, pack_buf, data_sz,
-                                      &packed MPIDI_EFARM_TYPEREP_FLAGS);
-        if (mpi_errno) {
-            MPL_free(pack_buf);
+        send_buf = MPIDI_EFARM_send_pack(sreq, buf, count, datatype, data_sz, &mpi_errno);
+        if (send_buf == NULL)
             goto fn_fail;
-        }
-        MPIR_Assert(packed == data_sz);
-        MPIDI_EFARM_REQ(sreq).pack_buf = pack_buf;
-        send_buf = pack_buf;
         flags |= EFARM_SEND_TEMP_BUF; /* a read protocol would register it for this send alone */
     }
 
@@ -120,26 +179,13 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_EFARM_send_locked(const void *buf, MPI_Aint c
     }
 
     flags |= MPIDI_EFARM_send_hints(comm);
-    if (stripe) {
-        mpi_errno = MPIDI_EFARM_stripe_send(sreq, send_buf, (uint64_t)data_sz,
-                                            (uint32_t)(comm->context_id + context_offset),
-                                            comm->rank, tag, flags, cq_data, addr);
-        MPIR_ERR_CHECK(mpi_errno);
-        goto fn_exit;
-    }
-    struct efarm_req *ereq = &MPIDI_EFARM_REQ(sreq).ereq;
-    ereq->cb = MPIDI_EFARM_send_done;
-    ereq->ctx = sreq;
-    ret = MPIDI_EFARM_tsend_wait(v, v->ep, peer, send_buf, (uint64_t)data_sz,
-                                 (uint32_t)(comm->context_id + context_offset), comm->rank, tag,
-                                 flags, cq_data, ereq, &mpi_errno);
+    if (stripe)
+        mpi_errno = MPIDI_EFARM_stripe_send(sreq, send_buf, (uint64_t)data_sz, context, comm->rank,
+                                            tag, flags, cq_data, addr);
+    else
+        mpi_errno = MPIDI_EFARM_send_post(v, peer, sreq, send_buf, (uint64_t)data_sz, context,
+                                          comm->rank, tag, flags, cq_data);
     MPIR_ERR_CHECK(mpi_errno);
-    if (unlikely(ret < 0)) {
-        mpi_errno = MPIDI_EFARM_ERROR(ret, "efarm_tsend");
-        goto fn_fail;
-    }
-    v->nm_counters.send_msgs++;
-    v->nm_counters.send_bytes += (unsigned long long)data_sz;
 
 fn_exit:
     MPIR_FUNC_EXIT;
