@@ -226,22 +226,6 @@ static void am_recv_done(struct efarm_req *ereq)
     op->done = true;
 }
 
-/* Once, after ten million retries for an engine slot: say which knobs bound them. */
-void MPIDI_EFARM_slot_wait_warning(unsigned long waits)
-{
-    const struct efarm_config *c;
-
-    if (waits != 10000000)
-        return;
-    c = efarm_config();
-    MPL_internal_error_printf("ch4:efarm: rank %d has waited for a free engine slot for %lu "
-                              "polls: more operations or posted receives than "
-                              "EFARM_MAX_OPS=%llu / EFARM_MAX_POSTED=%llu allow; still "
-                              "waiting (raise them if this persists)\n",
-                              MPIR_Process.rank, waits, (unsigned long long)c->max_ops,
-                              (unsigned long long)c->max_posted);
-}
-
 /* Start the receive of a claimed message: 0 started, 1 no slot yet, else an MPI error. */
 static int am_start_recv(struct MPIDI_EFARM_am_op *op)
 {
@@ -435,18 +419,4 @@ void MPIDI_EFARM_am_finalize(MPIDI_EFARM_vci_t *g)
     g->am_recv_head = g->am_recv_tail = NULL;
     g->am_sent_head = g->am_sent_tail = NULL;
     g->am_recv_pending = 0;
-}
-
-int MPIDI_EFARM_wait_for_slot(MPIDI_EFARM_vci_t *v, unsigned long *waits_p)
-{
-    /* Rails are VCI 0's. */
-    int ret = MPIDI_EFARM_global.nrails > 1 && v == MPIDI_EFARM_VCI(0)
-                  ? MPIDI_EFARM_rails_progress(v)
-                  : efarm_ep_progress(v->ep);
-
-    MPIDI_EFARM_slot_wait_warning(++*waits_p);
-    v->nm_counters.eagain_waits++;
-    if (ret < 0)
-        return MPIDI_EFARM_ERROR(ret, "efarm_ep_progress");
-    return MPI_SUCCESS;
 }

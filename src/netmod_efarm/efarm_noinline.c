@@ -1,6 +1,8 @@
 /*
  * The rest of ch4:efarm's non-inline API: communicator, datatype and
- * operation hooks and memory allocation (dynamic processes: efarm_dynproc.c).
+ * operation hooks and memory allocation (dynamic processes: efarm_dynproc.c);
+ * and the wait for an engine slot that point-to-point, receives, windows and
+ * active messages share.
  *
  * efarm keeps no per-communicator, per-datatype or per-operation state of its
  * own: ch4 maps ranks to AV entries itself, datatypes are packed by MPICH,
@@ -15,6 +17,44 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "efarm_noinline.h"
+
+/* ---- Engine slots ---------------------------------------------------------- */
+
+/*
+ * The engine's operations and posted receives are bounded (EFARM_MAX_OPS,
+ * EFARM_MAX_POSTED): a call that finds none free returns -EAGAIN, and its
+ * caller retries after polling the engine, which frees them as operations
+ * complete (efarm_impl.h).
+ */
+int MPIDI_EFARM_wait_for_slot(MPIDI_EFARM_vci_t *v, unsigned long *waits_p)
+{
+    /* Rails are VCI 0's. */
+    int ret = MPIDI_EFARM_global.nrails > 1 && v == MPIDI_EFARM_VCI(0)
+                  ? MPIDI_EFARM_rails_progress(v)
+                  : efarm_ep_progress(v->ep);
+
+    MPIDI_EFARM_slot_wait_warning(++*waits_p);
+    v->nm_counters.eagain_waits++;
+    if (ret < 0)
+        return MPIDI_EFARM_ERROR(ret, "efarm_ep_progress");
+    return MPI_SUCCESS;
+}
+
+/* Once, after ten million retries for an engine slot: say which knobs bound them. */
+void MPIDI_EFARM_slot_wait_warning(unsigned long waits)
+{
+    const struct efarm_config *c;
+
+    if (waits != 10000000)
+        return;
+    c = efarm_config();
+    MPL_internal_error_printf("ch4:efarm: rank %d has waited for a free engine slot for %lu "
+                              "polls: more operations or posted receives than "
+                              "EFARM_MAX_OPS=%llu / EFARM_MAX_POSTED=%llu allow; still "
+                              "waiting (raise them if this persists)\n",
+                              MPIR_Process.rank, waits, (unsigned long long)c->max_ops,
+                              (unsigned long long)c->max_posted);
+}
 
 /* ---- Communicators --------------------------------------------------------- */
 
