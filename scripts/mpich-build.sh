@@ -689,19 +689,24 @@ regen_texts() {
 # as they came (a changed hint replaces the old one). Prints the files whose
 # contents changed; the others keep their times, so make recompiles nothing for them.
 reapply_text_patches() {
-    local pristine keep f
+    local pristine keep f ok
     pristine=$(cat "$cache/pristine.path")
     keep=$(mktemp -d)
     for f in "${launch_hint_files[@]}"; do
         [ -f "$pristine/$f" ] || continue
         mkdir -p "$keep/${f%/*}"
-        cp -p "$tree/$f" "$keep/$f" && cp "$pristine/$f" "$tree/$f" || return 1
+        if ! cp -p "$tree/$f" "$keep/$f" || ! cp "$pristine/$f" "$tree/$f"; then
+            rm -rf "$keep"
+            return 1
+        fi
     done
     # patch_pmi_hint and patch_pmix_spawn change the same files (their changes are
     # in the structure key).
-    if [ "$pmi" != hydra ]; then patch_pmi_hint || return 1; fi
-    if pmix_spawn_patched; then patch_pmix_spawn || return 1; fi
-    patch_launch_hints || return 1
+    ok=yes
+    if [ "$pmi" != hydra ]; then patch_pmi_hint || ok=no; fi
+    if pmix_spawn_patched; then patch_pmix_spawn || ok=no; fi
+    patch_launch_hints || ok=no
+    [ "$ok" = yes ] || { rm -rf "$keep"; return 1; }
     for f in "${launch_hint_files[@]}"; do
         [ -f "$keep/$f" ] || continue
         if cmp -s "$tree/$f" "$keep/$f"; then cp -p "$keep/$f" "$tree/$f"; else echo "$f"; fi
