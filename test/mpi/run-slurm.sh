@@ -368,10 +368,13 @@ if selected host-dies; then
     elif [ "$status" -eq 0 ]; then
         fail "host-dies (exit 0 although a host died)" "$log"
     else
-        # efarm's end: a packet to the dead host failed at the device.
-        by="efarm, a packet to the dead host failed"
-        grep -q 'failed at the device' "$log" ||
-            by="Slurm's node failure (no packet of theirs went to the dead host)"
+        # efarm's end: a packet to the dead host failed at the device, within ranks_s;
+        # past it, only Slurm's cancellation let the run pass (above).
+        by="Slurm's node failure (no packet of theirs failed within ${ranks_s} s)"
+        if awk -v g="$ranks_gone" -v m="$ranks_s" 'BEGIN { exit !(g <= m) }' &&
+            grep -q 'failed at the device' "$log"; then
+            by="efarm, a packet to the dead host failed"
+        fi
         pass "host-dies (ranks gone ${ranks_gone} s after the host died, ended by $by; srun returned after $secs s, exit $status; nothing left)"
     fi
 fi
