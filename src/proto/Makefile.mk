@@ -23,8 +23,12 @@ libefarm_la_SOURCES += \
 	src/proto/proto_probe.c \
 	src/proto/proto_select.c \
 	src/proto/proto_profile.c \
+	src/proto/msg_proto.h \
 	src/proto/msg_internal.h \
 	src/proto/msg_send.c \
+	src/proto/msg_eager.c \
+	src/proto/msg_longcts.c \
+	src/proto/msg_read.c \
 	src/proto/msg_fast_inline.h \
 	src/proto/msg_recv.c \
 	src/proto/rma.c \

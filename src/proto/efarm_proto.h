@@ -67,7 +67,7 @@ static inline uint64_t efarm_tag_pack(uint32_t context, int32_t source, int32_t 
 
 /* The two-sided subprotocols (EFARM_PROTO_LIST in efarm_proto_names.h). */
 enum efarm_proto_kind {
-#define EFARM_PROTO_ENUM_(id, name) EFARM_PROTO_##id,
+#define EFARM_PROTO_ENUM_(id, name, rank) EFARM_PROTO_##id,
     EFARM_PROTO_LIST(EFARM_PROTO_ENUM_)
 #undef EFARM_PROTO_ENUM_
         EFARM_PROTO_COUNT

@@ -1,13 +1,16 @@
 /*
- * The message engine's parts that one-sided long operations reuse
- * (rma_long.c): a peer's long write is run as a message receive into the
- * exposed range, a peer's long read as a long-CTS send from it, and this
- * endpoint's long read as a long-CTS receive. Defined in msg_recv.c and
- * msg_send.c; nothing outside these three files includes this header.
+ * The message engine's parts shared by its files: the sender (msg_send.c),
+ * the receiver (msg_recv.c), the subprotocols' files (msg_eager.c,
+ * msg_longcts.c, msg_read.c) and the one-sided long operations that run on
+ * the message engine (rma_long.c: a peer's long write is run as a message
+ * receive into the exposed range, a peer's long read as a long-CTS send from
+ * it, and this endpoint's long read as a long-CTS receive). Nothing outside
+ * these files includes this header.
  */
 #ifndef EFARM_MSG_INTERNAL_H
 #define EFARM_MSG_INTERNAL_H
 
+#include "efarm_rma.h"
 #include "proto_internal.h"
 
 /* Receiver side (msg_recv.c). */
@@ -26,10 +29,38 @@ void efarm_rx_op_check(struct efarm_ep *ep, struct efarm_op *op);
 void efarm_rx_grant_data(struct efarm_ep *ep, struct efarm_op *op, uint64_t offset,
                          const uint8_t *data, uint64_t n);
 
+/* The end of what the read protocols read: the message, clipped to the buffer. */
+static inline uint64_t efarm_rx_read_end(const struct efarm_op *op)
+{
+    return op->msg.msg_length < op->len ? op->msg.msg_length : op->len;
+}
+
+/* Post RDMA reads of the sender's buffer while read slots last (msg_read.c): 0 or -EAGAIN. */
+int efarm_rx_post_reads(struct efarm_ep *ep, struct efarm_op *op);
+
 /* Sender side (msg_send.c). */
 
 /* The sender takes `proto`: its REQ type, the REQ still to build, the reply it awaits. */
 void efarm_tx_proto_set(struct efarm_op *op, enum efarm_proto_kind proto);
+
+/* Room for the rma_iov of a one-sided write (one range: the long RTWs name one). */
+typedef uint8_t efarm_rtw_wire_t[EFARM_RMA_MAX_IOV * sizeof(struct efarm_wire_rma_iov)];
+
+/*
+ * The fields and optional headers every RTM of this op carries; for a
+ * one-sided write those of its RTW, whose rma_iov is encoded into `wire`.
+ */
+void efarm_req_init(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op,
+                    struct efarm_pkt *pkt, uint8_t type, uint8_t *wire);
+/* The op's REQ header bytes; a one-sided write's include its rma_iov. */
+uint64_t efarm_op_req_hdr_len(const struct efarm_peer_state *st, const struct efarm_op *op);
+/* The data bytes one packet with hdr_len bytes of header carries, of `left`. */
+static inline uint64_t efarm_tx_room(const struct efarm_ep *ep, uint64_t hdr_len, uint64_t left)
+{
+    uint64_t fit = ep->mtu - hdr_len;
+
+    return left < fit ? left : fit;
+}
 
 /* One-sided long operations (rma_long.c). */
 

@@ -1,20 +1,14 @@
 /*
- * Two-sided messages, receiver side: posting receives, matching, and every
- * subprotocol's receive half (sections 3.2, 4.1, 4.2, 4.5, 4.7).
+ * Two-sided messages, receiver side: posting receives, matching, and what
+ * every subprotocol's receive shares (sections 3.2, 4.1, 4.2, 4.5, 4.7).
  *
  * An in-order RTM first tries the posted receives. An eager message that
  * matches is copied into the user buffer and completed on the spot, in the
  * device's receive buffer: no allocation, no copy but the one into the user
- * buffer. Anything longer gets an operation:
- *   medium       segments land at seg_offset as they come (any order);
- *   long-CTS     the RTM's data, then CTS -> CTSDATA rounds of at most
- *                EFARM_RX_WINDOW packets, each CTS sent when the previous
- *                grant has fully arrived;
- *   long-read    RDMA reads of the sender's read_iov into the user buffer,
- *                then EOR; if the buffer cannot be registered, READ_NACK and
- *                the sender falls back to long-CTS;
- *   runting read the runt segments like medium, the rest by RDMA read, EOR
- *                (or READ_NACK once the runt has arrived).
+ * buffer. Anything longer gets an operation, and once matched its row's
+ * receiver start runs what follows (msg_longcts.c: CTS rounds; msg_read.c:
+ * RDMA reads, or READ_NACK); medium and runt segments land at seg_offset as
+ * they come, in any order.
  * DC messages answer with RECEIPT once the data is in the user buffer.
  *
  * A message that matches no receive waits as an unexpected record holding
@@ -37,8 +31,6 @@
 #include "efarm_tm_inline.h"
 #include "msg_fast_inline.h"
 #include "msg_internal.h"
-
-#define EFARM_READ_CHUNK_MAX (256ull << 20) /* one read WR; keeps the length in its wr_id */
 
 /*
  * What a REQ that carries data into a receive operation is comes from its row
@@ -148,7 +140,7 @@ static int nack_send(struct efarm_ep *ep, struct efarm_op *op)
 int efarm_rx_op_init(struct efarm_ep *ep, struct efarm_op *op, efarm_peer_t peer,
                      const struct efarm_pkt *pkt, const struct efarm_pkt_row *k)
 {
-    const struct efarm_msg_proto *mp = &g_efarm_msg_protos[k->proto];
+    const struct efarm_msg_proto *mp = g_efarm_msg_protos[k->proto];
 
     efarm_msg_proto_set(op, k->proto);
     op->req_type = pkt->type;
@@ -232,58 +224,7 @@ static bool same_message(const struct efarm_pkt *pkt, uint8_t proto, uint64_t ms
     const struct efarm_pkt_row *k = rtm_row(pkt->type);
 
     return k != NULL && k->proto == proto && pkt->value[EFARM_PKT_F_MSG_LENGTH] == msg_length &&
-           (!g_efarm_msg_protos[proto].runt || pkt->value[EFARM_PKT_F_RUNT_LENGTH] == runt_length);
-}
-
-static uint64_t read_end(const struct efarm_op *op)
-{
-    return op->msg.msg_length < op->len ? op->msg.msg_length : op->len;
-}
-
-/*
- * The read protocols, once matched: register the buffer past the runt and
- * read, or prepare the READ_NACK.
- */
-void efarm_rx_start_read(struct efarm_ep *ep, struct efarm_op *op)
-{
-    uint64_t start = efarm_msg_proto(op)->runt ? op->msg.runt_length : 0;
-    uint64_t end = read_end(op) > start ? read_end(op) : start;
-    int ret = -ENOTSUP;
-
-    op->offset = start;
-    if (end > start && ep->mr_cache != NULL)
-        ret = efarm_mr_cache_get(ep->mr_cache, op->buf + start, end - start,
-                                 EFARM_DEV_ACCESS_LOCAL_WRITE, &op->mr);
-    if (end > start && ret) {
-        if (efarm_peer_has(ep->peers[op->peer].st, EFARM_EXTRA_FEATURE_READ_NACK)) {
-            /* Section 4.7: tell the sender to send it by long-CTS instead. */
-            efarm_log(EFARM_LOG_DEBUG, "cannot register %llu bytes for a read (%s): READ_NACK",
-                      (unsigned long long)(end - start), efarm_strerror(ret));
-            op->owed |= EFARM_OWE_NACK;
-            efarm_op_work(ep, op);
-            return;
-        }
-        /* No fallback the peer understands: fail the receive, but let the sender finish. */
-        op->status = EFARM_E(PROTO_READ_FAILED);
-        op->done_bytes += op->msg.msg_length - start;
-        op->offset = end;
-        return;
-    }
-    /* Bytes past the buffer are not read; they count as done. */
-    op->done_bytes += op->msg.msg_length - end;
-    if (end > start) {
-        op->owed |= EFARM_OWE_READ;
-        efarm_rx_op_work(ep, op);
-    }
-}
-
-/* Long-CTS, once matched: the first CTS, unless the REQ carried the whole message. */
-void efarm_rx_start_cts(struct efarm_ep *ep, struct efarm_op *op)
-{
-    if (op->done_bytes < op->msg.msg_length) {
-        op->owed |= EFARM_OWE_CTS;
-        efarm_rx_op_work(ep, op);
-    }
+           (!g_efarm_msg_protos[proto]->runt || pkt->value[EFARM_PKT_F_RUNT_LENGTH] == runt_length);
 }
 
 /*
@@ -292,7 +233,7 @@ void efarm_rx_start_cts(struct efarm_ep *ep, struct efarm_op *op)
  */
 static bool rx_op_mapped(const struct efarm_pkt_row *k)
 {
-    return g_efarm_msg_protos[k->proto].segmented || g_efarm_msg_protos[k->proto].reads;
+    return g_efarm_msg_protos[k->proto]->segmented || g_efarm_msg_protos[k->proto]->reads;
 }
 
 /* A message receive takes the request that matched it, and its buffer. */
@@ -403,49 +344,6 @@ void efarm_rx_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op)
     efarm_rx_op_check(ep, op);
 }
 
-/* Post RDMA reads of the sender's buffer while read slots last. */
-static int rx_op_post_reads(struct efarm_ep *ep, struct efarm_op *op)
-{
-    const struct efarm_peer *p = &ep->peers[op->peer];
-    uint64_t end = read_end(op);
-
-    while (op->offset < end && ep->reads_inflight < ep->p.max_reads) {
-        uint64_t base = 0, n;
-        uint32_t i = 0;
-        int ret;
-
-        while (i < op->niov && op->offset >= base + op->iov[i].len)
-            base += op->iov[i++].len;
-        n = base + op->iov[i].len - op->offset; /* i < niov: the iov covers msg_length */
-        if (n > end - op->offset)
-            n = end - op->offset;
-        if (n > ep->caps.max_rdma_size)
-            n = ep->caps.max_rdma_size;
-        if (n > EFARM_READ_CHUNK_MAX)
-            n = EFARM_READ_CHUNK_MAX;
-        ret = efarm_dev_post_read(ep->dev, p->ah, p->qpn, p->connid, op->buf + op->offset,
-                                  (uint32_t)n, op->mr.lkey, op->iov[i].addr + (op->offset - base),
-                                  (uint32_t)op->iov[i].key,
-                                  (uint64_t)op->id << 32 | n << 2 | EFARM_WR_RDMA);
-        if (ret == -EAGAIN)
-            return -EAGAIN;
-        if (ret) {
-            op->status = ret;
-            op->done_bytes += end - op->offset;
-            op->offset = end;
-            break;
-        }
-        op->offset += n;
-        op->reads_inflight++;
-        ep->reads_inflight++;
-        ep->cnt.reads_posted++;
-    }
-    if (op->offset < end)
-        return -EAGAIN;
-    op->owed &= ~EFARM_OWE_READ;
-    return 0;
-}
-
 /*
  * The peer failed: nothing more comes from it and nothing goes to it. A
  * receive still waiting for data completes with the peer's error once its
@@ -502,7 +400,7 @@ void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
             op->awaits &= ~EFARM_AWAIT_RSP;
         }
     }
-    if ((op->owed & EFARM_OWE_READ) && rx_op_post_reads(ep, op) == -EAGAIN)
+    if ((op->owed & EFARM_OWE_READ) && efarm_rx_post_reads(ep, op) == -EAGAIN)
         blocked = true;
     if (op->owed & EFARM_OWE_CTS) {
         if (cts_send(ep, op) == 0)
@@ -543,34 +441,6 @@ void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
     efarm_rx_op_check(ep, op);
 }
 
-void efarm_read_completion(struct efarm_ep *ep, struct efarm_op *op,
-                           const struct efarm_dev_cqe *cqe)
-{
-    uint64_t n = (cqe->wr_id & 0xffffffffu) >> 2;
-
-    ep->reads_inflight--;
-    if (op->reads_inflight == 0) {
-        efarm_log(EFARM_LOG_ERROR, "read completion for no live operation (wr_id %#llx)",
-                  (unsigned long long)cqe->wr_id);
-        return;
-    }
-    op->reads_inflight--;
-    op->done_bytes += n;
-    if (cqe->status) {
-        efarm_log_ratelimited(EFARM_LOG_WARN, "RDMA read from peer %u failed: %s", op->peer,
-                              efarm_strerror(cqe->status));
-        if (op->status == 0)
-            op->status = cqe->status;
-        /* Post no more; what was not read counts as done so the op can end (with the error). */
-        if (op->owed & EFARM_OWE_READ) {
-            op->done_bytes += read_end(op) - op->offset;
-            op->offset = read_end(op);
-            op->owed &= ~EFARM_OWE_READ;
-        }
-    }
-    efarm_rx_op_check(ep, op);
-}
-
 /* ---- In-order REQs and their later packets ------------------------------------------ */
 
 /* Keep a packet of an unexpected message with its record; returns what the caller must do. */
@@ -603,11 +473,11 @@ static void unexp_seg_count(struct efarm_ep *ep, struct efarm_unexp *ux,
     const uint8_t *data;
     uint64_t offset, len, want;
 
-    if (!g_efarm_msg_protos[ux->proto].segmented)
+    if (!g_efarm_msg_protos[ux->proto]->segmented)
         return;
     pkt_data(pkt, &data, &offset, &len);
     ux->seg_bytes += len;
-    want = g_efarm_msg_protos[ux->proto].runt ? ux->runt_length : ux->msg_length;
+    want = g_efarm_msg_protos[ux->proto]->runt ? ux->runt_length : ux->msg_length;
     if (ux->seg_bytes >= want && (ux->flags & EFARM_UXF_MAPPED))
         efarm_unexp_map_remove(ep, ux);
 }
@@ -634,7 +504,7 @@ static void eager_deliver(struct efarm_ep *ep, efarm_peer_t peer, const struct e
 /* Whether receiving an unexpected message takes an operation (all but plain eager do). */
 static bool unexp_needs_op(const struct efarm_unexp *ux)
 {
-    return !g_efarm_msg_protos[ux->proto].whole || (ux->flags & EFARM_UXF_DC);
+    return !g_efarm_msg_protos[ux->proto]->whole || (ux->flags & EFARM_UXF_DC);
 }
 
 /*
@@ -678,7 +548,7 @@ static int unexp_arrive(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
                         const struct efarm_pkt_row *k, uint32_t context, int32_t source,
                         int32_t tag, struct efarm_rxpkt *stored, uint32_t rx_id)
 {
-    const struct efarm_msg_proto *mp = &g_efarm_msg_protos[k->proto];
+    const struct efarm_msg_proto *mp = g_efarm_msg_protos[k->proto];
     struct efarm_unexp *ux;
     void *user = NULL;
     int ret;
@@ -736,7 +606,7 @@ int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pk
      * anything longer that matches needs an operation; a message that
      * matches nothing needs neither.
      */
-    if (g_efarm_msg_protos[k->proto].whole) {
+    if (g_efarm_msg_protos[k->proto]->whole) {
         if (k->dc && ep->ntx_free == 0)
             return -EAGAIN;
     } else if (ep->nop_free == 0) {
@@ -747,7 +617,7 @@ int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pk
     ret = efarm_tm_match_posted(ep->tm, context, source, tag, &user);
     if (ret != EFARM_TM_MATCHED)
         return unexp_arrive(ep, peer, pkt, k, context, source, tag, stored, rx_id);
-    if (g_efarm_msg_protos[k->proto].whole) {
+    if (g_efarm_msg_protos[k->proto]->whole) {
         eager_deliver(ep, peer, pkt, k, user);
         return 0;
     }

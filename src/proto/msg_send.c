@@ -2,16 +2,12 @@
  * Two-sided messages, sender side (sections 3.2, 4.1, 4.2, 4.5, 4.7).
  *
  * A send takes an operation, picks its subprotocol (proto_select.c), takes
- * the peer's next msg_id and builds what it can at once; whatever finds no
- * send buffer waits on the work list and is built from progress.
- *   eager        one REQ with all the data; done at its completion;
- *   medium       REQs of up to an MTU each, all sent at once (a full send
- *                queue leaves the rest for progress: partial sends);
- *   long-CTS     a REQ with the first MTU of data and a credit request, then
- *                CTSDATA for each CTS grant;
- *   long-read    a REQ with the read_iov of the registered buffer; done at EOR;
- *   runting read REQs carrying the first EFARM_RUNT_SIZE bytes and the
- *                read_iov; the receiver reads the rest; done at EOR.
+ * the peer's next msg_id and builds what it can at once with its row's
+ * builder; whatever finds no send buffer waits on the work list and is built
+ * from progress. What each subprotocol sends is in its file (msg_eager.c,
+ * msg_longcts.c, msg_read.c); this file holds what they share: the REQ's
+ * common fields, the send buffer, completion, and the replies a send waits
+ * for (CTS, EOR, RECEIPT, READ_NACK).
  * DC sends use the DC REQ types and complete at RECEIPT (or EOR). A READ_NACK
  * turns a read send into long-CTS: a data-less LONGCTS REQ with the READ_NACK
  * flag and the same msg_id, then CTS rounds for what the receiver still lacks.
@@ -28,7 +24,7 @@
 
 static uint8_t req_type(enum efarm_proto_kind proto, bool tagged, bool dc)
 {
-    return g_efarm_msg_protos[proto].type[dc][tagged];
+    return g_efarm_msg_protos[proto]->type[dc][tagged];
 }
 
 /* The REQ type of op when it runs `proto`: a message's, or a one-sided write's. */
@@ -37,7 +33,7 @@ static uint8_t op_req_type(const struct efarm_op *op, enum efarm_proto_kind prot
     bool dc = op->flags & EFARM_OPF_DC;
 
     if (efarm_op_role_ops(op)->rma)
-        return g_efarm_msg_protos[proto].rtw[dc];
+        return g_efarm_msg_protos[proto]->rtw[dc];
     return req_type(proto, op->flags & EFARM_OPF_TAGGED, dc);
 }
 
@@ -51,7 +47,7 @@ void efarm_tx_proto_set(struct efarm_op *op, enum efarm_proto_kind proto)
     efarm_msg_proto_set(op, proto);
     op->req_type = op_req_type(op, proto);
     op->owed |= EFARM_OWE_REQ;
-    if (g_efarm_msg_protos[proto].reads)
+    if (g_efarm_msg_protos[proto]->reads)
         op->awaits |= EFARM_AWAIT_EOR;
     else if (op->flags & EFARM_OPF_DC)
         op->awaits |= EFARM_AWAIT_RCPT;
@@ -71,7 +67,7 @@ uint64_t efarm_req_hdr_len(const struct efarm_peer_state *st, uint8_t type, bool
 }
 
 /* The op's REQ header bytes; a one-sided write's include its rma_iov. */
-static uint64_t req_hdr_len(const struct efarm_peer_state *st, const struct efarm_op *op)
+uint64_t efarm_op_req_hdr_len(const struct efarm_peer_state *st, const struct efarm_op *op)
 {
     uint64_t n = efarm_req_hdr_len(st, op->req_type, op->flags & EFARM_OPF_CQ_DATA);
 
@@ -80,15 +76,12 @@ static uint64_t req_hdr_len(const struct efarm_peer_state *st, const struct efar
     return n;
 }
 
-/* Room for the rma_iov of a one-sided write (one range: the long RTWs name one). */
-typedef uint8_t rtw_wire_t[EFARM_RMA_MAX_IOV * sizeof(struct efarm_wire_rma_iov)];
-
 /*
  * The fields and optional headers every RTM of this op carries; for a
  * one-sided write those of its RTW, whose rma_iov is encoded into `wire`.
  */
-static void req_init(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op,
-                     struct efarm_pkt *pkt, uint8_t type, uint8_t *wire)
+void efarm_req_init(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op,
+                    struct efarm_pkt *pkt, uint8_t type, uint8_t *wire)
 {
     if (efarm_op_role_ops(op)->rma) {
         efarm_rma_req_init(ep, st, pkt, type, op->iov, op->niov, wire);
@@ -142,233 +135,23 @@ int efarm_op_pkt_send(struct efarm_ep *ep, struct efarm_op *op, const struct efa
     return 0;
 }
 
-static uint64_t room(const struct efarm_ep *ep, uint64_t hdr_len, uint64_t left)
-{
-    uint64_t fit = ep->mtu - hdr_len;
-
-    return left < fit ? left : fit;
-}
-
-static int build_eager(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
-{
-    struct efarm_pkt pkt;
-    int ret;
-
-    req_init(ep, st, op, &pkt, op->req_type, NULL);
-    if (op->flags & EFARM_OPF_DC)
-        efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
-    ret = efarm_op_pkt_send(ep, op, &pkt, NULL, 0, op->buf, op->len);
-    if (ret == 0)
-        op->offset = op->len;
-    return ret;
-}
-
-static int build_medium(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
-{
-    uint64_t hdr = req_hdr_len(st, op);
-
-    while (op->offset < op->len) {
-        uint64_t n = room(ep, hdr, op->len - op->offset);
-        struct efarm_pkt pkt;
-        int ret;
-
-        req_init(ep, st, op, &pkt, op->req_type, NULL);
-        efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, op->len);
-        efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_OFFSET, op->offset);
-        if (op->flags & EFARM_OPF_DC)
-            efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
-        ret = efarm_op_pkt_send(ep, op, &pkt, NULL, 0, op->buf + op->offset, n);
-        if (ret)
-            return ret;
-        op->offset += n;
-    }
-    return 0;
-}
-
-/* CTSDATA packets a sender asks for in the REQ (credit_request). */
-static uint32_t credits(const struct efarm_ep *ep, uint64_t left)
-{
-    uint64_t per = ep->mtu - sizeof(struct efarm_wire_ctsdata_hdr) - EFARM_OPT_FIELD_LEN;
-    uint64_t want = (left + per - 1) / per;
-
-    if (want > ep->p.cts_credits)
-        want = ep->p.cts_credits;
-    return want ? (uint32_t)want : 1;
-}
-
-static int build_longcts_req(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
-{
-    uint64_t n = 0;
-    struct efarm_pkt pkt;
-    rtw_wire_t wire;
-    int ret;
-
-    req_init(ep, st, op, &pkt, op->req_type, wire);
-    /* After a READ_NACK the REQ carries no data (section 4.7). */
-    if (op->state == EFARM_OPS_NACKED)
-        pkt.flags |= EFARM_REQ_READ_NACK;
-    else
-        n = room(ep, req_hdr_len(st, op), op->len);
-    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, op->len);
-    efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
-    efarm_pkt_set(&pkt, EFARM_PKT_F_CREDIT_REQUEST, credits(ep, op->len - op->offset - n));
-    ret = efarm_op_pkt_send(ep, op, &pkt, NULL, 0, op->buf, n);
-    if (ret == 0) {
-        op->offset += n;
-        op->window_end = op->offset; /* nothing more until a CTS */
-    }
-    return ret;
-}
-
-static int build_ctsdata(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
-{
-    while (op->offset < op->window_end) {
-        struct efarm_pkt pkt;
-        uint64_t hdr, n;
-        int ret;
-
-        efarm_pkt_init(&pkt, EFARM_PKT_CTSDATA);
-        efarm_pkt_set_connid(ep, st, &pkt);
-        hdr = sizeof(struct efarm_wire_ctsdata_hdr) +
-              (pkt.flags & EFARM_PKT_FLAG_CONNID_HDR ? EFARM_OPT_FIELD_LEN : 0);
-        n = room(ep, hdr, op->window_end - op->offset);
-        efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, op->peer_op_id);
-        efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_LENGTH, n);
-        efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_OFFSET, op->offset);
-        ret = efarm_op_pkt_send(ep, op, &pkt, NULL, 0, op->buf + op->offset, n);
-        if (ret)
-            return ret;
-        op->offset += n;
-    }
-    return 0;
-}
-
-/*
- * The first packet of a peer's long emulated read (LONGCTS_RTR): a READRSP
- * with our op's id (the peer's CTS rounds name it) and the first segment.
- */
-static int build_readrsp(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
-{
-    struct efarm_pkt pkt;
-    uint64_t n;
-    int ret;
-
-    efarm_pkt_init(&pkt, EFARM_PKT_READRSP);
-    efarm_pkt_set_connid(ep, st, &pkt);
-    n = room(ep, sizeof(struct efarm_wire_readrsp_hdr), op->window_end - op->offset);
-    efarm_pkt_set(&pkt, EFARM_PKT_F_RECV_ID, op->peer_op_id);
-    efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
-    efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_LENGTH, n);
-    ret = efarm_op_pkt_send(ep, op, &pkt, NULL, 0, op->buf + op->offset, n);
-    if (ret)
-        return ret;
-    op->offset += n;
-    op->owed &= ~EFARM_OWE_REQ;
-    return build_ctsdata(ep, st, op); /* the rest of the first grant */
-}
-
-/* The read_iov of a read send: the whole registered user buffer. */
-static void read_iov(const struct efarm_op *op, uint8_t out[sizeof(struct efarm_wire_rma_iov)])
-{
-    struct efarm_rma_iov iov = {
-        .addr = (uint64_t)(uintptr_t)op->buf, .len = op->len, .key = op->mr.rkey};
-
-    efarm_rma_iov_store(out, 0, &iov);
-}
-
-static int build_longread(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
-{
-    uint8_t iov[sizeof(struct efarm_wire_rma_iov)];
-    struct efarm_pkt pkt;
-    rtw_wire_t wire;
-
-    read_iov(op, iov);
-    req_init(ep, st, op, &pkt, op->req_type, wire);
-    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, op->len);
-    efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
-    efarm_pkt_set(&pkt, EFARM_PKT_F_READ_IOV_COUNT, 1);
-    return efarm_op_pkt_send(ep, op, &pkt, iov, sizeof(iov), NULL, 0);
-}
-
-static int build_runtread(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
-{
-    uint64_t hdr = req_hdr_len(st, op) + sizeof(struct efarm_wire_rma_iov);
-    uint8_t iov[sizeof(struct efarm_wire_rma_iov)];
-
-    read_iov(op, iov);
-    while (op->offset < op->msg.runt_length) {
-        uint64_t n = room(ep, hdr, op->msg.runt_length - op->offset);
-        struct efarm_pkt pkt;
-        int ret;
-
-        req_init(ep, st, op, &pkt, op->req_type, NULL);
-        efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, op->len);
-        efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, op->id);
-        efarm_pkt_set(&pkt, EFARM_PKT_F_READ_IOV_COUNT, 1);
-        efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_OFFSET, op->offset);
-        efarm_pkt_set(&pkt, EFARM_PKT_F_RUNT_LENGTH, op->msg.runt_length);
-        ret = efarm_op_pkt_send(ep, op, &pkt, iov, sizeof(iov), op->buf + op->offset, n);
-        if (ret)
-            return ret;
-        op->offset += n;
-    }
-    return 0;
-}
-
-/*
- * Long-CTS: the REQ with the first data (none after a READ_NACK), then
- * CTSDATA for each grant. A peer's long emulated read (LONGCTS_RTR) runs on
- * it too, its first packet a READRSP.
- */
-static int build_longcts(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
-{
-    if (!(op->owed & EFARM_OWE_REQ))
-        return build_ctsdata(ep, st, op);
-    if (efarm_op_role_ops(op)->target)
-        return build_readrsp(ep, st, op);
-    return build_longcts_req(ep, st, op);
-}
-
-/*
- * The two-sided subprotocols. Read protocols have no DC types: the EOR that
- * ends them already says the data was delivered.
- */
-const struct efarm_msg_proto g_efarm_msg_protos[EFARM_PROTO_COUNT] = {
-    [EFARM_PROTO_EAGER] = {.type = {{EFARM_PKT_EAGER_MSGRTM, EFARM_PKT_EAGER_TAGRTM},
-                                    {EFARM_PKT_DC_EAGER_MSGRTM, EFARM_PKT_DC_EAGER_TAGRTM}},
-                           .counter = offsetof(struct efarm_counters, proto_eager),
-                           .whole = true,
-                           .build = build_eager},
-    [EFARM_PROTO_MEDIUM] = {.type = {{EFARM_PKT_MEDIUM_MSGRTM, EFARM_PKT_MEDIUM_TAGRTM},
-                                     {EFARM_PKT_DC_MEDIUM_MSGRTM, EFARM_PKT_DC_MEDIUM_TAGRTM}},
-                            .counter = offsetof(struct efarm_counters, proto_medium),
-                            .segmented = true,
-                            .build = build_medium},
-    [EFARM_PROTO_LONGCTS] = {.type = {{EFARM_PKT_LONGCTS_MSGRTM, EFARM_PKT_LONGCTS_TAGRTM},
-                                      {EFARM_PKT_DC_LONGCTS_MSGRTM, EFARM_PKT_DC_LONGCTS_TAGRTM}},
-                             .rtw = {EFARM_PKT_LONGCTS_RTW, EFARM_PKT_DC_LONGCTS_RTW},
-                             .counter = offsetof(struct efarm_counters, proto_longcts),
-                             .cts = true,
-                             .build = build_longcts,
-                             .rx_start = efarm_rx_start_cts},
-    [EFARM_PROTO_LONGREAD] = {.type = {{EFARM_PKT_LONGREAD_MSGRTM, EFARM_PKT_LONGREAD_TAGRTM},
-                                       {EFARM_PKT_LONGREAD_MSGRTM, EFARM_PKT_LONGREAD_TAGRTM}},
-                              .rtw = {EFARM_PKT_LONGREAD_RTW, EFARM_PKT_LONGREAD_RTW},
-                              .counter = offsetof(struct efarm_counters, proto_longread),
-                              .reads = true,
-                              .fallback = EFARM_PROTO_LONGCTS,
-                              .build = build_longread,
-                              .rx_start = efarm_rx_start_read},
-    [EFARM_PROTO_RUNTREAD] = {.type = {{EFARM_PKT_RUNTREAD_MSGRTM, EFARM_PKT_RUNTREAD_TAGRTM},
-                                       {EFARM_PKT_RUNTREAD_MSGRTM, EFARM_PKT_RUNTREAD_TAGRTM}},
-                              .counter = offsetof(struct efarm_counters, proto_runtread),
-                              .segmented = true,
-                              .reads = true,
-                              .runt = true,
-                              .fallback = EFARM_PROTO_LONGCTS,
-                              .build = build_runtread,
-                              .rx_start = efarm_rx_start_read},
+/* The rows by kind, generated from EFARM_PROTO_LIST (each row is in its subprotocol's file). */
+const struct efarm_msg_proto *const g_efarm_msg_protos[EFARM_PROTO_COUNT] = {
+#define EFARM_MSG_PROTO_ROW_(id, name, rank) [EFARM_PROTO_##id] = &efarm_msg_proto_##name,
+    EFARM_PROTO_LIST(EFARM_MSG_PROTO_ROW_)
+#undef EFARM_MSG_PROTO_ROW_
 };
+
+/* The kinds by selection rank; a rank given twice does not compile (-Woverride-init). */
+const uint8_t g_efarm_msg_proto_order[EFARM_PROTO_COUNT] = {
+#define EFARM_MSG_PROTO_RANK_(id, name, rank) [rank] = EFARM_PROTO_##id,
+    EFARM_PROTO_LIST(EFARM_MSG_PROTO_RANK_)
+#undef EFARM_MSG_PROTO_RANK_
+};
+#define EFARM_MSG_PROTO_RANK_BIT_(id, name, rank) | (1u << (rank))
+_Static_assert((0u EFARM_PROTO_LIST(EFARM_MSG_PROTO_RANK_BIT_)) == (1u << EFARM_PROTO_COUNT) - 1,
+               "EFARM_PROTO_LIST's ranks are 0 .. EFARM_PROTO_COUNT - 1, each once");
+#undef EFARM_MSG_PROTO_RANK_BIT_
 
 /* Give back the peer's runting-read budget (once). */
 static void runt_release(struct efarm_ep *ep, struct efarm_op *op)
@@ -530,7 +313,7 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
     if (in.force_proto ? proto == (enum efarm_proto_kind)(in.force_proto - 1)
                        : ep->p.force >= 0 && proto == (enum efarm_proto_kind)ep->p.force)
         ep->cnt.proto_forced++;
-    if (g_efarm_msg_protos[proto].reads) {
+    if (g_efarm_msg_protos[proto]->reads) {
         int ret = efarm_mr_cache_get(ep->mr_cache, op->buf, op->len, EFARM_DEV_ACCESS_REMOTE_READ,
                                      &op->mr);
 
@@ -538,13 +321,13 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
             /* Registration is a limited resource: the fallback (long-CTS) needs none. */
             efarm_log(EFARM_LOG_DEBUG, "cannot register %llu bytes for a read send (%s): %s",
                       (unsigned long long)op->len, efarm_strerror(ret),
-                      efarm_proto_name(g_efarm_msg_protos[proto].fallback));
+                      efarm_proto_name(g_efarm_msg_protos[proto]->fallback));
             ep->cnt.reg_fallbacks++;
             op->mr.entry = NULL;
-            proto = g_efarm_msg_protos[proto].fallback;
+            proto = g_efarm_msg_protos[proto]->fallback;
         }
     }
-    if (g_efarm_msg_protos[proto].runt) {
+    if (g_efarm_msg_protos[proto]->runt) {
         uint64_t runt = ep->p.runt_size - st->runt_bytes_in_flight;
 
         op->msg.runt_length = runt < op->len ? runt : op->len;
@@ -555,7 +338,7 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
     op->flags |= EFARM_OPF_COUNTED;
     op->msg_id = st->tx_msg_id++;
     efarm_tx_proto_set(op, proto);
-    (*(uint64_t *)((char *)&ep->cnt + g_efarm_msg_protos[proto].counter))++;
+    (*(uint64_t *)((char *)&ep->cnt + g_efarm_msg_protos[proto]->counter))++;
     if (dc)
         ep->cnt.proto_dc++;
     efarm_tx_op_work(ep, op);
@@ -635,12 +418,12 @@ tsend_eager_fast(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64
     if (len)
         memcpy(tx->buf + t->len, buf, len);
     tx->len = (uint32_t)(t->len + len);
-    tx->type = req_type(EFARM_PROTO_EAGER, true, false);
+    tx->type = efarm_msg_proto_eager.type[0][1]; /* its row itself: one load, as a table's */
     tx->peer = peer;
     tx->data_len = len;
     tx->injected = 1;
     st->sends_inflight++;
-    (*(uint64_t *)((char *)&ep->cnt + g_efarm_msg_protos[EFARM_PROTO_EAGER].counter))++;
+    (*(uint64_t *)((char *)&ep->cnt + efarm_msg_proto_eager.counter))++;
     ep->cnt.eager_fast++;
     efarm_txpkt_send(ep, tx); /* inline */
     /* Done once posted; a post that failed at once failed the peer (and was counted). */

@@ -49,6 +49,7 @@
 #include "efarm_proto.h"
 #include "efarm_time.h"
 #include "efarm_tm.h"
+#include "msg_proto.h"
 
 /* Matcher context of untagged messages: above every 16-bit MPI context. */
 #define EFARM_CTX_MSG EFARM_CTX_UNTAGGED
@@ -392,36 +393,16 @@ static inline void efarm_op_set_role(struct efarm_op *op, enum efarm_op_role rol
 }
 
 /*
- * One two-sided subprotocol (msg_send.c holds the rows, one per enum
- * efarm_proto_kind): its packet types, its counter, the facts both halves
- * read, and the steps that differ. Code outside the rows and the selection
- * rules never compares an op's subprotocol: it reads its row
+ * An op's two-sided subprotocol row (msg_proto.h). Code outside the rows
+ * never compares an op's subprotocol: it reads its row
  * (efarm_msg_proto), and an op changes subprotocol only through
  * efarm_msg_proto_set (a READ_NACK, a refused registration, a long write's
  * fallback).
  */
-struct efarm_msg_proto {
-    uint8_t type[2][2]; /* the REQ type by [dc][tagged] */
-    uint8_t rtw[2];     /* [dc]: a long one-sided write run on it (0: none runs on it) */
-    uint16_t counter;   /* messages sent with it: offset in struct efarm_counters */
-    bool whole;         /* the REQ holds the message (no msg_length field; no op to receive it
-                           unless DC) */
-    bool segmented;     /* data REQs at seg_offset: later segments join the op or record */
-    bool reads;         /* the receiver reads the sender's read_iov and answers with EOR (the
-                           sender waits for it); READ_NACK falls back to long-CTS */
-    bool runt;          /* the first runt_length bytes come in REQs (a peer's runt budget) */
-    bool cts;           /* the receiver grants the data by CTS rounds of CTSDATA */
-    uint8_t fallback;   /* reads: what a READ_NACK or a refused registration turns it into */
-    /* Sender: build and post what the op still has to send (0, -EAGAIN, an error). */
-    int (*build)(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op);
-    /* Receiver: the op matched and holds the data that came: start what follows (or NULL). */
-    void (*rx_start)(struct efarm_ep *ep, struct efarm_op *op);
-};
-extern const struct efarm_msg_proto g_efarm_msg_protos[EFARM_PROTO_COUNT];
 
 static inline const struct efarm_msg_proto *efarm_msg_proto(const struct efarm_op *op)
 {
-    return &g_efarm_msg_protos[op->proto];
+    return g_efarm_msg_protos[op->proto];
 }
 
 /* The one place an op takes or changes its two-sided subprotocol. */
@@ -1040,9 +1021,6 @@ void efarm_read_completion(struct efarm_ep *ep, struct efarm_op *op,
 void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op);
 void efarm_rx_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op);
 void efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
-/* The receiving halves of g_efarm_msg_protos: long-CTS's first CTS, the read protocols' reads. */
-void efarm_rx_start_cts(struct efarm_ep *ep, struct efarm_op *op);
-void efarm_rx_start_read(struct efarm_ep *ep, struct efarm_op *op);
 
 /* msg_send.c */
 void efarm_tx_op_work(struct efarm_ep *ep, struct efarm_op *op);

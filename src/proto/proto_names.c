@@ -14,7 +14,7 @@
 const char *efarm_proto_name(enum efarm_proto_kind proto)
 {
     static const char *const names[] = {
-#define EFARM_PROTO_NAME_(id, name) #name,
+#define EFARM_PROTO_NAME_(id, name, rank) #name,
         EFARM_PROTO_LIST(EFARM_PROTO_NAME_)
 #undef EFARM_PROTO_NAME_
     };

@@ -54,9 +54,6 @@
 
 #include "proto_internal.h"
 
-/* The margin by which medium must beat long-CTS to be chosen (see above). */
-#define EFARM_MEDIUM_HANDICAP 0.05
-
 /*
  * Measured on efasim, 2026-11-27, with its one-copy RDMA (issue 14: reads and
  * writes within a host move by one process_vm_readv/writev): the mean of two
@@ -194,15 +191,36 @@ static void profile_efasim(struct efarm_profile *pr)
     pr->reg_us_per_mib = EFASIM_REG_US_PER_MIB;
 }
 
+/* The subprotocol whose curve a profile line names (its row says it may have one), or -1. */
 static int profile_proto(const char *word)
 {
-    static const enum efarm_proto_kind curves[] = {EFARM_PROTO_MEDIUM, EFARM_PROTO_LONGCTS,
-                                                   EFARM_PROTO_LONGREAD, EFARM_PROTO_RUNTREAD};
-
-    for (unsigned i = 0; i < sizeof(curves) / sizeof(curves[0]); i++)
-        if (!strcmp(word, efarm_proto_name(curves[i])))
-            return (int)curves[i];
+    for (int k = 0; k < EFARM_PROTO_COUNT; k++)
+        if (g_efarm_msg_protos[k]->profile.curve &&
+            !strcmp(word, efarm_proto_name((enum efarm_proto_kind)k)))
+            return k;
     return -1;
+}
+
+/* "medium, longcts, longread or runtread": the names profile_proto takes. */
+static const char *profile_proto_names(char *buf, size_t size)
+{
+    unsigned n = 0, total = 0;
+    size_t len = 0;
+
+    for (int k = 0; k < EFARM_PROTO_COUNT; k++)
+        total += g_efarm_msg_protos[k]->profile.curve;
+    buf[0] = '\0';
+    for (int k = 0; k < EFARM_PROTO_COUNT && len < size; k++) {
+        if (!g_efarm_msg_protos[k]->profile.curve)
+            continue;
+        n++;
+        len += (size_t)snprintf(buf + len, size - len, "%s%s",
+                                n == 1       ? ""
+                                : n == total ? " or "
+                                             : ", ",
+                                efarm_proto_name((enum efarm_proto_kind)k));
+    }
+    return buf;
 }
 
 static int profile_file(const char *path, struct efarm_profile *pr)
@@ -247,11 +265,14 @@ static int profile_file(const char *path, struct efarm_profile *pr)
                 (uint8_t)(proto | (stream ? EFARM_PROFILE_STREAM : 0)), size, a};
             nlatency += !stream;
         } else {
+            char names[128];
+
             efarm_log(EFARM_LOG_ERROR,
                       "EFARM_PROFILE=%s line %u: expected 'name NAME', 'register BASE_US "
-                      "US_PER_MIB', 'PROTO SIZE US' or 'stream PROTO SIZE US' (PROTO medium, "
-                      "longcts, longread or runtread; sizes and costs positive; at most %d points)",
-                      path, lineno, EFARM_PROFILE_MAX_POINTS);
+                      "US_PER_MIB', 'PROTO SIZE US' or 'stream PROTO SIZE US' (PROTO %s; sizes "
+                      "and costs positive; at most %d points)",
+                      path, lineno, profile_proto_names(names, sizeof(names)),
+                      EFARM_PROFILE_MAX_POINTS);
             fclose(f);
             return -EINVAL;
         }
@@ -356,7 +377,7 @@ static double race_cost(const struct race *r, int proto, double size)
 {
     double c = efarm_profile_cost(r->pr, proto | r->curve, size);
 
-    if (r->cold && g_efarm_msg_protos[proto].reads)
+    if (r->cold && g_efarm_msg_protos[proto]->reads)
         c += reg_cost(r->pr, size);
     return c;
 }
@@ -457,38 +478,57 @@ static bool has_curve(const struct efarm_profile *pr, int proto)
     return n >= 2;
 }
 
+/* A threshold a row names (EFARM_THR), in t; NULL for none. */
+static uint64_t *thr_of(struct efarm_thresholds *t, uint16_t thr)
+{
+    return thr ? (uint64_t *)((char *)t + thr - 1) : NULL;
+}
+
 /*
  * The thresholds of one set of curves (latency, or with curve =
- * EFARM_PROFILE_STREAM the stream curves); each stays as it is in *t when
- * its curves are missing.
+ * EFARM_PROFILE_STREAM the stream curves), each from its subprotocol's
+ * profile rule (msg_proto.h), in the order of the kinds: a threshold copied
+ * from another kind's (fallback_from) is derived by then. Each stays as it
+ * is in *t when the curves it needs are missing.
  */
 static void derive_curves(const struct efarm_profile *pr, uint8_t curve, uint64_t from,
-                          uint64_t *medium_max, uint64_t *read_min, uint64_t *read_min_cold,
-                          uint64_t *runt_min)
+                          struct efarm_thresholds *t)
 {
-    const uint32_t bit_medium = 1u << EFARM_PROTO_MEDIUM, bit_longcts = 1u << EFARM_PROTO_LONGCTS,
-                   bit_longread = 1u << EFARM_PROTO_LONGREAD;
-    bool medium = has_curve(pr, EFARM_PROTO_MEDIUM | curve),
-         longcts = has_curve(pr, EFARM_PROTO_LONGCTS | curve);
+    const unsigned set = curve ? 1 : 0;
+    uint32_t have = 0;
 
-    if (medium && longcts) {
-        struct race r = {pr, EFARM_PROTO_MEDIUM, curve, bit_longcts, false, EFARM_MEDIUM_HANDICAP};
+    for (int k = 0; k < EFARM_PROTO_COUNT; k++)
+        if (has_curve(pr, k | curve))
+            have |= 1u << k;
+    for (int k = 0; k < EFARM_PROTO_COUNT; k++) {
+        const struct efarm_profile_rule *pf = &g_efarm_msg_protos[k]->profile;
+        uint64_t *warm = thr_of(t, pf->thr[set][0]), *cold = thr_of(t, pf->thr[set][1]);
+        uint32_t rivals = pf->rivals & have;
 
-        *medium_max = wins_until(&r, from);
-    }
-    if (has_curve(pr, EFARM_PROTO_LONGREAD | curve)) {
-        uint32_t rivals = (medium ? bit_medium : 0) | (longcts ? bit_longcts : 0);
-        struct race warm = {pr, EFARM_PROTO_LONGREAD, curve, rivals, false, 0};
-        struct race cold = {pr, EFARM_PROTO_LONGREAD, curve, rivals, true, 0};
+        if (pf->race == EFARM_RACE_NONE || warm == NULL || (pf->needs & ~have))
+            continue;
+        if (!(have & (1u << k))) {
+            uint64_t *src =
+                pf->fallback_from
+                    ? thr_of(t, g_efarm_msg_protos[pf->fallback_from - 1]->profile.thr[set][0])
+                    : NULL;
 
-        *read_min = rivals ? wins_from(&warm, from) : from;
-        *read_min_cold = rivals ? wins_from(&cold, from) : from;
-        if (runt_min && has_curve(pr, EFARM_PROTO_RUNTREAD | curve)) {
-            struct race runt = {pr, EFARM_PROTO_RUNTREAD, curve, bit_longread | rivals, false, 0};
+            if (src)
+                *warm = *src;
+            continue;
+        }
+        if (pf->race == EFARM_RACE_UNTIL) {
+            struct race r = {pr, k, curve, rivals, false, pf->handicap};
 
-            *runt_min = wins_from(&runt, from);
-        } else if (runt_min) {
-            *runt_min = *read_min;
+            if (rivals)
+                *warm = wins_until(&r, from);
+        } else {
+            struct race w = {pr, k, curve, rivals, false, pf->handicap};
+            struct race c = {pr, k, curve, rivals, true, pf->handicap};
+
+            *warm = rivals ? wins_from(&w, from) : from;
+            if (cold)
+                *cold = rivals ? wins_from(&c, from) : from;
         }
     }
 }
@@ -502,7 +542,7 @@ void efarm_profile_derive(const struct efarm_profile *pr, uint64_t one_packet,
     t->read_min = pr->fixed_read_min;
     t->read_min_cold = pr->fixed_read_min;
     t->runt_min = pr->fixed_runt_min;
-    derive_curves(pr, 0, from, &t->medium_max, &t->read_min, &t->read_min_cold, &t->runt_min);
+    derive_curves(pr, 0, from, t);
     /*
      * In a stream (runting read carries only a window's first message: no
      * curve of its own): without stream curves, no medium bound of its own
@@ -511,6 +551,5 @@ void efarm_profile_derive(const struct efarm_profile *pr, uint64_t one_packet,
     t->medium_max_stream = UINT64_MAX;
     t->read_min_stream = t->read_min;
     t->read_min_stream_cold = t->read_min_cold;
-    derive_curves(pr, EFARM_PROFILE_STREAM, from, &t->medium_max_stream, &t->read_min_stream,
-                  &t->read_min_stream_cold, NULL);
+    derive_curves(pr, EFARM_PROFILE_STREAM, from, t);
 }

@@ -48,49 +48,15 @@
 #include "efarm_text.h"
 #include "proto_internal.h"
 
-enum sel_bound { SEL_NONE, SEL_EAGER_FIT, SEL_MEDIUM_MAX, SEL_READ_MIN, SEL_RUNT_MIN };
-
-/* Conditions of a rule. */
-#define SEL_NEED_READ   0x01u /* both sides negotiated RDMA read */
-#define SEL_NEED_RUNT   0x02u /* both sides negotiated runting read */
-#define SEL_NO_DC       0x04u /* not for delivery-complete sends */
-#define SEL_IDLE_READS  0x08u /* no RDMA read in flight on this endpoint */
-#define SEL_READ_SLOT   0x10u /* a read slot is free (EFARM_MAX_READS) */
-#define SEL_RUNT_BUDGET 0x20u /* the peer's runt bytes in flight leave room (EFARM_RUNT_SIZE) */
-#define SEL_FANIN       0x40u /* len x peers within EFARM_UNEXP_BYTES */
-/* What runting read needs now (its rule's conditions; medium's bound asks them too). */
-#define SEL_RUNT_NEED (SEL_NEED_READ | SEL_NEED_RUNT | SEL_NO_DC | SEL_IDLE_READS | SEL_RUNT_BUDGET)
-
-/* What one packet decides, whatever the tunables say. */
-enum sel_fit { FIT_ANY, FIT_ONE_PKT, FIT_BEYOND_PKT, FIT_NONEMPTY };
-
-struct sel_rule {
-    uint8_t proto;
-    uint8_t min_len; /* enum sel_bound: len >= this */
-    uint8_t max_len; /* enum sel_bound: len <= this */
-    uint8_t need;
-    uint8_t fit;         /* enum sel_fit: what must hold even when EFARM_PROTO forces it */
-    uint8_t need_forced; /* the conditions that still hold when forced (the rest are policy) */
-};
-
-static const struct sel_rule g_rules[] = {
-    {.proto = EFARM_PROTO_EAGER, .max_len = SEL_EAGER_FIT, .fit = FIT_ONE_PKT},
-    {.proto = EFARM_PROTO_MEDIUM,
-     .max_len = SEL_MEDIUM_MAX,
-     .need = SEL_FANIN,
-     .fit = FIT_NONEMPTY},
-    {.proto = EFARM_PROTO_RUNTREAD,
-     .min_len = SEL_RUNT_MIN,
-     .need = SEL_RUNT_NEED,
-     .fit = FIT_BEYOND_PKT,
-     .need_forced = SEL_NEED_READ | SEL_NEED_RUNT | SEL_NO_DC | SEL_RUNT_BUDGET},
-    {.proto = EFARM_PROTO_LONGREAD,
-     .min_len = SEL_READ_MIN,
-     .need = SEL_NEED_READ | SEL_READ_SLOT,
-     .fit = FIT_BEYOND_PKT,
-     .need_forced = SEL_NEED_READ | SEL_READ_SLOT},
-    {.proto = EFARM_PROTO_LONGCTS, .fit = FIT_BEYOND_PKT},
-};
+/*
+ * The rules are the rows' (msg_proto.h: each subprotocol's file holds its
+ * rule), tried in EFARM_PROTO_LIST's rank order; the bounds and conditions
+ * they name are resolved here.
+ */
+static const struct efarm_sel_rule *rule_of(unsigned kind)
+{
+    return &g_efarm_msg_protos[kind]->select;
+}
 
 uint64_t efarm_select_read_min(const struct efarm_ep_params *p, const struct efarm_select_in *in)
 {
@@ -109,30 +75,30 @@ static uint64_t runt_min(const struct efarm_ep_params *p, const struct efarm_sel
 }
 
 static uint64_t bound(const struct efarm_ep_params *p, const struct efarm_select_in *in,
-                      enum sel_bound b, uint64_t none)
+                      enum efarm_sel_bound b, uint64_t none)
 {
     uint64_t v;
 
     switch (b) {
-    case SEL_EAGER_FIT:
+    case EFARM_SEL_EAGER_FIT:
         return efarm_select_eager_max(p, in->eager_fit);
-    case SEL_MEDIUM_MAX:
+    case EFARM_SEL_MEDIUM_MAX:
         /*
          * A read protocol this send may use takes over from its threshold:
          * long-read's whenever the peer reads, runting read's when its
          * conditions hold now.
          */
         v = in->peer_rdma_read ? efarm_select_read_min(p, in) : UINT64_MAX;
-        if (!failed_condition(p, in, SEL_RUNT_NEED) && runt_min(p, in) < v)
+        if (!failed_condition(p, in, EFARM_SEL_RUNT_NEED) && runt_min(p, in) < v)
             v = runt_min(p, in);
         v = v - 1 < p->medium_max ? v - 1 : p->medium_max;
         /* A stream to this peer: the receiver-paced protocols move it faster. */
         if (in->peer_sends && p->medium_max_stream < v)
             v = p->medium_max_stream;
         return v;
-    case SEL_READ_MIN:
+    case EFARM_SEL_READ_MIN:
         return efarm_select_read_min(p, in);
-    case SEL_RUNT_MIN:
+    case EFARM_SEL_RUNT_MIN:
         return runt_min(p, in);
     default:
         return none;
@@ -140,25 +106,25 @@ static uint64_t bound(const struct efarm_ep_params *p, const struct efarm_select
 }
 
 /* What bound b (of value v) is, in words. */
-static const char *bound_name(const struct efarm_ep_params *p, enum sel_bound b,
+static const char *bound_name(const struct efarm_ep_params *p, enum efarm_sel_bound b,
                               const struct efarm_select_in *in, uint64_t v)
 {
     switch (b) {
-    case SEL_EAGER_FIT:
+    case EFARM_SEL_EAGER_FIT:
         return "one packet (or EFARM_EAGER_MAX)";
-    case SEL_MEDIUM_MAX:
+    case EFARM_SEL_MEDIUM_MAX:
         if (in->peer_sends && v == p->medium_max_stream)
             return "medium max with sends in flight to the peer (EFARM_MEDIUM_MAX_STREAM)";
         return in->peer_rdma_read ? "medium max (EFARM_MEDIUM_MAX, below the read thresholds)"
                                   : "medium max (EFARM_MEDIUM_MAX)";
-    case SEL_READ_MIN:
+    case EFARM_SEL_READ_MIN:
         if (in->peer_sends)
             return in->buf_cold ? "read min with sends in flight, unregistered buffer "
                                   "(EFARM_READ_MIN_STREAM)"
                                 : "read min with sends in flight (EFARM_READ_MIN_STREAM)";
         return in->buf_cold ? "read min for an unregistered buffer (EFARM_READ_MIN_UNREG)"
                             : "read min (EFARM_READ_MIN)";
-    case SEL_RUNT_MIN:
+    case EFARM_SEL_RUNT_MIN:
         return "runting-read min (EFARM_RUNT_MIN)";
     default:
         return "";
@@ -169,20 +135,20 @@ static const char *bound_name(const struct efarm_ep_params *p, enum sel_bound b,
 static uint32_t failed_condition(const struct efarm_ep_params *p, const struct efarm_select_in *in,
                                  uint32_t need)
 {
-    if ((need & SEL_NEED_READ) && !in->peer_rdma_read)
-        return SEL_NEED_READ;
-    if ((need & SEL_NEED_RUNT) && !in->peer_runt_read)
-        return SEL_NEED_RUNT;
-    if ((need & SEL_NO_DC) && (in->flags & EFARM_SEND_DC))
-        return SEL_NO_DC;
-    if ((need & SEL_IDLE_READS) && in->reads_inflight != 0)
-        return SEL_IDLE_READS;
-    if ((need & SEL_READ_SLOT) && in->reads_inflight >= p->max_reads)
-        return SEL_READ_SLOT;
-    if ((need & SEL_RUNT_BUDGET) && in->runt_bytes_in_flight >= p->runt_size)
-        return SEL_RUNT_BUDGET;
-    if ((need & SEL_FANIN) && in->npeers > 1 && in->len > p->unexp_bytes / in->npeers)
-        return SEL_FANIN;
+    if ((need & EFARM_SEL_NEED_READ) && !in->peer_rdma_read)
+        return EFARM_SEL_NEED_READ;
+    if ((need & EFARM_SEL_NEED_RUNT) && !in->peer_runt_read)
+        return EFARM_SEL_NEED_RUNT;
+    if ((need & EFARM_SEL_NO_DC) && (in->flags & EFARM_SEND_DC))
+        return EFARM_SEL_NO_DC;
+    if ((need & EFARM_SEL_IDLE_READS) && in->reads_inflight != 0)
+        return EFARM_SEL_IDLE_READS;
+    if ((need & EFARM_SEL_READ_SLOT) && in->reads_inflight >= p->max_reads)
+        return EFARM_SEL_READ_SLOT;
+    if ((need & EFARM_SEL_RUNT_BUDGET) && in->runt_bytes_in_flight >= p->runt_size)
+        return EFARM_SEL_RUNT_BUDGET;
+    if ((need & EFARM_SEL_FANIN) && in->npeers > 1 && in->len > p->unexp_bytes / in->npeers)
+        return EFARM_SEL_FANIN;
     return 0;
 }
 
@@ -196,25 +162,25 @@ static void why_condition(struct efarm_text *w, const struct efarm_ep_params *p,
                           const struct efarm_select_in *in, uint32_t cond)
 {
     switch (cond) {
-    case SEL_NEED_READ:
+    case EFARM_SEL_NEED_READ:
         efarm_text_add(w, "no RDMA read on both sides");
         break;
-    case SEL_NEED_RUNT:
+    case EFARM_SEL_NEED_RUNT:
         efarm_text_add(w, "no runting read on both sides");
         break;
-    case SEL_NO_DC:
+    case EFARM_SEL_NO_DC:
         efarm_text_add(w, "delivery complete (ssend)");
         break;
-    case SEL_IDLE_READS:
+    case EFARM_SEL_IDLE_READS:
         efarm_text_add(w, "%u reads in flight", in->reads_inflight);
         break;
-    case SEL_READ_SLOT:
+    case EFARM_SEL_READ_SLOT:
         efarm_text_add(w, "all %u read slots busy (EFARM_MAX_READS)", p->max_reads);
         break;
-    case SEL_RUNT_BUDGET:
+    case EFARM_SEL_RUNT_BUDGET:
         efarm_text_add(w, "runt budget used (EFARM_RUNT_SIZE)");
         break;
-    case SEL_FANIN:
+    case EFARM_SEL_FANIN:
         efarm_text_add(w, "%u peers x %llu B > EFARM_UNEXP_BYTES %llu", in->npeers,
                        (unsigned long long)in->len, (unsigned long long)p->unexp_bytes);
         break;
@@ -222,21 +188,20 @@ static void why_condition(struct efarm_text *w, const struct efarm_ep_params *p,
         break;
     }
 }
+
 bool efarm_proto_legal(const struct efarm_ep_params *p, const struct efarm_select_in *in,
                        enum efarm_proto_kind proto)
 {
-    for (unsigned i = 0; i < sizeof(g_rules) / sizeof(g_rules[0]); i++) {
-        const struct sel_rule *r = &g_rules[i];
+    const struct efarm_sel_rule *r;
 
-        if (r->proto != proto)
-            continue;
-        if ((r->fit == FIT_ONE_PKT && in->len > in->eager_fit) ||
-            (r->fit == FIT_BEYOND_PKT && in->len <= in->eager_fit) ||
-            (r->fit == FIT_NONEMPTY && in->len == 0))
-            return false;
-        return conditions_hold(p, in, r->need_forced);
-    }
-    return false;
+    if ((unsigned)proto >= EFARM_PROTO_COUNT)
+        return false;
+    r = rule_of(proto);
+    if ((r->fit == EFARM_FIT_ONE_PKT && in->len > in->eager_fit) ||
+        (r->fit == EFARM_FIT_BEYOND_PKT && in->len <= in->eager_fit) ||
+        (r->fit == EFARM_FIT_NONEMPTY && in->len == 0))
+        return false;
+    return conditions_hold(p, in, r->need_forced);
 }
 
 static enum efarm_proto_kind select_impl(const struct efarm_ep_params *p,
@@ -255,18 +220,19 @@ static enum efarm_proto_kind select_impl(const struct efarm_ep_params *p,
         efarm_text_add(w, "forced by EFARM_PROTO");
         return (enum efarm_proto_kind)p->force;
     }
-    for (unsigned i = 0; i < sizeof(g_rules) / sizeof(g_rules[0]); i++) {
-        const struct sel_rule *r = &g_rules[i];
+    for (unsigned i = 0; i < EFARM_PROTO_COUNT; i++) {
+        const enum efarm_proto_kind kind = (enum efarm_proto_kind)g_efarm_msg_proto_order[i];
+        const struct efarm_sel_rule *r = rule_of(kind);
         uint64_t lo = bound(p, in, r->min_len, 0), hi = bound(p, in, r->max_len, UINT64_MAX);
         uint32_t failed;
 
         if (in->len < lo || in->len > hi) {
             if (w && lo == UINT64_MAX)
-                efarm_text_add(w, "not %s: never (%s); ", efarm_proto_name(r->proto),
+                efarm_text_add(w, "not %s: never (%s); ", efarm_proto_name(kind),
                                bound_name(p, r->min_len, in, lo));
             else if (w && (r->min_len || r->max_len) &&
-                     !(in->len > hi && r->max_len == SEL_EAGER_FIT))
-                efarm_text_add(w, "not %s: %s %llu; ", efarm_proto_name(r->proto),
+                     !(in->len > hi && r->max_len == EFARM_SEL_EAGER_FIT))
+                efarm_text_add(w, "not %s: %s %llu; ", efarm_proto_name(kind),
                                in->len < lo ? bound_name(p, r->min_len, in, lo)
                                             : bound_name(p, r->max_len, in, hi),
                                (unsigned long long)(in->len < lo ? lo : hi));
@@ -275,22 +241,23 @@ static enum efarm_proto_kind select_impl(const struct efarm_ep_params *p,
         failed = failed_condition(p, in, r->need);
         if (!failed) {
             if (w && r->min_len)
-                efarm_text_add(w, "%s from %s %llu", efarm_proto_name(r->proto),
+                efarm_text_add(w, "%s from %s %llu", efarm_proto_name(kind),
                                bound_name(p, r->min_len, in, lo), (unsigned long long)lo);
             else if (w && r->max_len)
-                efarm_text_add(w, "%s up to %s %llu", efarm_proto_name(r->proto),
+                efarm_text_add(w, "%s up to %s %llu", efarm_proto_name(kind),
                                bound_name(p, r->max_len, in, hi), (unsigned long long)hi);
             else
-                efarm_text_add(w, "%s: nothing else applies", efarm_proto_name(r->proto));
-            return (enum efarm_proto_kind)r->proto;
+                efarm_text_add(w, "%s: nothing else applies", efarm_proto_name(kind));
+            return kind;
         }
         if (w) {
-            efarm_text_add(w, "not %s: ", efarm_proto_name(r->proto));
+            efarm_text_add(w, "not %s: ", efarm_proto_name(kind));
             why_condition(w, p, in, failed);
             efarm_text_add(w, "; ");
         }
     }
-    return EFARM_PROTO_LONGCTS;
+    /* Unreached: the last rule has no bound nor condition (test_pkt_rows checks it). */
+    return (enum efarm_proto_kind)g_efarm_msg_proto_order[EFARM_PROTO_COUNT - 1];
 }
 
 enum efarm_proto_kind efarm_proto_select(const struct efarm_ep_params *p,

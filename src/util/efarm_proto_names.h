@@ -8,13 +8,18 @@
 #ifndef EFARM_PROTO_NAMES_H
 #define EFARM_PROTO_NAMES_H
 
-/* The two-sided subprotocols, in the order the selection table tries them. X(ID, name). */
-#define EFARM_PROTO_LIST(X) \
-    X(EAGER, eager)         \
-    X(MEDIUM, medium)       \
-    X(LONGCTS, longcts)     \
-    X(LONGREAD, longread)   \
-    X(RUNTREAD, runtread)
+/*
+ * The two-sided subprotocols. X(ID, name, rank): the list's order is their
+ * numbers (enum efarm_proto_kind, efarm_protocol's number - 1); rank is where
+ * selection tries each (0 first; each rank once). Each has its row
+ * efarm_msg_proto_<name>, defined in its own file (src/proto/msg_proto.h).
+ */
+#define EFARM_PROTO_LIST(X)  \
+    X(EAGER, eager, 0)       \
+    X(MEDIUM, medium, 1)     \
+    X(LONGCTS, longcts, 4)   \
+    X(LONGREAD, longread, 3) \
+    X(RUNTREAD, runtread, 2)
 
 /*
  * One-sided subprotocols: writes, reads, atomics (rma.c has the tables:
@@ -36,12 +41,12 @@
     X(COMPARE_RTA, compare_rta, N, "compare atomic: COMPARE_RTA answered by ATOMRSP")
 
 /* The values the forcing tunables accept, as their tables write them: "auto|eager|...". */
-#define EFARM_PROTO_NAME_ALT_(id, name) "|" #name
-#define EFARM_PROTO_NAMES               "auto" EFARM_PROTO_LIST(EFARM_PROTO_NAME_ALT_)
+#define EFARM_PROTO_NAME_ALT_(id, name, rank) "|" #name
+#define EFARM_PROTO_NAMES                     "auto" EFARM_PROTO_LIST(EFARM_PROTO_NAME_ALT_)
 /* The same for a message: "auto, eager, ...". */
-#define EFARM_PROTO_NAME_TEXT_(id, name) ", " #name
-#define EFARM_PROTO_NAMES_TEXT           "auto" EFARM_PROTO_LIST(EFARM_PROTO_NAME_TEXT_)
-#define EFARM_RMA_FORCE_ALT_F_(name)     "|" #name
+#define EFARM_PROTO_NAME_TEXT_(id, name, rank) ", " #name
+#define EFARM_PROTO_NAMES_TEXT                 "auto" EFARM_PROTO_LIST(EFARM_PROTO_NAME_TEXT_)
+#define EFARM_RMA_FORCE_ALT_F_(name)           "|" #name
 #define EFARM_RMA_FORCE_ALT_N_(name)
 #define EFARM_RMA_FORCE_ALT_(id, name, force, doc) EFARM_RMA_FORCE_ALT_##force##_(name)
 #define EFARM_RMA_FORCE_NAMES                      "auto" EFARM_RMA_PROTO_LIST(EFARM_RMA_FORCE_ALT_)

@@ -131,12 +131,12 @@ EFARM_TEST(msg_proto_rows)
     unsigned whole = 0, reads = 0, cts = 0;
 
     for (unsigned p = 0; p < EFARM_PROTO_COUNT; p++) {
-        const struct efarm_msg_proto *mp = &g_efarm_msg_protos[p];
+        const struct efarm_msg_proto *mp = g_efarm_msg_protos[p];
 
         efarm_test_context("subprotocol %s", efarm_proto_name((enum efarm_proto_kind)p));
         EXPECT_TRUE(mp->build != NULL);
         for (unsigned q = 0; q < p; q++)
-            EXPECT_TRUE(g_efarm_msg_protos[q].counter != mp->counter); /* one counter each */
+            EXPECT_TRUE(g_efarm_msg_protos[q]->counter != mp->counter); /* one counter each */
         for (unsigned dc = 0; dc < 2; dc++) {
             for (unsigned tagged = 0; tagged < 2; tagged++) {
                 uint8_t t = mp->type[dc][tagged];
@@ -164,7 +164,7 @@ EFARM_TEST(msg_proto_rows)
         /* Only what the receiver grants by CTS or reads needs a step once matched. */
         EXPECT_EQ(mp->rx_start != NULL, mp->cts || mp->reads);
         if (mp->reads) {
-            const struct efarm_msg_proto *fb = &g_efarm_msg_protos[mp->fallback];
+            const struct efarm_msg_proto *fb = g_efarm_msg_protos[mp->fallback];
 
             EXPECT_TRUE(mp->fallback < EFARM_PROTO_COUNT && fb->cts && !fb->reads);
         }
@@ -174,6 +174,60 @@ EFARM_TEST(msg_proto_rows)
     }
     efarm_test_context("totals");
     EXPECT_TRUE(whole == 1 && cts == 1 && reads == 2);
+}
+
+/*
+ * The rows' selection and profile rules (msg_proto.h): selection tries the
+ * kinds in rank order and its last rule takes whatever is left; a profile
+ * rule names real thresholds, races only rivals that may have curves, and
+ * copies only a threshold derived before its own.
+ */
+EFARM_TEST(msg_proto_rules)
+{
+    const struct efarm_sel_rule *last =
+        &g_efarm_msg_protos[g_efarm_msg_proto_order[EFARM_PROTO_COUNT - 1]]->select;
+    unsigned seen = 0, races = 0;
+
+    for (unsigned i = 0; i < EFARM_PROTO_COUNT; i++)
+        seen |= 1u << g_efarm_msg_proto_order[i];
+    EXPECT_EQ(seen, (1u << EFARM_PROTO_COUNT) - 1);
+    EXPECT_TRUE(last->min_len == EFARM_SEL_NONE && last->max_len == EFARM_SEL_NONE &&
+                last->need == 0);
+    for (unsigned p = 0; p < EFARM_PROTO_COUNT; p++) {
+        const struct efarm_msg_proto *mp = g_efarm_msg_protos[p];
+        const struct efarm_profile_rule *pf = &mp->profile;
+
+        efarm_test_context("subprotocol %s", efarm_proto_name((enum efarm_proto_kind)p));
+        /* What is forced still meets its facts: forced conditions are a part of the rule's. */
+        EXPECT_EQ(mp->select.need_forced & ~mp->select.need, 0);
+        EXPECT_TRUE(mp->select.fit != EFARM_FIT_ANY);
+        for (unsigned set = 0; set < 2; set++)
+            for (unsigned cold = 0; cold < 2; cold++) {
+                unsigned t = pf->thr[set][cold];
+
+                EXPECT_TRUE(t == 0 || ((t - 1) % sizeof(uint64_t) == 0 &&
+                                       t - 1 < sizeof(struct efarm_thresholds)));
+                /* Only a read protocol pays a registration: only it has a cold threshold. */
+                if (cold && t)
+                    EXPECT_TRUE(mp->reads && pf->thr[set][0] != 0);
+            }
+        if (pf->race != EFARM_RACE_NONE) {
+            races++;
+            EXPECT_TRUE(pf->curve && pf->thr[0][0] != 0 && pf->rivals != 0);
+            EXPECT_EQ(pf->rivals & (1u << p), 0);
+            for (unsigned q = 0; q < EFARM_PROTO_COUNT; q++)
+                if (pf->rivals & (1u << q))
+                    EXPECT_TRUE(g_efarm_msg_protos[q]->profile.curve);
+        }
+        if (pf->fallback_from) {
+            const struct efarm_msg_proto *src = g_efarm_msg_protos[pf->fallback_from - 1];
+
+            EXPECT_TRUE(pf->fallback_from - 1u < p && src->profile.thr[0][0] != 0);
+            EXPECT_TRUE(pf->needs & (1u << (pf->fallback_from - 1)));
+        }
+    }
+    efarm_test_context("totals");
+    EXPECT_EQ(races, 3);
 }
 
 /*
