@@ -118,6 +118,8 @@ EFARM_PROTO_LIST(EFARM_MSG_PROTO_DECLARE_)
 extern const struct efarm_msg_proto *const g_efarm_msg_protos[EFARM_PROTO_COUNT];
 
 /* The kinds in the order selection tries them (EFARM_PROTO_LIST's rank column). */
-extern const uint8_t g_efarm_msg_proto_order[EFARM_PROTO_COUNT];
+extern uint8_t g_efarm_msg_proto_order[EFARM_PROTO_COUNT];
+/* A kind's rank in EFARM_PROTO_LIST. */
+uint8_t efarm_msg_proto_rank(enum efarm_proto_kind kind);
 
 #endif /* EFARM_MSG_PROTO_H */

@@ -142,16 +142,33 @@ const struct efarm_msg_proto *const g_efarm_msg_protos[EFARM_PROTO_COUNT] = {
 #undef EFARM_MSG_PROTO_ROW_
 };
 
-/* The kinds by selection rank; a rank given twice does not compile (-Woverride-init). */
-const uint8_t g_efarm_msg_proto_order[EFARM_PROTO_COUNT] = {
-#define EFARM_MSG_PROTO_RANK_(id, name, rank) [rank] = EFARM_PROTO_##id,
+/* EFARM_PROTO_LIST's rank column, by kind. */
+static const uint8_t g_rank[EFARM_PROTO_COUNT] = {
+#define EFARM_MSG_PROTO_RANK_(id, name, rank) [EFARM_PROTO_##id] = rank,
     EFARM_PROTO_LIST(EFARM_MSG_PROTO_RANK_)
 #undef EFARM_MSG_PROTO_RANK_
 };
-#define EFARM_MSG_PROTO_RANK_BIT_(id, name, rank) | (1u << (rank))
-_Static_assert((0u EFARM_PROTO_LIST(EFARM_MSG_PROTO_RANK_BIT_)) == (1u << EFARM_PROTO_COUNT) - 1,
-               "EFARM_PROTO_LIST's ranks are 0 .. EFARM_PROTO_COUNT - 1, each once");
-#undef EFARM_MSG_PROTO_RANK_BIT_
+
+/* The kinds by rank, sorted once as the library loads (test_pkt_rows checks the ranks). */
+uint8_t g_efarm_msg_proto_order[EFARM_PROTO_COUNT];
+
+__attribute__((constructor)) static void msg_proto_order_init(void)
+{
+    for (unsigned k = 0; k < EFARM_PROTO_COUNT; k++) {
+        unsigned i = k;
+
+        while (i > 0 && g_rank[g_efarm_msg_proto_order[i - 1]] > g_rank[k]) {
+            g_efarm_msg_proto_order[i] = g_efarm_msg_proto_order[i - 1];
+            i--;
+        }
+        g_efarm_msg_proto_order[i] = (uint8_t)k;
+    }
+}
+
+uint8_t efarm_msg_proto_rank(enum efarm_proto_kind kind)
+{
+    return g_rank[kind];
+}
 
 /* Give back the peer's runting-read budget (once). */
 static void runt_release(struct efarm_ep *ep, struct efarm_op *op)

@@ -10,16 +10,17 @@
 
 /*
  * The two-sided subprotocols. X(ID, name, rank): the list's order is their
- * numbers (enum efarm_proto_kind, efarm_protocol's number - 1); rank is where
- * selection tries each (0 first; each rank once). Each has its row
- * efarm_msg_proto_<name>, defined in its own file (src/proto/msg_proto.h).
+ * numbers (enum efarm_proto_kind, efarm_protocol's number - 1); selection
+ * tries them by rank, lowest first (each rank once; gaps leave room for a new
+ * one between two). Each has its row efarm_msg_proto_<name>, defined in its
+ * own file (src/proto/msg_proto.h).
  */
-#define EFARM_PROTO_LIST(X)  \
-    X(EAGER, eager, 0)       \
-    X(MEDIUM, medium, 1)     \
-    X(LONGCTS, longcts, 4)   \
-    X(LONGREAD, longread, 3) \
-    X(RUNTREAD, runtread, 2)
+#define EFARM_PROTO_LIST(X)   \
+    X(EAGER, eager, 10)       \
+    X(MEDIUM, medium, 20)     \
+    X(LONGCTS, longcts, 90)   \
+    X(LONGREAD, longread, 40) \
+    X(RUNTREAD, runtread, 30)
 
 /*
  * One-sided subprotocols: writes, reads, atomics (rma.c has the tables:

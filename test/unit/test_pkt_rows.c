@@ -188,8 +188,13 @@ EFARM_TEST(msg_proto_rules)
         &g_efarm_msg_protos[g_efarm_msg_proto_order[EFARM_PROTO_COUNT - 1]]->select;
     unsigned seen = 0, races = 0;
 
-    for (unsigned i = 0; i < EFARM_PROTO_COUNT; i++)
+    for (unsigned i = 0; i < EFARM_PROTO_COUNT; i++) {
         seen |= 1u << g_efarm_msg_proto_order[i];
+        /* Strictly ascending: each rank once. */
+        if (i > 0)
+            EXPECT_TRUE(efarm_msg_proto_rank(g_efarm_msg_proto_order[i - 1]) <
+                        efarm_msg_proto_rank(g_efarm_msg_proto_order[i]));
+    }
     EXPECT_EQ(seen, (1u << EFARM_PROTO_COUNT) - 1);
     EXPECT_TRUE(last->min_len == EFARM_SEL_NONE && last->max_len == EFARM_SEL_NONE &&
                 last->need == 0);
