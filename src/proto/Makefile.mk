@@ -31,6 +31,7 @@ libefarm_la_SOURCES += \
 	src/proto/msg_read.c \
 	src/proto/msg_fast_inline.h \
 	src/proto/msg_recv.c \
+	src/proto/rma_proto.h \
 	src/proto/rma.c \
 	src/proto/rma_long.c \
 	src/proto/rma_target.c \

@@ -4,9 +4,9 @@
  *
  * Every operation waits for the peer's HANDSHAKE (it says whether the peer
  * has RDMA read and write, and the ops that take msg_ids must keep the order
- * of those waiting before them), then picks its subprotocol from the rule
- * table below. What each subprotocol sends and what completes it are rows
- * of g_efarm_rma_protos:
+ * of those waiting before them), then picks its subprotocol by the rules of
+ * the rows below. What each subprotocol sends and what completes it are the
+ * other columns of its row in g_efarm_rma_protos (rma_proto.h):
  *   direct write/read  RDMA work requests of at most the device's
  *                      max_rdma_size, split where the remote ranges split;
  *                      done when the device completes them all;
@@ -39,49 +39,66 @@
 
 #include "efarm_rma.h"
 #include "proto_internal.h"
+#include "rma_proto.h"
 
 #define RMA_WR_MAX (256ull << 20) /* one RDMA WR at most; keeps its length in the wr_id */
 
-/* How a subprotocol moves data and what completes it. */
-static const struct rma_proto_info {
-    uint8_t type, dc_type; /* REQ packet types (0: direct RDMA) */
-    uint8_t rsp_type;      /* READRSP/ATOMRSP answering each segment (0: none) */
-    bool direct;           /* device RDMA by this endpoint */
-    bool to_target;        /* data flows to the target (write, atomics) */
-    bool elements;         /* segments hold whole atomic elements */
-    bool compare;          /* each segment carries the compare values after the operands */
-    uint8_t reg;           /* the local buffer is registered with these EFARM_DEV_ACCESS_* + 1
-                              (0: no registration) */
-    uint8_t role;          /* EFARM_OP_RMA: run here; EFARM_OP_WRITE_ORIGIN or _READ_ORIGIN: a
-                              long subprotocol the two-sided machinery runs (msg_proto) */
-    uint8_t msg_proto;     /* enum efarm_proto_kind when role is not EFARM_OP_RMA */
-    uint16_t counter;      /* offset in struct efarm_counters */
-} g_efarm_rma_protos[EFARM_RMA_PROTO_COUNT] = {
+/*
+ * The one-sided subprotocols' rows (rma_proto.h): how each moves data, what
+ * completes it, and its selection rule. Selection takes, for what the caller
+ * asked (want), the row of lowest rank whose conditions hold: writes the
+ * device's RDMA write; else the target reads a large buffer by RDMA
+ * (LONGREAD_RTW, as long-read sends do from EFARM_READ_MIN); else CTS rounds
+ * above the medium size (LONGCTS_RTW: the target paces the data); else
+ * EAGER_RTW packets, all at once, like a medium send. Reads: RDMA read; else
+ * one LONGCTS_RTR above one READRSP (a window of CTSDATA per round trip
+ * instead of one READRSP); else SHORT_RTR. `facts` are the conditions that
+ * hold even when EFARM_RMA_PROTO forces the subprotocol (the rest are
+ * policy). Each want has one row without conditions, of the highest rank.
+ */
+const struct efarm_rma_proto_row g_efarm_rma_protos[EFARM_RMA_PROTO_COUNT] = {
 #define RMA_COUNTER(name) .counter = offsetof(struct efarm_counters, name)
     [EFARM_RMA_DIRECT_WRITE] = {.direct = true,
                                 .to_target = true,
                                 .reg = 0 + 1,
                                 .role = EFARM_OP_RMA,
+                                .rule = {.want = EFARM_RMA_WANT_WRITE,
+                                         .rank = 10,
+                                         .need = EFARM_RMA_NEED_RDMA_WRITE | EFARM_RMA_NEED_REG,
+                                         .facts = EFARM_RMA_NEED_RDMA_WRITE | EFARM_RMA_NEED_REG},
                                 RMA_COUNTER(rma_direct_write)},
-    [EFARM_RMA_EAGER_RTW] = {.type = EFARM_PKT_EAGER_RTW,
-                             .dc_type = EFARM_PKT_DC_EAGER_RTW,
-                             .to_target = true,
-                             .role = EFARM_OP_RMA,
-                             RMA_COUNTER(rma_eager_rtw)},
+    [EFARM_RMA_EAGER_RTW] =
+        {.type = EFARM_PKT_EAGER_RTW,
+         .dc_type = EFARM_PKT_DC_EAGER_RTW,
+         .to_target = true,
+         .role = EFARM_OP_RMA,
+         .rule = {.want = EFARM_RMA_WANT_WRITE, .rank = 90, .need = 0, .facts = 0},
+         RMA_COUNTER(rma_eager_rtw)},
     [EFARM_RMA_DIRECT_READ] = {.direct = true,
                                .reg = EFARM_DEV_ACCESS_LOCAL_WRITE + 1,
                                .role = EFARM_OP_RMA,
+                               .rule = {.want = EFARM_RMA_WANT_READ,
+                                        .rank = 10,
+                                        .need = EFARM_RMA_NEED_RDMA_READ | EFARM_RMA_NEED_REG,
+                                        .facts = EFARM_RMA_NEED_RDMA_READ | EFARM_RMA_NEED_REG},
                                RMA_COUNTER(rma_direct_read)},
-    [EFARM_RMA_SHORT_RTR] = {.type = EFARM_PKT_SHORT_RTR,
-                             .dc_type = EFARM_PKT_SHORT_RTR,
-                             .rsp_type = EFARM_PKT_READRSP,
-                             .role = EFARM_OP_RMA,
-                             RMA_COUNTER(rma_short_rtr)},
+    [EFARM_RMA_SHORT_RTR] =
+        {.type = EFARM_PKT_SHORT_RTR,
+         .dc_type = EFARM_PKT_SHORT_RTR,
+         .rsp_type = EFARM_PKT_READRSP,
+         .role = EFARM_OP_RMA,
+         .rule = {.want = EFARM_RMA_WANT_READ, .rank = 90, .need = 0, .facts = 0},
+         RMA_COUNTER(rma_short_rtr)},
     [EFARM_RMA_LONGCTS_RTW] = {.type = EFARM_PKT_LONGCTS_RTW,
                                .dc_type = EFARM_PKT_DC_LONGCTS_RTW,
                                .to_target = true,
                                .role = EFARM_OP_WRITE_ORIGIN,
                                .msg_proto = EFARM_PROTO_LONGCTS,
+                               .rule = {.want = EFARM_RMA_WANT_WRITE,
+                                        .rank = 30,
+                                        .need = EFARM_RMA_NEED_LONG | EFARM_RMA_NEED_ONE_RANGE,
+                                        .facts =
+                                            EFARM_RMA_NEED_MULTI_PKT | EFARM_RMA_NEED_ONE_RANGE},
                                RMA_COUNTER(rma_longcts_rtw)},
     /* The EOR that ends it already says the data is in place: no DC type. */
     [EFARM_RMA_LONGREAD_RTW] = {.type = EFARM_PKT_LONGREAD_RTW,
@@ -90,138 +107,110 @@ static const struct rma_proto_info {
                                 .reg = EFARM_DEV_ACCESS_REMOTE_READ + 1,
                                 .role = EFARM_OP_WRITE_ORIGIN,
                                 .msg_proto = EFARM_PROTO_LONGREAD,
+                                .rule = {.want = EFARM_RMA_WANT_WRITE,
+                                         .rank = 20,
+                                         .need = EFARM_RMA_NEED_PEER_READ |
+                                                 EFARM_RMA_NEED_READ_MIN |
+                                                 EFARM_RMA_NEED_ONE_RANGE | EFARM_RMA_NEED_REG,
+                                         .facts = EFARM_RMA_NEED_PEER_READ |
+                                                  EFARM_RMA_NEED_ONE_RANGE | EFARM_RMA_NEED_REG},
                                 RMA_COUNTER(rma_longread_rtw)},
     [EFARM_RMA_LONGCTS_RTR] = {.type = EFARM_PKT_LONGCTS_RTR,
                                .dc_type = EFARM_PKT_LONGCTS_RTR,
                                .rsp_type = EFARM_PKT_READRSP,
                                .role = EFARM_OP_READ_ORIGIN,
                                .msg_proto = EFARM_PROTO_LONGCTS,
+                               .rule = {.want = EFARM_RMA_WANT_READ,
+                                        .rank = 20,
+                                        .need = EFARM_RMA_NEED_LONG | EFARM_RMA_NEED_ONE_RANGE,
+                                        .facts = EFARM_RMA_NEED_ONE_RANGE},
                                RMA_COUNTER(rma_longcts_rtr)},
-    [EFARM_RMA_WRITE_RTA] = {.type = EFARM_PKT_WRITE_RTA,
-                             .dc_type = EFARM_PKT_DC_WRITE_RTA,
-                             .to_target = true,
-                             .elements = true,
-                             .role = EFARM_OP_RMA,
-                             RMA_COUNTER(rma_write_rta)},
-    [EFARM_RMA_FETCH_RTA] = {.type = EFARM_PKT_FETCH_RTA,
-                             .dc_type = EFARM_PKT_FETCH_RTA,
-                             .rsp_type = EFARM_PKT_ATOMRSP,
-                             .to_target = true,
-                             .elements = true,
-                             .role = EFARM_OP_RMA,
-                             RMA_COUNTER(rma_fetch_rta)},
-    [EFARM_RMA_COMPARE_RTA] = {.type = EFARM_PKT_COMPARE_RTA,
-                               .dc_type = EFARM_PKT_COMPARE_RTA,
-                               .rsp_type = EFARM_PKT_ATOMRSP,
-                               .to_target = true,
-                               .elements = true,
-                               .compare = true,
-                               .role = EFARM_OP_RMA,
-                               RMA_COUNTER(rma_compare_rta)},
+    [EFARM_RMA_WRITE_RTA] =
+        {.type = EFARM_PKT_WRITE_RTA,
+         .dc_type = EFARM_PKT_DC_WRITE_RTA,
+         .to_target = true,
+         .elements = true,
+         .role = EFARM_OP_RMA,
+         .rule = {.want = EFARM_RMA_WANT_ATOMIC_WRITE, .rank = 90, .need = 0, .facts = 0},
+         RMA_COUNTER(rma_write_rta)},
+    [EFARM_RMA_FETCH_RTA] =
+        {.type = EFARM_PKT_FETCH_RTA,
+         .dc_type = EFARM_PKT_FETCH_RTA,
+         .rsp_type = EFARM_PKT_ATOMRSP,
+         .to_target = true,
+         .elements = true,
+         .role = EFARM_OP_RMA,
+         .rule = {.want = EFARM_RMA_WANT_ATOMIC_FETCH, .rank = 90, .need = 0, .facts = 0},
+         RMA_COUNTER(rma_fetch_rta)},
+    [EFARM_RMA_COMPARE_RTA] =
+        {.type = EFARM_PKT_COMPARE_RTA,
+         .dc_type = EFARM_PKT_COMPARE_RTA,
+         .rsp_type = EFARM_PKT_ATOMRSP,
+         .to_target = true,
+         .elements = true,
+         .compare = true,
+         .role = EFARM_OP_RMA,
+         .rule = {.want = EFARM_RMA_WANT_ATOMIC_CMP, .rank = 90, .need = 0, .facts = 0},
+         RMA_COUNTER(rma_compare_rta)},
 #undef RMA_COUNTER
 };
 
-/* Names, and which EFARM_RMA_PROTO may force, from the one list (efarm_proto_names.h). */
-/* What the caller asked for; selection maps it to a subprotocol. */
-enum rma_want { WANT_WRITE, WANT_READ, WANT_ATOMIC_WRITE, WANT_ATOMIC_FETCH, WANT_ATOMIC_CMP };
-
-/*
- * Conditions of a rule; all those named must hold:
- *   RDMA_WRITE, RDMA_READ  both sides negotiated it, and direct is allowed;
- *   PEER_READ   both sides negotiated RDMA read: the target may read from us;
- *   READ_MIN    at least EFARM_READ_MIN bytes;
- *   LONG        a write above EFARM_MEDIUM_MAX and one packet, a read above
- *               what one READRSP carries;
- *   ONE_RANGE   one remote range (what the long subprotocols name);
- *   REG         the local buffer may still register (none failed);
- *   MULTI_PKT   more than one packet of data (a long RTW's REQ must not hold
- *               it all: the reference refuses one that does).
- */
-#define NEED_RDMA_WRITE 0x01u
-#define NEED_RDMA_READ  0x02u
-#define NEED_PEER_READ  0x04u
-#define NEED_READ_MIN   0x08u
-#define NEED_LONG       0x10u
-#define NEED_ONE_RANGE  0x20u
-#define NEED_REG        0x40u
-#define NEED_MULTI_PKT  0x80u
-
-/*
- * Tried in order; the first rule for the operation whose conditions (need)
- * hold wins. Writes: the device's RDMA write; else the target reads a large
- * buffer by RDMA (LONGREAD_RTW, as long-read sends do from EFARM_READ_MIN);
- * else CTS rounds above the medium size (LONGCTS_RTW: the target paces the
- * data); else EAGER_RTW packets, all at once, like a medium send. Reads: RDMA
- * read; else one LONGCTS_RTR above one READRSP (a window of CTSDATA per round
- * trip instead of one READRSP); else SHORT_RTR. `facts` are the conditions
- * that hold even when EFARM_RMA_PROTO forces the subprotocol (the rest are
- * policy).
- */
-static const struct rma_rule {
-    uint8_t want, proto, need, facts;
-} g_rma_rules[] = {
-    {WANT_WRITE, EFARM_RMA_DIRECT_WRITE, NEED_RDMA_WRITE | NEED_REG, NEED_RDMA_WRITE | NEED_REG},
-    {WANT_WRITE, EFARM_RMA_LONGREAD_RTW, NEED_PEER_READ | NEED_READ_MIN | NEED_ONE_RANGE | NEED_REG,
-     NEED_PEER_READ | NEED_ONE_RANGE | NEED_REG},
-    {WANT_WRITE, EFARM_RMA_LONGCTS_RTW, NEED_LONG | NEED_ONE_RANGE,
-     NEED_MULTI_PKT | NEED_ONE_RANGE},
-    {WANT_WRITE, EFARM_RMA_EAGER_RTW, 0, 0},
-    {WANT_READ, EFARM_RMA_DIRECT_READ, NEED_RDMA_READ | NEED_REG, NEED_RDMA_READ | NEED_REG},
-    {WANT_READ, EFARM_RMA_LONGCTS_RTR, NEED_LONG | NEED_ONE_RANGE, NEED_ONE_RANGE},
-    {WANT_READ, EFARM_RMA_SHORT_RTR, 0, 0},
-    {WANT_ATOMIC_WRITE, EFARM_RMA_WRITE_RTA, 0, 0},
-    {WANT_ATOMIC_FETCH, EFARM_RMA_FETCH_RTA, 0, 0},
-    {WANT_ATOMIC_CMP, EFARM_RMA_COMPARE_RTA, 0, 0},
-};
-
 static bool rule_holds(const struct efarm_ep *ep, const struct efarm_peer_state *st,
-                       const struct efarm_op *op, enum rma_want want, uint8_t need)
+                       const struct efarm_op *op, enum efarm_rma_want want, uint8_t need)
 {
     bool direct = !(op->flags & (EFARM_OPF_NO_DIRECT | EFARM_OPF_NO_REG));
     bool rdma_read = (ep->extra_info & EFARM_EXTRA_FEATURE_RDMA_READ) &&
                      efarm_peer_has(st, EFARM_EXTRA_FEATURE_RDMA_READ);
-    uint64_t one = want == WANT_READ            ? ep->mtu - sizeof(struct efarm_wire_readrsp_hdr)
+    uint64_t one = want == EFARM_RMA_WANT_READ  ? ep->mtu - sizeof(struct efarm_wire_readrsp_hdr)
                    : ep->p.medium_max > ep->mtu ? ep->p.medium_max
                                                 : ep->mtu;
 
-    if ((need & NEED_RDMA_WRITE) && !(direct && (ep->extra_info & EFARM_EXTRA_FEATURE_RDMA_WRITE) &&
-                                      efarm_peer_has(st, EFARM_EXTRA_FEATURE_RDMA_WRITE)))
+    if ((need & EFARM_RMA_NEED_RDMA_WRITE) &&
+        !(direct && (ep->extra_info & EFARM_EXTRA_FEATURE_RDMA_WRITE) &&
+          efarm_peer_has(st, EFARM_EXTRA_FEATURE_RDMA_WRITE)))
         return false;
-    if ((need & NEED_RDMA_READ) && !(direct && rdma_read))
+    if ((need & EFARM_RMA_NEED_RDMA_READ) && !(direct && rdma_read))
         return false;
-    if ((need & NEED_PEER_READ) && !rdma_read)
+    if ((need & EFARM_RMA_NEED_PEER_READ) && !rdma_read)
         return false;
-    if ((need & NEED_READ_MIN) && op->len < ep->p.read_min)
+    if ((need & EFARM_RMA_NEED_READ_MIN) && op->len < ep->p.read_min)
         return false;
-    if ((need & NEED_LONG) && op->len <= one)
+    if ((need & EFARM_RMA_NEED_LONG) && op->len <= one)
         return false;
-    if ((need & NEED_ONE_RANGE) && op->niov != 1)
+    if ((need & EFARM_RMA_NEED_ONE_RANGE) && op->niov != 1)
         return false;
-    if ((need & NEED_REG) && ((op->flags & EFARM_OPF_NO_REG) || ep->mr_cache == NULL))
+    if ((need & EFARM_RMA_NEED_REG) && ((op->flags & EFARM_OPF_NO_REG) || ep->mr_cache == NULL))
         return false;
-    if ((need & NEED_MULTI_PKT) && op->len <= ep->mtu)
+    if ((need & EFARM_RMA_NEED_MULTI_PKT) && op->len <= ep->mtu)
         return false;
     return true;
 }
 
 static enum efarm_rma_proto rma_select(const struct efarm_ep *ep, const struct efarm_peer_state *st,
-                                       const struct efarm_op *op, enum rma_want want)
+                                       const struct efarm_op *op, enum efarm_rma_want want)
 {
+    int best = -1;
+
     /* EFARM_RMA_PROTO first: a forced subprotocol whose facts hold. */
-    for (unsigned i = 0; ep->p.rma_force && i < sizeof(g_rma_rules) / sizeof(g_rma_rules[0]); i++) {
-        const struct rma_rule *r = &g_rma_rules[i];
+    for (int k = 0; ep->p.rma_force && k < EFARM_RMA_PROTO_COUNT; k++) {
+        const struct efarm_rma_rule *r = &g_efarm_rma_protos[k].rule;
 
-        if (r->want == want && (ep->p.rma_force & 1u << r->proto) &&
+        if (r->want == want && (ep->p.rma_force & 1u << k) &&
+            (best < 0 || r->rank < g_efarm_rma_protos[best].rule.rank) &&
             rule_holds(ep, st, op, want, r->facts))
-            return (enum efarm_rma_proto)r->proto;
+            best = k;
     }
-    for (unsigned i = 0; i < sizeof(g_rma_rules) / sizeof(g_rma_rules[0]); i++) {
-        const struct rma_rule *r = &g_rma_rules[i];
+    if (best >= 0)
+        return (enum efarm_rma_proto)best;
+    for (int k = 0; k < EFARM_RMA_PROTO_COUNT; k++) {
+        const struct efarm_rma_rule *r = &g_efarm_rma_protos[k].rule;
 
-        if (r->want == want && rule_holds(ep, st, op, want, r->need))
-            return (enum efarm_rma_proto)r->proto;
+        if (r->want == want && (best < 0 || r->rank < g_efarm_rma_protos[best].rule.rank) &&
+            rule_holds(ep, st, op, want, r->need))
+            best = k;
     }
-    return EFARM_RMA_EAGER_RTW; /* unreachable: every want has an unconditional rule */
+    /* Always found: every want has a row without conditions (test_pkt_rows checks it). */
+    return best >= 0 ? (enum efarm_rma_proto)best : EFARM_RMA_EAGER_RTW;
 }
 
 /* Remote ranges covering [off, off + n) of the op's remote space (at most max); how many. */
@@ -332,7 +321,7 @@ void efarm_rma_req_init(struct efarm_ep *ep, struct efarm_peer_state *st, struct
 /* One emulated segment: a REQ with its slice of the remote ranges and its data. */
 static int send_segment(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
 {
-    const struct rma_proto_info *info = &g_efarm_rma_protos[op->proto];
+    const struct efarm_rma_proto_row *info = &g_efarm_rma_protos[op->proto];
     uint64_t n =
         op->len - op->offset < op->rma.seg_bytes ? op->len - op->offset : op->rma.seg_bytes;
     struct efarm_rma_iov sl[EFARM_MAX_READ_IOV];
@@ -399,7 +388,7 @@ static int send_segment(struct efarm_ep *ep, struct efarm_peer_state *st, struct
 void efarm_rma_op_work(struct efarm_ep *ep, struct efarm_op *op)
 {
     const struct efarm_peer_state *st = ep->peers[op->peer].st;
-    const struct rma_proto_info *info = &g_efarm_rma_protos[op->proto];
+    const struct efarm_rma_proto_row *info = &g_efarm_rma_protos[op->proto];
     int ret = 0;
 
     if (efarm_peer_failed(st)) {
@@ -434,7 +423,7 @@ void efarm_rma_op_work(struct efarm_ep *ep, struct efarm_op *op)
 static uint64_t seg_bytes(const struct efarm_ep *ep, const struct efarm_peer_state *st,
                           const struct efarm_op *op)
 {
-    const struct rma_proto_info *info = &g_efarm_rma_protos[op->proto];
+    const struct efarm_rma_proto_row *info = &g_efarm_rma_protos[op->proto];
     uint64_t hdr = efarm_req_hdr_len(st, op->req_type, false) +
                    (uint64_t)op->niov * sizeof(struct efarm_wire_rma_iov);
     uint64_t fit = ep->mtu > hdr ? ep->mtu - hdr : 0;
@@ -453,8 +442,8 @@ static uint64_t seg_bytes(const struct efarm_ep *ep, const struct efarm_peer_sta
 
 void efarm_rma_op_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
 {
-    enum rma_want want = (enum rma_want)op->req_type; /* held there until now */
-    const struct rma_proto_info *info;
+    enum efarm_rma_want want = (enum efarm_rma_want)op->req_type; /* held there until now */
+    const struct efarm_rma_proto_row *info;
     enum efarm_rma_proto proto;
 
     for (;;) {
@@ -528,7 +517,7 @@ static int riov_take(struct efarm_op *op, const struct efarm_riov *riov, uint32_
     return sum == len ? 0 : -EINVAL;
 }
 
-static int rma_start(struct efarm_ep *ep, efarm_peer_t peer, enum rma_want want, uint8_t *buf,
+static int rma_start(struct efarm_ep *ep, efarm_peer_t peer, enum efarm_rma_want want, uint8_t *buf,
                      uint64_t len, const struct efarm_riov *riov, uint32_t nriov, uint32_t flags,
                      struct efarm_req *req, uint32_t elem, struct efarm_op **op_p)
 {
@@ -538,7 +527,7 @@ static int rma_start(struct efarm_ep *ep, efarm_peer_t peer, enum rma_want want,
 
     *op_p = NULL;
     if (req == NULL || peer >= ep->npeers || (flags & ~(EFARM_RMA_DC | EFARM_RMA_NO_DIRECT)) ||
-        (len && buf == NULL && want != WANT_ATOMIC_FETCH))
+        (len && buf == NULL && want != EFARM_RMA_WANT_ATOMIC_FETCH))
         return -EINVAL;
     st = efarm_peer_state_get(ep, peer);
     if (st == NULL)
@@ -598,8 +587,8 @@ int efarm_write(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_
                 struct efarm_req *req)
 {
     struct efarm_op *op;
-    int ret = rma_start(ep, peer, WANT_WRITE, (uint8_t *)(uintptr_t)buf, len, riov, nriov, flags,
-                        req, 1, &op);
+    int ret = rma_start(ep, peer, EFARM_RMA_WANT_WRITE, (uint8_t *)(uintptr_t)buf, len, riov, nriov,
+                        flags, req, 1, &op);
 
     if (ret == 0)
         rma_go(ep, op);
@@ -610,7 +599,7 @@ int efarm_read(struct efarm_ep *ep, efarm_peer_t peer, void *buf, uint64_t len,
                const struct efarm_riov *riov, uint32_t nriov, uint32_t flags, struct efarm_req *req)
 {
     struct efarm_op *op;
-    int ret = rma_start(ep, peer, WANT_READ, buf, len, riov, nriov, flags, req, 1, &op);
+    int ret = rma_start(ep, peer, EFARM_RMA_WANT_READ, buf, len, riov, nriov, flags, req, 1, &op);
 
     if (ret == 0)
         rma_go(ep, op);
@@ -625,7 +614,8 @@ int efarm_atomic(struct efarm_ep *ep, efarm_peer_t peer, uint32_t op_id, uint32_
     enum efarm_atomic_kind kind = result == NULL    ? EFARM_ATOMIC_WRITE
                                   : compare != NULL ? EFARM_ATOMIC_COMPARE
                                                     : EFARM_ATOMIC_FETCH;
-    static const enum rma_want wants[] = {WANT_ATOMIC_WRITE, WANT_ATOMIC_FETCH, WANT_ATOMIC_CMP};
+    static const enum efarm_rma_want wants[] = {
+        EFARM_RMA_WANT_ATOMIC_WRITE, EFARM_RMA_WANT_ATOMIC_FETCH, EFARM_RMA_WANT_ATOMIC_CMP};
     uint32_t size = efarm_atomic_dt_size(dt);
     struct efarm_op *op;
     int ret;

@@ -8,6 +8,7 @@
 #include "efarm_rma.h"
 #include "efarm_test.h"
 #include "proto_internal.h"
+#include "rma_proto.h"
 
 static bool has_field(uint8_t type, enum efarm_pkt_field id)
 {
@@ -233,6 +234,40 @@ EFARM_TEST(msg_proto_rules)
     }
     efarm_test_context("totals");
     EXPECT_EQ(races, 3);
+}
+
+/*
+ * The one-sided subprotocols' rules (g_efarm_rma_protos): what the caller
+ * asks for has its rows tried by rank, each rank once, the last without
+ * conditions; EFARM_RMA_PROTO may force one exactly when its kind of
+ * operation has another to choose from (EFARM_RMA_PROTO_LIST's FORCE column).
+ */
+EFARM_TEST(rma_proto_rules)
+{
+    for (unsigned k = 0; k < EFARM_RMA_PROTO_COUNT; k++) {
+        const struct efarm_rma_rule *r = &g_efarm_rma_protos[k].rule;
+        unsigned rivals = 0, unconditional = 0, above = 0;
+        uint32_t mask = 0;
+
+        efarm_test_context("subprotocol %s", efarm_rma_proto_name((enum efarm_rma_proto)k));
+        for (unsigned q = 0; q < EFARM_RMA_PROTO_COUNT; q++) {
+            const struct efarm_rma_rule *o = &g_efarm_rma_protos[q].rule;
+
+            if (o->want != r->want)
+                continue;
+            rivals += q != k;
+            unconditional += o->need == 0;
+            above += o->rank > r->rank;
+            if (q != k)
+                EXPECT_TRUE(o->rank != r->rank);
+        }
+        EXPECT_EQ(unconditional, 1);
+        if (r->need == 0)
+            EXPECT_EQ(above, 0); /* the one without conditions is tried last */
+        /* A name EFARM_RMA_PROTO accepts (FORCE column F) is one with a rival. */
+        EXPECT_EQ(efarm_rma_proto_parse(efarm_rma_proto_name((enum efarm_rma_proto)k), &mask) == 0,
+                  rivals > 0);
+    }
 }
 
 /*
