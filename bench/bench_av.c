@@ -40,6 +40,7 @@
 #include "efarm_proto.h"
 #include "efarm_proto_v4.h"
 #include "proto_internal.h"
+#include "proto_peers.h"
 #include "resident.h"
 
 #define QPS_PER_NODE 64

@@ -10,6 +10,13 @@ libefarm_la_SOURCES += \
 	src/proto/tm.c \
 	src/proto/efarm_proto.h \
 	src/proto/proto_internal.h \
+	src/proto/proto_peers.h \
+	src/proto/proto_transmit.h \
+	src/proto/proto_receive.h \
+	src/proto/proto_ops.h \
+	src/proto/proto_select.h \
+	src/proto/proto_messages.h \
+	src/proto/proto_onesided.h \
 	src/proto/efarm_rma.h \
 	src/proto/proto_expose.c \
 	src/proto/proto_ep.c \

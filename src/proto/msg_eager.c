@@ -11,6 +11,8 @@
  * REQs, so the receive ends when the bytes are in.
  */
 #include "msg_internal.h"
+#include "proto_messages.h"
+#include "proto_select.h"
 
 static int build_eager(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
 {

@@ -2,7 +2,7 @@
  * The eager fast path's receiving half, inline in the progress loop
  * (proto_ep.c), and the message helpers msg_recv.c shares with it.
  *
- * The fast path is efarm_rx_eager_fast (contract in proto_internal.h, its
+ * The fast path is efarm_rx_eager_fast (contract in proto_messages.h, its
  * format: efarm_rx_fast_init in proto_rx.c). It lives here rather than in
  * msg_recv.c so that efarm_ep_progress runs it without a call: on the
  * small-message path one call's register saves cost as much as the peer
@@ -19,6 +19,8 @@
 #include "efarm_device_inline.h"
 #include "efarm_tm_inline.h"
 #include "proto_internal.h"
+#include "proto_peers.h"
+#include "proto_receive.h"
 
 /* The matcher key of a message: the wire tag's fields, or (untagged) the sending peer. */
 static inline void msg_key(uint64_t wire_tag, bool tagged, efarm_peer_t peer, uint32_t *context,

@@ -11,7 +11,27 @@
 #define EFARM_MSG_INTERNAL_H
 
 #include "efarm_rma.h"
+#include "msg_proto.h"
 #include "proto_internal.h"
+#include "proto_receive.h"
+
+/*
+ * An op's two-sided subprotocol row (msg_proto.h). Code outside the rows
+ * never compares an op's subprotocol: it reads its row
+ * (efarm_msg_proto), and an op changes subprotocol only through
+ * efarm_msg_proto_set (a READ_NACK, a refused registration, a long write's
+ * fallback).
+ */
+static inline const struct efarm_msg_proto *efarm_msg_proto(const struct efarm_op *op)
+{
+    return g_efarm_msg_protos[op->proto];
+}
+
+/* The one place an op takes or changes its two-sided subprotocol. */
+static inline void efarm_msg_proto_set(struct efarm_op *op, enum efarm_proto_kind proto)
+{
+    op->proto = (uint8_t)proto;
+}
 
 /* Receiver side (msg_recv.c). */
 

@@ -9,6 +9,9 @@
  * profile rule (msg_proto.h).
  */
 #include "msg_internal.h"
+#include "proto_messages.h"
+#include "proto_ops.h"
+#include "proto_transmit.h"
 
 /* CTSDATA packets a sender asks for in the REQ (credit_request). */
 static uint32_t credits(const struct efarm_ep *ep, uint64_t left)

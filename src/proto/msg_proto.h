@@ -20,7 +20,6 @@
 #define EFARM_MSG_PROTO_H
 
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
 #include "efarm_proto.h"
@@ -73,9 +72,6 @@ enum efarm_profile_race {
     EFARM_RACE_FROM,  /* its threshold is the first size from which it wins */
 };
 
-/* A threshold of struct efarm_thresholds as a row names it: its offset + 1 (0: none). */
-#define EFARM_THR(field) ((uint16_t)(offsetof(struct efarm_thresholds, field) + 1))
-
 struct efarm_profile_rule {
     bool curve;            /* a profile may give its curves ("NAME SIZE US" lines) */
     uint8_t race;          /* enum efarm_profile_race */
@@ -84,7 +80,8 @@ struct efarm_profile_rule {
     uint8_t fallback_from; /* without its own curve: the threshold of this (earlier) kind + 1;
                               0: it stays as it is */
     double handicap;       /* it must win by this fraction of its cost */
-    /* Its thresholds, EFARM_THR(field) by [stream curves][buffer to register]; 0: none. */
+    /* Its thresholds, EFARM_THR(field) (proto_select.h) by [stream curves][buffer to
+       register]; 0: none. */
     uint16_t thr[2][2];
 };
 

@@ -15,6 +15,10 @@
 
 #include "efarm_rma.h"
 #include "msg_internal.h"
+#include "proto_messages.h"
+#include "proto_ops.h"
+#include "proto_peers.h"
+#include "proto_select.h"
 
 #define EFARM_READ_CHUNK_MAX (256ull << 20) /* one read WR; keeps the length in its wr_id */
 

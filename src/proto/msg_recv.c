@@ -31,6 +31,12 @@
 #include "efarm_tm_inline.h"
 #include "msg_fast_inline.h"
 #include "msg_internal.h"
+#include "proto_messages.h"
+#include "proto_onesided.h"
+#include "proto_ops.h"
+#include "proto_peers.h"
+#include "proto_receive.h"
+#include "proto_transmit.h"
 
 /*
  * What a REQ that carries data into a receive operation is comes from its row

@@ -18,9 +18,15 @@
  */
 #include <errno.h>
 
-#include "efarm_rma.h"
 #include "efarm_byteorder.h"
+#include "efarm_rma.h"
 #include "msg_internal.h"
+#include "proto_messages.h"
+#include "proto_onesided.h"
+#include "proto_ops.h"
+#include "proto_peers.h"
+#include "proto_select.h"
+#include "proto_transmit.h"
 
 static uint8_t req_type(enum efarm_proto_kind proto, bool tagged, bool dc)
 {
@@ -621,7 +627,7 @@ void efarm_eor_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_p
     tx_op_check(ep, op);
 }
 
-/* A RECEIPT names a send or a one-sided operation: its class takes it. */
+/* A RECEIPT names a send or a one-sided operation: its role takes it. */
 void efarm_receipt_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
 {
     struct efarm_op *op = efarm_op_find_live(ep, (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID], peer);

@@ -24,6 +24,10 @@
 
 #include "efarm_byteorder.h"
 #include "proto_internal.h"
+#include "proto_messages.h"
+#include "proto_ops.h"
+#include "proto_peers.h"
+#include "proto_transmit.h"
 
 static uint32_t hash_addr(const struct efarm_ep *ep, const uint8_t gid[EFARM_GID_LEN], uint16_t qpn)
 {

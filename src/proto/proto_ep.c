@@ -22,6 +22,12 @@
 #include "efarm_rma.h"
 #include "msg_fast_inline.h"
 #include "proto_internal.h"
+#include "proto_onesided.h"
+#include "proto_ops.h"
+#include "proto_peers.h"
+#include "proto_receive.h"
+#include "proto_select.h"
+#include "proto_transmit.h"
 
 #define EFARM_MIN_MTU 1024 /* below this the REQ headers leave too little room */
 _Static_assert(EFARM_MIN_MTU >= EFARM_EAGER_TMPL_SHORT,
@@ -631,12 +637,6 @@ int efarm_ep_flush(struct efarm_ep *ep, uint64_t timeout_ms)
         }
     }
     return ep->fatal;
-}
-
-void efarm_ep_fail(struct efarm_ep *ep, int status)
-{
-    if (ep->fatal == 0)
-        ep->fatal = status;
 }
 
 const struct efarm_counters *efarm_ep_counters(const struct efarm_ep *ep)

@@ -14,7 +14,7 @@
  *   served here, from a fixed array; its index and a generation form the
  *   send_id/recv_id a peer echoes back, so a stale or forged id never reaches
  *   a live operation. What each role does with its packets, RDMA
- *   completions, replies and a failed peer is a row of the op class table
+ *   completions, replies and a failed peer is a row of the role table
  *   (g_efarm_op_roles), and what each subprotocol does a row of
  *   g_efarm_msg_protos or rma.c's g_efarm_rma_protos, not a switch.
  * - struct efarm_unexp: one unexpected message (arrived in order, matched no
@@ -31,14 +31,31 @@
  *
  * Stored packets, copies and unexpected records all count against one byte
  * budget (EFARM_UNEXP_BYTES, then EFARM_UNEXP_MAX_BYTES; proto_rx.c).
+ *
+ * This header holds the objects and the endpoint's own helpers. What each
+ * module offers the others is in its own header, which a file includes when
+ * it calls that module:
+ *   proto_peers.h      peers, the HANDSHAKE, failed peers, probes (proto_av.c,
+ *                      proto_probe.c);
+ *   proto_transmit.h   send buffers, posting, RNR back-off (proto_tx.c);
+ *   proto_receive.h    completions, ordering, stored packets, unexpected
+ *                      records, the packet types' engine rows (proto_rx.c,
+ *                      proto_pkt.c);
+ *   proto_ops.h        operations: allocation, ids, maps (proto_ops.c);
+ *   proto_select.h     selection and profiles (proto_select.c, proto_profile.c);
+ *   proto_messages.h   two-sided messages (msg_send.c, msg_recv.c);
+ *   proto_onesided.h   one-sided operations (rma.c, rma_target.c, rma_long.c);
+ *   msg_proto.h, rma_proto.h  a subprotocol's row (two-sided, one-sided).
  */
 #ifndef EFARM_PROTO_INTERNAL_H
 #define EFARM_PROTO_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "efarm_byteorder.h"
 #include "efarm_device_inline.h"
 #include "efarm_errno.h"
 #include "efarm_list.h"
@@ -49,7 +66,6 @@
 #include "efarm_proto.h"
 #include "efarm_time.h"
 #include "efarm_tm.h"
-#include "msg_proto.h"
 
 /* Matcher context of untagged messages: above every 16-bit MPI context. */
 #define EFARM_CTX_MSG EFARM_CTX_UNTAGGED
@@ -192,7 +208,7 @@ enum efarm_op_role {
     EFARM_OP_READ_ORIGIN,  /* our long read, run as a receive: LONGCTS_RTR */
     EFARM_OP_WRITE_TARGET, /* a peer's long write into memory we expose, run as a receive */
     EFARM_OP_READ_TARGET,  /* a peer's long read of memory we expose, run as a send */
-    EFARM_OP_KIND_COUNT
+    EFARM_OP_ROLE_COUNT
 };
 
 /*
@@ -314,103 +330,6 @@ struct efarm_op {
     struct efarm_mr_ref mr;                       /* the user buffer's registration */
 };
 
-/*
- * What an operation in one role does with the events that reach it, and the
- * facts of the role. Routing by role goes through this table; the one test
- * of a role itself is that a message segment reaches only a message receive
- * (efarm_rtm_segment).
- */
-struct efarm_op_role_ops {
-    const char *name;
-    /* The machinery that runs it (EFARM_OP_TX, _RX or _RMA): which replies can name it. */
-    uint8_t runs_as;
-    /* The states it can be in: EFARM_OPS_BIT of each. */
-    uint8_t states;
-    /* Build and post what the op still has to send (from the work list). */
-    void (*work)(struct efarm_ep *ep, struct efarm_op *op);
-    /* One of its packets completed at the device (status 0 or an error). */
-    void (*pkt_done)(struct efarm_ep *ep, struct efarm_op *op, struct efarm_txpkt *tx, int status);
-    /* One of its RDMA reads/writes completed. */
-    void (*rdma_done)(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_dev_cqe *cqe);
-    /* Its peer failed. */
-    void (*peer_failed)(struct efarm_ep *ep, struct efarm_op *op, int status);
-    /* The peer's HANDSHAKE arrived (ops waiting for it, in the order they started). */
-    void (*begin)(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op);
-    /* A RECEIPT names it (NULL: RECEIPTs for this role are stale). */
-    void (*receipt)(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
-    /* A READRSP names it by recv_id (NULL: stale for this role). */
-    void (*readrsp)(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
-    bool origin; /* started by this endpoint: errors count as send errors */
-    bool rma;    /* a one-sided operation of ours: its errors count as one-sided errors too; a
-                    long one carries its remote range (op->iov) in its REQ */
-    bool target; /* serves a peer's one-sided operation: no request of ours; a failure is
-                    told to the peer (efarm's REFUSED flag) */
-    /* What the loss of one of its packets costs the peer when nothing more precise applies
-       (NULL: the machinery's own rule). */
-    const char *lost;
-};
-extern const struct efarm_op_role_ops g_efarm_op_roles[EFARM_OP_KIND_COUNT];
-extern const char *const efarm_op_state_names[EFARM_OPS_COUNT];
-
-static inline const struct efarm_op_role_ops *efarm_op_role_ops(const struct efarm_op *op)
-{
-    return &g_efarm_op_roles[op->role];
-}
-
-#ifndef NDEBUG
-/* An op was to take a role or state its rows do not allow: logs it and aborts (an engine bug). */
-void efarm_op_state_illegal(const struct efarm_op *op, enum efarm_op_role role,
-                            enum efarm_op_state state);
-#endif
-
-/*
- * The one place an op's state changes. Without NDEBUG it checks the move
- * against the role's row; with NDEBUG it is a store.
- */
-static inline void efarm_op_set_state(struct efarm_op *op, enum efarm_op_state state)
-{
-#ifndef NDEBUG
-    if (state <= op->state || !(efarm_op_role_ops(op)->states & EFARM_OPS_BIT(state)))
-        efarm_op_state_illegal(op, (enum efarm_op_role)op->role, state);
-#endif
-    op->state = (uint8_t)state;
-}
-
-/*
- * The one place an op's role changes after allocation (a one-sided op that
- * runs long): moving to another machinery clears the fields of the old one.
- * Its state carries over, and must be one the new role has.
- */
-static inline void efarm_op_set_role(struct efarm_op *op, enum efarm_op_role role)
-{
-#ifndef NDEBUG
-    if (!(g_efarm_op_roles[role].states & EFARM_OPS_BIT(op->state)))
-        efarm_op_state_illegal(op, role, (enum efarm_op_state)op->state);
-#endif
-    if (g_efarm_op_roles[role].runs_as != efarm_op_role_ops(op)->runs_as)
-        memset(&op->msg, 0, sizeof(op->msg) > sizeof(op->rma) ? sizeof(op->msg) : sizeof(op->rma));
-    op->role = (uint8_t)role;
-}
-
-/*
- * An op's two-sided subprotocol row (msg_proto.h). Code outside the rows
- * never compares an op's subprotocol: it reads its row
- * (efarm_msg_proto), and an op changes subprotocol only through
- * efarm_msg_proto_set (a READ_NACK, a refused registration, a long write's
- * fallback).
- */
-
-static inline const struct efarm_msg_proto *efarm_msg_proto(const struct efarm_op *op)
-{
-    return g_efarm_msg_protos[op->proto];
-}
-
-/* The one place an op takes or changes its two-sided subprotocol. */
-static inline void efarm_msg_proto_set(struct efarm_op *op, enum efarm_proto_kind proto)
-{
-    op->proto = (uint8_t)proto;
-}
-
 /* ---- Unexpected messages ------------------------------------------------------------- */
 
 /* efarm_unexp.flags */
@@ -444,51 +363,6 @@ struct efarm_unexp {
 /* ---- The endpoint -------------------------------------------------------------------- */
 
 /* Resolved parameters (attribute, else tunable). */
-/* ---- Selection profiles (proto_profile.c) ------------------------------------------------ */
-
-#define EFARM_PROFILE_MAX_POINTS 128
-
-/* A point's curve: enum efarm_proto_kind, with this bit for its stream curve. */
-#define EFARM_PROFILE_STREAM 0x80u
-
-struct efarm_profile_point {
-    uint8_t proto; /* enum efarm_proto_kind, | EFARM_PROFILE_STREAM */
-    uint64_t size;
-    double us; /* one-way latency; stream: us per message with 16 in flight */
-};
-
-struct efarm_profile {
-    char name[64];
-    unsigned npoints;
-    struct efarm_profile_point pts[EFARM_PROFILE_MAX_POINTS];
-    double reg_base_us, reg_us_per_mib; /* registering a buffer the cache does not hold */
-    /* Without curves for them: fixed thresholds (the reference's). */
-    uint64_t fixed_medium_max, fixed_read_min, fixed_runt_min;
-};
-
-/* The selection thresholds a profile gives (proto_select.c applies them). */
-struct efarm_thresholds {
-    uint64_t medium_max;    /* largest medium message */
-    uint64_t read_min;      /* smallest read-protocol message, registered buffer */
-    uint64_t read_min_cold; /* the same, buffer to be registered */
-    uint64_t runt_min;      /* smallest runting read (UINT64_MAX: never) */
-    /* While other sends to the peer are in flight (from the stream curves, else as above). */
-    uint64_t medium_max_stream; /* UINT64_MAX: no bound of its own */
-    uint64_t read_min_stream, read_min_stream_cold;
-};
-
-/* spec: auto, reference, efasim or a file; device_name picks auto's. 0 or -EINVAL (logged). */
-int efarm_profile_load(const char *spec, const char *device_name, struct efarm_profile *pr);
-struct efarm_ep_params;
-/* Fill p's thresholds that are still 0 from the profile spec names (proto_ep.c). */
-int efarm_thresholds_resolve(const char *profile, const char *device_name, uint32_t mtu,
-                             struct efarm_ep_params *p);
-/* The thresholds of a profile, for messages larger than one_packet bytes. */
-void efarm_profile_derive(const struct efarm_profile *pr, uint64_t one_packet,
-                          struct efarm_thresholds *t);
-/* proto's interpolated one-way cost at size, us (INFINITY without its curve). */
-double efarm_profile_cost(const struct efarm_profile *pr, int proto, double size);
-
 struct efarm_ep_params {
     uint32_t av_size, sq_depth, rx_buffers, tx_pkts, max_ops, max_posted, max_unexpected;
     uint64_t unexp_bytes, unexp_max_bytes, rx_full_timeout_ms;
@@ -649,12 +523,7 @@ struct efarm_ep {
     struct efarm_counters cnt;
 };
 
-/* ---- Internal interfaces between the engine's files ------------------------------------ */
-
-static inline struct efarm_peer *efarm_peer_get(struct efarm_ep *ep, efarm_peer_t peer)
-{
-    return &ep->peers[peer];
-}
+/* ---- Endpoint helpers ------------------------------------------------------------------ */
 
 /* Bucket of (peer, msg_id) in a power-of-two table (mask = buckets - 1). */
 static inline uint32_t efarm_peer_msg_bucket(efarm_peer_t peer, uint32_t msg_id, uint32_t mask)
@@ -675,7 +544,11 @@ static inline uint64_t efarm_ep_rand(struct efarm_ep *ep)
     ep->rng = x;
     return x * 0x2545f4914f6cdd1dull;
 }
-uint16_t efarm_ep_qpn(const struct efarm_ep *ep); /* ours, as logs name the endpoint */
+/* Our QPN, as logs name the endpoint. */
+static inline uint16_t efarm_ep_qpn(const struct efarm_ep *ep)
+{
+    return efarm_load_le16(ep->raw_addr + offsetof(struct efarm_wire_raw_addr, qpn));
+}
 
 /*
  * EFARM_LOG_LEVEL=data and EFARM_CAPTURE (ep->observe): a packet sent (once
@@ -686,438 +559,14 @@ uint16_t efarm_ep_qpn(const struct efarm_ep *ep); /* ours, as logs name the endp
 void efarm_observe_tx(const struct efarm_ep *ep, const struct efarm_txpkt *tx);
 void efarm_observe_rx(const struct efarm_ep *ep, const struct efarm_dev_cqe *cqe);
 
-/* proto_av.c */
-int efarm_av_init(struct efarm_ep *ep);
-void efarm_av_fini(struct efarm_ep *ep);
-struct efarm_peer_state *efarm_peer_state_get(struct efarm_ep *ep, efarm_peer_t peer);
-/* The bucket of the (AHN, QPN) hash. */
-static inline uint32_t efarm_hash_ahn(const struct efarm_ep *ep, uint16_t ahn, uint16_t qpn)
-{
-    uint32_t h = ((uint32_t)ahn << 16 | qpn) * 2654435761u;
-
-    return (h ^ (h >> 15)) & ep->hash_mask;
-}
-/* The peer of an address handle and QPN (no connid to compare), or EFARM_PEER_NONE. */
-static inline efarm_peer_t efarm_peer_by_ahn(const struct efarm_ep *ep, uint16_t ahn, uint16_t qpn)
-{
-    for (uint32_t i = ep->ahn_hash[efarm_hash_ahn(ep, ahn, qpn)]; i != EFARM_PEER_NONE;
-         i = ep->peers[i].ahn_next)
-        if (ep->peers[i].ahn == ahn && ep->peers[i].qpn == qpn)
-            return i;
-    return EFARM_PEER_NONE;
-}
-efarm_peer_t efarm_peer_identify(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe,
-                                 const struct efarm_pkt *pkt);
-void efarm_handshake_owe(struct efarm_ep *ep, struct efarm_peer_state *st);
-void efarm_handshake_progress(struct efarm_ep *ep);
-void efarm_handshake_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
-int efarm_handshake_trigger(struct efarm_ep *ep, struct efarm_peer_state *st);
-void efarm_handshake_trigger_later(struct efarm_ep *ep, struct efarm_peer_state *st);
-
-/* Whether REQs to this peer carry our raw address (before its HANDSHAKE, or if it asks). */
-static inline bool efarm_peer_needs_raw_addr(const struct efarm_peer_state *st)
-{
-    return !(st->flags & EFARM_PS_HS_RECEIVED) ||
-           (st->extra_info & EFARM_EXTRA_REQUEST_CONSTANT_HEADER_LENGTH);
-}
-
-/* Whether packets to this peer carry our connid (it asked, in its HANDSHAKE). */
-static inline bool efarm_peer_wants_connid(const struct efarm_peer_state *st)
-{
-    return (st->flags & EFARM_PS_HS_RECEIVED) &&
-           (st->extra_info & EFARM_EXTRA_REQUEST_CONNID_HEADER);
-}
-
-/*
- * Whether two EFA devices can RDMA-read each other's memory, by their device
- * versions (PCI device ids): the first platform, 0xEFA0, only with itself, later
- * ones only with later ones (libfabric's efa_rdm_interop_rdma_read).
- */
-#define EFARM_EFA_DEVICE_GEN1 0xefa0u
-static inline bool efarm_proto_read_interop(uint32_t mine, uint32_t peer)
-{
-    return (mine == EFARM_EFA_DEVICE_GEN1) == (peer == EFARM_EFA_DEVICE_GEN1);
-}
-
-static inline bool efarm_peer_has(const struct efarm_peer_state *st, uint64_t feature)
-{
-    return (st->flags & EFARM_PS_HS_RECEIVED) && (st->extra_info & feature);
-}
-
-/* proto_tx.c */
-int efarm_tx_init(struct efarm_ep *ep);
-void efarm_tx_fini(struct efarm_ep *ep);
-/* Something waits on one of the lists efarm_ep_progress serves (struct efarm_ep, pending). */
-static inline void efarm_ep_pending(struct efarm_ep *ep)
-{
-    ep->pending = true;
-}
-
-/* A send buffer, or NULL: the last tx_reserve are for control packets. */
-static inline struct efarm_txpkt *efarm_txpkt_alloc(struct efarm_ep *ep, bool control)
-{
-    struct efarm_txpkt *tx;
-
-    if (ep->ntx_free == 0 || (!control && ep->ntx_free <= ep->tx_reserve))
-        return NULL;
-    tx = &ep->txpkts[ep->tx_free[--ep->ntx_free]];
-    tx->op = NULL;
-    tx->data_len = 0;
-    tx->queued = 0;
-    tx->injected = 0;
-    return tx;
-}
-
-static inline void efarm_txpkt_release(struct efarm_ep *ep, struct efarm_txpkt *tx)
-{
-    tx->op = NULL;
-    ep->tx_free[ep->ntx_free++] = tx->index;
-}
-
-/* A packet efarm_txpkt_post did not post (ret): queued on -EAGAIN, else failed. */
-void efarm_txpkt_unposted(struct efarm_ep *ep, struct efarm_txpkt *tx, int ret);
-
-/*
- * Post a built packet to its peer now: 0, or the device's -EAGAIN (queue
- * full) or error, with nothing done. Callers keep the posting order (nothing
- * on tx_queue) and the peer's back-off; efarm_txpkt_send does both.
- */
-static inline __attribute__((always_inline)) int efarm_txpkt_post(struct efarm_ep *ep,
-                                                                  struct efarm_txpkt *tx)
-{
-    const struct efarm_peer *p = &ep->peers[tx->peer];
-    int ret = efarm_dev_post_send1_inl(ep->dev, p->ah, p->qpn, p->connid,
-                                       (uint64_t)tx->index << 2 | EFARM_WR_TXPKT, tx->buf, tx->len,
-                                       ep->tx_lkey);
-
-    if (ret < 0)
-        return ret;
-    ep->cnt.tx_pkts++;
-    ep->cnt.tx_by_type[tx->type]++;
-    if (ep->observe)
-        efarm_observe_tx(ep, tx);
-    return 0;
-}
-
-/*
- * Send a built packet: held while its peer is in RNR back-off, queued behind
- * packets already waiting (a full queue does not reorder posting), else
- * posted now. Inline: the eager fast path's send is this call.
- */
-static inline __attribute__((always_inline)) void efarm_txpkt_send(struct efarm_ep *ep,
-                                                                   struct efarm_txpkt *tx)
-{
-    struct efarm_peer_state *st = ep->peers[tx->peer].st;
-    int ret;
-
-    if (st->flags & EFARM_PS_IN_BACKOFF) {
-        tx->queued = 1;
-        efarm_list_append(&st->rnr_queue, &tx->link);
-        return;
-    }
-    if (tx->type >= EFARM_PKT_REQ_BEGIN)
-        st->flags |= EFARM_PS_REQ_SENT;
-    ret = efarm_list_empty(&ep->tx_queue) ? efarm_txpkt_post(ep, tx) : -EAGAIN;
-    if (ret != 0)
-        efarm_txpkt_unposted(ep, tx, ret);
-}
-void efarm_tx_completion_general(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe);
-
-/*
- * The successful send-queue completion wr_id, when it is an injected send's
- * packet: its buffer goes back (txpkt_done's case) without a call, and true.
- * Anything else (false) is efarm_tx_completion_general's.
- */
-static inline __attribute__((always_inline)) bool efarm_tx_done_fast(struct efarm_ep *ep,
-                                                                     uint64_t wr_id)
-{
-    struct efarm_txpkt *tx;
-    struct efarm_peer_state *st;
-
-    if ((wr_id & EFARM_WR_KIND) != EFARM_WR_TXPKT || (wr_id >> 2) >= ep->p.tx_pkts)
-        return false;
-    tx = &ep->txpkts[wr_id >> 2];
-    if (!tx->injected)
-        return false;
-    st = ep->peers[tx->peer].st;
-    st->rnr_streak = 0;
-    if (st->sends_inflight)
-        st->sends_inflight--;
-    efarm_txpkt_release(ep, tx);
-    return true;
-}
-void efarm_tx_progress(struct efarm_ep *ep);
-void efarm_tx_drop_peer(struct efarm_ep *ep, struct efarm_peer_state *st);
-void efarm_pkt_set_connid(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_pkt *pkt);
-void efarm_pkt_set_raw_addr(const struct efarm_ep *ep, struct efarm_pkt *pkt);
-/*
- * Encode a control packet (HANDSHAKE, CTS, EOR, ...) into a send buffer and
- * send it; -EAGAIN when no buffer is free. A non-NULL op counts it among its
- * packets in flight.
- */
-int efarm_ctrl_send(struct efarm_ep *ep, efarm_peer_t peer, struct efarm_op *op,
-                    const struct efarm_pkt *pkt);
-/* The same for a liveness probe: its send buffer is marked (efarm_txpkt.probe). */
-int efarm_probe_send(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
-int efarm_txpkt_encode(struct efarm_ep *ep, struct efarm_txpkt *tx, const struct efarm_pkt *pkt,
-                       size_t *hdr_len_p);
-
 /* proto_expose.c: deregister and free every region still exposed (endpoint close). */
 void efarm_regions_fini(struct efarm_ep *ep);
 
-/* proto_ops.c */
-int efarm_ops_init(struct efarm_ep *ep);
-void efarm_ops_fini(struct efarm_ep *ep);
-struct efarm_op *efarm_op_alloc(struct efarm_ep *ep, enum efarm_op_role role);
-/* The op's peer, once: it joins that peer's list of operations (efarm_peer_state.ops). */
-void efarm_op_set_peer(struct efarm_ep *ep, struct efarm_op *op, efarm_peer_t peer);
-/* The peer failed: each of its live operations ends with st->fail_status (its class's way). */
-void efarm_peer_ops_fail(struct efarm_ep *ep, struct efarm_peer_state *st);
-void efarm_op_release(struct efarm_ep *ep, struct efarm_op *op);
-struct efarm_op *efarm_op_find(struct efarm_ep *ep, uint32_t id, enum efarm_op_role runs_as,
-                               efarm_peer_t peer);
-/* Any live op with that id (RDMA completions, RECEIPT: the class table routes them). */
-struct efarm_op *efarm_op_find_live(struct efarm_ep *ep, uint32_t id, efarm_peer_t peer);
-void efarm_op_work(struct efarm_ep *ep, struct efarm_op *op);
-void efarm_op_map_insert(struct efarm_ep *ep, struct efarm_op *op);
-void efarm_op_map_remove(struct efarm_ep *ep, struct efarm_op *op);
-struct efarm_op *efarm_op_map_find(struct efarm_ep *ep, efarm_peer_t peer, uint32_t msg_id);
-void efarm_req_complete(struct efarm_ep *ep, struct efarm_op *op, struct efarm_req *req,
-                        int status);
-
-/* proto_rx.c */
-int efarm_rx_init(struct efarm_ep *ep);
-void efarm_rx_fini(struct efarm_ep *ep);
-void efarm_rx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe);
-void efarm_rx_progress(struct efarm_ep *ep);
-struct efarm_rxpkt *efarm_rxpkt_store(struct efarm_ep *ep, const uint8_t *data, uint32_t len,
-                                      uint32_t rx_id, bool *held_p);
-void efarm_rxpkt_release(struct efarm_ep *ep, struct efarm_rxpkt *pkt);
-/* Whether every receive buffer holds a waiting packet: nothing more can arrive. */
-static inline bool efarm_rx_full(const struct efarm_ep *ep)
+/* Fail the endpoint: efarm_ep_progress returns status from now on (the first failure stays). */
+static inline void efarm_ep_fail(struct efarm_ep *ep, int status)
 {
-    return ep->nheld >= ep->p.rx_buffers;
+    if (ep->fatal == 0)
+        ep->fatal = status;
 }
-void efarm_rx_full_check(struct efarm_ep *ep);
-/* The receiving fast path's packet format, from the codec (endpoint open). */
-void efarm_rx_fast_init(struct efarm_ep *ep);
-/* The in-order message of st was processed: move on and run the successors that wait. */
-void efarm_rx_window_advance(struct efarm_ep *ep, struct efarm_peer_state *st);
-
-/* Unexpected records: NULL when none can be created (the caller defers the message). */
-struct efarm_unexp *efarm_unexp_alloc(struct efarm_ep *ep);
-/* Release a record and its stored packets. */
-void efarm_unexp_release(struct efarm_ep *ep, struct efarm_unexp *ux);
-void efarm_unexp_map_insert(struct efarm_ep *ep, struct efarm_unexp *ux);
-void efarm_unexp_map_remove(struct efarm_ep *ep, struct efarm_unexp *ux);
-struct efarm_unexp *efarm_unexp_map_find(struct efarm_ep *ep, efarm_peer_t peer, uint32_t msg_id);
-/* The handle of a claimed message, and the live record it names (NULL: stale). */
-uint64_t efarm_unexp_handle(const struct efarm_unexp *ux);
-struct efarm_unexp *efarm_unexp_find(struct efarm_ep *ep, uint64_t handle);
-
-/*
- * A packet to `peer` failed at the device (status, any but RNR): mark the
- * peer failed, fail what waits on it (from progress), and fail the endpoint
- * when something no request reports was lost (`lost`, says what).
- */
-void efarm_peer_fail(struct efarm_ep *ep, efarm_peer_t peer, int status, uint8_t pkt_type,
-                     const char *lost);
-void efarm_failed_peers_progress(struct efarm_ep *ep);
-
-/*
- * proto_probe.c: liveness probes. efarm_probe_check runs from progress while
- * an operation is in use (ep->probe_ops); efarm_probe_done ends a probe
- * (status 0: the peer's QP is alive) from its packet's completion.
- */
-void efarm_probe_check(struct efarm_ep *ep);
-void efarm_probe_done(struct efarm_ep *ep, struct efarm_txpkt *tx, int status);
-/* proto_av.c: a HANDSHAKE of ours in pkt (extra: 8 bytes that must outlive pkt's encoding). */
-void efarm_handshake_build(const struct efarm_ep *ep, struct efarm_pkt *pkt, uint8_t extra[8]);
-/* Fail the endpoint: log once, and efarm_ep_progress returns status from now on. */
-void efarm_ep_fail(struct efarm_ep *ep, int status);
-static inline bool efarm_peer_failed(const struct efarm_peer_state *st)
-{
-    return st != NULL && (st->flags & EFARM_PS_FAILED);
-}
-
-/*
- * Handlers of in-order REQs and of the packets that follow them. Each gets a
- * decoded packet and the peer, and either `stored` (the packet was kept
- * earlier; pkt points into it) or, with stored NULL, `rx_id`, the device
- * buffer the packet lies in. Returns 0 when the packet is consumed (the
- * caller releases the stored packet or reposts the buffer), -EAGAIN when it
- * must wait for room (the caller keeps it and retries), or EFARM_RX_KEEP when
- * the handler took the stored packet or holds the device buffer.
- */
-#define EFARM_RX_KEEP 1
-
-/*
- * The engine's row of a packet type (proto_pkt.c), generated with the
- * codec's from the one list of efarm_pkt_types.h. A packet is received by the
- * first that applies: `ctrl` (a control packet), `on_nack` when it carries
- * the READ_NACK REQ flag, `serve` in msg_id order (`ordered`) or at once
- * (kept and retried from progress while it returns -EAGAIN); no handler:
- * counted and dropped.
- */
-typedef void (*efarm_ctrl_fn)(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
-typedef int (*efarm_serve_fn)(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                              struct efarm_rxpkt *stored, uint32_t rx_id);
-
-/* Where the data of a REQ that carries data into a receive operation lies. */
-#define RX_SEG_OFFSET 0x1u /* at seg_offset in the message; later packets follow (medium, runt) */
-#define RX_ONLY_IOV   0x2u /* the payload is the read_iov[] alone (long read) */
-
-struct efarm_pkt_row {
-    efarm_ctrl_fn ctrl;
-    efarm_ctrl_fn on_nack;
-    efarm_serve_fn serve;
-    const char *lost_alone;   /* sent with no operation: what its loss costs the peer, or NULL */
-    bool ordered;             /* takes the peer's msg_id sequence: served in that order */
-    bool rtm;                 /* a message: matched against receives (msg_recv.c) */
-    bool rtw;                 /* a long write run as a receive operation (msg_recv.c) */
-    bool tagged;              /* carries a tag (the codec's trait) */
-    bool dc;                  /* delivery-complete: the receiver answers with a RECEIPT */
-    bool read_iov;            /* the payload starts with read_iov[] (the codec's trait) */
-    bool trigger;             /* a HANDSHAKE trigger (L_TRIGGER): its empty form asks only that */
-    bool lost_to_implicit_ok; /* its loss to a peer learnt from a raw address costs nothing */
-    uint8_t proto;            /* enum efarm_proto_kind of its data (rtm, rtw) */
-    uint8_t data;             /* RX_* (rtm, rtw, refused) */
-    uint8_t atomic;           /* enum efarm_atomic_kind (RTA) */
-};
-
-extern const struct efarm_pkt_row g_efarm_pkt_rows[EFARM_PKT_TYPE_COUNT];
-
-static inline const struct efarm_pkt_row *efarm_pkt_row(uint8_t type)
-{
-    return &g_efarm_pkt_rows[type];
-}
-
-/* proto_rx.c: a REQ in its turn that efarm refuses (runting CTS): counted, its id used up. */
-int efarm_req_refuse(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                     struct efarm_rxpkt *stored, uint32_t rx_id);
-
-/* msg_recv.c */
-/*
- * The eager fast path's receiving half, on the device's current completion
- * (a successful receive into buffer rx_id, taken by the caller inside its
- * poll session): an EAGER_TAGRTM without optional headers (or with only the
- * connid header naming the peer's connid), from a peer known by its address
- * handle, in its turn, that a posted receive matches, is delivered as
- * rx_ordered and efarm_rtm_recv() would, without a decoded packet or a
- * completion record, and its buffer released. Returns true then; false, with
- * nothing changed, for anything else, which efarm_rx_completion takes.
- * Inline: efarm_rx_eager_fast in msg_fast_inline.h.
- */
-int efarm_rtm_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                   struct efarm_rxpkt *stored, uint32_t rx_id);
-int efarm_rtm_segment(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt,
-                      struct efarm_rxpkt *stored, uint32_t rx_id);
-int efarm_unexp_segment(struct efarm_ep *ep, struct efarm_unexp *ux, const struct efarm_pkt *pkt,
-                        struct efarm_rxpkt *stored, uint32_t rx_id);
-void efarm_rx_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int status);
-void efarm_ctsdata_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
-void efarm_read_completion(struct efarm_ep *ep, struct efarm_op *op,
-                           const struct efarm_dev_cqe *cqe);
-void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op);
-void efarm_rx_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op);
-void efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
-
-/* msg_send.c */
-void efarm_tx_op_work(struct efarm_ep *ep, struct efarm_op *op);
-void efarm_tx_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op, struct efarm_txpkt *pkt,
-                          int status);
-void efarm_cts_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
-void efarm_eor_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
-void efarm_receipt_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
-void efarm_read_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
-void efarm_hs_waiters_release(struct efarm_ep *ep, struct efarm_peer_state *st);
-void efarm_hs_waiters_fail(struct efarm_ep *ep, struct efarm_peer_state *st, int status);
-void efarm_tx_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int status);
-void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op);
-void efarm_tx_receipt(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
-/* Header bytes of a REQ of this type to this peer: mandatory plus optional headers. */
-uint64_t efarm_req_hdr_len(const struct efarm_peer_state *st, uint8_t type, bool cq_data);
-/* Send pkt with `pre` (read_iov) and `data` for op in a fresh send buffer: 0, -EAGAIN, error. */
-int efarm_op_pkt_send(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt,
-                      const void *pre, uint32_t pre_len, const void *data, uint64_t n);
-
-/* rma.c: one-sided operations, origin side */
-void efarm_rma_op_work(struct efarm_ep *ep, struct efarm_op *op);
-void efarm_rma_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op, struct efarm_txpkt *tx,
-                           int status);
-void efarm_rma_op_rdma_done(struct efarm_ep *ep, struct efarm_op *op,
-                            const struct efarm_dev_cqe *cqe);
-void efarm_rma_op_peer_failed(struct efarm_ep *ep, struct efarm_op *op, int status);
-void efarm_rma_op_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op);
-void efarm_rma_op_receipt(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
-void efarm_rma_op_readrsp(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
-/*
- * Start a one-sided REQ of `type` for op: base fields, optional headers and
- * the remote ranges iov[0..n) encoded into `wire` (which must outlive the
- * encoding).
- */
-void efarm_rma_req_init(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_pkt *pkt,
-                        uint8_t type, const struct efarm_rma_iov *iov, uint32_t n, uint8_t *wire);
-void efarm_readrsp_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
-void efarm_atomrsp_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
-
-/* Response flag (efarm's, in the base header of READRSP, ATOMRSP, RECEIPT): refused. */
-#define EFARM_RSP_FLAG_REFUSED 0x0100u
-
-/* rma_target.c: peers' emulated one-sided requests */
-/* Each an efarm_serve_fn: the `serve` of its rows in efarm_pkt_types.h. */
-int efarm_rtw_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                   struct efarm_rxpkt *stored, uint32_t rx_id);
-int efarm_rtr_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                   struct efarm_rxpkt *stored, uint32_t rx_id);
-int efarm_rta_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                   struct efarm_rxpkt *stored, uint32_t rx_id);
-/* Keep an unordered request whose reply found no buffer; progress retries it in order. */
-int efarm_rma_pending_keep(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_dev_cqe *cqe);
-void efarm_rma_pending_progress(struct efarm_ep *ep);
-void efarm_rma_pending_fini(struct efarm_ep *ep);
-
-/* rma_long.c: one-sided operations longer than one packet, on the message engine */
-/* This endpoint's long write runs as a send: LONGCTS_RTW or LONGREAD_RTW. */
-void efarm_rtw_long_begin(struct efarm_ep *ep, struct efarm_op *op, enum efarm_proto_kind proto);
-/* This endpoint's long read (LONGCTS_RTR) runs as a long-CTS receive. */
-void efarm_rtr_long_begin(struct efarm_ep *ep, struct efarm_op *op);
-void efarm_rtr_long_readrsp(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt);
-/* A peer's LONGCTS_RTW, DC_LONGCTS_RTW, LONGREAD_RTW run as receive operations. */
-int efarm_rtw_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                        struct efarm_rxpkt *stored, uint32_t rx_id);
-/* A peer's LONGCTS_RTR runs as a long-CTS send of the exposed range. */
-int efarm_rtr_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
-                        struct efarm_rxpkt *stored, uint32_t rx_id);
-
-/* proto_select.c */
-struct efarm_select_in {
-    uint64_t len;
-    uint64_t eager_fit; /* application bytes one REQ packet carries for this peer */
-    uint32_t flags;     /* EFARM_SEND_* */
-    bool peer_rdma_read, peer_runt_read; /* negotiated (both sides) */
-    bool buf_cold;       /* a read protocol would have to register the buffer first */
-    uint32_t npeers;     /* senders the receiver may have at once (medium's fan-in) */
-    uint8_t force_proto; /* a hint forces enum efarm_proto_kind force_proto - 1 (0: none) */
-    uint32_t peer_sends; /* other sends to this peer in flight (a stream) */
-    uint32_t reads_inflight;
-    uint64_t runt_bytes_in_flight;
-};
-enum efarm_proto_kind efarm_proto_select(const struct efarm_ep_params *p,
-                                         const struct efarm_select_in *in);
-/* The same choice, with why in words (efarm-info; not for the hot path). */
-enum efarm_proto_kind efarm_proto_select_why(const struct efarm_ep_params *p,
-                                             const struct efarm_select_in *in, char *why,
-                                             size_t size);
-/* The read-protocol threshold that applies to in (its buffer registered or not). */
-uint64_t efarm_select_read_min(const struct efarm_ep_params *p, const struct efarm_select_in *in);
-/* The largest eager message: what fits one packet (eager_fit), or EFARM_EAGER_MAX below it. */
-static inline uint64_t efarm_select_eager_max(const struct efarm_ep_params *p, uint64_t eager_fit)
-{
-    return p->eager_max && p->eager_max < eager_fit ? p->eager_max : eager_fit;
-}
-/* Whether proto may carry the message at all (EFARM_PROTO forces it only then). */
-bool efarm_proto_legal(const struct efarm_ep_params *p, const struct efarm_select_in *in,
-                       enum efarm_proto_kind proto);
 
 #endif /* EFARM_PROTO_INTERNAL_H */

@@ -13,6 +13,7 @@
 #include "efarm_log.h"
 #include "efarm_pkt.h"
 #include "proto_internal.h"
+#include "proto_peers.h"
 
 /*
  * One data log entry: the header line, the hex line, the decoded fields. It is

@@ -14,6 +14,10 @@
 #include <stdlib.h>
 
 #include "proto_internal.h"
+#include "proto_messages.h"
+#include "proto_onesided.h"
+#include "proto_ops.h"
+#include "proto_transmit.h"
 
 int efarm_ops_init(struct efarm_ep *ep)
 {
@@ -271,7 +275,7 @@ void efarm_op_state_illegal(const struct efarm_op *op, enum efarm_op_role role,
 #define NACKED    EFARM_OPS_BIT(EFARM_OPS_NACKED)
 #define COMPLETED EFARM_OPS_BIT(EFARM_OPS_COMPLETED)
 
-const struct efarm_op_role_ops g_efarm_op_roles[EFARM_OP_KIND_COUNT] = {
+const struct efarm_op_role_ops g_efarm_op_roles[EFARM_OP_ROLE_COUNT] = {
     [EFARM_OP_FREE] = {.name = "free"},
     [EFARM_OP_TX] = {.name = "send",
                      SEND_MACHINERY,

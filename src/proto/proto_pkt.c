@@ -1,6 +1,6 @@
 /*
  * The engine's table of packet types: its columns of efarm_pkt_types.h's
- * list (see efarm_pkt_row in proto_internal.h). The codec's columns of the
+ * list (see efarm_pkt_row in proto_receive.h). The codec's columns of the
  * same list make pkt_codec.c's table; the traits both need (tagged, read
  * iov) are read from the list's TRAITS column here too, so the two tables
  * cannot disagree on them.
@@ -9,6 +9,10 @@
 
 #include "efarm_pkt_types.h"
 #include "efarm_rma.h"
+#include "proto_messages.h"
+#include "proto_onesided.h"
+#include "proto_peers.h"
+#include "proto_receive.h"
 
 /* ENGINE columns. */
 #define E_NONE     .serve = NULL

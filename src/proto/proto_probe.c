@@ -47,6 +47,8 @@
  * what was padding) and a flag.
  */
 #include "proto_internal.h"
+#include "proto_peers.h"
+#include "proto_transmit.h"
 
 #define EFARM_PROBE_POLLS 16u /* progress calls between clock reads while ops are in use */
 

@@ -52,7 +52,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "msg_proto.h"
 #include "proto_internal.h"
+#include "proto_select.h"
 
 /*
  * Measured on efasim, 2026-11-27, with its one-copy RDMA (issue 14: reads and

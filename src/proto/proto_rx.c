@@ -46,6 +46,12 @@
 
 #include "efarm_byteorder.h"
 #include "proto_internal.h"
+#include "proto_messages.h"
+#include "proto_onesided.h"
+#include "proto_ops.h"
+#include "proto_peers.h"
+#include "proto_receive.h"
+#include "proto_transmit.h"
 
 /* Copy classes: element sizes (struct efarm_rxpkt + data). The last one takes an MTU. */
 static uint32_t class_size(const struct efarm_ep *ep, unsigned cls)

@@ -46,7 +46,9 @@
 #include <string.h>
 
 #include "efarm_text.h"
+#include "msg_proto.h"
 #include "proto_internal.h"
+#include "proto_select.h"
 
 /*
  * The rules are the rows' (msg_proto.h: each subprotocol's file holds its

@@ -20,6 +20,11 @@
 
 #include "efarm_byteorder.h"
 #include "proto_internal.h"
+#include "proto_messages.h"
+#include "proto_ops.h"
+#include "proto_peers.h"
+#include "proto_receive.h"
+#include "proto_transmit.h"
 
 int efarm_tx_init(struct efarm_ep *ep)
 {
@@ -78,11 +83,6 @@ int efarm_txpkt_encode(struct efarm_ep *ep, struct efarm_txpkt *tx, const struct
     }
     tx->type = pkt->type;
     return 0;
-}
-
-uint16_t efarm_ep_qpn(const struct efarm_ep *ep)
-{
-    return efarm_load_le16(ep->raw_addr + offsetof(struct efarm_wire_raw_addr, qpn));
 }
 
 void efarm_pkt_set_raw_addr(const struct efarm_ep *ep, struct efarm_pkt *pkt)

@@ -39,6 +39,11 @@
 
 #include "efarm_rma.h"
 #include "proto_internal.h"
+#include "proto_messages.h"
+#include "proto_onesided.h"
+#include "proto_ops.h"
+#include "proto_peers.h"
+#include "proto_transmit.h"
 #include "rma_proto.h"
 
 #define RMA_WR_MAX (256ull << 20) /* one RDMA WR at most; keeps its length in the wr_id */

@@ -16,6 +16,11 @@
 
 #include "efarm_rma.h"
 #include "msg_internal.h"
+#include "proto_messages.h"
+#include "proto_onesided.h"
+#include "proto_ops.h"
+#include "proto_receive.h"
+#include "proto_transmit.h"
 
 /* ---- This endpoint's long writes ------------------------------------------------------------ */
 

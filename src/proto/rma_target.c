@@ -26,6 +26,10 @@
 
 #include "efarm_rma.h"
 #include "proto_internal.h"
+#include "proto_onesided.h"
+#include "proto_peers.h"
+#include "proto_receive.h"
+#include "proto_transmit.h"
 
 /* Largest number of rma_iov entries a request may name (a packet holds fewer anyway). */
 #define TARGET_MAX_IOV 256

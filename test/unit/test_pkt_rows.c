@@ -7,7 +7,14 @@
 #include "efarm_pkt.h"
 #include "efarm_rma.h"
 #include "efarm_test.h"
+#include "msg_proto.h"
 #include "proto_internal.h"
+#include "proto_messages.h"
+#include "proto_onesided.h"
+#include "proto_ops.h"
+#include "proto_peers.h"
+#include "proto_receive.h"
+#include "proto_select.h"
 #include "rma_proto.h"
 
 static bool has_field(uint8_t type, enum efarm_pkt_field id)
@@ -280,7 +287,7 @@ EFARM_TEST(op_role_rows)
 {
     unsigned targets = 0, rma = 0;
 
-    for (unsigned k = EFARM_OP_FREE + 1; k < EFARM_OP_KIND_COUNT; k++) {
+    for (unsigned k = EFARM_OP_FREE + 1; k < EFARM_OP_ROLE_COUNT; k++) {
         const struct efarm_op_role_ops *c = &g_efarm_op_roles[k];
 
         efarm_test_context("role %u (%s)", k, c->name ? c->name : "?");
@@ -325,7 +332,7 @@ EFARM_TEST(op_role_states)
     unsigned all = 0;
 
     EXPECT_EQ(g_efarm_op_roles[EFARM_OP_FREE].states, 0);
-    for (unsigned k = EFARM_OP_FREE + 1; k < EFARM_OP_KIND_COUNT; k++) {
+    for (unsigned k = EFARM_OP_FREE + 1; k < EFARM_OP_ROLE_COUNT; k++) {
         const struct efarm_op_role_ops *c = &g_efarm_op_roles[k];
 
         efarm_test_context("role %u (%s), states %#x", k, c->name ? c->name : "?", c->states);

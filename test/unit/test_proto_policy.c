@@ -19,6 +19,7 @@
 #include "efarm_test.h"
 #include "proto_common.h"
 #include "proto_internal.h"
+#include "proto_select.h"
 
 /* Linear costs (us = a + size / b) sampled at powers of two, as a calibration would write them. */
 struct line {
