@@ -15,7 +15,9 @@
 #   - every identifier with an underscore (efarm_ep_progress, EFARM_RECVWIN,
 #     MPIDI_NM_mpi_isend, ibv_wr_send): it is a word of this tree's code
 #     (C, headers, scripts, build files, generated doc/TUNABLES.md; not the
-#     other documents), or of a --tree DIR, or of rdma-core's installed headers.
+#     other documents), or a name that code pastes ("efarm_nm_" #name and
+#     recv_msgs: efarm_nm_recv_msgs), or a word of a --tree DIR, or of
+#     rdma-core's installed headers.
 #     A name that is not efarm's (no "efarm"/"efasim" in it) is only checked
 #     when a --tree names where it comes from (MPICH's source); without one it
 #     is counted as unchecked. A name ending in "_" is a prefix and skipped.
@@ -148,8 +150,25 @@ if [ ${#ext_dirs[@]} -gt 0 ]; then
 else
     : >"$work/found_ext"
 fi
+# Names the code makes by pasting: a prefix string before a stringized macro
+# argument ("efarm_nm_" #name: the MPI_T variables made from the counter
+# lists). A document's efarm_nm_recv_msgs is found when the code has that
+# prefix and the rest, recv_msgs, is a word of the code.
+(cd "$top" && xargs -a "$work/code" -d '\n' grep -ohE '"[A-Za-z_][A-Za-z0-9_]*_" *#[a-z_]+' 2>/dev/null || true) |
+    sed -E 's/^"([A-Za-z0-9_]+)".*/\1/' | sort -u >"$work/paste_prefixes"
+pasted() { # NAME: a pasted name whose prefix and rest the code both has
+    local p
+    while read -r p; do
+        case $1 in
+        "$p"?*) (cd "$top" && xargs -a "$work/code" -d '\n' grep -qwF -- "${1#"$p"}" 2>/dev/null) &&
+            return 0 ;;
+        esac
+    done <"$work/paste_prefixes"
+    return 1
+}
+
 while IFS=$'\t' read -r where w; do
-    if grep -qxF "$w" "$work/found_here" || grep -qxF "$w" "$work/found_ext"; then
+    if grep -qxF "$w" "$work/found_here" || grep -qxF "$w" "$work/found_ext" || pasted "$w"; then
         checked=$((checked + 1))
         continue
     fi

@@ -404,14 +404,22 @@ doc_trees=()
 [ -d "$mpich_cache/tree/mpich-4.0.2" ] && doc_trees=(--tree "$mpich_cache/tree/mpich-4.0.2")
 step doc-names "$top/scripts/check-doc-names.sh" "${doc_trees[@]}" "$top/README.md" \
     "$top/doc/ARCHITECTURE.md" "$top/src/proto/README.md" "$top/src/netmod_efarm/README.md" \
-    "$top/doc/PROTOCOL-SELECTION.md" "$top/doc/TUNABLES.md" "$top/test/interop/README.md"
+    "$top/doc/NETMOD.md" "$top/doc/PROTOCOL-SELECTION.md" "$top/doc/TUNABLES.md" \
+    "$top/test/interop/README.md"
 doc_names_detects() {
     # The stale name is put together here, so that it is no word of this tree.
     local d=$root/doc-names-stale.md name=efarm_ep_"tsend"_gone
     printf 'Sends go through `%s` in `src/proto/msg_tsend.c`.\n' "$name" >"$d"
     ! "$top/scripts/check-doc-names.sh" "$d" >"$d.out" 2>&1 &&
         grep -q "name \`$name\` not found" "$d.out" &&
-        grep -q 'path `src/proto/msg_tsend.c` not found' "$d.out"
+        grep -q 'path `src/proto/msg_tsend.c` not found' "$d.out" || return 1
+    # A name the code pastes: an MPI_T variable made from a counter list is found,
+    # one whose counter does not exist is not.
+    name=efarm_nm_recv_"gone"
+    printf 'See `efarm_nm_recv_msgs` and `%s`.\n' "$name" >"$d"
+    ! "$top/scripts/check-doc-names.sh" "$d" >"$d.out" 2>&1 &&
+        grep -q "name \`$name\` not found" "$d.out" &&
+        ! grep -q 'efarm_nm_recv_msgs' "$d.out"
 }
 step doc-names-detects doc_names_detects
 if [ -x "$mpich_prefix/bin/mpicc" ]; then
