@@ -21,6 +21,7 @@ noinst_HEADERS += \
     src/mpid/ch4/netmod/efarm/efarm_p2p.h \
     src/mpid/ch4/netmod/efarm/efarm_probe.h \
     src/mpid/ch4/netmod/efarm/efarm_rma_nm.h \
+    src/mpid/ch4/netmod/efarm/efarm_win.h \
     src/mpid/ch4/netmod/efarm/efarm_dynproc.h \
     src/mpid/ch4/netmod/efarm/efarm_noinline.h
 
@@ -29,6 +30,7 @@ mpi_core_sources += \
     src/mpid/ch4/netmod/efarm/efarm_init.c \
     src/mpid/ch4/netmod/efarm/efarm_am.c \
     src/mpid/ch4/netmod/efarm/efarm_win.c \
+    src/mpid/ch4/netmod/efarm/efarm_rma.c \
     src/mpid/ch4/netmod/efarm/efarm_stripe.c \
     src/mpid/ch4/netmod/efarm/efarm_noinline.c \
     src/mpid/ch4/netmod/efarm/efarm_dynproc.c \

@@ -48,7 +48,7 @@
  *   - every C binding swaps MPI's predefined datatypes for MPICH-internal
  *     ones (MPIR_INT32, ...) before they reach the netmod, so a test against
  *     MPI_INT no longer matches: MPIDI_EFARM_RAW_TYPE gives the internal type
- *     to look up (efarm_win.c), and internal collectives take MPIR_BYTE_INTERNAL;
+ *     to look up (efarm_rma.c), and internal collectives take MPIR_BYTE_INTERNAL;
  *   - collectives take a collective attribute word (error flags and
  *     MPIR_COLL_ATTR_SYNC) instead of an error flag; MPIR_Errflag_t is gone
  *     and the attribute word's error flag is an error class;

@@ -307,7 +307,7 @@ int MPIDI_EFARM_wait_for_slot(MPIDI_EFARM_vci_t *v, unsigned long *waits_p);
 /* The one warning of a wait that lasts (waits: the caller's retries so far). */
 void MPIDI_EFARM_slot_wait_warning(unsigned long waits);
 
-/* ---- Native RMA (efarm_win.c; the inline API is in efarm_rma_nm.h) ---- */
+/* ---- Native RMA (efarm_rma.c, its windows efarm_win.c; the inline API efarm_rma_nm.h) ---- */
 
 #define MPIDI_EFARM_WIN(win) ((win)->dev.netmod.efarm)
 

@@ -62,7 +62,7 @@ int MPIDI_EFARM_anysrc_nm_first(int tag, struct MPIR_Comm *comm, int attr);
 /*
  * Netmod state of a point-to-point request: the engine request and, for a
  * noncontiguous datatype, the packed copy of the data and where it unpacks.
- * A native RMA operation (efarm_win.c) uses the same request: the engine
+ * A native RMA operation (efarm_rma.c) uses the same request: the engine
  * request (or several, one per four remote ranges of a noncontiguous target),
  * and the window and target rank whose outstanding counts it holds.
  */

@@ -5,7 +5,7 @@
  * Synchronisation (fence, PSCW, lock/unlock, flush) is MPIDIG's, done with
  * active messages; before each point where MPI says operations are complete,
  * MPIDIG calls the completion hooks below, which wait for this window's
- * native operations (efarm_win.c counts them per window and per target).
+ * native operations (efarm_rma.c counts them per window and per target).
  * Each data operation tries the native path first (MPIDI_EFARM_rma_start:
  * contiguous data, predefined datatype and operation for accumulates, a
  * window whose members exposed their memory) and otherwise goes to MPIDIG,

@@ -49,10 +49,12 @@ dist_mpichnetmod_DATA = \
 	src/netmod_efarm/efarm_p2p.h \
 	src/netmod_efarm/efarm_probe.h \
 	src/netmod_efarm/efarm_rma_nm.h \
+	src/netmod_efarm/efarm_win.h \
 	src/netmod_efarm/efarm_dynproc.h \
 	src/netmod_efarm/efarm_am.c \
 	src/netmod_efarm/efarm_init.c \
 	src/netmod_efarm/efarm_win.c \
+	src/netmod_efarm/efarm_rma.c \
 	src/netmod_efarm/efarm_stripe.c \
 	src/netmod_efarm/efarm_noinline.c \
 	src/netmod_efarm/efarm_dynproc.c \
