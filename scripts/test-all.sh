@@ -404,7 +404,7 @@ doc_trees=()
 [ -d "$mpich_cache/tree/mpich-4.0.2" ] && doc_trees=(--tree "$mpich_cache/tree/mpich-4.0.2")
 step doc-names "$top/scripts/check-doc-names.sh" "${doc_trees[@]}" "$top/README.md" \
     "$top/doc/ARCHITECTURE.md" "$top/src/proto/README.md" "$top/src/netmod_efarm/README.md" \
-    "$top/doc/NETMOD.md" "$top/doc/PROTOCOL-SELECTION.md" "$top/doc/TUNABLES.md" \
+    "$top/doc/NETMOD.md" "$top/doc/STATUS.md" "$top/doc/PROTOCOL-SELECTION.md" "$top/doc/TUNABLES.md" \
     "$top/test/interop/README.md"
 doc_names_detects() {
     # The stale name is put together here, so that it is no word of this tree.
