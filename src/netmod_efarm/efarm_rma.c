@@ -2,7 +2,9 @@
  * One-sided operations on windows: MPI_Put, MPI_Get, the accumulates,
  * fetch_and_op and compare_and_swap, started by MPIDI_EFARM_rma_start
  * (called from efarm_rma_nm.h) and waited for by MPIDI_EFARM_rma_wait
- * (MPIDIG's completion hooks). The windows themselves are efarm_win.c's.
+ * (MPIDIG's completion hooks), and the addressing of a dynamic window's
+ * target through the copy of its directory this origin caches. The windows
+ * themselves are efarm_win.c's.
  *
  * A native operation is one engine operation (efarm_rma.h), or one per four
  * remote ranges of noncontiguous target data: put is a write
@@ -21,6 +23,137 @@
 #include "efarm_noinline.h"
 #include "efarm_rma.h"
 #include "efarm_win.h"
+
+/* ---- Addressing a dynamic window: the target's directory, cached --------------------------- */
+
+static void dyn_read_done(struct efarm_req *ereq)
+{
+    *(volatile int *)ereq->ctx = ereq->status < 0 ? ereq->status : 1;
+}
+
+/* Read riov of target rank's exposed memory into buf, driving progress until it is there. */
+static int dyn_read(MPIR_Win *win, int rank, void *buf, const struct efarm_riov *riov)
+{
+    const MPIDI_EFARM_win_target_t *t = &MPIDI_EFARM_WIN(win).targets[rank];
+    int vci = MPIDI_EFARM_WIN(win).vci;
+    struct efarm_req ereq = {.cb = dyn_read_done};
+    volatile int state = 0; /* 0 pending, 1 done, < 0 efarm error */
+    unsigned long waits = 0;
+    int mpi_errno = MPI_SUCCESS, ret;
+
+    ereq.ctx = (void *)&state;
+    while ((ret = efarm_read(MPIDI_EFARM_VCI(vci)->ep, t->peer, buf, riov->len, riov, 1, 0,
+                             &ereq)) == -EAGAIN) {
+        mpi_errno = MPIDI_EFARM_wait_for_slot(MPIDI_EFARM_VCI(vci), &waits);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+    if (ret == 0) {
+        MPIDIU_PROGRESS_WHILE(state == 0, vci);
+        ret = state < 0 ? state : 0;
+    }
+    if (ret < 0)
+        mpi_errno = MPIDI_EFARM_ERROR(ret, "reading a dynamic window's directory");
+
+fn_exit:
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
+}
+
+/*
+ * Fill riov with ranges covering [addr, addr + len) from the cached
+ * directory c: one per attached region the access spans, regions adjacent
+ * (MPI lets an access span regions attached next to each other), at most
+ * EFARM_RMA_MAX_IOV. Returns how many, or 0 when not covered (or wrapping).
+ */
+static uint32_t dyn_cover(const dyn_cache_t *c, uint64_t addr, uint64_t len,
+                          struct efarm_riov *riov)
+{
+    uint64_t cur = addr, end = addr + len;
+    uint32_t n = 0;
+
+    while (cur < end) {
+        uint64_t i;
+
+        for (i = 0; i < c->count; i++)
+            if (cur >= c->ent[i].base && cur - c->ent[i].base < c->ent[i].size)
+                break;
+        if (i == c->count || n == EFARM_RMA_MAX_IOV)
+            return 0;
+        riov[n].addr = cur;
+        riov[n].key = c->ent[i].key;
+        riov[n].len = c->ent[i].size - (cur - c->ent[i].base);
+        if (riov[n].len > end - cur)
+            riov[n].len = end - cur;
+        cur += riov[n++].len;
+    }
+    return n;
+}
+
+/*
+ * Fill riov (riov[0] has the access's addr and len) with the ranges and keys
+ * of target rank's attached regions covering it: from the cached directory,
+ * else from fresh reads of it. Not covered: MPI_ERR_RMA_RANGE.
+ */
+static int dyn_lookup(MPIR_Win *win, int rank, struct efarm_riov *riov, uint32_t *nriov_p)
+{
+    uint64_t addr = riov[0].addr, len = riov[0].len;
+    struct MPIDI_EFARM_dyn *d = MPIDI_EFARM_WIN(win).dyn;
+    const MPIDI_EFARM_win_target_t *t = &MPIDI_EFARM_WIN(win).targets[rank];
+    dyn_cache_t *c = &d->cache[rank];
+    int mpi_errno = MPI_SUCCESS;
+
+    /* Two reads at most: one racing the target's own attach or detach may miss an entry. */
+    for (int round = 0;; round++) {
+        dyn_header_t hdr;
+        struct efarm_riov dir;
+
+        if (c->epoch == d->epoch && (*nriov_p = dyn_cover(c, addr, len, riov)) != 0)
+            return MPI_SUCCESS;
+        if (round == 2)
+            break;
+        dir = (struct efarm_riov){.addr = t->base, .len = sizeof(hdr), .key = t->key};
+        mpi_errno = dyn_read(win, rank, &hdr, &dir);
+        MPIR_ERR_CHECK(mpi_errno);
+        MPIDI_EFARM_VCI(d->vci)->nm_counters.rma_dyn_lookups++;
+        /* Nothing attached or detached since the entries were read: they still hold. */
+        if (round == 0 && c->epoch != 0 && hdr.gen == c->gen && hdr.count == c->count &&
+            hdr.entries == c->entries) {
+            c->epoch = d->epoch;
+            continue;
+        }
+        /* The header is the peer's data: its count only sizes one read the target checks. */
+        if (hdr.count > (uint64_t)INT32_MAX / sizeof(dyn_entry_t))
+            break;
+        if (hdr.count > c->cap) {
+            dyn_entry_t *ent = MPL_realloc(c->ent, hdr.count * sizeof(*ent), MPL_MEM_RMA);
+
+            MPIR_ERR_CHKANDJUMP1(ent == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem", "**nomem %s",
+                                 "efarm dynamic window directory");
+            c->ent = ent;
+            c->cap = hdr.count;
+        }
+        c->count = 0;
+        if (hdr.count > 0) {
+            dir = (struct efarm_riov){.addr = hdr.entries,
+                                      .len = hdr.count * sizeof(dyn_entry_t),
+                                      .key = hdr.entries_key};
+            mpi_errno = dyn_read(win, rank, c->ent, &dir);
+            MPIR_ERR_CHECK(mpi_errno);
+        }
+        c->count = hdr.count;
+        c->gen = hdr.gen;
+        c->entries = hdr.entries;
+        c->epoch = d->epoch;
+    }
+    MPIR_ERR_SETANDJUMP3(mpi_errno, MPI_ERR_RMA_RANGE, "**efarm_dynrange",
+                         "**efarm_dynrange %p %d %d", (void *)(uintptr_t)addr, (int)len, rank);
+
+fn_exit:
+    return mpi_errno;
+fn_fail:
+    goto fn_exit;
+}
 
 /* ---- Native operations ------------------------------------------------------------------ */
 
@@ -205,7 +338,7 @@ static int riov_add(MPIR_Win *win, int rank, uint64_t at, uint64_t len, riov_lis
     if (w->dyn != NULL) {
         /* A dynamic window's displacement is an address; the regions attached there have keys. */
         l->v[l->n].addr = at;
-        mpi_errno = MPIDI_EFARM_win_dyn_lookup(win, rank, &l->v[l->n], &n);
+        mpi_errno = dyn_lookup(win, rank, &l->v[l->n], &n);
         MPIR_ERR_CHECK(mpi_errno);
     } else {
         l->v[l->n].addr = t->base + at;

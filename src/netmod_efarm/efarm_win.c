@@ -1,10 +1,10 @@
 /*
  * Windows: MPIDIG creates, synchronises and frees them; its hooks are where
  * efarm exposes each window's memory and exchanges keys (win_native_init),
- * and where a dynamic window keeps the directory of its attached regions,
- * which origins read to address it (MPIDI_EFARM_win_dyn_lookup). The
- * operations on windows are efarm_rma.c's. Partitioned communication is
- * MPIDIG's.
+ * and where a dynamic window keeps the directory of its attached regions
+ * (efarm_win.h), which origins read to address it. The operations on
+ * windows, and that reading, are efarm_rma.c's. Partitioned communication
+ * is MPIDIG's.
  */
 /* MPICH's headers first: mpichconf.h sets the feature macros the system headers read. */
 #include "efarm_impl.h"
@@ -211,60 +211,6 @@ int MPIDI_EFARM_mpi_win_allocate_shared_hook(MPIR_Win *win)
 }
 
 /* ---- Dynamic windows: a directory of attached regions, read by origins ---------------- */
-
-/*
- * MPI_Win_attach is not collective, so a dynamic window's members cannot
- * exchange keys when memory is attached. Instead each member keeps a
- * directory of its attached regions (base, size, key) in exposed memory:
- * a fixed header, exchanged at creation as the window's "memory", pointing
- * to an entry array that doubles when full. An origin that has no region
- * covering an access in its cached copy of the target's directory reads the
- * header and then the entries with efarm_read (RDMA read when negotiated, so
- * the target's CPU is not needed), then looks again. Cached copies turn
- * stale whenever an epoch opens (fence, start, lock, lock_all) and at
- * MPI_Win_sync, the points at which MPI lets a process rely on another's
- * attach; a stale copy is checked by reading the header alone (the count of
- * attaches and detaches tells whether the entries changed). A stale key can only make an access
- * fail (the target checks every key and range), never land elsewhere: target addresses are
- * absolute.
- */
-typedef struct {
-    uint64_t count;       /* entries in use */
-    uint64_t entries;     /* address of the entry array */
-    uint64_t entries_key; /* its key */
-    uint64_t gen;         /* attaches and detaches so far */
-} dyn_header_t;
-
-typedef struct {
-    uint64_t base, size, key;
-} dyn_entry_t;
-
-/* An entry array replaced by a larger one: kept exposed until the window is freed. */
-typedef struct dyn_retired {
-    struct dyn_retired *next;
-    dyn_entry_t *ent;
-    struct efarm_region *region;
-} dyn_retired_t;
-
-/* This process's copy of one target's directory. */
-typedef struct {
-    dyn_entry_t *ent;
-    uint64_t count, cap;
-    uint64_t gen, entries; /* the header's when the entries were read */
-    unsigned epoch;        /* valid while equal to the window's epoch; 0: never read */
-} dyn_cache_t;
-
-struct MPIDI_EFARM_dyn {
-    dyn_header_t *hdr; /* exposed read-only: the window's region */
-    dyn_entry_t *ent;  /* the entry array, capacity cap */
-    struct efarm_region *ent_region;
-    struct efarm_region **attached; /* parallel to ent: each attached region's exposure */
-    uint64_t cap;
-    dyn_retired_t *retired;
-    dyn_cache_t *cache; /* per target rank */
-    unsigned epoch;     /* bumped at synchronisation: cached directories are stale */
-    int vci;            /* the window's: its endpoint exposes the directory and attached memory */
-};
 
 #define DYN_FIRST_CAP 8
 
@@ -474,135 +420,6 @@ void MPIDI_EFARM_rma_sync_point(MPIR_Win *win)
     if (MPIDI_EFARM_WIN(win).dyn != NULL)
         MPIDI_EFARM_WIN(win).dyn->epoch++;
     MPIDI_EFARM_VCI_EXIT(vci);
-}
-
-static void dyn_read_done(struct efarm_req *ereq)
-{
-    *(volatile int *)ereq->ctx = ereq->status < 0 ? ereq->status : 1;
-}
-
-/* Read riov of target rank's exposed memory into buf, driving progress until it is there. */
-static int dyn_read(MPIR_Win *win, int rank, void *buf, const struct efarm_riov *riov)
-{
-    const MPIDI_EFARM_win_target_t *t = &MPIDI_EFARM_WIN(win).targets[rank];
-    int vci = MPIDI_EFARM_WIN(win).vci;
-    struct efarm_req ereq = {.cb = dyn_read_done};
-    volatile int state = 0; /* 0 pending, 1 done, < 0 efarm error */
-    unsigned long waits = 0;
-    int mpi_errno = MPI_SUCCESS, ret;
-
-    ereq.ctx = (void *)&state;
-    while ((ret = efarm_read(MPIDI_EFARM_VCI(vci)->ep, t->peer, buf, riov->len, riov, 1, 0,
-                             &ereq)) == -EAGAIN) {
-        mpi_errno = MPIDI_EFARM_wait_for_slot(MPIDI_EFARM_VCI(vci), &waits);
-        MPIR_ERR_CHECK(mpi_errno);
-    }
-    if (ret == 0) {
-        MPIDIU_PROGRESS_WHILE(state == 0, vci);
-        ret = state < 0 ? state : 0;
-    }
-    if (ret < 0)
-        mpi_errno = MPIDI_EFARM_ERROR(ret, "reading a dynamic window's directory");
-
-fn_exit:
-    return mpi_errno;
-fn_fail:
-    goto fn_exit;
-}
-
-/*
- * Fill riov with ranges covering [addr, addr + len) from the cached
- * directory c: one per attached region the access spans, regions adjacent
- * (MPI lets an access span regions attached next to each other), at most
- * EFARM_RMA_MAX_IOV. Returns how many, or 0 when not covered (or wrapping).
- */
-static uint32_t dyn_cover(const dyn_cache_t *c, uint64_t addr, uint64_t len,
-                          struct efarm_riov *riov)
-{
-    uint64_t cur = addr, end = addr + len;
-    uint32_t n = 0;
-
-    while (cur < end) {
-        uint64_t i;
-
-        for (i = 0; i < c->count; i++)
-            if (cur >= c->ent[i].base && cur - c->ent[i].base < c->ent[i].size)
-                break;
-        if (i == c->count || n == EFARM_RMA_MAX_IOV)
-            return 0;
-        riov[n].addr = cur;
-        riov[n].key = c->ent[i].key;
-        riov[n].len = c->ent[i].size - (cur - c->ent[i].base);
-        if (riov[n].len > end - cur)
-            riov[n].len = end - cur;
-        cur += riov[n++].len;
-    }
-    return n;
-}
-
-/*
- * Fill riov (riov[0] has the access's addr and len) with the ranges and keys
- * of target rank's attached regions covering it: from the cached directory,
- * else from fresh reads of it. Not covered: MPI_ERR_RMA_RANGE.
- */
-int MPIDI_EFARM_win_dyn_lookup(MPIR_Win *win, int rank, struct efarm_riov *riov, uint32_t *nriov_p)
-{
-    uint64_t addr = riov[0].addr, len = riov[0].len;
-    struct MPIDI_EFARM_dyn *d = MPIDI_EFARM_WIN(win).dyn;
-    const MPIDI_EFARM_win_target_t *t = &MPIDI_EFARM_WIN(win).targets[rank];
-    dyn_cache_t *c = &d->cache[rank];
-    int mpi_errno = MPI_SUCCESS;
-
-    /* Two reads at most: one racing the target's own attach or detach may miss an entry. */
-    for (int round = 0;; round++) {
-        dyn_header_t hdr;
-        struct efarm_riov dir;
-
-        if (c->epoch == d->epoch && (*nriov_p = dyn_cover(c, addr, len, riov)) != 0)
-            return MPI_SUCCESS;
-        if (round == 2)
-            break;
-        dir = (struct efarm_riov){.addr = t->base, .len = sizeof(hdr), .key = t->key};
-        mpi_errno = dyn_read(win, rank, &hdr, &dir);
-        MPIR_ERR_CHECK(mpi_errno);
-        MPIDI_EFARM_VCI(d->vci)->nm_counters.rma_dyn_lookups++;
-        /* Nothing attached or detached since the entries were read: they still hold. */
-        if (round == 0 && c->epoch != 0 && hdr.gen == c->gen && hdr.count == c->count &&
-            hdr.entries == c->entries) {
-            c->epoch = d->epoch;
-            continue;
-        }
-        /* The header is the peer's data: its count only sizes one read the target checks. */
-        if (hdr.count > (uint64_t)INT32_MAX / sizeof(dyn_entry_t))
-            break;
-        if (hdr.count > c->cap) {
-            dyn_entry_t *ent = MPL_realloc(c->ent, hdr.count * sizeof(*ent), MPL_MEM_RMA);
-
-            MPIR_ERR_CHKANDJUMP1(ent == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem", "**nomem %s",
-                                 "efarm dynamic window directory");
-            c->ent = ent;
-            c->cap = hdr.count;
-        }
-        c->count = 0;
-        if (hdr.count > 0) {
-            dir = (struct efarm_riov){.addr = hdr.entries,
-                                      .len = hdr.count * sizeof(dyn_entry_t),
-                                      .key = hdr.entries_key};
-            mpi_errno = dyn_read(win, rank, c->ent, &dir);
-            MPIR_ERR_CHECK(mpi_errno);
-        }
-        c->count = hdr.count;
-        c->gen = hdr.gen;
-        c->entries = hdr.entries;
-        c->epoch = d->epoch;
-    }
-    MPIR_ERR_SETANDJUMP3(mpi_errno, MPI_ERR_RMA_RANGE, "**efarm_dynrange",
-                         "**efarm_dynrange %p %d %d", (void *)(uintptr_t)addr, (int)len, rank);
-
-fn_exit:
-    return mpi_errno;
-fn_fail:
-    goto fn_exit;
 }
 
 /* Partitioned communication: MPIDIG's, as in ch4:ofi and ch4:ucx. */
