@@ -9,6 +9,7 @@ src_efasim_libefasim_model_la_SOURCES = \
 	src/efasim/model/efasim_model.h \
 	src/efasim/model/config.c \
 	src/efasim/model/objects.c \
+	src/efasim/model/pinned.c \
 	src/efasim/model/qp.c \
 	src/efasim/model/wire.c \
 	src/efasim/model/fault.c \
@@ -23,6 +24,7 @@ efasim_LTLIBRARIES = src/efasim/libibverbs.la src/efasim/libefa.la
 src_efasim_libibverbs_la_SOURCES = \
 	src/efasim/verbs/efasim_verbs.h \
 	src/efasim/verbs/device.c \
+	src/efasim/verbs/fork.c \
 	src/efasim/verbs/cq.c \
 	src/efasim/verbs/qp.c \
 	src/efasim/verbs/events.c \

@@ -167,11 +167,13 @@ static const struct efarm_profile_point g_efasim_points[] = {
 
 /*
  * What registering a buffer costs on efasim: ibv_reg_mr + ibv_dereg_mr of 64 KiB
- * to 64 MiB took 0.07-0.10 us (efasim keeps a table; nothing is pinned), so a
- * cold buffer changes nothing there. On EFA registration pins pages and costs
- * far more: a profile calibrated there carries its own figures.
+ * took 2.5-4.6 us on a busy 2-core machine (efasim pins nothing, but counts the
+ * pages against RLIMIT_MEMLOCK and asks the kernel for the buffer's page size,
+ * src/efasim/README.md, "Registered memory"); 0.07-0.10 us before it did. On
+ * EFA registration pins pages and costs far more: a profile calibrated there
+ * carries its own figures.
  */
-#define EFASIM_REG_BASE_US    0.1
+#define EFASIM_REG_BASE_US    3.0
 #define EFASIM_REG_US_PER_MIB 0.0
 
 static void profile_reference(struct efarm_profile *pr)

@@ -96,6 +96,7 @@ test_unit_efasim_unit_SOURCES = \
 	test/unit/test_efasim_cq.c \
 	test/unit/test_efasim_qp.c \
 	test/unit/test_efasim_ah.c \
+	test/unit/test_efasim_limits.c \
 	test/unit/test_efasim_faults.c \
 	test/unit/test_efasim_fastpath.c \
 	test/unit/test_efasim_threads.c \

@@ -358,20 +358,6 @@ static int mr_access_check(uint32_t *access)
     return 0;
 }
 
-/* ib_umem_get: the range must be mapped user memory (pinning it faults it in). */
-static int mr_range_check(uint64_t start, uint64_t length)
-{
-    long page = sysconf(_SC_PAGESIZE);
-    uint64_t first = start & ~(uint64_t)(page - 1), end;
-
-    if (!length || start + length < start)
-        return -EINVAL;
-    end = (start + length + (uint64_t)page - 1) & ~(uint64_t)(page - 1);
-    if (msync((void *)(uintptr_t)first, end - first, MS_ASYNC))
-        return -EFAULT; /* ENOMEM: some page of the range is not mapped */
-    return 0;
-}
-
 int efasim_efa_reg_mr(struct efasim_kobj *mr, struct efasim_kobj *pd, uint64_t start,
                       uint64_t length, uint64_t iova, uint32_t access, uint32_t *lkey_p,
                       uint32_t *rkey_p, struct efasim_udata *u)
@@ -388,13 +374,14 @@ int efasim_efa_reg_mr(struct efasim_kobj *mr, struct efasim_kobj *pd, uint64_t s
         if (!udata_cleared(&first, 0))
             return -EINVAL;
     }
-    err = mr_range_check(start, length);
-    if (err)
-        return err;
     k = calloc(1, sizeof(*k));
     if (!k)
         return -ENOMEM;
-    err = efasim_mr_reg(pd_model(pd), start, length, iova, access, &k->m);
+    /*
+     * ib_umem_get's checks in its order (RLIMIT_MEMLOCK, pages to pin, each one
+     * mapped), then the device's: the model's, strict as the kernel is.
+     */
+    err = efasim_mr_reg(pd_model(pd), start, length, iova, access, EFASIM_MR_UMEM_STRICT, &k->m);
     if (err) {
         free(k);
         return err;

@@ -15,7 +15,10 @@
 
 extern char **environ;
 
-/* X(name, member, kind, default, doc). kind: U32, U64, BOOL, PROB (0..1), ADDR, SEED. */
+/*
+ * X(name, member, kind, default, doc). kind: U32, U64, BOOL, PROB (0..1), ADDR, LIMIT
+ * ("kernel": what the kernel enforces for this process, or a number of bytes).
+ */
 #define EFASIM_KNOBS(X)                                                                           \
     X(NDEV, ndev, U32, "1", "number of emulated EFA devices (efasim_0, efasim_1, ...; 1..64)")    \
     X(ADDR, addr, ADDR, "127.0.0.1", "IPv4 address of device 0; device i uses the next ones")     \
@@ -30,6 +33,12 @@ extern char **environ;
     X(MAX_CQ, max_cq, U32, "512", "CQs per device context (reported)")                            \
     X(MAX_MR, max_mr, U32, "262144", "registered regions per context (ibv_reg_mr fails beyond)")  \
     X(MAX_MR_SIZE, max_mr_size, U64, "103079215104", "largest MR, 96 GiB like EFA")               \
+    X(MAX_REG_PAGES, max_reg_pages, U64, "25165824",                                              \
+      "device pages registered per context (4 KiB, or whole huge pages; 96 GiB of 4 KiB)")        \
+    X(MEMLOCK, memlock, LIMIT, "kernel",                                                          \
+      "pinned-page limit: kernel (RLIMIT_MEMLOCK, CAP_IPC_LOCK) or N bytes without CAP_IPC_LOCK") \
+    X(COPY_ON_FORK, copy_on_fork, BOOL, "1",                                                      \
+      "the kernel copies pinned pages at fork (>= 5.13): ibv_is_fork_initialized UNNEEDED")       \
     X(MAX_AH, max_ah, U32, "1024", "address handle numbers per context")                          \
     X(MAX_RDMA_SIZE, max_rdma_size, U64, "1073741824", "largest RDMA read/write, 1 GiB like EFA") \
     X(RDMA_READ, rdma_read, BOOL, "1", "advertise and serve RDMA read")                           \
@@ -99,6 +108,11 @@ static void parse_knob(const char *name, const char *kind, const char *value, vo
             knob_error(name, value, "not a probability in [0, 1]");
         else
             *(double *)member = v;
+    } else if (!strcmp(kind, "LIMIT")) {
+        if (!strcmp(value, "kernel"))
+            *(uint64_t *)member = EFASIM_LIMIT_KERNEL;
+        else
+            parse_u64(name, value, EFASIM_LIMIT_KERNEL - 1, member);
     } else { /* ADDR */
         struct in_addr *a = member;
         if (inet_pton(AF_INET, value, a) != 1)

@@ -90,6 +90,9 @@ enum efasim_status {
 
 /* ---- Configuration (config.c): every knob, read once from EFASIM_* ---------- */
 
+/* A LIMIT knob's value "kernel": the kernel's own limit for this process applies. */
+#define EFASIM_LIMIT_KERNEL UINT64_MAX
+
 struct efasim_config {
     unsigned ndev;
     struct in_addr addr[EFASIM_MAX_DEVICES];
@@ -105,6 +108,9 @@ struct efasim_config {
     uint32_t max_mr;
     uint64_t max_mr_size;
     uint32_t max_ah;
+    uint64_t max_reg_pages; /* device pages registered per context (pinned.c) */
+    uint64_t memlock;  /* EFASIM_LIMIT_KERNEL, or RLIMIT_MEMLOCK in bytes without CAP_IPC_LOCK */
+    bool copy_on_fork; /* the kernel copies pinned pages at fork (Linux 5.13 and later) */
     uint64_t max_rdma_size;
     bool rdma_read;
     bool rdma_write;
@@ -246,6 +252,7 @@ struct efasim_context {
     uint64_t *pdns;              /* PD numbers in use, a bit each */
     uint32_t ahnum_slots_used;   /* every number in use sits below this index */
     uint32_t nqp, nmr, nah;
+    uint64_t reg_pages;              /* device pages of its MRs (EFASIM_MAX_REG_PAGES) */
     uint32_t qp_slots_used;          /* every QP sits below this slot index */
     struct efasim_context *svc_next; /* the service thread's list (service.c) */
     uint64_t last_progress_ns;       /* the emulated NIC last ran (efasim_progress); atomic */
@@ -286,25 +293,45 @@ struct efasim_pd {
 int efasim_pd_create(struct efasim_context *ctx, struct efasim_pd **pd_p);
 void efasim_pd_destroy(struct efasim_pd *pd);
 
+/* What a registration added to the process's pinned pages (pinned.c). */
+struct efasim_pin {
+    uint64_t pages; /* 4 KiB pages added to the process's pinned_vm */
+    uint32_t epoch; /* the process (before or after a fork) that counted them */
+};
+
 struct efasim_mr {
     struct efasim_context *ctx;
     struct efasim_pd *pd;
     uint64_t addr, length; /* RDMA addresses are virtual addresses (iova == addr) */
     uint32_t lkey, rkey;   /* 24 bits, as EFA's descriptors carry them; never 0 */
     unsigned access;       /* IBV_ACCESS_* granted */
+    struct efasim_pin pin; /* its pinned pages, counted against RLIMIT_MEMLOCK */
+    uint64_t dev_pages;    /* its pages on the device, counted against EFASIM_MAX_REG_PAGES */
     void *fe;              /* the front end's own object for the MR; the model never reads it */
 };
 
 /*
- * Register [addr, addr + length) with access, as EFA's kernel driver (efa_reg_mr,
- * ib_check_mr_access) does: an iova other than addr, or no address with a
- * length, -EINVAL (efasim maps RDMA addresses 1:1); beyond max_mr_size -EINVAL;
- * optional flags dropped; a flag the device does not offer -EOPNOTSUPP; remote
- * write without local write -EINVAL; the MR table full -ENOMEM. 0 and *mr_p,
- * owned by the context until efasim_mr_dereg.
+ * efasim_mr_reg's flags. EFASIM_MR_UMEM_STRICT: the range is checked as
+ * ib_umem_get pins it, an empty page-aligned range -EINVAL and a page not
+ * mapped -EFAULT (the kernel front end, which plays the kernel); without it
+ * neither is checked (the drop-in, as before these were modelled).
+ */
+enum { EFASIM_MR_UMEM_STRICT = 1 << 0 };
+
+/*
+ * Register [addr, addr + length) with access, as Linux and EFA's kernel driver
+ * do, in their order: an iova other than addr, or no address with a length,
+ * -EINVAL (efasim maps RDMA addresses 1:1); efa_alloc_mr's access check
+ * (optional flags dropped; a flag the device does not offer -EOPNOTSUPP;
+ * remote write without local write -EINVAL); ib_umem_get's (a wrapping range
+ * -EINVAL; RLIMIT_MEMLOCK 0 without CAP_IPC_LOCK -EPERM; the process's pinned
+ * pages beyond it -ENOMEM; EFASIM_MEMLOCK stands in for both; pinned.c); then
+ * the device's: beyond max_mr_size -EINVAL, its registered pages beyond
+ * EFASIM_MAX_REG_PAGES -ENOMEM, the MR table full -ENOMEM. 0 and *mr_p, owned
+ * by the context until efasim_mr_dereg.
  */
 int efasim_mr_reg(struct efasim_pd *pd, uint64_t addr, uint64_t length, uint64_t iova,
-                  unsigned access, struct efasim_mr **mr_p);
+                  unsigned access, unsigned flags, struct efasim_mr **mr_p);
 /*
  * A dma-buf registration (ibv_reg_dmabuf_mr), which EFA refuses here as its driver
  * does: offset and iova apart within a page -EINVAL, access as efasim_mr_reg, then
@@ -799,6 +826,27 @@ void efasim_qp_kick(struct efasim_qp *qp);
  */
 int efasim_qp_post_recv(struct efasim_qp *qp, uint64_t wr_id, uint32_t nsge,
                         const struct ibv_sge *sge);
+
+/* ---- Pinned memory (pinned.c) ---------------------------------------------------- */
+
+/*
+ * ib_umem_get's checks and accounting for registering [addr, addr + length):
+ * a wrapping range -EINVAL; RLIMIT_MEMLOCK 0 without CAP_IPC_LOCK -EPERM; more
+ * than UINT_MAX pages, or with strict none, -EINVAL; the process's pinned
+ * pages beyond the limit -ENOMEM; with strict, a page not mapped -EFAULT.
+ * 0 and *pin_p, to be handed to efasim_pin_release; nothing counted on failure.
+ */
+int efasim_pin_charge(uint64_t addr, uint64_t length, bool strict, struct efasim_pin *pin_p);
+void efasim_pin_release(const struct efasim_pin *pin);
+/*
+ * The page size the kernel maps [addr, addr + length) with (at least one byte):
+ * the smallest hugetlb page size when hugetlb mappings cover all of it, else
+ * 4 KiB (transparent huge pages included). Reads /proc/self/maps, and smaps for
+ * file mappings: for registration, never the data path.
+ */
+uint64_t efasim_page_size_at(uint64_t addr, uint64_t length);
+/* The pages EFA's device is given for an MR over [addr, addr + length) (efa_register_mr). */
+uint64_t efasim_device_pages(uint64_t addr, uint64_t length);
 
 /* ---- Inside the model ---------------------------------------------------------- */
 

@@ -207,8 +207,11 @@ int efasim_context_close(struct efasim_context *ctx, void (*release_fe)(void *fe
     efasim_service_stop(ctx);
     efasim_tx_free(ctx);
     for (uint32_t i = 0; i < efasim_config()->max_mr; i++) {
-        if (ctx->mrs[i] && release_fe)
+        if (!ctx->mrs[i])
+            continue;
+        if (release_fe)
             release_fe(ctx->mrs[i]->fe);
+        efasim_pin_release(&ctx->mrs[i]->pin); /* the kernel unpins what a closing file left */
         free(ctx->mrs[i]);
     }
     for (uint32_t i = 0; i < efasim_config()->max_ah; i++) {
@@ -330,51 +333,89 @@ int efasim_mr_reg_dmabuf(struct efasim_pd *pd, uint64_t offset, uint64_t length,
     return -EINVAL;
 }
 
-int efasim_mr_reg(struct efasim_pd *pd, uint64_t addr, uint64_t length, uint64_t iova,
-                  unsigned access, struct efasim_mr **mr_p)
+/*
+ * The device's part of a registration (EFA's admin command REG_MR, as
+ * efa_register_mr issues it), under the tables' lock: its pages beyond the
+ * budget, or no free slot, is the device's resource error, which
+ * efa_com_comp_status_to_errno makes -ENOMEM. On hardware the page budget is
+ * the device's own and not published; efasim keeps EFASIM_MAX_REG_PAGES per
+ * context (README, "Registered memory").
+ */
+static int mr_slot_take(struct efasim_context *ctx, struct efasim_mr *mr, uint32_t *slot_p)
 {
-    struct efasim_context *ctx = pd->ctx;
     const struct efasim_config *cfg = efasim_config();
     uint32_t slots =
         cfg->max_mr < (1u << MR_SLOT_BITS) - 1 ? cfg->max_mr : (1u << MR_SLOT_BITS) - 1;
-    struct efasim_mr *mr;
     uint32_t slot = 0, n;
-    int err;
 
-    if (iova != addr || (!addr && length))
-        return -EINVAL; /* efasim maps RDMA addresses 1:1 to virtual addresses */
-    if (length > cfg->max_mr_size)
-        return -EINVAL; /* EFA's kernel driver refuses an MR beyond max_mr_size */
-    err = mr_access_refusal(&access);
-    if (err)
-        return err;
-    mr = calloc(1, sizeof(*mr));
-    if (!mr)
+    if (mr->dev_pages > cfg->max_reg_pages || ctx->reg_pages > cfg->max_reg_pages - mr->dev_pages)
         return -ENOMEM;
-    pthread_rwlock_wrlock(&ctx->objs);
     for (n = 0; n < slots; n++) {
         slot = (ctx->mr_next + n) % slots;
         if (!ctx->mrs[slot])
             break;
     }
-    if (n == slots) {
-        pthread_rwlock_unlock(&ctx->objs);
-        free(mr);
+    if (n == slots)
         return -ENOMEM; /* as the device does when its MR table is full */
+    *slot_p = slot;
+    return 0;
+}
+
+int efasim_mr_reg(struct efasim_pd *pd, uint64_t addr, uint64_t length, uint64_t iova,
+                  unsigned access, unsigned flags, struct efasim_mr **mr_p)
+{
+    struct efasim_context *ctx = pd->ctx;
+    struct efasim_mr *mr;
+    struct efasim_pin pin;
+    uint32_t slot;
+    int err;
+
+    if (iova != addr || (!addr && length))
+        return -EINVAL;               /* efasim maps RDMA addresses 1:1 to virtual addresses */
+    err = mr_access_refusal(&access); /* efa_alloc_mr, before the memory is pinned */
+    if (err)
+        return err;
+    /* ib_umem_get: RLIMIT_MEMLOCK against the process's pinned pages (pinned.c). */
+    err = efasim_pin_charge(addr, length, flags & EFASIM_MR_UMEM_STRICT, &pin);
+    if (err)
+        return err;
+    if (length > efasim_config()->max_mr_size) {
+        err = -EINVAL; /* EFA refuses an MR beyond max_mr_size */
+        goto err_unpin;
+    }
+    mr = calloc(1, sizeof(*mr));
+    if (!mr) {
+        err = -ENOMEM;
+        goto err_unpin;
     }
     mr->ctx = ctx;
     mr->pd = pd;
     mr->addr = addr;
     mr->length = length;
+    mr->access = access;
+    mr->pin = pin;
+    mr->dev_pages = efasim_device_pages(addr, length); /* reads /proc: outside the lock */
+    pthread_rwlock_wrlock(&ctx->objs);
+    err = mr_slot_take(ctx, mr, &slot);
+    if (err) {
+        pthread_rwlock_unlock(&ctx->objs);
+        goto err_free;
+    }
     mr->lkey = (uint32_t)ctx->mr_gen[slot] << MR_SLOT_BITS | (slot + 1);
     mr->rkey = mr->lkey;
-    mr->access = access;
     ctx->mrs[slot] = mr;
     ctx->mr_next = slot + 1;
     ctx->nmr++;
+    ctx->reg_pages += mr->dev_pages;
     pthread_rwlock_unlock(&ctx->objs);
     *mr_p = mr;
     return 0;
+
+err_free:
+    free(mr);
+err_unpin:
+    efasim_pin_release(&pin);
+    return err;
 }
 
 void efasim_mr_dereg(struct efasim_mr *mr)
@@ -387,7 +428,9 @@ void efasim_mr_dereg(struct efasim_mr *mr)
     ctx->mrs[slot] = NULL;
     ctx->mr_gen[slot] = (ctx->mr_gen[slot] + 1) & ((1u << MR_GEN_BITS) - 1);
     ctx->nmr--;
+    ctx->reg_pages -= mr->dev_pages;
     pthread_rwlock_unlock(&ctx->objs);
+    efasim_pin_release(&mr->pin); /* ib_umem_release */
     free(mr);
 }
 
@@ -463,7 +506,14 @@ int efasim_ah_create(struct efasim_pd *pd, const union ibv_gid *gid, struct efas
     if (!ahn) {
         pthread_rwlock_unlock(&ctx->objs);
         free(ah);
-        return -ENOMEM; /* the device's AH table is full */
+        /*
+         * The device's AH table is full: its admin command fails with
+         * RESOURCE_ALLOCATION_FAILURE, which Linux's efa_com.c
+         * (efa_com_comp_status_to_errno) returns as -ENOMEM. The table's size
+         * is max_ah (efa_query_device); EFA publishes no number per device, so
+         * EFASIM_MAX_AH's 1024 is efasim's choice.
+         */
+        return -ENOMEM;
     }
     ah->ctx = ctx;
     ah->pd = pd;

@@ -22,6 +22,7 @@
 static struct efasim_vdev g_devices[EFASIM_MAX_DEVICES];
 static struct ibv_device *g_device_ptrs[EFASIM_MAX_DEVICES + 1];
 static pthread_once_t g_devices_once = PTHREAD_ONCE_INIT;
+static pthread_once_t g_verbs_once = PTHREAD_ONCE_INIT;
 
 /* ---- Devices -------------------------------------------------------------- */
 
@@ -98,6 +99,7 @@ EFASIM_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
     unsigned n;
 
     pthread_once(&g_devices_once, devices_init);
+    pthread_once(&g_verbs_once, efasim_vfork_env_init); /* libibverbs 44's ibverbs_init */
     n = efasim_config()->ndev;
     list = calloc(n + 1, sizeof(*list));
     if (!list) {
@@ -395,23 +397,29 @@ EFASIM_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 
 /* ---- MR ----------------------------------------------------------------------- */
 
-/* The kernel driver's checks and the keys are the model's (efasim_mr_reg). */
+/*
+ * libibverbs 44's ibv_reg_mr_iova2: the pages kept from forked children first
+ * once ibv_fork_init succeeded (fork.c), back if the registration fails; the
+ * kernel driver's checks, the limits and the keys are the model's (efasim_mr_reg).
+ */
 EFASIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
                                               uint64_t iova, unsigned int access)
 {
+    bool odp = access & IBV_ACCESS_ON_DEMAND;
     struct efasim_mr *m;
     struct efasim_vmr *mr;
-    int err = efasim_mr_reg(to_vpd(pd)->m, (uint64_t)(uintptr_t)addr, length, iova, access, &m);
+    int err;
 
-    if (err) {
-        errno = -err;
-        return NULL;
-    }
+    if (!odp && ibv_dontfork_range(addr, length))
+        return NULL; /* errno: madvise's */
+    err = efasim_mr_reg(to_vpd(pd)->m, (uint64_t)(uintptr_t)addr, length, iova, access, 0, &m);
+    if (err)
+        goto err_dofork;
     mr = calloc(1, sizeof(*mr));
     if (!mr) {
         efasim_mr_dereg(m);
-        errno = ENOMEM;
-        return NULL;
+        err = -ENOMEM;
+        goto err_dofork;
     }
     mr->m = m;
     m->fe = mr;
@@ -422,6 +430,12 @@ EFASIM_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, siz
     mr->ibv.lkey = m->lkey;
     mr->ibv.rkey = m->rkey;
     return &mr->ibv;
+
+err_dofork:
+    if (!odp)
+        ibv_dofork_range(addr, length);
+    errno = -err;
+    return NULL;
 }
 
 /* Refused as EFA's driver refuses it with no dma-buf exporter (efasim_mr_reg_dmabuf). */
@@ -445,10 +459,15 @@ EFASIM_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t le
     return ibv_reg_mr_iova2(pd, addr, length, (uint64_t)(uintptr_t)addr, (unsigned)access);
 }
 
+/* libibverbs 44's ibv_dereg_mr: the pages go back to forked children after the provider's part. */
 EFASIM_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
+    void *addr = mr->addr;
+    size_t length = mr->length;
+
     efasim_mr_dereg(to_vmr(mr)->m);
     free(mr);
+    ibv_dofork_range(addr, length);
     return 0;
 }
 
@@ -737,29 +756,6 @@ EFASIM_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
 EFASIM_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
 {
     (void)dm;
-}
-
-/* Memory is never pinned by a kernel here, so fork needs no preparation. */
-EFASIM_EXPORT int ibv_fork_init(void)
-{
-    return 0;
-}
-
-EFASIM_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void)
-{
-    return IBV_FORK_UNNEEDED;
-}
-
-EFASIM_EXPORT int ibv_dontfork_range(void *base, size_t size)
-{
-    (void)base, (void)size;
-    return 0;
-}
-
-EFASIM_EXPORT int ibv_dofork_range(void *base, size_t size)
-{
-    (void)base, (void)size;
-    return 0;
 }
 
 EFASIM_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op,

@@ -211,6 +211,9 @@ struct efadv_cq *efasim_vcq_efadv(struct ibv_cq_ex *cq);
  */
 int efasim_event_file_open(int *user_fd_p, int *device_fd_p);
 
+/* fork.c: RDMAV_FORK_SAFE and IBV_FORK_SAFE, at the first ibv_get_device_list (once). */
+void efasim_vfork_env_init(void);
+
 /* Exported symbols that no public rdma-core header declares. */
 int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
                        int *type);
