@@ -4,6 +4,7 @@ libefarm_la_SOURCES += \
 	src/device/efarm_device.h \
 	src/device/device_internal.h \
 	src/device/efarm_device_inline.h \
+	src/device/efarm_device_limits.h \
 	src/device/loader.c \
 	src/device/ep.c \
 	src/device/nic_choose.c

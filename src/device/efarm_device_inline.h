@@ -23,10 +23,19 @@
 
 #define EFARM_DEV_AH_BUCKETS 256 /* AH cache buckets (chained), per endpoint */
 
+/*
+ * One remote GID's address handle, kept for the endpoint's life. The device's
+ * handle behind it (ibv) may be absent: refused when the device held no more,
+ * or released to make room (efarm_device_limits.h); ahn is then
+ * EFARM_DEV_AHN_UNKNOWN, as the device reports for the GID's packets.
+ */
 struct efarm_dev_ah {
     struct ibv_ah *ibv;
     uint8_t gid[16];
     uint16_t ahn;
+    uint32_t user_head;        /* the engine's: its first peer on this handle (UINT32_MAX: none) */
+    uint32_t user_mark;        /* the engine's: eviction pass that found it busy */
+    uint64_t user_stamp;       /* the engine's: when it last posted with it (LRU) */
     struct efarm_dev_ah *next; /* bucket chain */
 };
 
@@ -51,6 +60,8 @@ struct efarm_dev_ep {
     struct ibv_recv_wr *rx_wrs;
     struct ibv_sge *rx_sges;
     struct efarm_dev_ah *ah_bucket[EFARM_DEV_AH_BUCKETS];
+    uint32_t ah_max, ah_entries, ah_live; /* efarm_device_limits.h */
+    uint64_t ah_created, ah_released, ah_refused;
 };
 
 /* ep.c: map a failed work completion's status; repost released receive buffers. */

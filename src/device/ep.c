@@ -7,12 +7,15 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "device_internal.h"
 #include "efarm_config.h"
+#include "efarm_device_limits.h"
 #include "efarm_errno.h"
 #include "efarm_log.h"
 #include "efarm_mr_cache.h"
@@ -25,6 +28,123 @@
 struct efarm_dev_mr {
     struct ibv_mr *ibv;
 };
+
+/* ---- Pinned memory: what efarm registered, and why a registration is refused ---- */
+
+/*
+ * Bytes this process holds registered through efarm, counted as the kernel
+ * pins them: the 4 KiB pages each registration spans (ib_umem_get adds them
+ * to the process's pinned_vm, which RLIMIT_MEMLOCK bounds). For messages only.
+ */
+static atomic_ullong g_pinned_bytes;
+static atomic_flag g_warned_pinned = ATOMIC_FLAG_INIT, g_warned_cache = ATOMIC_FLAG_INIT;
+
+static uint64_t pinned_span(const void *addr, size_t len)
+{
+    uintptr_t lo = (uintptr_t)addr & ~(uintptr_t)4095;
+    uintptr_t hi = ((uintptr_t)addr + len + 4095) & ~(uintptr_t)4095;
+
+    return len ? (uint64_t)(hi - lo) : 0;
+}
+
+static void pinned_add(const struct ibv_mr *mr)
+{
+    atomic_fetch_add_explicit(&g_pinned_bytes, pinned_span(mr->addr, mr->length),
+                              memory_order_relaxed);
+}
+
+static void pinned_sub(const struct ibv_mr *mr)
+{
+    atomic_fetch_sub_explicit(&g_pinned_bytes, pinned_span(mr->addr, mr->length),
+                              memory_order_relaxed);
+}
+
+uint64_t efarm_dev_pinned_bytes(void)
+{
+    return atomic_load_explicit(&g_pinned_bytes, memory_order_relaxed);
+}
+
+/*
+ * `ulimit -l` as the shell prints it: KiB, or "unlimited". On efasim, the
+ * limit it enforces in the kernel's place when EFASIM_MEMLOCK sets one.
+ */
+static void memlock_text(char *buf, size_t n)
+{
+    const char *sim = getenv("EFASIM_MEMLOCK");
+    struct rlimit rl;
+    char *end;
+
+    if (efarm_device_kind() == EFARM_DEVICE_SIM && sim && *sim >= '0' && *sim <= '9') {
+        unsigned long long v = strtoull(sim, &end, 0);
+
+        if (*end == '\0') {
+            snprintf(buf, n, "%llu", v / 1024);
+            return;
+        }
+    }
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
+        snprintf(buf, n, "unlimited");
+    else
+        snprintf(buf, n, "%llu", (unsigned long long)(rl.rlim_cur / 1024));
+}
+
+void efarm_dev_reg_refused(const struct efarm_dev_ep *ep, uint64_t len, int err, const char *what,
+                           const char *fallback)
+{
+    bool sim = efarm_device_kind() == EFARM_DEVICE_SIM;
+    uint64_t pinned = efarm_dev_pinned_bytes();
+    char limit[32];
+
+    if (err == -ENOSPC || err == -E2BIG) {
+        /* efarm's own bound: the registration cache is full of registrations in use. */
+        if (fallback && atomic_flag_test_and_set(&g_warned_cache))
+            return;
+        efarm_log(fallback ? EFARM_LOG_WARN : EFARM_LOG_ERROR,
+                  "cannot register %llu bytes for %s: efarm's registration cache is at its "
+                  "bound (EFARM_MR_CACHE_MAX_BYTES, EFARM_MR_CACHE_MAX_ENTRIES) with every "
+                  "registration in use; %s. Raise those knobs to keep the zero-copy path",
+                  (unsigned long long)len, what, fallback ? fallback : "cannot go on");
+        return;
+    }
+    if (err != -ENOMEM && err != -EPERM) {
+        efarm_log(fallback ? EFARM_LOG_DEBUG : EFARM_LOG_ERROR,
+                  "%s refused to register %llu bytes for %s (%s)%s%s", ep->caps.name,
+                  (unsigned long long)len, what, efarm_strerror(err), fallback ? ": " : "",
+                  fallback ? fallback : "");
+        return;
+    }
+    if (fallback && atomic_flag_test_and_set(&g_warned_pinned))
+        return;
+    memlock_text(limit, sizeof(limit));
+    /*
+     * ENOMEM: the kernel's RLIMIT_MEMLOCK (ib_umem_get counts every registered
+     * page against it unless the process has CAP_IPC_LOCK) or the device's own
+     * page budget; EPERM: `ulimit -l` is 0 (can_do_mlock).
+     */
+    if (fallback)
+        efarm_log(EFARM_LOG_WARN,
+                  "%s refused to register %llu bytes for %s (%s): registered memory is pinned, "
+                  "within `ulimit -l` (%s KiB here) and the device's registration limit; efarm "
+                  "holds %llu KiB registered, its cache included (EFARM_MR_CACHE_MAX_BYTES "
+                  "bounds that). %s, which copies and is slower; raise `ulimit -l` (EFA "
+                  "instances set it unlimited) or lower EFARM_MR_CACHE_MAX_BYTES%s. Further "
+                  "refusals are counted (reg_fallbacks), not printed",
+                  ep->caps.name, (unsigned long long)len, what, efarm_strerror(err), limit,
+                  (unsigned long long)(pinned / 1024), fallback,
+                  sim ? " (efasim: EFASIM_MEMLOCK, EFASIM_MAX_REG_PAGES)" : "");
+    else
+        efarm_log(EFARM_LOG_ERROR,
+                  "%s refused to register the %llu KiB of %s (%s): registered memory is "
+                  "pinned, within `ulimit -l`, %s KiB here, and efarm needs at least %llu KiB "
+                  "for this endpoint and those before it (each rank opens an endpoint per VCI "
+                  "and rail). Raise `ulimit -l` (EFA instances set it unlimited; under Slurm, "
+                  "the slurmd's limit propagates) or lower EFARM_RX_BUFFERS and "
+                  "EFARM_TX_PKTS%s",
+                  ep->caps.name, (unsigned long long)((len + 1023) / 1024), what,
+                  efarm_strerror(err), limit,
+                  (unsigned long long)((pinned + pinned_span(NULL, len) + 1023) / 1024),
+                  sim ? " (efasim: EFASIM_MEMLOCK stands in for the limit)" : "");
+}
 
 /* ---- Allocation with a failure hook ------------------------------------------- */
 
@@ -304,8 +424,13 @@ static int rx_pool_open(struct efarm_dev_ep *ep, uint32_t count, uint32_t refill
     if (!ep->rx_free || !ep->rx_wrs || !ep->rx_sges || !ep->rx_mem)
         return -ENOMEM;
     ep->rx_mr = (V->ibv_reg_mr)(ep->pd, ep->rx_mem, size, IBV_ACCESS_LOCAL_WRITE);
-    if (!ep->rx_mr)
-        return -ENOMEM;
+    if (!ep->rx_mr) {
+        int err = errno ? -errno : -ENOMEM;
+
+        efarm_dev_reg_refused(ep, size, err, "its receive pool (EFARM_RX_BUFFERS x MTU)", NULL);
+        return err;
+    }
+    pinned_add(ep->rx_mr);
     for (uint32_t i = 0; i < count; i++)
         ep->rx_free[ep->rx_nfree++] = i;
     efarm_dev_rx_refill(ep, true);
@@ -333,6 +458,13 @@ int efarm_dev_ep_open(const char *name, const struct efarm_dev_ep_attr *attr,
     ret = query_caps(ep->ctx, name ? name : ep->ctx->device->name, &ep->caps);
     if (ret)
         goto err_close_device;
+    {
+        struct ibv_device_attr dev;
+
+        /* Reported, never enforced by the driver: the device refuses beyond it. */
+        if (V->ibv_query_device(ep->ctx, &dev) == 0 && dev.max_ah > 0)
+            ep->ah_max = (uint32_t)dev.max_ah;
+    }
     ep->sq_depth = a.sq_depth ? a.sq_depth : 256;
     if (ep->sq_depth > ep->caps.max_sq_wr && a.sq_depth_fit && ep->caps.max_sq_wr) {
         efarm_log(EFARM_LOG_INFO,
@@ -379,8 +511,10 @@ int efarm_dev_ep_open(const char *name, const struct efarm_dev_ep_attr *attr,
     return 0;
 
 err_close_rx:
-    if (ep->rx_mr)
+    if (ep->rx_mr) {
+        pinned_sub(ep->rx_mr);
         V->ibv_dereg_mr(ep->rx_mr);
+    }
     free(ep->rx_mem);
     free(ep->rx_sges);
     free(ep->rx_wrs);
@@ -413,13 +547,16 @@ void efarm_dev_ep_close(struct efarm_dev_ep *ep)
             struct efarm_dev_ah *ah = ep->ah_bucket[b];
 
             ep->ah_bucket[b] = ah->next;
-            V->ibv_destroy_ah(ah->ibv);
+            if (ah->ibv)
+                V->ibv_destroy_ah(ah->ibv);
             free(ah);
         }
     }
     efarm_dev_ep_quiesce(ep);
-    if (ep->rx_mr)
+    if (ep->rx_mr) {
+        pinned_sub(ep->rx_mr);
         V->ibv_dereg_mr(ep->rx_mr);
+    }
     free(ep->rx_mem);
     free(ep->rx_sges);
     free(ep->rx_wrs);
@@ -463,39 +600,107 @@ static unsigned gid_bucket(const uint8_t gid[16])
     return h % AH_BUCKETS;
 }
 
+/* The device's handle for ah->gid: 0, or a negative errno (-ENOMEM: the device holds max_ah). */
+static int ah_create(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah)
+{
+    struct ibv_ah_attr attr = {.is_global = 1, .port_num = EFARM_PORT};
+    struct efadv_ah_attr efa;
+    struct ibv_ah *ibv;
+
+    memcpy(attr.grh.dgid.raw, ah->gid, 16);
+    errno = 0;
+    ibv = V->ibv_create_ah(ep->pd, &attr);
+    if (!ibv) {
+        /* EFA's CREATE_AH answers a full AH table with ENOMEM (efa_com.c's status map). */
+        int err = errno ? -errno : -ENOMEM;
+
+        if (err == -ENOMEM)
+            ep->ah_refused++;
+        return err;
+    }
+    if (V->efadv_query_ah(ibv, &efa, sizeof(efa))) {
+        V->ibv_destroy_ah(ibv);
+        return -EIO;
+    }
+    ah->ibv = ibv;
+    ah->ahn = efa.ahn;
+    ep->ah_live++;
+    ep->ah_created++;
+    return 0;
+}
+
 int efarm_dev_ah_get(struct efarm_dev_ep *ep, const uint8_t gid[16], struct efarm_dev_ah **ah_p)
 {
     unsigned b = gid_bucket(gid);
-    struct ibv_ah_attr attr = {.is_global = 1, .port_num = EFARM_PORT};
-    struct efadv_ah_attr efa;
     struct efarm_dev_ah *ah;
+    int ret;
 
+    *ah_p = NULL;
     for (ah = ep->ah_bucket[b]; ah; ah = ah->next) {
         if (!memcmp(ah->gid, gid, 16)) {
             *ah_p = ah;
-            return 0;
+            return efarm_dev_ah_live(ah) ? 0 : -ENOMEM;
         }
     }
     ah = efarm_dev_calloc(1, sizeof(*ah));
     if (!ah)
         return -ENOMEM;
-    memcpy(attr.grh.dgid.raw, gid, 16);
-    ah->ibv = V->ibv_create_ah(ep->pd, &attr);
-    if (!ah->ibv) {
-        free(ah);
-        return errno ? -errno : -ENOMEM;
-    }
-    if (V->efadv_query_ah(ah->ibv, &efa, sizeof(efa))) {
-        V->ibv_destroy_ah(ah->ibv);
-        free(ah);
-        return -EIO;
-    }
     memcpy(ah->gid, gid, 16);
-    ah->ahn = efa.ahn;
+    ah->ahn = EFARM_DEV_AHN_UNKNOWN;
+    ah->user_head = UINT32_MAX;
+    ret = ah_create(ep, ah);
+    if (ret && ret != -ENOMEM) {
+        free(ah);
+        return ret;
+    }
+    /* Refused for room: the entry stays, without a handle until efarm_dev_ah_revive. */
     ah->next = ep->ah_bucket[b];
     ep->ah_bucket[b] = ah;
+    ep->ah_entries++;
     *ah_p = ah;
-    return 0;
+    return ret;
+}
+
+int efarm_dev_ah_revive(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah)
+{
+    return efarm_dev_ah_live(ah) ? 0 : ah_create(ep, ah);
+}
+
+void efarm_dev_ah_release(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah)
+{
+    if (!efarm_dev_ah_live(ah))
+        return;
+    V->ibv_destroy_ah(ah->ibv);
+    ah->ibv = NULL;
+    ah->ahn = EFARM_DEV_AHN_UNKNOWN;
+    ep->ah_live--;
+    ep->ah_released++;
+}
+
+struct efarm_dev_ah *efarm_dev_ah_next(const struct efarm_dev_ep *ep,
+                                       const struct efarm_dev_ah *prev)
+{
+    unsigned b = 0;
+
+    if (prev) {
+        if (prev->next)
+            return prev->next;
+        b = gid_bucket(prev->gid) + 1;
+    }
+    for (; b < AH_BUCKETS; b++)
+        if (ep->ah_bucket[b])
+            return ep->ah_bucket[b];
+    return NULL;
+}
+
+void efarm_dev_ah_stats(const struct efarm_dev_ep *ep, struct efarm_dev_ah_stats *stats_p)
+{
+    *stats_p = (struct efarm_dev_ah_stats){.max = ep->ah_max,
+                                           .entries = ep->ah_entries,
+                                           .live = ep->ah_live,
+                                           .created = ep->ah_created,
+                                           .released = ep->ah_released,
+                                           .refused = ep->ah_refused};
 }
 
 uint16_t efarm_dev_ah_number(const struct efarm_dev_ah *ah)
@@ -521,12 +726,14 @@ int efarm_dev_mr_reg(struct efarm_dev_ep *ep, void *addr, size_t len, bool remot
         free(mr);
         return err;
     }
+    pinned_add(mr->ibv);
     *mr_p = mr;
     return 0;
 }
 
 void efarm_dev_mr_dereg(struct efarm_dev_mr *mr)
 {
+    pinned_sub(mr->ibv);
     V->ibv_dereg_mr(mr->ibv);
     free(mr);
 }
@@ -692,6 +899,7 @@ static int cache_reg(void *ctx, void *addr, size_t len, unsigned access, void **
 
     if (!mr)
         return errno == ENOMEM || !errno ? -ENOMEM : -errno;
+    pinned_add(mr);
     *handle_p = mr;
     *lkey_p = mr->lkey;
     *rkey_p = mr->rkey;
@@ -701,6 +909,7 @@ static int cache_reg(void *ctx, void *addr, size_t len, unsigned access, void **
 static void cache_dereg(void *ctx, void *handle)
 {
     (void)ctx;
+    pinned_sub(handle);
     V->ibv_dereg_mr(handle);
 }
 

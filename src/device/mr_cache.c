@@ -77,6 +77,7 @@
  * registers and every put deregisters.
  */
 #include "efarm_config.h"
+#include "efarm_device_limits.h"
 #include "efarm_log.h"
 #include "efarm_mr_cache.h"
 
@@ -523,18 +524,13 @@ static int mr_cache_reserve(struct efarm_mr_cache *c, struct efarm_mr_entry *e, 
     return 0;
 }
 
-/* ops->reg; on -ENOMEM/-ENOSPC evict every unreferenced registration and retry once. */
-static int mr_cache_register(struct efarm_mr_cache *c, struct efarm_mr_entry *e)
+size_t efarm_mr_cache_trim(struct efarm_mr_cache *c)
 {
     struct mr_list victims = {0};
     size_t released;
-    int ret;
 
-    ret = c->ops->reg(c->ctx, (void *)e->start, mr_entry_size(e), e->access, &e->handle, &e->lkey,
-                      &e->rkey);
-    if (ret != -ENOMEM && ret != -ENOSPC)
-        return ret;
-
+    if (c == NULL)
+        return 0;
     mr_cache_lock(c);
     mr_drain_dead(c, &victims);
     while (c->lru.head)
@@ -542,7 +538,19 @@ static int mr_cache_register(struct efarm_mr_cache *c, struct efarm_mr_entry *e)
     mr_cache_unlock(c);
     released = victims.count;
     mr_release_victims(c, &victims);
-    if (!released)
+    return released;
+}
+
+/* ops->reg; on -ENOMEM/-ENOSPC evict every unreferenced registration and retry once. */
+static int mr_cache_register(struct efarm_mr_cache *c, struct efarm_mr_entry *e)
+{
+    int ret;
+
+    ret = c->ops->reg(c->ctx, (void *)e->start, mr_entry_size(e), e->access, &e->handle, &e->lkey,
+                      &e->rkey);
+    if (ret != -ENOMEM && ret != -ENOSPC)
+        return ret;
+    if (!efarm_mr_cache_trim(c))
         return ret;
     return c->ops->reg(c->ctx, (void *)e->start, mr_entry_size(e), e->access, &e->handle, &e->lkey,
                        &e->rkey);

@@ -87,8 +87,9 @@ static void rx_start_read(struct efarm_ep *ep, struct efarm_op *op)
     if (end > start && ret) {
         if (efarm_peer_has(ep->peers[op->peer].st, EFARM_EXTRA_FEATURE_READ_NACK)) {
             /* Section 4.7: tell the sender to send it by long-CTS instead. */
-            efarm_log(EFARM_LOG_DEBUG, "cannot register %llu bytes for a read (%s): READ_NACK",
-                      (unsigned long long)(end - start), efarm_strerror(ret));
+            efarm_dev_reg_refused(ep->dev, end - start, ret, "an RDMA read into a receive buffer",
+                                  "The receiver answers READ_NACK and the sender sends by "
+                                  "long-CTS, through efarm's packet buffers");
             op->owed |= EFARM_OWE_NACK;
             efarm_op_work(ep, op);
             return;
@@ -127,10 +128,12 @@ int efarm_rx_post_reads(struct efarm_ep *ep, struct efarm_op *op)
             n = ep->caps.max_rdma_size;
         if (n > EFARM_READ_CHUNK_MAX)
             n = EFARM_READ_CHUNK_MAX;
-        ret = efarm_dev_post_read(ep->dev, p->ah, p->qpn, p->connid, op->buf + op->offset,
-                                  (uint32_t)n, op->mr.lkey, op->iov[i].addr + (op->offset - base),
-                                  (uint32_t)op->iov[i].key,
-                                  (uint64_t)op->id << 32 | n << 2 | EFARM_WR_RDMA);
+        ret = efarm_peer_ah_ready(ep, op->peer);
+        if (ret == 0)
+            ret = efarm_dev_post_read(
+                ep->dev, p->ah, p->qpn, p->connid, op->buf + op->offset, (uint32_t)n, op->mr.lkey,
+                op->iov[i].addr + (op->offset - base), (uint32_t)op->iov[i].key,
+                (uint64_t)op->id << 32 | n << 2 | EFARM_WR_RDMA);
         if (ret == -EAGAIN)
             return -EAGAIN;
         if (ret) {

@@ -342,9 +342,8 @@ void efarm_send_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct e
 
         if (ret) {
             /* Registration is a limited resource: the fallback (long-CTS) needs none. */
-            efarm_log(EFARM_LOG_DEBUG, "cannot register %llu bytes for a read send (%s): %s",
-                      (unsigned long long)op->len, efarm_strerror(ret),
-                      efarm_proto_name(g_efarm_msg_protos[proto]->fallback));
+            efarm_dev_reg_refused(ep->dev, op->len, ret, "a send the receiver would RDMA-read",
+                                  "Such sends go by long-CTS, through efarm's packet buffers");
             ep->cnt.reg_fallbacks++;
             op->mr.entry = NULL;
             proto = g_efarm_msg_protos[proto]->fallback;

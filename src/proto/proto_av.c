@@ -18,6 +18,7 @@
  * so the peer answers with its HANDSHAKE.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,11 +101,154 @@ static efarm_peer_t av_find(const struct efarm_ep *ep, const uint8_t gid[EFARM_G
     return EFARM_PEER_NONE;
 }
 
-/* Add a peer; creates (or reuses) the address handle for its GID. */
+/*
+ * The (AHN, QPN) chains hold peers whose handle is live, newest (highest
+ * index) first: a packet without connid goes to the latest incarnation.
+ */
+static void ahn_link(struct efarm_ep *ep, efarm_peer_t idx)
+{
+    struct efarm_peer *p = &ep->peers[idx];
+    uint32_t *link = &ep->ahn_hash[efarm_hash_ahn(ep, p->ahn, p->qpn)];
+
+    while (*link != EFARM_PEER_NONE && *link > idx)
+        link = &ep->peers[*link].ahn_next;
+    p->ahn_next = *link;
+    *link = idx;
+}
+
+static void ahn_unlink(struct efarm_ep *ep, efarm_peer_t idx)
+{
+    struct efarm_peer *p = &ep->peers[idx];
+    uint32_t *link = &ep->ahn_hash[efarm_hash_ahn(ep, p->ahn, p->qpn)];
+
+    while (*link != EFARM_PEER_NONE && *link != idx)
+        link = &ep->peers[*link].ahn_next;
+    if (*link == idx)
+        *link = p->ahn_next;
+    p->ahn_next = EFARM_PEER_NONE;
+    p->ahn = EFARM_DEV_AHN_UNKNOWN;
+}
+
+/* ---- Address handles at the device's limit ---------------------------------------- */
+
+/*
+ * EFA holds a bounded number of address handles (max_ah): a job that talks
+ * to more remote NICs than that releases the least recently used handle with
+ * nothing posted on it, as libfabric's EFA provider does, and creates it
+ * again at the next post to one of its peers (efarm_peer_ah_ready). A
+ * released handle's peers stay known by GID: their packets then arrive with
+ * no AH number, and efarm_peer_identify finds them by the GID the CQ gives.
+ * Without that (a device without CQ_WITH_SGID) only handles whose peers all
+ * came with a raw address (implicit) are released, as libfabric does: their
+ * REQs carry the address until the handshake.
+ */
+static bool ah_evictable(struct efarm_ep *ep, struct efarm_dev_ah *ah)
+{
+    if (ah->user_mark == ep->ah_pass)
+        return false; /* a packet is posted or queued with it */
+    for (uint32_t i = ah->user_head; i != EFARM_PEER_NONE; i = ep->peers[i].ah_next) {
+        const struct efarm_peer *p = &ep->peers[i];
+        struct efarm_link *link;
+
+        if (!ep->caps.cq_with_sgid && !(p->flags & EFARM_PEER_IMPLICIT))
+            return false;
+        if (p->st == NULL)
+            continue;
+        for (link = p->st->ops.next; link != &p->st->ops; link = link->next)
+            if (efarm_container_of(link, struct efarm_op, peer_link)->reads_inflight)
+                return false; /* RDMA posted with it */
+    }
+    return true;
+}
+
+/* Release the least recently used handle other than keep that nothing is posted with. */
+static bool ah_evict_one(struct efarm_ep *ep, const struct efarm_dev_ah *keep)
+{
+    struct efarm_dev_ah *victim = NULL, *ah;
+
+    ep->ah_pass++;
+    for (uint32_t i = 0; i < ep->p.tx_pkts; i++) {
+        const struct efarm_txpkt *tx = &ep->txpkts[i];
+
+        if (tx->peer != EFARM_PEER_NONE && !tx->queued) /* posted, not waiting on a list */
+            ep->peers[tx->peer].ah->user_mark = ep->ah_pass;
+    }
+    for (ah = efarm_dev_ah_next(ep->dev, NULL); ah; ah = efarm_dev_ah_next(ep->dev, ah)) {
+        if (ah == keep || !efarm_dev_ah_live(ah) ||
+            (victim && ah->user_stamp >= victim->user_stamp))
+            continue;
+        if (ah_evictable(ep, ah))
+            victim = ah;
+        else
+            ah->user_mark = ep->ah_pass;
+    }
+    if (victim == NULL)
+        return false;
+    for (uint32_t i = victim->user_head; i != EFARM_PEER_NONE; i = ep->peers[i].ah_next)
+        ahn_unlink(ep, i);
+    efarm_dev_ah_release(ep->dev, victim);
+    ep->ah_evictions++;
+    return true;
+}
+
+/* Once per process: the device's handle limit is reached (a normal event at scale). */
+static void ah_limit_note(const struct efarm_ep *ep)
+{
+    static atomic_flag noted = ATOMIC_FLAG_INIT;
+    struct efarm_dev_ah_stats st;
+
+    if (atomic_flag_test_and_set(&noted))
+        return;
+    efarm_dev_ah_stats(ep->dev, &st);
+    efarm_log(EFARM_LOG_WARN,
+              "%s holds no more address handles (max_ah %u, one per remote NIC talked to): "
+              "efarm releases the least recently used one with nothing in flight and creates "
+              "it again when needed, a device command each time%s",
+              ep->caps.name, st.max,
+              efarm_device_kind() == EFARM_DEVICE_SIM ? " (efasim: EFASIM_MAX_AH)" : "");
+}
+
+static int ah_revive(struct efarm_ep *ep, struct efarm_dev_ah *ah)
+{
+    int ret = efarm_dev_ah_revive(ep->dev, ah);
+
+    if (ret == -ENOMEM) {
+        ah_limit_note(ep);
+        if (ah_evict_one(ep, ah))
+            ret = efarm_dev_ah_revive(ep->dev, ah);
+    }
+    if (ret)
+        return ret;
+    for (uint32_t i = ah->user_head; i != EFARM_PEER_NONE; i = ep->peers[i].ah_next) {
+        ep->peers[i].ahn = ah->ahn;
+        ahn_link(ep, i);
+    }
+    return 0;
+}
+
+int efarm_av_ah_revive(struct efarm_ep *ep, efarm_peer_t peer)
+{
+    int ret = ah_revive(ep, ep->peers[peer].ah);
+
+    if (ret == -ENOMEM) {
+        /* Every other handle has work posted: it completes, and progress posts again. */
+        efarm_log_ratelimited(EFARM_LOG_DEBUG,
+                              "no address handle free for peer %u: its packet waits", peer);
+        efarm_ep_pending(ep);
+        return -EAGAIN;
+    }
+    return ret;
+}
+
+/*
+ * Add a peer; creates (or reuses) the address handle for its GID. When the
+ * device holds no more, the peer has none until its first post
+ * (efarm_peer_ah_ready), which releases another: an insert evicts nothing.
+ */
 static int av_add(struct efarm_ep *ep, const uint8_t gid[EFARM_GID_LEN], uint16_t qpn,
                   uint32_t connid, uint32_t flags, efarm_peer_t *peer_p)
 {
-    struct efarm_dev_ah *ah;
+    struct efarm_dev_ah *ah = NULL;
     struct efarm_peer *p;
     uint32_t idx, b;
     int ret;
@@ -112,7 +256,9 @@ static int av_add(struct efarm_ep *ep, const uint8_t gid[EFARM_GID_LEN], uint16_
     if (ep->npeers == ep->p.av_size)
         return -ENOSPC;
     ret = efarm_dev_ah_get(ep->dev, gid, &ah);
-    if (ret)
+    if (ret == -ENOMEM && ah != NULL)
+        ah_limit_note(ep); /* the first post to one of its peers makes room */
+    else if (ret)
         return ret;
     idx = ep->npeers++;
     p = &ep->peers[idx];
@@ -122,13 +268,15 @@ static int av_add(struct efarm_ep *ep, const uint8_t gid[EFARM_GID_LEN], uint16_
     p->ahn = efarm_dev_ah_number(ah);
     p->flags = EFARM_PEER_USED | flags;
     p->st = NULL;
+    p->ah_next = ah->user_head;
+    ah->user_head = idx;
     /* Newest first: a packet without connid goes to the latest incarnation. */
     b = hash_addr(ep, gid, qpn);
     p->addr_next = ep->addr_hash[b];
     ep->addr_hash[b] = idx;
-    b = efarm_hash_ahn(ep, p->ahn, qpn);
-    p->ahn_next = ep->ahn_hash[b];
-    ep->ahn_hash[b] = idx;
+    p->ahn_next = EFARM_PEER_NONE;
+    if (efarm_dev_ah_live(ah))
+        ahn_link(ep, idx);
     *peer_p = idx;
     return 0;
 }
@@ -246,6 +394,16 @@ efarm_peer_t efarm_peer_identify(struct efarm_ep *ep, const struct efarm_dev_cqe
                 return i;
             seen = true;
         }
+    }
+    if (has_connid && cqe->ahn != EFARM_DEV_AHN_UNKNOWN && ep->ah_evictions) {
+        /*
+         * A completion polled after its sender's handle was released carries
+         * the number the handle had, which the device may since have given
+         * another GID: the connid finds the sender (rare: a scan).
+         */
+        for (peer = 0; peer < ep->npeers; peer++)
+            if (ep->peers[peer].qpn == qpn && ep->peers[peer].connid == connid)
+                return peer;
     }
     if (seen) {
         ep->cnt.connid_mismatch++;

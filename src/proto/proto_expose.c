@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "efarm_device_limits.h"
 #include "efarm_errno.h"
 #include "efarm_rma.h"
 #include "proto_internal.h"
@@ -87,10 +88,17 @@ int efarm_expose(struct efarm_ep *ep, void *addr, uint64_t len, unsigned access,
     r->access = access;
     if (len > 0) {
         /* The device grants remote access only where it has the capability. */
-        ret = efarm_dev_mr_reg(ep->dev, addr, (size_t)len,
-                               (access & EFARM_EXPOSE_READ) && ep->caps.rdma_read,
-                               (access & EFARM_EXPOSE_WRITE) && ep->caps.rdma_write, &r->mr);
+        bool rd = (access & EFARM_EXPOSE_READ) && ep->caps.rdma_read,
+             wr = (access & EFARM_EXPOSE_WRITE) && ep->caps.rdma_write;
+
+        ret = efarm_dev_mr_reg(ep->dev, addr, (size_t)len, rd, wr, &r->mr);
+        /* Pinned memory is limited: what the cache keeps unused goes first (mr_cache.c). */
+        if ((ret == -ENOMEM || ret == -EPERM) && efarm_mr_cache_trim(ep->mr_cache))
+            ret = efarm_dev_mr_reg(ep->dev, addr, (size_t)len, rd, wr, &r->mr);
         if (ret < 0) {
+            efarm_dev_reg_refused(ep->dev, len, ret, "exposed memory (an RMA window)",
+                                  "Such memory is served without registration (MPI windows: "
+                                  "by active messages)");
             free(r);
             return ret;
         }

@@ -87,11 +87,14 @@ struct efarm_peer {
     uint16_t ahn;
     uint32_t connid;
     uint32_t addr_next; /* chain of the (GID, QPN) hash */
-    uint32_t ahn_next;  /* chain of the (AHN, QPN) hash */
+    uint32_t ahn_next;  /* chain of the (AHN, QPN) hash, while the handle is live */
     uint32_t flags;
+    uint32_t ah_next; /* the next peer on the same address handle (its user_head) */
     struct efarm_dev_ah *ah;
     struct efarm_peer_state *st; /* NULL until first contact */
 };
+
+_Static_assert(sizeof(struct efarm_peer) <= 40, "a peer stays 40 bytes (doc/NETMOD.md)");
 
 static inline const uint8_t *efarm_peer_gid(const struct efarm_peer *p)
 {
@@ -425,8 +428,11 @@ struct efarm_ep {
     struct efarm_peer *peers;
     uint32_t npeers;
     uint32_t hash_mask;
-    uint32_t *addr_hash; /* (GID, QPN) -> first peer, EFARM_PEER_NONE-terminated chains */
-    uint32_t *ahn_hash;  /* (AHN, QPN) -> first peer */
+    uint32_t *addr_hash;   /* (GID, QPN) -> first peer, EFARM_PEER_NONE-terminated chains */
+    uint32_t *ahn_hash;    /* (AHN, QPN) -> first peer */
+    uint32_t ah_pass;      /* eviction passes (efarm_dev_ah.user_mark) */
+    uint32_t ah_evictions; /* address handles released to make room */
+    uint64_t ah_clock;     /* posts to peers: efarm_dev_ah.user_stamp, for LRU eviction */
     struct efarm_pool peer_states;
     uint32_t npeer_states; /* peers talked to (never freed before the endpoint closes) */
     size_t peer_state_size;

@@ -6,6 +6,7 @@
 #ifndef EFARM_PROTO_PEERS_H
 #define EFARM_PROTO_PEERS_H
 
+#include "efarm_device_limits.h"
 #include "proto_internal.h"
 
 static inline struct efarm_peer *efarm_peer_get(struct efarm_ep *ep, efarm_peer_t peer)
@@ -33,6 +34,29 @@ static inline efarm_peer_t efarm_peer_by_ahn(const struct efarm_ep *ep, uint16_t
             return i;
     return EFARM_PEER_NONE;
 }
+/*
+ * Give the peer's address handle a device handle again (proto_av.c): 0;
+ * -EAGAIN when the device holds no more and every other handle has work
+ * posted (retry from progress); or the device's error.
+ */
+int efarm_av_ah_revive(struct efarm_ep *ep, efarm_peer_t peer);
+
+/* Before posting to a peer: its handle live, stamped as the most recently used. */
+static inline __attribute__((always_inline)) int efarm_peer_ah_ready(struct efarm_ep *ep,
+                                                                     efarm_peer_t peer)
+{
+    struct efarm_dev_ah *ah = ep->peers[peer].ah;
+
+    if (__builtin_expect(!efarm_dev_ah_live(ah), 0)) {
+        int ret = efarm_av_ah_revive(ep, peer);
+
+        if (ret)
+            return ret;
+    }
+    ah->user_stamp = ++ep->ah_clock;
+    return 0;
+}
+
 efarm_peer_t efarm_peer_identify(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe,
                                  const struct efarm_pkt *pkt);
 void efarm_handshake_owe(struct efarm_ep *ep, struct efarm_peer_state *st);

@@ -6,6 +6,7 @@
 #define EFARM_PROTO_TRANSMIT_H
 
 #include "proto_internal.h"
+#include "proto_peers.h"
 
 /* proto_tx.c */
 int efarm_tx_init(struct efarm_ep *ep);
@@ -34,6 +35,7 @@ static inline struct efarm_txpkt *efarm_txpkt_alloc(struct efarm_ep *ep, bool co
 static inline void efarm_txpkt_release(struct efarm_ep *ep, struct efarm_txpkt *tx)
 {
     tx->op = NULL;
+    tx->peer = EFARM_PEER_NONE; /* nothing posted with its peer's address handle */
     ep->tx_free[ep->ntx_free++] = tx->index;
 }
 
@@ -49,10 +51,13 @@ static inline __attribute__((always_inline)) int efarm_txpkt_post(struct efarm_e
                                                                   struct efarm_txpkt *tx)
 {
     const struct efarm_peer *p = &ep->peers[tx->peer];
-    int ret = efarm_dev_post_send1_inl(ep->dev, p->ah, p->qpn, p->connid,
-                                       (uint64_t)tx->index << 2 | EFARM_WR_TXPKT, tx->buf, tx->len,
-                                       ep->tx_lkey);
+    int ret = efarm_peer_ah_ready(ep, tx->peer);
 
+    if (ret < 0)
+        return ret;
+    ret = efarm_dev_post_send1_inl(ep->dev, p->ah, p->qpn, p->connid,
+                                   (uint64_t)tx->index << 2 | EFARM_WR_TXPKT, tx->buf, tx->len,
+                                   ep->tx_lkey);
     if (ret < 0)
         return ret;
     ep->cnt.tx_pkts++;

@@ -39,13 +39,17 @@ int efarm_tx_init(struct efarm_ep *ep)
         goto err_free;
     }
     ret = efarm_dev_mr_reg(ep->dev, ep->tx_mem, (size_t)n * ep->mtu, false, false, &ep->tx_mr);
-    if (ret)
+    if (ret) {
+        efarm_dev_reg_refused(ep->dev, (uint64_t)n * ep->mtu, ret,
+                              "its send pool (EFARM_TX_PKTS x MTU)", NULL);
         goto err_free;
+    }
     ep->tx_lkey = efarm_dev_mr_lkey(ep->tx_mr);
     for (uint32_t i = 0; i < n; i++) {
         struct efarm_txpkt *tx = &ep->txpkts[i];
 
         tx->index = i;
+        tx->peer = EFARM_PEER_NONE;
         tx->buf = ep->tx_mem + (size_t)i * ep->mtu;
         efarm_list_init(&tx->link);
         ep->tx_free[n - 1 - i] = i;

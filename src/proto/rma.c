@@ -286,11 +286,12 @@ static int post_rdma(struct efarm_ep *ep, struct efarm_op *op)
         rma_op_error(op, EFARM_E(PROTO_RMA_KEY));
         return 0;
     }
-    if (g_efarm_rma_protos[op->proto].to_target)
+    ret = efarm_peer_ah_ready(ep, op->peer);
+    if (ret == 0 && g_efarm_rma_protos[op->proto].to_target)
         ret = efarm_dev_post_write(ep->dev, p->ah, p->qpn, p->connid, op->buf + op->offset,
                                    (uint32_t)n, op->mr.lkey, sl.addr, (uint32_t)sl.key,
                                    (uint64_t)op->id << 32 | n << 2 | EFARM_WR_RDMA);
-    else
+    else if (ret == 0)
         ret = efarm_dev_post_read(ep->dev, p->ah, p->qpn, p->connid, op->buf + op->offset,
                                   (uint32_t)n, op->mr.lkey, sl.addr, (uint32_t)sl.key,
                                   (uint64_t)op->id << 32 | n << 2 | EFARM_WR_RDMA);
@@ -462,8 +463,8 @@ void efarm_rma_op_begin(struct efarm_ep *ep, struct efarm_peer_state *st, struct
         if (ret == 0)
             break;
         /* Registration is a limited resource: the emulated protocols need none. */
-        efarm_log(EFARM_LOG_DEBUG, "cannot register %llu bytes for %s (%s): emulated",
-                  (unsigned long long)op->len, efarm_rma_proto_name(proto), efarm_strerror(ret));
+        efarm_dev_reg_refused(ep->dev, op->len, ret, efarm_rma_proto_name(proto),
+                              "RMA operations go by the emulated protocols (packets)");
         ep->cnt.reg_fallbacks++;
         op->mr.entry = NULL;
         op->flags |= EFARM_OPF_NO_REG; /* no rule that registers holds now */

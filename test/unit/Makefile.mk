@@ -32,6 +32,7 @@ test_unit_efarm_unit_SOURCES = \
 	test/unit/test_proto_order.c \
 	test/unit/test_proto_resources.c \
 	test/unit/test_proto_memory.c \
+	test/unit/test_proto_limits.c \
 	test/unit/test_proto_unexpected.c \
 	test/unit/test_proto_datalog.c \
 	test/unit/test_proto_failures.c \
