@@ -126,10 +126,12 @@ static int win_native_init(MPIR_Win *win, void *base, MPI_Aint size, unsigned ac
         int ret = win_expose(w->vci, base, (uint64_t)size, access, &w->region);
 
         if (ret) {
-            fprintf(stderr,
-                    "efarm: cannot expose a window of %lld bytes for native RMA (%s); its RMA "
-                    "goes through active messages\n",
-                    (long long)size, efarm_strerror(ret));
+            /* A refused registration was reported once by the engine, naming its limit. */
+            if (ret != -ENOMEM && ret != -EPERM)
+                fprintf(stderr,
+                        "efarm: cannot expose a window of %lld bytes for native RMA (%s); its "
+                        "RMA goes through active messages\n",
+                        (long long)size, efarm_strerror(ret));
             mine.ok = 0;
         } else {
             mine.base = (uint64_t)(uintptr_t)base;

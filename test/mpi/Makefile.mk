@@ -11,7 +11,8 @@ EXTRA_DIST += test/mpi/README.md test/mpi/run-mpi-tests.sh \
 	test/mpi/cvars.c test/mpi/mr_cache_reuse.c test/mpi/two_hosts.c test/mpi/hang.c test/mpi/soak.c \
 	test/mpi/intercomm.c test/mpi/sessions.c test/mpi/lang_cxx.cxx test/mpi/lang_fortran.f90 \
 	test/mpi/lang_f08.f90 \
-	test/mpi/dynproc.c test/mpi/threads.c test/mpi/vcis.c \
+	test/mpi/dynproc.c test/mpi/threads.c test/mpi/vcis.c test/mpi/fork.c \
+	test/mpi/hugepages.c \
 	test/mpi/mpitest-lib.sh test/mpi/run-two-hosts.sh test/mpi/netns-launcher.sh
 
 # `make check-mpi`: the MPI tests against the MPICH that scripts/mpich-build.sh installed.

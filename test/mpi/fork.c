@@ -151,8 +151,8 @@ int main(int argc, char **argv)
         mpitest_context("round %d: the messages after the forks", round);
         CHECK_MPI(MPI_Waitall(2, req, sts));
         mpitest_check_data(__FILE__, __LINE__, "received", rbuf, len, pseed);
-        mpitest_check_data(__FILE__, __LINE__, "sent buffer, after the child wrote its copy",
-                           sbuf, len, seed);
+        mpitest_check_data(__FILE__, __LINE__, "sent buffer, after the child wrote its copy", sbuf,
+                           len, seed);
         CHECK(memcmp(wsave, wbase, sizeof(wsave)) == 0);
         mpitest_context("round %d: RMA after the forks", round);
         rma_epoch(win, wbase, partner, round);

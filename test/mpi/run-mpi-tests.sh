@@ -55,6 +55,20 @@ esac
 # reference's thresholds: medium to 64 KiB, reads from 1 MiB) unless it names
 # another: the -profile runs take efasim's measured profile (issue 13).
 faults="EFASIM_LOSS=0.02 EFASIM_REORDER=0.05 EFASIM_SEED=7"
+# Huge pages for hugepages.c: reserved here when this may (root) and given back at
+# the end, so that its hugetlb half must run; elsewhere it says SKIP for that half.
+hugetlb=
+hp_file=/proc/sys/vm/nr_hugepages
+if [ -w "$hp_file" ] && hp_saved=$(cat "$hp_file") && [ "$hp_saved" -lt 64 ] &&
+    echo 64 >"$hp_file" 2>/dev/null; then
+    trap 'echo "$hp_saved" >"$hp_file"' EXIT
+    [ "$(cat "$hp_file")" -lt 48 ] || hugetlb=MPITEST_HUGETLB=require
+fi
+# Pinned memory (EFASIM_MEMLOCK: `ulimit -l` in bytes, as for a process without
+# CAP_IPC_LOCK): 24 MiB leaves a rank room for its endpoint's pools (about 9 MiB)
+# and for some registrations, not for every 4 MiB buffer and window: those go by
+# copy (long-CTS) and active messages, with one warning naming `ulimit -l`.
+memlock="EFASIM_MEMLOCK=25165824"
 # Multi-rail: two efasim devices, an endpoint on each, striping from 64 KiB.
 rails="EFASIM_NDEV=2 EFARM_RAILS=2 EFARM_STRIPE_MIN=65536"
 # The soak runs' length (soak.c): MPITEST_SOAK_SECONDS from the environment (10 s
@@ -147,6 +161,15 @@ runs=(
     "threads-faults-n2 threads 2 $faults MPITEST_THREAD_MSGS=100"
     "vcis-n2 vcis 2"
     "vcis-n3 vcis 3"
+    "fork-n2 fork 2"
+    "fork-n3 fork 3"
+    "fork-faults-n2 fork 2 $faults MPITEST_ROUNDS=4"
+    "fork-memlock-n2 fork 2 $memlock"
+    "hugepages-n2 hugepages 2 $hugetlb"
+    "hugepages-n3 hugepages 3 $hugetlb"
+    "pt2pt_sizes-memlock-n2 pt2pt_sizes 2 $memlock MPITEST_LOG_EXPECT=raise..ulimit.-l"
+    "rma_native-memlock-n2 rma_native 2 EFASIM_RDMA_WRITE=1 EFASIM_MEMLOCK=9437184 MPITEST_RMA_EXPECT=mixed MPITEST_LOG_EXPECT=served.without.registration"
+    "mr_cache_reuse-memlock-n2 mr_cache_reuse 2 $memlock"
 )
 
 # Runs that must fail: NAME PROGRAM RANKS PATTERN [VAR=VALUE...]. They pass when
@@ -169,6 +192,8 @@ failruns=(
     "unexpected_flood-tiny-budget-n2 unexpected_flood 2 [Rr]aise.EFARM_UNEXP_MAX_BYTES $tiny_budget EFARM_RX_FULL_TIMEOUT_MS=2000 MPITEST_FLOOD_N=20000"
     "rma_native-passive-emulated-n2 rma_native 2 mem.0.....FLAG:.0.vs EFARM_RDMA_WRITE=0 MPITEST_RMA_PASSIVE=3"
     "rma_dynamic-passive-emulated-n2 rma_dynamic 2 mem.0.....FLAG:.0.vs EFARM_RDMA_WRITE=0 MPITEST_RMA_PASSIVE=3"
+    "fork-safe-child-loses-pages-n2 fork 2 expected.WIFEXITED.st.*the.child.reads.registered.memory RDMAV_FORK_SAFE=1"
+    "memlock-too-low-n2 cvars 2 within..ulimit.-l.,.4096.KiB.here,.and.efarm.needs.at.least $cvars EFASIM_MEMLOCK=4194304"
 )
 
 # Several VCIs (vcis.c; doc/NETMOD.md, "Threads"): only an MPICH 4.3 or 5.0 built
