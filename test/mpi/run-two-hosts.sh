@@ -8,6 +8,11 @@
 # different hosts use efarm (no MPIR_CVAR_NOLOCAL). Needs root and iproute2;
 # prints SKIP and why otherwise.
 #
+# The -4hosts runs take four such hosts, one rank each, with efasim's device
+# holding two address handles (EFASIM_MAX_AH=2): each rank talks to three
+# remote NICs, so efarm releases and makes handles again while messages are in
+# flight (doc/NETMOD.md, "Limits and memory"), with and without datagram loss.
+#
 # Usage: run-two-hosts.sh [--prefix PREFIX] [--timeout SECONDS] [NAME...]
 #   PREFIX  MPICH install with ch4:efarm (default as run-mpi-tests.sh)
 #   NAME    run only the runs whose name starts with NAME
@@ -30,9 +35,13 @@ tag=$$
 bridge=efbr$tag
 nsa=efha$tag
 nsb=efhb$tag
+nsc=efhc$tag
+nsd=efhd$tag
 cleanup() {
-    ip netns del "$nsa" 2>/dev/null
-    ip netns del "$nsb" 2>/dev/null
+    local ns
+    for ns in "$nsa" "$nsb" "$nsc" "$nsd"; do
+        ip netns del "$ns" 2>/dev/null
+    done
     ip link del "$bridge" 2>/dev/null
 }
 finish() {
@@ -59,26 +68,27 @@ fi
 # each test only at its timeout. So the bridges and namespaces of runs whose process is gone
 # go first.
 remove_stale() {
-    local link pid
+    local link pid h
     for link in $(ip -o link show type bridge 2>/dev/null | awk -F': ' '{ print $2 }'); do
         case $link in efbr[0-9]*) ;; *) continue ;; esac
         pid=${link#efbr}
         [ "$pid" != "$tag" ] && ! kill -0 "$pid" 2>/dev/null || continue
         echo "two-hosts: removing $link and its namespaces, left by run $pid, which is gone" >&2
-        ip netns del "efha$pid" 2>/dev/null
-        ip netns del "efhb$pid" 2>/dev/null
+        for h in a b c d; do
+            ip netns del "efh$h$pid" 2>/dev/null
+        done
         ip link del "$link" 2>/dev/null
     done
 }
 
-# The two hosts: 10.199.1.1 and .2 on a bridge whose own address (.254) is mpiexec's.
+# The hosts: 10.199.1.1 to .4 on a bridge whose own address (.254) is mpiexec's.
 setup() {
     remove_stale
     ip link add "$bridge" type bridge && ip addr add 10.199.1.254/24 dev "$bridge" &&
         ip link set "$bridge" up || return 1
-    local i ns
-    for i in 1 2; do
-        ns=$([ "$i" = 1 ] && echo "$nsa" || echo "$nsb")
+    local i ns all=("$nsa" "$nsb" "$nsc" "$nsd")
+    for i in 1 2 3 4; do
+        ns=${all[i - 1]}
         ip netns add "$ns" && ip link add "efv$i$tag" type veth peer name "efp$i$tag" &&
             ip link set "efv$i$tag" netns "$ns" && ip link set "efp$i$tag" master "$bridge" &&
             ip link set "efp$i$tag" up && ip -n "$ns" addr add "10.199.1.$i/24" dev "efv$i$tag" &&
@@ -92,7 +102,8 @@ if ! setup >"$out.setup.log" 2>&1; then
 fi
 rm -f "$out.setup.log"
 mkdir -p "$out/logs"
-export NETNS_HOSTS="10.199.1.1=$nsa=efarm-host-a,10.199.1.2=$nsb=efarm-host-b"
+export NETNS_HOSTS="10.199.1.1=$nsa=efarm-host-a,10.199.1.2=$nsb=efarm-host-b,10.199.1.3=$nsc=efarm-host-c,10.199.1.4=$nsd=efarm-host-d"
+faults="EFASIM_LOSS=0.02 EFASIM_REORDER=0.05 EFASIM_SEED=7"
 
 # Runs: NAME PROGRAM [VAR=VALUE...], 4 ranks, 2 per host. The programs' pair
 # partners (rank ^ 1) are on the other host, so their per-step counter checks
@@ -109,6 +120,12 @@ runs=(
     "datatypes-2x2 datatypes"
     "collectives-2x2 collectives MPITEST_NO_PVAR_CHECK=1"
     "rma_phases-2x2 rma_phases MPITEST_NO_PVAR_CHECK=1"
+    "collectives-ah-4hosts collectives EFASIM_MAX_AH=2 MPITEST_LOG_EXPECT=holds.no.more.address.handles..max_ah.2"
+    "match_model-ah-4hosts match_model EFASIM_MAX_AH=2 MPITEST_LOG_EXPECT=holds.no.more.address.handles"
+    "wildcard_order-ah-4hosts wildcard_order EFASIM_MAX_AH=2 MPITEST_LOG_EXPECT=holds.no.more.address.handles"
+    "rma_phases-ah-4hosts rma_phases EFASIM_MAX_AH=2 MPITEST_LOG_EXPECT=holds.no.more.address.handles"
+    "collectives-ah-faults-4hosts collectives EFASIM_MAX_AH=2 $faults MPITEST_LOG_EXPECT=holds.no.more.address.handles"
+    "match_model-ah-faults-4hosts match_model EFASIM_MAX_AH=2 $faults EFASIM_DUP=0.05 MPITEST_SEED=2 MPITEST_LOG_EXPECT=holds.no.more.address.handles"
 )
 
 for r in "${runs[@]}"; do
@@ -119,9 +136,11 @@ for r in "${runs[@]}"; do
     log=$out/logs/$name.log
     start=$(date +%s.%N)
     # shellcheck disable=SC2086 # $vars is a list of VAR=VALUE words
+    hosts=10.199.1.1:1,10.199.1.2:1
+    case $name in *-4hosts) hosts=$hosts,10.199.1.3:1,10.199.1.4:1 ;; esac
     (cd "$out" && "$top/scripts/hang-guard.sh" "$timeout_s" env EFARM_DEVICE=sim EFARM_PROFILE=reference $vars \
         "$mpiexec" -launcher ssh -launcher-exec "$top/test/mpi/netns-launcher.sh" -iface "$bridge" \
-        -hosts 10.199.1.1:1,10.199.1.2:1 -n 4 "$out/$prog") >"$log" 2>&1
+        -hosts "$hosts" -n 4 "$out/$prog") >"$log" 2>&1
     status=$?
     secs=$(echo "$start $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
     judge "$name" "$prog" 4 "$vars"
