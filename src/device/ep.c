@@ -65,8 +65,9 @@ uint64_t efarm_dev_pinned_bytes(void)
 }
 
 /*
- * `ulimit -l` as the shell prints it: KiB, or "unlimited". On efasim, the
- * limit it enforces in the kernel's place when EFASIM_MEMLOCK sets one.
+ * `ulimit -l` for messages: "N KiB" or "unlimited". Where efasim enforces a
+ * limit in the kernel's place (EFASIM_MEMLOCK=N, on either of its front
+ * ends), that one.
  */
 static void memlock_text(char *buf, size_t n)
 {
@@ -74,18 +75,18 @@ static void memlock_text(char *buf, size_t n)
     struct rlimit rl;
     char *end;
 
-    if (efarm_device_kind() == EFARM_DEVICE_SIM && sim && *sim >= '0' && *sim <= '9') {
+    if (sim && *sim >= '0' && *sim <= '9') {
         unsigned long long v = strtoull(sim, &end, 0);
 
         if (*end == '\0') {
-            snprintf(buf, n, "%llu", v / 1024);
+            snprintf(buf, n, "%llu KiB", v / 1024);
             return;
         }
     }
     if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
         snprintf(buf, n, "unlimited");
     else
-        snprintf(buf, n, "%llu", (unsigned long long)(rl.rlim_cur / 1024));
+        snprintf(buf, n, "%llu KiB", (unsigned long long)(rl.rlim_cur / 1024));
 }
 
 void efarm_dev_reg_refused(const struct efarm_dev_ep *ep, uint64_t len, int err, const char *what,
@@ -124,7 +125,7 @@ void efarm_dev_reg_refused(const struct efarm_dev_ep *ep, uint64_t len, int err,
     if (fallback)
         efarm_log(EFARM_LOG_WARN,
                   "%s refused to register %llu bytes for %s (%s): registered memory is pinned, "
-                  "within `ulimit -l` (%s KiB here) and the device's registration limit; efarm "
+                  "within `ulimit -l` (%s here) and the device's registration limit; efarm "
                   "holds %llu KiB registered, its cache included (EFARM_MR_CACHE_MAX_BYTES "
                   "bounds that). %s, which copies and is slower; raise `ulimit -l` (EFA "
                   "instances set it unlimited) or lower EFARM_MR_CACHE_MAX_BYTES%s. Further "
@@ -135,7 +136,7 @@ void efarm_dev_reg_refused(const struct efarm_dev_ep *ep, uint64_t len, int err,
     else
         efarm_log(EFARM_LOG_ERROR,
                   "%s refused to register the %llu KiB of %s (%s): registered memory is "
-                  "pinned, within `ulimit -l`, %s KiB here, and efarm needs at least %llu KiB "
+                  "pinned, within `ulimit -l`, %s here, and efarm needs at least %llu KiB "
                   "for this endpoint and those before it (each rank opens an endpoint per VCI "
                   "and rail). Raise `ulimit -l` (EFA instances set it unlimited; under Slurm, "
                   "the slurmd's limit propagates) or lower EFARM_RX_BUFFERS and "
