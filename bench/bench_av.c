@@ -23,7 +23,17 @@
  *
  * efasim's address-handle table is raised to the number of nodes
  * (EFASIM_MAX_AH, unless set): its default, 1024, is fewer than the 1563
- * nodes of 100k peers.
+ * nodes of 100k peers. (With it set lower, the inserts still succeed: the
+ * handles beyond it are made at first post, doc/NETMOD.md.)
+ *
+ * Then the scale on paper (issue 56): from the figures just measured, the
+ * host memory of one registration (a cache entry and its MR, measured here
+ * too) and the sizes of an address handle's entry and an endpoint's pools,
+ * what a rank holds and what a NIC must hold at 1k, 10k and 100k ranks on
+ * p5-like and hpc7a-like nodes, against the device's limits, and which limit
+ * such a job meets first. The node shapes and the device limits are stated
+ * with the table (EFA publishes no max_ah or max_qp: `ibv_devinfo -v` on the
+ * instance gives them; efasim's defaults stand in).
  */
 #include <errno.h>
 #include <malloc.h>
@@ -36,8 +46,11 @@
 #include <unistd.h>
 
 #include "efarm_byteorder.h"
+#include "efarm_config.h"
 #include "efarm_errno.h"
 #include "efarm_proto.h"
+#include "efarm_device_limits.h"
+#include "efarm_mr_cache.h"
 #include "efarm_proto_v4.h"
 #include "proto_internal.h"
 #include "proto_peers.h"
@@ -149,8 +162,111 @@ out:
     efarm_ep_close(ep);
 }
 
+/* Host memory of one cached registration (its entry, the MR object), over 1000 of 4 KiB. */
+static void reg_cost(struct result *r)
+{
+    enum { NREG = 1000 };
+    struct efarm_mr_ref *refs = calloc(NREG, sizeof(*refs));
+    uint8_t *mem = aligned_alloc(4096, (size_t)NREG * 8192);
+    struct efarm_ep *ep;
+    double h0;
+
+    memset(r, 0, sizeof(*r));
+    if (!refs || !mem || (r->err = open_ep(16, &ep))) {
+        r->err = r->err ? r->err : -ENOMEM;
+        free(refs);
+        free(mem);
+        return;
+    }
+    h0 = heap_in_use();
+    /* Every other page: no two registrations merge. */
+    for (unsigned i = 0; i < NREG && !r->err; i++)
+        r->err = efarm_mr_cache_get(ep->mr_cache, mem + (size_t)i * 8192, 4096,
+                                    EFARM_DEV_ACCESS_REMOTE_READ, &refs[i]);
+    r->av_bytes = (heap_in_use() - h0) / NREG;
+    for (unsigned i = 0; i < NREG; i++)
+        efarm_mr_cache_put(ep->mr_cache, &refs[i]);
+    efarm_ep_close(ep);
+    free(refs);
+    free(mem);
+}
+
+/*
+ * Node shapes: ranks a node, EFA NICs a node, each rank's rails (an endpoint
+ * on each) and VCIs (an endpoint each), and how many remote NICs one endpoint
+ * reaches per remote node (rail-aligned: its own rail's; one rail: every NIC
+ * the remote node's ranks use).
+ */
+struct shape {
+    const char *name;
+    unsigned ranks_per_node, nics_per_node, rails, vcis, remote_nics_per_node;
+};
+
+static const struct shape g_shapes[] = {
+    {"p5-like: 8 ranks (a GPU each), 32 NICs, 4 rails a rank", 8, 32, 4, 1, 1},
+    {"hpc7a-like: 192 ranks (a core each), 2 NICs, 1 rail", 192, 2, 1, 1, 2},
+    {"hpc7a-like: 192 ranks (a core each), 2 NICs, 1 rail", 192, 2, 1, 4, 2},
+};
+
+/* efasim's defaults stand in for the device limits EFA does not publish. */
+#define PAPER_MAX_AH        1024u
+#define PAPER_MAX_QP        256u
+#define PAPER_MAX_REG_BYTES (96.0 * 1024 * 1024 * 1024)
+
+static void paper(const struct result *res, unsigned nres, double reg_bytes)
+{
+    const struct efarm_config *c = efarm_config();
+    double pools = (double)(c->rx_buffers + c->tx_pkts) * 8928.0; /* EFA's MTU */
+
+    printf("\nscale on paper: all-to-all traffic (every rank talks to every other), from the "
+           "figures above;\n  an endpoint pins %.1f MiB of pools (EFARM_RX_BUFFERS %llu + "
+           "EFARM_TX_PKTS %llu x 8928 B), an address handle's entry is %zu B, a cached "
+           "registration %.0f B of host memory;\n  device limits assumed: max_ah %u, max_qp %u, "
+           "%.0f GiB registered (efasim's defaults; EFA publishes none)\n",
+           pools / 1048576, (unsigned long long)c->rx_buffers, (unsigned long long)c->tx_pkts,
+           sizeof(struct efarm_dev_ah), reg_bytes, PAPER_MAX_AH, PAPER_MAX_QP,
+           PAPER_MAX_REG_BYTES / 1073741824.0);
+    for (unsigned s = 0; s < sizeof(g_shapes) / sizeof(g_shapes[0]); s++) {
+        const struct shape *sh = &g_shapes[s];
+        unsigned eps_rank = sh->rails * sh->vcis;
+        double eps_nic = (double)sh->ranks_per_node * eps_rank / sh->nics_per_node;
+
+        printf("%s, %u VCI%s:\n", sh->name, sh->vcis, sh->vcis > 1 ? "s" : "");
+        printf("%9s %6s %10s %10s %12s %12s %10s  %s\n", "ranks", "nodes", "MB/rank", "pinned MB",
+               "AH/endpoint", "AH/NIC", "QP/NIC", "first limit met");
+        for (unsigned k = 0; k < nres; k++) {
+            const struct result *r = &res[k];
+            double n = (double)r->n, nodes = n / sh->ranks_per_node;
+            /* Each endpoint addresses every rank's endpoints (AV of 2x reach, as the netmod
+             * sizes it), has contacted the ones it talks to, and the netmod's table holds
+             * every rank's addresses (32 B each). */
+            double reach = n * sh->vcis, av = r->av_bytes * 2 * reach,
+                   contact = (r->contact_bytes) * (n - 1) * sh->vcis;
+            double ah_ep = (nodes - 1) * sh->remote_nics_per_node, ah_nic = ah_ep * eps_nic;
+            double mb = (eps_rank * (av + pools + ah_ep * (double)sizeof(struct efarm_dev_ah)) +
+                         contact + 32 * reach) /
+                        1e6;
+            const char *first;
+
+            if (eps_nic > PAPER_MAX_QP)
+                first = "max_qp: MPI_Init fails naming it (fewer VCIs or ranks a NIC)";
+            else if (ah_nic > PAPER_MAX_AH)
+                first = "max_ah: handles released and made again (LRU)";
+            else if (eps_nic * pools > PAPER_MAX_REG_BYTES)
+                first = "registered pages: pools refused at start";
+            else
+                first = "none of these";
+            printf("%9lu %6.0f %10.1f %10.1f %12.0f %12.0f %10.0f  %s\n", r->n, nodes, mb,
+                   eps_rank * pools / 1e6, ah_ep, ah_nic, eps_nic, first);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
+    struct result all[16];
+    unsigned nall = 0;
+    double reg_bytes = 0;
     unsigned long sizes[16] = {1000, 10000, 100000};
     unsigned nsizes = 3, fails = 0;
     char max_ah[32];
@@ -208,6 +324,7 @@ int main(int argc, char **argv)
             fails++;
             continue;
         }
+        all[nall++] = r;
         printf("%8lu %6lu %10.1f %8.2f %10.2f %8.0f %12.1f %10.2f %10.1f\n", r.n, r.nodes,
                r.av_bytes, r.av_bytes * (double)r.n / 1e6, r.insert_ms,
                r.insert_ms * 1e6 / (double)r.n, r.contact_bytes, r.contact_ms, r.rss_bytes);
@@ -221,5 +338,31 @@ int main(int argc, char **argv)
                    r.insert_ms / 100);
         printf("\n");
     }
+    {
+        struct result r;
+        int fds[2];
+        pid_t pid;
+
+        if (pipe(fds))
+            return 2;
+        fflush(stdout);
+        pid = fork();
+        if (pid == 0) {
+            close(fds[0]);
+            reg_cost(&r);
+            _exit(write(fds[1], &r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 3);
+        }
+        close(fds[1]);
+        if (pid < 0 || read(fds[0], &r, sizeof(r)) != (ssize_t)sizeof(r) || r.err) {
+            fprintf(stderr, "bench-av: the registration run failed\n");
+            fails++;
+        } else {
+            reg_bytes = r.av_bytes;
+        }
+        close(fds[0]);
+        waitpid(pid, NULL, 0);
+    }
+    if (nall)
+        paper(all, nall, reg_bytes);
     return fails ? 1 : 0;
 }
