@@ -8,7 +8,12 @@
  * each way (a read protocol: the buffers are registered through the cache),
  * check every byte; expose 2 MiB of it as a window (MPI_Win_create), put and
  * get, check; free the window and unmap, so that the next round's mapping
- * (often at the same address, new pages) must not find the old registration.
+ * (often at the same address, new pages) must not find the old registration:
+ * the registration cache's invalidations (libefarm's own totals, found with
+ * dlsym, as mr_cache_reuse.c does) must grow by the two buffers each rank
+ * registered through it, the send and the receive buffer. On efasim an RDMA
+ * read reads the peer's current memory, so a stale registration would not
+ * show in the data here (it would on EFA): the count is what proves it.
  *
  * MPITEST_HUGETLB=require fails when MAP_HUGETLB cannot map (the runner
  * reserves huge pages first when it may); otherwise that kind is skipped with
@@ -20,10 +25,15 @@
 #endif
 #include "efarm_mpitest.h"
 
+#include "../../src/device/efarm_mr_cache.h"
+
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+
+static void (*g_totals)(struct efarm_mr_cache_stats *);
 
 enum { TAG = 95, MAP_BYTES = 8 << 20, MSG_BYTES = 4 << 20, WIN_BYTES = 2 << 20, OFF = 4096 + 13 };
 
@@ -110,9 +120,20 @@ static void round_trip(int kind, int round, int partner)
                        theirs);
     CHECK_MPI(MPI_Win_free(&win));
     /* Unmapped: the next round's buffers may come back at these addresses with new pages. */
-    CHECK_EQ(munmap(s, MAP_BYTES), 0);
-    CHECK_EQ(munmap(r, MAP_BYTES), 0);
-    CHECK_EQ(munmap(w, MAP_BYTES), 0);
+    {
+        struct efarm_mr_cache_stats before, after;
+
+        g_totals(&before);
+        CHECK_EQ(munmap(s, MAP_BYTES), 0);
+        CHECK_EQ(munmap(r, MAP_BYTES), 0);
+        CHECK_EQ(munmap(w, MAP_BYTES), 0);
+        g_totals(&after);
+        mpitest_context("%s, round %d: the memory hook saw the munmap", kind ? "THP" : "hugetlb",
+                        round);
+        /* A rank paired with itself moves its data inside MPICH: nothing registered. */
+        if (before.caching && partner != g_mpitest_rank)
+            CHECK_GE(after.invalidations - before.invalidations, 2);
+    }
 }
 
 int main(int argc, char **argv)
@@ -121,6 +142,13 @@ int main(int argc, char **argv)
     int rounds, partner, have_hugetlb;
 
     mpitest_init(&argc, &argv, "hugepages");
+    {
+        void *sym = dlsym(RTLD_DEFAULT, "efarm_mr_cache_totals");
+
+        mpitest_context("dlsym(efarm_mr_cache_totals): libefarm.so must be the one loaded");
+        CHECK(sym != NULL);
+        memcpy(&g_totals, &sym, sizeof(sym));
+    }
     rounds = (int)mpitest_env_size("MPITEST_ROUNDS", 4);
     partner = g_mpitest_rank ^ 1;
     if (partner >= g_mpitest_size)
