@@ -92,7 +92,9 @@ static void memlock_text(char *buf, size_t n)
 void efarm_dev_reg_refused(const struct efarm_dev_ep *ep, uint64_t len, int err, const char *what,
                            const char *fallback)
 {
-    bool sim = efarm_device_kind() == EFARM_DEVICE_SIM;
+    /* efasim's knobs are named where efasim answers: its drop-in, or its kernel front end
+     * when a limit of its own is set. */
+    bool sim = efarm_device_kind() == EFARM_DEVICE_SIM || getenv("EFASIM_MEMLOCK") != NULL;
     uint64_t pinned = efarm_dev_pinned_bytes();
     char limit[32];
 
