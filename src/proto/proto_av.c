@@ -145,7 +145,7 @@ static void ahn_unlink(struct efarm_ep *ep, efarm_peer_t idx)
 static bool ah_evictable(struct efarm_ep *ep, struct efarm_dev_ah *ah)
 {
     if (ah->user_mark == ep->ah_pass)
-        return false; /* a packet is posted or queued with it */
+        return false; /* a packet is posted with it and not yet completed */
     for (uint32_t i = ah->user_head; i != EFARM_PEER_NONE; i = ep->peers[i].ah_next) {
         const struct efarm_peer *p = &ep->peers[i];
         struct efarm_link *link;
