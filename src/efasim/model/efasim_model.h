@@ -206,6 +206,12 @@ struct efasim_device {
      * on the device are counted from the kernel's UDP table (qp.c).
      */
     uint32_t live_qps;
+    /*
+     * AH numbers held on the device, over every context of this process
+     * (atomic): as on EFA, max_ah bounds the device's table, not one context.
+     * Other processes' are not counted (efasim shares no memory between them).
+     */
+    uint32_t live_ahns;
 };
 
 /*

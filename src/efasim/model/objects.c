@@ -219,6 +219,9 @@ int efasim_context_close(struct efasim_context *ctx, void (*release_fe)(void *fe
             release_fe(ctx->ahs[i]->fe);
         free(ctx->ahs[i]);
     }
+    for (uint32_t i = 0; i < ctx->ahnum_slots_used; i++)
+        if (ctx->ahnums[i].refs) /* the device forgets a closed context's AHs */
+            __atomic_sub_fetch(&ctx->dev->live_ahns, 1, __ATOMIC_RELAXED);
     pthread_rwlock_destroy(&ctx->objs);
     pthread_mutex_destroy(&ctx->fault_lock);
     efasim_hw_counters_unmap(ctx->hwc);
@@ -478,6 +481,11 @@ static uint16_t ahnum_get(struct efasim_context *ctx, const struct efasim_pd *pd
         ;
     if (i == n)
         return 0;
+    /* The device's table holds max_ah, whichever of this process's contexts holds them. */
+    if (__atomic_add_fetch(&ctx->dev->live_ahns, 1, __ATOMIC_RELAXED) > efasim_config()->max_ah) {
+        __atomic_sub_fetch(&ctx->dev->live_ahns, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
     ctx->ahnums[i] = (struct efasim_ahnum){.pd = pd, .gid = *gid, .refs = 1};
     if (i >= ctx->ahnum_slots_used)
         ctx->ahnum_slots_used = i + 1;
@@ -533,7 +541,8 @@ void efasim_ah_destroy(struct efasim_ah *ah)
 
     pthread_rwlock_wrlock(&ctx->objs);
     ctx->ahs[ah->index] = NULL;
-    ctx->ahnums[ah->ahn - 1].refs--;
+    if (--ctx->ahnums[ah->ahn - 1].refs == 0)
+        __atomic_sub_fetch(&ctx->dev->live_ahns, 1, __ATOMIC_RELAXED);
     ctx->nah--;
     pthread_rwlock_unlock(&ctx->objs);
     free(ah);
