@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "efarm_byteorder.h"
+#include "efarm_time.h"
 #include "proto_internal.h"
 #include "proto_messages.h"
 #include "proto_ops.h"
@@ -226,18 +227,46 @@ static int ah_revive(struct efarm_ep *ep, struct efarm_dev_ah *ah)
     return 0;
 }
 
+/*
+ * How long a packet waits for an address handle when this endpoint holds none
+ * to release: the device's table is full with other endpoints' or processes'
+ * handles, which they may release. Then the peer fails, with one error.
+ */
+#define EFARM_AH_STARVE_NS (10ull * 1000000000ull)
+
 int efarm_av_ah_revive(struct efarm_ep *ep, efarm_peer_t peer)
 {
     int ret = ah_revive(ep, ep->peers[peer].ah);
+    struct efarm_dev_ah_stats st;
+    uint64_t now;
 
-    if (ret == -ENOMEM) {
-        /* Every other handle has work posted: it completes, and progress posts again. */
+    if (ret != -ENOMEM) {
+        if (ret == 0)
+            ep->ah_starved_ns = 0;
+        return ret;
+    }
+    efarm_dev_ah_stats(ep->dev, &st);
+    now = efarm_now_ns();
+    if (st.live > 0) {
+        /* Every other handle of ours has work posted: it completes, and progress posts again. */
+        ep->ah_starved_ns = 0;
         efarm_log_ratelimited(EFARM_LOG_DEBUG,
                               "no address handle free for peer %u: its packet waits", peer);
         efarm_ep_pending(ep);
         return -EAGAIN;
     }
-    return ret;
+    if (ep->ah_starved_ns == 0)
+        ep->ah_starved_ns = now;
+    if (now - ep->ah_starved_ns < EFARM_AH_STARVE_NS) {
+        efarm_ep_pending(ep);
+        return -EAGAIN;
+    }
+    efarm_log_ratelimited(EFARM_LOG_ERROR,
+                          "%s has refused address handles for %llu s and this endpoint holds "
+                          "none to release: the device's table (max_ah %u) is full with other "
+                          "endpoints' or processes' handles; peer %u fails",
+                          ep->caps.name, EFARM_AH_STARVE_NS / 1000000000ull, st.max, peer);
+    return -ENOMEM;
 }
 
 /*

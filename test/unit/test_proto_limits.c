@@ -164,6 +164,77 @@ EFARM_TEST_TIMEOUT(proto_ah_limit_lru_faults, 180)
     ah_limit(true);
 }
 
+/*
+ * The device's table full with another endpoint's handles (two endpoints of
+ * this process on one device, as two VCIs are; efasim counts a device's AH
+ * numbers over the process's contexts): the endpoint that holds none cannot
+ * release one, so its send waits (EFARM_AH_STARVE_NS, 10 s) for room and then
+ * fails the peer with one error naming max_ah, never hangs; the other
+ * endpoint goes on.
+ */
+EFARM_TEST_TIMEOUT(proto_ah_limit_held_elsewhere, 90)
+{
+    struct efarm_ep *hub0, *hub1, *leaf[3];
+    efarm_peer_t p0[2], p1, back[3];
+    uint8_t raw_h0[EFARM_RAW_ADDR_LEN], raw_h1[EFARM_RAW_ADDR_LEN], raw[EFARM_RAW_ADDR_LEN];
+    uint8_t data[64] = {1};
+    struct efarm_req s0[2], r0[2], s1 = {0};
+    char path[256], name[16];
+    double t0;
+    int saved;
+
+    proto_use_efasim();
+    setenv("EFASIM_NDEV", "4", 1);
+    setenv("EFASIM_MAX_AH", "2", 1);
+    memset(s0, 0, sizeof(s0));
+    memset(r0, 0, sizeof(r0));
+    EXPECT_RET(efarm_ep_open(&(struct efarm_ep_attr){.device = "efasim_0"}, &hub0), 0);
+    EXPECT_RET(efarm_ep_open(&(struct efarm_ep_attr){.device = "efasim_0"}, &hub1), 0);
+    efarm_ep_addr(hub0, raw_h0);
+    efarm_ep_addr(hub1, raw_h1);
+    for (unsigned i = 0; i < 3; i++) {
+        snprintf(name, sizeof(name), "efasim_%u", i + 1);
+        EXPECT_RET(efarm_ep_open(&(struct efarm_ep_attr){.device = name}, &leaf[i]), 0);
+        efarm_ep_addr(leaf[i], raw);
+        if (i < 2)
+            EXPECT_RET(efarm_av_insert(hub0, raw, &p0[i]), 0);
+        else
+            EXPECT_RET(efarm_av_insert(hub1, raw, &p1), 0);
+        EXPECT_RET(efarm_av_insert(leaf[i], i < 2 ? raw_h0 : raw_h1, &back[i]), 0);
+    }
+    /* hub0 takes the device's two handles, and keeps them (idle). */
+    for (unsigned i = 0; i < 2; i++) {
+        EXPECT_RET(efarm_trecv(leaf[i], data + 32, 8, CTX, 0, 1, &r0[i]), 0);
+        EXPECT_RET(efarm_tsend(hub0, p0[i], data, 8, CTX, 0, 1, 0, 0, &s0[i]), 0);
+    }
+    {
+        struct efarm_ep *eps[] = {hub0, leaf[0], leaf[1]};
+        struct efarm_req *reqs[] = {&s0[0], &s0[1], &r0[0], &r0[1]};
+
+        proto_wait(eps, 3, reqs, 4, WAIT_S);
+    }
+    proto_tmp_path(path, sizeof(path), "ah-elsewhere");
+    saved = proto_stderr_capture(path);
+    t0 = proto_now_s();
+    EXPECT_RET(efarm_tsend(hub1, p1, data, 8, CTX, 0, 2, 0, 0, &s1), 0);
+    while (!s1.done && proto_now_s() - t0 < 60) {
+        EXPECT_TRUE(efarm_ep_progress(hub1) >= 0);
+        EXPECT_TRUE(efarm_ep_progress(leaf[2]) >= 0);
+    }
+    proto_stderr_restore(saved);
+    efarm_test_context("after %.1f s", proto_now_s() - t0);
+    EXPECT_TRUE(s1.done);
+    EXPECT_TRUE(s1.status < 0);
+    EXPECT_TRUE(proto_now_s() - t0 >= 9.5);
+    EXPECT_EQ(proto_file_count(path, "holds none to release"), 1);
+    EXPECT_EQ(proto_file_count(path, "max_ah 2"), 1); /* the note came at the insert */
+    unlink(path);
+    for (unsigned i = 0; i < 3; i++)
+        efarm_ep_close(leaf[i]);
+    efarm_ep_close(hub1);
+    efarm_ep_close(hub0);
+}
+
 /* ---- 17. Pinned memory ------------------------------------------------------------------ */
 
 /*
