@@ -4,8 +4,8 @@
  * while messages and RMA are in flight.
  *
  * Ranks pair up (rank ^ 1). Each round, with a read-protocol message each way
- * in flight (its buffers registered, in efarm's registration cache) and a
- * window of registered memory, every rank:
+ * in flight (its buffers registered, in efarm's registration cache) and a put
+ * of 64 KiB to the partner's window in a passive-target epoch, every rank:
  *   1. runs system("exit 7") and checks its status;
  *   2. reads a line from popen("echo ...");
  *   3. forks a child that execs /bin/sh;
@@ -13,7 +13,8 @@
  *      held at the fork (copy-on-fork: the child has a copy), overwrites its
  *      own copy and the window's, and leaves with exit() (atexit handlers and
  *      all), or with _exit() every other round;
- *   then completes the messages, checks every byte, checks its own buffers
+ *   then completes the messages and the epoch, checks every byte (the put's
+ *   too, in its own window), checks its own buffers
  *   and window untouched by the child, and runs a fence epoch of puts and
  *   gets on the window, checking every byte.
  * A child never calls MPI (doc/NETMOD.md, "fork").
@@ -29,7 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-enum { TAG = 90, WIN_BYTES = 1 << 20, CHILD_BAD_DATA = 3 };
+enum { TAG = 90, WIN_BYTES = 1 << 20, PUT_BYTES = 64 << 10, CHILD_BAD_DATA = 3 };
 
 static int child_status(pid_t pid)
 {
@@ -146,10 +147,20 @@ int main(int argc, char **argv)
         memset(rbuf, 0, len);
         CHECK_MPI(MPI_Irecv(rbuf, (int)len, MPI_BYTE, partner, TAG, MPI_COMM_WORLD, &req[0]));
         CHECK_MPI(MPI_Isend(sbuf, (int)len, MPI_BYTE, partner, TAG, MPI_COMM_WORLD, &req[1]));
+        /* A put in flight too: the first PUT_BYTES of sbuf into the partner's upper half. */
+        CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, partner, 0, win));
+        CHECK_MPI(
+            MPI_Put(sbuf, PUT_BYTES, MPI_BYTE, partner, WIN_BYTES / 2, PUT_BYTES, MPI_BYTE, win));
         memcpy(wsave, wbase, sizeof(wsave));
         forks(round, sbuf, len, seed, rbuf, wbase);
-        mpitest_context("round %d: the messages after the forks", round);
+        mpitest_context("round %d: the messages and the put after the forks", round);
+        CHECK_MPI(MPI_Win_unlock(partner, win));
         CHECK_MPI(MPI_Waitall(2, req, sts));
+        CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD)); /* every put is in */
+        CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, g_mpitest_rank, 0, win));
+        mpitest_check_data(__FILE__, __LINE__, "window, put by the partner during the forks",
+                           wbase + WIN_BYTES / 2, PUT_BYTES, pseed);
+        CHECK_MPI(MPI_Win_unlock(g_mpitest_rank, win));
         mpitest_check_data(__FILE__, __LINE__, "received", rbuf, len, pseed);
         mpitest_check_data(__FILE__, __LINE__, "sent buffer, after the child wrote its copy", sbuf,
                            len, seed);
