@@ -49,6 +49,12 @@ struct efarm_dev_ah_stats {
 
 void efarm_dev_ah_stats(const struct efarm_dev_ep *ep, struct efarm_dev_ah_stats *stats_p);
 
+/* Whether any handle was ever released (the engine's stale-AH-number check). */
+static inline bool efarm_dev_ah_released(const struct efarm_dev_ep *ep)
+{
+    return ep->ah_released != 0;
+}
+
 /* ---- Registration --------------------------------------------------------------- */
 
 /*

@@ -188,7 +188,6 @@ static bool ah_evict_one(struct efarm_ep *ep, const struct efarm_dev_ah *keep)
     for (uint32_t i = victim->user_head; i != EFARM_PEER_NONE; i = ep->peers[i].ah_next)
         ahn_unlink(ep, i);
     efarm_dev_ah_release(ep->dev, victim);
-    ep->ah_evictions++;
     return true;
 }
 
@@ -424,7 +423,7 @@ efarm_peer_t efarm_peer_identify(struct efarm_ep *ep, const struct efarm_dev_cqe
             seen = true;
         }
     }
-    if (has_connid && cqe->ahn != EFARM_DEV_AHN_UNKNOWN && ep->ah_evictions) {
+    if (has_connid && cqe->ahn != EFARM_DEV_AHN_UNKNOWN && efarm_dev_ah_released(ep->dev)) {
         /*
          * A completion polled after its sender's handle was released carries
          * the number the handle had, which the device may since have given

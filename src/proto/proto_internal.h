@@ -431,7 +431,6 @@ struct efarm_ep {
     uint32_t *addr_hash;    /* (GID, QPN) -> first peer, EFARM_PEER_NONE-terminated chains */
     uint32_t *ahn_hash;     /* (AHN, QPN) -> first peer */
     uint32_t ah_pass;       /* eviction passes (efarm_dev_ah.user_mark) */
-    uint32_t ah_evictions;  /* address handles released to make room */
     uint64_t ah_starved_ns; /* since when a post waits for a handle and none of ours is live */
     uint64_t ah_clock;      /* posts to peers: efarm_dev_ah.user_stamp, for LRU eviction */
     struct efarm_pool peer_states;

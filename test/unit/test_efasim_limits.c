@@ -23,17 +23,6 @@
 
 #include "efasim_common.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TEST_TSAN 1
-#endif
-#endif
-#ifndef TEST_TSAN
-#define TEST_TSAN 0
-#endif
-
 #define PAGE 4096u
 
 /* A child's exit status when its read of a page faulted (its SIGSEGV handler). */

@@ -17,17 +17,6 @@
 
 #include "efasim_common.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TEST_TSAN 1
-#endif
-#endif
-#ifndef TEST_TSAN
-#define TEST_TSAN 0
-#endif
-
 /* One thread's pair on the shared device context, and what went wrong in it. */
 struct mt_pair {
     struct efasim_dev *dev;
