@@ -135,7 +135,14 @@ int main(int argc, char **argv)
         partner = g_mpitest_rank; /* an odd rank out talks to itself */
     sbuf = mpitest_malloc(len);
     rbuf = mpitest_malloc(len);
-    CHECK_MPI(MPI_Win_allocate(WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &wbase, &win));
+    /*
+     * The window on this process's own memory (MPI_Win_create): MPI_Win_allocate may
+     * give memory shared with the node's other ranks (MPICH's shared-memory windows,
+     * as over ch4:ucx), which a forked child shares too, so its writes would reach
+     * the parent's window there.
+     */
+    wbase = mpitest_malloc(WIN_BYTES);
+    CHECK_MPI(MPI_Win_create(wbase, WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
     for (int round = 0; round < rounds; round++) {
         uint64_t seed = mpitest_seed((uint64_t)g_mpitest_rank, 90, (uint64_t)round, 1);
         uint64_t pseed = mpitest_seed((uint64_t)partner, 90, (uint64_t)round, 1);
@@ -169,6 +176,7 @@ int main(int argc, char **argv)
         rma_epoch(win, wbase, partner, round);
     }
     CHECK_MPI(MPI_Win_free(&win));
+    free(wbase);
     free(sbuf);
     free(rbuf);
     mpitest_finalize();
