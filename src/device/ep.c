@@ -124,29 +124,26 @@ void efarm_dev_reg_refused(const struct efarm_dev_ep *ep, uint64_t len, int err,
      * page against it unless the process has CAP_IPC_LOCK) or the device's own
      * page budget; EPERM: `ulimit -l` is 0 (can_do_mlock).
      */
+    /* One line each, within efarm_log's 512 bytes: the knobs come before the detail. */
     if (fallback)
         efarm_log(EFARM_LOG_WARN,
-                  "%s refused to register %llu bytes for %s (%s): registered memory is pinned, "
-                  "within `ulimit -l` (%s here) and the device's registration limit; efarm "
-                  "holds %llu KiB registered, its cache included (EFARM_MR_CACHE_MAX_BYTES "
-                  "bounds that). %s, which copies and is slower; raise `ulimit -l` (EFA "
-                  "instances set it unlimited) or lower EFARM_MR_CACHE_MAX_BYTES%s. Further "
-                  "refusals are counted (reg_fallbacks), not printed",
+                  "%s refused to register %llu bytes for %s (%s): raise `ulimit -l` (%s "
+                  "here%s) or lower EFARM_MR_CACHE_MAX_BYTES; efarm holds %llu KiB, its cache "
+                  "included, and the device has a limit too. %s, slower. Further refusals are "
+                  "not printed",
                   ep->caps.name, (unsigned long long)len, what, efarm_strerror(err), limit,
-                  (unsigned long long)(pinned / 1024), fallback,
-                  sim ? " (efasim: EFASIM_MEMLOCK, EFASIM_MAX_REG_PAGES)" : "");
+                  sim ? "; efasim: EFASIM_MEMLOCK" : "", (unsigned long long)(pinned / 1024),
+                  fallback);
     else
         efarm_log(EFARM_LOG_ERROR,
-                  "%s refused to register the %llu KiB of %s (%s): registered memory is "
-                  "pinned, within `ulimit -l`, %s here, and efarm needs at least %llu KiB "
-                  "for this endpoint and those before it (each rank opens an endpoint per VCI "
-                  "and rail). Raise `ulimit -l` (EFA instances set it unlimited; under Slurm, "
-                  "the slurmd's limit propagates) or lower EFARM_RX_BUFFERS and "
-                  "EFARM_TX_PKTS%s",
+                  "%s refused to register the %llu KiB of %s (%s): pinned memory is within "
+                  "`ulimit -l`, %s here, and efarm needs at least %llu KiB for its endpoints so "
+                  "far (one per VCI and rail). Raise `ulimit -l` (under Slurm: the srun shell's "
+                  "and slurmd's LimitMEMLOCK) or lower EFARM_RX_BUFFERS and EFARM_TX_PKTS%s",
                   ep->caps.name, (unsigned long long)((len + 1023) / 1024), what,
                   efarm_strerror(err), limit,
                   (unsigned long long)((pinned + pinned_span(NULL, len) + 1023) / 1024),
-                  sim ? " (efasim: EFASIM_MEMLOCK stands in for the limit)" : "");
+                  sim ? " (efasim: EFASIM_MEMLOCK)" : "");
 }
 
 /* ---- Allocation with a failure hook ------------------------------------------- */
