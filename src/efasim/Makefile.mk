@@ -10,6 +10,7 @@ src_efasim_libefasim_model_la_SOURCES = \
 	src/efasim/model/config.c \
 	src/efasim/model/objects.c \
 	src/efasim/model/pinned.c \
+	src/efasim/model/devshare.c \
 	src/efasim/model/qp.c \
 	src/efasim/model/wire.c \
 	src/efasim/model/fault.c \

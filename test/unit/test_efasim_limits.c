@@ -7,8 +7,12 @@
  *   of the process; beyond the limit ENOMEM, a limit of 0 EPERM; a forked child
  *   starts at 0. EFASIM_MEMLOCK=N plays a process without CAP_IPC_LOCK whose
  *   limit is N bytes, so that these run as root too.
- * - the device's registered pages (efa_register_mr), EFASIM_MAX_REG_PAGES per
- *   context: 4 KiB pages, or whole huge pages for a buffer in hugetlb memory.
+ * - the device's registered pages (efa_register_mr), EFASIM_MAX_REG_PAGES over
+ *   every context of every process on the device: 4 KiB pages, or whole huge
+ *   pages for a buffer in hugetlb memory; at most 2^20 in one MR open to remote
+ *   write (EFASIM_MAX_RW_MR_PAGES).
+ * - the device's address handle numbers (max_ah), over every context of every
+ *   process on the device, given back when a process dies.
  * - fork as libibverbs 44 prepares for it: ibv_fork_init before the first
  *   registration, then registered pages absent from forked children.
  */
@@ -179,10 +183,10 @@ EFARM_TEST(efasim_limits_memlock_fork_child)
 }
 
 /*
- * The device's registered pages: with EFASIM_MAX_REG_PAGES=16 a context holds
- * MRs over 16 pages, overlapping ones counted each; the 17th page is refused
- * with ENOMEM (the device's resource error) and fits once others are
- * deregistered; another context has 16 of its own.
+ * The device's registered pages: with EFASIM_MAX_REG_PAGES=16 the device holds
+ * MRs over 16 pages, overlapping ones counted each, whichever context holds
+ * them; the 17th page is refused with ENOMEM (the device's resource error) and
+ * fits once others are deregistered.
  */
 EFARM_TEST(efasim_limits_max_reg_pages)
 {
@@ -198,16 +202,239 @@ EFARM_TEST(efasim_limits_max_reg_pages)
     reg_refused(&dev, buf + 15 * PAGE - 1, 2, ENOMEM); /* two pages: one over */
     mr1 = reg(&dev, buf + 16 * PAGE, 1);
     reg_refused(&dev, buf, 1, ENOMEM);
-    other = reg(&dev2, buf, 16 * PAGE);
+    reg_refused(&dev2, buf, 1, ENOMEM); /* the device's budget, not the context's */
     EXPECT_EQ(ibv_dereg_mr(mr7), 0);
-    mr7 = reg(&dev, buf + 8 * PAGE, 7 * PAGE);
+    other = reg(&dev2, buf + 8 * PAGE, 7 * PAGE);
     reg_refused(&dev, buf, 1, ENOMEM);
     EXPECT_EQ(ibv_dereg_mr(mr8), 0);
-    EXPECT_EQ(ibv_dereg_mr(mr7), 0);
     EXPECT_EQ(ibv_dereg_mr(mr1), 0);
-    mr8 = reg(&dev, buf, 16 * PAGE);
+    mr8 = reg(&dev, buf, 9 * PAGE);
+    reg_refused(&dev2, buf, 1, ENOMEM);
+    /* Closing a context gives its MRs' pages back. */
+    efasim_dev_close(&dev2);
+    (void)other;
+    EXPECT_EQ(ibv_dereg_mr(reg(&dev, buf + 9 * PAGE, 7 * PAGE)), 0);
     EXPECT_EQ(ibv_dereg_mr(mr8), 0);
-    EXPECT_EQ(ibv_dereg_mr(other), 0);
+    efasim_dev_close(&dev);
+}
+
+/*
+ * One MR open to remote write takes at most EFASIM_MAX_RW_MR_PAGES device
+ * pages (EFA: 2^20); beyond, ENOMEM. Without remote write the same MR fits.
+ */
+static void rw_mr_pages(uint8_t *buf, size_t pages)
+{
+    struct ibv_mr *mr;
+    struct efasim_dev dev;
+
+    efasim_dev_open(0, &dev);
+    errno = 0;
+    mr = ibv_reg_mr(dev.pd, buf, pages * PAGE, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    efarm_test_context("%zu pages with remote write: errno %d", pages, errno);
+    EXPECT_TRUE(mr != NULL);
+    EXPECT_EQ(ibv_dereg_mr(mr), 0);
+    errno = 0;
+    mr =
+        ibv_reg_mr(dev.pd, buf, pages * PAGE + 1, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    efarm_test_context("%zu pages and a byte with remote write: errno %d", pages, errno);
+    EXPECT_TRUE(mr == NULL);
+    EXPECT_EQ(errno, ENOMEM);
+    mr = ibv_reg_mr(dev.pd, buf, pages * PAGE + 1, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+    efarm_test_context("%zu pages and a byte with remote read: errno %d", pages, errno);
+    EXPECT_TRUE(mr != NULL);
+    EXPECT_EQ(ibv_dereg_mr(mr), 0);
+    efasim_dev_close(&dev);
+}
+
+EFARM_TEST(efasim_limits_rw_mr_pages)
+{
+    efasim_setenv("EFASIM_RDMA_WRITE", "1");
+    efasim_setenv("EFASIM_MAX_RW_MR_PAGES", "16");
+    rw_mr_pages(pages_map(17), 16);
+}
+
+/* EFA's own number: 4 GiB of 4 KiB pages, reserved address space, never touched. */
+EFARM_TEST(efasim_limits_rw_mr_pages_default)
+{
+    size_t pages = (size_t)1 << 20;
+    void *p = mmap(NULL, (pages + 1) * PAGE, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+    EXPECT_TRUE(p != MAP_FAILED);
+    efasim_setenv("EFASIM_RDMA_WRITE", "1");
+    rw_mr_pages(p, pages);
+    munmap(p, (pages + 1) * PAGE);
+}
+
+/* ---- What a device holds for every process on it ----------------------------------- */
+
+/*
+ * Run fn in a forked child that tells the parent (one byte on the pipe) when
+ * it holds what it took, then waits for the parent's word before it exits
+ * (without closing anything: the kernel gives back what a dead process held).
+ */
+struct proc_child {
+    pid_t pid;
+    int to_parent, to_child;
+};
+
+static void child_start(struct proc_child *c, void (*fn)(void))
+{
+    int up[2], down[2];
+
+    EXPECT_EQ(pipe(up), 0);
+    EXPECT_EQ(pipe(down), 0);
+    fflush(NULL);
+    c->pid = fork();
+    EXPECT_TRUE(c->pid >= 0);
+    if (!c->pid) {
+        char b = 1;
+
+        close(up[0]);
+        close(down[1]);
+        fn();
+        if (write(up[1], &b, 1) != 1 || read(down[0], &b, 1) < 0)
+            _exit(3);
+        _exit(0);
+    }
+    close(up[1]);
+    close(down[0]);
+    c->to_parent = up[0];
+    c->to_child = down[1];
+}
+
+/* The child holds what it took (or it failed: the test fails with its status). */
+static void child_holds(struct proc_child *c)
+{
+    char b;
+    int status;
+
+    if (read(c->to_parent, &b, 1) != 1) {
+        EXPECT_EQ(waitpid(c->pid, &status, 0), c->pid);
+        efarm_test_context("the child: status 0x%x", status);
+        EXPECT_TRUE(false);
+    }
+}
+
+static void child_end(struct proc_child *c)
+{
+    char b = 1;
+    int status;
+
+    EXPECT_EQ(write(c->to_child, &b, 1), 1);
+    EXPECT_EQ(waitpid(c->pid, &status, 0), c->pid);
+    efarm_test_context("the child: status 0x%x", status);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(c->to_parent);
+    close(c->to_child);
+}
+
+static void procs_skip_tsan(void)
+{
+    if (TEST_TSAN)
+        efarm_test_skip("the child opens a device, whose service thread TSan does not allow "
+                        "in the child of a multithreaded process; the gcc and ASan runs have it");
+}
+
+static uint8_t *g_proc_buf;
+
+/* The child: 4 pages of the 16, and not a 5th. */
+static void child_reg_pages(void)
+{
+    struct efasim_dev dev;
+
+    efasim_dev_open(0, &dev);
+    (void)reg(&dev, g_proc_buf + 12 * PAGE, 4 * PAGE);
+    reg_refused(&dev, g_proc_buf, PAGE, ENOMEM);
+}
+
+/*
+ * The device's page budget is shared by every process on it: with the parent
+ * holding 12 of 16 pages a child gets 4, then the parent none; once the child
+ * exited (holding its MR) its pages are the device's again.
+ */
+EFARM_TEST(efasim_limits_reg_pages_processes)
+{
+    struct proc_child c;
+    struct efasim_dev dev;
+    struct ibv_mr *mr12, *mr4;
+
+    procs_skip_tsan();
+    g_proc_buf = pages_map(16);
+    efasim_setenv("EFASIM_MAX_REG_PAGES", "16");
+    efasim_dev_open(0, &dev);
+    mr12 = reg(&dev, g_proc_buf, 12 * PAGE);
+    child_start(&c, child_reg_pages);
+    child_holds(&c);
+    reg_refused(&dev, g_proc_buf, PAGE, ENOMEM);
+    child_end(&c);
+    mr4 = reg(&dev, g_proc_buf + 12 * PAGE, 4 * PAGE);
+    reg_refused(&dev, g_proc_buf, PAGE, ENOMEM);
+    EXPECT_EQ(ibv_dereg_mr(mr4), 0);
+    EXPECT_EQ(ibv_dereg_mr(mr12), 0);
+    efasim_dev_close(&dev);
+}
+
+static union ibv_gid g_gid[3];
+
+/* The child, on device 0: a number for device 1's GID (its own PD: its own number), not for 2's. */
+static void child_ahs(void)
+{
+    struct efasim_dev dev;
+    struct ibv_ah_attr attr = {.port_num = 1, .is_global = 1, .grh = {.dgid = g_gid[2]}};
+
+    efasim_dev_open(0, &dev);
+    (void)efasim_ah_create(&dev, &g_gid[1]);
+    errno = 0;
+    EXPECT_TRUE(ibv_create_ah(dev.pd, &attr) == NULL);
+    EXPECT_EQ(errno, ENOMEM);
+}
+
+/*
+ * The device's AH table (max_ah 2) is shared by every context and process on
+ * it: with the parent holding one number, a second context takes the other
+ * and a third is refused with ENOMEM; then a child process gets one number
+ * and not two; once it exited (holding its AH), its number is free again.
+ */
+EFARM_TEST(efasim_limits_max_ah)
+{
+    struct ibv_ah_attr attr = {.port_num = 1, .is_global = 1};
+    struct efasim_dev dev, dev2, peer1, peer2;
+    struct ibv_ah *a1, *a1b, *a2;
+    struct proc_child c;
+
+    procs_skip_tsan();
+    efasim_setenv("EFASIM_NDEV", "3");
+    efasim_setenv("EFASIM_MAX_AH", "2");
+    efasim_dev_open(0, &dev);
+    efasim_dev_open(0, &dev2);
+    efasim_dev_open(1, &peer1);
+    efasim_dev_open(2, &peer2);
+    g_gid[1] = peer1.gid;
+    g_gid[2] = peer2.gid;
+    a1 = efasim_ah_create(&dev, &g_gid[1]);
+    a1b = efasim_ah_create(&dev, &g_gid[1]); /* the same (PD, GID): the same number */
+    a2 = efasim_ah_create(&dev2, &g_gid[2]);
+    attr.grh.dgid = g_gid[1];
+    errno = 0;
+    EXPECT_TRUE(ibv_create_ah(dev2.pd, &attr) == NULL); /* another PD: a third number */
+    EXPECT_EQ(errno, ENOMEM);
+    EXPECT_EQ(ibv_destroy_ah(a2), 0);
+    EXPECT_EQ(ibv_destroy_ah(a1b), 0);
+
+    /* One number held here, one free: the child takes it, and not a second. */
+    child_start(&c, child_ahs);
+    child_holds(&c);
+    attr.grh.dgid = g_gid[2];
+    errno = 0;
+    EXPECT_TRUE(ibv_create_ah(dev2.pd, &attr) == NULL);
+    EXPECT_EQ(errno, ENOMEM);
+    child_end(&c);
+    a2 = efasim_ah_create(&dev2, &g_gid[2]);
+    EXPECT_EQ(ibv_destroy_ah(a2), 0);
+    EXPECT_EQ(ibv_destroy_ah(a1), 0);
+    efasim_dev_close(&peer2);
+    efasim_dev_close(&peer1);
     efasim_dev_close(&dev2);
     efasim_dev_close(&dev);
 }

@@ -34,12 +34,14 @@ extern char **environ;
     X(MAX_MR, max_mr, U32, "262144", "registered regions per context (ibv_reg_mr fails beyond)")  \
     X(MAX_MR_SIZE, max_mr_size, U64, "103079215104", "largest MR, 96 GiB like EFA")               \
     X(MAX_REG_PAGES, max_reg_pages, U64, "25165824",                                              \
-      "device pages registered per context (4 KiB, or whole huge pages; 96 GiB of 4 KiB)")        \
+      "device pages registered, all processes (4 KiB, or whole huge pages; 96 GiB of 4 KiB)")     \
+    X(MAX_RW_MR_PAGES, max_rw_mr_pages, U64, "1048576",                                           \
+      "device pages of one MR that allows remote write (2^20: 4 GiB of 4 KiB pages)")             \
     X(MEMLOCK, memlock, LIMIT, "kernel",                                                          \
       "pinned-page limit: kernel (RLIMIT_MEMLOCK, CAP_IPC_LOCK) or N bytes without CAP_IPC_LOCK") \
     X(COPY_ON_FORK, copy_on_fork, BOOL, "1",                                                      \
       "the kernel copies pinned pages at fork (>= 5.13): ibv_is_fork_initialized UNNEEDED")       \
-    X(MAX_AH, max_ah, U32, "1024", "address handle numbers per context")                          \
+    X(MAX_AH, max_ah, U32, "1024", "address handle numbers per device, all processes")            \
     X(MAX_RDMA_SIZE, max_rdma_size, U64, "1073741824", "largest RDMA read/write, 1 GiB like EFA") \
     X(RDMA_READ, rdma_read, BOOL, "1", "advertise and serve RDMA read")                           \
     X(RDMA_WRITE, rdma_write, BOOL, "0", "advertise and serve RDMA write (newer EFA only)")       \

@@ -108,7 +108,8 @@ struct efasim_config {
     uint32_t max_mr;
     uint64_t max_mr_size;
     uint32_t max_ah;
-    uint64_t max_reg_pages; /* device pages registered per context (pinned.c) */
+    uint64_t max_reg_pages;   /* device pages registered, all processes (devshare.c) */
+    uint64_t max_rw_mr_pages; /* device pages of one MR with remote write */
     uint64_t memlock;  /* EFASIM_LIMIT_KERNEL, or RLIMIT_MEMLOCK in bytes without CAP_IPC_LOCK */
     bool copy_on_fork; /* the kernel copies pinned pages at fork (Linux 5.13 and later) */
     uint64_t max_rdma_size;
@@ -192,6 +193,41 @@ double efasim_rand01(struct efasim_context *ctx);
 void efasim_gid_from_addr(struct in_addr addr, union ibv_gid *gid_p);
 bool efasim_gid_to_addr(const union ibv_gid *gid, struct in_addr *addr_p);
 
+/* ---- The device's tables, shared by the processes on its host (devshare.c) ------- */
+
+enum efasim_share_kind {
+    EFASIM_SHARE_AHNS,  /* AH numbers (max_ah) */
+    EFASIM_SHARE_PAGES, /* pages of MRs (EFASIM_MAX_REG_PAGES) */
+};
+
+struct efasim_share_file;
+
+/* This process's view of a device's shared table; efasim_share_construct'ed. */
+struct efasim_share {
+    pthread_mutex_t mu;             /* this process's threads */
+    struct efasim_share_file *file; /* mapped shared, or the process's own when alone */
+    int fd;                         /* the file's descriptor (its locks), or -1 when alone */
+    int32_t me;                     /* this process's slot, or -1 before the first charge */
+    bool listed;                    /* known to the fork handler */
+};
+
+struct efasim_device;
+void efasim_share_construct(struct efasim_share *s);
+/*
+ * Charge n of kind to this process on dev, refused with -ENOMEM when every
+ * process's charges on dev would then pass limit (the device's table is full).
+ * *epoch_p names this process, for efasim_share_release.
+ */
+int efasim_share_charge(struct efasim_device *dev, enum efasim_share_kind kind, uint64_t n,
+                        uint64_t limit, uint32_t *epoch_p);
+/* Give back n of kind charged with epoch; nothing when another process (a fork's parent) charged.
+ */
+void efasim_share_release(struct efasim_device *dev, enum efasim_share_kind kind, uint64_t n,
+                          uint32_t epoch);
+/* What this process (*mine_p) and every live process (*all_p) hold of kind on dev: 0 or -ENOMEM. */
+int efasim_share_held(struct efasim_device *dev, enum efasim_share_kind kind, uint64_t *mine_p,
+                      uint64_t *all_p);
+
 /* ---- Devices (objects.c) ------------------------------------------------------- */
 
 struct efasim_device {
@@ -207,11 +243,11 @@ struct efasim_device {
      */
     uint32_t live_qps;
     /*
-     * AH numbers held on the device, over every context of this process
-     * (atomic): as on EFA, max_ah bounds the device's table, not one context.
-     * Other processes' are not counted (efasim shares no memory between them).
+     * AH numbers and MR pages held on the device, by every process on the host
+     * (devshare.c): as on EFA, max_ah and the page budget bound the device's
+     * tables, not one context or process.
      */
-    uint32_t live_ahns;
+    struct efasim_share share;
 };
 
 /*
@@ -240,7 +276,8 @@ void efasim_port_attr(struct ibv_port_attr *attr_p);
 struct efasim_ahnum {
     const struct efasim_pd *pd;
     union ibv_gid gid;
-    uint32_t refs; /* live AHs that carry this number; 0 = free */
+    uint32_t refs;  /* live AHs that carry this number; 0 = free */
+    uint32_t epoch; /* the process that charged it to the device (efasim_share_charge) */
 };
 
 /* A device opened by a process: the object tables, the NIC's clock and fault injector. */
@@ -258,7 +295,6 @@ struct efasim_context {
     uint64_t *pdns;              /* PD numbers in use, a bit each */
     uint32_t ahnum_slots_used;   /* every number in use sits below this index */
     uint32_t nqp, nmr, nah;
-    uint64_t reg_pages;              /* device pages of its MRs (EFASIM_MAX_REG_PAGES) */
     uint32_t qp_slots_used;          /* every QP sits below this slot index */
     struct efasim_context *svc_next; /* the service thread's list (service.c) */
     uint64_t last_progress_ns;       /* the emulated NIC last ran (efasim_progress); atomic */
@@ -313,6 +349,7 @@ struct efasim_mr {
     unsigned access;       /* IBV_ACCESS_* granted */
     struct efasim_pin pin; /* its pinned pages, counted against RLIMIT_MEMLOCK */
     uint64_t dev_pages;    /* its pages on the device, counted against EFASIM_MAX_REG_PAGES */
+    uint32_t dev_epoch;    /* the process that charged them (efasim_share_charge) */
     void *fe;              /* the front end's own object for the MR; the model never reads it */
 };
 
@@ -945,6 +982,12 @@ uint32_t efasim_fast_copy(const uint8_t *payload, size_t plen, void *mem, uint64
 const char *efasim_sysfs_root(void);
 void efasim_sysfs_paths(unsigned i, const char *name, char *dev_path, char *ibdev_path);
 bool efasim_sysfs_write(const struct efasim_device *devs, unsigned ndev);
+/*
+ * A file of efasim's own state that processes share, <root>/efasim/<dir>/<name>:
+ * made if missing (mode 0600; zeros), grown to at least size bytes. Its
+ * descriptor (close-on-exec), or -errno (-EPERM: not the user's own file).
+ */
+int efasim_state_file(const char *dir, const char *name, size_t size);
 
 /* A device's traffic counters (sysfs.c), shared by every process on it; only grow. */
 struct efasim_hw_counters {

@@ -88,6 +88,7 @@ static void devices_init(void)
         efasim_gid_from_addr(d->addr, &d->gid);
         d->guid = 0x0efa5100000000ull | (uint64_t)i;
         snprintf(d->name, sizeof(d->name), "efasim_%u", i);
+        efasim_share_construct(&d->share);
     }
     /* What libfabric and rdma-core's tools read about the devices (sysfs.c). */
     efasim_sysfs_write(g_devices, cfg->ndev);
@@ -212,6 +213,8 @@ int efasim_context_close(struct efasim_context *ctx, void (*release_fe)(void *fe
         if (release_fe)
             release_fe(ctx->mrs[i]->fe);
         efasim_pin_release(&ctx->mrs[i]->pin); /* the kernel unpins what a closing file left */
+        efasim_share_release(ctx->dev, EFASIM_SHARE_PAGES, ctx->mrs[i]->dev_pages,
+                             ctx->mrs[i]->dev_epoch);
         free(ctx->mrs[i]);
     }
     for (uint32_t i = 0; i < efasim_config()->max_ah; i++) {
@@ -221,7 +224,7 @@ int efasim_context_close(struct efasim_context *ctx, void (*release_fe)(void *fe
     }
     for (uint32_t i = 0; i < ctx->ahnum_slots_used; i++)
         if (ctx->ahnums[i].refs) /* the device forgets a closed context's AHs */
-            __atomic_sub_fetch(&ctx->dev->live_ahns, 1, __ATOMIC_RELAXED);
+            efasim_share_release(ctx->dev, EFASIM_SHARE_AHNS, 1, ctx->ahnums[i].epoch);
     pthread_rwlock_destroy(&ctx->objs);
     pthread_mutex_destroy(&ctx->fault_lock);
     efasim_hw_counters_unmap(ctx->hwc);
@@ -338,21 +341,16 @@ int efasim_mr_reg_dmabuf(struct efasim_pd *pd, uint64_t offset, uint64_t length,
 
 /*
  * The device's part of a registration (EFA's admin command REG_MR, as
- * efa_register_mr issues it), under the tables' lock: its pages beyond the
- * budget, or no free slot, is the device's resource error, which
- * efa_com_comp_status_to_errno makes -ENOMEM. On hardware the page budget is
- * the device's own and not published; efasim keeps EFASIM_MAX_REG_PAGES per
- * context (README, "Registered memory").
+ * efa_register_mr issues it), under the tables' lock: no free slot is the
+ * device's resource error, which efa_com_comp_status_to_errno makes -ENOMEM.
  */
-static int mr_slot_take(struct efasim_context *ctx, struct efasim_mr *mr, uint32_t *slot_p)
+static int mr_slot_take(struct efasim_context *ctx, uint32_t *slot_p)
 {
     const struct efasim_config *cfg = efasim_config();
     uint32_t slots =
         cfg->max_mr < (1u << MR_SLOT_BITS) - 1 ? cfg->max_mr : (1u << MR_SLOT_BITS) - 1;
     uint32_t slot = 0, n;
 
-    if (mr->dev_pages > cfg->max_reg_pages || ctx->reg_pages > cfg->max_reg_pages - mr->dev_pages)
-        return -ENOMEM;
     for (n = 0; n < slots; n++) {
         slot = (ctx->mr_next + n) % slots;
         if (!ctx->mrs[slot])
@@ -398,10 +396,33 @@ int efasim_mr_reg(struct efasim_pd *pd, uint64_t addr, uint64_t length, uint64_t
     mr->access = access;
     mr->pin = pin;
     mr->dev_pages = efasim_device_pages(addr, length); /* reads /proc: outside the lock */
+    /*
+     * The pages the device is given, beyond what it holds for every process's
+     * MRs: the device's resource error, -ENOMEM (efa_com_comp_status_to_errno).
+     * Its budget is the device's own and not published (README, "Registered
+     * memory"); devshare.c sums every process's.
+     */
+    /*
+     * One MR open to remote write takes at most 2^20 device pages (4 GiB of
+     * 4 KiB pages; ofiwg/libfabric pull request #10402, "The EFA limit for single
+     * MR that enables remote write is 1M pages"). The device refuses REG_MR
+     * then; how is not published, and its refusals of REG_MR seen in the field
+     * are RESOURCE_ALLOCATION_FAILURE (comp_status 1, -ENOMEM: kernel logs in
+     * NVIDIA/nccl issue #563), so -ENOMEM.
+     */
+    if ((access & IBV_ACCESS_REMOTE_WRITE) && mr->dev_pages > efasim_config()->max_rw_mr_pages) {
+        err = -ENOMEM;
+        goto err_free;
+    }
+    err = efasim_share_charge(ctx->dev, EFASIM_SHARE_PAGES, mr->dev_pages,
+                              efasim_config()->max_reg_pages, &mr->dev_epoch);
+    if (err)
+        goto err_free;
     pthread_rwlock_wrlock(&ctx->objs);
-    err = mr_slot_take(ctx, mr, &slot);
+    err = mr_slot_take(ctx, &slot);
     if (err) {
         pthread_rwlock_unlock(&ctx->objs);
+        efasim_share_release(ctx->dev, EFASIM_SHARE_PAGES, mr->dev_pages, mr->dev_epoch);
         goto err_free;
     }
     mr->lkey = (uint32_t)ctx->mr_gen[slot] << MR_SLOT_BITS | (slot + 1);
@@ -409,7 +430,6 @@ int efasim_mr_reg(struct efasim_pd *pd, uint64_t addr, uint64_t length, uint64_t
     ctx->mrs[slot] = mr;
     ctx->mr_next = slot + 1;
     ctx->nmr++;
-    ctx->reg_pages += mr->dev_pages;
     pthread_rwlock_unlock(&ctx->objs);
     *mr_p = mr;
     return 0;
@@ -431,8 +451,8 @@ void efasim_mr_dereg(struct efasim_mr *mr)
     ctx->mrs[slot] = NULL;
     ctx->mr_gen[slot] = (ctx->mr_gen[slot] + 1) & ((1u << MR_GEN_BITS) - 1);
     ctx->nmr--;
-    ctx->reg_pages -= mr->dev_pages;
     pthread_rwlock_unlock(&ctx->objs);
+    efasim_share_release(ctx->dev, EFASIM_SHARE_PAGES, mr->dev_pages, mr->dev_epoch);
     efasim_pin_release(&mr->pin); /* ib_umem_release */
     free(mr);
 }
@@ -471,7 +491,7 @@ static uint16_t ahnum_get(struct efasim_context *ctx, const struct efasim_pd *pd
 {
     uint32_t n = efasim_config()->max_ah < 0xfffe ? efasim_config()->max_ah : 0xfffe;
     uint16_t ahn = efasim_ahn_for_gid(ctx, pd, gid);
-    uint32_t i;
+    uint32_t i, epoch;
 
     if (ahn != EFASIM_AHN_UNKNOWN) {
         ctx->ahnums[ahn - 1].refs++;
@@ -481,12 +501,10 @@ static uint16_t ahnum_get(struct efasim_context *ctx, const struct efasim_pd *pd
         ;
     if (i == n)
         return 0;
-    /* The device's table holds max_ah, whichever of this process's contexts holds them. */
-    if (__atomic_add_fetch(&ctx->dev->live_ahns, 1, __ATOMIC_RELAXED) > efasim_config()->max_ah) {
-        __atomic_sub_fetch(&ctx->dev->live_ahns, 1, __ATOMIC_RELAXED);
+    /* The device's table holds max_ah, whichever process's contexts hold them (devshare.c). */
+    if (efasim_share_charge(ctx->dev, EFASIM_SHARE_AHNS, 1, efasim_config()->max_ah, &epoch))
         return 0;
-    }
-    ctx->ahnums[i] = (struct efasim_ahnum){.pd = pd, .gid = *gid, .refs = 1};
+    ctx->ahnums[i] = (struct efasim_ahnum){.pd = pd, .gid = *gid, .refs = 1, .epoch = epoch};
     if (i >= ctx->ahnum_slots_used)
         ctx->ahnum_slots_used = i + 1;
     return (uint16_t)(i + 1);
@@ -542,7 +560,7 @@ void efasim_ah_destroy(struct efasim_ah *ah)
     pthread_rwlock_wrlock(&ctx->objs);
     ctx->ahs[ah->index] = NULL;
     if (--ctx->ahnums[ah->ahn - 1].refs == 0)
-        __atomic_sub_fetch(&ctx->dev->live_ahns, 1, __ATOMIC_RELAXED);
+        efasim_share_release(ctx->dev, EFASIM_SHARE_AHNS, 1, ctx->ahnums[ah->ahn - 1].epoch);
     ctx->nah--;
     pthread_rwlock_unlock(&ctx->objs);
     free(ah);

@@ -362,27 +362,42 @@ static int hwc_path(const char *name, char *path, size_t size)
     return 0;
 }
 
-struct efasim_hw_counters *efasim_hw_counters_map(const char *name)
+int efasim_state_file(const char *dir, const char *name, size_t size)
 {
-    char path[PATH_MAX], dir[PATH_MAX];
-    struct efasim_hw_counters *hwc;
+    char path[PATH_MAX], sub[PATH_MAX];
     struct stat st;
-    int fd;
+    int fd, err;
 
-    if (hwc_path(name, path, sizeof(path)))
-        return NULL;
-    snprintf(dir, sizeof(dir), "%s/efasim/counters", g_root);
-    if (dir_make(dir))
-        return NULL;
+    efasim_sysfs_root();
+    if (snprintf(sub, sizeof(sub), "%s/efasim/%s", g_root, dir) >= (int)sizeof(sub) ||
+        snprintf(path, sizeof(path), "%s/%s", sub, name) >= (int)sizeof(path))
+        return -ENAMETOOLONG;
+    err = dir_make(sub);
+    if (err)
+        return err;
     fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
-        return NULL;
+        return -errno;
     /* Growing a file is safe when several processes do it at once; shrinking never happens. */
-    if (fstat(fd, &st) || st.st_uid != getuid() || !S_ISREG(st.st_mode) ||
-        (st.st_size < HWC_FILE_SIZE && ftruncate(fd, HWC_FILE_SIZE))) {
+    if (fstat(fd, &st) || st.st_uid != getuid() || !S_ISREG(st.st_mode)) {
         close(fd);
-        return NULL;
+        return -EPERM;
     }
+    if (st.st_size < (off_t)size && ftruncate(fd, (off_t)size)) {
+        err = -errno;
+        close(fd);
+        return err;
+    }
+    return fd;
+}
+
+struct efasim_hw_counters *efasim_hw_counters_map(const char *name)
+{
+    struct efasim_hw_counters *hwc;
+    int fd = efasim_state_file("counters", name, HWC_FILE_SIZE);
+
+    if (fd < 0)
+        return NULL;
     hwc = mmap(NULL, HWC_FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     return hwc == MAP_FAILED ? NULL : hwc;
