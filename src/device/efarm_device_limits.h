@@ -68,6 +68,15 @@ static inline bool efarm_dev_ah_released(const struct efarm_dev_ep *ep)
 void efarm_dev_reg_refused(const struct efarm_dev_ep *ep, uint64_t len, int err, const char *what,
                            const char *fallback);
 
+/*
+ * A registration open to remote write was refused with -ENOMEM: whether the
+ * device takes the same memory without remote write, which means EFA's bound
+ * on such regions (2^20 device pages, 4 GiB of 4 KiB pages) refused it. If
+ * so, one warning per process names that bound and the fallback, and true.
+ */
+bool efarm_dev_reg_write_refused(struct efarm_dev_ep *ep, void *addr, size_t len, bool remote_read,
+                                 const char *what, const char *fallback);
+
 /* Bytes this process holds registered through efarm, as the kernel counts pinned pages. */
 uint64_t efarm_dev_pinned_bytes(void);
 

@@ -37,7 +37,8 @@ struct efarm_dev_mr {
  * to the process's pinned_vm, which RLIMIT_MEMLOCK bounds). For messages only.
  */
 static atomic_ullong g_pinned_bytes;
-static atomic_flag g_warned_pinned = ATOMIC_FLAG_INIT, g_warned_cache = ATOMIC_FLAG_INIT;
+static atomic_flag g_warned_pinned = ATOMIC_FLAG_INIT, g_warned_cache = ATOMIC_FLAG_INIT,
+                   g_warned_write = ATOMIC_FLAG_INIT;
 
 static uint64_t pinned_span(const void *addr, size_t len)
 {
@@ -144,6 +145,25 @@ void efarm_dev_reg_refused(const struct efarm_dev_ep *ep, uint64_t len, int err,
                   efarm_strerror(err), limit,
                   (unsigned long long)((pinned + pinned_span(NULL, len) + 1023) / 1024),
                   sim ? " (efasim: EFASIM_MEMLOCK)" : "");
+}
+
+bool efarm_dev_reg_write_refused(struct efarm_dev_ep *ep, void *addr, size_t len, bool remote_read,
+                                 const char *what, const char *fallback)
+{
+    struct efarm_dev_mr *probe;
+
+    /* Granted without remote write: the device's bound on such regions refused it. */
+    if (efarm_dev_mr_reg(ep, addr, len, remote_read, false, &probe))
+        return false;
+    efarm_dev_mr_dereg(probe);
+    if (!atomic_flag_test_and_set(&g_warned_write))
+        efarm_log(EFARM_LOG_WARN,
+                  "%s refused to register %llu bytes for %s open to RDMA write, and takes them "
+                  "without: EFA holds at most 2^20 pages (4 GiB of 4 KiB pages) in one region "
+                  "open to RDMA write. %s. Memory on huge pages holds more per page. Further "
+                  "refusals are not printed",
+                  ep->caps.name, (unsigned long long)len, what, fallback);
+    return true;
 }
 
 /* ---- Allocation with a failure hook ------------------------------------------- */

@@ -96,9 +96,13 @@ int efarm_expose(struct efarm_ep *ep, void *addr, uint64_t len, unsigned access,
         if ((ret == -ENOMEM || ret == -EPERM) && efarm_mr_cache_trim(ep->mr_cache))
             ret = efarm_dev_mr_reg(ep->dev, addr, (size_t)len, rd, wr, &r->mr);
         if (ret < 0) {
-            efarm_dev_reg_refused(ep->dev, len, ret, "exposed memory (an RMA window)",
-                                  "Such memory is served without registration (MPI windows: "
-                                  "by active messages)");
+            static const char what[] = "exposed memory (an RMA window)",
+                              fallback[] = "Such memory is served without registration (MPI "
+                                           "windows: by active messages)";
+
+            if (ret != -ENOMEM || !wr ||
+                !efarm_dev_reg_write_refused(ep->dev, addr, (size_t)len, rd, what, fallback))
+                efarm_dev_reg_refused(ep->dev, len, ret, what, fallback);
             free(r);
             return ret;
         }

@@ -170,6 +170,7 @@ runs=(
     "pt2pt_sizes-memlock-n2 pt2pt_sizes 2 $memlock MPITEST_LOG_EXPECT=raise..ulimit.-l"
     "rma_native-memlock-n2 rma_native 2 EFASIM_RDMA_WRITE=1 EFASIM_MEMLOCK=9437184 MPITEST_RMA_EXPECT=mixed MPITEST_LOG_EXPECT=served.without.registration"
     "mr_cache_reuse-memlock-n2 mr_cache_reuse 2 $memlock"
+    "rma_native-rw-pages-n2 rma_native 2 EFASIM_RDMA_WRITE=1 EFASIM_MAX_RW_MR_PAGES=16 MPITEST_RMA_EXPECT=mixed MPITEST_LOG_EXPECT=open.to.RDMA.write,.and.takes.them.without"
 )
 
 # Runs that must fail: NAME PROGRAM RANKS PATTERN [VAR=VALUE...]. They pass when

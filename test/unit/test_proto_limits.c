@@ -346,3 +346,43 @@ EFARM_TEST(proto_memlock_expose_refused)
     free(mem);
     unlink(path);
 }
+
+/*
+ * Memory to expose beyond what EFA holds in one region open to RDMA write
+ * (2^20 pages; EFASIM_MAX_RW_MR_PAGES=16 here): the caller gets the error, and
+ * the one warning names that bound, not `ulimit -l`. The same memory exposed
+ * for reads, and a window within the bound, register.
+ */
+EFARM_TEST(proto_rw_expose_too_big)
+{
+    struct efarm_region *region = NULL;
+    char path[256];
+    struct rig r;
+    uint8_t *mem = aligned_alloc(4096, 17u * 4096);
+    int saved;
+
+    EXPECT_TRUE(mem != NULL);
+    proto_use_efasim();
+    setenv("EFASIM_RDMA_WRITE", "1", 1);
+    setenv("EFASIM_MAX_RW_MR_PAGES", "16", 1);
+    proto_tmp_path(path, sizeof(path), "rw-expose");
+    saved = proto_stderr_capture(path);
+    rig_open(&r, &g_pinned_small, &g_pinned_small);
+    EXPECT_TRUE(efarm_ep_caps(r.p.a)->rdma_write);
+    for (unsigned i = 0; i < 2; i++)
+        EXPECT_RET(
+            efarm_expose(r.p.a, mem, 17u * 4096, EFARM_EXPOSE_READ | EFARM_EXPOSE_WRITE, &region),
+            -ENOMEM);
+    EXPECT_RET(efarm_expose(r.p.a, mem, 17u * 4096, EFARM_EXPOSE_READ, &region), 0);
+    efarm_unexpose(r.p.a, region);
+    EXPECT_RET(
+        efarm_expose(r.p.a, mem, 16u * 4096, EFARM_EXPOSE_READ | EFARM_EXPOSE_WRITE, &region), 0);
+    efarm_unexpose(r.p.a, region);
+    rig_close(&r);
+    proto_stderr_restore(saved);
+    EXPECT_EQ(proto_file_count(path, "open to RDMA write, and takes them without"), 1);
+    EXPECT_EQ(proto_file_count(path, "served without registration"), 1);
+    EXPECT_EQ(proto_file_count(path, "`ulimit -l`"), 0);
+    free(mem);
+    unlink(path);
+}
