@@ -159,6 +159,51 @@ EFARM_TEST(efasim_device_mr_size_limit)
 }
 
 /*
+ * A PD in use by an MR, an AH or a QP cannot be deallocated: EBUSY, as the
+ * kernel's core answers from the PD's use count; once they are gone it can.
+ */
+EFARM_TEST(efasim_device_pd_busy)
+{
+    static char region[4096];
+    struct efasim_dev dev;
+    struct ibv_pd *pd;
+    struct ibv_mr *mr;
+    struct ibv_ah *ah;
+    struct ibv_cq_ex *cq;
+    struct ibv_qp *qp;
+    struct ibv_qp_init_attr_ex attr = {0};
+    struct efadv_qp_init_attr efa = {.driver_qp_type = EFADV_QP_DRIVER_TYPE_SRD};
+
+    efasim_dev_open(0, &dev);
+    pd = ibv_alloc_pd(dev.ctx);
+    EXPECT_TRUE(pd != NULL);
+    mr = ibv_reg_mr(pd, region, sizeof(region), IBV_ACCESS_LOCAL_WRITE);
+    EXPECT_TRUE(mr != NULL);
+    EXPECT_EQ(ibv_dealloc_pd(pd), EBUSY);
+    EXPECT_EQ(ibv_dereg_mr(mr), 0);
+    ah = ibv_create_ah(pd, &(struct ibv_ah_attr){.port_num = 1, .is_global = 1,
+                                                .grh = {.dgid = dev.gid}});
+    EXPECT_TRUE(ah != NULL);
+    EXPECT_EQ(ibv_dealloc_pd(pd), EBUSY);
+    EXPECT_EQ(ibv_destroy_ah(ah), 0);
+    cq = efasim_cq_create(&dev, 16);
+    attr.qp_type = IBV_QPT_DRIVER;
+    attr.send_cq = ibv_cq_ex_to_cq(cq);
+    attr.recv_cq = ibv_cq_ex_to_cq(cq);
+    attr.cap = (struct ibv_qp_cap){.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+                                   .max_recv_sge = 1};
+    attr.pd = pd;
+    attr.comp_mask = IBV_QP_INIT_ATTR_PD;
+    qp = efadv_create_qp_ex(dev.ctx, &attr, &efa, sizeof(efa));
+    EXPECT_TRUE(qp != NULL);
+    EXPECT_EQ(ibv_dealloc_pd(pd), EBUSY);
+    EXPECT_EQ(ibv_destroy_qp(qp), 0);
+    EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
+    EXPECT_EQ(ibv_dealloc_pd(pd), 0);
+    efasim_dev_close(&dev);
+}
+
+/*
  * ibv_reg_dmabuf_mr is refused as EFA's driver refuses it where no device exports
  * dma-bufs: a descriptor of no open file EBADF (dma_buf_get), a file that is no
  * dma-buf EINVAL, an offset and IOVA apart within a page EINVAL (the core's check,

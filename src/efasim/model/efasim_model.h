@@ -328,11 +328,14 @@ int efasim_context_close(struct efasim_context *ctx, void (*release_fe)(void *fe
 
 struct efasim_pd {
     struct efasim_context *ctx;
-    uint16_t pdn; /* unique among the context's PDs, as EFA's driver numbers them */
+    uint16_t pdn;   /* unique among the context's PDs, as EFA's driver numbers them */
+    uint32_t users; /* its MRs, AHs and QPs (atomic): the core's use count */
 };
 
 /* A new PD: 0 and *pd_p (freed by efasim_pd_destroy), or -ENOMEM. */
 int efasim_pd_create(struct efasim_context *ctx, struct efasim_pd **pd_p);
+/* Whether MRs, AHs or QPs still use the PD (ib_dealloc_pd's EBUSY, checked by the core). */
+bool efasim_pd_busy(const struct efasim_pd *pd);
 void efasim_pd_destroy(struct efasim_pd *pd);
 
 /* What a registration added to the process's pinned pages (pinned.c). */

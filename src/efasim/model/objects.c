@@ -257,6 +257,11 @@ int efasim_pd_create(struct efasim_context *ctx, struct efasim_pd **pd_p)
     return 0;
 }
 
+bool efasim_pd_busy(const struct efasim_pd *pd)
+{
+    return __atomic_load_n(&pd->users, __ATOMIC_RELAXED) != 0;
+}
+
 void efasim_pd_destroy(struct efasim_pd *pd)
 {
     struct efasim_context *ctx = pd->ctx;
@@ -430,6 +435,7 @@ int efasim_mr_reg(struct efasim_pd *pd, uint64_t addr, uint64_t length, uint64_t
     ctx->mrs[slot] = mr;
     ctx->mr_next = slot + 1;
     ctx->nmr++;
+    __atomic_add_fetch(&pd->users, 1, __ATOMIC_RELAXED);
     pthread_rwlock_unlock(&ctx->objs);
     *mr_p = mr;
     return 0;
@@ -451,6 +457,7 @@ void efasim_mr_dereg(struct efasim_mr *mr)
     ctx->mrs[slot] = NULL;
     ctx->mr_gen[slot] = (ctx->mr_gen[slot] + 1) & ((1u << MR_GEN_BITS) - 1);
     ctx->nmr--;
+    __atomic_sub_fetch(&mr->pd->users, 1, __ATOMIC_RELAXED);
     pthread_rwlock_unlock(&ctx->objs);
     efasim_share_release(ctx->dev, EFASIM_SHARE_PAGES, mr->dev_pages, mr->dev_epoch);
     efasim_pin_release(&mr->pin); /* ib_umem_release */
@@ -548,6 +555,7 @@ int efasim_ah_create(struct efasim_pd *pd, const union ibv_gid *gid, struct efas
     ah->index = slot;
     ctx->ahs[slot] = ah;
     ctx->nah++;
+    __atomic_add_fetch(&pd->users, 1, __ATOMIC_RELAXED);
     pthread_rwlock_unlock(&ctx->objs);
     *ah_p = ah;
     return 0;
@@ -562,6 +570,7 @@ void efasim_ah_destroy(struct efasim_ah *ah)
     if (--ctx->ahnums[ah->ahn - 1].refs == 0)
         efasim_share_release(ctx->dev, EFASIM_SHARE_AHNS, 1, ctx->ahnums[ah->ahn - 1].epoch);
     ctx->nah--;
+    __atomic_sub_fetch(&ah->pd->users, 1, __ATOMIC_RELAXED);
     pthread_rwlock_unlock(&ctx->objs);
     free(ah);
 }

@@ -238,6 +238,7 @@ int efasim_qp_create(const struct efasim_qp_init *init, struct efasim_qp **qp_p)
     }
     ctx->qps[slot] = qp;
     ctx->nqp++;
+    __atomic_add_fetch(&qp->pd->users, 1, __ATOMIC_RELAXED);
     if (slot >= ctx->qp_slots_used)
         ctx->qp_slots_used = slot + 1;
     pthread_rwlock_unlock(&ctx->objs);
@@ -270,6 +271,7 @@ void efasim_qp_destroy(struct efasim_qp *qp)
         if (ctx->qps[i] == qp)
             ctx->qps[i] = NULL;
     ctx->nqp--;
+    __atomic_sub_fetch(&qp->pd->users, 1, __ATOMIC_RELAXED);
     pthread_rwlock_unlock(&ctx->objs);
     __atomic_fetch_sub(&ctx->dev->live_qps, 1, __ATOMIC_RELAXED);
     efasim_cq_forget_qp(qp->send_cq, qp);

@@ -388,8 +388,11 @@ EFASIM_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
     return &pd->ibv;
 }
 
+/* EBUSY while MRs, AHs or QPs use it, as the kernel's core answers (ib_dealloc_pd's use count). */
 EFASIM_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
+    if (efasim_pd_busy(to_vpd(pd)->m))
+        return EBUSY;
     efasim_pd_destroy(to_vpd(pd)->m);
     free(pd);
     return 0;
