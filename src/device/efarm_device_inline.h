@@ -61,7 +61,8 @@ struct efarm_dev_ep {
     struct ibv_sge *rx_sges;
     struct efarm_dev_ah *ah_bucket[EFARM_DEV_AH_BUCKETS];
     uint32_t ah_max, ah_entries, ah_live; /* efarm_device_limits.h */
-    uint64_t ah_created, ah_released, ah_refused;
+    uint64_t ah_created, ah_released, ah_refused, ah_capped;
+    int dev_slot; /* its device's entry among the process's (ep.c), or -1 */
 };
 
 /* ep.c: map a failed work completion's status; repost released receive buffers. */

@@ -38,8 +38,18 @@ void efarm_dev_ah_release(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah);
 struct efarm_dev_ah *efarm_dev_ah_next(const struct efarm_dev_ep *ep,
                                        const struct efarm_dev_ah *prev);
 
+/*
+ * The node's ranks whose endpoints share one NIC, as the NIC choice found them
+ * (efarm_dev_choose_nic; 1 until it ran): the device's handles are divided
+ * among them and the process's endpoints on it (efarm_dev_ah_stats' share).
+ */
+void efarm_dev_note_nic_sharers(unsigned n);
+
 struct efarm_dev_ah_stats {
     uint32_t max;      /* the device's max_ah (0: not reported) */
+    uint32_t share;    /* this endpoint's part of it: max / (ranks on the NIC x its endpoints) */
+    uint32_t sharers;  /* the ranks of the node that share the NIC */
+    uint64_t capped;   /* creations held back at the share (as if the device had refused) */
     uint32_t entries;  /* GIDs known */
     uint32_t live;     /* of them with a device handle now */
     uint64_t created;  /* device handles created */

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdatomic.h>
@@ -164,6 +165,81 @@ bool efarm_dev_reg_write_refused(struct efarm_dev_ep *ep, void *addr, size_t len
                   "refusals are not printed",
                   ep->caps.name, (unsigned long long)len, what, fallback);
     return true;
+}
+
+/* ---- A NIC's address handles, shared ------------------------------------------- */
+
+/*
+ * EFA's address-handle table (max_ah) is the device's: every endpoint of every
+ * process on the NIC draws from it, and a process can release only its own.
+ * Left alone, the endpoint that makes its handles first (at its address
+ * vector's inserts) may hold the table, and a rank on the same NIC that holds
+ * none can release none: it fails its peers after a wait. So each endpoint
+ * holds at most its share, max_ah divided among the node's ranks that share
+ * the NIC (the NIC choice counts them) and the process's endpoints on it; at
+ * its share, a creation is refused as the full device refuses it, and the
+ * engine releases the endpoint's least recently used handle instead.
+ */
+static atomic_uint g_nic_sharers = 1;
+
+void efarm_dev_note_nic_sharers(unsigned n)
+{
+    atomic_store_explicit(&g_nic_sharers, n ? n : 1, memory_order_relaxed);
+}
+
+static unsigned nic_sharers(void)
+{
+    return atomic_load_explicit(&g_nic_sharers, memory_order_relaxed);
+}
+
+/* The process's open endpoints per device, by name. */
+#define DEV_EPS_MAX 64
+static struct {
+    char name[EFARM_DEV_NAME_MAX];
+    unsigned eps;
+} g_dev_eps[DEV_EPS_MAX];
+static pthread_mutex_t g_dev_eps_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void dev_eps_join(struct efarm_dev_ep *ep)
+{
+    int free_slot = -1;
+
+    ep->dev_slot = -1;
+    pthread_mutex_lock(&g_dev_eps_lock);
+    for (int i = 0; i < DEV_EPS_MAX && ep->dev_slot < 0; i++) {
+        if (g_dev_eps[i].eps && !strcmp(g_dev_eps[i].name, ep->caps.name))
+            ep->dev_slot = i;
+        else if (!g_dev_eps[i].eps && free_slot < 0)
+            free_slot = i;
+    }
+    if (ep->dev_slot < 0 && free_slot >= 0) {
+        ep->dev_slot = free_slot;
+        snprintf(g_dev_eps[free_slot].name, sizeof(g_dev_eps[free_slot].name), "%s", ep->caps.name);
+    }
+    if (ep->dev_slot >= 0)
+        g_dev_eps[ep->dev_slot].eps++;
+    pthread_mutex_unlock(&g_dev_eps_lock);
+}
+
+static void dev_eps_leave(struct efarm_dev_ep *ep)
+{
+    pthread_mutex_lock(&g_dev_eps_lock);
+    if (ep->dev_slot >= 0)
+        g_dev_eps[ep->dev_slot].eps--;
+    pthread_mutex_unlock(&g_dev_eps_lock);
+    ep->dev_slot = -1;
+}
+
+/* The endpoint's share of its NIC's handles: at least one; no bound when max_ah is unknown. */
+static uint32_t ah_share(const struct efarm_dev_ep *ep)
+{
+    unsigned eps =
+        ep->dev_slot >= 0 ? __atomic_load_n(&g_dev_eps[ep->dev_slot].eps, __ATOMIC_RELAXED) : 1;
+    uint64_t n = (uint64_t)nic_sharers() * (eps ? eps : 1);
+
+    if (!ep->ah_max)
+        return UINT32_MAX;
+    return ep->ah_max / n ? (uint32_t)(ep->ah_max / n) : 1;
 }
 
 /* ---- Allocation with a failure hook ------------------------------------------- */
@@ -470,6 +546,7 @@ int efarm_dev_ep_open(const char *name, const struct efarm_dev_ep_attr *attr,
     ep = efarm_dev_calloc(1, sizeof(*ep));
     if (!ep)
         return -ENOMEM;
+    ep->dev_slot = -1;
     ep->ctx = open_named(name);
     if (!ep->ctx) {
         ret = EFARM_E(DEV_NONE);
@@ -527,6 +604,7 @@ int efarm_dev_ep_open(const char *name, const struct efarm_dev_ep_attr *attr,
     ret = rx_pool_open(ep, a.rx_buffers, a.rx_refill);
     if (ret)
         goto err_close_rx;
+    dev_eps_join(ep);
     *ep_p = ep;
     return 0;
 
@@ -562,6 +640,7 @@ void efarm_dev_ep_quiesce(struct efarm_dev_ep *ep)
 
 void efarm_dev_ep_close(struct efarm_dev_ep *ep)
 {
+    dev_eps_leave(ep);
     for (unsigned b = 0; b < AH_BUCKETS; b++) {
         while (ep->ah_bucket[b]) {
             struct efarm_dev_ah *ah = ep->ah_bucket[b];
@@ -627,6 +706,11 @@ static int ah_create(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah)
     struct efadv_ah_attr efa;
     struct ibv_ah *ibv;
 
+    /* The endpoint's share of the NIC's table is held: as if the device refused. */
+    if (ep->ah_live >= ah_share(ep)) {
+        ep->ah_capped++;
+        return -ENOMEM;
+    }
     memcpy(attr.grh.dgid.raw, ah->gid, 16);
     errno = 0;
     ibv = V->ibv_create_ah(ep->pd, &attr);
@@ -716,6 +800,9 @@ struct efarm_dev_ah *efarm_dev_ah_next(const struct efarm_dev_ep *ep,
 void efarm_dev_ah_stats(const struct efarm_dev_ep *ep, struct efarm_dev_ah_stats *stats_p)
 {
     *stats_p = (struct efarm_dev_ah_stats){.max = ep->ah_max,
+                                           .share = ah_share(ep),
+                                           .sharers = nic_sharers(),
+                                           .capped = ep->ah_capped,
                                            .entries = ep->ah_entries,
                                            .live = ep->ah_live,
                                            .created = ep->ah_created,

@@ -17,6 +17,7 @@
 #include "device_internal.h"
 #include "efarm_config.h"
 #include "efarm_errno.h"
+#include "efarm_device_limits.h"
 #include "efarm_nic.h"
 
 #define V (&g_efarm_verbs)
@@ -84,6 +85,13 @@ int efarm_dev_choose_nic_in(hwloc_topology_t topo, unsigned local_rank, unsigned
     if (ret)
         goto out_free;
     snprintf(name_p, EFARM_DEV_NAME_MAX, "%s", names[choice.index]);
+    {
+        /* The node's ranks whose endpoints share each NIC: its share of the NIC's handles. */
+        unsigned rails =
+            efarm_config()->rails < choice.ntied ? (unsigned)efarm_config()->rails : choice.ntied;
+
+        efarm_dev_note_nic_sharers((choice.nsharing * rails + choice.ntied - 1) / choice.ntied);
+    }
     if (choice_p)
         *choice_p = choice;
     if (efarm_config()->nic_verbose && !choice_p) /* a caller that takes the choice reports it */

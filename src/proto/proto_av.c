@@ -201,11 +201,11 @@ static void ah_limit_note(const struct efarm_ep *ep)
         return;
     efarm_dev_ah_stats(ep->dev, &st);
     efarm_log(EFARM_LOG_WARN,
-              "%s holds no more address handles (max_ah %u for every process on the NIC, "
-              "one per remote NIC each talks to; this process holds %u): efarm releases the "
-              "least recently used one with nothing in flight and creates it again when "
-              "needed, a device command each time%s",
-              ep->caps.name, st.max, st.live,
+              "%s holds no more address handles for this endpoint (max_ah %u for the NIC, "
+              "one per remote NIC talked to; this endpoint's share %u, with %u rank%s of the "
+              "node on the NIC): efarm releases the least recently used one with nothing in "
+              "flight and creates it again when needed, a device command each time%s",
+              ep->caps.name, st.max, st.share, st.sharers, st.sharers == 1 ? "" : "s",
               efarm_device_kind() == EFARM_DEVICE_SIM ? " (efasim: EFASIM_MAX_AH)" : "");
 }
 

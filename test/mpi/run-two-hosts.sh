@@ -12,6 +12,11 @@
 # holding two address handles (EFASIM_MAX_AH=2): each rank talks to three
 # remote NICs, so efarm releases and makes handles again while messages are in
 # flight (doc/NETMOD.md, "Limits and memory"), with and without datagram loss.
+# The -4x2 runs put two ranks on each of the four hosts (8 ranks, placed in
+# blocks) with the device holding four handles: each rank talks to three remote
+# NICs, and the two ranks of a host share the device's table, so they release
+# and make handles again only because the table is the device's, not a
+# process's (efasim counts it over every process on the device).
 #
 # Usage: run-two-hosts.sh [--prefix PREFIX] [--timeout SECONDS] [NAME...]
 #   PREFIX  MPICH install with ch4:efarm (default as run-mpi-tests.sh)
@@ -120,12 +125,14 @@ runs=(
     "datatypes-2x2 datatypes"
     "collectives-2x2 collectives MPITEST_NO_PVAR_CHECK=1"
     "rma_phases-2x2 rma_phases MPITEST_NO_PVAR_CHECK=1"
-    "collectives-ah-4hosts collectives EFASIM_MAX_AH=2 MPITEST_LOG_EXPECT=holds.no.more.address.handles..max_ah.2"
+    "collectives-ah-4hosts collectives EFASIM_MAX_AH=2 MPITEST_LOG_EXPECT=holds.no.more.address.handles.for.this.endpoint..max_ah.2"
     "match_model-ah-4hosts match_model EFASIM_MAX_AH=2 MPITEST_LOG_EXPECT=holds.no.more.address.handles"
     "wildcard_order-ah-4hosts wildcard_order EFASIM_MAX_AH=2 MPITEST_LOG_EXPECT=holds.no.more.address.handles"
     "rma_phases-ah-4hosts rma_phases EFASIM_MAX_AH=2 MPITEST_LOG_EXPECT=holds.no.more.address.handles"
     "collectives-ah-faults-4hosts collectives EFASIM_MAX_AH=2 $faults MPITEST_LOG_EXPECT=holds.no.more.address.handles"
     "match_model-ah-faults-4hosts match_model EFASIM_MAX_AH=2 $faults EFASIM_DUP=0.05 MPITEST_SEED=2 MPITEST_LOG_EXPECT=holds.no.more.address.handles"
+    "collectives-ah-shared-4x2 collectives EFASIM_MAX_AH=4 MPITEST_NO_PVAR_CHECK=1 MPITEST_LOG_EXPECT=holds.no.more.address.handles.for.this.endpoint..max_ah.4.for.the.NIC.*share.2,.with.2.ranks"
+    "rma_phases-ah-shared-4x2 rma_phases EFASIM_MAX_AH=4 MPITEST_NO_PVAR_CHECK=1 MPITEST_LOG_EXPECT=holds.no.more.address.handles"
 )
 
 for r in "${runs[@]}"; do
@@ -137,12 +144,16 @@ for r in "${runs[@]}"; do
     start=$(date +%s.%N)
     # shellcheck disable=SC2086 # $vars is a list of VAR=VALUE words
     hosts=10.199.1.1:1,10.199.1.2:1
-    case $name in *-4hosts) hosts=$hosts,10.199.1.3:1,10.199.1.4:1 ;; esac
+    n=4
+    case $name in
+    *-4hosts) hosts=$hosts,10.199.1.3:1,10.199.1.4:1 ;;
+    *-4x2) hosts=10.199.1.1:2,10.199.1.2:2,10.199.1.3:2,10.199.1.4:2 n=8 ;;
+    esac
     (cd "$out" && "$top/scripts/hang-guard.sh" "$timeout_s" env EFARM_DEVICE=sim EFARM_PROFILE=reference $vars \
         "$mpiexec" -launcher ssh -launcher-exec "$top/test/mpi/netns-launcher.sh" -iface "$bridge" \
-        -hosts "$hosts" -n 4 "$out/$prog") >"$log" 2>&1
+        -hosts "$hosts" -n "$n" "$out/$prog") >"$log" 2>&1
     status=$?
     secs=$(echo "$start $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
-    judge "$name" "$prog" 4 "$vars"
+    judge "$name" "$prog" "$n" "$vars"
 done
 finish

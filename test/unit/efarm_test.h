@@ -90,4 +90,16 @@ uint64_t efarm_test_seed(void);
  */
 const char *efarm_test_device(void);
 
+/* TEST_TSAN: built with ThreadSanitizer (gcc says so one way, clang the other). */
+#if defined(__SANITIZE_THREAD__)
+#define TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TEST_TSAN 1
+#endif
+#endif
+#ifndef TEST_TSAN
+#define TEST_TSAN 0
+#endif
+
 #endif /* EFARM_TEST_H */

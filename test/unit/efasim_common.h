@@ -278,18 +278,6 @@ size_t efasim_check_byte(const void *buf, size_t len, uint8_t c);
  * Only counted where EFASIM_ALLOC_WATCH is 1: ASan's and TSan's runtimes
  * define those functions themselves.
  */
-/* TEST_TSAN: built with ThreadSanitizer (gcc says so one way, clang the other). */
-#if defined(__SANITIZE_THREAD__)
-#define TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TEST_TSAN 1
-#endif
-#endif
-#ifndef TEST_TSAN
-#define TEST_TSAN 0
-#endif
-
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define EFASIM_ALLOC_WATCH 0
 #elif defined(__has_feature)
