@@ -63,6 +63,7 @@ src_efasim_libefasim_kernel_la_SOURCES = \
 	src/efasim/kernel/uverbs_cmds.c \
 	src/efasim/kernel/efa.c \
 	src/efasim/kernel/mmio.c \
+	src/efasim/kernel/netlink.c \
 	src/efasim/kernel/rebind.c \
 	src/efasim/kernel/x86.c
 src_efasim_libefasim_kernel_la_CFLAGS = $(AM_CFLAGS) $(IBVERBS_CFLAGS) -pthread

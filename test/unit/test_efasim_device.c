@@ -181,8 +181,8 @@ EFARM_TEST(efasim_device_pd_busy)
     EXPECT_TRUE(mr != NULL);
     EXPECT_EQ(ibv_dealloc_pd(pd), EBUSY);
     EXPECT_EQ(ibv_dereg_mr(mr), 0);
-    ah = ibv_create_ah(pd, &(struct ibv_ah_attr){.port_num = 1, .is_global = 1,
-                                                .grh = {.dgid = dev.gid}});
+    ah = ibv_create_ah(
+        pd, &(struct ibv_ah_attr){.port_num = 1, .is_global = 1, .grh = {.dgid = dev.gid}});
     EXPECT_TRUE(ah != NULL);
     EXPECT_EQ(ibv_dealloc_pd(pd), EBUSY);
     EXPECT_EQ(ibv_destroy_ah(ah), 0);
@@ -190,8 +190,8 @@ EFARM_TEST(efasim_device_pd_busy)
     attr.qp_type = IBV_QPT_DRIVER;
     attr.send_cq = ibv_cq_ex_to_cq(cq);
     attr.recv_cq = ibv_cq_ex_to_cq(cq);
-    attr.cap = (struct ibv_qp_cap){.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
-                                   .max_recv_sge = 1};
+    attr.cap = (struct ibv_qp_cap){
+        .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1};
     attr.pd = pd;
     attr.comp_mask = IBV_QP_INIT_ATTR_PD;
     qp = efadv_create_qp_ex(dev.ctx, &attr, &efa, sizeof(efa));

@@ -13,11 +13,12 @@
  * to efasim's state for the file in a table indexed by descriptor. dup() and
  * its relatives share the file, as the kernel's do.
  *
- * Also here: NETLINK_RDMA sockets are refused (EPROTONOSUPPORT), as on a
- * kernel without RDMA netlink, so libibverbs lists devices from sysfs (it
- * asks netlink first and would trust an empty answer from a host kernel that
- * has RDMA but no device); and SIGSEGV/SIGTRAP dispositions, which efasim's
- * doorbells need (mmio.c), are kept behind efasim's own handlers.
+ * Also here: the socket calls of NETLINK_RDMA sockets, which netlink.c
+ * answers as Linux's RDMA netlink does (libibverbs lists devices and learns
+ * whether the kernel copies pinned pages at fork through it, and would trust
+ * the host kernel's answers, which know nothing of efasim's devices); and
+ * SIGSEGV/SIGTRAP dispositions, which efasim's doorbells need (mmio.c), are
+ * kept behind efasim's own handlers.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -89,6 +90,16 @@ DECLARE_REAL(int, fstatat64, (int, const char *, struct stat64 *, int));
 DECLARE_REAL(int, access, (const char *, int));
 DECLARE_REAL(int, faccessat, (int, const char *, int, int));
 DECLARE_REAL(int, socket, (int, int, int));
+DECLARE_REAL(int, bind, (int, const struct sockaddr *, socklen_t));
+DECLARE_REAL(int, getsockname, (int, struct sockaddr *, socklen_t *));
+DECLARE_REAL(int, setsockopt, (int, int, int, const void *, socklen_t));
+DECLARE_REAL(int, getsockopt, (int, int, int, void *, socklen_t *));
+DECLARE_REAL(ssize_t, send, (int, const void *, size_t, int));
+DECLARE_REAL(ssize_t, sendto, (int, const void *, size_t, int, const struct sockaddr *, socklen_t));
+DECLARE_REAL(ssize_t, sendmsg, (int, const struct msghdr *, int));
+DECLARE_REAL(ssize_t, recv, (int, void *, size_t, int));
+DECLARE_REAL(ssize_t, recvfrom, (int, void *, size_t, int, struct sockaddr *, socklen_t *));
+DECLARE_REAL(ssize_t, recvmsg, (int, struct msghdr *, int));
 DECLARE_REAL(DIR *, opendir, (const char *));
 DECLARE_REAL(int, sigaction, (int, const struct sigaction *, struct sigaction *));
 DECLARE_REAL(sighandler_t, signal, (int, sighandler_t));
@@ -133,6 +144,16 @@ static void resolve(void)
     RESOLVE(access);
     RESOLVE(faccessat);
     RESOLVE(socket);
+    RESOLVE(bind);
+    RESOLVE(getsockname);
+    RESOLVE(setsockopt);
+    RESOLVE(getsockopt);
+    RESOLVE(send);
+    RESOLVE(sendto);
+    RESOLVE(sendmsg);
+    RESOLVE(recv);
+    RESOLVE(recvfrom);
+    RESOLVE(recvmsg);
     RESOLVE(opendir);
     RESOLVE(sigaction);
     RESOLVE(signal);
@@ -399,6 +420,7 @@ EFASIM_EXPORT int close(int fd)
     if (!f) {
         if (efasim_kevents_of_fd(fd)) /* user space closes an event file: reads end */
             efasim_kevents_fd_set(fd, NULL);
+        efasim_nl_close(fd);
         return REAL(close)(fd);
     }
     pthread_mutex_lock(&g_fd_lock);
@@ -409,6 +431,13 @@ EFASIM_EXPORT int close(int fd)
     return ret;
 }
 
+/* newfd now refers to what oldfd does; a netlink socket gains a descriptor. */
+static int nl_dup_done(int oldfd, int newfd)
+{
+    efasim_nl_dup(oldfd, newfd);
+    return newfd;
+}
+
 /* newfd now refers to what oldfd does; a uverbs file gains a descriptor. */
 static int dup_done(int oldfd, int newfd)
 {
@@ -416,6 +445,7 @@ static int dup_done(int oldfd, int newfd)
 
     if (newfd < 0)
         return newfd;
+    efasim_nl_dup(oldfd, newfd); /* newfd may have been a netlink socket's */
     pthread_mutex_lock(&g_fd_lock);
     if (newfd < FD_TOP * FD_LEAF) {
         old = fd_table_set(newfd, f);
@@ -429,7 +459,7 @@ EFASIM_EXPORT int dup(int oldfd)
 {
     NEED(dup);
     if (!fd_file(oldfd))
-        return REAL(dup)(oldfd);
+        return nl_dup_done(oldfd, REAL(dup)(oldfd));
     return dup_done(oldfd, REAL(dup)(oldfd));
 }
 
@@ -437,7 +467,7 @@ EFASIM_EXPORT int dup2(int oldfd, int newfd)
 {
     NEED(dup2);
     if (!fd_file(oldfd) && !fd_file(newfd))
-        return REAL(dup2)(oldfd, newfd);
+        return nl_dup_done(oldfd, REAL(dup2)(oldfd, newfd));
     if (oldfd == newfd)
         return REAL(dup2)(oldfd, newfd);
     return dup_done(oldfd, REAL(dup2)(oldfd, newfd));
@@ -447,7 +477,7 @@ EFASIM_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
     NEED(dup3);
     if (!fd_file(oldfd) && !fd_file(newfd))
-        return REAL(dup3)(oldfd, newfd, flags);
+        return nl_dup_done(oldfd, REAL(dup3)(oldfd, newfd, flags));
     return dup_done(oldfd, REAL(dup3)(oldfd, newfd, flags));
 }
 
@@ -458,6 +488,8 @@ static int fcntl_common(int (*fn)(int, int, ...), int fd, int cmd, va_list ap)
 
     if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && fd_file(fd))
         return dup_done(fd, ret);
+    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+        return nl_dup_done(fd, ret);
     return ret;
 }
 
@@ -485,7 +517,63 @@ EFASIM_EXPORT int fcntl64(int fd, int cmd, ...)
     return ret;
 }
 
-/* ---- The calls on a uverbs file ------------------------------------------------------------ */
+/* ---- The calls on a uverbs file or a netlink socket -------------------------------------- */
+
+/* A netlink call's result as the C library returns it: -1 and errno for a negative errno. */
+static ssize_t nl_ret(ssize_t ret)
+{
+    if (ret < 0) {
+        errno = (int)-ret;
+        return -1;
+    }
+    return ret;
+}
+
+/* One buffer sent to a netlink socket (write, send, sendto): false when fd is not one. */
+static bool nl_send(int fd, const void *buf, size_t len, int flags, const struct sockaddr *addr,
+                    socklen_t addrlen, ssize_t *ret_p)
+{
+    struct iovec iov = {(void *)buf, len};
+    struct msghdr msg = {.msg_name = (void *)addr,
+                         .msg_namelen = addr ? addrlen : 0,
+                         .msg_iov = &iov,
+                         .msg_iovlen = 1};
+
+    if (!efasim_nl_sendmsg(fd, &msg, flags, ret_p))
+        return false;
+    *ret_p = nl_ret(*ret_p);
+    return true;
+}
+
+/*
+ * One buffer received from a netlink socket (read, recv, recvfrom): false when
+ * fd is not one. As __sys_recvfrom, the datagram is taken before the address
+ * goes out (move_addr_to_user: at most the caller's room, then its length).
+ */
+static bool nl_recv(int fd, void *buf, size_t len, int flags, struct sockaddr *addr,
+                    socklen_t *addrlen_p, ssize_t *ret_p)
+{
+    struct sockaddr_nl from;
+    struct iovec iov = {buf, len};
+    struct msghdr msg = {
+        .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov, .msg_iovlen = 1};
+    socklen_t room;
+
+    if (!efasim_nl_recvmsg(fd, &msg, flags, ret_p))
+        return false;
+    if (*ret_p >= 0 && addr) {
+        if (!addrlen_p || efasim_copy_from_user(&room, (uintptr_t)addrlen_p, sizeof(room)))
+            *ret_p = -EFAULT;
+        else if ((int)room < 0)
+            *ret_p = -EINVAL;
+        else if (efasim_copy_to_user((uintptr_t)addr, &from,
+                                     room < msg.msg_namelen ? room : msg.msg_namelen) ||
+                 efasim_copy_to_user((uintptr_t)addrlen_p, &msg.msg_namelen, sizeof(room)))
+            *ret_p = -EFAULT;
+    }
+    *ret_p = nl_ret(*ret_p);
+    return true;
+}
 
 EFASIM_EXPORT int ioctl(int fd, unsigned long request, ...)
 {
@@ -516,6 +604,8 @@ EFASIM_EXPORT ssize_t write(int fd, const void *buf, size_t count)
     ssize_t ret;
 
     if (!f) {
+        if (nl_send(fd, buf, count, 0, NULL, 0, &ret))
+            return ret;
         NEED(write);
         return REAL(write)(fd, buf, count);
     }
@@ -593,9 +683,13 @@ EFASIM_EXPORT ssize_t read(int fd, void *buf, size_t count)
     struct efasim_kevents *ev;
 
     if (!fd_file(fd)) {
+        ssize_t ret;
+
         ev = efasim_kevents_of_fd(fd);
         if (ev)
             return efasim_kevents_read(ev, buf, count);
+        if (nl_recv(fd, buf, count, 0, NULL, NULL, &ret))
+            return ret;
         NEED(read);
         return REAL(read)(fd, buf, count);
     }
@@ -839,16 +933,123 @@ EFASIM_EXPORT DIR *opendir(const char *path)
     return REAL(opendir)(path);
 }
 
-/* ---- netlink and signals ------------------------------------------------------------------- */
+/* ---- Netlink sockets and signals ---------------------------------------------------------- */
 
+/*
+ * NETLINK_RDMA sockets are netlink.c's (its table of commands); the calls on
+ * their descriptors go there, every other socket's to the C library.
+ */
 EFASIM_EXPORT int socket(int domain, int type, int protocol)
 {
     if (domain == AF_NETLINK && protocol == NETLINK_RDMA) {
-        errno = EPROTONOSUPPORT;
-        return -1;
+        if (type & ~(0xf | SOCK_CLOEXEC | SOCK_NONBLOCK)) /* __sys_socket: SOCK_TYPE_MASK */
+            return (int)nl_ret(-EINVAL);
+        return (int)nl_ret(efasim_nl_socket(type));
     }
     NEED(socket);
     return REAL(socket)(domain, type, protocol);
+}
+
+EFASIM_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    int ret;
+
+    if (efasim_nl_bind(fd, addr, len, &ret))
+        return (int)nl_ret(ret);
+    NEED(bind);
+    return REAL(bind)(fd, addr, len);
+}
+
+EFASIM_EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len_p)
+{
+    int ret;
+
+    if (efasim_nl_getsockname(fd, addr, len_p, &ret))
+        return (int)nl_ret(ret);
+    NEED(getsockname);
+    return REAL(getsockname)(fd, addr, len_p);
+}
+
+EFASIM_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+    int ret;
+
+    if (efasim_nl_setsockopt(fd, level, name, val, len, &ret))
+        return (int)nl_ret(ret);
+    NEED(setsockopt);
+    return REAL(setsockopt)(fd, level, name, val, len);
+}
+
+EFASIM_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len_p)
+{
+    int ret;
+
+    if (efasim_nl_getsockopt(fd, level, name, val, len_p, &ret))
+        return (int)nl_ret(ret);
+    NEED(getsockopt);
+    return REAL(getsockopt)(fd, level, name, val, len_p);
+}
+
+EFASIM_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+    ssize_t ret;
+
+    if (nl_send(fd, buf, len, flags, NULL, 0, &ret))
+        return ret;
+    NEED(send);
+    return REAL(send)(fd, buf, len, flags);
+}
+
+EFASIM_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
+                             const struct sockaddr *addr, socklen_t addrlen)
+{
+    ssize_t ret;
+
+    if (nl_send(fd, buf, len, flags, addr, addrlen, &ret))
+        return ret;
+    NEED(sendto);
+    return REAL(sendto)(fd, buf, len, flags, addr, addrlen);
+}
+
+EFASIM_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+    ssize_t ret;
+
+    if (efasim_nl_sendmsg(fd, msg, flags, &ret))
+        return nl_ret(ret);
+    NEED(sendmsg);
+    return REAL(sendmsg)(fd, msg, flags);
+}
+
+EFASIM_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+    ssize_t ret;
+
+    if (nl_recv(fd, buf, len, flags, NULL, NULL, &ret))
+        return ret;
+    NEED(recv);
+    return REAL(recv)(fd, buf, len, flags);
+}
+
+EFASIM_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *addr,
+                               socklen_t *addrlen_p)
+{
+    ssize_t ret;
+
+    if (nl_recv(fd, buf, len, flags, addr, addrlen_p, &ret))
+        return ret;
+    NEED(recvfrom);
+    return REAL(recvfrom)(fd, buf, len, flags, addr, addrlen_p);
+}
+
+EFASIM_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+    ssize_t ret;
+
+    if (efasim_nl_recvmsg(fd, msg, flags, &ret))
+        return nl_ret(ret);
+    NEED(recvmsg);
+    return REAL(recvmsg)(fd, msg, flags);
 }
 
 EFASIM_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)

@@ -4,10 +4,13 @@
  * the core (struct ib_device_ops), in user-space form. The core has parsed
  * the call, checked its generic rules and resolved handles; the driver checks
  * what EFA checks, does it on the device model and fills its answer. Each
- * returns 0 or a negative errno. The file's lock is held.
+ * returns 0 or a negative errno. The file's lock is held. At the end, the
+ * entry points of the RDMA netlink emulation (netlink.c) for interpose.c.
  */
 #ifndef EFASIM_KERNEL_H
 #define EFASIM_KERNEL_H
+
+#include <sys/socket.h>
 
 #include "uverbs.h"
 
@@ -83,5 +86,23 @@ void efasim_efa_qp_objects(struct efasim_kobj *qp, struct efasim_kobj **pd_p,
 
 /* A forked child's copy of a file: its calls fail (the device state stays the parent's). */
 void efasim_kernel_forked(struct efasim_kfile *f);
+
+/*
+ * RDMA netlink (netlink.c): NETLINK_RDMA sockets answered as Linux's nldev
+ * client answers them. socket() makes one (the descriptor, or a negative
+ * errno); the calls on a descriptor return false when it is not one of them
+ * (the caller goes to the C library), else true with *ret_p the call's result
+ * (0 or a length, or a negative errno). efasim_nl_dup and efasim_nl_close keep
+ * the descriptor table as the C library's dup*, fcntl(F_DUPFD*) and close do.
+ */
+int efasim_nl_socket(int type);
+bool efasim_nl_bind(int fd, const struct sockaddr *addr, socklen_t len, int *ret_p);
+bool efasim_nl_getsockname(int fd, struct sockaddr *addr, socklen_t *len_p, int *ret_p);
+bool efasim_nl_setsockopt(int fd, int level, int name, const void *val, socklen_t len, int *ret_p);
+bool efasim_nl_getsockopt(int fd, int level, int name, void *val, socklen_t *len_p, int *ret_p);
+bool efasim_nl_sendmsg(int fd, const struct msghdr *msg, int flags, ssize_t *ret_p);
+bool efasim_nl_recvmsg(int fd, struct msghdr *msg, int flags, ssize_t *ret_p);
+void efasim_nl_dup(int oldfd, int newfd);
+void efasim_nl_close(int fd);
 
 #endif /* EFASIM_KERNEL_H */

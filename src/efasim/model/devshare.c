@@ -7,7 +7,7 @@
  * efa_com_register_mr are the device's admin commands, refused with
  * RESOURCE_ALLOCATION_FAILURE when it is full). efasim's devices live in each
  * process, so each device keeps a small file under efasim's root,
- * efasim/devices/<name>-<address> (the address tells emulated hosts apart),
+ * efasim/devices/<name>-<address>.<layout> (the address tells emulated hosts apart),
  * that every process using it maps shared: one slot per process with what it
  * holds. A charge sums the slots, as the device sees one table.
  *
@@ -15,14 +15,13 @@
  * the file (through a close-on-exec descriptor): the kernel drops the lock
  * when the process exits or execs, as it releases a closed uverbs file's
  * objects then. A charge that would pass its limit first clears the slots of
- * processes that are gone. The slots are changed under an OFD lock on one
- * more byte (processes) and a mutex (this process's threads, which share the
- * lock's open file). A forked child closes its copy of the descriptor and
- * takes a slot of its own when it first charges; what its parent held stays
- * the parent's, and the child never takes it back (its copies of the parent's
- * objects are not its own: each charge names the process that made it, as
- * pinned.c's epochs do). Where the file cannot be made, the process counts
- * alone and says so once.
+ * processes that are gone. The slots are changed under a process-shared,
+ * robust mutex in the file (a holder that dies gives it up), made once under
+ * an OFD lock on one more byte: a charge costs no system call. A forked child closes its copy of
+ * the descriptor and takes a slot of its own when it first charges; what its parent held stays the
+ * parent's, and the child never takes it back (its copies of the parent's objects are not its own:
+ * each charge names the process that made it, as pinned.c's epochs do). Where the file cannot be
+ * made, the process counts alone and says so once.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -44,13 +43,21 @@ struct share_slot {
 };
 
 struct efasim_share_file {
-    uint32_t used; /* every taken slot lies below */
-    uint32_t pad;
+    uint32_t used;  /* every taken slot lies below */
+    uint32_t ready; /* lock made (SHARE_READY): a new file is zeros */
+    union {
+        pthread_mutex_t m; /* process-shared, robust: a holder that dies gives it up */
+        uint8_t pad[64];
+    } lock;
     struct share_slot slot[SHARE_SLOTS];
 };
 
-/* The lock bytes: slot i's is byte i; the table's is the one after them. */
-#define SHARE_TABLE_BYTE SHARE_SLOTS
+#define SHARE_READY 0x65667331u /* "efs1" */
+/* The file's layout, in its name: a process of another efasim never reads this one. */
+#define SHARE_LAYOUT 2u
+
+/* The lock bytes: slot i's is byte i; the one after them guards making the table's lock. */
+#define SHARE_INIT_BYTE SHARE_SLOTS
 
 static uint32_t g_share_epoch; /* which process charged: new in each child (atomic) */
 static pthread_once_t g_share_once = PTHREAD_ONCE_INIT;
@@ -103,21 +110,46 @@ static int ofd_lock(int fd, short type, int cmd, uint32_t byte, struct flock *fl
     return fcntl(fd, cmd, fl);
 }
 
+/*
+ * The table's lock, once per file: made by the first process under the init
+ * byte's OFD lock (which the kernel drops if that process dies meanwhile).
+ */
+static int table_lock_make(struct efasim_share *s)
+{
+    struct efasim_share_file *f = s->file;
+    pthread_mutexattr_t a;
+    struct flock fl;
+    int err = 0;
+
+    while (ofd_lock(s->fd, F_WRLCK, F_OFD_SETLKW, SHARE_INIT_BYTE, &fl))
+        if (errno != EINTR)
+            return -errno;
+    if (__atomic_load_n(&f->ready, __ATOMIC_ACQUIRE) != SHARE_READY) {
+        err = pthread_mutexattr_init(&a);
+        err = err ? err : pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+        err = err ? err : pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+        err = err ? err : pthread_mutex_init(&f->lock.m, &a);
+        if (!err)
+            __atomic_store_n(&f->ready, SHARE_READY, __ATOMIC_RELEASE);
+    }
+    ofd_lock(s->fd, F_UNLCK, F_OFD_SETLK, SHARE_INIT_BYTE, &fl);
+    return -err;
+}
+
+/*
+ * The table's lock: every process's threads. A holder that died left the
+ * table as it stood (a sum of slots, each its process's own): it is taken on.
+ */
 static void table_lock(struct efasim_share *s)
 {
-    struct flock fl;
-
-    if (s->fd >= 0)
-        while (ofd_lock(s->fd, F_WRLCK, F_OFD_SETLKW, SHARE_TABLE_BYTE, &fl) && errno == EINTR)
-            ;
+    if (s->fd >= 0 && pthread_mutex_lock(&s->file->lock.m) == EOWNERDEAD)
+        pthread_mutex_consistent(&s->file->lock.m);
 }
 
 static void table_unlock(struct efasim_share *s)
 {
-    struct flock fl;
-
     if (s->fd >= 0)
-        ofd_lock(s->fd, F_UNLCK, F_OFD_SETLK, SHARE_TABLE_BYTE, &fl);
+        pthread_mutex_unlock(&s->file->lock.m);
 }
 
 /* Clear the slots whose processes are gone (no lock on their byte). Under the table's lock. */
@@ -185,7 +217,7 @@ static bool share_ready(struct efasim_share *s, const struct efasim_device *dev)
 {
     char name[IBV_SYSFS_NAME_MAX + 32], addr[INET_ADDRSTRLEN];
     void *map;
-    int fd;
+    int fd, err;
 
     if (s->file && s->me >= 0)
         return true;
@@ -206,7 +238,7 @@ static bool share_ready(struct efasim_share *s, const struct efasim_device *dev)
         s->listed = true;
     }
     inet_ntop(AF_INET, &dev->addr, addr, sizeof(addr));
-    snprintf(name, sizeof(name), "%s-%s", dev->name, addr);
+    snprintf(name, sizeof(name), "%s-%s.%u", dev->name, addr, SHARE_LAYOUT);
     fd = efasim_state_file("devices", name, sizeof(struct efasim_share_file));
     if (fd < 0)
         return share_alone(s, dev, strerror(-fd));
@@ -217,6 +249,9 @@ static bool share_ready(struct efasim_share *s, const struct efasim_device *dev)
     }
     s->file = map;
     s->fd = fd;
+    err = table_lock_make(s);
+    if (err)
+        return share_alone(s, dev, strerror(-err));
     table_lock(s);
     if (!share_slot_take(s)) {
         table_unlock(s);
