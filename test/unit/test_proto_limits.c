@@ -453,7 +453,9 @@ EFARM_TEST(proto_rw_expose_too_big)
     proto_tmp_path(path, sizeof(path), "rw-expose");
     saved = proto_stderr_capture(path);
     rig_open(&r, &g_pinned_small, &g_pinned_small);
-    EXPECT_TRUE(efarm_ep_caps(r.p.a)->rdma_write);
+    if (!efarm_ep_caps(r.p.a)->rdma_write)
+        efarm_test_skip("the device has no RDMA write (EFA through rdma-core 44): no memory is "
+                        "registered for it; the drop-in's run has it");
     for (unsigned i = 0; i < 2; i++)
         EXPECT_RET(
             efarm_expose(r.p.a, mem, 17u * 4096, EFARM_EXPOSE_READ | EFARM_EXPOSE_WRITE, &region),
