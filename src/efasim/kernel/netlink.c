@@ -202,6 +202,20 @@ static bool nl_any(void)
     return __atomic_load_n(&g_nl_nfds, __ATOMIC_ACQUIRE) != 0 && !t_nl_locked;
 }
 
+/* fd's netlink socket with g_nl_lock held, or NULL (lock not held): not one of ours. */
+static struct nl_sock *sock_lock(int fd)
+{
+    struct nl_sock *s;
+
+    if (!nl_any())
+        return NULL;
+    nl_lock();
+    s = fd_sock(fd);
+    if (!s)
+        nl_unlock();
+    return s;
+}
+
 static bool portid_taken(uint32_t portid) /* g_nl_lock held */
 {
     for (unsigned i = 0; i < g_nl_nfds; i++)
@@ -343,35 +357,27 @@ static int sock_bind(struct nl_sock *s, const struct sockaddr *addr, socklen_t l
 
 bool efasim_nl_bind(int fd, const struct sockaddr *addr, socklen_t len, int *ret_p)
 {
-    struct nl_sock *s;
+    struct nl_sock *s = sock_lock(fd);
 
-    if (!nl_any())
+    if (!s)
         return false;
-    nl_lock();
-    s = fd_sock(fd);
-    if (s)
-        *ret_p = sock_bind(s, addr, len);
+    *ret_p = sock_bind(s, addr, len);
     nl_unlock();
-    return s != NULL;
+    return true;
 }
 
 bool efasim_nl_getsockname(int fd, struct sockaddr *addr, socklen_t *len_p, int *ret_p)
 {
     struct sockaddr_nl nl = {.nl_family = AF_NETLINK};
-    struct nl_sock *s;
+    struct nl_sock *s = sock_lock(fd);
 
-    if (!nl_any())
+    if (!s)
         return false;
-    nl_lock();
-    s = fd_sock(fd);
-    if (s) {
-        nl.nl_pid = s->portid; /* 0 until bound */
-        nl.nl_groups = s->groups;
-    }
+    nl.nl_pid = s->portid; /* 0 until bound */
+    nl.nl_groups = s->groups;
     nl_unlock();
-    if (s)
-        *ret_p = addr_out(addr, len_p, &nl);
-    return s != NULL;
+    *ret_p = addr_out(addr, len_p, &nl);
+    return true;
 }
 
 /*
@@ -424,16 +430,13 @@ static int sock_setopt(struct nl_sock *s, int name, const void *val, socklen_t l
 
 bool efasim_nl_setsockopt(int fd, int level, int name, const void *val, socklen_t len, int *ret_p)
 {
-    struct nl_sock *s;
+    struct nl_sock *s = level == SOL_NETLINK ? sock_lock(fd) : NULL;
 
-    if (level != SOL_NETLINK || !nl_any())
+    if (!s)
         return false;
-    nl_lock();
-    s = fd_sock(fd);
-    if (s)
-        *ret_p = sock_setopt(s, name, val, len);
+    *ret_p = sock_setopt(s, name, val, len);
     nl_unlock();
-    return s != NULL;
+    return true;
 }
 
 /* An int option's value: SOL_NETLINK flags, and what SOL_SOCKET says of the socket's kind. */
@@ -469,14 +472,11 @@ bool efasim_nl_getsockopt(int fd, int level, int name, void *val, socklen_t *len
     socklen_t room;
     int v = 0, err;
 
-    if (!mine || !nl_any())
-        return false;
-    nl_lock();
-    s = fd_sock(fd);
-    err = s ? sock_getopt(s, level, name, &v) : 0;
-    nl_unlock();
+    s = mine ? sock_lock(fd) : NULL;
     if (!s)
         return false;
+    err = sock_getopt(s, level, name, &v);
+    nl_unlock();
     if (!err && efasim_copy_from_user(&room, (uintptr_t)len_p, sizeof(room)))
         err = -EFAULT;
     if (!err && room < sizeof(v))
@@ -1003,14 +1003,9 @@ bool efasim_nl_sendmsg(int fd, const struct msghdr *umsg, int flags, ssize_t *re
     uint8_t *buf = NULL;
     ssize_t len;
 
-    if (!nl_any())
+    s = sock_lock(fd);
+    if (!s)
         return false;
-    nl_lock();
-    s = fd_sock(fd);
-    if (!s) {
-        nl_unlock();
-        return false;
-    }
     len = efasim_copy_from_user(&msg, (uintptr_t)umsg, sizeof(msg));
     if (!len)
         len = (flags & MSG_OOB) ? -EOPNOTSUPP : dest_check(&msg);
@@ -1035,17 +1030,14 @@ bool efasim_nl_recvmsg(int fd, struct msghdr *umsg, int flags, ssize_t *ret_p)
     bool overrun = false;
     ssize_t n;
 
-    if (!nl_any())
+    s = sock_lock(fd);
+    if (!s)
         return false;
-    nl_lock();
-    s = fd_sock(fd);
-    if (s && s->overrun && !(s->opts & (1u << NETLINK_NO_ENOBUFS))) {
+    if (s->overrun && !(s->opts & (1u << NETLINK_NO_ENOBUFS))) {
         overrun = true; /* sock_error: reported once, before the queue */
         s->overrun = false;
     }
     nl_unlock();
-    if (!s)
-        return false;
     *ret_p = overrun ? -ENOBUFS : efasim_copy_from_user(&msg, (uintptr_t)umsg, sizeof(msg));
     if (*ret_p)
         return true;

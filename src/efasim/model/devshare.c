@@ -321,22 +321,3 @@ void efasim_share_release(struct efasim_device *dev, enum efasim_share_kind kind
     }
     pthread_mutex_unlock(&s->mu);
 }
-
-int efasim_share_held(struct efasim_device *dev, enum efasim_share_kind kind, uint64_t *mine_p,
-                      uint64_t *all_p)
-{
-    struct efasim_share *s = &dev->share;
-
-    pthread_mutex_lock(&s->mu);
-    if (!share_ready(s, dev)) {
-        pthread_mutex_unlock(&s->mu);
-        return -ENOMEM;
-    }
-    table_lock(s);
-    share_reap(s);
-    *all_p = share_sum(s->file, kind);
-    *mine_p = kind == EFASIM_SHARE_AHNS ? s->file->slot[s->me].ahns : s->file->slot[s->me].pages;
-    table_unlock(s);
-    pthread_mutex_unlock(&s->mu);
-    return 0;
-}

@@ -224,9 +224,6 @@ int efasim_share_charge(struct efasim_device *dev, enum efasim_share_kind kind, 
  */
 void efasim_share_release(struct efasim_device *dev, enum efasim_share_kind kind, uint64_t n,
                           uint32_t epoch);
-/* What this process (*mine_p) and every live process (*all_p) hold of kind on dev: 0 or -ENOMEM. */
-int efasim_share_held(struct efasim_device *dev, enum efasim_share_kind kind, uint64_t *mine_p,
-                      uint64_t *all_p);
 
 /* ---- Devices (objects.c) ------------------------------------------------------- */
 
