@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
-# Build libfabric 2.1.0 (Debian trixie/sid's source package) with only its EFA
-# provider, against this machine's rdma-core (Debian bookworm: 44), and install it.
+# Build libfabric (default 2.1.0, Debian trixie/sid's source package) with only its
+# EFA provider, against this machine's rdma-core (Debian bookworm: 44) or a later one
+# built by scripts/rdma-core-build.sh, and install it.
 #
-#   scripts/libfabric-build.sh [--source TARBALL|DIR] [--prefix DIR] [--jobs N] [--clean]
-#                              [-- EXTRA-CONFIGURE-ARGS...]
+#   scripts/libfabric-build.sh [--version V] [--source TARBALL|DIR] [--rdma-core DIR]
+#                              [--prefix DIR] [--jobs N] [--clean] [-- EXTRA-CONFIGURE-ARGS...]
+#
+#   --version    the release (default 2.1.0). Debian serves only 2.1.0's source; any
+#                other needs --source, e.g. a `git archive --prefix=libfabric-V/ vV`
+#                of libfabric's repository (tag vV) or a tree of it
+#   --rdma-core  an rdma-core build (scripts/rdma-core-build.sh --out DIR, of a later
+#                release than the system's): libfabric is configured against its
+#                headers and libraries (--enable-efa=DIR/build) and finds its
+#                libibverbs and libefa there at run time (DT_RUNPATH, so efasim's
+#                drop-in first in LD_LIBRARY_PATH still wins)
 #
 # Steps, each timed and logged to build/logs/libfabric-STEP.log; the first failure
 # stops the script with the step's name and the end of its log:
 #   deps       the tools and headers the build needs (scripts/install-deps.sh)
-#   fetch      libfabric_2.1.0.orig.tar.* of Debian's source package in trixie, else
+#   fetch      libfabric_V.orig.tar.* of Debian's source package in trixie, else
 #              sid (scripts/debsrc.sh: deb-src entries for those suites derived from
 #              the machine's own bookworm entries, in a private apt configuration;
 #              the system's apt sources and state are untouched and no mirror is
@@ -19,10 +29,11 @@
 #              (into libfabric.so; the core's built-in hook_noop and off_coll remain);
 #              VPATH build in CACHE/build
 #   make, install
-#   check      the installed fi_info reports 2.1.0, `fi_info -l` lists efa and no
+#   check      the installed fi_info reports V, `fi_info -l` lists efa and no
 #              other transport provider, libfabric.so needs only libibverbs and libefa
-#              of rdma-core (no librdmacm); records what the efa provider was built
-#              without because rdma-core 44 lacks it (below)
+#              of rdma-core (no librdmacm), those of --rdma-core when given; records
+#              what the efa provider was built without because the rdma-core lacks
+#              it (below)
 #
 # Environment: EFARM_LIBFABRIC_CACHE (default build/libfabric), EFARM_LIBFABRIC_PREFIX
 # (default CACHE/install), EFARM_BUILD_ROOT (default build; logs go to its logs/),
@@ -67,7 +78,8 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 lf_version=2.1.0
 suites=(trixie sid)
-cache=${EFARM_LIBFABRIC_CACHE:-$top/build/libfabric}
+rdma_core=
+cache=${EFARM_LIBFABRIC_CACHE:-}
 prefix=${EFARM_LIBFABRIC_PREFIX:-}
 logs=${EFARM_BUILD_ROOT:-$top/build}/logs
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -80,6 +92,8 @@ usage() { sed -n '5,6p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case $1 in
     --source) source_arg=${2:?--source needs a path}; shift 2 ;;
+    --version) lf_version=${2:?--version needs a release such as 2.6.0}; shift 2 ;;
+    --rdma-core) rdma_core=${2:?--rdma-core needs an rdma-core-build.sh --out directory}; shift 2 ;;
     --prefix) prefix=${2:?--prefix needs a directory}; shift 2 ;;
     --jobs) jobs=${2:?--jobs needs a number}; shift 2 ;;
     --clean) clean=yes; shift ;;
@@ -89,6 +103,19 @@ while [ $# -gt 0 ]; do
     esac
 done
 
+case $lf_version in
+[0-9]*.[0-9]*.[0-9]*) ;;
+*) echo "libfabric-build: --version $lf_version: a release such as 2.6.0" >&2; exit 2 ;;
+esac
+if [ -n "$rdma_core" ]; then
+    rdma_core=$(cd "$rdma_core" 2>/dev/null && pwd) &&
+        [ -e "$rdma_core/build/include/infiniband/efadv.h" ] && [ -e "$rdma_core/build/lib/libefa.so.1" ] ||
+        { echo "libfabric-build: --rdma-core: no build/include/infiniband/efadv.h and build/lib/libefa.so.1 there (scripts/rdma-core-build.sh --out DIR)" >&2; exit 2; }
+fi
+[ -n "$cache" ] || {
+    cache=$top/build/libfabric
+    [ "$lf_version" = 2.1.0 ] || cache=$cache-$lf_version
+}
 mkdir -p "$cache" "$logs"
 cache=$(cd "$cache" && pwd)
 prefix=${prefix:-$cache/install}
@@ -145,15 +172,20 @@ do_deps() {
         echo "missing: ${missing[*]} (run scripts/install-deps.sh)"
         return 1
     fi
-    local h
+    local h inc=()
+    [ -z "$rdma_core" ] || inc=(-I"$rdma_core/build/include")
     for h in infiniband/verbs.h infiniband/efadv.h; do
-        echo "#include <$h>" | gcc -E -x c - >/dev/null 2>&1 ||
-            { echo "no <$h> (libibverbs-dev)"; return 1; }
+        echo "#include <$h>" | gcc "${inc[@]}" -E -x c - >/dev/null 2>&1 ||
+            { echo "no <$h> (libibverbs-dev${rdma_core:+, or $rdma_core/build/include})"; return 1; }
     done
     note "tools present${ccache:+, ccache}; rdma-core $(rdma_core_version)"
 }
 
 rdma_core_version() {
+    if [ -n "$rdma_core" ]; then # the build's libibverbs.pc: 1.18.65.0 (ABI, then rdma-core)
+        echo "$(sed -n 's/^Version: [0-9]*\.[0-9]*\.//p' "$rdma_core/build/lib/pkgconfig/libibverbs.pc") (built in $rdma_core)"
+        return
+    fi
     # Debian's package version (44.0-2); libibverbs.pc says 1.14.44.0 (ABI, then rdma-core).
     dpkg-query -W -f='${Version}' libibverbs-dev 2>/dev/null ||
         pkg-config --modversion libibverbs 2>/dev/null || echo unknown
@@ -240,10 +272,12 @@ do_autogen() {
 configure_args=(
     --prefix="$prefix"
     --enable-only
-    --enable-efa=yes
+    --enable-efa="${rdma_core:+$rdma_core/build}"
     --disable-static
     CC="$cc"
 )
+[ -n "$rdma_core" ] || configure_args[2]=--enable-efa=yes
+[ -z "$rdma_core" ] || configure_args+=("LDFLAGS=-Wl,--enable-new-dtags,-rpath,$rdma_core/build/lib")
 configure_args+=("${extra_configure[@]}")
 
 do_configure() {
@@ -298,6 +332,7 @@ HAVE_CAPS_UNSOLICITED_WRITE_RECV|EFADV_DEVICE_ATTR_CAPS_UNSOLICITED_WRITE_RECV|n
 HAVE_EFADV_QUERY_MR|efadv_query_mr, struct efadv_mr_attr|fi_efa_ops query_mr returns -FI_ENOSYS
 HAVE_EFADV_SL|efadv_qp_init_attr.sl|QPs get no service level (FI_TC_LOW_LATENCY ignored)
 HAVE_EFA_DATA_IN_ORDER_ALIGNED_128_BYTES|IBV_QUERY_QP_DATA_IN_ORDER_ALIGNED_128_BYTES|assumes no 128-byte in-order delivery
+HAVE_EFA_DATA_PATH_DIRECT|efadv_query_qp_wqs and efadv_query_cq (rdma-core 59)|no direct data path: every work request through libefa (libfabric >= 2.3)
 EOF
 }
 
@@ -320,20 +355,29 @@ do_check() {
     [[ " $needed " == *" libefa.so.1 "* && " $needed " == *" libibverbs.so.1 "* ]] ||
         { echo "libfabric.so.1 does not link libefa.so.1 and libibverbs.so.1"; return 1; }
     [[ " $needed " != *librdmacm* ]] || { echo "libfabric.so.1 links librdmacm (another provider?)"; return 1; }
+    if [ -n "$rdma_core" ]; then
+        local runpath
+        runpath=$(readelf -d "$prefix/lib/libfabric.so.1" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
+        [[ ":$runpath:" == *":$rdma_core/build/lib:"* ]] ||
+            { echo "libfabric.so.1's RUNPATH '$runpath' does not name $rdma_core/build/lib"; return 1; }
+        env -u LD_LIBRARY_PATH ldd "$prefix/lib/libfabric.so.1" | grep -q "libefa.so.1 => $rdma_core/build/lib/" ||
+            { echo "libfabric.so.1 does not load $rdma_core/build/lib/libefa.so.1"; return 1; }
+    fi
 
     local name what without val lacks=''
     {
         echo "# libfabric $lf_version efa provider against rdma-core $(rdma_core_version): configure's checks"
         while IFS='|' read -r name what without; do
             val=$(sed -n "s/^#define $name \([01]\)\$/\1/p" "$builddir/config.h")
-            printf '%-42s %s  %s%s\n' "$name" "${val:-?}" "$what" "$([ "$val" = 1 ] || echo " -- without: $without")"
+            [ -n "$val" ] || { printf '%-42s -  not checked by libfabric %s\n' "$name" "$lf_version"; continue; }
+            printf '%-42s %s  %s%s\n' "$name" "$val" "$what" "$([ "$val" = 1 ] || echo " -- without: $without")"
         done < <(efa_features)
     } >"$cache/efa-features.txt"
     cat "$cache/efa-features.txt"
     mkdir -p "$prefix/share/libfabric"
     cp "$cache/efa-features.txt" "$prefix/share/libfabric/efa-features.txt"
     while IFS='|' read -r name what without; do
-        grep -q "^#define $name 1\$" "$builddir/config.h" || lacks+="${lacks:+, }$name"
+        if grep -q "^#define $name 0\$" "$builddir/config.h"; then lacks+="${lacks:+, }$name"; fi
     done < <(efa_features)
     note "efa only; rdma-core $(rdma_core_version) lacks: ${lacks:-nothing}"
 }

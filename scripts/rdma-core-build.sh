@@ -1,18 +1,30 @@
 #!/usr/bin/env bash
-# Build rdma-core's libibverbs and its EFA provider (libefa) from source, of the
-# version this machine has installed (Debian bookworm: 44.0), with symbols, to run
-# in place of the system's: bench/run-engine-instr.sh --rdma-core counts through it
-# where rdma-core's instructions go, function by function (Debian's libefa has no
-# symbols). It is never installed; nothing of the system's rdma-core changes.
+# Build rdma-core's libibverbs and its EFA provider (libefa) from source, with
+# symbols, to run in place of the system's. Two uses:
+#   - of the version this machine has installed (Debian bookworm: 44.0), the default:
+#     bench/run-engine-instr.sh --rdma-core counts through it where rdma-core's
+#     instructions go, function by function (Debian's libefa has no symbols);
+#   - of a later release (--version), for what needs a newer rdma-core than the
+#     system's: libfabric's EFA provider needs 45 for RDMA write and unsolicited
+#     write recv, 59 for its direct data path (scripts/libfabric-build.sh
+#     --rdma-core builds against this build's headers and libraries).
+# It is never installed; nothing of the system's rdma-core changes.
 #
-#   scripts/rdma-core-build.sh [--source DIR|TARBALL] [--out DIR]
+#   scripts/rdma-core-build.sh [--version V] [--source DIR|TARBALL] [--out DIR]
 #
-#   --source   an rdma-core tree or upstream tarball of the installed version (else
+#   --version  the release to build (default: the installed one)
+#   --source   an rdma-core tree or upstream tarball of that version (else
 #              EFARM_RDMA_CORE_SOURCE, else Debian's source package of that version,
 #              fetched once into OUT/dl by scripts/debsrc.sh: the machine's own apt
-#              sources, the tarball's checksum from the signed index)
+#              sources for the installed version, trixie's and then sid's for a later
+#              one; the tarball's checksum from the signed index), such as
+#              `git archive --prefix=rdma-core-V/ vV` of rdma-core's repository
 #   --out      where to build (default: EFARM_BUILD_ROOT, else build/, then
 #              rdma-core-VERSION)
+#
+# Exit status: 0 built; 3 the source of a later version could not be downloaded (no
+# deb-src entries, no network, or no suite has it any more: callers skip what needs
+# it, saying so); 1 any other failure; 2 usage.
 #
 # Built as Debian builds the package (its debian/rules): the compiler and linker
 # flags of dpkg-buildflags with hardening=+all, rdma-core's Release build type, and
@@ -28,18 +40,25 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 source_arg=${EFARM_RDMA_CORE_SOURCE:-}
 out=
+version=
 while [ $# -gt 0 ]; do
     case $1 in
     --source) source_arg=${2:?--source needs a tree or tarball}; shift 2 ;;
     --out) out=${2:?--out needs a directory}; shift 2 ;;
+    --version) version=${2:?--version needs a release such as 56.1}; shift 2 ;;
     -h | --help) sed -n '2,/^set -e/p' "$0" | sed 's/^# \{0,1\}//;/^set -e/d'; exit 0 ;;
     *) echo "rdma-core-build: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
 log() { echo "rdma-core-build: $*" >&2; }
 
-version=$(dpkg-query -W -f='${Version}' libibverbs1 2>/dev/null | sed 's/^[0-9]*://; s/-[^-]*$//')
-[ -n "$version" ] || { log "cannot tell the installed rdma-core's version (dpkg libibverbs1)"; exit 1; }
+installed=$(dpkg-query -W -f='${Version}' libibverbs1 2>/dev/null | sed 's/^[0-9]*://; s/-[^-]*$//')
+version=${version:-$installed}
+[ -n "$version" ] || { log "cannot tell the installed rdma-core's version (dpkg libibverbs1); give --version"; exit 1; }
+case $version in
+[0-9]*.[0-9]*) ;;
+*) log "--version $version: a release such as 56.1"; exit 2 ;;
+esac
 out=${out:-${EFARM_BUILD_ROOT:-$top/build}/rdma-core-$version}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -65,9 +84,13 @@ fi
 if [ -z "$source_arg" ]; then
     # shellcheck source=scripts/debsrc.sh
     . "$top/scripts/debsrc.sh"
-    log "fetching rdma-core $version's source (Debian's source package)"
-    debsrc_download "$out/apt" "$out/dl" rdma-core "rdma-core_$version.orig.tar." >"$out/fetch.log" 2>&1 ||
-        { tail -n 20 "$out/fetch.log" >&2; log "could not fetch rdma-core $version's source ($out/fetch.log); --source names a tree or tarball, such as an export of rdma-core's git tag v$version"; exit 1; }
+    suites=()
+    [ "$version" = "$installed" ] || suites=(trixie sid)
+    log "fetching rdma-core $version's source (Debian's source package${suites[*]:+, from ${suites[*]}})"
+    fetch_fail=1
+    [ ${#suites[@]} -eq 0 ] || fetch_fail=3
+    debsrc_download "$out/apt" "$out/dl" rdma-core "rdma-core_$version.orig.tar." "${suites[@]}" >"$out/fetch.log" 2>&1 ||
+        { tail -n 20 "$out/fetch.log" >&2; log "could not fetch rdma-core $version's source ($out/fetch.log); --source names a tree or tarball, such as an export of rdma-core's git tag v$version"; exit $fetch_fail; }
     source_arg=$(ls "$out"/dl/rdma-core_"$version".orig.tar.* 2>/dev/null | head -n 1)
     [ -n "$source_arg" ] || { log "no rdma-core_$version.orig.tar.* among what was fetched"; exit 1; }
 fi
