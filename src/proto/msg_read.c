@@ -167,9 +167,23 @@ void efarm_read_completion(struct efarm_ep *ep, struct efarm_op *op,
     op->reads_inflight--;
     op->done_bytes += n;
     if (cqe->status) {
-        efarm_log_ratelimited(EFARM_LOG_WARN, "RDMA read from peer %u failed: %s", op->peer,
-                              efarm_strerror(cqe->status));
-        if (op->status == 0)
+        /*
+         * The sender's NIC refused the read (its key does not grant remote
+         * read: libfabric from 2.5 registers a buffer given for FI_WRITE only
+         * without it when its device has RDMA write, and still sends it by
+         * LONGREAD_RTW to a peer without): a peer that takes READ_NACK sends
+         * the data again by long-CTS, so nothing is lost. Otherwise the op
+         * ends with the error.
+         */
+        bool nack = cqe->status == EFARM_E(DEV_REMOTE_ACCESS) && op->status == 0 &&
+                    efarm_peer_has(ep->peers[op->peer].st, EFARM_EXTRA_FEATURE_READ_NACK);
+
+        efarm_log_ratelimited(EFARM_LOG_WARN, "RDMA read from peer %u failed: %s%s", op->peer,
+                              efarm_strerror(cqe->status),
+                              nack ? "; READ_NACK: the peer sends it by long-CTS instead" : "");
+        if (nack)
+            op->flags |= EFARM_OPF_READ_NACK;
+        else if (op->status == 0)
             op->status = cqe->status;
         /* Post no more; what was not read counts as done so the op can end (with the error). */
         if (op->owed & EFARM_OWE_READ) {
@@ -177,6 +191,17 @@ void efarm_read_completion(struct efarm_ep *ep, struct efarm_op *op,
             op->offset = efarm_rx_read_end(op);
             op->owed &= ~EFARM_OWE_READ;
         }
+    }
+    if ((op->flags & EFARM_OPF_READ_NACK) && op->reads_inflight == 0) {
+        /* Undo what the reads counted (all of the read part) and answer as rx_start_read would. */
+        uint64_t start = efarm_msg_proto(op)->runt ? op->msg.runt_length : 0;
+
+        op->flags &= ~EFARM_OPF_READ_NACK;
+        op->done_bytes -= op->msg.msg_length - start;
+        op->offset = start;
+        op->owed |= EFARM_OWE_NACK;
+        efarm_op_work(ep, op);
+        return;
     }
     efarm_rx_op_check(ep, op);
 }

@@ -260,6 +260,9 @@ enum efarm_op_state {
 #define EFARM_OPF_COUNTED 0x0400u /* tx: in its peer's sends_inflight */
 #define EFARM_OPF_PROBE_AGED \
     0x0800u /* waited on its peer at the last liveness scan (proto_probe.c) */
+#define EFARM_OPF_READ_NACK                                                                      \
+    0x1000u /* rx: the peer refused an RDMA read of its buffer: READ_NACK once none is in flight \
+             */
 
 /* efarm_op.owed: what it still has to send its peer or do (replies, its REQ, reads) */
 #define EFARM_OWE_REQ  0x01u /* its REQ packet(s), not built yet (a send, our long read) */

@@ -542,6 +542,91 @@ EFARM_TEST(wire_read_nack_from_receiver)
 }
 
 /*
+ * A read the sender's NIC refuses (its buffer registered without remote
+ * read): the receiver's reads fail with a remote access error, and to a
+ * sender with READ_NACK it answers READ_NACK once no read is in flight (for
+ * a runting read, once the runt is in), not EOR; the sender's long-CTS then
+ * delivers it all. To a sender without READ_NACK the receive fails with the
+ * device's error and the sender still gets its EOR.
+ */
+EFARM_TEST(wire_read_refused_by_sender_nic)
+{
+    const uint64_t len = 2u << 20, rlen = 1u << 20, seg = 8000, runt = 3 * seg;
+    uint8_t *src = malloc(len), *dst = calloc(1, len);
+    struct efarm_rma_iov iov;
+    struct efarm_dev_mr *mr, *mr2;
+    struct efarm_req rreq = {0};
+    struct wp_pkt p;
+    struct wp w, w2;
+
+    engine_open(NULL);
+    wp_open(&w);
+    wp_open(&w2);
+    wp_connect(&w, FEAT_ALL);
+    wp_connect(&w2, FEAT_ALL & ~EFARM_EXTRA_FEATURE_READ_NACK);
+    proto_fill(src, len, 61);
+    EXPECT_RET(efarm_dev_mr_reg(w.dev, src, len, false, false, &mr), 0);
+    iov = (struct efarm_rma_iov){(uintptr_t)src, len, efarm_dev_mr_rkey(mr)};
+
+    efarm_test_context("long-read");
+    EXPECT_RET(efarm_trecv(g_ep, dst, len, 1, 2, 3, &rreq), 0);
+    send_longread(&w, EFARM_PKT_LONGREAD_TAGRTM, 0, tag_of(3), 0x91, len, &iov, 1);
+    wp_expect(&w, EFARM_PKT_READ_NACK, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x91);
+    EXPECT_TRUE(cnt()->reads_posted >= 1);
+    EXPECT_EQ(cnt()->read_nacks_sent, 1);
+    EXPECT_TRUE(!rreq.done);
+    send_longcts(&w, EFARM_PKT_LONGCTS_TAGRTM, 0, tag_of(3), 0x91, src, len, 64,
+                 EFARM_REQ_READ_NACK);
+    EXPECT_TRUE(feed_ctsdata(&w, 0x91, src, 0, len, true) >= 2);
+    wait_req(&rreq);
+    EXPECT_RET(rreq.status, 0);
+    EXPECT_EQ(rreq.length, len);
+    EXPECT_MEM_EQ(dst, src, len);
+    wp_expect_none(&w, EFARM_PKT_EOR);
+
+    efarm_test_context("runting read: READ_NACK once the runt is in");
+    memset(dst, 0, len);
+    iov.len = rlen;
+    EXPECT_RET(efarm_trecv(g_ep, dst, len, 1, 2, 3, &rreq), 0);
+    send_runtread(&w, 1, tag_of(3), 0x92, rlen, &iov, runt, 0, src, seg);
+    send_runtread(&w, 1, tag_of(3), 0x92, rlen, &iov, runt, seg, src, seg);
+    wp_expect_none(&w, EFARM_PKT_READ_NACK);
+    send_runtread(&w, 1, tag_of(3), 0x92, rlen, &iov, runt, 2 * seg, src, seg);
+    wp_expect(&w, EFARM_PKT_READ_NACK, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x92);
+    EXPECT_EQ(cnt()->read_nacks_sent, 2);
+    send_longcts(&w, EFARM_PKT_LONGCTS_TAGRTM, 1, tag_of(3), 0x92, src, rlen, 64,
+                 EFARM_REQ_READ_NACK);
+    feed_ctsdata(&w, 0x92, src, runt, rlen, true);
+    wait_req(&rreq);
+    EXPECT_RET(rreq.status, 0);
+    EXPECT_EQ(rreq.length, rlen);
+    EXPECT_MEM_EQ(dst, src, rlen);
+
+    efarm_test_context("a sender without READ_NACK");
+    EXPECT_RET(efarm_dev_mr_reg(w2.dev, src, len, false, false, &mr2), 0);
+    iov = (struct efarm_rma_iov){(uintptr_t)src, len, efarm_dev_mr_rkey(mr2)};
+    EXPECT_RET(efarm_trecv(g_ep, dst, len, 1, 2, 3, &rreq), 0);
+    send_longread(&w2, EFARM_PKT_LONGREAD_TAGRTM, 0, tag_of(3), 0x93, len, &iov, 1);
+    wp_expect(&w2, EFARM_PKT_EOR, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x93);
+    wait_req(&rreq);
+    EXPECT_RET(rreq.status, EFARM_E(DEV_REMOTE_ACCESS));
+    EXPECT_EQ(cnt()->read_nacks_sent, 2);
+    EXPECT_EQ(cnt()->stale_ids, 0);
+    wp_expect_none(&w, -1);
+    wp_expect_none(&w2, -1);
+    efarm_dev_mr_dereg(mr);
+    efarm_dev_mr_dereg(mr2);
+    wp_close(&w2);
+    wp_close(&w);
+    engine_close();
+    free(src);
+    free(dst);
+}
+
+/*
  * READ_NACK of a delivery-complete send: the engine's long-read send falls
  * back to DC_LONGCTS (flag 0x2000) and ends at the RECEIPT, as libfabric's
  * does; as a receiver, a DC_LONGCTS REQ after its READ_NACK earns a RECEIPT.

@@ -439,6 +439,86 @@ EFARM_TEST(wire_rma_long_rtw_served)
 }
 
 /*
+ * A LONGREAD_RTW whose buffer the peer registered without remote read (as
+ * libfabric from 2.5 does for a buffer given for FI_WRITE only, on a device
+ * with RDMA write): the engine's read is refused by the peer's NIC. To a peer
+ * that takes READ_NACK the engine answers READ_NACK and no EOR, and the write
+ * the peer then sends by LONGCTS_RTW lands; to a peer without READ_NACK it
+ * answers EOR with efarm's REFUSED flag (nothing else it could say) and the
+ * range keeps what it held.
+ */
+EFARM_TEST(wire_rma_longread_rtw_unreadable)
+{
+    const uint64_t len = 100000, size = 256 * 1024;
+    uint8_t *big = calloc(1, size), *src = malloc(len), *snap = malloc(size);
+    uint8_t arr[sizeof(struct efarm_wire_rma_iov)], wire[24];
+    struct efarm_region *reg;
+    struct efarm_rma_iov iov, rd;
+    struct efarm_dev_mr *mr;
+    struct efarm_pkt pkt;
+    struct wp_pkt p;
+    uint64_t n0, nacks, reads;
+    struct wp w, w2;
+
+    rma_open(&w);
+    EXPECT_RET(efarm_expose(g_ep, big, size, EFARM_EXPOSE_READ | EFARM_EXPOSE_WRITE, &reg), 0);
+    iov = (struct efarm_rma_iov){(uint64_t)(uintptr_t)big + 1000, len, efarm_region_key(reg)};
+    proto_fill(src, len, 41);
+    EXPECT_RET(efarm_dev_mr_reg(w.dev, src, len, false, false, &mr), 0);
+    rd = (struct efarm_rma_iov){(uint64_t)(uintptr_t)src, len, efarm_dev_mr_rkey(mr)};
+    efarm_rma_iov_store(arr, 0, &rd);
+    nacks = cnt()->read_nacks_sent;
+    reads = cnt()->reads_posted;
+
+    efarm_test_context("a peer with READ_NACK");
+    rma_req(&w, &pkt, wire, EFARM_PKT_LONGREAD_RTW, &iov, 1, 0);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, len);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, 0x41);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_READ_IOV_COUNT, 1);
+    wp_send_settle(&w, &pkt, arr, sizeof(arr), NULL, 0);
+    wp_expect(&w, EFARM_PKT_READ_NACK, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x41);
+    EXPECT_EQ(cnt()->read_nacks_sent, nacks + 1);
+    EXPECT_TRUE(cnt()->reads_posted > reads);
+    wp_expect_none(&w, EFARM_PKT_EOR);
+    n0 = send_longcts_rtw(&w, EFARM_PKT_LONGCTS_RTW, &iov, 1, 0x41, src, len);
+    feed_cts(&w, 0x41, src, n0, len);
+    PUMP_UNTIL(memcmp(big + 1000, src, len) == 0);
+    EXPECT_EQ(big[999], 0);
+    EXPECT_EQ(big[1000 + len], 0);
+    wp_expect_none(&w, -1);
+    EXPECT_EQ(cnt()->rma_refused, 0);
+
+    efarm_test_context("a peer without READ_NACK");
+    wp_open(&w2);
+    wp_connect(&w2, FEAT_ALL & ~EFARM_EXTRA_FEATURE_READ_NACK);
+    efarm_dev_mr_dereg(mr);
+    EXPECT_RET(efarm_dev_mr_reg(w2.dev, src, len, false, false, &mr), 0);
+    rd.key = efarm_dev_mr_rkey(mr);
+    efarm_rma_iov_store(arr, 0, &rd);
+    memcpy(snap, big, size);
+    proto_fill(src, len, 42);
+    rma_req(&w2, &pkt, wire, EFARM_PKT_LONGREAD_RTW, &iov, 1, 0);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, len);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEND_ID, 0x42);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_READ_IOV_COUNT, 1);
+    wp_send_settle(&w2, &pkt, arr, sizeof(arr), NULL, 0);
+    wp_expect(&w2, EFARM_PKT_EOR, &p);
+    EXPECT_EQ(get(&p, EFARM_PKT_F_SEND_ID), 0x42);
+    EXPECT_TRUE(p.pkt.flags & 0x0100u); /* REFUSED */
+    EXPECT_EQ(cnt()->read_nacks_sent, nacks + 1);
+    EXPECT_MEM_EQ(big, snap, size);
+    wp_expect_none(&w2, -1);
+    efarm_dev_mr_dereg(mr);
+    wp_close(&w2);
+    efarm_unexpose(g_ep, reg);
+    rma_close(&w);
+    free(big);
+    free(src);
+    free(snap);
+}
+
+/*
  * A peer's long emulated read (LONGCTS_RTR): a READRSP naming the engine's
  * send_id with the first data, CTSDATA up to the peer's recv_length, then a
  * CTS round per grant until the range is out; a refused one is answered by a
