@@ -45,6 +45,7 @@ test_unit_efarm_unit_SOURCES = \
 	test/unit/wire_peer.c \
 	test/unit/test_wire_handshake.c \
 	test/unit/test_wire_peers.c \
+	test/unit/test_wire_baseline.c \
 	test/unit/test_wire_flows.c \
 	test/unit/test_wire_negotiation.c \
 	test/unit/test_wire_order.c \
