@@ -75,9 +75,17 @@ enum ic_kind {
  * message reset cq_entry.flags to FI_RECV | FI_MSG, dropping FI_REMOTE_CQ_DATA
  * (the data itself is still reported; prov/efa/src/rxr/rxr_msg.c, the
  * unexpected-match path).
+ * IC_BUG_WRITE_BUF_UNREADABLE: from 2.5, on a device with RDMA write, a buffer
+ * registered for FI_WRITE only gets no IBV_ACCESS_REMOTE_READ
+ * (efa_mr_ofi_to_ibv_access in prov/efa/src/efa_mr.c), yet a write from it to
+ * a peer without RDMA write still goes by LONGREAD_RTW (from 64 KiB, both
+ * with RDMA read): the peer's RDMA read of it fails with a remote access
+ * error. efarm answers READ_NACK and libfabric sends the data again by
+ * (DC_)LONGCTS_RTW; only there does the test tolerate it.
  */
-#define IC_BUG_TAGGED_CQ_DATA_32  0x1u
-#define IC_BUG_UNEXP_CQ_DATA_FLAG 0x2u
+#define IC_BUG_TAGGED_CQ_DATA_32    0x1u
+#define IC_BUG_UNEXP_CQ_DATA_FLAG   0x2u
+#define IC_BUG_WRITE_BUF_UNREADABLE 0x4u
 
 static inline unsigned ic_fi_bugs(uint32_t fi_version)
 {
@@ -87,6 +95,8 @@ static inline unsigned ic_fi_bugs(uint32_t fi_version)
         bugs |= IC_BUG_TAGGED_CQ_DATA_32;
     if (major == 1 && minor < 19)
         bugs |= IC_BUG_UNEXP_CQ_DATA_FLAG;
+    if (major > 2 || (major == 2 && minor >= 5))
+        bugs |= IC_BUG_WRITE_BUF_UNREADABLE;
     return bugs;
 }
 

@@ -571,6 +571,12 @@ int main(int argc, char **argv)
         ret = -EPROTO;
     a.ropts.fi_bugs = ic_fi_bugs(info.a);
     a.ropts.tolerated = &tolerated;
+    /* The unreadable write buffer shows only from a libfabric with RDMA write to an efarm without.
+     */
+    s.fi_bugs = a.ropts.fi_bugs;
+    if (!(a.fi_rdma_write && !s.write_ok))
+        s.fi_bugs &= ~IC_BUG_WRITE_BUF_UNREADABLE;
+    s.tolerated = &tolerated;
     if (!ret)
         ret = ic_addr_exchange(fd, mine, theirs, (int)(a.ropts.case_timeout_s * 1000));
     if (!ret)

@@ -92,7 +92,9 @@ struct ie_side {
     unsigned long counts[2][IE_NPROTO];
     bool verbose;
     /* One-sided phase. */
-    bool write_ok; /* both sides offer RDMA write */
+    bool write_ok;            /* both sides offer RDMA write */
+    unsigned fi_bugs;         /* IC_BUG_* that may show in this run (interop.h) */
+    unsigned long *tolerated; /* counts them where they showed */
     unsigned rma_seen[2];
     unsigned long rma_ops[2][IE_NRMA], rma_reqs[2][IE_NRMA];
 };

@@ -315,6 +315,30 @@ static unsigned ie_rma_target_seen(const struct ie_side *s, const struct ic_rma_
                                     : 0;
 }
 
+/*
+ * IC_BUG_WRITE_BUF_UNREADABLE (interop.h): libfabric's LONGREAD_RTW whose
+ * buffer efarm's RDMA read was refused, answered by one READ_NACK and sent
+ * again as one (DC_)LONGCTS_RTW. Where the run may show it, the case counts
+ * as the LONGREAD_RTW libfabric picked, its READ_NACK as its reply.
+ */
+static bool ie_rma_unreadable(const struct ie_side *s, const struct ic_rma_case *c,
+                              struct ie_rma_tally *t, unsigned *seen)
+{
+    const struct efarm_counters *now = efarm_ep_counters(s->ep), *was = &s->before;
+    unsigned again = c->dc ? IE_R(DC_LONGCTS_RTW) : IE_R(LONGCTS_RTW);
+
+    if (!(s->fi_bugs & IC_BUG_WRITE_BUF_UNREADABLE) || c->dir != IC_FI_TO_EFARM ||
+        c->kind != IC_RMA_WRITE || t->pkts != (IE_R(LONGREAD_RTW) | again) || t->nreq != 2 ||
+        IE_DELTA(now, was, read_nacks_sent) != 1)
+        return false;
+    t->pkts = IE_R(LONGREAD_RTW);
+    t->nreq = 1;
+    t->replies_owed = c->dc; /* the RECEIPT of DC_LONGCTS_RTW; the READ_NACK is no EOR */
+    *seen = t->pkts;
+    ++*s->tolerated;
+    return true;
+}
+
 unsigned ie_rma_case_end(void *side, const struct ic_rma_case *c)
 {
     struct ie_side *s = side;
@@ -328,6 +352,7 @@ unsigned ie_rma_case_end(void *side, const struct ic_rma_case *c)
     ie_rma_tally(s, c, &t);
     seen = c->dir == IC_EFARM_TO_FI ? ie_rma_origin_seen(s, c, &t, defects)
                                     : ie_rma_target_seen(s, c, &t, defects);
+    (void)ie_rma_unreadable(s, c, &t, &seen);
     if (t.replies != t.replies_owed)
         IE_RMA_DEFECT("%llu replies (READRSP, ATOMRSP, RECEIPT, EOR) to %llu REQ(s) that get one",
                       (unsigned long long)t.replies, (unsigned long long)t.replies_owed);

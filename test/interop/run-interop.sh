@@ -7,11 +7,18 @@
 #
 #   test/interop/run-interop.sh BUILD_DIR [--libfabric PREFIX] [--label NAME]
 #                               [--quick] [--only NAME[,NAME...]] [--timeout S]
-#                               [--front-end verbs|kernel]
+#                               [--front-end verbs|kernel] [--efarm-rdma-core DIR]
 #
 # --front-end kernel: both processes on efasim's kernel front end, through the
 # system's rdma-core (efarm with EFARM_DEVICE=efa), the path both take on EFA;
 # by default efarm loads efasim's drop-in and libfabric finds it first on the path.
+# A libfabric built against a later rdma-core (scripts/libfabric-build.sh
+# --rdma-core) loads that one on the kernel front end (its RUNPATH); there its
+# direct data path (libfabric 2.3 and later, on by default) writes the device's
+# queues itself. On the drop-in, which has no queue memory, libfabric runs with
+# FI_EFA_USE_DATA_PATH_DIRECT=0. --efarm-rdma-core DIR (an rdma-core-build.sh
+# --out directory) runs efarm on the kernel front end through that rdma-core
+# too: from 45 it sees RDMA write, which bookworm's 44 does not report.
 #
 # BUILD_DIR is a configured efarm tree with test/interop/interop-efarm and
 # interop-fi built (make test/interop/interop-efarm test/interop/interop-fi) and
@@ -56,6 +63,7 @@ quick=no
 only=
 timeout_s=300
 front_end=verbs
+efarm_rdma_core=
 while [ $# -gt 0 ]; do
     case $1 in
     --libfabric) lfprefix=$(cd "${2:?}" && pwd) || exit 2; shift 2 ;;
@@ -64,6 +72,7 @@ while [ $# -gt 0 ]; do
     --only) only=${2:?}; shift 2 ;;
     --timeout) timeout_s=${2:?}; shift 2 ;;
     --front-end) front_end=${2:?}; shift 2 ;;
+    --efarm-rdma-core) efarm_rdma_core=$(cd "${2:?}" && pwd) || exit 2; shift 2 ;;
     *) usage >&2; exit 2 ;;
     esac
 done
@@ -159,12 +168,17 @@ fienv_sim=$("$build/tools/efasim-info" $env_arg) || {
 if [ "$front_end" = kernel ]; then
     efarm_env="$fienv_sim
 export EFARM_DEVICE=efa"
+    [ -z "$efarm_rdma_core" ] || efarm_env="$efarm_env
+export LD_LIBRARY_PATH='$efarm_rdma_core/build/lib'"
 else
     efarm_env="export EFARM_DEVICE=sim EFARM_EFASIM_PATH='$simlib'"
 fi
 # Another libfabric's libraries, after efasim's drop-in where it is used.
 lf_libpath=$lfprefix/lib:$lfprefix/lib64
 [ "$front_end" = kernel ] || lf_libpath=$simlib:$lf_libpath
+# The drop-in has no queue memory for libfabric's direct data path.
+[ "$front_end" = kernel ] || fienv_sim="$fienv_sim
+export FI_EFA_USE_DATA_PATH_DIRECT=0"
 
 # libfabric's version, for the configurations that need a newer one.
 fi_info_bin=fi_info
@@ -235,16 +249,25 @@ run runt "FI_EFA_USE_DEVICE_RDMA=1 FI_EFA_RUNT_SIZE=307200" "--fi-rdma 1 --fi-ru
 run nordma "FI_EFA_USE_DEVICE_RDMA=0" "--fi-rdma 0 --expect $base --rma --rma-fi 1,4096,8884:d,8892:w,8903:r,20000,65536:wd,1M --expect-rma $rma_base,$rma_long,short_rtr,fi:longcts_rtr"
 # A device with RDMA write under both. libfabric offers RDMA write in its HANDSHAKE
 # only from 1.18 and only when built against an rdma-core that has
-# EFADV_DEVICE_ATTR_CAPS_RDMA_WRITE (45 and later): neither libfabric here does
-# (Debian's is 1.17; scripts/libfabric-build.sh builds 2.1.0 against bookworm's
-# rdma-core 44). EFARM_INTEROP_FI_RDMA_WRITE=1 says the libfabric under test can, and
-# efarm must then write to it by RDMA.
-rw=0 rw_expect=
-if [ "${EFARM_INTEROP_FI_RDMA_WRITE:-0}" = 1 ] && fi_at_least 1.18; then
-    rw=1 rw_expect=,efarm:direct_write
+# EFADV_DEVICE_ATTR_CAPS_RDMA_WRITE (45 and later): Debian's 1.17 does not, nor a
+# build against bookworm's rdma-core 44; scripts/libfabric-build.sh records what its
+# build has (PREFIX/share/libfabric/efa-features.txt), and
+# EFARM_INTEROP_FI_RDMA_WRITE=1 says so for another. efarm has it on the drop-in,
+# and on the kernel front end only through an rdma-core from 45
+# (--efarm-rdma-core). Where both have it each writes to the other by RDMA write;
+# where only libfabric has it, libfabric from 2.5 shows IC_BUG_WRITE_BUF_UNREADABLE
+# (test/interop/interop.h): efarm answers READ_NACK and the data comes by long-CTS.
+rw=0 rma_rw=$rma_rdma
+if fi_at_least 1.18 && { [ "${EFARM_INTEROP_FI_RDMA_WRITE:-0}" = 1 ] ||
+    grep -q '^HAVE_CAPS_RDMA_WRITE  *1 ' "$lfprefix/share/libfabric/efa-features.txt" 2>/dev/null; }; then
+    rw=1
+    if [ "$front_end" = verbs ] || [ -n "$efarm_rdma_core" ]; then
+        # Both write by RDMA: libfabric every write; efarm where not told to emulate.
+        rma_rw="--rma --rma-fi 1,4096,8884:d,8892:w,8903:r,20000:wd,65536:wd,1M --expect-rma direct_write,efarm:eager_rtw,efarm:dc_eager_rtw,write_rta,dc_write_rta,fetch_rta,compare_rta,$rma_long,efarm:longread_rtw,direct_read,efarm:short_rtr"
+    fi
 fi
 EFARM_ENV="EFASIM_RDMA_WRITE=1"
-run rdmawrite "FI_EFA_USE_DEVICE_RDMA=1 EFASIM_RDMA_WRITE=1" "--fi-rdma 1 --fi-rdma-write $rw --expect $base,longread $rma_rdma$rw_expect"
+run rdmawrite "FI_EFA_USE_DEVICE_RDMA=1 EFASIM_RDMA_WRITE=1" "--fi-rdma 1 --fi-rdma-write $rw --expect $base,longread $rma_rw"
 EFARM_ENV=
 if fi_at_least 1.20; then
     # efarm's endpoint holds the only two registrations efasim allows: its receive
