@@ -386,6 +386,62 @@ case $lf_status in
 *) fail libfabric-build "$lf_log" ;;
 esac
 
+# ---- libfabric against a later rdma-core: RDMA write, and libfabric 2.6 ----------------------
+# bookworm's rdma-core 44 has no RDMA write, so neither has a libfabric built against
+# it. scripts/rdma-core-build.sh builds rdma-core 56.1 (Debian trixie's source) into a
+# private directory (about 20 s), never over the system's; libfabric 2.1.0 is built
+# again against it (its own cache) and efarm's interop suite runs against that one:
+# on the drop-in, and on the kernel front end with efarm through bookworm's rdma-core
+# (no RDMA write: libfabric writes to efarm emulated) and through 56.1 (both write by
+# RDMA). Then libfabric 2.6.0 against rdma-core 64.0 the same way, with its direct
+# data path on the kernel front end, when exports of their git tags are at hand
+# (EFARM_LIBFABRIC_SOURCE_2_6_0 and EFARM_RDMA_CORE_SOURCE_64_0: Debian serves
+# neither; .ci/run takes them from its cache's dl/ when they are there); SKIP
+# otherwise, saying so.
+# later_lf LABEL RC_VERSION RC_SOURCE LF_VERSION LF_SOURCE: build both, run the suites.
+later_lf() {
+    local label=$1 rcv=$2 rcsrc=$3 lfv=$4 lfsrc=$5 t0=$SECONDS rc_out lf_cache lf_pfx st
+    local log=$logs/build-$label.log
+    rc_out=$lf_root/rdma-core-$rcv
+    lf_cache=$lf_root/libfabric-$lfv-rdma-core-$rcv
+    lf_pfx=$lf_cache/install
+    over_budget "build-$label" && return
+    {
+        env EFARM_BUILD_ROOT="$root" "$top/scripts/rdma-core-build.sh" --version "$rcv" --out "$rc_out" \
+            ${rcsrc:+--source "$rcsrc"} &&
+            env EFARM_BUILD_ROOT="$root" EFARM_LIBFABRIC_CACHE="$lf_cache" "$top/scripts/libfabric-build.sh" \
+                --version "$lfv" --rdma-core "$rc_out" --prefix "$lf_pfx" ${lfsrc:+--source "$lfsrc"}
+    } >"$log" 2>&1
+    st=$?
+    took "build-$label" "$t0"
+    case $st in
+    0) pass "build-$label" ;;
+    3)
+        echo "SKIP build-$label: a source could not be downloaded (log: $log)"
+        return
+        ;;
+    *)
+        fail "build-$label" "$log"
+        return
+        ;;
+    esac
+    suite "interop-$label" bash "$top/test/interop/run-interop.sh" "$root/gcc" --libfabric "$lf_pfx" \
+        --label "$label"
+    suite "interop-$label-kernel" bash "$top/test/interop/run-interop.sh" "$root/gcc" \
+        --libfabric "$lf_pfx" --label "$label-kernel" --front-end kernel
+    suite "interop-$label-kernel-rw" bash "$top/test/interop/run-interop.sh" "$root/gcc" \
+        --libfabric "$lf_pfx" --label "$label-kernel-rw" --front-end kernel --efarm-rdma-core "$rc_out" \
+        --only rdma,rdmawrite
+}
+lf_root=$(dirname "${EFARM_LIBFABRIC_CACHE:-$top/build/libfabric}")
+later_lf libfabric-2.1-rdma-core-56.1 56.1 "" 2.1.0 ""
+if [ -n "${EFARM_LIBFABRIC_SOURCE_2_6_0:-}" ] && [ -n "${EFARM_RDMA_CORE_SOURCE_64_0:-}" ]; then
+    later_lf libfabric-2.6-rdma-core-64.0 64.0 "$EFARM_RDMA_CORE_SOURCE_64_0" 2.6.0 \
+        "$EFARM_LIBFABRIC_SOURCE_2_6_0"
+else
+    echo "SKIP libfabric-2.6: no export of libfabric v2.6.0 and rdma-core v64.0 (EFARM_LIBFABRIC_SOURCE_2_6_0, EFARM_RDMA_CORE_SOURCE_64_0; test/interop/README.md says how to make them)"
+fi
+
 # ---- MPICH 4.0.2 with ch4:efarm, and the MPI tests over it ----------------------------------
 # scripts/mpich-build.sh builds and installs MPICH with efarm's netmod, in the
 # background since the start (above; 8 to 18 minutes the first time on 2 cores;

@@ -40,10 +40,12 @@
 #   nordma   FI_EFA_USE_DEVICE_RDMA=0            long-CTS for every large message;
 #            one-sided as rdma, but reads by SHORT_RTR both ways and no LONGREAD_RTW
 #   rdmawrite  rdma, both processes on efasim with RDMA write (EFASIM_RDMA_WRITE=1):
-#            everything still passes; efarm writes to libfabric by RDMA write when
-#            libfabric offers it (EFARM_INTEROP_FI_RDMA_WRITE=1, below), else by EAGER_RTW
+#            everything still passes; where both offer RDMA write (below) every write
+#            goes by RDMA write both ways (efarm's unless told to emulate)
 #   readnack FI_EFA_USE_DEVICE_RDMA=1, efarm with EFASIM_MAX_MR=2: READ_NACK seen
 #            (libfabric >= 1.20 only; SKIP with the reason otherwise)
+#   readnackfi  the same with libfabric's registrations limited: libfabric's
+#            receiver sends READ_NACK, efarm sends by long-CTS (>= 1.20)
 #   faults   rdma (one-sided too), with efasim loss 5%, duplication 5%, reordering
 #            20%, delay 5%; efarm must have seen REQs out of order
 #   selfcheck  interop-efarm told the wrong thing (no RDMA) must report a defect,
@@ -194,6 +196,9 @@ check_reordered() { # the faults reached efarm: REQs arrived out of order
 check_read_nack() {
     [ "$(counter read_nacks_sent "$1")" -gt 0 ] || { echo "efarm sent no READ_NACK"; return 1; }
 }
+check_read_nack_recv() {
+    [ "$(counter read_nacks_recv "$1")" -gt 0 ] || { echo "libfabric sent efarm no READ_NACK"; return 1; }
+}
 # selfcheck NAME EFARM-ARGS PATTERN WHAT: the checker can fail. Told libfabric uses no
 # RDMA while it has RDMA read, interop-efarm must report what it sees (long-read
 # messages, reads by RDMA) as a subprotocol the sender may not pick: its log must
@@ -276,8 +281,14 @@ if fi_at_least 1.20; then
     EFARM_ENV="EFASIM_MAX_MR=2"
     run readnack "FI_EFA_USE_DEVICE_RDMA=1" "--fi-rdma 1 --read-nack --no-bursts" check_read_nack
     EFARM_ENV=
+    # The other way: libfabric's receiver cannot register a long-read message's buffer
+    # (libfabric with efasim's registrations limited) and answers READ_NACK; efarm
+    # sends the message again by long-CTS.
+    run readnackfi "FI_EFA_USE_DEVICE_RDMA=1 EFASIM_MAX_MR=${EFARM_INTEROP_FI_MAX_MR:-2}" \
+        "--fi-rdma 1 --read-nack --no-bursts" check_read_nack_recv
 else
     echo "SKIP $label/readnack: libfabric ${fi_version:-(unknown version)} has no READ_NACK (it came with 1.20)"
+    echo "SKIP $label/readnackfi: libfabric ${fi_version:-(unknown version)} has no READ_NACK (it came with 1.20)"
 fi
 EFAULTS="EFASIM_LOSS=0.05 EFASIM_DUP=0.05 EFASIM_REORDER=0.2 EFASIM_DELAY=0.05 EFASIM_DELAY_US=500"
 run faults "FI_EFA_USE_DEVICE_RDMA=1" "--fi-rdma 1 --expect $base,longread $rma_rdma" check_reordered
