@@ -100,10 +100,11 @@ static inline unsigned ic_fi_bugs(uint32_t fi_version)
     return bugs;
 }
 
-#define IC_F_NO_BURSTS 0x1u /* single messages only */
-#define IC_F_NO_DC     0x2u /* no delivery-complete cases */
-#define IC_F_NO_MSG    0x4u /* no two-sided cases at all */
-#define IC_F_RMA       0x8u /* the one-sided phase runs, on the IC_RMA_SIZE sizes */
+#define IC_F_NO_BURSTS 0x1u  /* single messages only */
+#define IC_F_NO_DC     0x2u  /* no delivery-complete cases */
+#define IC_F_NO_MSG    0x4u  /* no two-sided cases at all */
+#define IC_F_RMA       0x8u  /* the one-sided phase runs, on the IC_RMA_SIZE sizes */
+#define IC_F_ATOMICS   0x10u /* and every atomic libfabric's EFA provider carries */
 
 /*
  * What a one-sided size is for (IC_RMA_SIZE's a): which side is the origin and
@@ -421,21 +422,93 @@ static inline uint64_t ic_case_max(const struct ic_case *c)
 #define IC_RMA_COMPARE_AT 1024u
 #define IC_RMA_RESULT_AT  2048u
 #define IC_RMA_MAX_COUNT  16u /* elements of an atomic case */
-#define IC_MAX_RMA_CASES  256
+#define IC_MAX_RMA_CASES  1024
 _Static_assert(8 * IC_RMA_MAX_COUNT + IC_RMA_GUARD <= IC_RMA_COMPARE_AT,
                "an atomic case's operands, compare values and results do not overlap");
 
 enum ic_rma_kind { IC_RMA_WRITE, IC_RMA_READ, IC_RMA_ATOMIC, IC_RMA_FETCH, IC_RMA_COMPARE };
 
 /*
- * The atomic datatypes and operations used, in libfabric's numbering (enum
- * fi_datatype, enum fi_op), which protocol v4 carries; each side checks its
- * own constants against these.
+ * The atomic datatypes and operations, in libfabric's numbering (enum
+ * fi_datatype, enum fi_op), which protocol v4 carries: NAME, number, and for
+ * datatypes the element size, for operations libfabric's name (FI_ATOMIC_READ). Each side checks
+ * its own constants against these. Datatypes past float complex (double and long double complex,
+ * long double, the 128-bit integers) are ones libfabric's EFA provider refuses.
  */
-#define IC_DT_INT64  6
-#define IC_DT_DOUBLE 9
-#define IC_OP_SUM    2
-#define IC_OP_CSWAP  12
+#define IC_DT_LIST(X)         \
+    X(INT8, 0, "int8", 1)     \
+    X(UINT8, 1, "uint8", 1)   \
+    X(INT16, 2, "int16", 2)   \
+    X(UINT16, 3, "uint16", 2) \
+    X(INT32, 4, "int32", 4)   \
+    X(UINT32, 5, "uint32", 4) \
+    X(INT64, 6, "int64", 8)   \
+    X(UINT64, 7, "uint64", 8) \
+    X(FLOAT, 8, "float", 4)   \
+    X(DOUBLE, 9, "double", 8) \
+    X(FLOAT_COMPLEX, 10, "float_complex", 8)
+#define IC_OP_LIST(X)                     \
+    X(MIN, 0, "min", MIN)                 \
+    X(MAX, 1, "max", MAX)                 \
+    X(SUM, 2, "sum", SUM)                 \
+    X(PROD, 3, "prod", PROD)              \
+    X(LOR, 4, "lor", LOR)                 \
+    X(LAND, 5, "land", LAND)              \
+    X(BOR, 6, "bor", BOR)                 \
+    X(BAND, 7, "band", BAND)              \
+    X(LXOR, 8, "lxor", LXOR)              \
+    X(BXOR, 9, "bxor", BXOR)              \
+    X(READ, 10, "read", ATOMIC_READ)      \
+    X(WRITE, 11, "write", ATOMIC_WRITE)   \
+    X(CSWAP, 12, "cswap", CSWAP)          \
+    X(CSWAP_NE, 13, "cswap_ne", CSWAP_NE) \
+    X(CSWAP_LE, 14, "cswap_le", CSWAP_LE) \
+    X(CSWAP_LT, 15, "cswap_lt", CSWAP_LT) \
+    X(CSWAP_GE, 16, "cswap_ge", CSWAP_GE) \
+    X(CSWAP_GT, 17, "cswap_gt", CSWAP_GT) \
+    X(MSWAP, 18, "mswap", MSWAP)
+enum {
+#define IC_DT_ENUM_(id, num, name, size) IC_DT_##id = num,
+    IC_DT_LIST(IC_DT_ENUM_)
+#undef IC_DT_ENUM_
+        IC_DT_COUNT
+};
+enum {
+#define IC_OP_ENUM_(id, num, name, fi) IC_OP_##id = num,
+    IC_OP_LIST(IC_OP_ENUM_)
+#undef IC_OP_ENUM_
+        IC_OP_COUNT
+};
+
+static inline unsigned ic_dt_size(unsigned dt)
+{
+    static const uint8_t size[] = {
+#define IC_DT_SIZE_(id, num, name, sz) [num] = sz,
+        IC_DT_LIST(IC_DT_SIZE_)
+#undef IC_DT_SIZE_
+    };
+    return dt < IC_DT_COUNT ? size[dt] : 0;
+}
+
+static inline const char *ic_dt_name(unsigned dt)
+{
+    static const char *const names[] = {
+#define IC_DT_NAME_(id, num, name, sz) [num] = name,
+        IC_DT_LIST(IC_DT_NAME_)
+#undef IC_DT_NAME_
+    };
+    return dt < IC_DT_COUNT ? names[dt] : "?";
+}
+
+static inline const char *ic_op_name(unsigned op)
+{
+    static const char *const names[] = {
+#define IC_OP_NAME_(id, num, name, fi) [num] = name,
+        IC_OP_LIST(IC_OP_NAME_)
+#undef IC_OP_NAME_
+    };
+    return op < IC_OP_COUNT ? names[op] : "?";
+}
 
 struct ic_rma_case {
     uint32_t index;
@@ -454,6 +527,51 @@ static inline bool ic_rma_is_atomic(const struct ic_rma_case *c)
     return c->kind >= IC_RMA_ATOMIC;
 }
 
+/*
+ * Which atomics libfabric's EFA provider carries (fi_atomicvalid and its
+ * fetch and compare forms; prov/util/src/util_atomic.c's handler tables, the
+ * EFA provider refusing the 128-bit integers), written down here on their own:
+ * integers take every write and fetch operation, floating types all but the
+ * bitwise ones, float complex neither MIN nor MAX; READ only fetches; the
+ * ordered compares need a real type, MSWAP an integer one.
+ */
+static inline bool ic_atomic_valid(unsigned kind, unsigned op, unsigned dt)
+{
+    bool integer = dt <= IC_DT_UINT64, real = dt <= IC_DT_DOUBLE, any = dt < IC_DT_COUNT;
+    bool cmp = kind == IC_RMA_COMPARE;
+
+    switch (op) {
+    case IC_OP_MIN:
+    case IC_OP_MAX:
+        return !cmp && real;
+    case IC_OP_SUM:
+    case IC_OP_PROD:
+    case IC_OP_LOR:
+    case IC_OP_LAND:
+    case IC_OP_LXOR:
+    case IC_OP_WRITE:
+        return !cmp && any;
+    case IC_OP_BOR:
+    case IC_OP_BAND:
+    case IC_OP_BXOR:
+        return !cmp && integer;
+    case IC_OP_READ:
+        return kind == IC_RMA_FETCH && any;
+    case IC_OP_CSWAP:
+    case IC_OP_CSWAP_NE:
+        return cmp && any;
+    case IC_OP_CSWAP_LE:
+    case IC_OP_CSWAP_LT:
+    case IC_OP_CSWAP_GE:
+    case IC_OP_CSWAP_GT:
+        return cmp && real;
+    case IC_OP_MSWAP:
+        return cmp && integer;
+    default:
+        return false;
+    }
+}
+
 /* "efarm->libfabric write 4096 B, emulated, dc", "libfabric->efarm fetch sum int64 x8". */
 static inline const char *ic_rma_describe(const struct ic_rma_case *c, char *buf, size_t len)
 {
@@ -461,8 +579,7 @@ static inline const char *ic_rma_describe(const struct ic_rma_case *c, char *buf
 
     if (ic_rma_is_atomic(c))
         snprintf(buf, len, "%s %s %s %s x%u%s", ic_dir_name(c->dir), kinds[c->kind],
-                 c->op == IC_OP_SUM ? "sum" : "cswap", c->dt == IC_DT_INT64 ? "int64" : "double",
-                 c->count, c->dc ? ", dc" : "");
+                 ic_op_name(c->op), ic_dt_name(c->dt), c->count, c->dc ? ", dc" : "");
     else
         snprintf(buf, len, "%s %s %llu B%s%s", ic_dir_name(c->dir), kinds[c->kind],
                  (unsigned long long)c->len, c->emulate ? ", emulated" : "", c->dc ? ", dc" : "");
@@ -475,7 +592,7 @@ static inline void ic_rma_add(struct ic_rma_case *cases, unsigned *n, unsigned m
     if (*n == max)
         return;
     c.index = *n;
-    /* Byte operations at every alignment; atomics on whole elements. */
+    /* Byte operations at every alignment; atomics on whole elements (8-byte aligned). */
     c.off = IC_RMA_PAD + (ic_rma_is_atomic(&c) ? 8 * (*n % 8) : *n % 8);
     cases[(*n)++] = c;
 }
@@ -486,7 +603,8 @@ static inline void ic_rma_add(struct ic_rma_case *cases, unsigned *n, unsigned m
  * efarm origin does each twice, letting the engine use the device's RDMA and
  * forcing the emulated packets), then the atomics: sum of int64 (one
  * element; sixteen with delivery complete), sum of double, fetch-and-sum of
- * int64, compare-and-swap of int64 (even elements match, odd ones do not).
+ * int64, compare-and-swap of int64 (even elements match, odd ones do not);
+ * with IC_F_ATOMICS, every atomic ic_atomic_valid names, four elements each.
  */
 static inline unsigned ic_rma_cases(const struct ic_params *p, struct ic_rma_case *cases,
                                     unsigned max)
@@ -536,9 +654,22 @@ static inline unsigned ic_rma_cases(const struct ic_params *p, struct ic_rma_cas
             if (c.dc && (p->flags & IC_F_NO_DC))
                 continue;
             c.dir = (uint8_t)dir;
-            c.len = 8ull * c.count;
+            c.len = (uint64_t)ic_dt_size(c.dt) * c.count;
             ic_rma_add(cases, &n, max, c);
         }
+        /* Every kind, operation and datatype carried: four elements each. */
+        for (unsigned kind = IC_RMA_ATOMIC; (p->flags & IC_F_ATOMICS) && kind <= IC_RMA_COMPARE;
+             kind++)
+            for (unsigned op = 0; op < IC_OP_COUNT; op++)
+                for (unsigned dt = 0; dt < IC_DT_COUNT; dt++)
+                    if (ic_atomic_valid(kind, op, dt))
+                        ic_rma_add(cases, &n, max,
+                                   (struct ic_rma_case){.dir = (uint8_t)dir,
+                                                        .kind = (uint8_t)kind,
+                                                        .op = (uint8_t)op,
+                                                        .dt = (uint8_t)dt,
+                                                        .count = 4,
+                                                        .len = 4ull * ic_dt_size(dt)});
     }
     return n;
 }
@@ -546,50 +677,215 @@ static inline unsigned ic_rma_cases(const struct ic_params *p, struct ic_rma_cas
 /* Element j of an atomic case in each role, as the bits of its datatype (host order). */
 enum ic_rma_role { IC_RMA_INITIAL, IC_RMA_OPERAND, IC_RMA_COMPARAND };
 
-static inline uint64_t ic_rma_value(const struct ic_rma_case *c, unsigned role, uint64_t j)
+static inline uint64_t ic_rma_mix(const struct ic_rma_case *c, unsigned role, uint64_t j)
 {
     uint64_t x = ((j + 1) * 0x9e3779b97f4a7c15ull) ^
                  (((uint64_t)c->index << 8 | role) * 0xc2b2ae3d27d4eb4full);
 
     x ^= x >> 31;
     x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 29;
-    if (role == IC_RMA_COMPARAND) {
-        /* Even elements compare equal, odd ones differ in one bit. */
-        uint64_t initial = ic_rma_value(c, IC_RMA_INITIAL, j);
-
-        return j % 2 ? initial ^ 1ull << (x % 64) : initial;
-    }
-    if (c->dt == IC_DT_DOUBLE) {
-        /* Quarters between -500 and 500: every sum is exact. */
-        double d = (double)((int64_t)(x % 4001) - 2000) * 0.25;
-
-        memcpy(&x, &d, sizeof(x));
-        return x;
-    }
-    /* Within +-2^40: no sum overflows. */
-    return (uint64_t)((int64_t)(x >> 23) - (1ll << 40));
+    return x ^ x >> 29;
 }
 
-/* Element j of the target once the atomic was applied. */
+/* A value of the datatype from x, as its bits: small enough that no sum or product overflows. */
+static inline uint64_t ic_rma_make(unsigned dt, uint64_t x)
+{
+    int64_t i = (int64_t)(x >> 33);
+    uint64_t v = 0;
+
+    /* Every fifth value zero, so the logical operations see both truths. */
+    if (x % 5 == 0 && dt != IC_DT_INT64 && dt != IC_DT_DOUBLE)
+        return 0;
+    switch (dt) {
+#define IC_MAKE_(DT, T, expr)      \
+    case DT: {                     \
+        T t = (T)(expr);           \
+        memcpy(&v, &t, sizeof(t)); \
+        return v;                  \
+    }
+        IC_MAKE_(IC_DT_INT8, int8_t, i % 17 - 8)
+        IC_MAKE_(IC_DT_UINT8, uint8_t, i % 16)
+        IC_MAKE_(IC_DT_INT16, int16_t, i % 201 - 100)
+        IC_MAKE_(IC_DT_UINT16, uint16_t, i % 256)
+        IC_MAKE_(IC_DT_INT32, int32_t, i % 60001 - 30000)
+        IC_MAKE_(IC_DT_UINT32, uint32_t, i % 65536)
+        IC_MAKE_(IC_DT_INT64, int64_t, (int64_t)(x >> 23) - (1ll << 40))
+        IC_MAKE_(IC_DT_UINT64, uint64_t, x >> 34)
+        /* Quarters: every sum and product exact. */
+        IC_MAKE_(IC_DT_FLOAT, float, (double)(i % 513 - 256) * 0.25)
+        IC_MAKE_(IC_DT_DOUBLE, double, (double)(i % 4001 - 2000) * 0.25)
+#undef IC_MAKE_
+    case IC_DT_FLOAT_COMPLEX: {
+        float re = (float)(i % 129 - 64) * 0.25f, im = (float)((i >> 8) % 129 - 64) * 0.25f;
+
+        memcpy(&v, &re, 4);
+        memcpy((uint8_t *)&v + 4, &im, 4);
+        return v;
+    }
+    default:
+        return 0;
+    }
+}
+
+static inline uint64_t ic_rma_value(const struct ic_rma_case *c, unsigned role, uint64_t j)
+{
+    uint64_t x = ic_rma_mix(c, role, j);
+
+    if (role == IC_RMA_COMPARAND) {
+        uint64_t initial = ic_rma_value(c, IC_RMA_INITIAL, j), d;
+
+        if (c->op == IC_OP_MSWAP) /* a mask */
+            return x & (~0ull >> (64 - 8 * ic_dt_size(c->dt)));
+        /* Equal, below or above the target's element by turns (j % 3). */
+        if (j % 3 == 0)
+            return initial;
+        d = ic_rma_make(c->dt, x | 1); /* odd: never the forced zero */
+        if (c->dt == IC_DT_FLOAT || c->dt == IC_DT_DOUBLE || c->dt == IC_DT_FLOAT_COMPLEX) {
+            /* The initial value moved by a quarter or more, down or up. */
+            if (c->dt == IC_DT_DOUBLE) {
+                double a;
+
+                memcpy(&a, &initial, 8);
+                a += j % 3 == 1 ? -0.25 : 0.25;
+                memcpy(&d, &a, 8);
+            } else {
+                float a;
+
+                memcpy(&a, &initial, 4);
+                a += j % 3 == 1 ? -0.25f : 0.25f;
+                d = initial;
+                memcpy(&d, &a, 4);
+            }
+            return d;
+        }
+        /* Integers: one below or above, in the datatype's width. */
+        d = j % 3 == 1 ? initial - 1 : initial + 1;
+        return d & (~0ull >> (64 - 8 * ic_dt_size(c->dt)));
+    }
+    return ic_rma_make(c->dt, x);
+}
+
+/*
+ * Element j of the target once the atomic was applied, as libfabric's
+ * handlers compute it: MIN keeps the smaller, LOR/LAND/LXOR give 0 or 1, the
+ * compares swap in the operand when `compare OP target` holds, MSWAP takes the
+ * operand's bits where the mask is set.
+ */
+#define IC_APPLY_COMMON_(a, b, cmp, r)                          \
+    case IC_OP_SUM:                                             \
+        r = a + b;                                              \
+        break;                                                  \
+    case IC_OP_PROD:                                            \
+        r = a * b;                                              \
+        break;                                                  \
+    case IC_OP_LOR:                                             \
+        r = (a != 0) || (b != 0);                               \
+        break;                                                  \
+    case IC_OP_LAND:                                            \
+        r = (a != 0) && (b != 0);                               \
+        break;                                                  \
+    case IC_OP_LXOR:                                            \
+        r = ((a != 0) && !(b != 0)) || (!(a != 0) && (b != 0)); \
+        break;                                                  \
+    case IC_OP_READ:                                            \
+        r = a;                                                  \
+        break;                                                  \
+    case IC_OP_WRITE:                                           \
+        r = b;                                                  \
+        break;                                                  \
+    case IC_OP_CSWAP:                                           \
+        r = cmp == a ? b : a;                                   \
+        break;                                                  \
+    case IC_OP_CSWAP_NE:                                        \
+        r = cmp != a ? b : a;                                   \
+        break;
+#define IC_APPLY_ORD_(a, b, cmp, r) \
+    case IC_OP_MIN:                 \
+        r = a > b ? b : a;          \
+        break;                      \
+    case IC_OP_MAX:                 \
+        r = a < b ? b : a;          \
+        break;                      \
+    case IC_OP_CSWAP_LE:            \
+        r = cmp <= a ? b : a;       \
+        break;                      \
+    case IC_OP_CSWAP_LT:            \
+        r = cmp < a ? b : a;        \
+        break;                      \
+    case IC_OP_CSWAP_GE:            \
+        r = cmp >= a ? b : a;       \
+        break;                      \
+    case IC_OP_CSWAP_GT:            \
+        r = cmp > a ? b : a;        \
+        break;
+#define IC_APPLY_INT_(a, b, cmp, r) \
+    case IC_OP_BOR:                 \
+        r = a | b;                  \
+        break;                      \
+    case IC_OP_BAND:                \
+        r = a & b;                  \
+        break;                      \
+    case IC_OP_BXOR:                \
+        r = a ^ b;                  \
+        break;                      \
+    case IC_OP_MSWAP:               \
+        r = (b & cmp) | (a & ~cmp); \
+        break;
+#define IC_APPLY_TYPED_(T, KINDS)          \
+    {                                      \
+        T a, b, cmp, r;                    \
+        memcpy(&a, &initial, sizeof(T));   \
+        memcpy(&b, &operand, sizeof(T));   \
+        memcpy(&cmp, &compare, sizeof(T)); \
+        r = a;                             \
+        switch (c->op) {                   \
+            IC_APPLY_COMMON_(a, b, cmp, r) \
+            KINDS                          \
+        default:                           \
+            break;                         \
+        }                                  \
+        out = 0;                           \
+        memcpy(&out, &r, sizeof(T));       \
+        return out;                        \
+    }
+
 static inline uint64_t ic_rma_value_after(const struct ic_rma_case *c, uint64_t j)
 {
     uint64_t initial = ic_rma_value(c, IC_RMA_INITIAL, j);
     uint64_t operand = ic_rma_value(c, IC_RMA_OPERAND, j);
+    uint64_t compare = ic_rma_value(c, IC_RMA_COMPARAND, j), out;
 
-    if (c->op == IC_OP_CSWAP)
-        return ic_rma_value(c, IC_RMA_COMPARAND, j) == initial ? operand : initial;
-    if (c->dt == IC_DT_DOUBLE) {
-        double a, b;
-
-        memcpy(&a, &initial, sizeof(a));
-        memcpy(&b, &operand, sizeof(b));
-        a += b;
-        memcpy(&initial, &a, sizeof(a));
+    switch (c->dt) {
+    case IC_DT_INT8:
+        IC_APPLY_TYPED_(int8_t, IC_APPLY_ORD_(a, b, cmp, r) IC_APPLY_INT_(a, b, cmp, r))
+    case IC_DT_UINT8:
+        IC_APPLY_TYPED_(uint8_t, IC_APPLY_ORD_(a, b, cmp, r) IC_APPLY_INT_(a, b, cmp, r))
+    case IC_DT_INT16:
+        IC_APPLY_TYPED_(int16_t, IC_APPLY_ORD_(a, b, cmp, r) IC_APPLY_INT_(a, b, cmp, r))
+    case IC_DT_UINT16:
+        IC_APPLY_TYPED_(uint16_t, IC_APPLY_ORD_(a, b, cmp, r) IC_APPLY_INT_(a, b, cmp, r))
+    case IC_DT_INT32:
+        IC_APPLY_TYPED_(int32_t, IC_APPLY_ORD_(a, b, cmp, r) IC_APPLY_INT_(a, b, cmp, r))
+    case IC_DT_UINT32:
+        IC_APPLY_TYPED_(uint32_t, IC_APPLY_ORD_(a, b, cmp, r) IC_APPLY_INT_(a, b, cmp, r))
+    case IC_DT_INT64:
+        IC_APPLY_TYPED_(int64_t, IC_APPLY_ORD_(a, b, cmp, r) IC_APPLY_INT_(a, b, cmp, r))
+    case IC_DT_UINT64:
+        IC_APPLY_TYPED_(uint64_t, IC_APPLY_ORD_(a, b, cmp, r) IC_APPLY_INT_(a, b, cmp, r))
+    case IC_DT_FLOAT:
+        IC_APPLY_TYPED_(float, IC_APPLY_ORD_(a, b, cmp, r))
+    case IC_DT_DOUBLE:
+        IC_APPLY_TYPED_(double, IC_APPLY_ORD_(a, b, cmp, r))
+    case IC_DT_FLOAT_COMPLEX:
+        IC_APPLY_TYPED_(float _Complex, )
+    default:
         return initial;
     }
-    return initial + operand;
 }
+#undef IC_APPLY_TYPED_
+#undef IC_APPLY_INT_
+#undef IC_APPLY_ORD_
+#undef IC_APPLY_COMMON_
 
 static inline uint8_t ic_rma_value_byte(uint64_t v, uint64_t i)
 {
@@ -605,11 +901,24 @@ static inline uint8_t ic_rma_data(const struct ic_rma_case *c, uint64_t i)
     return ic_byte(c->index, 0, i);
 }
 
+/*
+ * The part of its region the target prepares and checks for case c: all of it,
+ * but for an atomic (a few elements near the start) the first two pads only, so
+ * that hundreds of atomic cases do not each rewrite a MiB.
+ */
+static inline uint64_t ic_rma_window(const struct ic_rma_case *c)
+{
+    return ic_rma_is_atomic(c) ? 2 * IC_RMA_PAD : IC_RMA_REGION;
+}
+
 /* Byte o of the target's region before the operation. */
 static inline uint8_t ic_rma_before(const struct ic_rma_case *c, uint64_t o)
 {
+    unsigned size = ic_dt_size(c->dt);
+
     if (ic_rma_is_atomic(c) && o >= c->off && o < c->off + c->len)
-        return ic_rma_value_byte(ic_rma_value(c, IC_RMA_INITIAL, (o - c->off) / 8), o - c->off);
+        return ic_rma_value_byte(ic_rma_value(c, IC_RMA_INITIAL, (o - c->off) / size),
+                                 (o - c->off) % size);
     return ic_byte(c->index, 1, o);
 }
 
@@ -620,7 +929,8 @@ static inline uint8_t ic_rma_after(const struct ic_rma_case *c, uint64_t o)
         return ic_rma_before(c, o);
     if (c->kind == IC_RMA_WRITE)
         return ic_rma_data(c, o - c->off);
-    return ic_rma_value_byte(ic_rma_value_after(c, (o - c->off) / 8), o - c->off);
+    return ic_rma_value_byte(ic_rma_value_after(c, (o - c->off) / ic_dt_size(c->dt)),
+                             (o - c->off) % ic_dt_size(c->dt));
 }
 
 /* Exchange the exposed regions: send ours, read theirs; outputs set only on success. */

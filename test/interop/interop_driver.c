@@ -338,8 +338,8 @@ static int ic_rma_settle(struct ic_ctx *x, const struct ic_rma_case *c, const ui
         if (spins % 256 == 0 && ic_now() > until)
             break;
     }
-    o = ic_rma_diff(c, region, 0, IC_RMA_REGION);
-    if (o == IC_RMA_REGION)
+    o = ic_rma_diff(c, region, 0, ic_rma_window(c));
+    if (o == ic_rma_window(c))
         return 0;
     if (o < c->off)
         snprintf(where, sizeof(where), "%llu B before the range", (unsigned long long)(c->off - o));
@@ -361,7 +361,7 @@ static int ic_rma_target(struct ic_ctx *x, const struct ic_rma_case *c, uint8_t 
     struct ic_msg m;
     int ret, defects = 0;
 
-    for (uint64_t o = 0; o < IC_RMA_REGION; o++)
+    for (uint64_t o = 0; o < ic_rma_window(c); o++)
         region[o] = ic_rma_before(c, o);
     if ((ret = ic_send(x->ctl, IC_RMA_READY, c->index, 0)))
         return ic_rma_fail(x, c, "control channel", ret);
@@ -392,12 +392,12 @@ static void ic_rma_prepare(const struct ic_rma_case *c, const struct ic_rma_mem 
         memset(local, IC_GUARD_BYTE, c->len + IC_RMA_GUARD);
         break;
     default:
-        for (uint32_t j = 0; j < c->count; j++) {
+        for (uint32_t j = 0, size = ic_dt_size(c->dt); j < c->count; j++) {
             uint64_t operand = ic_rma_value(c, IC_RMA_OPERAND, j);
             uint64_t compare = ic_rma_value(c, IC_RMA_COMPARAND, j);
 
-            memcpy(local + 8 * j, &operand, 8);
-            memcpy(local + IC_RMA_COMPARE_AT + 8 * j, &compare, 8);
+            memcpy(local + size * j, &operand, size); /* the element's bytes (little-endian) */
+            memcpy(local + IC_RMA_COMPARE_AT + size * j, &compare, size);
         }
         memset(local + IC_RMA_RESULT_AT, IC_GUARD_BYTE, c->len + IC_RMA_GUARD);
         if (c->kind == IC_RMA_COMPARE)

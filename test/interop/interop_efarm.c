@@ -2,7 +2,7 @@
  * interop-efarm: efarm's side of the interoperability test (interop.h).
  *
  *   interop-efarm --listen SOCKET [--sizes LIST] [--no-bursts] [--no-dc] [--no-msg]
- *                 [--rma] [--rma-fi LIST] [--rma-efarm LIST] [--fi-rdma 0|1]
+ *                 [--rma] [--rma-fi LIST] [--rma-efarm LIST] [--atomics] [--fi-rdma 0|1]
  *                 [--fi-rdma-write 0|1] [--fi-runt BYTES] [--expect LIST]
  *                 [--expect-rma LIST] [--read-nack] [--timeout S] [-v]
  *
@@ -233,7 +233,7 @@ static const struct ic_side_ops g_ie_ops = {
 
 static const char g_usage[] =
     "usage: interop-efarm --listen SOCKET [--sizes LIST] [--no-bursts] [--no-dc]\n"
-    "                     [--no-msg] [--rma] [--rma-fi LIST] [--rma-efarm LIST]\n"
+    "                     [--no-msg] [--rma] [--rma-fi LIST] [--rma-efarm LIST] [--atomics]\n"
     "                     [--fi-rdma 0|1] [--fi-rdma-write 0|1] [--fi-runt BYTES]\n"
     "                     [--expect LIST] [--expect-rma LIST] [--read-nack]\n"
     "                     [--timeout SECONDS] [-v]\n"
@@ -252,6 +252,9 @@ static const char g_usage[] =
     "for atomics only. Defaults:\n"
     "  --rma-fi " IE_RMA_FI_SIZES "\n"
     "  --rma-efarm " IE_RMA_EFARM_SIZES "\n"
+    "--atomics: and every atomic (kind, operation, datatype) libfabric's EFA\n"
+    "provider carries, both ways, four elements each; each side first checks its\n"
+    "own list of what it carries against the test's.\n"
     "--fi-rdma-write: libfabric offers RDMA write (1.18 and later on a device\n"
     "with it). --expect-rma: one-sided subprotocols (direct_write,eager_rtw,\n"
     "dc_eager_rtw,longcts_rtw,dc_longcts_rtw,longread_rtw,direct_read,short_rtr,\n"
@@ -415,6 +418,7 @@ static int ie_parse_args(int argc, char **argv, struct ie_args *a)
         {"rma-efarm", required_argument, NULL, 'E'},
         {"expect-rma", required_argument, NULL, 'X'},
         {"fi-rdma-write", required_argument, NULL, 'W'},
+        {"atomics", no_argument, NULL, 'T'},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -444,6 +448,9 @@ static int ie_parse_args(int argc, char **argv, struct ie_args *a)
             break;
         case 'A':
             a->params.flags |= IC_F_RMA;
+            break;
+        case 'T':
+            a->params.flags |= IC_F_RMA | IC_F_ATOMICS;
             break;
         case 'F':
         case 'E':

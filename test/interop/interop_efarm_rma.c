@@ -16,10 +16,18 @@
 #include "efarm_rma.h"
 #include "interop_efarm.h"
 
-_Static_assert(EFARM_DT_INT64 == IC_DT_INT64 && EFARM_DT_DOUBLE == IC_DT_DOUBLE,
-               "interop.h's datatypes are protocol v4's (libfabric's) numbers");
-_Static_assert(EFARM_AOP_SUM == IC_OP_SUM && EFARM_AOP_CSWAP == IC_OP_CSWAP,
-               "interop.h's operations are protocol v4's (libfabric's) numbers");
+#define IE_DT_ASSERT_(id, num, name, size)                \
+    _Static_assert((int)EFARM_DT_##id == (int)IC_DT_##id, \
+                   "interop.h's datatype " name " is protocol v4's (libfabric's) number");
+IC_DT_LIST(IE_DT_ASSERT_)
+#undef IE_DT_ASSERT_
+#define IE_OP_ASSERT_(id, num, name, fi)                   \
+    _Static_assert((int)EFARM_AOP_##id == (int)IC_OP_##id, \
+                   "interop.h's operation " name " is protocol v4's (libfabric's) number");
+IC_OP_LIST(IE_OP_ASSERT_)
+#undef IE_OP_ASSERT_
+_Static_assert((int)EFARM_DT_COUNT == (int)IC_DT_COUNT && (int)EFARM_AOP_COUNT == (int)IC_OP_COUNT,
+               "efarm carries the datatypes and operations interop.h lists, no more");
 
 static const struct {
     const char *name;
@@ -408,6 +416,41 @@ int ie_rma_parse_expect(const char *list, unsigned bits[2])
     return 0;
 }
 
+/*
+ * With IC_F_ATOMICS: efarm's own answer (efarm_atomic_valid) for every kind,
+ * operation and datatype up to libfabric's 128-bit integers agrees with
+ * interop.h's list of what libfabric's EFA provider carries. Returns the
+ * disagreements, each said once.
+ */
+static unsigned ie_atomics_offered(void)
+{
+    static const enum efarm_atomic_kind kinds[] = {
+        [IC_RMA_ATOMIC] = EFARM_ATOMIC_WRITE,
+        [IC_RMA_FETCH] = EFARM_ATOMIC_FETCH,
+        [IC_RMA_COMPARE] = EFARM_ATOMIC_COMPARE,
+    };
+    unsigned defects = 0;
+
+    for (unsigned kind = IC_RMA_ATOMIC; kind <= IC_RMA_COMPARE; kind++)
+        for (unsigned op = 0; op < IC_OP_COUNT; op++)
+            for (unsigned dt = 0; dt <= 15; dt++) { /* FI_UINT128 */
+                bool mine = efarm_atomic_valid(kinds[kind], op, dt);
+
+                if (mine != ic_atomic_valid(kind, op, dt)) {
+                    fprintf(stderr,
+                            "interop-efarm: %s atomic %s on datatype %u: efarm says %s, the test's "
+                            "list says %s\n",
+                            kind == IC_RMA_ATOMIC  ? "write"
+                            : kind == IC_RMA_FETCH ? "fetch"
+                                                   : "compare",
+                            ic_op_name(op), dt, mine ? "valid" : "not carried",
+                            ic_atomic_valid(kind, op, dt) ? "valid" : "not carried");
+                    defects++;
+                }
+            }
+    return defects;
+}
+
 int ie_rma_phase(struct ie_side *s, const struct ic_side_ops *ops, int fd, const struct ie_args *a,
                  unsigned *ncases_p)
 {
@@ -416,9 +459,12 @@ int ie_rma_phase(struct ie_side *s, const struct ic_side_ops *ops, int fd, const
     struct ic_rma_mem mem = {.region = aligned_alloc(4096, IC_RMA_REGION),
                              .local = aligned_alloc(4096, IC_RMA_LOCAL)};
     struct efarm_region *region;
+    unsigned offered = 0;
     int ret = -ENOMEM;
 
     *ncases_p = ncases;
+    if (a->params.flags & IC_F_ATOMICS)
+        offered = ie_atomics_offered();
     if (mem.region == NULL || mem.local == NULL)
         goto out_free;
     memset(mem.region, 0, IC_RMA_REGION);
@@ -436,6 +482,8 @@ int ie_rma_phase(struct ie_side *s, const struct ic_side_ops *ops, int fd, const
         goto out_unexpose;
     }
     ret = ic_rma_run(ops, s, true, fd, cases, ncases, &a->ropts, &mem);
+    if (ret >= 0)
+        ret += (int)offered;
 out_unexpose:
     efarm_unexpose(s->ep, region);
 out_free:

@@ -29,9 +29,16 @@
 
 #include "interop_driver.h"
 
-_Static_assert(FI_INT64 == IC_DT_INT64 && FI_DOUBLE == IC_DT_DOUBLE && FI_SUM == IC_OP_SUM &&
-                   FI_CSWAP == IC_OP_CSWAP,
-               "interop.h's atomic datatypes and operations are libfabric's numbers");
+#define IF_DT_ASSERT_(id, num, name, size)          \
+    _Static_assert((int)FI_##id == (int)IC_DT_##id, \
+                   "interop.h's datatype " name " is libfabric's number");
+IC_DT_LIST(IF_DT_ASSERT_)
+#undef IF_DT_ASSERT_
+#define IF_OP_ASSERT_(id, num, name, fi)            \
+    _Static_assert((int)FI_##fi == (int)IC_OP_##id, \
+                   "interop.h's operation " name " is libfabric's number");
+IC_OP_LIST(IF_OP_ASSERT_)
+#undef IF_OP_ASSERT_
 
 struct if_op {
     struct fi_context2 ctx; /* first: the completion's op_context points here */
@@ -314,6 +321,43 @@ static unsigned if_atomics_valid(struct if_side *s, const struct ic_rma_case *ca
 }
 
 /*
+ * With IC_F_ATOMICS: libfabric's own answer (fi_atomicvalid and its fetch and
+ * compare forms) for every kind, operation and datatype up to the 128-bit
+ * integers agrees with interop.h's list of what the EFA provider carries
+ * (ic_atomic_valid), so that the cases cover all it offers and no more.
+ */
+static unsigned if_atomics_offered(struct if_side *s)
+{
+    unsigned defects = 0;
+
+    for (unsigned kind = IC_RMA_ATOMIC; kind <= IC_RMA_COMPARE; kind++)
+        for (unsigned op = 0; op < IC_OP_COUNT; op++)
+            for (unsigned dt = 0; dt <= 15; dt++) { /* FI_UINT128 */
+                size_t count = 0;
+                int ret =
+                    kind == IC_RMA_ATOMIC
+                        ? fi_atomicvalid(s->ep, (enum fi_datatype)dt, (enum fi_op)op, &count)
+                    : kind == IC_RMA_FETCH
+                        ? fi_fetch_atomicvalid(s->ep, (enum fi_datatype)dt, (enum fi_op)op, &count)
+                        : fi_compare_atomicvalid(s->ep, (enum fi_datatype)dt, (enum fi_op)op,
+                                                 &count);
+
+                if ((ret == 0) != ic_atomic_valid(kind, op, dt)) {
+                    fprintf(stderr,
+                            "interop-fi: %s atomic %s on datatype %u: libfabric says %s, the "
+                            "test's list says %s\n",
+                            kind == IC_RMA_ATOMIC  ? "write"
+                            : kind == IC_RMA_FETCH ? "fetch"
+                                                   : "compare",
+                            ic_op_name(op), dt, ret ? fi_strerror(-ret) : "valid",
+                            ic_atomic_valid(kind, op, dt) ? "valid" : "not carried");
+                    defects++;
+                }
+            }
+    return defects;
+}
+
+/*
  * The one-sided phase: register a region for efarm and a local buffer, trade
  * regions with interop-efarm, run the one-sided cases. Returns the defects or
  * a negative error.
@@ -351,6 +395,8 @@ static int if_rma_phase(struct if_side *s, int fd, const struct ic_params *param
         goto out_close_local;
     }
     defects = if_atomics_valid(s, cases, ncases);
+    if (params->flags & IC_F_ATOMICS)
+        defects += if_atomics_offered(s);
     ret = ic_rma_run(&g_if_ops, s, false, fd, cases, ncases, ropts, &mem);
     if (ret >= 0)
         ret += (int)defects;

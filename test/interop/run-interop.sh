@@ -34,6 +34,7 @@
 #
 # Configurations (NAME: libfabric environment; what must be seen in both directions):
 #   rdma     FI_EFA_USE_DEVICE_RDMA=1            eager, medium, long-CTS, long-read and DC;
+#            every atomic libfabric's EFA provider carries (--atomics), both ways;
 #            one-sided: (DC_)EAGER_RTW, RDMA read, (DC_)WRITE/FETCH/COMPARE_RTA both
 #            ways, (DC_)LONGCTS_RTW and LONGREAD_RTW from libfabric, SHORT_RTR from efarm
 #   runt     ... and FI_EFA_RUNT_SIZE=307200     runting read too
@@ -249,7 +250,7 @@ rma_long="efarm:longcts_rtw,efarm:dc_longcts_rtw,efarm:longcts_rtr"
 rma_rdma="--rma --rma-fi 1,4096,8884:d,8892:w,8903:r,20000:wd,65536:wd,1M --expect-rma $rma_base,$rma_long,longread_rtw,direct_read,efarm:short_rtr"
 EFAULTS=
 EFARM_ENV=
-run rdma "FI_EFA_USE_DEVICE_RDMA=1" "--fi-rdma 1 --expect $base,longread $rma_rdma"
+run rdma "FI_EFA_USE_DEVICE_RDMA=1" "--fi-rdma 1 --expect $base,longread $rma_rdma --atomics"
 run runt "FI_EFA_USE_DEVICE_RDMA=1 FI_EFA_RUNT_SIZE=307200" "--fi-rdma 1 --fi-runt 307200 --expect $base,longread,runtread"
 run nordma "FI_EFA_USE_DEVICE_RDMA=0" "--fi-rdma 0 --expect $base --rma --rma-fi 1,4096,8884:d,8892:w,8903:r,20000,65536:wd,1M --expect-rma $rma_base,$rma_long,short_rtr,fi:longcts_rtr"
 # A device with RDMA write under both. libfabric offers RDMA write in its HANDSHAKE
