@@ -86,6 +86,16 @@ enum ic_kind {
 #define IC_BUG_TAGGED_CQ_DATA_32    0x1u
 #define IC_BUG_UNEXP_CQ_DATA_FLAG   0x2u
 #define IC_BUG_WRITE_BUF_UNREADABLE 0x4u
+/*
+ * IC_BUG_MR_CACHE_WIDENS: fi_mr_reg of a region for remote access goes through
+ * libfabric's MR cache (on by default, FI_EFA_MR_CACHE_ENABLE), which answers
+ * with an existing registration that contains the region, such as one libfabric
+ * made of a freed buffer that memory now reuses: its key grants the peer all of
+ * that older, larger registration. An RDMA read a little before or past the
+ * region is then not refused by the device and returns whatever lies there.
+ * Tolerated for efarm's reads before and past libfabric's region, every version.
+ */
+#define IC_BUG_MR_CACHE_WIDENS 0x8u
 
 static inline unsigned ic_fi_bugs(uint32_t fi_version)
 {
@@ -97,6 +107,7 @@ static inline unsigned ic_fi_bugs(uint32_t fi_version)
         bugs |= IC_BUG_UNEXP_CQ_DATA_FLAG;
     if (major > 2 || (major == 2 && minor >= 5))
         bugs |= IC_BUG_WRITE_BUF_UNREADABLE;
+    bugs |= IC_BUG_MR_CACHE_WIDENS;
     return bugs;
 }
 
@@ -105,6 +116,10 @@ static inline unsigned ic_fi_bugs(uint32_t fi_version)
 #define IC_F_NO_MSG    0x4u  /* no two-sided cases at all */
 #define IC_F_RMA       0x8u  /* the one-sided phase runs, on the IC_RMA_SIZE sizes */
 #define IC_F_ATOMICS   0x10u /* and every atomic libfabric's EFA provider carries */
+/* Refusals (IC_REFUSE_*): operations on memory the target did not grant. */
+#define IC_F_REFUSALS       0x20u /* libfabric writes and atomics, emulated or direct */
+#define IC_F_REFUSE_READS   0x40u /* reads, both origins (where they are the device's) */
+#define IC_F_REFUSE_EFARM_W 0x80u /* efarm's writes (where they are the device's) */
 
 /*
  * What a one-sided size is for (IC_RMA_SIZE's a): which side is the origin and
@@ -510,9 +525,32 @@ static inline const char *ic_op_name(unsigned op)
     return op < IC_OP_COUNT ? names[op] : "?";
 }
 
+/*
+ * What a refusal case names at the target: a key no region has, a range that
+ * starts before the region or runs past its end, or a region the target
+ * exposed for remote read only (writes and atomics). The target must change
+ * nothing; the origin gets no data (a read or the old values of an atomic leave
+ * its buffer untouched) and an error where the path has one: the device's for
+ * its own RDMA, efarm's REFUSED answer for an efarm origin. An emulated write or
+ * atomic from libfabric has no answer that carries an error in protocol v4
+ * (efarm still answers RECEIPT and ATOMRSP, flagged REFUSED, so that the
+ * origin finishes), nor has an emulated read: efarm's READRSP carries no data,
+ * on which a libfabric origin would wait for ever, so reads are refusal cases
+ * only where they are the device's.
+ */
+enum ic_refuse {
+    IC_REFUSE_NONE,
+    IC_REFUSE_BAD_KEY,
+    IC_REFUSE_BEFORE,
+    IC_REFUSE_PAST,
+    IC_REFUSE_READ_ONLY
+};
+#define IC_RMA_RO 4096u /* the region each side exposes for remote read only */
+
 struct ic_rma_case {
     uint32_t index;
     uint8_t dir;     /* enum ic_dir: libfabric->efarm has libfabric as the origin */
+    uint8_t refuse;  /* enum ic_refuse */
     uint8_t kind;    /* enum ic_rma_kind */
     uint8_t dc;      /* remote completion: FI_DELIVERY_COMPLETE, EFARM_RMA_DC */
     uint8_t emulate; /* efarm origin: EFARM_RMA_NO_DIRECT */
@@ -525,6 +563,13 @@ struct ic_rma_case {
 static inline bool ic_rma_is_atomic(const struct ic_rma_case *c)
 {
     return c->kind >= IC_RMA_ATOMIC;
+}
+
+/* A case where IC_BUG_MR_CACHE_WIDENS may let a refused read through (interop.h above). */
+static inline bool ic_rma_cache_may_widen(const struct ic_rma_case *c, unsigned fi_bugs)
+{
+    return (fi_bugs & IC_BUG_MR_CACHE_WIDENS) && c->dir == IC_EFARM_TO_FI &&
+           c->kind == IC_RMA_READ && (c->refuse == IC_REFUSE_BEFORE || c->refuse == IC_REFUSE_PAST);
 }
 
 /*
@@ -577,12 +622,19 @@ static inline const char *ic_rma_describe(const struct ic_rma_case *c, char *buf
 {
     static const char *const kinds[] = {"write", "read", "atomic", "fetch", "compare"};
 
+    static const char *const refusals[] = {"", ", bad key", ", before the region",
+                                           ", past the region", ", read-only region"};
+    int n;
+
     if (ic_rma_is_atomic(c))
-        snprintf(buf, len, "%s %s %s %s x%u%s", ic_dir_name(c->dir), kinds[c->kind],
-                 ic_op_name(c->op), ic_dt_name(c->dt), c->count, c->dc ? ", dc" : "");
+        n = snprintf(buf, len, "%s %s %s %s x%u%s", ic_dir_name(c->dir), kinds[c->kind],
+                     ic_op_name(c->op), ic_dt_name(c->dt), c->count, c->dc ? ", dc" : "");
     else
-        snprintf(buf, len, "%s %s %llu B%s%s", ic_dir_name(c->dir), kinds[c->kind],
-                 (unsigned long long)c->len, c->emulate ? ", emulated" : "", c->dc ? ", dc" : "");
+        n = snprintf(buf, len, "%s %s %llu B%s%s", ic_dir_name(c->dir), kinds[c->kind],
+                     (unsigned long long)c->len, c->emulate ? ", emulated" : "",
+                     c->dc ? ", dc" : "");
+    if (c->refuse && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, "%s", refusals[c->refuse % 5]);
     return buf;
 }
 
@@ -670,6 +722,37 @@ static inline unsigned ic_rma_cases(const struct ic_params *p, struct ic_rma_cas
                                                         .dt = (uint8_t)dt,
                                                         .count = 4,
                                                         .len = 4ull * ic_dt_size(dt)});
+        /* Refusals. */
+        for (unsigned r = IC_REFUSE_BAD_KEY; r <= IC_REFUSE_READ_ONLY; r++) {
+            static const struct ic_rma_case refused[] = {
+                {.kind = IC_RMA_WRITE, .len = 64},
+                {.kind = IC_RMA_WRITE, .len = 64, .dc = 1},
+                {.kind = IC_RMA_READ, .len = 64},
+                {.kind = IC_RMA_ATOMIC, .op = IC_OP_SUM, .dt = IC_DT_INT64, .count = 4, .len = 32},
+                {.kind = IC_RMA_FETCH, .op = IC_OP_SUM, .dt = IC_DT_INT64, .count = 4, .len = 32},
+                {.kind = IC_RMA_COMPARE,
+                 .op = IC_OP_CSWAP,
+                 .dt = IC_DT_INT64,
+                 .count = 4,
+                 .len = 32},
+            };
+
+            for (unsigned k = 0; k < sizeof(refused) / sizeof(refused[0]); k++) {
+                struct ic_rma_case c = refused[k];
+                bool fi = dir == IC_FI_TO_EFARM;
+                unsigned want = c.kind == IC_RMA_READ             ? IC_F_REFUSE_READS
+                                : fi                              ? IC_F_REFUSALS
+                                : c.kind == IC_RMA_WRITE && !c.dc ? IC_F_REFUSE_EFARM_W
+                                                                  : 0;
+
+                if (!(p->flags & want) || (c.dc && (p->flags & IC_F_NO_DC)) ||
+                    (c.kind == IC_RMA_READ && r == IC_REFUSE_READ_ONLY))
+                    continue;
+                c.dir = (uint8_t)dir;
+                c.refuse = (uint8_t)r;
+                ic_rma_add(cases, &n, max, c);
+            }
+        }
     }
     return n;
 }
@@ -908,7 +991,13 @@ static inline uint8_t ic_rma_data(const struct ic_rma_case *c, uint64_t i)
  */
 static inline uint64_t ic_rma_window(const struct ic_rma_case *c)
 {
-    return ic_rma_is_atomic(c) ? 2 * IC_RMA_PAD : IC_RMA_REGION;
+    return ic_rma_is_atomic(c) && !c->refuse ? 2 * IC_RMA_PAD : IC_RMA_REGION;
+}
+
+/* Byte o of the read-only region each side exposes (IC_RMA_RO bytes), for the whole run. */
+static inline uint8_t ic_rma_ro_byte(uint64_t o)
+{
+    return ic_byte(0xffffu, 2, o);
 }
 
 /* Byte o of the target's region before the operation. */
@@ -925,7 +1014,7 @@ static inline uint8_t ic_rma_before(const struct ic_rma_case *c, uint64_t o)
 /* Byte o of the target's region once the operation was applied. */
 static inline uint8_t ic_rma_after(const struct ic_rma_case *c, uint64_t o)
 {
-    if (o < c->off || o >= c->off + c->len || c->kind == IC_RMA_READ)
+    if (o < c->off || o >= c->off + c->len || c->kind == IC_RMA_READ || c->refuse)
         return ic_rma_before(c, o);
     if (c->kind == IC_RMA_WRITE)
         return ic_rma_data(c, o - c->off);

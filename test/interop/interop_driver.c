@@ -356,7 +356,25 @@ static int ic_rma_settle(struct ic_ctx *x, const struct ic_rma_case *c, const ui
     return 1;
 }
 
-static int ic_rma_target(struct ic_ctx *x, const struct ic_rma_case *c, uint8_t *region)
+/* A refused write or atomic on the read-only region: it must hold what it always held. */
+static int ic_rma_ro_intact(const struct ic_ctx *x, const struct ic_rma_case *c, const uint8_t *ro)
+{
+    char name[96];
+
+    for (uint64_t o = 0; o < IC_RMA_RO; o++)
+        if (ro[o] != ic_rma_ro_byte(o)) {
+            fprintf(stderr,
+                    "interop(%s): one-sided case %u (%s): read-only region byte %llu is 0x%02x, "
+                    "expected 0x%02x\n",
+                    x->ops->name, c->index, ic_rma_describe(c, name, sizeof(name)),
+                    (unsigned long long)o, ro[o], ic_rma_ro_byte(o));
+            return 1;
+        }
+    return 0;
+}
+
+static int ic_rma_target(struct ic_ctx *x, const struct ic_rma_case *c, uint8_t *region,
+                         const uint8_t *ro, bool *origin_failed)
 {
     struct ic_msg m;
     int ret, defects = 0;
@@ -367,9 +385,15 @@ static int ic_rma_target(struct ic_ctx *x, const struct ic_rma_case *c, uint8_t 
         return ic_rma_fail(x, c, "control channel", ret);
     if ((ret = ic_wait_ctl(x, IC_RMA_ISSUED, c->index, &m)))
         return ic_rma_fail(x, c, "waiting for the origin's operation", ret);
-    /* An operation that failed at the origin is its defect; what it left here is not checked. */
-    if (m.b == 0 && (defects = ic_rma_settle(x, c, region)) < 0)
+    *origin_failed = m.b != 0;
+    /*
+     * An operation that failed at the origin is its defect; what it left here is
+     * not checked. A refused one must have changed nothing, failed or not.
+     */
+    if ((m.b == 0 || c->refuse) && (defects = ic_rma_settle(x, c, region)) < 0)
         return defects;
+    if (c->refuse == IC_REFUSE_READ_ONLY)
+        defects += ic_rma_ro_intact(x, c, ro);
     if ((ret = ic_send(x->ctl, IC_RMA_DONE, c->index, (uint64_t)defects)))
         return ic_rma_fail(x, c, "control channel", ret);
     return defects;
@@ -383,6 +407,25 @@ static void ic_rma_prepare(const struct ic_rma_case *c, const struct ic_rma_mem 
 
     *io = (struct ic_rma_io){
         .raddr = mem->peer_addr + c->off, .rkey = mem->peer_key, .len = c->len, .buf = local};
+    switch (c->refuse) {
+    case IC_REFUSE_BAD_KEY: /* a key no region has: the region's with its low bits changed */
+        io->rkey = mem->peer_key ^ 0x5a5au;
+        if (io->rkey == mem->peer_ro_key)
+            io->rkey ^= 0x100u;
+        break;
+    case IC_REFUSE_BEFORE: /* half before the region's start, half in it */
+        io->raddr = mem->peer_addr - c->len / 2;
+        break;
+    case IC_REFUSE_PAST: /* half at the region's end, half past it */
+        io->raddr = mem->peer_addr + IC_RMA_REGION - c->len / 2;
+        break;
+    case IC_REFUSE_READ_ONLY:
+        io->raddr = mem->peer_ro_addr + 64;
+        io->rkey = mem->peer_ro_key;
+        break;
+    default:
+        break;
+    }
     switch (c->kind) {
     case IC_RMA_WRITE:
         for (uint64_t i = 0; i < c->len; i++)
@@ -416,13 +459,31 @@ static unsigned ic_rma_check_local(const struct ic_ctx *x, const struct ic_rma_c
     char name[96];
     uint64_t i;
 
-    if (op->status) {
+    if (op->status && !c->refuse) {
         fprintf(stderr, "interop(%s): one-sided case %u (%s): completed with %s\n", x->ops->name,
                 c->index, ic_rma_describe(c, name, sizeof(name)), x->ops->strerror(op->status));
         return 1;
     }
     if (got == NULL)
         return 0;
+    if (c->refuse && op->status == 0 && ic_rma_cache_may_widen(c, x->opts->fi_bugs)) {
+        ++*x->opts->tolerated;
+        return 0;
+    }
+    if (c->refuse) {
+        /* No data: the buffer keeps its guard bytes, failed or not. */
+        for (i = 0; i < c->len + IC_RMA_GUARD; i++)
+            if (got[i] != IC_GUARD_BYTE) {
+                fprintf(stderr,
+                        "interop(%s): one-sided case %u (%s): refused, yet %s byte %llu is "
+                        "0x%02x\n",
+                        x->ops->name, c->index, ic_rma_describe(c, name, sizeof(name)),
+                        c->kind == IC_RMA_READ ? "read" : "old value", (unsigned long long)i,
+                        got[i]);
+                return 1;
+            }
+        return 0;
+    }
     /* Both hold the target's bytes before the operation, then the guard. */
     for (i = 0; i < c->len + IC_RMA_GUARD; i++) {
         uint8_t want = i < c->len ? ic_rma_before(c, c->off + i) : IC_GUARD_BYTE;
@@ -482,7 +543,7 @@ int ic_rma_run(const struct ic_side_ops *ops, void *side, bool i_am_efarm, int c
 
     for (unsigned k = 0; k < ncases; k++) {
         const struct ic_rma_case *c = &cases[k];
-        bool origin = (c->dir == IC_EFARM_TO_FI) == i_am_efarm;
+        bool origin = (c->dir == IC_EFARM_TO_FI) == i_am_efarm, origin_failed = false;
         double t0 = ic_now();
         unsigned found;
         char name[96];
@@ -491,12 +552,15 @@ int ic_rma_run(const struct ic_side_ops *ops, void *side, bool i_am_efarm, int c
         x.deadline = t0 + opts->case_timeout_s;
         if (ops->rma_case_begin)
             ops->rma_case_begin(side, c);
-        ret = origin ? ic_rma_origin(&x, c, mem, &op) : ic_rma_target(&x, c, mem->region);
+        ret = origin ? ic_rma_origin(&x, c, mem, &op)
+                     : ic_rma_target(&x, c, mem->region, mem->ro, &origin_failed);
         if (ret < 0)
             return ret;
+        if (origin)
+            origin_failed = op.status != 0;
         found = (unsigned)ret;
         if (ops->rma_case_end)
-            found += ops->rma_case_end(side, c);
+            found += ops->rma_case_end(side, c, origin_failed);
         defects += found;
         if (opts->verbose)
             printf("one-sided case %u %s: %s (%.1f ms)\n", c->index,

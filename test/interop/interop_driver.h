@@ -48,9 +48,12 @@ struct ic_side_ops {
     /* One-sided: start the origin's operation of case c; -EAGAIN: progress and retry. */
     int (*rma)(void *side, const struct ic_rma_case *c, const struct ic_rma_io *io,
                struct ic_op *op);
-    /* Around each one-sided case, both roles; may be NULL. Returns defects found. */
+    /*
+     * Around each one-sided case, both roles; may be NULL. Returns defects found.
+     * origin_failed: the origin's operation completed with an error.
+     */
     void (*rma_case_begin)(void *side, const struct ic_rma_case *c);
-    unsigned (*rma_case_end)(void *side, const struct ic_rma_case *c);
+    unsigned (*rma_case_end)(void *side, const struct ic_rma_case *c, bool origin_failed);
 };
 
 struct ic_run_opts {
@@ -72,9 +75,12 @@ int ic_run(const struct ic_side_ops *ops, void *side, bool i_am_efarm, int ctl,
 /* What a side brings to the one-sided phase; the side owns the memory. */
 struct ic_rma_mem {
     uint8_t *region;    /* IC_RMA_REGION bytes exposed to the peer */
+    uint8_t *ro;        /* IC_RMA_RO bytes exposed for remote read only (ic_rma_ro_byte) */
     uint8_t *local;     /* IC_RMA_LOCAL bytes the side's operations use as origin */
     uint64_t peer_addr; /* the peer's exposed region */
     uint64_t peer_key;
+    uint64_t peer_ro_addr; /* and its read-only one */
+    uint64_t peer_ro_key;
 };
 
 /*

@@ -2,7 +2,8 @@
  * interop-efarm: efarm's side of the interoperability test (interop.h).
  *
  *   interop-efarm --listen SOCKET [--sizes LIST] [--no-bursts] [--no-dc] [--no-msg]
- *                 [--rma] [--rma-fi LIST] [--rma-efarm LIST] [--atomics] [--fi-rdma 0|1]
+ *                 [--rma] [--rma-fi LIST] [--rma-efarm LIST] [--atomics] [--refusals LIST]
+ *                 [--fi-rdma 0|1]
  *                 [--fi-rdma-write 0|1] [--fi-runt BYTES] [--expect LIST]
  *                 [--expect-rma LIST] [--read-nack] [--timeout S] [-v]
  *
@@ -234,6 +235,7 @@ static const struct ic_side_ops g_ie_ops = {
 static const char g_usage[] =
     "usage: interop-efarm --listen SOCKET [--sizes LIST] [--no-bursts] [--no-dc]\n"
     "                     [--no-msg] [--rma] [--rma-fi LIST] [--rma-efarm LIST] [--atomics]\n"
+    "                     [--refusals LIST]\n"
     "                     [--fi-rdma 0|1] [--fi-rdma-write 0|1] [--fi-runt BYTES]\n"
     "                     [--expect LIST] [--expect-rma LIST] [--read-nack]\n"
     "                     [--timeout SECONDS] [-v]\n"
@@ -254,7 +256,11 @@ static const char g_usage[] =
     "  --rma-efarm " IE_RMA_EFARM_SIZES "\n"
     "--atomics: and every atomic (kind, operation, datatype) libfabric's EFA\n"
     "provider carries, both ways, four elements each; each side first checks its\n"
-    "own list of what it carries against the test's.\n"
+    "own list of what it carries against the test's. --refusals LIST: and\n"
+    "operations on memory the target did not grant (a bad key, before or past the\n"
+    "region, a read-only region; interop.h): fi (libfabric's writes and atomics),\n"
+    "reads (both ways; only where reads are the device's), efarm-writes (only\n"
+    "where they are the device's).\n"
     "--fi-rdma-write: libfabric offers RDMA write (1.18 and later on a device\n"
     "with it). --expect-rma: one-sided subprotocols (direct_write,eager_rtw,\n"
     "dc_eager_rtw,longcts_rtw,dc_longcts_rtw,longread_rtw,direct_read,short_rtr,\n"
@@ -419,6 +425,7 @@ static int ie_parse_args(int argc, char **argv, struct ie_args *a)
         {"expect-rma", required_argument, NULL, 'X'},
         {"fi-rdma-write", required_argument, NULL, 'W'},
         {"atomics", no_argument, NULL, 'T'},
+        {"refusals", required_argument, NULL, 'U'},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -452,6 +459,25 @@ static int ie_parse_args(int argc, char **argv, struct ie_args *a)
         case 'T':
             a->params.flags |= IC_F_RMA | IC_F_ATOMICS;
             break;
+        case 'U': {
+            char buf[128], *save = NULL;
+
+            if (strlen(optarg) >= sizeof(buf))
+                return ie_bad("--refusals", optarg);
+            strcpy(buf, optarg);
+            for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (strcmp(t, "fi") == 0)
+                    a->params.flags |= IC_F_REFUSALS;
+                else if (strcmp(t, "reads") == 0)
+                    a->params.flags |= IC_F_REFUSE_READS;
+                else if (strcmp(t, "efarm-writes") == 0)
+                    a->params.flags |= IC_F_REFUSE_EFARM_W;
+                else
+                    return ie_bad("--refusals (fi,reads,efarm-writes)", optarg);
+            }
+            a->params.flags |= IC_F_RMA;
+            break;
+        }
         case 'F':
         case 'E':
             if (parse_rma_sizes(optarg, c == 'F' ? IC_RMA_FROM_FI : IC_RMA_FROM_EFARM, &a->params))

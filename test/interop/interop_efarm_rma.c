@@ -308,13 +308,17 @@ static unsigned ie_rma_target_seen(const struct ie_side *s, const struct ic_rma_
     const struct efarm_counters *now = efarm_ep_counters(s->ep), *was = &s->before;
     char name[96];
 
-    if (IE_DELTA(now, was, rma_served) != t->nreq)
-        IE_RMA_DEFECT("efarm served %llu of %llu REQ(s)",
+    /* A refusal case: every REQ refused, none served (the device's own refuse nothing here). */
+    uint64_t want_served = c->refuse ? 0 : t->nreq, want_refused = c->refuse ? t->nreq : 0;
+
+    if (IE_DELTA(now, was, rma_served) != want_served)
+        IE_RMA_DEFECT("efarm served %llu of %llu REQ(s)%s",
                       (unsigned long long)IE_DELTA(now, was, rma_served),
-                      (unsigned long long)t->nreq);
-    if (IE_DELTA(now, was, rma_refused) || IE_DELTA(now, was, unsupported))
-        IE_RMA_DEFECT("efarm refused %llu and dropped %llu unsupported REQ(s)",
+                      (unsigned long long)t->nreq, c->refuse ? " it had to refuse" : "");
+    if (IE_DELTA(now, was, rma_refused) != want_refused || IE_DELTA(now, was, unsupported))
+        IE_RMA_DEFECT("efarm refused %llu of %llu REQ(s) and dropped %llu unsupported",
                       (unsigned long long)IE_DELTA(now, was, rma_refused),
+                      (unsigned long long)t->nreq,
                       (unsigned long long)IE_DELTA(now, was, unsupported));
     if (t->pkts)
         return t->pkts;
@@ -347,7 +351,7 @@ static bool ie_rma_unreadable(const struct ie_side *s, const struct ic_rma_case 
     return true;
 }
 
-unsigned ie_rma_case_end(void *side, const struct ic_rma_case *c)
+unsigned ie_rma_case_end(void *side, const struct ic_rma_case *c, bool origin_failed)
 {
     struct ie_side *s = side;
     /* A REQ per packet carries at most an MTU of data, at least an MTU less its header. */
@@ -361,6 +365,14 @@ unsigned ie_rma_case_end(void *side, const struct ic_rma_case *c)
     seen = c->dir == IC_EFARM_TO_FI ? ie_rma_origin_seen(s, c, &t, defects)
                                     : ie_rma_target_seen(s, c, &t, defects);
     (void)ie_rma_unreadable(s, c, &t, &seen);
+    /*
+     * A refusal: efarm as origin always learns it (the device's error for its
+     * RDMA, the REFUSED answer for its packets); libfabric as origin where the
+     * device refused its RDMA (no REQ reached efarm).
+     */
+    if (c->refuse && !origin_failed && (c->dir == IC_EFARM_TO_FI || t.pkts == 0) &&
+        !ic_rma_cache_may_widen(c, s->fi_bugs))
+        IE_RMA_DEFECT("refused, yet the origin's operation completed without an error");
     if (t.replies != t.replies_owed)
         IE_RMA_DEFECT("%llu replies (READRSP, ATOMRSP, RECEIPT, EOR) to %llu REQ(s) that get one",
                       (unsigned long long)t.replies, (unsigned long long)t.replies_owed);
@@ -457,17 +469,26 @@ int ie_rma_phase(struct ie_side *s, const struct ic_side_ops *ops, int fd, const
     static struct ic_rma_case cases[IC_MAX_RMA_CASES];
     unsigned ncases = ic_rma_cases(&a->params, cases, IC_MAX_RMA_CASES);
     struct ic_rma_mem mem = {.region = aligned_alloc(4096, IC_RMA_REGION),
+                             .ro = aligned_alloc(4096, IC_RMA_RO),
                              .local = aligned_alloc(4096, IC_RMA_LOCAL)};
-    struct efarm_region *region;
+    struct efarm_region *region, *ro = NULL;
     unsigned offered = 0;
     int ret = -ENOMEM;
 
     *ncases_p = ncases;
     if (a->params.flags & IC_F_ATOMICS)
         offered = ie_atomics_offered();
-    if (mem.region == NULL || mem.local == NULL)
+    if (mem.region == NULL || mem.local == NULL || mem.ro == NULL)
         goto out_free;
     memset(mem.region, 0, IC_RMA_REGION);
+    for (uint64_t o = 0; o < IC_RMA_RO; o++)
+        mem.ro[o] = ic_rma_ro_byte(o);
+    ret = efarm_expose(s->ep, mem.ro, IC_RMA_RO, EFARM_EXPOSE_READ, &ro);
+    if (ret) {
+        fprintf(stderr, "interop-efarm: efarm_expose of the read-only region: %s\n",
+                efarm_strerror(ret));
+        goto out_free;
+    }
     ret = efarm_expose(s->ep, mem.region, IC_RMA_REGION, EFARM_EXPOSE_READ | EFARM_EXPOSE_WRITE,
                        &region);
     if (ret) {
@@ -476,6 +497,10 @@ int ie_rma_phase(struct ie_side *s, const struct ic_side_ops *ops, int fd, const
     }
     ret = ic_region_exchange(fd, (uint64_t)(uintptr_t)mem.region, efarm_region_key(region),
                              &mem.peer_addr, &mem.peer_key, (int)(a->ropts.case_timeout_s * 1000));
+    if (!ret)
+        ret = ic_region_exchange(fd, (uint64_t)(uintptr_t)mem.ro, efarm_region_key(ro),
+                                 &mem.peer_ro_addr, &mem.peer_ro_key,
+                                 (int)(a->ropts.case_timeout_s * 1000));
     if (ret) {
         fprintf(stderr, "interop-efarm: exchanging the one-sided regions: %s\n",
                 ret == -EPROTO ? "protocol error on the control channel" : efarm_strerror(ret));
@@ -487,7 +512,10 @@ int ie_rma_phase(struct ie_side *s, const struct ic_side_ops *ops, int fd, const
 out_unexpose:
     efarm_unexpose(s->ep, region);
 out_free:
+    if (ro)
+        efarm_unexpose(s->ep, ro);
     free(mem.local);
+    free(mem.ro);
     free(mem.region);
     return ret;
 }

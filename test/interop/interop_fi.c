@@ -368,12 +368,21 @@ static int if_rma_phase(struct if_side *s, int fd, const struct ic_params *param
     static struct ic_rma_case cases[IC_MAX_RMA_CASES];
     unsigned ncases = ic_rma_cases(params, cases, IC_MAX_RMA_CASES), defects;
     struct ic_rma_mem mem = {.region = aligned_alloc(4096, IC_RMA_REGION),
+                             .ro = aligned_alloc(4096, IC_RMA_RO),
                              .local = aligned_alloc(4096, IC_RMA_LOCAL)};
+    struct fid_mr *ro_mr = NULL;
     int ret = -FI_ENOMEM;
 
-    if (mem.region == NULL || mem.local == NULL)
+    if (mem.region == NULL || mem.local == NULL || mem.ro == NULL)
         goto out_free;
     memset(mem.region, 0, IC_RMA_REGION);
+    for (uint64_t o = 0; o < IC_RMA_RO; o++)
+        mem.ro[o] = ic_rma_ro_byte(o);
+    ret = fi_mr_reg(s->domain, mem.ro, IC_RMA_RO, FI_REMOTE_READ, 0, 0, 0, &ro_mr, NULL);
+    if (ret) {
+        fprintf(stderr, "interop-fi: fi_mr_reg of the read-only region: %s\n", fi_strerror(-ret));
+        goto out_free;
+    }
     ret = fi_mr_reg(s->domain, mem.region, IC_RMA_REGION, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0,
                     &s->region_mr, NULL);
     if (ret) {
@@ -389,6 +398,10 @@ static int if_rma_phase(struct if_side *s, int fd, const struct ic_params *param
     s->local_desc = fi_mr_desc(s->local_mr);
     ret = ic_region_exchange(fd, (uint64_t)(uintptr_t)mem.region, fi_mr_key(s->region_mr),
                              &mem.peer_addr, &mem.peer_key, (int)(ropts->case_timeout_s * 1000));
+    if (!ret)
+        ret =
+            ic_region_exchange(fd, (uint64_t)(uintptr_t)mem.ro, fi_mr_key(ro_mr), &mem.peer_ro_addr,
+                               &mem.peer_ro_key, (int)(ropts->case_timeout_s * 1000));
     if (ret) {
         fprintf(stderr, "interop-fi: exchanging the one-sided regions: %s\n",
                 ret == -EPROTO ? "protocol error on the control channel" : if_strerror(ret));
@@ -407,7 +420,10 @@ out_close_region:
     fi_close(&s->region_mr->fid);
     s->region_mr = NULL;
 out_free:
+    if (ro_mr)
+        fi_close(&ro_mr->fid);
     free(mem.local);
+    free(mem.ro);
     free(mem.region);
     return ret;
 }
