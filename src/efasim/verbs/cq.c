@@ -471,6 +471,7 @@ struct ibv_cq_ex *efasim_vcq_create(struct efasim_vctx *ctx, struct ibv_cq_init_
     if (attr->wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
         cq->ibv.read_dlid_path_bits = cq_read_zero_u8;
     cq->efadv.comp_mask = 0;
+    cq->efadv.wc_is_unsolicited = NULL;
     if (with_sgid)
         cq->efadv.wc_read_sgid = cq_wc_read_sgid;
     return &cq->ibv;
@@ -586,5 +587,5 @@ void efasim_vcq_event_read(struct ibv_cq *ibv)
 /* For efadv_cq_from_ibv_cq_ex (efadv.c). */
 struct efadv_cq *efasim_vcq_efadv(struct ibv_cq_ex *ibv)
 {
-    return &to_vcq(ibv)->efadv;
+    return (struct efadv_cq *)&to_vcq(ibv)->efadv; /* 64's layout, 44's at its beginning */
 }

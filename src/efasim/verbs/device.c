@@ -112,6 +112,15 @@ EFASIM_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
     return list;
 }
 
+/* For libefa's efadv entry points (efadv.c), which refuse devices that are not EFA's. */
+bool efasim_vdev_is_efa(const struct ibv_device *device)
+{
+    for (size_t i = 0; i < EFASIM_MAX_DEVICES; i++)
+        if (device == &g_devices[i].ibv && g_devices[i].m)
+            return true;
+    return false;
+}
+
 EFASIM_EXPORT void ibv_free_device_list(struct ibv_device **list)
 {
     free(list);
@@ -220,7 +229,7 @@ static struct ibv_qp *ctx_create_qp_ex(struct ibv_context *context,
         errno = EOPNOTSUPP;
         return NULL;
     }
-    return efasim_vqp_create(to_vctx(context), attr);
+    return efasim_vqp_create(to_vctx(context), attr, NULL);
 }
 
 EFASIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
@@ -533,7 +542,7 @@ EFASIM_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init
     memcpy(&ex, attr, sizeof(*attr));
     ex.comp_mask = IBV_QP_INIT_ATTR_PD;
     ex.pd = pd;
-    qp = efasim_vqp_create(to_vctx(pd->context), &ex);
+    qp = efasim_vqp_create(to_vctx(pd->context), &ex, NULL);
     if (qp)
         memcpy(attr, &ex, sizeof(*attr));
     return qp;

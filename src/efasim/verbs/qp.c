@@ -1,6 +1,7 @@
 /*
- * efasim's drop-in SRD and UD QPs: what rdma-core 44's EFA provider does
- * around the device (model/qp.c). Creation's attribute checks and queue sizing; the
+ * efasim's drop-in SRD and UD QPs: what rdma-core's EFA provider does around
+ * the device (model/qp.c), as in release 44, with 64's efadv additions.
+ * Creation's attribute checks and queue sizing; the
  * ibv_qp_ex work-request builder (wr_start ... wr_complete, all or nothing
  * like the EFA provider), which stages WRs and hands them to the device at
  * wr_complete; the legacy post_send/post_recv; and the rule that a WR's queue
@@ -19,7 +20,7 @@ static struct efasim_vqp *to_vqp_ex(struct ibv_qp_ex *qpx)
     return (struct efasim_vqp *)qpx; /* ibv is the first member */
 }
 
-static void qp_install_wr_ops(struct efasim_vqp *qp, uint64_t send_ops_flags);
+static void qp_install_wr_ops(struct efasim_vqp *qp, uint64_t send_ops_flags, uint64_t wr_flags);
 
 /*
  * The send operations a QP may ask for, as rdma-core 44's efa_check_qp_attr
@@ -38,14 +39,29 @@ static uint64_t qp_supported_send_ops(enum ibv_qp_type type)
 }
 
 /*
- * The checks of rdma-core 44's efa_check_qp_attr, with their errno values:
- * unknown comp_mask bits or send operations EOPNOTSUPP; no PD, no CQs or an
- * SRQ EINVAL. The caps are checked against the device by the model, with the
- * same errno (EINVAL) as efa_check_qp_limits. The QP type (UD, or SRD as
- * IBV_QPT_DRIVER) was settled by the entry point.
+ * The checks of rdma-core's efa_check_qp_attr, in its order, with their errno
+ * values: efadv flags the device does not offer, unknown comp_mask bits or
+ * send operations, wr_flags beyond the processing hints (rdma-core 64's)
+ * EOPNOTSUPP; no PD, no CQs or an SRQ EINVAL. Then those of rdma-core 64's
+ * efa_check_qp_limits, all EINVAL: SGEs beyond the device's, the send queue
+ * deeper than 64 computes it, more receive WRs than max_rq_wr descriptors
+ * hold at max_recv_sge each (44's bound, max_rq_wr, for 0 SGEs, where 64
+ * divides by zero), inline data beyond the device's; the model checks the
+ * caps again, as the kernel does. The QP type (UD, or SRD as IBV_QPT_DRIVER)
+ * and the driver QP type were settled by the entry point.
  */
-static int qp_check_attr(const struct ibv_qp_init_attr_ex *attr)
+static int qp_check_attr(const struct ibv_qp_init_attr_ex *attr,
+                         const struct efasim_efadv_qp_init_attr *efa)
 {
+    const struct efasim_config *cfg = efasim_config();
+
+    /*
+     * rdma-core offers UNSOLICITED_WRITE_RECV with that capability, which the
+     * device lacks, and INLINE_WRITE with RDMA write, whose inline form the
+     * drop-in has not: both refused, as where the device lacks them.
+     */
+    if (efa->flags)
+        return EOPNOTSUPP;
     if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
         return EOPNOTSUPP;
     if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd)
@@ -53,18 +69,48 @@ static int qp_check_attr(const struct ibv_qp_init_attr_ex *attr)
     if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
         (attr->send_ops_flags & ~qp_supported_send_ops(attr->qp_type)))
         return EOPNOTSUPP;
+    if (efa->wr_flags & ~EFASIM_EFADV_WR_EX_WITH_PROCESSING_HINTS)
+        return EOPNOTSUPP;
     if (!attr->send_cq || !attr->recv_cq || attr->srq)
+        return EINVAL;
+    if (attr->cap.max_send_sge > cfg->max_sq_sge || attr->cap.max_recv_sge > cfg->max_rq_sge ||
+        attr->cap.max_send_wr > efasim_vqp_sq_max_depth(attr->cap.max_inline_data, false) ||
+        attr->cap.max_recv_wr >
+            cfg->max_rq_wr / (attr->cap.max_recv_sge ? attr->cap.max_recv_sge : 1) ||
+        attr->cap.max_inline_data > cfg->inline_size)
         return EINVAL;
     /*
      * The receive ring holds max_recv_sge * max_recv_wr descriptors, rounded up to
-     * 2^n, counted in 16 bits by rdma-core 44 (efa_setup_qp): beyond 32768 the
+     * 2^n, counted in 16 bits by rdma-core (efa_setup_qp): beyond 32768 the
      * count wraps to 0 and the QP is left without a receive queue. Refused here.
      */
     if (efasim_roundup_pow2((attr->cap.max_recv_sge ? attr->cap.max_recv_sge : 1) *
-                            (attr->cap.max_recv_wr ? attr->cap.max_recv_wr : 1)) >
-        efasim_config()->max_rq_wr)
+                            (attr->cap.max_recv_wr ? attr->cap.max_recv_wr : 1)) > cfg->max_rq_wr)
         return EINVAL;
     return 0;
+}
+
+/* The largest power of two at most v, 0 for 0 (rdma-core's rounddown_pow_of_two). */
+static uint32_t rounddown_pow2(uint32_t v)
+{
+    uint32_t p = 1;
+
+    if (!v)
+        return 0;
+    while (p <= v / 2)
+        p <<= 1;
+    return p;
+}
+
+uint32_t efasim_vqp_sq_max_depth(uint32_t max_inline_data, bool inline_write)
+{
+    /* The device's LLQ: max_sq_wr 64-byte descriptors (EFA's max_llq_size). */
+    uint64_t llq_bytes = (uint64_t)efasim_config()->max_sq_wr * EFASIM_EFA_TX_WQE_SIZE;
+    uint32_t wqe_size = max_inline_data > EFASIM_EFA_TX_INLINE_MAX || inline_write
+                            ? EFASIM_EFA_TX_WQE_SIZE_EX
+                            : EFASIM_EFA_TX_WQE_SIZE;
+
+    return rounddown_pow2((uint32_t)(llq_bytes / wqe_size));
 }
 
 /*
@@ -92,15 +138,27 @@ static void qp_free(struct efasim_vqp *qp)
     free(qp);
 }
 
-struct ibv_qp *efasim_vqp_create(struct efasim_vctx *ctx, struct ibv_qp_init_attr_ex *attr)
+struct ibv_qp *efasim_vqp_create(struct efasim_vctx *ctx, struct ibv_qp_init_attr_ex *attr,
+                                 const struct efasim_efadv_qp_init_attr *efa)
 {
+    static const struct efasim_efadv_qp_init_attr no_efa;
     uint32_t inline_size = efasim_config()->inline_size;
     struct efasim_qp_init init;
     struct efasim_vqp *qp;
     int err;
 
-    err = qp_check_attr(attr);
+    if (!efa)
+        efa = &no_efa;
+    err = qp_check_attr(attr, efa);
     if (err)
+        goto err;
+    /*
+     * The kernel's part: a service level goes to the device with the QP, and
+     * efasim's offers none but the default (EOPNOTSUPP, as the kernel front
+     * end answers rdma-core 64's sl).
+     */
+    err = EOPNOTSUPP;
+    if (efa->sl)
         goto err;
     err = ENOMEM;
     qp = calloc(1, sizeof(*qp));
@@ -137,7 +195,7 @@ struct ibv_qp *efasim_vqp_create(struct efasim_vctx *ctx, struct ibv_qp_init_att
     /* As on EFA, the ibv_wr_* API exists only on a QP created with send_ops_flags. */
     qp->has_qp_ex = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
     if (qp->has_qp_ex)
-        qp_install_wr_ops(qp, attr->send_ops_flags);
+        qp_install_wr_ops(qp, attr->send_ops_flags, efa->wr_flags);
     attr->cap = qp->m->cap;
     return &qp->ibv.qp_base;
 
@@ -397,8 +455,22 @@ static void wr_abort(struct ibv_qp_ex *qpx)
     wr_complete(qpx);
 }
 
-/* As rdma-core 44's efa_qp_fill_wr_pfns: the operations asked for, the rest stay NULL. */
-static void qp_install_wr_ops(struct efasim_vqp *qp, uint64_t send_ops_flags)
+/*
+ * efadv_wr_set_processing_hints (rdma-core 64): rdma-core writes the hints into
+ * the WR being built, for the device to schedule it by. efasim's device
+ * schedules every WR alike, so the hint changes nothing and none is kept: the
+ * WR, and the session's outcome, are what they were.
+ */
+static void wr_set_processing_hints(struct efasim_efadv_qp *efadv, uint32_t hints)
+{
+    (void)efadv, (void)hints;
+}
+
+/*
+ * As rdma-core's efa_qp_fill_wr_pfns: the operations asked for, the rest stay
+ * NULL; efadv's processing hints with EFADV_WR_EX_WITH_PROCESSING_HINTS.
+ */
+static void qp_install_wr_ops(struct efasim_vqp *qp, uint64_t send_ops_flags, uint64_t wr_flags)
 {
     struct ibv_qp_ex *x = &qp->ibv;
 
@@ -420,6 +492,8 @@ static void qp_install_wr_ops(struct efasim_vqp *qp, uint64_t send_ops_flags)
     x->wr_set_sge_list = wr_set_sge_list;
     x->wr_set_inline_data = wr_set_inline_data;
     x->wr_set_inline_data_list = wr_set_inline_data_list;
+    if (wr_flags & EFASIM_EFADV_WR_EX_WITH_PROCESSING_HINTS)
+        qp->efadv.wr_set_processing_hints = wr_set_processing_hints;
 }
 
 /* ---- Legacy posting ------------------------------------------------------------ */
