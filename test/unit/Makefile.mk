@@ -105,7 +105,8 @@ test_unit_efasim_unit_SOURCES = \
 	test/unit/test_efasim_ud.c \
 	test/unit/test_efasim_events.c \
 	test/unit/test_efasim_patched.c \
-	test/unit/test_efasim_netlink.c
+	test/unit/test_efasim_netlink.c \
+	test/unit/test_efasim_efadv_new.c
 test_unit_efasim_unit_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test/unit $(IBVERBS_CFLAGS)
 test_unit_efasim_unit_LDADD = libefarm.la $(EFA_LIBS) $(IBVERBS_LIBS) -ldl
 test_unit_efasim_pingpong_SOURCES = test/unit/efasim_pingpong.c

@@ -1,18 +1,23 @@
 #!/bin/sh
 # efasim's exported symbols and version nodes against Debian's rdma-core.
 #
-#   sh test/unit/test_efasim_symbols.sh EFASIM_LIBDIR
+#   sh test/unit/test_efasim_symbols.sh EFASIM_LIBDIR [ELF...]
 #
 # A binary built against Debian's libibverbs/libefa binds to efasim only if
 # every (symbol, version) it imports exists in efasim's libraries with exactly
 # that version. Checked with objdump -T:
 #   - every symbol the system's libibverbs.so.1 / libefa.so.1 export at a
 #     public version node (default version) efasim exports at the same node;
-#   - efasim exports nothing public at a version the system library does not
-#     use for that symbol;
+#   - libefa's nodes of rdma-core 64 beyond the system's (EFA_1.3 to EFA_1.6,
+#     the table below) efasim exports too, each symbol at its node, and
+#     defines each node with 64's parent (objdump -p), so that binaries built
+#     against rdma-core 64 (libfabric 2.6) bind;
+#   - efasim exports nothing public at a version that neither the system
+#     library nor that table uses for the symbol;
 #   - every IBVERBS_*/EFA_* import of the installed binaries and libraries
 #     that link libibverbs.so.1 or libefa.so.1 (librdmacm, libfabric,
-#     ibverbs-utils, ...) is exported by efasim.
+#     ibverbs-utils, ...), and of each ELF named after EFASIM_LIBDIR (such as
+#     a libfabric built against rdma-core 64), is exported by efasim.
 # Private nodes are skipped (IBVERBS_PRIVATE_*: rdma-core's providers), except
 # the imports of installed binaries, which must all resolve; rdma-core's own
 # providers (libmlx5 and the like, which import its private driver ABI) are not
@@ -21,11 +26,12 @@
 # libraries.
 set -u
 
-if [ $# -ne 1 ]; then
-    echo "usage: $0 EFASIM_LIBDIR" >&2
+if [ $# -lt 1 ]; then
+    echo "usage: $0 EFASIM_LIBDIR [ELF...]" >&2
     exit 2
 fi
 libdir=$1
+shift
 npass=0
 nfail=0
 pass() {
@@ -60,6 +66,10 @@ done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_efasim_symbols.XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 2' HUP INT PIPE TERM
+: >"$tmp/elfs" # the ELF files named after EFASIM_LIBDIR, one a line
+for f in "$@"; do
+    printf '%s\n' "$f" >>"$tmp/elfs"
+done
 
 # defs LIB: "symbol version" per defined function or object; a hidden
 # (non-default) version is written "(version)" by objdump and kept so.
@@ -71,6 +81,28 @@ defs() {
 imports() {
     objdump -T "$1" 2>/dev/null | awk '/\*UND\*/ && $(NF - 1) ~ /^\((IBVERBS|EFA)_/ {
         v = $(NF - 1); gsub(/[()]/, "", v); print $NF, v }' | sort -u
+}
+
+# rdma-core 64's libefa nodes beyond 44's (providers/efa/libefa.map of rdma-core
+# 64.0): symbol, node, the node it inherits.
+efa64_nodes='efadv_query_mr EFA_1.3 EFA_1.2
+efadv_query_cq EFA_1.4 EFA_1.3
+efadv_query_qp_wqs EFA_1.4 EFA_1.3
+efadv_get_max_rq_depth EFA_1.5 EFA_1.4
+efadv_get_max_sq_depth EFA_1.5 EFA_1.4
+efadv_qp_from_ibv_qp_ex EFA_1.6 EFA_1.5'
+echo "$efa64_nodes" | awk '{ print $1, $2 }' | sort -u >"$tmp/efa64.syms"
+echo "$efa64_nodes" | awk '{ print $2, $3 }' | sort -u >"$tmp/efa64.parents"
+: >"$tmp/extra_ok.libibverbs.so.1"
+# The nodes' own symbols (objdump lists a node as a symbol of its name) and the functions.
+echo "$efa64_nodes" | awk '{ print $2, $2 }' | sort -u - "$tmp/efa64.syms" >"$tmp/extra_ok.libefa.so.1"
+
+# parents LIB: "node parent" per version definition that names a parent.
+parents() {
+    objdump -p "$1" | awk '/^Version definitions:/ { on = 1; next }
+        on && /^$/ { exit }
+        on && NF >= 4 { node = $4; next }
+        on && NF == 1 { print node, $1 }' | sort -u
 }
 
 for pair in "libibverbs.so.1 $sys_verbs" "libefa.so.1 $sys_efa"; do
@@ -87,9 +119,10 @@ for pair in "libibverbs.so.1 $sys_verbs" "libefa.so.1 $sys_efa"; do
     else
         pass "$name exports every public symbol of $2 at its version ($(wc -l <"$tmp/want.$name"))"
     fi
-    # efasim's public exports must be versions the system library has for them.
+    # efasim's public exports must be versions the system library (or rdma-core 64's
+    # libefa, the table above) has for them.
     awk '$2 !~ /EFASIM_PRIVATE/' "$tmp/sim.$name" >"$tmp/ours.$name"
-    sed 's/[()]//g' "$tmp/sys.$name" | sort -u >"$tmp/sysany.$name"
+    sed 's/[()]//g' "$tmp/sys.$name" | sort -u - "$tmp/extra_ok.$name" >"$tmp/sysany.$name"
     comm -23 "$tmp/ours.$name" "$tmp/sysany.$name" >"$tmp/extra.$name"
     if [ -s "$tmp/extra.$name" ]; then
         fail "$name versions" "exported at a version the system library does not use: $(
@@ -98,6 +131,24 @@ for pair in "libibverbs.so.1 $sys_verbs" "libefa.so.1 $sys_efa"; do
         pass "$name invents no symbol version"
     fi
 done
+
+# rdma-core 64's libefa nodes: each symbol at its node (default version), each node
+# defined with 64's parent.
+comm -23 "$tmp/efa64.syms" "$tmp/sim.libefa.so.1" >"$tmp/missing64"
+if [ -s "$tmp/missing64" ]; then
+    fail "libefa.so.1 rdma-core 64 nodes" "missing or at another version: $(
+        tr '\n' ' ' <"$tmp/missing64" | cut -c1-400)"
+else
+    pass "libefa.so.1 exports rdma-core 64's EFA_1.3 to EFA_1.6 ($(wc -l <"$tmp/efa64.syms") symbols)"
+fi
+parents "$libdir/libefa.so.1" >"$tmp/sim.parents"
+comm -23 "$tmp/efa64.parents" "$tmp/sim.parents" >"$tmp/badparents"
+if [ -s "$tmp/badparents" ]; then
+    fail "libefa.so.1 node parents" "not defined so (node parent): $(
+        tr '\n' ' ' <"$tmp/badparents" | cut -c1-400)"
+else
+    pass "libefa.so.1 defines EFA_1.3 to EFA_1.6 each on its predecessor, as rdma-core 64"
+fi
 
 # Every installed ELF that links libibverbs.so.1 or libefa.so.1 must bind.
 sort -u "$tmp/sim.libibverbs.so.1" "$tmp/sim.libefa.so.1" >"$tmp/sim.all"
@@ -125,6 +176,22 @@ done
 if [ "$nbin" -eq 0 ]; then
     echo "SKIP binds: no installed binary links libibverbs.so.1 or libefa.so.1"
 fi
+# The ELF files named on the command line must bind too.
+while IFS= read -r f; do
+    if [ ! -f "$f" ]; then
+        fail "binds $f" "no such file"
+        continue
+    fi
+    imports "$f" >"$tmp/imp"
+    comm -23 "$tmp/imp" "$tmp/sim.all" >"$tmp/unbound"
+    if [ ! -s "$tmp/imp" ]; then
+        fail "binds $f" "imports nothing from IBVERBS_* or EFA_* nodes"
+    elif [ -s "$tmp/unbound" ]; then
+        fail "binds $f" "$(tr '\n' ' ' <"$tmp/unbound" | cut -c1-400)"
+    else
+        pass "binds $f ($(wc -l <"$tmp/imp") imports)"
+    fi
+done <"$tmp/elfs"
 
 echo "$npass passed, $nfail failed"
 [ "$nfail" -eq 0 ]
