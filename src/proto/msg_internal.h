@@ -13,6 +13,7 @@
 #include "efarm_rma.h"
 #include "msg_proto.h"
 #include "proto_internal.h"
+#include "proto_ops.h"
 #include "proto_receive.h"
 
 /*
@@ -45,6 +46,24 @@ void efarm_rx_op_matched(struct efarm_ep *ep, struct efarm_op *op, struct efarm_
                          const struct efarm_pkt *pkt);
 /* Complete the request when all data is in, owe the replies, release when all is sent. */
 void efarm_rx_op_check(struct efarm_ep *ep, struct efarm_op *op);
+/* Where a REQ's application data is (after any read_iov), and at which message offset. */
+void efarm_rx_pkt_data(const struct efarm_pkt *pkt, const uint8_t **data_p, uint64_t *offset_p,
+                       uint64_t *len_p);
+
+/*
+ * The receive op a later REQ of a message or a write belongs to, by its row:
+ * a message receive by (peer, msg_id), a write we serve by (peer, send_id).
+ * NULL: none waits for it.
+ */
+static inline struct efarm_op *efarm_rx_op_lookup(struct efarm_ep *ep, efarm_peer_t peer,
+                                                  const struct efarm_pkt *pkt,
+                                                  const struct efarm_pkt_row *k)
+{
+    if (k->rtw)
+        return efarm_op_map_find(ep, EFARM_OP_WRITE_TARGET, peer,
+                                 (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID]);
+    return efarm_op_map_find(ep, EFARM_OP_RX, peer, (uint32_t)pkt->value[EFARM_PKT_F_MSG_ID]);
+}
 /* Data of the current CTS grant: into the buffer, then the next CTS or the end. */
 void efarm_rx_grant_data(struct efarm_ep *ep, struct efarm_op *op, uint64_t offset,
                          const uint8_t *data, uint64_t n);

@@ -184,8 +184,8 @@ int efarm_rx_op_init(struct efarm_ep *ep, struct efarm_op *op, efarm_peer_t peer
 }
 
 /* Where a packet's application data is, and at which message offset. */
-static void pkt_data(const struct efarm_pkt *pkt, const uint8_t **data_p, uint64_t *offset_p,
-                     uint64_t *len_p)
+void efarm_rx_pkt_data(const struct efarm_pkt *pkt, const uint8_t **data_p, uint64_t *offset_p,
+                       uint64_t *len_p)
 {
     const struct efarm_pkt_row *k = efarm_pkt_row(pkt->type);
     const uint8_t where = k->data;
@@ -214,7 +214,7 @@ static void rx_op_data(struct efarm_op *op, const struct efarm_pkt *pkt)
     const uint8_t *data;
     uint64_t offset, len;
 
-    pkt_data(pkt, &data, &offset, &len);
+    efarm_rx_pkt_data(pkt, &data, &offset, &len);
     copy_clip(op->buf, op->len, offset, data, len);
     op->done_bytes += len;
 }
@@ -481,7 +481,7 @@ static void unexp_seg_count(struct efarm_ep *ep, struct efarm_unexp *ux,
 
     if (!g_efarm_msg_protos[ux->proto]->segmented)
         return;
-    pkt_data(pkt, &data, &offset, &len);
+    efarm_rx_pkt_data(pkt, &data, &offset, &len);
     ux->seg_bytes += len;
     want = g_efarm_msg_protos[ux->proto]->runt ? ux->runt_length : ux->msg_length;
     if (ux->seg_bytes >= want && (ux->flags & EFARM_UXF_MAPPED))
@@ -644,7 +644,7 @@ int efarm_rtm_segment(struct efarm_ep *ep, struct efarm_op *op, const struct efa
                       struct efarm_rxpkt *stored, uint32_t rx_id)
 {
     (void)stored, (void)rx_id;
-    if (op->role != EFARM_OP_RX || op->state == EFARM_OPS_COMPLETED ||
+    if (op->state == EFARM_OPS_COMPLETED ||
         !same_message(pkt, op->proto, op->msg.msg_length, op->msg.runt_length)) {
         ep->cnt.stale_ids++;
         return 0;
@@ -709,25 +709,35 @@ void efarm_ctsdata_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
     efarm_rx_grant_data(ep, op, offset, pkt->payload, n);
 }
 
-void efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
+/*
+ * The data-less LONGCTS REQ (message or write) that answers our READ_NACK
+ * (section 4.7): it joins the receive that sent the READ_NACK, found like its
+ * segments (a message by msg_id, a write by send_id), which then grants the
+ * rest by CTS from what it holds (the runt, or nothing). A message REQ that
+ * finds none is stale; a write that finds none is a new write (the answer to
+ * a long-read write's READ_NACK, which keeps nothing: false, `serve` takes it).
+ */
+bool efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
 {
-    struct efarm_op *op = efarm_op_map_find(ep, peer, (uint32_t)pkt->value[EFARM_PKT_F_MSG_ID]);
-    const struct efarm_pkt_row *k = rtm_row(pkt->type);
+    const struct efarm_pkt_row *k = efarm_pkt_row(pkt->type);
+    struct efarm_op *op = efarm_rx_op_lookup(ep, peer, pkt, k);
 
-    if (op == NULL || !(op->awaits & EFARM_AWAIT_REQ) || k == NULL ||
+    if (op == NULL && k->rtw)
+        return false;
+    if (op == NULL || !(op->awaits & EFARM_AWAIT_REQ) ||
         pkt->value[EFARM_PKT_F_MSG_LENGTH] != op->msg.msg_length) {
         ep->cnt.stale_ids++;
-        return;
+        return true;
     }
     op->awaits &= ~EFARM_AWAIT_REQ;
     efarm_msg_proto_set(op, efarm_msg_proto(op)->fallback);
-    op->peer_op_id = (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID];
+    op->peer_op_id = (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID]; /* a write's: the same */
     op->msg.credit_request = (uint32_t)pkt->value[EFARM_PKT_F_CREDIT_REQUEST];
     if (k->dc)
         op->flags |= EFARM_OPF_DC;
-    efarm_op_map_remove(ep, op);
     op->owed |= EFARM_OWE_CTS;
     efarm_rx_op_work(ep, op);
+    return true;
 }
 
 /* ---- Posting receives, probes, cancel ------------------------------------------------- */

@@ -33,7 +33,7 @@ void efarm_read_completion(struct efarm_ep *ep, struct efarm_op *op,
                            const struct efarm_dev_cqe *cqe);
 void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op);
 void efarm_rx_op_pkt_done(struct efarm_ep *ep, struct efarm_op *op);
-void efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
+bool efarm_longcts_nack_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
 
 /* msg_send.c */
 void efarm_tx_op_work(struct efarm_ep *ep, struct efarm_op *op);

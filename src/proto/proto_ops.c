@@ -1,8 +1,9 @@
 /*
  * Operations: the fixed op array, the ids peers echo back, the work list and
- * the (peer, msg_id) map of receive operations whose later packets are still
+ * the (peer, id) map of receive operations whose later packets are still
  * coming (medium and runting-read segments, the long-CTS that follows a
- * READ_NACK).
+ * READ_NACK): a message's under its msg_id, a peer's write under its
+ * send_id (RTWs have no msg_id).
  *
  * An op's id is (generation << 16 | index). The generation changes every
  * time the slot is reused, so an id from the wire names a live op only if
@@ -172,14 +173,20 @@ void efarm_op_work(struct efarm_ep *ep, struct efarm_op *op)
     efarm_ep_pending(ep);
 }
 
-static uint32_t map_bucket(const struct efarm_ep *ep, efarm_peer_t peer, uint32_t msg_id)
+static uint32_t map_bucket(const struct efarm_ep *ep, efarm_peer_t peer, uint32_t id)
 {
-    return efarm_peer_msg_bucket(peer, msg_id, ep->map_mask);
+    return efarm_peer_msg_bucket(peer, id, ep->map_mask);
+}
+
+/* The id an op is filed under: the peer's send_id for a write, else its msg_id. */
+static uint32_t map_id(const struct efarm_op *op)
+{
+    return efarm_op_role_ops(op)->keyed_by_send_id ? op->peer_op_id : op->msg_id;
 }
 
 void efarm_op_map_insert(struct efarm_ep *ep, struct efarm_op *op)
 {
-    uint32_t b = map_bucket(ep, op->peer, op->msg_id);
+    uint32_t b = map_bucket(ep, op->peer, map_id(op));
 
     op->map_next = ep->map_buckets[b];
     ep->map_buckets[b] = (uint16_t)(op->id & 0xffff);
@@ -188,7 +195,7 @@ void efarm_op_map_insert(struct efarm_ep *ep, struct efarm_op *op)
 
 void efarm_op_map_remove(struct efarm_ep *ep, struct efarm_op *op)
 {
-    uint16_t *slot = &ep->map_buckets[map_bucket(ep, op->peer, op->msg_id)];
+    uint16_t *slot = &ep->map_buckets[map_bucket(ep, op->peer, map_id(op))];
     uint16_t index = (uint16_t)(op->id & 0xffff);
 
     while (*slot != EFARM_OP_INDEX_NONE) {
@@ -202,13 +209,14 @@ void efarm_op_map_remove(struct efarm_ep *ep, struct efarm_op *op)
     op->flags &= ~EFARM_OPF_MAPPED;
 }
 
-struct efarm_op *efarm_op_map_find(struct efarm_ep *ep, efarm_peer_t peer, uint32_t msg_id)
+struct efarm_op *efarm_op_map_find(struct efarm_ep *ep, enum efarm_op_role role, efarm_peer_t peer,
+                                   uint32_t id)
 {
-    for (uint32_t i = ep->map_buckets[map_bucket(ep, peer, msg_id)]; i != EFARM_OP_INDEX_NONE;
+    for (uint32_t i = ep->map_buckets[map_bucket(ep, peer, id)]; i != EFARM_OP_INDEX_NONE;
          i = ep->ops[i].map_next) {
         struct efarm_op *op = &ep->ops[i];
 
-        if (op->peer == peer && op->msg_id == msg_id)
+        if (op->role == role && op->peer == peer && map_id(op) == id)
             return op;
     }
     return NULL;
@@ -310,11 +318,15 @@ const struct efarm_op_role_ops g_efarm_op_roles[EFARM_OP_ROLE_COUNT] = {
                               .readrsp = efarm_rtr_long_readrsp,
                               .origin = true,
                               .rma = true},
-    /* It completes when its data is in, and then sends its EOR or RECEIPT. */
+    /*
+     * It completes when its data is in, and then sends its EOR or RECEIPT;
+     * later packets of the write find it by the peer's send_id.
+     */
     [EFARM_OP_WRITE_TARGET] = {.name = "long write target",
                                RECV_MACHINERY,
                                .states = RUNNING | COMPLETED,
-                               .target = true},
+                               .target = true,
+                               .keyed_by_send_id = true},
     /* It has no request and ends when its data is sent: it never completes. */
     [EFARM_OP_READ_TARGET] = {.name = "long read target",
                               SEND_MACHINERY,

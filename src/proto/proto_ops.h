@@ -10,8 +10,9 @@
 /*
  * What an operation in one role does with the events that reach it, and the
  * facts of the role. Routing by role goes through this table; the one test
- * of a role itself is that a message segment reaches only a message receive
- * (efarm_rtm_segment).
+ * of a role itself is the (peer, id) map's: a later packet of a message finds
+ * only a message receive, one of a write only a write we serve
+ * (efarm_op_map_find).
  */
 struct efarm_op_role_ops {
     const char *name;
@@ -38,6 +39,8 @@ struct efarm_op_role_ops {
                     long one carries its remote range (op->iov) in its REQ */
     bool target; /* serves a peer's one-sided operation: no request of ours; a failure is
                     told to the peer (efarm's REFUSED flag) */
+    bool keyed_by_send_id; /* in the (peer, id) map under the peer's send_id, not a msg_id: a
+                              write has none (its later packets find it so) */
     /* What the loss of one of its packets costs the peer when nothing more precise applies
        (NULL: the machinery's own rule). */
     const char *lost;
@@ -99,9 +102,16 @@ struct efarm_op *efarm_op_find(struct efarm_ep *ep, uint32_t id, enum efarm_op_r
 /* Any live op with that id (RDMA completions, RECEIPT: the role table routes them). */
 struct efarm_op *efarm_op_find_live(struct efarm_ep *ep, uint32_t id, efarm_peer_t peer);
 void efarm_op_work(struct efarm_ep *ep, struct efarm_op *op);
+/*
+ * The (peer, id) map of receive operations whose later packets are still
+ * coming: a message receive under its msg_id, a write we serve under the
+ * peer's send_id (its role's keyed_by_send_id). A find names the role it
+ * wants, so the two id spaces never meet.
+ */
 void efarm_op_map_insert(struct efarm_ep *ep, struct efarm_op *op);
 void efarm_op_map_remove(struct efarm_ep *ep, struct efarm_op *op);
-struct efarm_op *efarm_op_map_find(struct efarm_ep *ep, efarm_peer_t peer, uint32_t msg_id);
+struct efarm_op *efarm_op_map_find(struct efarm_ep *ep, enum efarm_op_role role, efarm_peer_t peer,
+                                   uint32_t id);
 void efarm_req_complete(struct efarm_ep *ep, struct efarm_op *op, struct efarm_req *req,
                         int status);
 

@@ -53,11 +53,17 @@ struct efarm_unexp *efarm_unexp_find(struct efarm_ep *ep, uint64_t handle);
  * The engine's row of a packet type (proto_pkt.c), generated with the
  * codec's from the one list of efarm_pkt_types.h. A packet is received by the
  * first that applies: `ctrl` (a control packet), `on_nack` when it carries
- * the READ_NACK REQ flag, `serve` in msg_id order (`ordered`) or at once
- * (kept and retried from progress while it returns -EAGAIN); no handler:
- * counted and dropped.
+ * the READ_NACK REQ flag and answers a READ_NACK of ours, `serve` in msg_id
+ * order (`ordered`) or at once (kept and retried from progress while it
+ * returns -EAGAIN); no handler: counted and dropped.
  */
 typedef void (*efarm_ctrl_fn)(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
+/*
+ * A LONGCTS REQ with the READ_NACK flag: true when taken (it joined the
+ * receive that sent the READ_NACK, or was counted stale); false when no
+ * write of ours waits for it, so that `serve` takes it as a new write.
+ */
+typedef bool (*efarm_nack_fn)(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
 typedef int (*efarm_serve_fn)(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
                               struct efarm_rxpkt *stored, uint32_t rx_id);
 
@@ -67,7 +73,7 @@ typedef int (*efarm_serve_fn)(struct efarm_ep *ep, efarm_peer_t peer, const stru
 
 struct efarm_pkt_row {
     efarm_ctrl_fn ctrl;
-    efarm_ctrl_fn on_nack;
+    efarm_nack_fn on_nack;
     efarm_serve_fn serve;
     const char *lost_alone;   /* sent with no operation: what its loss costs the peer, or NULL */
     bool ordered;             /* takes the peer's msg_id sequence: served in that order */

@@ -425,7 +425,7 @@ static int segment_or_stale(struct efarm_ep *ep, struct efarm_peer_state *st,
     struct efarm_op *op = NULL;
 
     if (efarm_pkt_row(pkt->type)->data & RX_SEG_OFFSET) {
-        op = efarm_op_map_find(ep, st->peer, msg_id);
+        op = efarm_op_map_find(ep, EFARM_OP_RX, st->peer, msg_id);
         if (op == NULL) {
             struct efarm_unexp *ux = efarm_unexp_map_find(ep, st->peer, msg_id);
 
@@ -611,21 +611,23 @@ static int rx_ordered(struct efarm_ep *ep, struct efarm_peer_state *st, const st
 /*
  * A packet by its row: a control packet, a REQ sent again after a READ_NACK,
  * a REQ in msg_id order, or one served at once (kept while its reply finds no
- * buffer, retried from progress: efarm_rma_pending_progress).
+ * buffer or no operation is free, retried from progress:
+ * efarm_rma_pending_progress; a write's operation may keep the packet,
+ * EFARM_RX_KEEP).
  */
 static int rx_dispatch(struct efarm_ep *ep, struct efarm_peer_state *st,
                        const struct efarm_pkt *pkt, const struct efarm_dev_cqe *cqe)
 {
     const struct efarm_pkt_row *row = efarm_pkt_row(pkt->type);
+    int ret;
 
     if (row->ctrl != NULL) {
         row->ctrl(ep, st->peer, pkt);
         return 0;
     }
-    if (row->on_nack != NULL && (pkt->flags & EFARM_REQ_READ_NACK)) {
-        row->on_nack(ep, st->peer, pkt);
+    if (row->on_nack != NULL && (pkt->flags & EFARM_REQ_READ_NACK) &&
+        row->on_nack(ep, st->peer, pkt))
         return 0;
-    }
     if (row->ordered)
         return rx_ordered(ep, st, pkt, cqe);
     if (row->serve == NULL) {
@@ -635,9 +637,10 @@ static int rx_dispatch(struct efarm_ep *ep, struct efarm_peer_state *st,
     /* The 0-byte trigger with no rma_iov exists to get our HANDSHAKE, sent already. */
     if (row->trigger && pkt->value[EFARM_PKT_F_RMA_IOV_COUNT] == 0 && pkt->payload_length == 0)
         return 0;
-    if (row->serve(ep, st->peer, pkt, NULL, cqe->rx_id) == -EAGAIN)
+    ret = row->serve(ep, st->peer, pkt, NULL, cqe->rx_id);
+    if (ret == -EAGAIN)
         return efarm_rma_pending_keep(ep, st->peer, cqe);
-    return 0;
+    return ret;
 }
 
 /*

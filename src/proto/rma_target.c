@@ -14,13 +14,15 @@
  * protocol v4, and its refusal is only counted and logged here.
  *
  * Long writes (LONGCTS_RTW, DC_LONGCTS_RTW, LONGREAD_RTW) run as receive
- * operations, long reads (LONGCTS_RTR) as long-CTS sends (rma_long.c). RUNTCTS_RTW and
- * RUNTREAD_RTW are not served: counted as unsupported and dropped.
+ * operations, long reads (LONGCTS_RTR) as long-CTS sends (rma_long.c).
+ * RUNTCTS_RTW and RUNTREAD_RTW are not served: counted as unsupported and
+ * dropped.
  *
  * Replies need a send buffer. RTAs are in msg_id order: one whose reply
  * finds none waits in its slot (the ordered path retries it). RTW and RTR
- * have no order: one that finds no buffer is kept on ep->rma_pending and
- * retried from progress in arrival order.
+ * have no order: one that finds no buffer (or, for a long write, no
+ * operation) is kept on ep->rma_pending and retried from progress in arrival
+ * order; a long write's operation may then take the packet.
  */
 #include <errno.h>
 
@@ -307,6 +309,7 @@ void efarm_rma_pending_progress(struct efarm_ep *ep)
     struct efarm_rxpkt *rp;
 
     while ((rp = ep->rma_pending) != NULL) {
+        struct efarm_rxpkt *next = rp->next; /* a write that keeps rp chains it anew */
         struct efarm_pkt pkt;
         int ret = 0;
 
@@ -315,8 +318,9 @@ void efarm_rma_pending_progress(struct efarm_ep *ep)
             ret = efarm_pkt_row(pkt.type)->serve(ep, rp->peer, &pkt, rp, rp->rx_id);
         if (ret == -EAGAIN)
             return;
-        ep->rma_pending = rp->next;
-        efarm_rxpkt_release(ep, rp);
+        ep->rma_pending = next;
+        if (ret != EFARM_RX_KEEP)
+            efarm_rxpkt_release(ep, rp);
     }
 }
 
