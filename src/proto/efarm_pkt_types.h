@@ -36,7 +36,14 @@
  *             E_RTA(KIND, DC)        atomic REQ in msg_id order
  *             E_TARGET(fn, DC)       RMA target REQ, served at once, kept
  *                                    and retried while resources lack
- *             E_TARGET_RTW(P, DATA, DC)  long write served by a receive op
+ *             E_TARGET_RTW(P, DATA, DC)  long write served by a receive op of
+ *                                    subprotocol P; DATA RX_SEG_OFFSET: a runt
+ *                                    write, its first runt_length bytes in
+ *                                    REQs joined by (peer, send_id), the
+ *                                    rest as P brings it (CTS or reads)
+ *             E_TARGET_RTW_NACK(P, DC)   the same (long CTS), and its REQ sent
+ *                                    after our READ_NACK joins the runt write
+ *                                    that sent it (else: a new write)
  *   LOSS    what losing one sent with no operation costs (proto_tx.c):
  *             L_OP         only operations send it (their class decides)
  *             L_REPLY(s)   the peer waits for it: s says what
@@ -98,7 +105,7 @@
     X(EAGER_RTW, "EAGER_RTW", REQ, efarm_wire_eager_rtw_hdr, g_eager_rtw_fields, T_RMA,           \
       validate_none, E_TARGET(efarm_rtw_recv, false), L_TRIGGER)                                        \
     X(LONGCTS_RTW, "LONGCTS_RTW", REQ, efarm_wire_longcts_rtw_hdr, g_longcts_rtw_fields,          \
-      T_RMA | T_LC, validate_longcts, E_TARGET_RTW(LONGCTS, 0, false), L_OP)                      \
+      T_RMA | T_LC, validate_longcts, E_TARGET_RTW_NACK(LONGCTS, false), L_OP)                    \
     X(SHORT_RTR, "SHORT_RTR", REQ_SHORT, efarm_wire_rtr_hdr, g_rtr_fields, T_RMA, validate_none,  \
       E_TARGET(efarm_rtr_recv, false), L_OP)                                                      \
     X(LONGCTS_RTR, "LONGCTS_RTR", REQ, efarm_wire_rtr_hdr, g_rtr_fields, T_RMA, validate_none,    \
@@ -135,7 +142,7 @@
     X(DC_EAGER_RTW, "DC_EAGER_RTW", REQ, efarm_wire_dc_eager_rtw_hdr, g_dc_eager_rtw_fields,      \
       T_RMA, validate_none, E_TARGET(efarm_rtw_recv, true), L_OP)                                 \
     X(DC_LONGCTS_RTW, "DC_LONGCTS_RTW", REQ, efarm_wire_longcts_rtw_hdr, g_longcts_rtw_fields,    \
-      T_RMA | T_LC, validate_longcts, E_TARGET_RTW(LONGCTS, 0, true), L_OP)                       \
+      T_RMA | T_LC, validate_longcts, E_TARGET_RTW_NACK(LONGCTS, true), L_OP)                     \
     X(DC_WRITE_RTA, "DC_WRITE_RTA", REQ, efarm_wire_rta_hdr, g_dc_write_rta_fields, T_RMA,        \
       validate_none, E_RTA(EFARM_ATOMIC_WRITE, true), L_OP)                                       \
                                                                                                   \
@@ -144,13 +151,13 @@
     X(RUNTCTS_TAGRTM, "RUNTCTS_TAGRTM", TAG, efarm_wire_runt_rtm_hdr, g_runtcts_rtm_fields,       \
       T_TAG, validate_runt, E_REFUSED(RX_SEG_OFFSET), L_OP)                                       \
     X(RUNTCTS_RTW, "RUNTCTS_RTW", REQ, efarm_wire_runt_rtw_hdr, g_runtcts_rtw_fields, T_RMA,      \
-      validate_runt, E_NONE, L_OP)                                                                \
+      validate_runt, E_TARGET_RTW(LONGCTS, RX_SEG_OFFSET, false), L_OP)                           \
     X(RUNTREAD_MSGRTM, "RUNTREAD_MSGRTM", MSG, efarm_wire_runt_rtm_hdr, g_runtread_rtm_fields,    \
       T_RIO, validate_runt, E_RTM(RUNTREAD, RX_SEG_OFFSET, false), L_OP)                          \
     X(RUNTREAD_TAGRTM, "RUNTREAD_TAGRTM", TAG, efarm_wire_runt_rtm_hdr, g_runtread_rtm_fields,    \
       T_RIO | T_TAG, validate_runt, E_RTM(RUNTREAD, RX_SEG_OFFSET, false), L_OP)                  \
     X(RUNTREAD_RTW, "RUNTREAD_RTW", REQ, efarm_wire_runt_rtw_hdr, g_runtread_rtw_fields,          \
-      T_RMA | T_RIO, validate_runt, E_NONE, L_OP)
+      T_RMA | T_RIO, validate_runt, E_TARGET_RTW(RUNTREAD, RX_SEG_OFFSET, false), L_OP)
 /* clang-format on */
 
 #endif /* EFARM_PKT_TYPES_H */

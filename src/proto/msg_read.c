@@ -9,7 +9,8 @@
  * runt) and the sender falls back to long-CTS (the row's fallback); a read
  * send has no DC types: the EOR that ends it already says the data was
  * delivered. Their rows: packet types, traits, builders, the receiver's start
- * and its reads, selection rules and profile rules (msg_proto.h).
+ * and its reads, selection rules and profile rules (msg_proto.h). A peer's
+ * LONGREAD_RTW and RUNTREAD_RTW run on them at the target (rma_long.c).
  */
 #include <errno.h>
 
@@ -231,6 +232,8 @@ const struct efarm_msg_proto efarm_msg_proto_longread = {
 const struct efarm_msg_proto efarm_msg_proto_runtread = {
     .type = {{EFARM_PKT_RUNTREAD_MSGRTM, EFARM_PKT_RUNTREAD_TAGRTM},
              {EFARM_PKT_RUNTREAD_MSGRTM, EFARM_PKT_RUNTREAD_TAGRTM}},
+    /* A peer's runting-read write runs on it at the target (efarm sends none). */
+    .rtw = {EFARM_PKT_RUNTREAD_RTW, EFARM_PKT_RUNTREAD_RTW},
     .counter = offsetof(struct efarm_counters, proto_runtread),
     .segmented = true,
     .reads = true,

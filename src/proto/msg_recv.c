@@ -419,12 +419,17 @@ void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
         (!efarm_msg_proto(op)->runt || op->done_bytes >= op->msg.runt_length)) {
         if (nack_send(ep, op) == 0) {
             op->owed &= ~EFARM_OWE_NACK;
-            if (efarm_op_role_ops(op)->target) {
-                /* The LONGCTS_RTW that answers it is a new request: this one is done, no EOR. */
+            if (efarm_op_role_ops(op)->target && !efarm_msg_proto(op)->runt) {
+                /*
+                 * A long-read write we serve holds nothing yet: the LONGCTS_RTW
+                 * that answers it (with the READ_NACK flag or not) is a new
+                 * write. This one is done, no EOR.
+                 */
                 efarm_msg_proto_set(op, efarm_msg_proto(op)->fallback);
                 op->done_bytes = op->msg.msg_length;
             } else {
-                op->awaits |= EFARM_AWAIT_REQ; /* found by its msg_id in the map */
+                /* The rest comes by the LONGCTS REQ that finds it in the map (msg_id, send_id). */
+                op->awaits |= EFARM_AWAIT_REQ;
             }
         } else {
             blocked = true;

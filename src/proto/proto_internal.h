@@ -256,13 +256,16 @@ enum efarm_op_state {
                its EOR or RECEIPT says REFUSED */
 /* efarm_op.flags: where it is (the lists and counts it is in, the liveness scan's mark) */
 #define EFARM_OPF_IN_WORK 0x0100u /* on ep->work */
-#define EFARM_OPF_MAPPED  0x0200u /* rx: in the (peer, msg_id) map */
+#define EFARM_OPF_MAPPED  0x0200u /* rx: in the (peer, msg_id) map; a write, (peer, send_id) */
 #define EFARM_OPF_COUNTED 0x0400u /* tx: in its peer's sends_inflight */
 #define EFARM_OPF_PROBE_AGED \
     0x0800u /* waited on its peer at the last liveness scan (proto_probe.c) */
 #define EFARM_OPF_READ_NACK                                                                      \
     0x1000u /* rx: the peer refused an RDMA read of its buffer: READ_NACK once none is in flight \
              */
+#define EFARM_OPF_RUNT                                                            \
+    0x2000u /* rx: a peer's runt write still taking its runt: its packets wait on \
+               msg.runt_pkts, untouched, until the runt is whole (rma_long.c) */
 
 /* efarm_op.owed: what it still has to send its peer or do (replies, its REQ, reads) */
 #define EFARM_OWE_REQ  0x01u /* its REQ packet(s), not built yet (a send, our long read) */
@@ -316,7 +319,11 @@ struct efarm_op {
     /* What only one machinery's roles use (efarm_op_role_ops.runs_as): cleared when it changes. */
     union {
         struct { /* the send and receive machinery (msg_send.c, msg_recv.c) */
-            uint64_t wire_tag;
+            union {
+                uint64_t wire_tag;             /* a message's */
+                struct efarm_rxpkt *runt_pkts; /* a runt write's (never tagged), while
+                                                  EFARM_OPF_RUNT: the first one first */
+            };
             uint64_t cq_data;
             uint64_t msg_length; /* rx: the sender's length */
             uint64_t runt_length;

@@ -2,7 +2,7 @@
  * Operations: the fixed op array, the ids peers echo back, the work list and
  * the (peer, id) map of receive operations whose later packets are still
  * coming (medium and runting-read segments, the long-CTS that follows a
- * READ_NACK): a message's under its msg_id, a peer's write under its
+ * READ_NACK): a message's under its msg_id, a peer's runt write under its
  * send_id (RTWs have no msg_id).
  *
  * An op's id is (generation << 16 | index). The generation changes every
@@ -18,6 +18,7 @@
 #include "proto_messages.h"
 #include "proto_onesided.h"
 #include "proto_ops.h"
+#include "proto_receive.h"
 #include "proto_transmit.h"
 
 int efarm_ops_init(struct efarm_ep *ep)
@@ -127,6 +128,13 @@ void efarm_op_release(struct efarm_ep *ep, struct efarm_op *op)
         efarm_list_remove(&op->peer_link);
     if (op->mr.entry != NULL)
         efarm_mr_cache_put(ep->mr_cache, &op->mr);
+    /* A runt write that ended before its runt was whole (its peer failed): its packets. */
+    while ((op->flags & EFARM_OPF_RUNT) && op->msg.runt_pkts != NULL) {
+        struct efarm_rxpkt *rp = op->msg.runt_pkts;
+
+        op->msg.runt_pkts = rp->next;
+        efarm_rxpkt_release(ep, rp);
+    }
     if ((op->flags & EFARM_OPF_COUNTED) && op->peer < ep->npeers && ep->peers[op->peer].st &&
         ep->peers[op->peer].st->sends_inflight)
         ep->peers[op->peer].st->sends_inflight--;
@@ -319,8 +327,9 @@ const struct efarm_op_role_ops g_efarm_op_roles[EFARM_OP_ROLE_COUNT] = {
                               .origin = true,
                               .rma = true},
     /*
-     * It completes when its data is in, and then sends its EOR or RECEIPT;
-     * later packets of the write find it by the peer's send_id.
+     * It completes when its data is in, and then sends its EOR or RECEIPT; a
+     * runt write's packets and the LONGCTS_RTW after its READ_NACK find it by
+     * the peer's send_id.
      */
     [EFARM_OP_WRITE_TARGET] = {.name = "long write target",
                                RECV_MACHINERY,

@@ -40,7 +40,8 @@ struct efarm_op_role_ops {
     bool target; /* serves a peer's one-sided operation: no request of ours; a failure is
                     told to the peer (efarm's REFUSED flag) */
     bool keyed_by_send_id; /* in the (peer, id) map under the peer's send_id, not a msg_id: a
-                              write has none (its later packets find it so) */
+                              write has none (its runt packets, the LONGCTS_RTW after a
+                              READ_NACK find it so) */
     /* What the loss of one of its packets costs the peer when nothing more precise applies
        (NULL: the machinery's own rule). */
     const char *lost;

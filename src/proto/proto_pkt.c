@@ -26,6 +26,7 @@
 #define E_TARGET(fn, c)  .serve = fn, .dc = (c)
 #define E_TARGET_RTW(p, d, c) \
     .serve = efarm_rtw_long_recv, .rtw = true, .proto = EFARM_PROTO_##p, .data = (d), .dc = (c)
+#define E_TARGET_RTW_NACK(p, c) E_TARGET_RTW(p, 0, c), .on_nack = efarm_longcts_nack_recv
 
 /* LOSS columns. */
 #define L_OP       .lost_alone = "a packet it waits for" /* sent alone: not expected */

@@ -68,8 +68,10 @@ typedef int (*efarm_serve_fn)(struct efarm_ep *ep, efarm_peer_t peer, const stru
                               struct efarm_rxpkt *stored, uint32_t rx_id);
 
 /* Where the data of a REQ that carries data into a receive operation lies. */
-#define RX_SEG_OFFSET 0x1u /* at seg_offset in the message; later packets follow (medium, runt) */
-#define RX_ONLY_IOV   0x2u /* the payload is the read_iov[] alone (long read) */
+#define RX_SEG_OFFSET                                                                        \
+    0x1u /* at seg_offset in the message; later packets follow (medium, runt; a write's runt \
+            packets are joined by the peer's send_id) */
+#define RX_ONLY_IOV 0x2u /* the payload is the read_iov[] alone (long read) */
 
 struct efarm_pkt_row {
     efarm_ctrl_fn ctrl;

@@ -393,7 +393,7 @@ static void rxpkt_decode(const struct efarm_rxpkt *stored, struct efarm_pkt *pkt
 
 /* ---- Per-type handling: the rows of efarm_pkt_types.h -------------------------------- */
 
-/* A type no row serves (RUNTCTS_RTW, RUNTREAD_RTW, unknown): count and drop. */
+/* A type no row serves (none that decodes today): count and drop. */
 static void rx_unsupported(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt)
 {
     ep->cnt.unsupported++;
@@ -612,8 +612,8 @@ static int rx_ordered(struct efarm_ep *ep, struct efarm_peer_state *st, const st
  * A packet by its row: a control packet, a REQ sent again after a READ_NACK,
  * a REQ in msg_id order, or one served at once (kept while its reply finds no
  * buffer or no operation is free, retried from progress:
- * efarm_rma_pending_progress; a write's operation may keep the packet,
- * EFARM_RX_KEEP).
+ * efarm_rma_pending_progress; a runt write's packet may be kept by its
+ * operation, EFARM_RX_KEEP).
  */
 static int rx_dispatch(struct efarm_ep *ep, struct efarm_peer_state *st,
                        const struct efarm_pkt *pkt, const struct efarm_dev_cqe *cqe)

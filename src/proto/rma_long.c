@@ -4,7 +4,11 @@
  * range or the caller's buffer as the message's buffer (msg_internal.h):
  *   origin of a long write   a send of the one remote range: LONGCTS_RTW
  *                            (DC_LONGCTS_RTW) or LONGREAD_RTW (efarm_rtw_long_begin);
- *   target of a long write   a receive into the exposed range (efarm_rtw_long_recv);
+ *   target of a long write   a receive into the exposed range (efarm_rtw_long_recv):
+ *                            LONGCTS_RTW, DC_LONGCTS_RTW, LONGREAD_RTW, and the runt
+ *                            writes RUNTCTS_RTW, RUNTREAD_RTW (their runt packets
+ *                            joined by the peer's send_id, kept until the runt is
+ *                            whole, then replayed as a matched message's are);
  *   origin of a long read    a long-CTS receive whose REQ is the LONGCTS_RTR
  *                            (efarm_rtr_long_begin, efarm_rtr_long_readrsp);
  *   target of a long read    a long-CTS send of the exposed range that starts
@@ -19,6 +23,7 @@
 #include "proto_messages.h"
 #include "proto_onesided.h"
 #include "proto_ops.h"
+#include "proto_peers.h"
 #include "proto_receive.h"
 #include "proto_transmit.h"
 
@@ -114,6 +119,140 @@ int efarm_rtr_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
 
 /* ---- Peers' long writes into exposed memory --------------------------------------------- */
 
+/* The slice of the runt a runt packet carries: [*off_p, *off_p + *len_p). */
+static void runt_slice(const struct efarm_pkt *pkt, uint64_t *off_p, uint64_t *len_p)
+{
+    const uint8_t *data;
+
+    efarm_rx_pkt_data(pkt, &data, off_p, len_p);
+}
+
+/* Whether two runt packets name one write: type, lengths, remote range, read_iov. */
+static bool runt_same_write(const struct efarm_pkt *a, const struct efarm_pkt *b)
+{
+    uint64_t n = a->value[EFARM_PKT_F_RMA_IOV_COUNT];
+
+    if (a->type != b->type ||
+        a->value[EFARM_PKT_F_MSG_LENGTH] != b->value[EFARM_PKT_F_MSG_LENGTH] ||
+        a->value[EFARM_PKT_F_RUNT_LENGTH] != b->value[EFARM_PKT_F_RUNT_LENGTH] ||
+        n != b->value[EFARM_PKT_F_RMA_IOV_COUNT] ||
+        memcmp(a->rma_iov, b->rma_iov, n * sizeof(struct efarm_wire_rma_iov)) != 0)
+        return false; /* the decoder bounded both arrays by their packets */
+    if (!efarm_pkt_row(a->type)->read_iov)
+        return true;
+    n = a->value[EFARM_PKT_F_READ_IOV_COUNT];
+    return n == b->value[EFARM_PKT_F_READ_IOV_COUNT] &&
+           memcmp(a->payload, b->payload, n * sizeof(struct efarm_wire_rma_iov)) == 0;
+}
+
+/*
+ * A runt write refused after it began (a packet that disagrees with its
+ * first): nothing of it will be written, its protocol runs on; counted once.
+ */
+static void runt_refuse(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt)
+{
+    if (!(op->flags & EFARM_OPF_REFUSED)) {
+        ep->cnt.rma_refused++;
+        efarm_log_ratelimited(EFARM_LOG_WARN, "%s from peer %u (send_id %#x) refused: %s",
+                              efarm_pkt_type_info(pkt->type)->name, op->peer, op->peer_op_id,
+                              efarm_strerror(EFARM_E(PROTO_RMA_RUNT)));
+    }
+    op->flags |= EFARM_OPF_REFUSED;
+    op->buf = NULL;
+    op->len = 0;
+}
+
+/*
+ * The runt is whole: its stored packets and `last` (the one that completed
+ * it, or NULL) land in the range as a matched message's replayed packets do,
+ * then the rest runs as the row's subprotocol says (CTS from runt_length, or
+ * reads of the rest). A refused write writes none of it, and runs on as if
+ * the runt were in.
+ */
+static void runt_whole(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *last)
+{
+    struct efarm_rxpkt *stored = op->msg.runt_pkts;
+
+    op->flags &= ~EFARM_OPF_RUNT;
+    op->msg.runt_pkts = NULL;
+    if (op->flags & EFARM_OPF_REFUSED) {
+        while (stored != NULL) {
+            struct efarm_rxpkt *next = stored->next;
+
+            efarm_rxpkt_release(ep, stored);
+            stored = next;
+        }
+        op->done_bytes = op->msg.runt_length;
+        efarm_rx_op_matched(ep, op, NULL, NULL);
+        return;
+    }
+    op->done_bytes = 0; /* counted again as the slices land */
+    ep->cnt.rma_served++;
+    efarm_rx_op_matched(ep, op, stored, last);
+}
+
+/*
+ * A runt packet of the write op (its first one too): checked against the
+ * write's first packet and the slices it holds, then kept with the op (a copy
+ * or the held receive buffer, as an unexpected message's are) until the runt
+ * is whole. A repeated slice, or one once the runt is whole, is stale; one
+ * that disagrees with the first or overlaps another slice refuses the write,
+ * and its bytes count towards the runt so that the write still ends. Returns
+ * 0 or EFARM_RX_KEEP (the op took the packet).
+ */
+static int runt_take(struct efarm_ep *ep, struct efarm_op *op, const struct efarm_pkt *pkt,
+                     struct efarm_rxpkt *stored, uint32_t rx_id)
+{
+    const struct efarm_peer_state *st = ep->peers[op->peer].st;
+    uint64_t off, len, want = op->msg.runt_length;
+    struct efarm_rxpkt **tail = &op->msg.runt_pkts;
+    bool bad = false, held = true;
+
+    if (!(op->flags & EFARM_OPF_RUNT)) {
+        ep->cnt.stale_ids++; /* its runt is whole: a copy, or a packet past its time */
+        return 0;
+    }
+    if (efarm_peer_failed(st)) {
+        efarm_rx_op_peer_failed(ep, op, st->fail_status); /* the rest cannot come */
+        return 0;
+    }
+    runt_slice(pkt, &off, &len);
+    for (; *tail != NULL; tail = &(*tail)->next) {
+        uint64_t s_off, s_len;
+        struct efarm_pkt s;
+
+        if (efarm_pkt_decode((*tail)->data, (*tail)->len, &s) != 0)
+            continue; /* it decoded when it arrived */
+        if (tail == &op->msg.runt_pkts && !runt_same_write(&s, pkt))
+            bad = true;
+        runt_slice(&s, &s_off, &s_len);
+        if (!bad && s_off == off && s_len == len) {
+            ep->cnt.stale_ids++; /* a slice it holds */
+            return 0;
+        }
+        if (off < s_off + s_len && s_off < off + len)
+            bad = true;
+    }
+    if (bad) {
+        runt_refuse(ep, op, pkt);
+        op->done_bytes += len < want - op->done_bytes ? len : want - op->done_bytes;
+        if (op->done_bytes >= want)
+            runt_whole(ep, op, NULL);
+        return 0;
+    }
+    op->done_bytes += len; /* slices lie inside the runt (the codec) and do not overlap */
+    if (op->done_bytes >= want) {
+        runt_whole(ep, op, pkt);
+        return 0;
+    }
+    if (stored == NULL)
+        stored = efarm_rxpkt_store(ep, pkt->payload - pkt->hdr_length,
+                                   (uint32_t)(pkt->hdr_length + pkt->payload_length), rx_id, &held);
+    stored->next = NULL;
+    *tail = stored;
+    return held ? EFARM_RX_KEEP : 0;
+}
+
 /*
  * LONGCTS_RTW, DC_LONGCTS_RTW and LONGREAD_RTW (sections 3.3, 4.3): a peer
  * writes more than one packet into memory this endpoint exposed. Once its one
@@ -124,24 +263,42 @@ int efarm_rtr_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
  * nothing and has no request: it ends when its data is in and its replies
  * are sent.
  *
- * A refused write (unknown key, out of bounds, not writable, a bad read_iov)
- * touches nothing, but its protocol still runs so that the origin finishes
- * rather than wait forever: CTS rounds whose data is dropped, no reads; its
- * EOR or RECEIPT carries efarm's REFUSED flag (an efarm origin fails the
- * operation; a plain LONGCTS_RTW, like a plain EAGER_RTW, has no answer in
- * protocol v4 and its refusal is only counted here). Returns 0, or -EAGAIN
- * when no operation slot is free (the caller keeps the packet and retries).
+ * RUNTCTS_RTW and RUNTREAD_RTW (addenda; rows with their data at seg_offset)
+ * are the same writes whose first runt_length bytes come in runt packets,
+ * each a slice at seg_offset naming the same send_id, lengths, rma_iov (and
+ * read_iov), in any order; then CTS rounds from runt_length (as LONGCTS_RTW)
+ * or reads of the rest and EOR (as LONGREAD_RTW; READ_NACK to a peer that
+ * takes it, and the data-less LONGCTS_RTW with the READ_NACK flag and the
+ * same send_id that answers joins the write: efarm_longcts_nack_recv). The
+ * first packet to arrive makes the op, checked as any long write, filed under
+ * (peer, send_id) until the write ends; every later one is checked against
+ * it (runt_take), and none is written before the runt is whole and agrees.
+ * SRD delivers a packet once: a copy that comes after the write ended cannot
+ * be told from a new write reusing its send_id (libfabric's are pool
+ * indexes), and is taken as one.
+ *
+ * A refused write (unknown key, out of bounds, not writable, a bad read_iov,
+ * runt packets that disagree) touches nothing, but its protocol still runs so
+ * that the origin finishes rather than wait forever: CTS rounds whose data is
+ * dropped, no reads; its EOR or RECEIPT carries efarm's REFUSED flag (an
+ * efarm origin fails the operation; a plain LONGCTS_RTW or RUNTCTS_RTW, like
+ * a plain EAGER_RTW, has no answer in protocol v4 and its refusal is only
+ * counted here). A write is counted once, served or refused. Returns 0,
+ * EFARM_RX_KEEP (a runt write kept the packet), or -EAGAIN when no operation
+ * slot is free (the caller keeps the packet and retries).
  */
 int efarm_rtw_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt,
                         struct efarm_rxpkt *stored, uint32_t rx_id)
 {
     const struct efarm_pkt_row *k = efarm_pkt_row(pkt->type);
+    const bool runt = k->data & RX_SEG_OFFSET;
     struct efarm_rma_iov iov;
     struct efarm_op *op;
     uint8_t *dst = NULL;
     int ret;
 
-    (void)stored, (void)rx_id;
+    if (runt && (op = efarm_rx_op_lookup(ep, peer, pkt, k)) != NULL)
+        return runt_take(ep, op, pkt, stored, rx_id);
     if (ep->nop_free == 0)
         return -EAGAIN; /* checked first: a refusal is counted once */
     if (pkt->value[EFARM_PKT_F_RMA_IOV_COUNT] != 1) {
@@ -173,7 +330,12 @@ int efarm_rtw_long_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efa
     } else {
         op->buf = dst; /* the exposed range is its buffer */
         op->len = iov.len;
-        ep->cnt.rma_served++;
+        ep->cnt.rma_served += !runt; /* a runt write's once its runt is whole */
+    }
+    if (runt) {
+        op->flags |= EFARM_OPF_RUNT;
+        efarm_op_map_insert(ep, op); /* under (peer, send_id) */
+        return runt_take(ep, op, pkt, stored, rx_id);
     }
     efarm_rx_op_matched(ep, op, NULL, pkt);
     return 0;

@@ -13,16 +13,15 @@
  * operation fails; a plain EAGER_RTW or WRITE_RTA has no answer in
  * protocol v4, and its refusal is only counted and logged here.
  *
- * Long writes (LONGCTS_RTW, DC_LONGCTS_RTW, LONGREAD_RTW) run as receive
- * operations, long reads (LONGCTS_RTR) as long-CTS sends (rma_long.c).
- * RUNTCTS_RTW and RUNTREAD_RTW are not served: counted as unsupported and
- * dropped.
+ * Long writes (LONGCTS_RTW, DC_LONGCTS_RTW, LONGREAD_RTW, and the runt
+ * writes RUNTCTS_RTW and RUNTREAD_RTW) run as receive operations, long reads
+ * (LONGCTS_RTR) as long-CTS sends (rma_long.c).
  *
  * Replies need a send buffer. RTAs are in msg_id order: one whose reply
  * finds none waits in its slot (the ordered path retries it). RTW and RTR
  * have no order: one that finds no buffer (or, for a long write, no
  * operation) is kept on ep->rma_pending and retried from progress in arrival
- * order; a long write's operation may then take the packet.
+ * order; a runt write's packet may then be taken by its operation.
  */
 #include <errno.h>
 
@@ -309,7 +308,7 @@ void efarm_rma_pending_progress(struct efarm_ep *ep)
     struct efarm_rxpkt *rp;
 
     while ((rp = ep->rma_pending) != NULL) {
-        struct efarm_rxpkt *next = rp->next; /* a write that keeps rp chains it anew */
+        struct efarm_rxpkt *next = rp->next; /* a runt write that keeps rp chains it anew */
         struct efarm_pkt pkt;
         int ret = 0;
 

@@ -51,6 +51,7 @@ test_unit_efarm_unit_SOURCES = \
 	test/unit/test_wire_order.c \
 	test/unit/test_wire_malformed.c \
 	test/unit/test_wire_rma.c \
+	test/unit/test_wire_runt_rtw.c \
 	test/unit/test_dynproc.c \
 	src/netmod_efarm/efarm_dynproc.h \
 	src/netmod_efarm/efarm_dynproc_core.c

@@ -22,12 +22,6 @@ static bool has_field(uint8_t type, enum efarm_pkt_field id)
     return efarm_pkt_field_offset(type, id, NULL) >= 0;
 }
 
-/* Types with a wire format that efarm does not serve (counted and dropped). */
-static bool unserved(uint8_t type)
-{
-    return type == EFARM_PKT_RUNTCTS_RTW || type == EFARM_PKT_RUNTREAD_RTW;
-}
-
 EFARM_TEST(pkt_rows_complete)
 {
     unsigned served = 0, control = 0, ordered = 0;
@@ -45,11 +39,7 @@ EFARM_TEST(pkt_rows_complete)
         }
         /* Section 3.1: the REQ types are exactly those from 64 on. */
         EXPECT_EQ(req, t >= EFARM_PKT_REQ_BEGIN);
-        if (unserved((uint8_t)t)) {
-            EXPECT_TRUE(row->ctrl == NULL && row->serve == NULL);
-            continue;
-        }
-        /* Exactly one way in: a control packet or a served REQ. */
+        /* Exactly one way in: a control packet or a served REQ (every type is served). */
         EXPECT_EQ(row->ctrl != NULL, !req);
         EXPECT_EQ(row->serve != NULL, req);
         served++;
@@ -78,8 +68,16 @@ EFARM_TEST(pkt_rows_complete)
         if (row->rtm)
             EXPECT_TRUE(row->ordered && row->serve == efarm_rtm_recv &&
                         !(info->traits & EFARM_PKT_T_RMA_IOV));
-        if (row->rtw)
+        if (row->rtw) {
+            const struct efarm_msg_proto *mp = g_efarm_msg_protos[row->proto];
+
             EXPECT_TRUE(!row->ordered && (info->traits & EFARM_PKT_T_RMA_IOV));
+            /* A write in slices is a runt write; the rest comes by CTS or reads. */
+            EXPECT_EQ((row->data & RX_SEG_OFFSET) != 0,
+                      has_field((uint8_t)t, EFARM_PKT_F_RUNT_LENGTH));
+            EXPECT_TRUE(mp->cts || mp->reads);
+            EXPECT_EQ(row->read_iov, mp->reads);
+        }
         /* DC: the layout names the sender's operation for its RECEIPT. */
         if (row->dc)
             EXPECT_TRUE(has_field((uint8_t)t, EFARM_PKT_F_SEND_ID));
@@ -118,6 +116,17 @@ EFARM_TEST(pkt_rows_spot_checks)
     EXPECT_TRUE(r->trigger && r->serve == efarm_rtw_recv && !r->ordered);
     r = efarm_pkt_row(EFARM_PKT_LONGREAD_RTW);
     EXPECT_TRUE(r->rtw && r->serve == efarm_rtw_long_recv && (r->data & RX_ONLY_IOV));
+    EXPECT_TRUE(r->on_nack == NULL);
+    r = efarm_pkt_row(EFARM_PKT_LONGCTS_RTW);
+    EXPECT_TRUE(r->rtw && r->on_nack == efarm_longcts_nack_recv && r->proto == EFARM_PROTO_LONGCTS);
+    r = efarm_pkt_row(EFARM_PKT_DC_LONGCTS_RTW);
+    EXPECT_TRUE(r->rtw && r->dc && r->on_nack == efarm_longcts_nack_recv);
+    r = efarm_pkt_row(EFARM_PKT_RUNTCTS_RTW);
+    EXPECT_TRUE(r->rtw && r->serve == efarm_rtw_long_recv && (r->data & RX_SEG_OFFSET) &&
+                r->proto == EFARM_PROTO_LONGCTS && !r->read_iov && !r->dc);
+    r = efarm_pkt_row(EFARM_PKT_RUNTREAD_RTW);
+    EXPECT_TRUE(r->rtw && r->serve == efarm_rtw_long_recv && (r->data & RX_SEG_OFFSET) &&
+                r->proto == EFARM_PROTO_RUNTREAD && r->read_iov && !r->dc);
     r = efarm_pkt_row(EFARM_PKT_LONGCTS_RTR);
     EXPECT_TRUE(r->serve == efarm_rtr_long_recv && !r->ordered);
     r = efarm_pkt_row(EFARM_PKT_RUNTCTS_TAGRTM);
@@ -302,6 +311,9 @@ EFARM_TEST(op_role_rows)
         if (c->target)
             EXPECT_TRUE(!c->origin && !c->rma && c->begin == NULL && c->receipt == NULL &&
                         c->readrsp == NULL);
+        /* Filed under the peer's send_id: a write we serve run as a receive (no msg_id). */
+        if (c->keyed_by_send_id)
+            EXPECT_TRUE(c->target && c->runs_as == EFARM_OP_RX);
         if (c->rma)
             EXPECT_TRUE(c->origin);
         /* Our long read learns its target's op id from the READRSP. */
