@@ -51,8 +51,8 @@ enum {
     X(FETCH_RTA, "fetch_rta", EFARM_PKT_FETCH_RTA, EFARM_PKT_ATOMRSP, true, true)                 \
     X(COMPARE_RTA, "compare_rta", EFARM_PKT_COMPARE_RTA, EFARM_PKT_ATOMRSP, true, true)           \
     X(LONGCTS_RTR, "longcts_rtr", EFARM_PKT_LONGCTS_RTR, EFARM_PKT_READRSP, false, true)          \
-    X(RUNTCTS_RTW, "runtcts_rtw", EFARM_PKT_RUNTCTS_RTW, 0, true, false)                          \
-    X(RUNTREAD_RTW, "runtread_rtw", EFARM_PKT_RUNTREAD_RTW, 0, true, false)
+    X(RUNTCTS_RTW, "runtcts_rtw", EFARM_PKT_RUNTCTS_RTW, 0, true, true)                           \
+    X(RUNTREAD_RTW, "runtread_rtw", EFARM_PKT_RUNTREAD_RTW, 0, true, true)
 
 enum {
 #define IE_RMA_BIT_(id, name, type, reply, per_packet, served) IE_RMA_##id##_BIT,
