@@ -96,6 +96,16 @@ enum ic_kind {
  * Tolerated for efarm's reads before and past libfabric's region, every version.
  */
 #define IC_BUG_MR_CACHE_WIDENS 0x8u
+/*
+ * IC_BUG_MR_GRANTS_ALL: before 2.5, on a device with RDMA write (and libfabric
+ * built against an rdma-core that has it), every registration gets
+ * IBV_ACCESS_REMOTE_WRITE (and REMOTE_READ with RDMA read) whatever access was
+ * asked for (prov/efa/src/efa_mr.c, efa_mr_reg_impl): a region registered with
+ * FI_REMOTE_READ only takes a peer's RDMA write. 2.5 grants only what is asked
+ * (efa_mr_ofi_to_ibv_access). Tolerated for efarm's RDMA writes on libfabric's
+ * read-only region.
+ */
+#define IC_BUG_MR_GRANTS_ALL 0x10u
 
 static inline unsigned ic_fi_bugs(uint32_t fi_version)
 {
@@ -107,6 +117,8 @@ static inline unsigned ic_fi_bugs(uint32_t fi_version)
         bugs |= IC_BUG_UNEXP_CQ_DATA_FLAG;
     if (major > 2 || (major == 2 && minor >= 5))
         bugs |= IC_BUG_WRITE_BUF_UNREADABLE;
+    else
+        bugs |= IC_BUG_MR_GRANTS_ALL;
     bugs |= IC_BUG_MR_CACHE_WIDENS;
     return bugs;
 }
@@ -119,7 +131,13 @@ static inline unsigned ic_fi_bugs(uint32_t fi_version)
 /* Refusals (IC_REFUSE_*): operations on memory the target did not grant. */
 #define IC_F_REFUSALS       0x20u /* libfabric writes and atomics, emulated or direct */
 #define IC_F_REFUSE_READS   0x40u /* reads, both origins (where they are the device's) */
-#define IC_F_REFUSE_EFARM_W 0x80u /* efarm's writes (where they are the device's) */
+#define IC_F_REFUSE_EFARM_W 0x80u /* efarm's writes, a bad key (where they are the device's) */
+/*
+ * and out of range or on the read-only region: only where libfabric's MR cache
+ * is off (IC_BUG_MR_CACHE_WIDENS: a widened key would let the write land in
+ * libfabric's own memory, past its region).
+ */
+#define IC_F_REFUSE_EFARM_W_RANGES 0x100u
 
 /*
  * What a one-sided size is for (IC_RMA_SIZE's a): which side is the origin and
@@ -565,11 +583,21 @@ static inline bool ic_rma_is_atomic(const struct ic_rma_case *c)
     return c->kind >= IC_RMA_ATOMIC;
 }
 
-/* A case where IC_BUG_MR_CACHE_WIDENS may let a refused read through (interop.h above). */
+/*
+ * A refusal libfabric's registration may let through (above): an RDMA read
+ * before or past its region (IC_BUG_MR_CACHE_WIDENS), an RDMA write on its
+ * read-only region (IC_BUG_MR_GRANTS_ALL).
+ */
 static inline bool ic_rma_cache_may_widen(const struct ic_rma_case *c, unsigned fi_bugs)
 {
     return (fi_bugs & IC_BUG_MR_CACHE_WIDENS) && c->dir == IC_EFARM_TO_FI &&
            c->kind == IC_RMA_READ && (c->refuse == IC_REFUSE_BEFORE || c->refuse == IC_REFUSE_PAST);
+}
+
+static inline bool ic_rma_ro_may_take_write(const struct ic_rma_case *c, unsigned fi_bugs)
+{
+    return (fi_bugs & IC_BUG_MR_GRANTS_ALL) && c->dir == IC_EFARM_TO_FI &&
+           c->kind == IC_RMA_WRITE && c->refuse == IC_REFUSE_READ_ONLY;
 }
 
 /*
@@ -740,10 +768,11 @@ static inline unsigned ic_rma_cases(const struct ic_params *p, struct ic_rma_cas
             for (unsigned k = 0; k < sizeof(refused) / sizeof(refused[0]); k++) {
                 struct ic_rma_case c = refused[k];
                 bool fi = dir == IC_FI_TO_EFARM;
-                unsigned want = c.kind == IC_RMA_READ             ? IC_F_REFUSE_READS
-                                : fi                              ? IC_F_REFUSALS
-                                : c.kind == IC_RMA_WRITE && !c.dc ? IC_F_REFUSE_EFARM_W
-                                                                  : 0;
+                unsigned want = c.kind == IC_RMA_READ            ? IC_F_REFUSE_READS
+                                : fi                             ? IC_F_REFUSALS
+                                : c.kind != IC_RMA_WRITE || c.dc ? 0
+                                : r == IC_REFUSE_BAD_KEY         ? IC_F_REFUSE_EFARM_W
+                                                                 : IC_F_REFUSE_EFARM_W_RANGES;
 
                 if (!(p->flags & want) || (c.dc && (p->flags & IC_F_NO_DC)) ||
                     (c.kind == IC_RMA_READ && r == IC_REFUSE_READ_ONLY))

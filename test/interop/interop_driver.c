@@ -374,7 +374,7 @@ static int ic_rma_ro_intact(const struct ic_ctx *x, const struct ic_rma_case *c,
 }
 
 static int ic_rma_target(struct ic_ctx *x, const struct ic_rma_case *c, uint8_t *region,
-                         const uint8_t *ro, bool *origin_failed)
+                         uint8_t *ro, bool *origin_failed)
 {
     struct ic_msg m;
     int ret, defects = 0;
@@ -392,8 +392,20 @@ static int ic_rma_target(struct ic_ctx *x, const struct ic_rma_case *c, uint8_t 
      */
     if ((m.b == 0 || c->refuse) && (defects = ic_rma_settle(x, c, region)) < 0)
         return defects;
-    if (c->refuse == IC_REFUSE_READ_ONLY)
-        defects += ic_rma_ro_intact(x, c, ro);
+    if (c->refuse == IC_REFUSE_READ_ONLY) {
+        if (ic_rma_ro_may_take_write(c, x->opts->fi_bugs) && m.b == 0) {
+            /* IC_BUG_MR_GRANTS_ALL: it took the write; put it back for the next cases. */
+            for (uint64_t o = 0; o < IC_RMA_RO; o++)
+                if (ro[o] != ic_rma_ro_byte(o)) {
+                    ++*x->opts->tolerated;
+                    break;
+                }
+            for (uint64_t o = 0; o < IC_RMA_RO; o++)
+                ro[o] = ic_rma_ro_byte(o);
+        } else {
+            defects += ic_rma_ro_intact(x, c, ro);
+        }
+    }
     if ((ret = ic_send(x->ctl, IC_RMA_DONE, c->index, (uint64_t)defects)))
         return ic_rma_fail(x, c, "control channel", ret);
     return defects;

@@ -259,8 +259,9 @@ static const char g_usage[] =
     "own list of what it carries against the test's. --refusals LIST: and\n"
     "operations on memory the target did not grant (a bad key, before or past the\n"
     "region, a read-only region; interop.h): fi (libfabric's writes and atomics),\n"
-    "reads (both ways; only where reads are the device's), efarm-writes (only\n"
-    "where they are the device's).\n"
+    "reads (both ways; only where reads are the device's), efarm-writes (a bad\n"
+    "key; only where they are the device's), efarm-write-ranges (the others; only\n"
+    "where libfabric's MR cache is off).\n"
     "--fi-rdma-write: libfabric offers RDMA write (1.18 and later on a device\n"
     "with it). --expect-rma: one-sided subprotocols (direct_write,eager_rtw,\n"
     "dc_eager_rtw,longcts_rtw,dc_longcts_rtw,longread_rtw,direct_read,short_rtr,\n"
@@ -472,8 +473,10 @@ static int ie_parse_args(int argc, char **argv, struct ie_args *a)
                     a->params.flags |= IC_F_REFUSE_READS;
                 else if (strcmp(t, "efarm-writes") == 0)
                     a->params.flags |= IC_F_REFUSE_EFARM_W;
+                else if (strcmp(t, "efarm-write-ranges") == 0)
+                    a->params.flags |= IC_F_REFUSE_EFARM_W_RANGES;
                 else
-                    return ie_bad("--refusals (fi,reads,efarm-writes)", optarg);
+                    return ie_bad("--refusals (fi,reads,efarm-writes,efarm-write-ranges)", optarg);
             }
             a->params.flags |= IC_F_RMA;
             break;

@@ -371,7 +371,7 @@ unsigned ie_rma_case_end(void *side, const struct ic_rma_case *c, bool origin_fa
      * device refused its RDMA (no REQ reached efarm).
      */
     if (c->refuse && !origin_failed && (c->dir == IC_EFARM_TO_FI || t.pkts == 0) &&
-        !ic_rma_cache_may_widen(c, s->fi_bugs))
+        !ic_rma_cache_may_widen(c, s->fi_bugs) && !ic_rma_ro_may_take_write(c, s->fi_bugs))
         IE_RMA_DEFECT("refused, yet the origin's operation completed without an error");
     if (t.replies != t.replies_owed)
         IE_RMA_DEFECT("%llu replies (READRSP, ATOMRSP, RECEIPT, EOR) to %llu REQ(s) that get one",

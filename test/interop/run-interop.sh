@@ -47,6 +47,9 @@
 #            (libfabric >= 1.20 only; SKIP with the reason otherwise)
 #   readnackfi  the same with libfabric's registrations limited: libfabric's
 #            receiver sends READ_NACK, efarm sends by long-CTS (>= 1.20)
+#   refusals  one-sided refusals only, libfabric's MR cache off, RDMA write on:
+#            every kind both ways, efarm's out-of-range RDMA writes too where both
+#            write by RDMA
 #   faults   rdma (one-sided too), with efasim loss 5%, duplication 5%, reordering
 #            20%, delay 5%; efarm must have seen REQs out of order
 #   selfcheck  interop-efarm told the wrong thing (no RDMA) must report a defect,
@@ -274,6 +277,13 @@ if fi_at_least 1.18 && { [ "${EFARM_INTEROP_FI_RDMA_WRITE:-0}" = 1 ] ||
 fi
 EFARM_ENV="EFASIM_RDMA_WRITE=1"
 run rdmawrite "FI_EFA_USE_DEVICE_RDMA=1 EFASIM_RDMA_WRITE=1" "--fi-rdma 1 --fi-rdma-write $rw --expect $base,longread $rma_rw"
+# Every refusal, efarm's RDMA writes out of range and on the read-only region too:
+# only with libfabric's MR cache off, whose widened keys (IC_BUG_MR_CACHE_WIDENS)
+# would let such a write land in libfabric's own memory.
+refuse=fi,reads
+[ "$rma_rw" = "$rma_rdma" ] || refuse=$refuse,efarm-writes,efarm-write-ranges
+run refusals "FI_EFA_USE_DEVICE_RDMA=1 EFASIM_RDMA_WRITE=1 FI_EFA_MR_CACHE_ENABLE=0" \
+    "--fi-rdma 1 --fi-rdma-write $rw --no-msg --rma-fi 64 --rma-efarm 64 --refusals $refuse"
 EFARM_ENV=
 if fi_at_least 1.20; then
     # efarm's endpoint holds the only two registrations efasim allows: its receive
