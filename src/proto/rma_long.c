@@ -153,9 +153,11 @@ static void runt_refuse(struct efarm_ep *ep, struct efarm_op *op, const struct e
 {
     if (!(op->flags & EFARM_OPF_REFUSED)) {
         ep->cnt.rma_refused++;
-        efarm_log_ratelimited(EFARM_LOG_WARN, "%s from peer %u (send_id %#x) refused: %s",
-                              efarm_pkt_type_info(pkt->type)->name, op->peer, op->peer_op_id,
-                              efarm_strerror(EFARM_E(PROTO_RMA_RUNT)));
+        efarm_log_ratelimited(EFARM_LOG_WARN,
+                              "%s from peer %u (send_id %#x) refused: a runt packet of the write "
+                              "disagrees with its first (type, lengths, remote range, read_iov) "
+                              "or overlaps another of its runt",
+                              efarm_pkt_type_info(pkt->type)->name, op->peer, op->peer_op_id);
     }
     op->flags |= EFARM_OPF_REFUSED;
     op->buf = NULL;

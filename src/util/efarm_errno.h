@@ -67,9 +67,7 @@
     X(PROTO_RMA_REFUSED, "the target refused the one-sided operation (key, bounds, access or " \
                          "an atomic it does not apply); its memory is unchanged")              \
     X(PROTO_NESTED_WAIT, "progress called 2^20 times in a row from inside a completion "       \
-                         "callback: something waits there, and nothing can complete there")    \
-    X(PROTO_RMA_RUNT, "a runt packet of a write disagrees with the write's first (type, "      \
-                      "lengths, remote range, read_iov) or overlaps another of its runt")
+                         "callback: something waits there, and nothing can complete there")
 
 enum efarm_error_code {
     EFARM_ERR_BASE_ = 4096, /* above every errno value */
