@@ -138,6 +138,12 @@ static inline unsigned ic_fi_bugs(uint32_t fi_version)
  * libfabric's own memory, past its region).
  */
 #define IC_F_REFUSE_EFARM_W_RANGES 0x100u
+/*
+ * Several remote ranges (rma_iov entries) and, from libfabric, several local
+ * iovs and an injected write; sizes of one packet, the long one-sided
+ * subprotocols serving one range at efarm's target.
+ */
+#define IC_F_RANGES 0x200u
 
 /*
  * What a one-sided size is for (IC_RMA_SIZE's a): which side is the origin and
@@ -572,6 +578,9 @@ struct ic_rma_case {
     uint8_t kind;    /* enum ic_rma_kind */
     uint8_t dc;      /* remote completion: FI_DELIVERY_COMPLETE, EFARM_RMA_DC */
     uint8_t emulate; /* efarm origin: EFARM_RMA_NO_DIRECT */
+    uint8_t nriov;   /* remote ranges the range is cut into (0: one) */
+    uint8_t niov;    /* libfabric origin: local iovs its buffer is cut into (0: one) */
+    uint8_t inject;  /* libfabric origin: FI_INJECT */
     uint8_t dt, op;  /* atomics */
     uint32_t count;  /* atomics: elements */
     uint64_t len;    /* bytes of the target's memory the operation covers */
@@ -598,6 +607,25 @@ static inline bool ic_rma_ro_may_take_write(const struct ic_rma_case *c, unsigne
 {
     return (fi_bugs & IC_BUG_MR_GRANTS_ALL) && c->dir == IC_EFARM_TO_FI &&
            c->kind == IC_RMA_WRITE && c->refuse == IC_REFUSE_READ_ONLY;
+}
+
+/*
+ * Piece i of n of a len-byte range, unevenly (boundaries at len * k^2 / n^2, so
+ * no two pieces are alike and none is empty for len >= n^2): *off and *plen.
+ */
+static inline void ic_rma_piece(uint64_t len, unsigned n, unsigned i, uint64_t *off, uint64_t *plen)
+{
+    uint64_t a, b;
+
+    if (n <= 1) {
+        *off = 0;
+        *plen = len;
+        return;
+    }
+    a = len * i * i / ((uint64_t)n * n);
+    b = len * (i + 1) * (i + 1) / ((uint64_t)n * n);
+    *off = a;
+    *plen = b - a;
 }
 
 /*
@@ -662,7 +690,10 @@ static inline const char *ic_rma_describe(const struct ic_rma_case *c, char *buf
                      (unsigned long long)c->len, c->emulate ? ", emulated" : "",
                      c->dc ? ", dc" : "");
     if (c->refuse && n > 0 && (size_t)n < len)
-        snprintf(buf + n, len - (size_t)n, "%s", refusals[c->refuse % 5]);
+        n += snprintf(buf + n, len - (size_t)n, "%s", refusals[c->refuse % 5]);
+    if ((c->nriov > 1 || c->niov > 1 || c->inject) && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, ", %u range(s), %u iov(s)%s", c->nriov ? c->nriov : 1,
+                 c->niov ? c->niov : 1, c->inject ? ", injected" : "");
     return buf;
 }
 
@@ -737,7 +768,12 @@ static inline unsigned ic_rma_cases(const struct ic_params *p, struct ic_rma_cas
             c.len = (uint64_t)ic_dt_size(c.dt) * c.count;
             ic_rma_add(cases, &n, max, c);
         }
-        /* Every kind, operation and datatype carried: four elements each. */
+        /*
+         * Every kind, operation and datatype carried: four elements each. The
+         * write kind with delivery complete: many of these leave an element as
+         * it was (MIN of a larger operand), so a plain one could not be told to
+         * have landed, and might land in the next case's memory.
+         */
         for (unsigned kind = IC_RMA_ATOMIC; (p->flags & IC_F_ATOMICS) && kind <= IC_RMA_COMPARE;
              kind++)
             for (unsigned op = 0; op < IC_OP_COUNT; op++)
@@ -748,8 +784,34 @@ static inline unsigned ic_rma_cases(const struct ic_params *p, struct ic_rma_cas
                                                         .kind = (uint8_t)kind,
                                                         .op = (uint8_t)op,
                                                         .dt = (uint8_t)dt,
+                                                        .dc = kind == IC_RMA_ATOMIC,
                                                         .count = 4,
                                                         .len = 4ull * ic_dt_size(dt)});
+        /* Several ranges and iovs, an injected write. */
+        if (p->flags & IC_F_RANGES) {
+            static const struct ic_rma_case ranged[] = {
+                {.kind = IC_RMA_WRITE, .len = 3000, .nriov = 3, .niov = 2},
+                {.kind = IC_RMA_WRITE, .len = 2000, .nriov = 2, .niov = 3, .dc = 1},
+                {.kind = IC_RMA_WRITE, .len = 4000, .nriov = 4, .niov = 4},
+                {.kind = IC_RMA_READ, .len = 3000, .nriov = 4, .niov = 2},
+                {.kind = IC_RMA_READ, .len = 200, .nriov = 2, .niov = 1},
+                {.kind = IC_RMA_WRITE, .len = 16, .inject = 1},
+            };
+
+            for (unsigned k = 0; k < sizeof(ranged) / sizeof(ranged[0]); k++) {
+                struct ic_rma_case c = ranged[k];
+
+                if ((c.dc && (p->flags & IC_F_NO_DC)) || (c.inject && dir != IC_FI_TO_EFARM))
+                    continue;
+                c.dir = (uint8_t)dir;
+                if (dir == IC_EFARM_TO_FI)
+                    c.niov = 0; /* efarm's local buffer is one range */
+                for (unsigned emulate = 0; emulate < (dir == IC_EFARM_TO_FI ? 2u : 1u); emulate++) {
+                    c.emulate = (uint8_t)emulate;
+                    ic_rma_add(cases, &n, max, c);
+                }
+            }
+        }
         /* Refusals. */
         for (unsigned r = IC_REFUSE_BAD_KEY; r <= IC_REFUSE_READ_ONLY; r++) {
             static const struct ic_rma_case refused[] = {

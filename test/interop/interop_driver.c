@@ -320,7 +320,8 @@ static uint64_t ic_rma_diff(const struct ic_rma_case *c, const uint8_t *region, 
  * still have its packets to apply), so that the verdict still reaches the
  * origin before the case times out there.
  */
-static int ic_rma_settle(struct ic_ctx *x, const struct ic_rma_case *c, const uint8_t *region)
+static int ic_rma_settle(struct ic_ctx *x, const struct ic_rma_case *c, const uint8_t *region,
+                         bool origin_failed)
 {
     bool at_once =
         c->dc || c->kind == IC_RMA_READ || c->kind == IC_RMA_FETCH || c->kind == IC_RMA_COMPARE;
@@ -331,7 +332,14 @@ static int ic_rma_settle(struct ic_ctx *x, const struct ic_rma_case *c, const ui
     for (unsigned spins = 0; !at_once; spins++) {
         int ret;
 
-        if (spins % 64 == 0 && ic_rma_diff(c, region, c->off, end) == end)
+        /*
+         * A refusal leaves the range as it was: one that succeeded at its origin
+         * (an emulated plain write or atomic) is waited for until its REQs came,
+         * where the side can tell.
+         */
+        if (spins % 64 == 0 && ic_rma_diff(c, region, c->off, end) == end &&
+            (!c->refuse || origin_failed || x->ops->rma_arrived == NULL ||
+             x->ops->rma_arrived(x->side, c)))
             break;
         if ((ret = x->ops->progress(x->side)))
             return ic_rma_fail(x, c, "progress while waiting for the operation to land", ret);
@@ -390,7 +398,7 @@ static int ic_rma_target(struct ic_ctx *x, const struct ic_rma_case *c, uint8_t 
      * An operation that failed at the origin is its defect; what it left here is
      * not checked. A refused one must have changed nothing, failed or not.
      */
-    if ((m.b == 0 || c->refuse) && (defects = ic_rma_settle(x, c, region)) < 0)
+    if ((m.b == 0 || c->refuse) && (defects = ic_rma_settle(x, c, region, m.b != 0)) < 0)
         return defects;
     if (c->refuse == IC_REFUSE_READ_ONLY) {
         if (ic_rma_ro_may_take_write(c, x->opts->fi_bugs) && m.b == 0) {

@@ -53,6 +53,12 @@ struct ic_side_ops {
      * origin_failed: the origin's operation completed with an error.
      */
     void (*rma_case_begin)(void *side, const struct ic_rma_case *c);
+    /*
+     * As target, whether the case's REQ(s) reached the side (a refused plain write
+     * or atomic changes nothing and answers nothing, so only this tells that it
+     * came); NULL when the side cannot tell.
+     */
+    bool (*rma_arrived)(void *side, const struct ic_rma_case *c);
     unsigned (*rma_case_end)(void *side, const struct ic_rma_case *c, bool origin_failed);
 };
 

@@ -227,6 +227,7 @@ static const struct ic_side_ops g_ie_ops = {
     .strerror = ie_strerror,
     .rma = ie_rma,
     .rma_case_begin = ie_rma_case_begin,
+    .rma_arrived = ie_rma_arrived,
     .rma_case_end = ie_rma_case_end,
 };
 
@@ -256,7 +257,9 @@ static const char g_usage[] =
     "  --rma-efarm " IE_RMA_EFARM_SIZES "\n"
     "--atomics: and every atomic (kind, operation, datatype) libfabric's EFA\n"
     "provider carries, both ways, four elements each; each side first checks its\n"
-    "own list of what it carries against the test's. --refusals LIST: and\n"
+    "own list of what it carries against the test's. --ranges: and writes and\n"
+    "reads on 2-4 remote ranges (libfabric also from 2-4 local iovs) and an\n"
+    "injected write. --refusals LIST: and\n"
     "operations on memory the target did not grant (a bad key, before or past the\n"
     "region, a read-only region; interop.h): fi (libfabric's writes and atomics),\n"
     "reads (both ways; only where reads are the device's), efarm-writes (a bad\n"
@@ -426,6 +429,7 @@ static int ie_parse_args(int argc, char **argv, struct ie_args *a)
         {"expect-rma", required_argument, NULL, 'X'},
         {"fi-rdma-write", required_argument, NULL, 'W'},
         {"atomics", no_argument, NULL, 'T'},
+        {"ranges", no_argument, NULL, 'G'},
         {"refusals", required_argument, NULL, 'U'},
         {NULL, 0, NULL, 0},
     };
@@ -459,6 +463,9 @@ static int ie_parse_args(int argc, char **argv, struct ie_args *a)
             break;
         case 'T':
             a->params.flags |= IC_F_RMA | IC_F_ATOMICS;
+            break;
+        case 'G':
+            a->params.flags |= IC_F_RMA | IC_F_RANGES;
             break;
         case 'U': {
             char buf[128], *save = NULL;

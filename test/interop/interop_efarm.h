@@ -115,6 +115,7 @@ struct efarm_req *ie_req(struct ie_side *s, uint32_t m, struct ic_op *op);
 /* interop_efarm_rma.c: the side's one-sided operations and their checks (struct ic_side_ops). */
 int ie_rma(void *side, const struct ic_rma_case *c, const struct ic_rma_io *io, struct ic_op *op);
 void ie_rma_case_begin(void *side, const struct ic_rma_case *c);
+bool ie_rma_arrived(void *side, const struct ic_rma_case *c);
 unsigned ie_rma_case_end(void *side, const struct ic_rma_case *c, bool origin_failed);
 
 /* --expect-rma's LIST into bits per direction. Returns 0 or -EINVAL. */

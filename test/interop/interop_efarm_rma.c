@@ -69,18 +69,27 @@ static const size_t g_ie_rma_counter[EFARM_RMA_PROTO_COUNT] = {
 int ie_rma(void *side, const struct ic_rma_case *c, const struct ic_rma_io *io, struct ic_op *op)
 {
     struct ie_side *s = side;
-    struct efarm_riov riov = {.addr = io->raddr, .len = io->len, .key = io->rkey};
+    struct efarm_riov riov[EFARM_RMA_MAX_IOV];
     uint32_t flags = (c->dc ? EFARM_RMA_DC : 0) | (c->emulate ? EFARM_RMA_NO_DIRECT : 0);
+    uint32_t nriov = c->nriov ? c->nriov : 1;
     struct efarm_req *req = ie_req(s, 0, op);
 
+    if (nriov > EFARM_RMA_MAX_IOV)
+        return -EINVAL;
+    for (uint32_t i = 0; i < nriov; i++) {
+        uint64_t off, len;
+
+        ic_rma_piece(io->len, nriov, i, &off, &len);
+        riov[i] = (struct efarm_riov){.addr = io->raddr + off, .len = len, .key = io->rkey};
+    }
     switch (c->kind) {
     case IC_RMA_WRITE:
-        return efarm_write(s->ep, s->peer, io->buf, io->len, &riov, 1, flags, req);
+        return efarm_write(s->ep, s->peer, io->buf, io->len, riov, nriov, flags, req);
     case IC_RMA_READ:
-        return efarm_read(s->ep, s->peer, io->buf, io->len, &riov, 1, flags, req);
+        return efarm_read(s->ep, s->peer, io->buf, io->len, riov, nriov, flags, req);
     default:
         return efarm_atomic(s->ep, s->peer, c->op, c->dt, io->buf, io->compare, io->result,
-                            c->count, &riov, 1, flags, req);
+                            c->count, riov, 1, flags, req);
     }
 }
 
@@ -105,9 +114,13 @@ static unsigned ie_rma_efarm_allowed(const struct ie_side *s, const struct ic_rm
     unsigned eager = c->dc ? IE_R(DC_EAGER_RTW) : IE_R(EAGER_RTW);
     uint64_t one = s->efarm_medium_max > s->eager_hi ? s->efarm_medium_max : s->eager_hi;
 
+    bool one_range = c->nriov <= 1; /* the long subprotocols name one remote range */
+
     if (c->kind == IC_RMA_WRITE) {
         if (s->write_ok && !c->emulate)
             return IE_R(DIRECT_WRITE);
+        if (!one_range)
+            return eager;
         if (s->read_ok && c->len >= s->efarm_read_min)
             return s->reg_limited ? IE_R(LONGREAD_RTW) | IE_R(LONGCTS_RTW) | IE_R(DC_LONGCTS_RTW)
                                   : IE_R(LONGREAD_RTW);
@@ -117,8 +130,9 @@ static unsigned ie_rma_efarm_allowed(const struct ie_side *s, const struct ic_rm
     }
     if (s->read_ok && !c->emulate)
         return IE_R(DIRECT_READ);
-    return c->len > s->eager_hi - sizeof(struct efarm_wire_readrsp_hdr) ? IE_R(LONGCTS_RTR)
-                                                                        : IE_R(SHORT_RTR);
+    return c->len > s->eager_hi - sizeof(struct efarm_wire_readrsp_hdr) && one_range
+               ? IE_R(LONGCTS_RTR)
+               : IE_R(SHORT_RTR);
 }
 
 /*
@@ -349,6 +363,16 @@ static bool ie_rma_unreadable(const struct ie_side *s, const struct ic_rma_case 
     *seen = t->pkts;
     ++*s->tolerated;
     return true;
+}
+
+/* As target: a REQ of the case was served or refused (a direct one is the device's: none comes). */
+bool ie_rma_arrived(void *side, const struct ic_rma_case *c)
+{
+    const struct ie_side *s = side;
+    const struct efarm_counters *now = efarm_ep_counters(s->ep), *was = &s->before;
+
+    (void)c;
+    return IE_DELTA(now, was, rma_refused) + IE_DELTA(now, was, rma_served) > 0;
 }
 
 unsigned ie_rma_case_end(void *side, const struct ic_rma_case *c, bool origin_failed)

@@ -220,18 +220,49 @@ static int if_rma(void *side, const struct ic_rma_case *c, const struct ic_rma_i
                   struct ic_op *op)
 {
     struct if_side *s = side;
-    uint64_t flags = FI_COMPLETION | (c->dc ? FI_DELIVERY_COMPLETE : 0);
-    void *desc[1] = {s->local_desc};
-    struct iovec iov = {.iov_base = io->buf, .iov_len = io->len};
-    struct fi_rma_iov riov = {.addr = io->raddr, .len = io->len, .key = io->rkey};
-    struct fi_msg_rma msg = {.msg_iov = &iov,
+    uint64_t flags =
+        FI_COMPLETION | (c->dc ? FI_DELIVERY_COMPLETE : 0) | (c->inject ? FI_INJECT : 0);
+    unsigned niov = c->niov ? c->niov : 1, nriov = c->nriov ? c->nriov : 1;
+    void *desc[4] = {s->local_desc, s->local_desc, s->local_desc, s->local_desc};
+    struct iovec iov[4];
+    struct fi_rma_iov riov[4];
+    struct fi_msg_rma msg = {.msg_iov = iov,
                              .desc = desc,
-                             .iov_count = 1,
+                             .iov_count = niov,
                              .addr = s->peer,
-                             .rma_iov = &riov,
-                             .rma_iov_count = 1,
+                             .rma_iov = riov,
+                             .rma_iov_count = nriov,
                              .context = &s->ops[0].ctx};
 
+    /*
+     * libfabric's EFA provider offers one remote range per operation
+     * (rma_iov_limit 1): the same bytes then go as one range, and several
+     * ranges are efarm's only.
+     */
+    if (nriov > s->info->tx_attr->rma_iov_limit && s->info->tx_attr->rma_iov_limit >= 1)
+        nriov = (unsigned)s->info->tx_attr->rma_iov_limit;
+    msg.rma_iov_count = nriov;
+    if (niov > 4 || nriov > 4 || niov > s->info->tx_attr->iov_limit ||
+        (c->inject && io->len > s->info->tx_attr->inject_size)) {
+        fprintf(stderr,
+                "interop-fi: one-sided case %u: %u iov(s), %u range(s)%s beyond what this "
+                "libfabric offers (iov_limit %zu, rma_iov_limit %zu, inject_size %zu)\n",
+                c->index, niov, nriov, c->inject ? ", injected" : "", s->info->tx_attr->iov_limit,
+                s->info->tx_attr->rma_iov_limit, s->info->tx_attr->inject_size);
+        return -FI_EINVAL;
+    }
+    for (unsigned i = 0; i < niov; i++) {
+        uint64_t off, len;
+
+        ic_rma_piece(io->len, niov, i, &off, &len);
+        iov[i] = (struct iovec){.iov_base = (uint8_t *)io->buf + off, .iov_len = len};
+    }
+    for (unsigned i = 0; i < nriov; i++) {
+        uint64_t off, len;
+
+        ic_rma_piece(io->len, nriov, i, &off, &len);
+        riov[i] = (struct fi_rma_iov){.addr = io->raddr + off, .len = len, .key = io->rkey};
+    }
     if_bind(s, op, 0);
     switch (c->kind) {
     case IC_RMA_WRITE:
