@@ -395,7 +395,7 @@ esac
 # (no RDMA write: libfabric writes to efarm emulated) and through 56.1 (both write by
 # RDMA). Then libfabric 2.6.0 against rdma-core 64.0 the same way, with its direct
 # data path on the kernel front end, when exports of their git tags are at hand
-# (EFARM_LIBFABRIC_SOURCE_2_6_0 and EFARM_RDMA_CORE_SOURCE_64_0: Debian serves
+# (LIBFABRIC_SOURCE_2_6_0 and RDMA_CORE_SOURCE_64_0: Debian serves
 # neither; .ci/run takes them from its cache's dl/ when they are there); SKIP
 # otherwise, saying so.
 # later_lf LABEL RC_VERSION RC_SOURCE LF_VERSION LF_SOURCE: build both, run the suites.
@@ -435,11 +435,11 @@ later_lf() {
 }
 lf_root=$(dirname "${EFARM_LIBFABRIC_CACHE:-$top/build/libfabric}")
 later_lf libfabric-2.1-rdma-core-56.1 56.1 "" 2.1.0 ""
-if [ -n "${EFARM_LIBFABRIC_SOURCE_2_6_0:-}" ] && [ -n "${EFARM_RDMA_CORE_SOURCE_64_0:-}" ]; then
-    later_lf libfabric-2.6-rdma-core-64.0 64.0 "$EFARM_RDMA_CORE_SOURCE_64_0" 2.6.0 \
-        "$EFARM_LIBFABRIC_SOURCE_2_6_0"
+if [ -n "${LIBFABRIC_SOURCE_2_6_0:-}" ] && [ -n "${RDMA_CORE_SOURCE_64_0:-}" ]; then
+    later_lf libfabric-2.6-rdma-core-64.0 64.0 "$RDMA_CORE_SOURCE_64_0" 2.6.0 \
+        "$LIBFABRIC_SOURCE_2_6_0"
 else
-    echo "SKIP libfabric-2.6: no export of libfabric v2.6.0 and rdma-core v64.0 (EFARM_LIBFABRIC_SOURCE_2_6_0, EFARM_RDMA_CORE_SOURCE_64_0; test/interop/README.md says how to make them)"
+    echo "SKIP libfabric-2.6: no export of libfabric v2.6.0 and rdma-core v64.0 (LIBFABRIC_SOURCE_2_6_0, RDMA_CORE_SOURCE_64_0; test/interop/README.md says how to make them)"
 fi
 
 # ---- MPICH 4.0.2 with ch4:efarm, and the MPI tests over it ----------------------------------

@@ -295,7 +295,7 @@ if fi_at_least 1.20; then
     # The other way: libfabric's receiver cannot register a long-read message's buffer
     # (libfabric with efasim's registrations limited) and answers READ_NACK; efarm
     # sends the message again by long-CTS.
-    run readnackfi "FI_EFA_USE_DEVICE_RDMA=1 EFASIM_MAX_MR=${EFARM_INTEROP_FI_MAX_MR:-2}" \
+    run readnackfi "FI_EFA_USE_DEVICE_RDMA=1 EFASIM_MAX_MR=2" \
         "--fi-rdma 1 --read-nack --no-bursts" check_read_nack_recv
 else
     echo "SKIP $label/readnack: libfabric ${fi_version:-(unknown version)} has no READ_NACK (it came with 1.20)"
