@@ -223,8 +223,13 @@ EFASIM_EXPORT int efasim_efadv_query_mr(struct ibv_mr *ibvmr, struct efasim_efad
         return EOPNOTSUPP;
     if (!EFADV_FIELD_AVAIL(struct efasim_efadv_mr_attr, rdma_recv_ic_id, inlen))
         return EINVAL;
+    /*
+     * rdma-core zeroes attr, then asks the kernel (EFA_IB_METHOD_MR_QUERY),
+     * which the kernel efasim plays (Linux 6.1's, as on its kernel front end)
+     * does not have: the method lookup answers EPROTONOSUPPORT.
+     */
     memset(attr, 0, inlen);
-    return 0;
+    return EPROTONOSUPPORT;
 }
 
 /*
