@@ -181,7 +181,8 @@ void efasim_qp_to_rts(struct ibv_qp *qp, uint32_t qkey, uint8_t rnr_retry)
         efarm_test_fail(__FILE__, __LINE__, "ibv_modify_qp(RTS): %d", rc);
 }
 
-struct ibv_qp *efasim_qp_create_raw(struct efasim_dev *dev, struct ibv_cq_ex *cq)
+struct ibv_qp_init_attr_ex efasim_srd_qp_attr(struct efasim_dev *dev, struct ibv_cq_ex *cq,
+                                              uint64_t send_ops_flags)
 {
     struct ibv_qp_init_attr_ex attr = {
         .qp_type = IBV_QPT_DRIVER,
@@ -191,6 +192,17 @@ struct ibv_qp *efasim_qp_create_raw(struct efasim_dev *dev, struct ibv_cq_ex *cq
         .pd = dev->pd,
         .comp_mask = IBV_QP_INIT_ATTR_PD,
     };
+
+    if (send_ops_flags) {
+        attr.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+        attr.send_ops_flags = send_ops_flags;
+    }
+    return attr;
+}
+
+struct ibv_qp *efasim_qp_create_raw(struct efasim_dev *dev, struct ibv_cq_ex *cq)
+{
+    struct ibv_qp_init_attr_ex attr = efasim_srd_qp_attr(dev, cq, 0);
     struct efadv_qp_init_attr efa_attr = {.driver_qp_type = EFADV_QP_DRIVER_TYPE_SRD};
 
     errno = 0;

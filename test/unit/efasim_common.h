@@ -180,6 +180,13 @@ struct ibv_cq_ex *efasim_cq_create(struct efasim_dev *dev, uint32_t cqe);
  * creation itself: NULL and errno (cleared first) on failure.
  */
 struct ibv_qp *efasim_qp_create_raw(struct efasim_dev *dev, struct ibv_cq_ex *cq);
+
+/*
+ * The attributes efasim_qp_create_raw asks for (an SRD driver QP of 16 WRs and
+ * one SGE each way, send and receive on cq), with send_ops_flags when nonzero.
+ */
+struct ibv_qp_init_attr_ex efasim_srd_qp_attr(struct efasim_dev *dev, struct ibv_cq_ex *cq,
+                                              uint64_t send_ops_flags);
 void efasim_qp_open(struct efasim_dev *dev, const struct efasim_qp_opts *opts,
                     struct efasim_qp *qp);
 void efasim_qp_close(struct efasim_qp *qp);

@@ -240,25 +240,6 @@ static void not_efa_make(struct not_efa *n)
 
 /* ---- Objects ---------------------------------------------------------------------- */
 
-static struct ibv_qp_init_attr_ex srd_attr(struct efasim_dev *dev, struct ibv_cq_ex *cq,
-                                           uint64_t send_ops_flags)
-{
-    struct ibv_qp_init_attr_ex attr = {
-        .qp_type = IBV_QPT_DRIVER,
-        .send_cq = ibv_cq_ex_to_cq(cq),
-        .recv_cq = ibv_cq_ex_to_cq(cq),
-        .cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1},
-        .pd = dev->pd,
-        .comp_mask = IBV_QP_INIT_ATTR_PD,
-    };
-
-    if (send_ops_flags) {
-        attr.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-        attr.send_ops_flags = send_ops_flags;
-    }
-    return attr;
-}
-
 /* efadv_create_qp_ex with 64's structure and inlen: the QP, or NULL and errno (cleared first). */
 static struct ibv_qp *create_qp64(struct efasim_dev *dev, struct ibv_qp_init_attr_ex *attr,
                                   const void *efa, uint32_t inlen)
@@ -362,7 +343,7 @@ EFARM_TEST(efasim_efadv64_create_qp_ex)
     efa64_require();
     efasim_dev_open(0, &dev);
     cq = efasim_cq_create(&dev, 64);
-    attr = srd_attr(&dev, cq, IBV_QP_EX_WITH_SEND);
+    attr = efasim_srd_qp_attr(&dev, cq, IBV_QP_EX_WITH_SEND);
 
     memset(&efa, 0, sizeof(efa));
     expect_qp_created(&dev, &attr, &efa, sizeof(efa));
@@ -592,7 +573,7 @@ static void expect_sq_bound(struct efasim_dev *dev, uint32_t depth, uint32_t inl
 {
     struct efadv64_qp_init_attr efa = {.driver_qp_type = EFADV_QP_DRIVER_TYPE_SRD};
     struct ibv_cq_ex *cq = efasim_cq_create(dev, 64);
-    struct ibv_qp_init_attr_ex attr = srd_attr(dev, cq, IBV_QP_EX_WITH_SEND);
+    struct ibv_qp_init_attr_ex attr = efasim_srd_qp_attr(dev, cq, IBV_QP_EX_WITH_SEND);
 
     efarm_test_context("a send queue of %u WRs, %u inline bytes", depth, inline_data);
     attr.cap.max_inline_data = inline_data;
@@ -711,7 +692,7 @@ EFARM_TEST(efasim_efadv64_max_rq_depth)
     EXPECT_EQ(WTERMSIG(status), SIGFPE);
 
     cq = efasim_cq_create(&dev, 64);
-    attr = srd_attr(&dev, cq, IBV_QP_EX_WITH_SEND);
+    attr = efasim_srd_qp_attr(&dev, cq, IBV_QP_EX_WITH_SEND);
     attr.cap.max_recv_sge = EFASIM_DEFAULT_MAX_RQ_SGE;
     attr.cap.max_recv_wr = (uint32_t)rq_depth(&dev, EFASIM_DEFAULT_MAX_RQ_SGE);
     expect_qp_created(&dev, &attr, &efa, sizeof(efa));
@@ -733,7 +714,7 @@ static void hints_qp_open(struct efasim_dev *dev, uint64_t wr_flags, struct efas
     qp->qkey = EFASIM_TEST_QKEY;
     qp->send_cq = efasim_cq_create(dev, 64);
     qp->recv_cq = efasim_cq_create(dev, 64);
-    attr = srd_attr(dev, qp->send_cq, IBV_QP_EX_WITH_SEND);
+    attr = efasim_srd_qp_attr(dev, qp->send_cq, IBV_QP_EX_WITH_SEND);
     attr.recv_cq = ibv_cq_ex_to_cq(qp->recv_cq);
     qp->qp = create_qp64(dev, &attr, &efa, sizeof(efa));
     if (!qp->qp)

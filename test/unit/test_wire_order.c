@@ -146,18 +146,6 @@ EFARM_TEST(wire_ordering_overflow_beyond_window)
     engine_close();
 }
 
-/* One MEDIUM segment from the wire peer: [off, off + n) of a len-byte message. */
-static void send_medium(struct wp *w, uint32_t msg_id, const uint8_t *src, uint64_t len,
-                        uint64_t off, uint64_t n)
-{
-    struct efarm_pkt pkt;
-
-    wp_req(w, &pkt, EFARM_PKT_MEDIUM_TAGRTM, msg_id, tag_of(7));
-    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, len);
-    efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_OFFSET, off);
-    wp_send_settle(w, &pkt, NULL, 0, src + off, n);
-}
-
 /*
  * MEDIUM segments of messages out of order, interleaved with each other and
  * an eager one; with the receives posted first (matched as they come) or

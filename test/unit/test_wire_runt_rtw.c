@@ -659,18 +659,6 @@ EFARM_TEST(wire_runt_rtw_waits_for_an_operation)
     free(src2);
 }
 
-/* One MEDIUM_TAGRTM segment (tag 7): [off, off + n) of a len-byte message. */
-static void send_medium(struct wp *w, uint32_t msg_id, const uint8_t *src, uint64_t len,
-                        uint64_t off, uint64_t n)
-{
-    struct efarm_pkt pkt;
-
-    wp_req(w, &pkt, EFARM_PKT_MEDIUM_TAGRTM, msg_id, tag_of(7));
-    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, len);
-    efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_OFFSET, off);
-    wp_send_settle(w, &pkt, NULL, 0, src + off, n);
-}
-
 /*
  * A write's send_id and a message's msg_id of the same peer are two id
  * spaces: a runt write with send_id 0 beside the medium message with msg_id

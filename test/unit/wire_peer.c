@@ -319,6 +319,17 @@ void send_eager(struct wp *w, uint8_t type, uint32_t msg_id, uint64_t tag, const
     wp_send_settle(w, &pkt, NULL, 0, data, n);
 }
 
+void send_medium(struct wp *w, uint32_t msg_id, const uint8_t *src, uint64_t len, uint64_t off,
+                 uint64_t n)
+{
+    struct efarm_pkt pkt;
+
+    wp_req(w, &pkt, EFARM_PKT_MEDIUM_TAGRTM, msg_id, tag_of(7));
+    efarm_pkt_set(&pkt, EFARM_PKT_F_MSG_LENGTH, len);
+    efarm_pkt_set(&pkt, EFARM_PKT_F_SEG_OFFSET, off);
+    wp_send_settle(w, &pkt, NULL, 0, src + off, n);
+}
+
 /* ---- What the engine must send --------------------------------------------------------- */
 
 uint64_t engine_features(bool rdma_read, bool connid)

@@ -179,6 +179,10 @@ void send_reply(struct wp *w, uint8_t type, uint32_t send_id, uint32_t second);
 void send_eager(struct wp *w, uint8_t type, uint32_t msg_id, uint64_t tag, const void *data,
                 uint64_t n);
 
+/* Send one MEDIUM_TAGRTM segment with tag 7: [off, off + n) of src, a len-byte message. */
+void send_medium(struct wp *w, uint32_t msg_id, const uint8_t *src, uint64_t len, uint64_t off,
+                 uint64_t n);
+
 /* ---- What the engine must send --------------------------------------------------------- */
 
 /* Returns the extra_info features the engine advertises, with or without RDMA read and connid. */
