@@ -470,22 +470,23 @@ enum ic_rma_kind { IC_RMA_WRITE, IC_RMA_READ, IC_RMA_ATOMIC, IC_RMA_FETCH, IC_RM
 /*
  * The atomic datatypes and operations, in libfabric's numbering (enum
  * fi_datatype, enum fi_op), which protocol v4 carries: NAME, number, and for
- * datatypes the element size, for operations libfabric's name (FI_ATOMIC_READ). Each side checks
+ * datatypes the element size, C type and class (integer, real, complex: which
+ * operations apply), for operations libfabric's name (FI_ATOMIC_READ). Each side checks
  * its own constants against these. Datatypes past float complex (double and long double complex,
  * long double, the 128-bit integers) are ones libfabric's EFA provider refuses.
  */
-#define IC_DT_LIST(X)         \
-    X(INT8, 0, "int8", 1)     \
-    X(UINT8, 1, "uint8", 1)   \
-    X(INT16, 2, "int16", 2)   \
-    X(UINT16, 3, "uint16", 2) \
-    X(INT32, 4, "int32", 4)   \
-    X(UINT32, 5, "uint32", 4) \
-    X(INT64, 6, "int64", 8)   \
-    X(UINT64, 7, "uint64", 8) \
-    X(FLOAT, 8, "float", 4)   \
-    X(DOUBLE, 9, "double", 8) \
-    X(FLOAT_COMPLEX, 10, "float_complex", 8)
+#define IC_DT_LIST(X)                        \
+    X(INT8, 0, "int8", 1, int8_t, INT)       \
+    X(UINT8, 1, "uint8", 1, uint8_t, INT)    \
+    X(INT16, 2, "int16", 2, int16_t, INT)    \
+    X(UINT16, 3, "uint16", 2, uint16_t, INT) \
+    X(INT32, 4, "int32", 4, int32_t, INT)    \
+    X(UINT32, 5, "uint32", 4, uint32_t, INT) \
+    X(INT64, 6, "int64", 8, int64_t, INT)    \
+    X(UINT64, 7, "uint64", 8, uint64_t, INT) \
+    X(FLOAT, 8, "float", 4, float, REAL)     \
+    X(DOUBLE, 9, "double", 8, double, REAL)  \
+    X(FLOAT_COMPLEX, 10, "float_complex", 8, float _Complex, COMPLEX)
 #define IC_OP_LIST(X)                     \
     X(MIN, 0, "min", MIN)                 \
     X(MAX, 1, "max", MAX)                 \
@@ -507,7 +508,7 @@ enum ic_rma_kind { IC_RMA_WRITE, IC_RMA_READ, IC_RMA_ATOMIC, IC_RMA_FETCH, IC_RM
     X(CSWAP_GT, 17, "cswap_gt", CSWAP_GT) \
     X(MSWAP, 18, "mswap", MSWAP)
 enum {
-#define IC_DT_ENUM_(id, num, name, size) IC_DT_##id = num,
+#define IC_DT_ENUM_(id, num, name, size, ctype, cls) IC_DT_##id = num,
     IC_DT_LIST(IC_DT_ENUM_)
 #undef IC_DT_ENUM_
         IC_DT_COUNT
@@ -522,17 +523,29 @@ enum {
 static inline unsigned ic_dt_size(unsigned dt)
 {
     static const uint8_t size[] = {
-#define IC_DT_SIZE_(id, num, name, sz) [num] = sz,
+#define IC_DT_SIZE_(id, num, name, sz, ctype, cls) [num] = sz,
         IC_DT_LIST(IC_DT_SIZE_)
 #undef IC_DT_SIZE_
     };
     return dt < IC_DT_COUNT ? size[dt] : 0;
 }
 
+enum ic_dt_class { IC_DTC_INT, IC_DTC_REAL, IC_DTC_COMPLEX, IC_DTC_NONE };
+
+static inline enum ic_dt_class ic_dt_class(unsigned dt)
+{
+    static const uint8_t cls[] = {
+#define IC_DT_CLASS_(id, num, name, sz, ctype, c) [num] = IC_DTC_##c,
+        IC_DT_LIST(IC_DT_CLASS_)
+#undef IC_DT_CLASS_
+    };
+    return dt < IC_DT_COUNT ? (enum ic_dt_class)cls[dt] : IC_DTC_NONE;
+}
+
 static inline const char *ic_dt_name(unsigned dt)
 {
     static const char *const names[] = {
-#define IC_DT_NAME_(id, num, name, sz) [num] = name,
+#define IC_DT_NAME_(id, num, name, sz, ctype, cls) [num] = name,
         IC_DT_LIST(IC_DT_NAME_)
 #undef IC_DT_NAME_
     };
@@ -638,7 +651,9 @@ static inline void ic_rma_piece(uint64_t len, unsigned n, unsigned i, uint64_t *
  */
 static inline bool ic_atomic_valid(unsigned kind, unsigned op, unsigned dt)
 {
-    bool integer = dt <= IC_DT_UINT64, real = dt <= IC_DT_DOUBLE, any = dt < IC_DT_COUNT;
+    enum ic_dt_class cls = ic_dt_class(dt);
+    bool integer = cls == IC_DTC_INT, real = integer || cls == IC_DTC_REAL,
+         any = cls != IC_DTC_NONE;
     bool cmp = kind == IC_RMA_COMPARE;
 
     switch (op) {
@@ -914,7 +929,7 @@ static inline uint64_t ic_rma_value(const struct ic_rma_case *c, unsigned role, 
         if (j % 3 == 0)
             return initial;
         d = ic_rma_make(c->dt, x | 1); /* odd: never the forced zero */
-        if (c->dt == IC_DT_FLOAT || c->dt == IC_DT_DOUBLE || c->dt == IC_DT_FLOAT_COMPLEX) {
+        if (ic_dt_class(c->dt) != IC_DTC_INT) {
             /* The initial value moved by a quarter or more, down or up. */
             if (c->dt == IC_DT_DOUBLE) {
                 double a;
@@ -1030,28 +1045,18 @@ static inline uint64_t ic_rma_value_after(const struct ic_rma_case *c, uint64_t 
     uint64_t compare = ic_rma_value(c, IC_RMA_COMPARAND, j), out;
 
     switch (c->dt) {
-    case IC_DT_INT8:
-        IC_APPLY_TYPED_(int8_t, IC_APPLY_ORD_(a, b, cmp, r) IC_APPLY_INT_(a, b, cmp, r))
-    case IC_DT_UINT8:
-        IC_APPLY_TYPED_(uint8_t, IC_APPLY_ORD_(a, b, cmp, r) IC_APPLY_INT_(a, b, cmp, r))
-    case IC_DT_INT16:
-        IC_APPLY_TYPED_(int16_t, IC_APPLY_ORD_(a, b, cmp, r) IC_APPLY_INT_(a, b, cmp, r))
-    case IC_DT_UINT16:
-        IC_APPLY_TYPED_(uint16_t, IC_APPLY_ORD_(a, b, cmp, r) IC_APPLY_INT_(a, b, cmp, r))
-    case IC_DT_INT32:
-        IC_APPLY_TYPED_(int32_t, IC_APPLY_ORD_(a, b, cmp, r) IC_APPLY_INT_(a, b, cmp, r))
-    case IC_DT_UINT32:
-        IC_APPLY_TYPED_(uint32_t, IC_APPLY_ORD_(a, b, cmp, r) IC_APPLY_INT_(a, b, cmp, r))
-    case IC_DT_INT64:
-        IC_APPLY_TYPED_(int64_t, IC_APPLY_ORD_(a, b, cmp, r) IC_APPLY_INT_(a, b, cmp, r))
-    case IC_DT_UINT64:
-        IC_APPLY_TYPED_(uint64_t, IC_APPLY_ORD_(a, b, cmp, r) IC_APPLY_INT_(a, b, cmp, r))
-    case IC_DT_FLOAT:
-        IC_APPLY_TYPED_(float, IC_APPLY_ORD_(a, b, cmp, r))
-    case IC_DT_DOUBLE:
-        IC_APPLY_TYPED_(double, IC_APPLY_ORD_(a, b, cmp, r))
-    case IC_DT_FLOAT_COMPLEX:
-        IC_APPLY_TYPED_(float _Complex, )
+#define IC_APPLY_INT_CLASS_(T) \
+    IC_APPLY_TYPED_(T, IC_APPLY_ORD_(a, b, cmp, r) IC_APPLY_INT_(a, b, cmp, r))
+#define IC_APPLY_REAL_CLASS_(T)    IC_APPLY_TYPED_(T, IC_APPLY_ORD_(a, b, cmp, r))
+#define IC_APPLY_COMPLEX_CLASS_(T) IC_APPLY_TYPED_(T, )
+#define IC_APPLY_CASE_(id, num, name, sz, ctype, cls) \
+    case IC_DT_##id:                                  \
+        IC_APPLY_##cls##_CLASS_(ctype)
+        IC_DT_LIST(IC_APPLY_CASE_)
+#undef IC_APPLY_CASE_
+#undef IC_APPLY_COMPLEX_CLASS_
+#undef IC_APPLY_REAL_CLASS_
+#undef IC_APPLY_INT_CLASS_
     default:
         return initial;
     }

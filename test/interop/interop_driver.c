@@ -490,31 +490,21 @@ static unsigned ic_rma_check_local(const struct ic_ctx *x, const struct ic_rma_c
         ++*x->opts->tolerated;
         return 0;
     }
-    if (c->refuse) {
-        /* No data: the buffer keeps its guard bytes, failed or not. */
-        for (i = 0; i < c->len + IC_RMA_GUARD; i++)
-            if (got[i] != IC_GUARD_BYTE) {
-                fprintf(stderr,
-                        "interop(%s): one-sided case %u (%s): refused, yet %s byte %llu is "
-                        "0x%02x\n",
-                        x->ops->name, c->index, ic_rma_describe(c, name, sizeof(name)),
-                        c->kind == IC_RMA_READ ? "read" : "old value", (unsigned long long)i,
-                        got[i]);
-                return 1;
-            }
-        return 0;
-    }
-    /* Both hold the target's bytes before the operation, then the guard. */
+    /*
+     * Both hold the target's bytes before the operation, then the guard; a
+     * refused one nothing: its buffer keeps its guard bytes, failed or not.
+     */
     for (i = 0; i < c->len + IC_RMA_GUARD; i++) {
-        uint8_t want = i < c->len ? ic_rma_before(c, c->off + i) : IC_GUARD_BYTE;
+        uint8_t want = i < c->len && !c->refuse ? ic_rma_before(c, c->off + i) : IC_GUARD_BYTE;
 
         if (got[i] != want) {
             fprintf(stderr,
-                    "interop(%s): one-sided case %u (%s): %s byte %llu is 0x%02x, expected "
+                    "interop(%s): one-sided case %u (%s): %s%s byte %llu is 0x%02x, expected "
                     "0x%02x%s\n",
                     x->ops->name, c->index, ic_rma_describe(c, name, sizeof(name)),
+                    c->refuse ? "refused, yet " : "",
                     c->kind == IC_RMA_READ ? "read" : "returned old value", (unsigned long long)i,
-                    got[i], want, i < c->len ? "" : " (written past the end)");
+                    got[i], want, i < c->len || c->refuse ? "" : " (written past the end)");
             return 1;
         }
     }

@@ -16,7 +16,7 @@
 #include "efarm_rma.h"
 #include "interop_efarm.h"
 
-#define IE_DT_ASSERT_(id, num, name, size)                \
+#define IE_DT_ASSERT_(id, num, name, size, ctype, cls)    \
     _Static_assert((int)EFARM_DT_##id == (int)IC_DT_##id, \
                    "interop.h's datatype " name " is protocol v4's (libfabric's) number");
 IC_DT_LIST(IE_DT_ASSERT_)

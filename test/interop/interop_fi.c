@@ -29,8 +29,8 @@
 
 #include "interop_driver.h"
 
-#define IF_DT_ASSERT_(id, num, name, size)          \
-    _Static_assert((int)FI_##id == (int)IC_DT_##id, \
+#define IF_DT_ASSERT_(id, num, name, size, ctype, cls) \
+    _Static_assert((int)FI_##id == (int)IC_DT_##id,    \
                    "interop.h's datatype " name " is libfabric's number");
 IC_DT_LIST(IF_DT_ASSERT_)
 #undef IF_DT_ASSERT_
