@@ -135,37 +135,51 @@ EFARM_TEST_TIMEOUT(efasim_rdma_write_sizes, 60)
     rdma_close(&f);
 }
 
-/* Write with immediate data consumes a receive on the target and delivers imm. */
+/*
+ * Write with immediate data consumes a receive on the target and delivers imm
+ * and the write's length: above 64 KiB too, which EFA's receive completion
+ * carries in two parts (length and, for an RDMA write, length_hi; rdma-core
+ * from 45 joins them).
+ */
 EFARM_TEST(efasim_rdma_write_with_imm)
 {
+    static const size_t lens[] = {20000, 200000};
     struct efasim_buf local, remote, rbuf;
     struct rdma_fixture f;
     struct efasim_wc wc;
 
     rdma_open(&f, true);
-    efasim_buf_alloc(&f.dev[1], 65536, IBV_ACCESS_LOCAL_WRITE, &local);
-    efasim_buf_alloc(&f.dev[0], 65536, EFASIM_ACCESS_ALL, &remote);
+    efasim_buf_alloc(&f.dev[1], 262144, IBV_ACCESS_LOCAL_WRITE, &local);
+    efasim_buf_alloc(&f.dev[0], 262144, EFASIM_ACCESS_ALL, &remote);
     efasim_buf_alloc(&f.dev[0], 4096, EFASIM_ACCESS_ALL, &rbuf);
     efasim_fill(local.addr, local.len, 0x1234);
-    memset(remote.addr, RDMA_GUARD_C, remote.len);
-    efasim_post_recv(&f.tgt, 71, &rbuf, 0, rbuf.len);
-    EXPECT_EQ(efasim_rdma_write_imm(&f.req, &f.to_tgt, 72, &local, 0, 20000, remote.mr->rkey,
-                                    (uintptr_t)(remote.addr + 100), 0xfeedf00du),
-              0);
-    efasim_wait_wc(f.tgt.recv_cq, &wc, "the target's receive for the write with imm");
-    EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
-    EXPECT_EQ(wc.wr_id, 71);
-    EXPECT_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
-    EXPECT_EQ(wc.wc_flags & IBV_WC_WITH_IMM, IBV_WC_WITH_IMM);
-    EXPECT_EQ(wc.imm, 0xfeedf00du);
-    EXPECT_EQ(wc.src_qp, f.req.qpn);
-    EXPECT_MEM_EQ(remote.addr + 100, local.addr, 20000);
-    expect_guard(remote.addr, 100, "the guard before the write's target");
-    expect_guard(remote.addr + 20100, remote.len - 20100, "the guard after the write's target");
-    efasim_wait_wc(f.req.send_cq, &wc, "the write with imm");
-    EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
-    EXPECT_EQ(wc.wr_id, 72);
-    EXPECT_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
+    for (unsigned i = 0; i < 2; i++) {
+        size_t len = lens[i];
+
+        efarm_test_context("RDMA write with imm of %zu bytes", len);
+        memset(remote.addr, RDMA_GUARD_C, remote.len);
+        efasim_post_recv(&f.tgt, 71 + 10 * i, &rbuf, 0, rbuf.len);
+        EXPECT_EQ(efasim_rdma_write_imm(&f.req, &f.to_tgt, 72 + 10 * i, &local, 0, len,
+                                        remote.mr->rkey, (uintptr_t)(remote.addr + 100),
+                                        0xfeedf00du + i),
+                  0);
+        efasim_wait_wc(f.tgt.recv_cq, &wc, "the target's receive for the write with imm");
+        EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+        EXPECT_EQ(wc.wr_id, 71 + 10 * i);
+        EXPECT_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+        EXPECT_EQ(wc.wc_flags & IBV_WC_WITH_IMM, IBV_WC_WITH_IMM);
+        EXPECT_EQ(wc.imm, 0xfeedf00du + i);
+        EXPECT_EQ(wc.byte_len, len);
+        EXPECT_EQ(wc.src_qp, f.req.qpn);
+        EXPECT_MEM_EQ(remote.addr + 100, local.addr, len);
+        expect_guard(remote.addr, 100, "the guard before the write's target");
+        expect_guard(remote.addr + 100 + len, remote.len - 100 - len,
+                     "the guard after the write's target");
+        efasim_wait_wc(f.req.send_cq, &wc, "the write with imm");
+        EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
+        EXPECT_EQ(wc.wr_id, 72 + 10 * i);
+        EXPECT_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
+    }
     efasim_buf_free(&local);
     efasim_buf_free(&remote);
     efasim_buf_free(&rbuf);

@@ -512,7 +512,16 @@ static void ring_write(struct efa_kcq *cq, const struct efasim_cqe *e)
         x.base.ah = e->slid;
         x.base.src_qp_num = (uint16_t)e->src_qp;
         x.base.imm = e->imm;
-        memcpy(x.src_addr, e->sgid.raw, sizeof(x.src_addr));
+        /*
+         * An RDMA write with immediate has the high half of its length where
+         * other receives have the sender's GID (efa_io_defs.h's
+         * efa_io_rx_cdesc_ex; rdma-core from 45 reads it, 44 only the low half).
+         * A 16-byte entry has room for neither.
+         */
+        if (op == EFASIM_IO_OP_RDMA_WRITE)
+            x.length_hi = (uint16_t)(e->byte_len >> 16);
+        else
+            memcpy(x.src_addr, e->sgid.raw, sizeof(x.src_addr));
     }
     flags = EFASIM_IO_SET(flags, EFASIM_IO_CQE_PHASE, phase);
     flags = EFASIM_IO_SET(flags, EFASIM_IO_CQE_Q_TYPE,

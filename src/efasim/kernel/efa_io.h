@@ -99,7 +99,10 @@ struct efasim_io_rx_cdesc {
 
 struct efasim_io_rx_cdesc_ex {
     struct efasim_io_rx_cdesc base;
-    uint8_t src_addr[16]; /* the sender's GID (CQ created with SGID) */
+    union {
+        uint16_t length_hi;   /* an RDMA write with immediate: its length's bits 31:16 */
+        uint8_t src_addr[16]; /* else the sender's GID (CQ created with SGID) */
+    };
 };
 
 #define EFASIM_IO_CQE_PHASE       0x01, 0
