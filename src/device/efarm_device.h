@@ -176,6 +176,17 @@ int efarm_dev_post_write(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah, uint3
                          uint64_t raddr, uint32_t rkey, uint64_t wr_id);
 
 /*
+ * RDMA write with a 32-bit immediate: once the data is placed, the target's
+ * receive queue completes one of its receive WRs as IBV_WC_RECV_RDMA_WITH_IMM
+ * carrying `imm` (EFARM_DEV_OP_RECV_WRITE_IMM there). The immediate goes as
+ * given, in no byte order of ours: libfabric's EFA provider passes its CQ
+ * data's low 32 bits the same way and reports them as it reads them.
+ */
+int efarm_dev_post_write_imm(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah, uint32_t qpn,
+                             uint32_t qkey, const void *local, uint32_t len, uint32_t lkey,
+                             uint64_t raddr, uint32_t rkey, uint32_t imm, uint64_t wr_id);
+
+/*
  * What a completion belongs to. EFA reports every send-queue completion that is
  * not an RDMA write as a send, RDMA reads included (rdma-core providers/efa,
  * efa_wc_read_opcode), so the device layer never tells sends, reads and writes
@@ -184,7 +195,10 @@ int efarm_dev_post_write(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah, uint3
  */
 enum efarm_dev_op {
     EFARM_DEV_OP_SEND, /* a send-queue WR: send, RDMA read or RDMA write (see wr_id) */
-    EFARM_DEV_OP_RECV, /* a receive, or the receive an RDMA write with immediate consumed */
+    EFARM_DEV_OP_RECV, /* a receive: its data is in the rx buffer */
+    /* The receive WR an RDMA write with immediate from a peer consumed: no data in
+       the rx buffer (the write placed it where it named), `imm` and `len` set. */
+    EFARM_DEV_OP_RECV_WRITE_IMM,
 };
 
 #define EFARM_DEV_AHN_UNKNOWN 0xffff
@@ -201,7 +215,8 @@ struct efarm_dev_cqe {
     uint64_t wr_id;   /* sends and RDMA */
     uint32_t rx_id;   /* receives: the buffer to release */
     uint8_t *data;    /* receives */
-    uint32_t len;     /* receives: bytes received */
+    uint32_t len;     /* receives: bytes received (a write with immediate: bytes it wrote) */
+    uint32_t imm;     /* EFARM_DEV_OP_RECV_WRITE_IMM: the immediate, as the writer gave it */
     uint32_t src_qpn; /* receives */
     uint16_t ahn;     /* receives: EFARM_DEV_AHN_UNKNOWN if the sender has no AH here */
     bool has_sgid;

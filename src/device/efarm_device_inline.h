@@ -180,12 +180,21 @@ static inline __attribute__((always_inline)) void efarm_dev_poll_end(struct efar
         efarm_dev_rx_refill(ep, ep->rx_posted < ep->rx_refill);
 }
 
-/* Whether the current completion is a receive (else a send, RDMA read or RDMA write). */
-static inline __attribute__((always_inline)) bool efarm_dev_cur_is_recv(struct efarm_dev_ep *ep)
+/* What the current completion is (EFARM_DEV_OP_*): one read of the opcode. */
+static inline __attribute__((always_inline)) enum efarm_dev_op
+efarm_dev_cur_op(struct efarm_dev_ep *ep)
 {
     enum ibv_wc_opcode op = ibv_wc_read_opcode(ep->cq);
 
-    return op == IBV_WC_RECV || op == IBV_WC_RECV_RDMA_WITH_IMM;
+    return op == IBV_WC_RECV                 ? EFARM_DEV_OP_RECV
+           : op == IBV_WC_RECV_RDMA_WITH_IMM ? EFARM_DEV_OP_RECV_WRITE_IMM
+                                             : EFARM_DEV_OP_SEND;
+}
+
+/* Whether the current completion took a receive WR (else a send, RDMA read or RDMA write). */
+static inline __attribute__((always_inline)) bool efarm_dev_cur_is_recv(struct efarm_dev_ep *ep)
+{
+    return efarm_dev_cur_op(ep) != EFARM_DEV_OP_SEND;
 }
 
 /* Account for the current completion: its receive buffer or send-queue slot is the caller's. */
@@ -250,12 +259,11 @@ static inline __attribute__((always_inline)) bool efarm_dev_cqe_read(struct efar
         c->status = efarm_dev_status(cq->status, c->vendor_err);
     }
     c->wr_id = cq->wr_id;
-    if (!efarm_dev_cur_is_recv(ep)) {
-        /* Send, RDMA read or write: EFA reports reads as IBV_WC_SEND, so only wr_id tells. */
-        c->op = EFARM_DEV_OP_SEND;
+    /* Send, RDMA read or write: EFA reports reads as IBV_WC_SEND, so only wr_id tells. */
+    c->op = efarm_dev_cur_op(ep);
+    if (c->op == EFARM_DEV_OP_SEND)
         return false;
-    }
-    c->op = EFARM_DEV_OP_RECV;
+    c->imm = c->op == EFARM_DEV_OP_RECV_WRITE_IMM && !c->status ? ibv_wc_read_imm_data(cq) : 0;
     c->rx_id = (uint32_t)cq->wr_id;
     c->data = efarm_dev_rx_data(ep, c->rx_id);
     c->len = c->status ? 0 : ibv_wc_read_byte_len(cq);

@@ -898,9 +898,10 @@ int efarm_dev_post_send1(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah, uint3
     return efarm_dev_post_send1_inl(ep, ah, qpn, qkey, wr_id, addr, len, lkey);
 }
 
+/* An RDMA read or write (with its immediate when imm is not NULL). */
 static int post_rdma(struct efarm_dev_ep *ep, bool write, struct efarm_dev_ah *ah, uint32_t qpn,
                      uint32_t qkey, const void *local, uint32_t len, uint32_t lkey, uint64_t raddr,
-                     uint32_t rkey, uint64_t wr_id)
+                     uint32_t rkey, const uint32_t *imm, uint64_t wr_id)
 {
     struct ibv_qp_ex *qpx = ep->qpx;
     int ret;
@@ -914,7 +915,9 @@ static int post_rdma(struct efarm_dev_ep *ep, bool write, struct efarm_dev_ah *a
     ibv_wr_start(qpx);
     qpx->wr_id = wr_id;
     qpx->wr_flags = IBV_SEND_SIGNALED;
-    if (write)
+    if (write && imm != NULL)
+        ibv_wr_rdma_write_imm(qpx, rkey, raddr, *imm);
+    else if (write)
         ibv_wr_rdma_write(qpx, rkey, raddr);
     else
         ibv_wr_rdma_read(qpx, rkey, raddr);
@@ -931,14 +934,21 @@ int efarm_dev_post_read(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah, uint32
                         uint32_t qkey, void *local, uint32_t len, uint32_t lkey, uint64_t raddr,
                         uint32_t rkey, uint64_t wr_id)
 {
-    return post_rdma(ep, false, ah, qpn, qkey, local, len, lkey, raddr, rkey, wr_id);
+    return post_rdma(ep, false, ah, qpn, qkey, local, len, lkey, raddr, rkey, NULL, wr_id);
 }
 
 int efarm_dev_post_write(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah, uint32_t qpn,
                          uint32_t qkey, const void *local, uint32_t len, uint32_t lkey,
                          uint64_t raddr, uint32_t rkey, uint64_t wr_id)
 {
-    return post_rdma(ep, true, ah, qpn, qkey, local, len, lkey, raddr, rkey, wr_id);
+    return post_rdma(ep, true, ah, qpn, qkey, local, len, lkey, raddr, rkey, NULL, wr_id);
+}
+
+int efarm_dev_post_write_imm(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah, uint32_t qpn,
+                             uint32_t qkey, const void *local, uint32_t len, uint32_t lkey,
+                             uint64_t raddr, uint32_t rkey, uint32_t imm, uint64_t wr_id)
+{
+    return post_rdma(ep, true, ah, qpn, qkey, local, len, lkey, raddr, rkey, &imm, wr_id);
 }
 
 /* ---- Receive pool ------------------------------------------------------------------- */

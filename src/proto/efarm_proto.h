@@ -444,6 +444,8 @@ int efarm_cancel_recv(struct efarm_ep *ep, struct efarm_req *req);
     X(rma_errors, "one-sided operations completed with an error")                            \
     X(rma_wrs_posted, "RDMA write and read work requests posted for one-sided operations")   \
     X(rma_served, "peers' emulated one-sided requests applied here (RTW, RTR, RTA)")         \
+    X(rma_write_data, "peers' writes with remote CQ data reported here")                     \
+    X(rma_write_data_lost, "peers' writes with remote CQ data landed with no handler set")   \
     X(rma_pending, "peers' one-sided requests kept until a reply buffer was free")           \
     X(progress_nested, "progress calls refused: made from a callback that progress ran")
 

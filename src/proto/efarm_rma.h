@@ -126,6 +126,48 @@ int efarm_read(struct efarm_ep *ep, efarm_peer_t peer, void *buf, uint64_t len,
                const struct efarm_riov *riov, uint32_t nriov, uint32_t flags,
                struct efarm_req *req);
 
+/*
+ * A write that carries remote CQ data (libfabric's fi_writedata): as
+ * efarm_write, and once all of it is in place the target reports cq_data
+ * with it (efarm_ep_on_write_data). It names one remote range (-EINVAL
+ * otherwise) and goes as one request, never split into independent ones, so
+ * the report comes once and after the last byte: one EAGER_RTW when it fits
+ * one packet with the CQ-data header, else LONGCTS_RTW or LONGREAD_RTW; or one
+ * RDMA write with immediate when both sides write by RDMA, it fits one work
+ * request, and the peer does not advertise unsolicited write receive (protocol
+ * v4's extra feature 8, which efarm does not offer: the two sides must agree
+ * on it). The immediate holds 32 bits, so a direct write reports only the low
+ * 32 bits of cq_data; an emulated one reports all 64. len may be 0 (a
+ * notification: one EAGER_RTW without data).
+ */
+int efarm_write_data(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_t len,
+                     const struct efarm_riov *riov, uint32_t nriov, uint32_t flags,
+                     uint64_t cq_data, struct efarm_req *req);
+
+/* ---- Remote CQ data, target side -------------------------------------------------------- */
+
+/* A peer's write with CQ data has landed in memory this endpoint exposed. */
+struct efarm_write_data {
+    efarm_peer_t peer; /* EFARM_PEER_NONE: an RDMA write from a sender not in the address vector */
+    uint64_t cq_data;  /* emulated: the 64 bits sent; by RDMA write: the immediate's 32 bits */
+    uint64_t addr;     /* where it wrote (the target's address); 0 for an RDMA write: EFA's
+                          completion does not say */
+    uint64_t len;      /* bytes it wrote */
+    bool direct;       /* it came by RDMA write with immediate */
+};
+
+typedef void (*efarm_write_data_fn)(void *ctx, const struct efarm_write_data *w);
+
+/*
+ * Who hears of peers' writes with CQ data: fn(ctx, w) from inside progress,
+ * once per write, after its data is in place and before any answer to the
+ * writer (RECEIPT, EOR) goes. Like a request's callback it may start
+ * operations and must not wait. With no handler (fn NULL, the default) such a
+ * write still lands; its report is dropped and counted (rma_write_data_lost).
+ * A refused write is not reported.
+ */
+void efarm_ep_on_write_data(struct efarm_ep *ep, efarm_write_data_fn fn, void *ctx);
+
 /* Atomic datatypes and operations: protocol v4 carries libfabric's numbering. */
 #define EFARM_ATOMIC_DT_LIST(X) \
     X(INT8, int8, int8_t)       \

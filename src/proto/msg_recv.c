@@ -318,6 +318,9 @@ void efarm_rx_op_check(struct efarm_ep *ep, struct efarm_op *op)
         if (c->target) {
             /* No request to tell: its refusal was counted (rma_refused). */
             efarm_op_set_state(op, EFARM_OPS_COMPLETED);
+            if (status == 0 && (op->flags & EFARM_OPF_CQ_DATA))
+                efarm_write_data_report(ep, op->peer, op->msg.cq_data, (uintptr_t)op->buf, op->len,
+                                        false);
         } else {
             struct efarm_req *req = op->req;
 

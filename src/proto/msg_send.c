@@ -91,6 +91,8 @@ void efarm_req_init(struct efarm_ep *ep, struct efarm_peer_state *st, struct efa
 {
     if (efarm_op_role_ops(op)->rma) {
         efarm_rma_req_init(ep, st, pkt, type, op->iov, op->niov, wire);
+        if (op->flags & EFARM_OPF_CQ_DATA)
+            efarm_req_set_cq_data(pkt, op->msg.cq_data);
         return;
     }
     efarm_pkt_init(pkt, type);

@@ -540,13 +540,16 @@ static inline __attribute__((always_inline)) void cur_completion(struct efarm_ep
                                                                  struct efarm_dev_ep *dev)
 {
     struct efarm_dev_cqe cqe;
-    bool recv = efarm_dev_cur_is_recv(dev);
+    enum efarm_dev_op op = efarm_dev_cur_op(dev);
+    bool recv = op != EFARM_DEV_OP_SEND;
 
     efarm_dev_cur_take(dev, recv);
     if (efarm_dev_cur_ok(dev)) {
         uint64_t wr_id = efarm_dev_cur_wr_id(dev);
 
-        if (recv ? efarm_rx_eager_fast(ep, dev, (uint32_t)wr_id) : efarm_tx_done_fast(ep, wr_id))
+        /* A peer's RDMA write with immediate took a receive WR but left no packet in it. */
+        if (op == EFARM_DEV_OP_RECV ? efarm_rx_eager_fast(ep, dev, (uint32_t)wr_id)
+                                    : !recv && efarm_tx_done_fast(ep, wr_id))
             return;
     }
     efarm_dev_cqe_read(dev, &cqe);

@@ -64,6 +64,7 @@
 #include "efarm_pkt.h"
 #include "efarm_pool.h"
 #include "efarm_proto.h"
+#include "efarm_rma.h"
 #include "efarm_time.h"
 #include "efarm_tm.h"
 
@@ -334,8 +335,10 @@ struct efarm_op {
             uint8_t *result;        /* where fetched values go (atomics) */
             const uint8_t *compare; /* compare operands (COMPARE_RTA) */
             uint32_t replies_owed;  /* RECEIPTs still to come */
+            uint64_t cq_data;       /* a write's, with EFARM_OPF_CQ_DATA */
             uint32_t seg_bytes;     /* bytes of data per packet (emulated) */
             uint8_t atomic_op, atomic_dt, dc;
+            bool empty_sent; /* a write of 0 bytes with CQ data: its one REQ went */
         } rma;
     };
     struct efarm_link peer_link; /* its peer's ops (efarm_peer_state.ops), once it has one */
@@ -520,6 +523,9 @@ struct efarm_ep {
 
     /* Peers' unordered one-sided requests waiting for a reply buffer (rma_target.c). */
     struct efarm_rxpkt *rma_pending, *rma_pending_last;
+    /* Who hears of peers' writes with CQ data (efarm_ep_on_write_data). */
+    efarm_write_data_fn write_data_fn;
+    void *write_data_ctx;
     /*
      * Set (efarm_ep_pending) whenever something is put on a list that
      * efarm_ep_progress serves besides the CQ (tx_queue, backoff_peers,

@@ -25,6 +25,8 @@ void efarm_rma_op_readrsp(struct efarm_ep *ep, struct efarm_op *op, const struct
  */
 void efarm_rma_req_init(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_pkt *pkt,
                         uint8_t type, const struct efarm_rma_iov *iov, uint32_t n, uint8_t *wire);
+/* The REQ carries remote CQ data (its optional header). */
+void efarm_req_set_cq_data(struct efarm_pkt *pkt, uint64_t cq_data);
 void efarm_readrsp_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
 void efarm_atomrsp_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pkt *pkt);
 
@@ -43,6 +45,11 @@ int efarm_rta_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pk
 int efarm_rma_pending_keep(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_dev_cqe *cqe);
 void efarm_rma_pending_progress(struct efarm_ep *ep);
 void efarm_rma_pending_fini(struct efarm_ep *ep);
+/* A peer's write with CQ data landed: tell the handler (efarm_ep_on_write_data). */
+void efarm_write_data_report(struct efarm_ep *ep, efarm_peer_t peer, uint64_t cq_data,
+                             uint64_t addr, uint64_t len, bool direct);
+/* A receive WR a peer's RDMA write with immediate consumed (EFARM_DEV_OP_RECV_WRITE_IMM). */
+void efarm_write_imm_recv(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe);
 
 /* rma_long.c: one-sided operations longer than one packet, on the message engine */
 /* This endpoint's long write runs as a send: LONGCTS_RTW or LONGREAD_RTW. */

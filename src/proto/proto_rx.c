@@ -690,6 +690,11 @@ void efarm_rx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
         efarm_dev_rx_release_inl(ep->dev, cqe->rx_id);
         return;
     }
+    if (cqe->op == EFARM_DEV_OP_RECV_WRITE_IMM) {
+        efarm_write_imm_recv(ep, cqe); /* no packet: the write placed its data */
+        efarm_dev_rx_release_inl(ep->dev, cqe->rx_id);
+        return;
+    }
     ep->cnt.rx_pkts++;
     ep->cnt.rx_bytes += cqe->len;
     if (ep->observe)

@@ -60,6 +60,9 @@
  * instead of one READRSP); else SHORT_RTR. `facts` are the conditions that
  * hold even when EFARM_RMA_PROTO forces the subprotocol (the rest are
  * policy). Each want has one row without conditions, of the highest rank.
+ * A write with CQ data goes by `cq_need` instead (forced or not): one
+ * request, so one EAGER_RTW only when it all fits; for one remote range
+ * (efarm_write_data takes no more) LONGCTS_RTW or EAGER_RTW always holds.
  */
 const struct efarm_rma_proto_row g_efarm_rma_protos[EFARM_RMA_PROTO_COUNT] = {
 #define RMA_COUNTER(name) .counter = offsetof(struct efarm_counters, name)
@@ -70,15 +73,21 @@ const struct efarm_rma_proto_row g_efarm_rma_protos[EFARM_RMA_PROTO_COUNT] = {
                                 .rule = {.want = EFARM_RMA_WANT_WRITE,
                                          .rank = 10,
                                          .need = EFARM_RMA_NEED_RDMA_WRITE | EFARM_RMA_NEED_REG,
-                                         .facts = EFARM_RMA_NEED_RDMA_WRITE | EFARM_RMA_NEED_REG},
+                                         .facts = EFARM_RMA_NEED_RDMA_WRITE | EFARM_RMA_NEED_REG,
+                                         .cq_need = EFARM_RMA_NEED_RDMA_WRITE | EFARM_RMA_NEED_REG |
+                                                    EFARM_RMA_NEED_ONE_RANGE |
+                                                    EFARM_RMA_NEED_ONE_WR | EFARM_RMA_NEED_IMM_OK},
                                 RMA_COUNTER(rma_direct_write)},
-    [EFARM_RMA_EAGER_RTW] =
-        {.type = EFARM_PKT_EAGER_RTW,
-         .dc_type = EFARM_PKT_DC_EAGER_RTW,
-         .to_target = true,
-         .role = EFARM_OP_RMA,
-         .rule = {.want = EFARM_RMA_WANT_WRITE, .rank = 90, .need = 0, .facts = 0},
-         RMA_COUNTER(rma_eager_rtw)},
+    [EFARM_RMA_EAGER_RTW] = {.type = EFARM_PKT_EAGER_RTW,
+                             .dc_type = EFARM_PKT_DC_EAGER_RTW,
+                             .to_target = true,
+                             .role = EFARM_OP_RMA,
+                             .rule = {.want = EFARM_RMA_WANT_WRITE,
+                                      .rank = 90,
+                                      .need = 0,
+                                      .facts = 0,
+                                      .cq_need = EFARM_RMA_NEED_ONE_PKT},
+                             RMA_COUNTER(rma_eager_rtw)},
     [EFARM_RMA_DIRECT_READ] = {.direct = true,
                                .reg = EFARM_DEV_ACCESS_LOCAL_WRITE + 1,
                                .role = EFARM_OP_RMA,
@@ -103,23 +112,28 @@ const struct efarm_rma_proto_row g_efarm_rma_protos[EFARM_RMA_PROTO_COUNT] = {
                                         .rank = 30,
                                         .need = EFARM_RMA_NEED_LONG | EFARM_RMA_NEED_ONE_RANGE,
                                         .facts =
-                                            EFARM_RMA_NEED_MULTI_PKT | EFARM_RMA_NEED_ONE_RANGE},
+                                            EFARM_RMA_NEED_MULTI_PKT | EFARM_RMA_NEED_ONE_RANGE,
+                                        /* What one EAGER_RTW cannot hold, its larger
+                                           header cannot hold either (MULTI_PKT's point). */
+                                        .cq_need =
+                                            EFARM_RMA_NEED_BEYOND_PKT | EFARM_RMA_NEED_ONE_RANGE},
                                RMA_COUNTER(rma_longcts_rtw)},
     /* The EOR that ends it already says the data is in place: no DC type. */
-    [EFARM_RMA_LONGREAD_RTW] = {.type = EFARM_PKT_LONGREAD_RTW,
-                                .dc_type = EFARM_PKT_LONGREAD_RTW,
-                                .to_target = true,
-                                .reg = EFARM_DEV_ACCESS_REMOTE_READ + 1,
-                                .role = EFARM_OP_WRITE_ORIGIN,
-                                .msg_proto = EFARM_PROTO_LONGREAD,
-                                .rule = {.want = EFARM_RMA_WANT_WRITE,
-                                         .rank = 20,
-                                         .need = EFARM_RMA_NEED_PEER_READ |
-                                                 EFARM_RMA_NEED_READ_MIN |
-                                                 EFARM_RMA_NEED_ONE_RANGE | EFARM_RMA_NEED_REG,
-                                         .facts = EFARM_RMA_NEED_PEER_READ |
-                                                  EFARM_RMA_NEED_ONE_RANGE | EFARM_RMA_NEED_REG},
-                                RMA_COUNTER(rma_longread_rtw)},
+    [EFARM_RMA_LONGREAD_RTW] =
+        {.type = EFARM_PKT_LONGREAD_RTW,
+         .dc_type = EFARM_PKT_LONGREAD_RTW,
+         .to_target = true,
+         .reg = EFARM_DEV_ACCESS_REMOTE_READ + 1,
+         .role = EFARM_OP_WRITE_ORIGIN,
+         .msg_proto = EFARM_PROTO_LONGREAD,
+         .rule = {.want = EFARM_RMA_WANT_WRITE,
+                  .rank = 20,
+                  .need = EFARM_RMA_NEED_PEER_READ | EFARM_RMA_NEED_READ_MIN |
+                          EFARM_RMA_NEED_ONE_RANGE | EFARM_RMA_NEED_REG,
+                  .facts = EFARM_RMA_NEED_PEER_READ | EFARM_RMA_NEED_ONE_RANGE | EFARM_RMA_NEED_REG,
+                  .cq_need = EFARM_RMA_NEED_PEER_READ | EFARM_RMA_NEED_READ_MIN |
+                             EFARM_RMA_NEED_ONE_RANGE | EFARM_RMA_NEED_REG},
+         RMA_COUNTER(rma_longread_rtw)},
     [EFARM_RMA_LONGCTS_RTR] = {.type = EFARM_PKT_LONGCTS_RTR,
                                .dc_type = EFARM_PKT_LONGCTS_RTR,
                                .rsp_type = EFARM_PKT_READRSP,
@@ -160,8 +174,19 @@ const struct efarm_rma_proto_row g_efarm_rma_protos[EFARM_RMA_PROTO_COUNT] = {
 #undef RMA_COUNTER
 };
 
+/* Whether the write fits one EAGER_RTW (or DC_EAGER_RTW) with its headers and ranges. */
+static bool fits_one_pkt(const struct efarm_ep *ep, const struct efarm_peer_state *st,
+                         const struct efarm_op *op)
+{
+    uint8_t type = op->rma.dc ? EFARM_PKT_DC_EAGER_RTW : EFARM_PKT_EAGER_RTW;
+    uint64_t hdr = efarm_req_hdr_len(st, type, op->flags & EFARM_OPF_CQ_DATA) +
+                   (uint64_t)op->niov * sizeof(struct efarm_wire_rma_iov);
+
+    return hdr <= ep->mtu && op->len <= ep->mtu - hdr;
+}
+
 static bool rule_holds(const struct efarm_ep *ep, const struct efarm_peer_state *st,
-                       const struct efarm_op *op, enum efarm_rma_want want, uint8_t need)
+                       const struct efarm_op *op, enum efarm_rma_want want, uint16_t need)
 {
     bool direct = !(op->flags & (EFARM_OPF_NO_DIRECT | EFARM_OPF_NO_REG));
     bool rdma_read = (ep->extra_info & EFARM_EXTRA_FEATURE_RDMA_READ) &&
@@ -188,21 +213,32 @@ static bool rule_holds(const struct efarm_ep *ep, const struct efarm_peer_state 
         return false;
     if ((need & EFARM_RMA_NEED_MULTI_PKT) && op->len <= ep->mtu)
         return false;
+    if ((need & (EFARM_RMA_NEED_ONE_PKT | EFARM_RMA_NEED_BEYOND_PKT)) &&
+        fits_one_pkt(ep, st, op) != ((need & EFARM_RMA_NEED_ONE_PKT) != 0))
+        return false;
+    if ((need & EFARM_RMA_NEED_ONE_WR) &&
+        (op->len == 0 || op->len > ep->caps.max_rdma_size || op->len > RMA_WR_MAX))
+        return false;
+    if ((need & EFARM_RMA_NEED_IMM_OK) &&
+        efarm_peer_has(st, EFARM_EXTRA_FEATURE_UNSOLICITED_WRITE_RECV) !=
+            ((ep->extra_info & EFARM_EXTRA_FEATURE_UNSOLICITED_WRITE_RECV) != 0))
+        return false;
     return true;
 }
 
 static enum efarm_rma_proto rma_select(const struct efarm_ep *ep, const struct efarm_peer_state *st,
                                        const struct efarm_op *op, enum efarm_rma_want want)
 {
+    bool cq = op->flags & EFARM_OPF_CQ_DATA;
     int best = -1;
 
     /* EFARM_RMA_PROTO first: a forced subprotocol whose facts hold. */
     for (int k = 0; ep->p.rma_force && k < EFARM_RMA_PROTO_COUNT; k++) {
         const struct efarm_rma_rule *r = &g_efarm_rma_protos[k].rule;
 
-        if (r->want == want && (ep->p.rma_force & 1u << k) &&
+        if (r->want == want && (ep->p.rma_force & 1u << k) && (!cq || r->cq_need) &&
             (best < 0 || r->rank < g_efarm_rma_protos[best].rule.rank) &&
-            rule_holds(ep, st, op, want, r->facts))
+            rule_holds(ep, st, op, want, cq ? r->cq_need : r->facts))
             best = k;
     }
     if (best >= 0)
@@ -210,8 +246,9 @@ static enum efarm_rma_proto rma_select(const struct efarm_ep *ep, const struct e
     for (int k = 0; k < EFARM_RMA_PROTO_COUNT; k++) {
         const struct efarm_rma_rule *r = &g_efarm_rma_protos[k].rule;
 
-        if (r->want == want && (best < 0 || r->rank < g_efarm_rma_protos[best].rule.rank) &&
-            rule_holds(ep, st, op, want, r->need))
+        if (r->want == want && (!cq || r->cq_need) &&
+            (best < 0 || r->rank < g_efarm_rma_protos[best].rule.rank) &&
+            rule_holds(ep, st, op, want, cq ? r->cq_need : r->need))
             best = k;
     }
     /* Always found: every want has a row without conditions (test_pkt_rows checks it). */
@@ -224,6 +261,11 @@ static uint32_t riov_slice(const struct efarm_op *op, uint64_t off, uint64_t n,
 {
     uint32_t k = 0;
 
+    if (op->len == 0 && max > 0) {
+        /* A write of nothing (a notification with CQ data) names its one range. */
+        out[0] = (struct efarm_rma_iov){.addr = op->iov[0].addr, .len = 0, .key = op->iov[0].key};
+        return 1;
+    }
     for (uint32_t i = 0; i < op->niov && n > 0 && k < max; i++) {
         uint64_t len = op->iov[i].len, take;
 
@@ -262,6 +304,7 @@ static void rma_op_error(struct efarm_op *op, int status)
 {
     if (op->status == 0)
         op->status = status;
+    op->rma.empty_sent = true; /* a notification that failed is not sent again */
     if (!g_efarm_rma_protos[op->proto].elements)
         op->offset = op->len; /* nothing that waits on msg_ids: stop issuing */
 }
@@ -287,7 +330,12 @@ static int post_rdma(struct efarm_ep *ep, struct efarm_op *op)
         return 0;
     }
     ret = efarm_peer_ah_ready(ep, op->peer);
-    if (ret == 0 && g_efarm_rma_protos[op->proto].to_target)
+    if (ret == 0 && g_efarm_rma_protos[op->proto].to_target && (op->flags & EFARM_OPF_CQ_DATA))
+        ret = efarm_dev_post_write_imm(ep->dev, p->ah, p->qpn, p->connid, op->buf + op->offset,
+                                       (uint32_t)n, op->mr.lkey, sl.addr, (uint32_t)sl.key,
+                                       (uint32_t)op->rma.cq_data,
+                                       (uint64_t)op->id << 32 | n << 2 | EFARM_WR_RDMA);
+    else if (ret == 0 && g_efarm_rma_protos[op->proto].to_target)
         ret = efarm_dev_post_write(ep->dev, p->ah, p->qpn, p->connid, op->buf + op->offset,
                                    (uint32_t)n, op->mr.lkey, sl.addr, (uint32_t)sl.key,
                                    (uint64_t)op->id << 32 | n << 2 | EFARM_WR_RDMA);
@@ -324,6 +372,12 @@ void efarm_rma_req_init(struct efarm_ep *ep, struct efarm_peer_state *st, struct
     pkt->rma_iov = wire;
 }
 
+void efarm_req_set_cq_data(struct efarm_pkt *pkt, uint64_t cq_data)
+{
+    pkt->flags |= EFARM_REQ_OPT_CQ_DATA_HDR;
+    efarm_pkt_set(pkt, EFARM_PKT_F_CQ_DATA, cq_data);
+}
+
 /* One emulated segment: a REQ with its slice of the remote ranges and its data. */
 static int send_segment(struct efarm_ep *ep, struct efarm_peer_state *st, struct efarm_op *op)
 {
@@ -343,6 +397,8 @@ static int send_segment(struct efarm_ep *ep, struct efarm_peer_state *st, struct
     if (info->compare)
         data = 2 * n;
     efarm_rma_req_init(ep, st, &pkt, op->req_type, sl, k, wire);
+    if (op->flags & EFARM_OPF_CQ_DATA)
+        efarm_req_set_cq_data(&pkt, op->rma.cq_data);
     if (info->elements)
         pkt.flags = (uint16_t)((pkt.flags & ~EFARM_REQ_RMA) | EFARM_REQ_ATOMIC);
     /* What its layout has (the codec's row): the reply's address, the read's length. */
@@ -387,6 +443,7 @@ static int send_segment(struct efarm_ep *ep, struct efarm_peer_state *st, struct
         op->rma.replies_owed++;
     }
     op->offset += n;
+    op->rma.empty_sent = true;
     efarm_txpkt_send(ep, tx);
     return 0;
 }
@@ -401,7 +458,7 @@ void efarm_rma_op_work(struct efarm_ep *ep, struct efarm_op *op)
         efarm_rma_op_peer_failed(ep, op, st->fail_status);
         return;
     }
-    while (op->offset < op->len && ret == 0) {
+    while ((op->offset < op->len || (op->len == 0 && !op->rma.empty_sent)) && ret == 0) {
         if (info->direct)
             ret = post_rdma(ep, op);
         else if (op->awaits & EFARM_AWAIT_RSP)
@@ -419,6 +476,7 @@ void efarm_rma_op_work(struct efarm_ep *ep, struct efarm_op *op)
         if (op->status == 0)
             op->status = ret;
         op->offset = op->len;
+        op->rma.empty_sent = true;
     }
     rma_op_check(ep, op);
 }
@@ -430,7 +488,7 @@ static uint64_t seg_bytes(const struct efarm_ep *ep, const struct efarm_peer_sta
                           const struct efarm_op *op)
 {
     const struct efarm_rma_proto_row *info = &g_efarm_rma_protos[op->proto];
-    uint64_t hdr = efarm_req_hdr_len(st, op->req_type, false) +
+    uint64_t hdr = efarm_req_hdr_len(st, op->req_type, op->flags & EFARM_OPF_CQ_DATA) +
                    (uint64_t)op->niov * sizeof(struct efarm_wire_rma_iov);
     uint64_t fit = ep->mtu > hdr ? ep->mtu - hdr : 0;
 
@@ -572,7 +630,7 @@ static void rma_go(struct efarm_ep *ep, struct efarm_op *op)
         efarm_op_release(ep, op);
         return;
     }
-    if (op->len == 0) {
+    if (op->len == 0 && !(op->flags & EFARM_OPF_CQ_DATA)) {
         op->req->proto = EFARM_RMA_DIRECT_WRITE;
         efarm_req_complete(ep, op, op->req, 0);
         efarm_op_release(ep, op);
@@ -598,6 +656,25 @@ int efarm_write(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_
 
     if (ret == 0)
         rma_go(ep, op);
+    return ret;
+}
+
+int efarm_write_data(struct efarm_ep *ep, efarm_peer_t peer, const void *buf, uint64_t len,
+                     const struct efarm_riov *riov, uint32_t nriov, uint32_t flags,
+                     uint64_t cq_data, struct efarm_req *req)
+{
+    struct efarm_op *op;
+    int ret;
+
+    if (nriov != 1)
+        return -EINVAL; /* one request, one range: as the long subprotocols carry */
+    ret = rma_start(ep, peer, EFARM_RMA_WANT_WRITE, (uint8_t *)(uintptr_t)buf, len, riov, nriov,
+                    flags, req, 1, &op);
+    if (ret == 0) {
+        op->flags |= EFARM_OPF_CQ_DATA;
+        op->rma.cq_data = cq_data;
+        rma_go(ep, op);
+    }
     return ret;
 }
 

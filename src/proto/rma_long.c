@@ -40,9 +40,12 @@
 void efarm_rtw_long_begin(struct efarm_ep *ep, struct efarm_op *op, enum efarm_proto_kind proto)
 {
     bool dc = op->rma.dc;
+    uint32_t cq = op->flags & EFARM_OPF_CQ_DATA;
+    uint64_t cq_data = op->rma.cq_data;
 
     efarm_op_set_role(op, EFARM_OP_WRITE_ORIGIN);
-    op->flags = dc ? EFARM_OPF_DC : 0;
+    op->flags = (dc ? EFARM_OPF_DC : 0) | cq;
+    op->msg.cq_data = cq_data; /* its REQ carries it (efarm_req_init) */
     op->owed = 0;
     op->awaits = 0;
     op->msg_id = 0;

@@ -37,7 +37,17 @@ enum efarm_rma_want {
  *   ONE_RANGE   one remote range (what the long subprotocols name);
  *   REG         the local buffer may still register (none failed);
  *   MULTI_PKT   more than one packet of data (a long RTW's REQ must not hold
- *               it all: the reference refuses one that does).
+ *               it all: the reference refuses one that does);
+ *   ONE_PKT     the whole write fits one EAGER_RTW (DC_EAGER_RTW) with its
+ *               optional headers and ranges;
+ *   BEYOND_PKT  it does not (ONE_PKT's opposite);
+ *   ONE_WR      more than 0 bytes, and no more than one RDMA work request
+ *               carries;
+ *   IMM_OK      the peer takes an RDMA write with immediate as we do: it does
+ *               not advertise unsolicited write receive (extra feature 8),
+ *               which efarm does not offer.
+ * A write with remote CQ data (efarm_write_data) goes by the rows whose
+ * cq_need holds (forced or not): one request, reported once at the target.
  */
 #define EFARM_RMA_NEED_RDMA_WRITE 0x01u
 #define EFARM_RMA_NEED_RDMA_READ  0x02u
@@ -47,12 +57,17 @@ enum efarm_rma_want {
 #define EFARM_RMA_NEED_ONE_RANGE  0x20u
 #define EFARM_RMA_NEED_REG        0x40u
 #define EFARM_RMA_NEED_MULTI_PKT  0x80u
+#define EFARM_RMA_NEED_ONE_PKT    0x100u
+#define EFARM_RMA_NEED_BEYOND_PKT 0x200u
+#define EFARM_RMA_NEED_ONE_WR     0x400u
+#define EFARM_RMA_NEED_IMM_OK     0x800u
 
 struct efarm_rma_rule {
-    uint8_t want;  /* enum efarm_rma_want it serves */
-    uint8_t rank;  /* tried lowest first among the want's rows */
-    uint8_t need;  /* EFARM_RMA_NEED_*: all must hold */
-    uint8_t facts; /* the conditions that still hold when EFARM_RMA_PROTO forces it */
+    uint8_t want;     /* enum efarm_rma_want it serves */
+    uint8_t rank;     /* tried lowest first among the want's rows */
+    uint16_t need;    /* EFARM_RMA_NEED_*: all must hold */
+    uint16_t facts;   /* the conditions that still hold when EFARM_RMA_PROTO forces it */
+    uint16_t cq_need; /* a write with CQ data: these instead (0: the row carries none) */
 };
 
 /* How a subprotocol moves data and what completes it. */

@@ -128,10 +128,56 @@ int efarm_rtw_recv(struct efarm_ep *ep, efarm_peer_t peer, const struct efarm_pk
             src += len;
         }
         ep->cnt.rma_served++;
+        if (pkt->present & EFARM_PKT_HAS(CQ_DATA)) {
+            struct efarm_rma_iov first;
+
+            efarm_rma_iov_load(pkt->rma_iov, 0, &first);
+            efarm_write_data_report(ep, peer, pkt->value[EFARM_PKT_F_CQ_DATA], first.addr,
+                                    pkt->payload_length, false);
+        }
     }
     if (dc && !efarm_peer_failed(ep->peers[peer].st))
         receipt_reply(ep, peer, (uint32_t)pkt->value[EFARM_PKT_F_SEND_ID], 0, status);
     return 0;
+}
+
+/* ---- Remote CQ data ---------------------------------------------------------------------- */
+
+void efarm_ep_on_write_data(struct efarm_ep *ep, efarm_write_data_fn fn, void *ctx)
+{
+    ep->write_data_fn = fn;
+    ep->write_data_ctx = ctx;
+}
+
+void efarm_write_data_report(struct efarm_ep *ep, efarm_peer_t peer, uint64_t cq_data,
+                             uint64_t addr, uint64_t len, bool direct)
+{
+    struct efarm_write_data w = {
+        .peer = peer, .cq_data = cq_data, .addr = addr, .len = len, .direct = direct};
+
+    if (ep->write_data_fn == NULL) {
+        if (ep->cnt.rma_write_data_lost++ == 0)
+            efarm_log(EFARM_LOG_WARN,
+                      "a peer's write with remote CQ data landed, but nothing here asked to "
+                      "hear of them (efarm_ep_on_write_data): its report is dropped "
+                      "(counted in rma_write_data_lost)");
+        return;
+    }
+    ep->cnt.rma_write_data++;
+    ep->write_data_fn(ep->write_data_ctx, &w);
+}
+
+/*
+ * EFA completes an RDMA write with immediate at the target on a receive WR,
+ * whose buffer it leaves as it was. The sender is known by its address handle
+ * and QPN (or GID) only: no packet names it.
+ */
+void efarm_write_imm_recv(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
+{
+    struct efarm_pkt none = {.present = 0};
+    efarm_peer_t peer = efarm_peer_identify(ep, cqe, &none);
+
+    efarm_write_data_report(ep, peer, cqe->imm, 0, cqe->len, true);
 }
 
 /*

@@ -39,6 +39,7 @@ test_unit_efarm_unit_SOURCES = \
 	test/unit/test_proto_vanish.c \
 	test/unit/test_proto_expose.c \
 	test/unit/test_proto_rma.c \
+	test/unit/test_proto_write_data.c \
 	test/unit/test_proto_force.c \
 	test/unit/test_proto_policy.c \
 	test/unit/wire_peer.h \
