@@ -144,6 +144,12 @@ static inline unsigned ic_fi_bugs(uint32_t fi_version)
  * subprotocols serving one range at efarm's target.
  */
 #define IC_F_RANGES 0x200u
+/*
+ * Writes with remote CQ data (fi_writedata, efarm_write_data), both ways, of
+ * one packet, a long one and one the target reads; the target must report the
+ * data once, with the write's length, after the data landed.
+ */
+#define IC_F_WRITEDATA 0x400u
 
 /*
  * What a one-sided size is for (IC_RMA_SIZE's a): which side is the origin and
@@ -594,6 +600,7 @@ struct ic_rma_case {
     uint8_t nriov;   /* remote ranges the range is cut into (0: one) */
     uint8_t niov;    /* libfabric origin: local iovs its buffer is cut into (0: one) */
     uint8_t inject;  /* libfabric origin: FI_INJECT */
+    uint8_t cq_data; /* a write with remote CQ data (ic_rma_cq_value) */
     uint8_t dt, op;  /* atomics */
     uint32_t count;  /* atomics: elements */
     uint64_t len;    /* bytes of the target's memory the operation covers */
@@ -603,6 +610,15 @@ struct ic_rma_case {
 static inline bool ic_rma_is_atomic(const struct ic_rma_case *c)
 {
     return c->kind >= IC_RMA_ATOMIC;
+}
+
+/*
+ * The CQ data of a write with it: 32 bits, what libfabric's EFA provider
+ * carries (cq_data_size 4) and an RDMA write's immediate holds.
+ */
+static inline uint64_t ic_rma_cq_value(const struct ic_rma_case *c)
+{
+    return 0xda7a0000u | (c->index & 0xffffu);
 }
 
 /*
@@ -706,6 +722,8 @@ static inline const char *ic_rma_describe(const struct ic_rma_case *c, char *buf
                      c->dc ? ", dc" : "");
     if (c->refuse && n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, "%s", refusals[c->refuse % 5]);
+    if (c->cq_data && n > 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, ", with CQ data");
     if ((c->nriov > 1 || c->niov > 1 || c->inject) && n > 0 && (size_t)n < len)
         snprintf(buf + n, len - (size_t)n, ", %u range(s), %u iov(s)%s", c->nriov ? c->nriov : 1,
                  c->niov ? c->niov : 1, c->inject ? ", injected" : "");
@@ -826,6 +844,27 @@ static inline unsigned ic_rma_cases(const struct ic_params *p, struct ic_rma_cas
                     ic_rma_add(cases, &n, max, c);
                 }
             }
+        }
+        /*
+         * Writes with CQ data: one packet, a long write (efarm as origin: by
+         * CTS below its EFARM_READ_MIN), one the target reads where both read
+         * by RDMA; plain and delivery complete, and efarm's emulated too.
+         */
+        if (p->flags & IC_F_WRITEDATA) {
+            static const uint64_t sizes[] = {16, 4000, 20000, 200000, 1u << 20};
+
+            for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+                for (unsigned dc = 0; dc < 2; dc++)
+                    for (unsigned emulate = 0; emulate < (dir == IC_EFARM_TO_FI ? 2u : 1u);
+                         emulate++)
+                        if (!dc || !(p->flags & IC_F_NO_DC))
+                            ic_rma_add(cases, &n, max,
+                                       (struct ic_rma_case){.dir = (uint8_t)dir,
+                                                            .kind = IC_RMA_WRITE,
+                                                            .dc = (uint8_t)dc,
+                                                            .emulate = (uint8_t)emulate,
+                                                            .cq_data = 1,
+                                                            .len = sizes[k]});
         }
         /* Refusals. */
         for (unsigned r = IC_REFUSE_BAD_KEY; r <= IC_REFUSE_READ_ONLY; r++) {

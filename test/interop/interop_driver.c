@@ -381,6 +381,47 @@ static int ic_rma_ro_intact(const struct ic_ctx *x, const struct ic_rma_case *c,
     return 0;
 }
 
+/*
+ * A write with CQ data that landed: the target reports it once, with the
+ * case's data and length. Its report may follow the data by a little (the
+ * target's engine completes it when it has applied the last packet): up to
+ * half the case's remaining time; then a few milliseconds more of progress
+ * must bring no second one.
+ */
+static int ic_rma_cq_data_check(struct ic_ctx *x, const struct ic_rma_case *c)
+{
+    double until = ic_now() + (x->deadline - ic_now()) / 2, quiet = 0;
+    uint64_t data = 0, len = 0, more_data, more_len;
+    unsigned got = 0;
+    char name[96];
+    int ret;
+
+    while (got == 0 || ic_now() < quiet) {
+        if (x->ops->rma_cq_data(x->side, got ? &more_data : &data, got ? &more_len : &len) == 1) {
+            if (got++)
+                break;
+            quiet = ic_now() + 0.005;
+            continue;
+        }
+        if ((ret = x->ops->progress(x->side)))
+            return ic_rma_fail(x, c, "progress while waiting for its CQ data", ret);
+        if (got == 0 && ic_now() > until)
+            break;
+    }
+    if (got == 1 && data == ic_rma_cq_value(c) && len == c->len)
+        return 0;
+    fprintf(stderr,
+            "interop(%s): one-sided case %u (%s): %s%s (wanted one report: data 0x%llx, %llu B; "
+            "the first had data 0x%llx, %llu B)\n",
+            x->ops->name, c->index, ic_rma_describe(c, name, sizeof(name)),
+            got == 0  ? "no report of its CQ data"
+            : got > 1 ? "more than one report of its CQ data"
+                      : "its CQ data reported wrong",
+            got == 0 ? " in half the case's time" : "", (unsigned long long)ic_rma_cq_value(c),
+            (unsigned long long)c->len, (unsigned long long)data, (unsigned long long)len);
+    return 1;
+}
+
 static int ic_rma_target(struct ic_ctx *x, const struct ic_rma_case *c, uint8_t *region,
                          uint8_t *ro, bool *origin_failed)
 {
@@ -400,6 +441,13 @@ static int ic_rma_target(struct ic_ctx *x, const struct ic_rma_case *c, uint8_t 
      */
     if ((m.b == 0 || c->refuse) && (defects = ic_rma_settle(x, c, region, m.b != 0)) < 0)
         return defects;
+    if (c->cq_data && m.b == 0 && !c->refuse) {
+        if (x->ops->rma_cq_data == NULL)
+            return ic_rma_fail(x, c, "this side cannot report CQ data", 0);
+        if ((ret = ic_rma_cq_data_check(x, c)) < 0)
+            return ret;
+        defects += ret;
+    }
     if (c->refuse == IC_REFUSE_READ_ONLY) {
         if (ic_rma_ro_may_take_write(c, x->opts->fi_bugs) && m.b == 0) {
             /* IC_BUG_MR_GRANTS_ALL: it took the write; put it back for the next cases. */

@@ -60,6 +60,11 @@ struct ic_side_ops {
      */
     bool (*rma_arrived)(void *side, const struct ic_rma_case *c);
     unsigned (*rma_case_end)(void *side, const struct ic_rma_case *c, bool origin_failed);
+    /*
+     * As target: take the oldest report of a peer's write with CQ data not yet
+     * taken (its data and length): 1, or 0 when there is none.
+     */
+    int (*rma_cq_data)(void *side, uint64_t *data, uint64_t *len);
 };
 
 struct ic_run_opts {

@@ -229,6 +229,7 @@ static const struct ic_side_ops g_ie_ops = {
     .rma_case_begin = ie_rma_case_begin,
     .rma_arrived = ie_rma_arrived,
     .rma_case_end = ie_rma_case_end,
+    .rma_cq_data = ie_rma_cq_data,
 };
 
 /* ---- Command line ---------------------------------------------------------------- */
@@ -259,7 +260,9 @@ static const char g_usage[] =
     "provider carries, both ways, four elements each; each side first checks its\n"
     "own list of what it carries against the test's. --ranges: and writes and\n"
     "reads on 2-4 remote ranges (libfabric also from 2-4 local iovs) and an\n"
-    "injected write. --refusals LIST: and\n"
+    "injected write. --writedata: and writes with remote CQ data both ways\n"
+    "(fi_writedata, efarm_write_data; 16 B to 1 MiB, plain and delivery complete):\n"
+    "the target must report each once, with its data and length. --refusals LIST: and\n"
     "operations on memory the target did not grant (a bad key, before or past the\n"
     "region, a read-only region; interop.h): fi (libfabric's writes and atomics),\n"
     "reads (both ways; only where reads are the device's), efarm-writes (a bad\n"
@@ -430,6 +433,7 @@ static int ie_parse_args(int argc, char **argv, struct ie_args *a)
         {"fi-rdma-write", required_argument, NULL, 'W'},
         {"atomics", no_argument, NULL, 'T'},
         {"ranges", no_argument, NULL, 'G'},
+        {"writedata", no_argument, NULL, 'Y'},
         {"refusals", required_argument, NULL, 'U'},
         {NULL, 0, NULL, 0},
     };
@@ -466,6 +470,9 @@ static int ie_parse_args(int argc, char **argv, struct ie_args *a)
             break;
         case 'G':
             a->params.flags |= IC_F_RMA | IC_F_RANGES;
+            break;
+        case 'Y':
+            a->params.flags |= IC_F_RMA | IC_F_WRITEDATA;
             break;
         case 'U': {
             char buf[128], *save = NULL;
@@ -602,6 +609,7 @@ int main(int argc, char **argv)
         return 1;
     }
     ie_side_setup(&s, &a);
+    efarm_ep_on_write_data(s.ep, ie_on_write_data, &s);
     efarm_ep_addr(s.ep, mine);
 
     fd = ctl_accept(a.path, a.ropts.case_timeout_s);

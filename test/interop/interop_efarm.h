@@ -8,6 +8,7 @@
 
 #include "efarm_proto.h"
 #include "efarm_proto_v4.h"
+#include "efarm_rma.h"
 #include "interop_driver.h"
 
 /* The two-sided subprotocols a REQ type can name, as bits. */
@@ -97,6 +98,11 @@ struct ie_side {
     unsigned long *tolerated; /* counts them where they showed */
     unsigned rma_seen[2];
     unsigned long rma_ops[2][IE_NRMA], rma_reqs[2][IE_NRMA];
+    /* Reports of libfabric's writes with CQ data not yet taken (efarm_ep_on_write_data). */
+    struct {
+        uint64_t data, len;
+    } cq_reports[8];
+    unsigned cq_head, cq_count, cq_overflow;
 };
 
 /* What the command line says. */
@@ -117,6 +123,9 @@ int ie_rma(void *side, const struct ic_rma_case *c, const struct ic_rma_io *io, 
 void ie_rma_case_begin(void *side, const struct ic_rma_case *c);
 bool ie_rma_arrived(void *side, const struct ic_rma_case *c);
 unsigned ie_rma_case_end(void *side, const struct ic_rma_case *c, bool origin_failed);
+int ie_rma_cq_data(void *side, uint64_t *data, uint64_t *len);
+/* Where efarm reports a peer's write with CQ data (efarm_ep_on_write_data's handler). */
+void ie_on_write_data(void *side, const struct efarm_write_data *w);
 
 /* --expect-rma's LIST into bits per direction. Returns 0 or -EINVAL. */
 int ie_rma_parse_expect(const char *list, unsigned bits[2]);

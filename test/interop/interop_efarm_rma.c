@@ -84,6 +84,9 @@ int ie_rma(void *side, const struct ic_rma_case *c, const struct ic_rma_io *io, 
     }
     switch (c->kind) {
     case IC_RMA_WRITE:
+        if (c->cq_data)
+            return efarm_write_data(s->ep, s->peer, io->buf, io->len, riov, nriov, flags,
+                                    ic_rma_cq_value(c), req);
         return efarm_write(s->ep, s->peer, io->buf, io->len, riov, nriov, flags, req);
     case IC_RMA_READ:
         return efarm_read(s->ep, s->peer, io->buf, io->len, riov, nriov, flags, req);
@@ -91,6 +94,43 @@ int ie_rma(void *side, const struct ic_rma_case *c, const struct ic_rma_io *io, 
         return efarm_atomic(s->ep, s->peer, c->op, c->dt, io->buf, io->compare, io->result,
                             c->count, riov, 1, flags, req);
     }
+}
+
+void ie_on_write_data(void *side, const struct efarm_write_data *w)
+{
+    struct ie_side *s = side;
+    unsigned n = sizeof(s->cq_reports) / sizeof(s->cq_reports[0]);
+
+    if (w->peer != s->peer)
+        fprintf(stderr, "interop(efarm): a write with CQ data from peer %u, not libfabric's (%u)\n",
+                w->peer, s->peer);
+    if (s->cq_count == n) {
+        s->cq_overflow++; /* more reports than the cases could have caused: a defect */
+        return;
+    }
+    s->cq_reports[(s->cq_head + s->cq_count++) % n].data = w->peer == s->peer ? w->cq_data : 0;
+    s->cq_reports[(s->cq_head + s->cq_count - 1) % n].len = w->len;
+}
+
+int ie_rma_cq_data(void *side, uint64_t *data, uint64_t *len)
+{
+    struct ie_side *s = side;
+    unsigned n = sizeof(s->cq_reports) / sizeof(s->cq_reports[0]);
+
+    if (s->cq_count == 0 && s->cq_overflow) {
+        /* A report that found no room: taken as one of nothing, which no case wants. */
+        s->cq_overflow--;
+        *data = 0;
+        *len = 0;
+        return 1;
+    }
+    if (s->cq_count == 0)
+        return 0;
+    *data = s->cq_reports[s->cq_head].data;
+    *len = s->cq_reports[s->cq_head].len;
+    s->cq_head = (s->cq_head + 1) % n;
+    s->cq_count--;
+    return 1;
 }
 
 void ie_rma_case_begin(void *side, const struct ic_rma_case *c)
@@ -116,6 +156,17 @@ static unsigned ie_rma_efarm_allowed(const struct ie_side *s, const struct ic_rm
 
     bool one_range = c->nriov <= 1; /* the long subprotocols name one remote range */
 
+    if (c->kind == IC_RMA_WRITE && c->cq_data) {
+        /* One request (efarm_write_data): one EAGER_RTW, else a long one. */
+        if (s->write_ok && !c->emulate)
+            return IE_R(DIRECT_WRITE);
+        if (c->len <= s->eager_lo)
+            return eager;
+        if (s->read_ok && c->len >= s->efarm_read_min)
+            return s->reg_limited ? IE_R(LONGREAD_RTW) | IE_R(LONGCTS_RTW) | IE_R(DC_LONGCTS_RTW)
+                                  : IE_R(LONGREAD_RTW);
+        return c->dc ? IE_R(DC_LONGCTS_RTW) : IE_R(LONGCTS_RTW);
+    }
     if (c->kind == IC_RMA_WRITE) {
         if (s->write_ok && !c->emulate)
             return IE_R(DIRECT_WRITE);

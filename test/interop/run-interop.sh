@@ -253,9 +253,9 @@ rma_long="efarm:longcts_rtw,efarm:dc_longcts_rtw,efarm:longcts_rtr"
 rma_rdma="--rma --rma-fi 1,4096,8884:d,8892:w,8903:r,20000:wd,65536:wd,1M --expect-rma $rma_base,$rma_long,longread_rtw,direct_read,efarm:short_rtr"
 EFAULTS=
 EFARM_ENV=
-run rdma "FI_EFA_USE_DEVICE_RDMA=1" "--fi-rdma 1 --expect $base,longread $rma_rdma --atomics --ranges --refusals fi,reads"
+run rdma "FI_EFA_USE_DEVICE_RDMA=1" "--fi-rdma 1 --expect $base,longread $rma_rdma --atomics --ranges --writedata --refusals fi,reads"
 run runt "FI_EFA_USE_DEVICE_RDMA=1 FI_EFA_RUNT_SIZE=307200" "--fi-rdma 1 --fi-runt 307200 --expect $base,longread,runtread"
-run nordma "FI_EFA_USE_DEVICE_RDMA=0" "--fi-rdma 0 --expect $base --rma --rma-fi 1,4096,8884:d,8892:w,8903:r,20000,65536:wd,1M --expect-rma $rma_base,$rma_long,short_rtr,fi:longcts_rtr --ranges --refusals fi"
+run nordma "FI_EFA_USE_DEVICE_RDMA=0" "--fi-rdma 0 --expect $base --rma --rma-fi 1,4096,8884:d,8892:w,8903:r,20000,65536:wd,1M --expect-rma $rma_base,$rma_long,short_rtr,fi:longcts_rtr --ranges --writedata --refusals fi"
 # A device with RDMA write under both. libfabric offers RDMA write in its HANDSHAKE
 # only from 1.18 and only when built against an rdma-core that has
 # EFADV_DEVICE_ATTR_CAPS_RDMA_WRITE (45 and later): Debian's 1.17 does not, nor a
@@ -276,7 +276,7 @@ if fi_at_least 1.18 && { [ "${EFARM_INTEROP_FI_RDMA_WRITE:-0}" = 1 ] ||
     fi
 fi
 EFARM_ENV="EFASIM_RDMA_WRITE=1"
-run rdmawrite "FI_EFA_USE_DEVICE_RDMA=1 EFASIM_RDMA_WRITE=1" "--fi-rdma 1 --fi-rdma-write $rw --expect $base,longread $rma_rw --ranges"
+run rdmawrite "FI_EFA_USE_DEVICE_RDMA=1 EFASIM_RDMA_WRITE=1" "--fi-rdma 1 --fi-rdma-write $rw --expect $base,longread $rma_rw --ranges --writedata"
 # Every refusal, efarm's RDMA writes out of range and on the read-only region too:
 # only with libfabric's MR cache off, whose widened keys (IC_BUG_MR_CACHE_WIDENS)
 # would let such a write land in libfabric's own memory.
@@ -302,7 +302,7 @@ else
     echo "SKIP $label/readnackfi: libfabric ${fi_version:-(unknown version)} has no READ_NACK (it came with 1.20)"
 fi
 EFAULTS="EFASIM_LOSS=0.05 EFASIM_DUP=0.05 EFASIM_REORDER=0.2 EFASIM_DELAY=0.05 EFASIM_DELAY_US=500"
-run faults "FI_EFA_USE_DEVICE_RDMA=1" "--fi-rdma 1 --expect $base,longread $rma_rdma" check_reordered
+run faults "FI_EFA_USE_DEVICE_RDMA=1" "--fi-rdma 1 --expect $base,longread $rma_rdma --writedata" check_reordered
 EFAULTS=
 selfcheck selfcheck "--sizes 1048576 --no-bursts --no-dc" 'subprotocol longread .* allowed longcts' \
     "a long-read message where only long-CTS was allowed"
