@@ -40,6 +40,16 @@
  *                     at its address; or keeps it), registers a 1 MiB region 64 KiB
  *                     into it, and the origin reads 64 B from 32 B before the region
  *                     with the region's key. Shown when that read succeeds.
+ *   cq-data-context   two 16 B messages first (the target's fi_recv with a context
+ *                     of its own, posted before the first came and after the second
+ *                     did), then a 64 B fi_writemsg with FI_REMOTE_CQ_DATA:
+ *                     emulated (EAGER_RTW with the CQ-data header) and, both on a
+ *                     device with RDMA write (EFASIM_RDMA_WRITE=1), as an RDMA
+ *                     write with immediate. fi_cq(3): a completion no posted
+ *                     operation caused has a NULL op_context. Shown when the
+ *                     target's completion of the write (FI_REMOTE_WRITE) has
+ *                     another: libfabric 2.x fills it from the receive entry it
+ *                     reused, which the fi_recv's context was.
  *
  * Exit status: 0 shown, 1 not shown, 2 on bad usage or a setup error.
  */
@@ -111,6 +121,12 @@ struct fp_facts {
     int origin_status, target_status;
     bool origin_exited, target_exited;
     int origin_signal, target_signal; /* a fatal signal the side got, whoever handled it */
+    /* The target's completions of the peer's writes (FI_REMOTE_WRITE): how many, the
+       first's op_context and data, and whether that context was one of its own ops. */
+    unsigned remote_writes;
+    uint64_t remote_data;
+    void *remote_context;
+    bool remote_context_ours;
 };
 
 struct fp_side {
@@ -126,6 +142,7 @@ struct fp_side {
     struct fid_eq *eq;
     struct fid_ep *ep;
     fi_addr_t peer;
+    struct fp_op *last_recv; /* the context of the last fi_recv posted */
 };
 
 struct fp_op {
@@ -145,6 +162,7 @@ struct fp_io {
     size_t len;
     void *desc;
     uint64_t raddr, key, flags;
+    uint64_t data; /* FI_REMOTE_CQ_DATA's */
     int64_t *result;
 };
 
@@ -162,7 +180,8 @@ struct fp_round {
     const char *label; /* names the round in the verdict */
     int variant;       /* the case's own */
     bool target_eq;
-    unsigned slot; /* the origin's operation the verdict reports */
+    unsigned slot;   /* the origin's operation the verdict reports */
+    const char *env; /* both sides' environment on top of the case's, or NULL */
 };
 
 struct fp_case {
@@ -397,6 +416,20 @@ static void fp_progress(struct fp_side *s)
     for (ssize_t i = 0; i < n; i++) {
         struct fp_op *op = e[i].op_context;
 
+        if (e[i].flags & FI_REMOTE_WRITE) {
+            /* No operation of ours caused it: its op_context should be NULL. */
+            if (s->facts->remote_writes++ == 0) {
+                s->facts->remote_data = e[i].data;
+                s->facts->remote_context = op;
+                s->facts->remote_context_ours = op == s->last_recv;
+            }
+            fp_say(s->role,
+                   "completion of the peer's write: flags 0x%llx, data 0x%llx, len %zu, "
+                   "op_context %p%s",
+                   (unsigned long long)e[i].flags, (unsigned long long)e[i].data, e[i].len,
+                   e[i].op_context, op && op == s->last_recv ? " (its earlier fi_recv's)" : "");
+            continue;
+        }
         if (op)
             op->state = FP_OK;
         else
@@ -438,12 +471,14 @@ static ssize_t fp_post(struct fp_side *s, struct fp_op *op, const struct fp_io *
                              .addr = s->peer,
                              .rma_iov = &rma,
                              .rma_iov_count = 1,
-                             .context = &op->ctx};
+                             .context = &op->ctx,
+                             .data = io->data};
 
     switch (io->kind) {
     case FP_IO_SEND:
         return fi_send(s->ep, io->buf, io->len, io->desc, s->peer, &op->ctx);
     case FP_IO_RECV:
+        s->last_recv = op;
         return fi_recv(s->ep, io->buf, io->len, io->desc, s->peer, &op->ctx);
     case FP_IO_WRITE:
         return fi_writemsg(s->ep, &msg, FI_COMPLETION | io->flags);
@@ -966,6 +1001,102 @@ static int fp_wk_origin(struct fp_side *s, const struct fp_round *r)
     return 0;
 }
 
+/* ---- cq-data-context ---------------------------------------------------------------------- */
+
+#define FP_CD_DATA 0xda7au
+
+static int fp_cd_origin(struct fp_side *s, const struct fp_round *r)
+{
+    static uint8_t msg[16], data[64];
+    struct fp_io send = {.kind = FP_IO_SEND, .what = "fi_send of 16 B", .buf = msg, .len = 16};
+    struct fp_io io = {.kind = FP_IO_WRITE,
+                       .what = "fi_writemsg of 64 B with FI_REMOTE_CQ_DATA",
+                       .buf = data,
+                       .len = sizeof(data),
+                       .flags = FI_REMOTE_CQ_DATA,
+                       .data = FP_CD_DATA};
+    struct fid_mr *mr;
+    struct fp_msg m;
+    struct fp_op op;
+    int ret;
+
+    (void)r;
+    memset(data, 0x5a, sizeof(data));
+    ret = fi_mr_reg(s->domain, data, sizeof(data), FI_WRITE, 0, 0, 0, &mr, NULL);
+    if (ret) {
+        fp_say(s->role, "fi_mr_reg of its buffer: %s", fp_errstr(ret));
+        s->facts->setup_failed = true;
+        return 2;
+    }
+    io.desc = fi_mr_desc(mr);
+    if (fp_recv(s, FP_MSG_REGION, &m, s->timeout) || fp_run(s, &op, &send, 0) != FP_OK ||
+        fp_run(s, &op, &send, 2) != FP_OK || fp_recv(s, FP_MSG_GO, &m, s->timeout)) {
+        fp_await_target(s);
+        return 1;
+    }
+    io.raddr = m.a;
+    io.key = m.b;
+    fp_run(s, &op, &io, 1);
+    fp_await_target(s);
+    fi_close(&mr->fid);
+    return 0;
+}
+
+static int fp_cd_target(struct fp_side *s, const struct fp_round *r)
+{
+    static uint8_t region[4096], msg[16];
+    struct fp_io recv = {.kind = FP_IO_RECV, .what = "fi_recv of 16 B", .buf = msg, .len = 16};
+    struct fid_mr *mr;
+    struct fp_op op;
+    struct fp_msg m;
+    double until;
+
+    (void)r;
+    if (fp_start(s, &op, &recv) || fp_expose(s, region, sizeof(region), &mr))
+        return 2;
+    if (fp_finish(s, &op, &recv, FP_TARGET_SLOT) != FP_OK)
+        return 1;
+    /* The second message arrives before its receive is posted (unexpected). */
+    until = fp_now() + 0.2;
+    while (fp_now() < until)
+        fp_progress_a_while(s);
+    recv.what = "fi_recv of 16 B, posted after the message came";
+    if (fp_run(s, &op, &recv, FP_TARGET_SLOT + 1) != FP_OK)
+        return 1;
+    /* The region's address and key once more, with the word to write. */
+    fp_send(s, FP_MSG_GO, (uint64_t)(uintptr_t)region, fi_mr_key(mr), NULL, 0);
+    fp_recv(s, FP_MSG_DONE, &m, FP_TARGET_SLOT * s->timeout + 5);
+    until = fp_now() + (s->timeout < 4 ? s->timeout / 2 : 2);
+    while (s->facts->remote_writes == 0 && fp_now() < until)
+        fp_progress_a_while(s);
+    fp_note(s, s->facts->remote_writes ? FP_REGION_WRITTEN : FP_REGION_UNCHANGED,
+            "%u completion(s) of the write, the first with data 0x%llx and op_context %p%s",
+            s->facts->remote_writes, (unsigned long long)s->facts->remote_data,
+            s->facts->remote_context, s->facts->remote_context_ours ? " (its fi_recv's)" : "");
+    fp_send(s, FP_MSG_CHECKED, 0, 0, NULL, 0);
+    fi_close(&mr->fid);
+    return 0;
+}
+
+static bool fp_cd_verdict(const struct fp_facts *f, char *what, size_t len)
+{
+    bool shown = false;
+    int n = 0;
+
+    for (int k = 0; k < 2; k++) {
+        shown |= f[k].remote_writes && f[k].remote_context != NULL;
+        n += snprintf(what + n, len - (size_t)n, "%s%s: %s", k ? "; " : "",
+                      k ? "RDMA write with immediate" : "emulated",
+                      !f[k].remote_writes           ? "no completion of the write"
+                      : f[k].remote_context == NULL ? "op_context NULL"
+                      : f[k].remote_context_ours    ? "op_context is the earlier fi_recv's"
+                                                    : "op_context not NULL");
+        if (n < 0 || (size_t)n >= len)
+            break;
+    }
+    return shown;
+}
+
 /* ---- Verdicts ------------------------------------------------------------------------------ */
 
 static const char *fp_op_brief(const struct fp_op_fact *o, char *buf, size_t len)
@@ -1083,30 +1214,39 @@ static bool fp_wk_verdict(const struct fp_facts *f, char *what, size_t len)
 
 static const struct fp_round fp_uw_rounds[] = {
     {"fi_writemsg of 1 MiB, FI_DELIVERY_COMPLETE; the target binds an EQ", "DC write, EQ", FP_UW_DC,
-     true, 0},
-    {"fi_writemsg of 1 MiB, plain; the target binds an EQ", "plain write, EQ", FP_UW_PLAIN, true,
-     0},
+     true, 0, NULL},
+    {"fi_writemsg of 1 MiB, plain; the target binds an EQ", "plain write, EQ", FP_UW_PLAIN, true, 0,
+     NULL},
     {"fi_writemsg of 1 MiB, FI_DELIVERY_COMPLETE; the target binds no EQ", "DC write, no EQ",
-     FP_UW_DC, false, 0},
+     FP_UW_DC, false, 0, NULL},
 };
 
 static const struct fp_round fp_bk_rounds[] = {
     {"a 64 B write with a wrong key; the target binds no EQ", "plain write, no EQ",
-     FP_BK_WRITE_PLAIN, false, 0},
+     FP_BK_WRITE_PLAIN, false, 0, NULL},
     {"a 64 B write with a wrong key, FI_DELIVERY_COMPLETE; the target binds an EQ", "DC write, EQ",
-     FP_BK_WRITE_DC, true, 0},
+     FP_BK_WRITE_DC, true, 0, NULL},
     {"a 64 B write with a wrong key; the target binds an EQ", "plain write, EQ", FP_BK_WRITE_PLAIN,
-     true, 0},
+     true, 0, NULL},
     {"fi_fetch_atomic SUM int64, the right key then a wrong one; the target binds an EQ",
-     "fetch, EQ", FP_BK_FETCH, true, 1},
+     "fetch, EQ", FP_BK_FETCH, true, 1, NULL},
     {"fi_fetch_atomic SUM int64, the right key then a wrong one; the target binds no EQ",
-     "fetch, no EQ", FP_BK_FETCH, false, 1},
+     "fetch, no EQ", FP_BK_FETCH, false, 1, NULL},
 };
 
 static const struct fp_round fp_wk_rounds[] = {
-    {"heap: the receive buffer freed, malloc of the same size again", "heap", FP_WK_HEAP, false, 2},
-    {"mmap: the receive buffer unmapped, mmap at its address again", "mmap", FP_WK_MMAP, false, 2},
-    {"live: the region inside the receive buffer, still allocated", "live", FP_WK_LIVE, false, 2},
+    {"heap: the receive buffer freed, malloc of the same size again", "heap", FP_WK_HEAP, false, 2,
+     NULL},
+    {"mmap: the receive buffer unmapped, mmap at its address again", "mmap", FP_WK_MMAP, false, 2,
+     NULL},
+    {"live: the region inside the receive buffer, still allocated", "live", FP_WK_LIVE, false, 2,
+     NULL},
+};
+
+static const struct fp_round fp_cd_rounds[] = {
+    {"a 16 B message, then a 64 B write with CQ data, emulated", "emulated", 0, false, 1, NULL},
+    {"the same by RDMA write with immediate (both on a device with RDMA write)", "RDMA write", 0,
+     false, 1, "EFASIM_RDMA_WRITE=1"},
 };
 
 static const struct fp_case fp_cases[] = {
@@ -1117,6 +1257,8 @@ static const struct fp_case fp_cases[] = {
      FI_MSG | FI_RMA | FI_ATOMIC, fp_bk_rounds, 5, fp_bk_origin, fp_bk_target, fp_bk_verdict},
     {"widened-key", "FI_EFA_USE_DEVICE_RDMA=1", "FI_EFA_USE_DEVICE_RDMA=1", FI_MSG | FI_RMA,
      fp_wk_rounds, 3, fp_wk_origin, fp_wk_target, fp_wk_verdict},
+    {"cq-data-context", "FI_EFA_USE_DEVICE_RDMA=1", "FI_EFA_USE_DEVICE_RDMA=1", FI_MSG | FI_RMA,
+     fp_cd_rounds, 2, fp_cd_origin, fp_cd_target, fp_cd_verdict},
 };
 
 /* One side of a round, in its own process: never returns. */
@@ -1133,6 +1275,8 @@ static void fp_child(const struct fp_case *c, const struct fp_round *r, bool ori
 
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     fp_setenv_list(s.role, origin ? c->origin_env : c->target_env);
+    if (r->env)
+        fp_setenv_list(s.role, r->env);
     if (fp_open(&s, c->caps, !origin && r->target_eq)) {
         f->setup_failed = true;
         _exit(2);

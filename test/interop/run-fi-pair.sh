@@ -14,8 +14,8 @@
 # rdma-core finds by its RUNPATH (RDMA write needs rdma-core 45 or later there).
 # Without --libfabric: the system's libfabric on the drop-in.
 #
-# Cases (default all): unreadable-write, bad-key-write, widened-key; the first and
-# the last run twice, with libfabric's MR cache as it is and with
+# Cases (default all): unreadable-write, bad-key-write, widened-key, cq-data-context;
+# unreadable-write and widened-key run twice, with libfabric's MR cache as it is and with
 # FI_EFA_MR_CACHE_ENABLE=0. Prints one line per case, libfabric and cache setting,
 # "LABEL CASE: SHOWN ..." / "NOT SHOWN ..." (fi-pair's verdict) or "... ERROR ...",
 # and ends with "N shown, N not shown" (and the errors, if any). Exit status 0, or 2
@@ -36,7 +36,7 @@ shift
 top=$(cd "$(dirname "$0")/../.." && pwd)
 prefixes=()
 front_ends=()
-cases=unreadable-write,bad-key-write,widened-key
+cases=unreadable-write,bad-key-write,widened-key,cq-data-context
 timeout_s=10
 while [ $# -gt 0 ]; do
     case $1 in
