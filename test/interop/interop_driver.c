@@ -381,6 +381,38 @@ static int ic_rma_ro_intact(const struct ic_ctx *x, const struct ic_rma_case *c,
     return 0;
 }
 
+void ic_cq_report_put(struct ic_cq_reports *q, uint64_t data, uint64_t len)
+{
+    unsigned n = sizeof(q->r) / sizeof(q->r[0]), at;
+
+    if (q->count == n) {
+        q->overflow++;
+        return;
+    }
+    at = (q->head + q->count++) % n;
+    q->r[at].data = data;
+    q->r[at].len = len;
+}
+
+int ic_cq_report_take(struct ic_cq_reports *q, uint64_t *data, uint64_t *len)
+{
+    unsigned n = sizeof(q->r) / sizeof(q->r[0]);
+
+    if (q->count == 0 && q->overflow) {
+        q->overflow--;
+        *data = 0;
+        *len = 0;
+        return 1;
+    }
+    if (q->count == 0)
+        return 0;
+    *data = q->r[q->head].data;
+    *len = q->r[q->head].len;
+    q->head = (q->head + 1) % n;
+    q->count--;
+    return 1;
+}
+
 /*
  * A write with CQ data that landed: the target reports it once, with the
  * case's data and length. Its report may follow the data by a little (the

@@ -30,6 +30,23 @@ struct ic_rma_io {
     void *result;         /* fetch and compare atomics: the old values, else NULL */
 };
 
+/*
+ * Reports of the peer's writes with CQ data a target side has seen and the
+ * driver not yet taken (ic_side_ops.rma_cq_data): a few, in arrival order. One
+ * that finds the queue full is counted and later taken as a report of nothing,
+ * which no case wants.
+ */
+struct ic_cq_reports {
+    struct {
+        uint64_t data, len;
+    } r[8];
+    unsigned head, count, overflow;
+};
+
+void ic_cq_report_put(struct ic_cq_reports *q, uint64_t data, uint64_t len);
+/* The oldest report into *data and *len: 1, or 0 when there is none. */
+int ic_cq_report_take(struct ic_cq_reports *q, uint64_t *data, uint64_t *len);
+
 struct ic_side_ops {
     const char *name; /* "efarm", "libfabric" */
     /* Start a send or receive of message m of case c; -EAGAIN: progress and retry. */

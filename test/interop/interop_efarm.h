@@ -99,10 +99,7 @@ struct ie_side {
     unsigned rma_seen[2];
     unsigned long rma_ops[2][IE_NRMA], rma_reqs[2][IE_NRMA];
     /* Reports of libfabric's writes with CQ data not yet taken (efarm_ep_on_write_data). */
-    struct {
-        uint64_t data, len;
-    } cq_reports[8];
-    unsigned cq_head, cq_count, cq_overflow;
+    struct ic_cq_reports cq_reports;
 };
 
 /* What the command line says. */

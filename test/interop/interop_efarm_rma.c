@@ -99,38 +99,16 @@ int ie_rma(void *side, const struct ic_rma_case *c, const struct ic_rma_io *io, 
 void ie_on_write_data(void *side, const struct efarm_write_data *w)
 {
     struct ie_side *s = side;
-    unsigned n = sizeof(s->cq_reports) / sizeof(s->cq_reports[0]);
 
     if (w->peer != s->peer)
         fprintf(stderr, "interop(efarm): a write with CQ data from peer %u, not libfabric's (%u)\n",
                 w->peer, s->peer);
-    if (s->cq_count == n) {
-        s->cq_overflow++; /* more reports than the cases could have caused: a defect */
-        return;
-    }
-    s->cq_reports[(s->cq_head + s->cq_count++) % n].data = w->peer == s->peer ? w->cq_data : 0;
-    s->cq_reports[(s->cq_head + s->cq_count - 1) % n].len = w->len;
+    ic_cq_report_put(&s->cq_reports, w->peer == s->peer ? w->cq_data : 0, w->len);
 }
 
 int ie_rma_cq_data(void *side, uint64_t *data, uint64_t *len)
 {
-    struct ie_side *s = side;
-    unsigned n = sizeof(s->cq_reports) / sizeof(s->cq_reports[0]);
-
-    if (s->cq_count == 0 && s->cq_overflow) {
-        /* A report that found no room: taken as one of nothing, which no case wants. */
-        s->cq_overflow--;
-        *data = 0;
-        *len = 0;
-        return 1;
-    }
-    if (s->cq_count == 0)
-        return 0;
-    *data = s->cq_reports[s->cq_head].data;
-    *len = s->cq_reports[s->cq_head].len;
-    s->cq_head = (s->cq_head + 1) % n;
-    s->cq_count--;
-    return 1;
+    return ic_cq_report_take(&((struct ie_side *)side)->cq_reports, data, len);
 }
 
 void ie_rma_case_begin(void *side, const struct ic_rma_case *c)

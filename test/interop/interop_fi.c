@@ -59,11 +59,8 @@ struct if_side {
     /* One-sided phase: the region efarm may access, the local buffer of our operations. */
     struct fid_mr *region_mr, *local_mr;
     void *local_desc;
-    /* Remote CQ data of efarm's writes (completions without a context), not yet taken. */
-    struct {
-        uint64_t data, len;
-    } cq_reports[8];
-    unsigned cq_head, cq_count, cq_overflow;
+    /* Remote CQ data of efarm's writes (completions with FI_REMOTE_WRITE), not yet taken. */
+    struct ic_cq_reports cq_reports;
     bool cq_context_said;
 };
 
@@ -139,11 +136,9 @@ static void if_complete(struct if_side *s, void *context, int status, uint64_t f
     op->done = true;
 }
 
-/* A peer's write with CQ data landed here: its completion has no context of ours. */
+/* A peer's write with CQ data landed here: no operation of ours caused its completion. */
 static void if_remote_write(struct if_side *s, const struct fi_cq_tagged_entry *e)
 {
-    unsigned n = sizeof(s->cq_reports) / sizeof(s->cq_reports[0]), at;
-
     if (e->op_context != NULL && !s->cq_context_said) {
         /* fi_cq(3): a completion no posted operation caused has a NULL op_context. */
         fprintf(stderr,
@@ -152,34 +147,12 @@ static void if_remote_write(struct if_side *s, const struct fi_cq_tagged_entry *
                 e->op_context, (unsigned long long)e->flags);
         s->cq_context_said = true;
     }
-    if (s->cq_count == n) {
-        s->cq_overflow++;
-        return;
-    }
-    at = (s->cq_head + s->cq_count++) % n;
-    s->cq_reports[at].data = e->data;
-    s->cq_reports[at].len = e->len;
+    ic_cq_report_put(&s->cq_reports, e->data, e->len);
 }
 
 static int if_rma_cq_data(void *side, uint64_t *data, uint64_t *len)
 {
-    struct if_side *s = side;
-    unsigned n = sizeof(s->cq_reports) / sizeof(s->cq_reports[0]);
-
-    if (s->cq_count == 0 && s->cq_overflow) {
-        /* A report that found no room: taken as one of nothing, which no case wants. */
-        s->cq_overflow--;
-        *data = 0;
-        *len = 0;
-        return 1;
-    }
-    if (s->cq_count == 0)
-        return 0;
-    *data = s->cq_reports[s->cq_head].data;
-    *len = s->cq_reports[s->cq_head].len;
-    s->cq_head = (s->cq_head + 1) % n;
-    s->cq_count--;
-    return 1;
+    return ic_cq_report_take(&((struct if_side *)side)->cq_reports, data, len);
 }
 
 static int if_progress(void *side)
