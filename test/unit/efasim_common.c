@@ -4,6 +4,8 @@
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
+#include <limits.h>
+#include <link.h>
 #include <ftw.h>
 #include <poll.h>
 #include <stdio.h>
@@ -708,4 +710,35 @@ void efasim_pair_roundtrip(struct efasim_pair *p, size_t len, enum efasim_api ap
     EXPECT_WC_STATUS(&wc, IBV_WC_SUCCESS);
     EXPECT_EQ(wc.wr_id, wr_id);
     EXPECT_EQ(wc.opcode, IBV_WC_SEND);
+}
+
+/* dl_iterate_phdr's callback: the release in the loaded libibverbs' real file name. */
+static int release_of_libibverbs(struct dl_phdr_info *info, size_t size, void *data)
+{
+    char real[PATH_MAX];
+    const char *base;
+    unsigned minor, release;
+
+    (void)size;
+    if (info->dlpi_name == NULL || strstr(info->dlpi_name, "libibverbs.so") == NULL ||
+        realpath(info->dlpi_name, real) == NULL)
+        return 0;
+    base = strrchr(real, '/');
+    base = base ? base + 1 : real;
+    if (sscanf(base, "libibverbs.so.1.%u.%u.0", &minor, &release) == 2)
+        *(unsigned *)data = release;
+    return 1; /* the first libibverbs loaded answers, whatever its name */
+}
+
+unsigned efasim_rdma_core_release(void)
+{
+    static unsigned release = UINT_MAX;
+
+    if (release == UINT_MAX) {
+        unsigned found = 0;
+
+        dl_iterate_phdr(release_of_libibverbs, &found);
+        release = found;
+    }
+    return release;
 }

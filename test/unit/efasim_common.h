@@ -43,13 +43,23 @@
 #define EFASIM_VENDOR_UNRESPONSIVE  13
 #define EFASIM_VENDOR_UNREACHABLE   15
 /*
- * The work-completion statuses rdma-core 44's EFA provider (Debian bookworm's)
- * gives the two that newer releases map otherwise: a bad remote address or
- * key (7; IBV_WC_REM_ACCESS_ERR from v52) and an unreachable peer (15;
- * IBV_WC_RESP_TIMEOUT_ERR from v55) are IBV_WC_GENERAL_ERR.
+ * The rdma-core release whose libibverbs this process runs, from the file
+ * name the library was loaded by (libibverbs.so.1.MINOR.RELEASE.0: 44 for
+ * Debian bookworm's); 0 for efasim's drop-in, which answers as 44 does.
  */
-#define EFASIM_WC_REMOTE_ACCESS IBV_WC_GENERAL_ERR
-#define EFASIM_WC_UNREACHABLE   IBV_WC_GENERAL_ERR
+unsigned efasim_rdma_core_release(void);
+
+/*
+ * The work-completion statuses the EFA provider gives the two device statuses
+ * whose mapping changed: a bad remote address or key (7) is
+ * IBV_WC_GENERAL_ERR in 44 (and the drop-in), IBV_WC_REM_ACCESS_ERR from
+ * v52; an unreachable peer (15) IBV_WC_GENERAL_ERR, IBV_WC_RESP_TIMEOUT_ERR
+ * from v55 (providers/efa/verbs.c, to_ibv_status).
+ */
+#define EFASIM_WC_REMOTE_ACCESS \
+    (efasim_rdma_core_release() >= 52 ? IBV_WC_REM_ACCESS_ERR : IBV_WC_GENERAL_ERR)
+#define EFASIM_WC_UNREACHABLE \
+    (efasim_rdma_core_release() >= 55 ? IBV_WC_RESP_TIMEOUT_ERR : IBV_WC_GENERAL_ERR)
 
 /* How long a wait for one completion may take before the test fails. */
 #define EFASIM_WAIT_S 10.0

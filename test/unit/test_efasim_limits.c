@@ -648,7 +648,11 @@ EFARM_TEST(efasim_limits_fork_unneeded)
     buf[0] = 5;
     mr = reg(&dev, buf, PAGE);
     EXPECT_EQ(child_read(buf, 5), 0);
-    EXPECT_EQ(ibv_fork_init(), EINVAL); /* too late: an MR came first */
+    /*
+     * Too late, an MR came first: EINVAL in 44; from v51 ibv_fork_init answers 0
+     * before that check when fork needs no preparation.
+     */
+    EXPECT_EQ(ibv_fork_init(), efasim_rdma_core_release() >= 51 ? 0 : EINVAL);
     EXPECT_EQ(ibv_is_fork_initialized(), IBV_FORK_UNNEEDED);
     EXPECT_EQ(ibv_dereg_mr(mr), 0);
     efasim_dev_close(&dev);
