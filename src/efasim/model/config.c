@@ -45,6 +45,8 @@ extern char **environ;
     X(MAX_RDMA_SIZE, max_rdma_size, U64, "1073741824", "largest RDMA read/write, 1 GiB like EFA") \
     X(RDMA_READ, rdma_read, BOOL, "1", "advertise and serve RDMA read")                           \
     X(RDMA_WRITE, rdma_write, BOOL, "0", "advertise and serve RDMA write (newer EFA only)")       \
+    X(UNSOLICITED_WRITE_RECV, unsolicited_write_recv, BOOL, "0",                                  \
+      "with RDMA_WRITE=1: advertise and serve unsolicited write receive (newer EFA only)")        \
     X(DEVICE_ID, device_id, U32, "0xefa2", "PCI device id: vendor_part_id, hw_ver, sysfs device") \
     X(MAX_PEERS, max_peers, U32, "1024", "reliability state slots per SRD QP (distinct peers)")   \
     X(RTO_US, rto_us, U32, "2000", "first retransmission timeout; doubles per retry")             \
@@ -169,6 +171,9 @@ static void config_read(void)
                 c->rnr_stall_us, c->rnr_stall_period_us);
         c->rnr_stall_us = 0;
     }
+    /* Unsolicited write receive is a way to receive RDMA writes: none without them. */
+    if (!c->rdma_write)
+        c->unsolicited_write_recv = false;
     if (!c->max_sq_sge)
         c->max_sq_sge = 1;
     if (!c->max_rq_sge)

@@ -115,6 +115,8 @@ struct efasim_config {
     uint64_t max_rdma_size;
     bool rdma_read;
     bool rdma_write;
+    /* unsolicited write receive offered (EFASIM_UNSOLICITED_WRITE_RECV, only with rdma_write) */
+    bool unsolicited_write_recv;
     uint32_t device_id;      /* PCI device id: 0xefa0 the first EFA platform, 0xefa1, 0xefa2, ... */
     uint32_t max_peers;      /* reliability state slots per QP */
     uint32_t rto_us;         /* first retransmission timeout */
@@ -436,6 +438,11 @@ struct efasim_cqe {
     uint16_t slid;
     union ibv_gid sgid;
     bool sq; /* a send-queue completion (else a receive's) */
+    /*
+     * A write with immediate that took no receive WR (a QP created with
+     * unsolicited write receive): wr_id 0, and no queue slot held (qp NULL).
+     */
+    bool unsolicited;
     /* The QP whose queue slot the completion holds until polled; NULL once it is destroyed. */
     struct efasim_qp *qp;
 };
@@ -756,6 +763,8 @@ struct efasim_qp {
     enum ibv_qp_state state;
     struct ibv_qp_cap cap; /* the queues as sized at creation */
     bool sq_sig_all;       /* every WR completes, whatever its IBV_SEND_SIGNALED */
+    /* Created with unsolicited write receive: a write with immediate takes no receive WR. */
+    bool unsolicited_write_recv;
 
     struct efasim_swqe *sq; /* cap.max_send_wr entries */
     uint8_t *inline_pool;   /* cap.max_send_wr * inline_size bytes */
@@ -786,12 +795,15 @@ struct efasim_qp_init {
     struct ibv_qp_cap want; /* the caps as the application asked: checked against the device */
     struct ibv_qp_cap cap;  /* the queues as the front end sized them from want */
     bool sq_sig_all;
+    /* Unsolicited write receive (SRD only, where the device offers it; else -EOPNOTSUPP). */
+    bool unsolicited_write_recv;
     void *fe; /* handed back in qp->fe, from before the QP can complete anything */
 };
 
 /*
  * Create an SRD or UD QP in RESET, as EFA's kernel driver does: a type the
- * device does not have, no PD or CQs, or caps beyond the device, -EINVAL; the
+ * device does not have, no PD or CQs, or caps beyond the device, -EINVAL;
+ * unsolicited write receive on a device without it, or on UD, -EOPNOTSUPP; the
  * queues -ENOMEM; its socket (whose port
  * is the QP number) the socket's errno, -EADDRINUSE when EFASIM_QPN's next
  * number is taken; max_qp reached over the host's processes, or the context's

@@ -159,6 +159,9 @@ static int qp_check_init(const struct efasim_qp_init *init)
         want->max_send_wr > cfg->max_sq_wr || want->max_recv_wr > cfg->max_rq_wr ||
         want->max_inline_data > cfg->inline_size)
         return -EINVAL;
+    if (init->unsolicited_write_recv &&
+        (!cfg->unsolicited_write_recv || init->type != EFASIM_QPT_SRD))
+        return -EOPNOTSUPP;
     return 0;
 }
 
@@ -200,6 +203,7 @@ int efasim_qp_create(const struct efasim_qp_init *init, struct efasim_qp **qp_p)
     pthread_mutex_init(&qp->lock, NULL);
     qp->cap = init->cap;
     qp->sq_sig_all = init->sq_sig_all;
+    qp->unsolicited_write_recv = init->unsolicited_write_recv;
     qp->send_cq = init->send_cq;
     qp->recv_cq = init->recv_cq;
     qp->sq = calloc(qp->cap.max_send_wr, sizeof(*qp->sq));

@@ -10,7 +10,8 @@
  * one) is answered exactly as the first settlement was.
  *
  * RNR: a receive queue with nothing posted refuses a DATA (or a WRITE with
- * immediate) with an RNR NACK, which the sender retries after
+ * immediate, except on a QP created with unsolicited write receive, where
+ * such a write takes no receive WR) with an RNR NACK, which the sender retries after
  * EFASIM_RNR_BACKOFF_US within its QP's rnr_retry budget (7 = forever, so
  * never final, below). An
  * RNR error completion must mean the message was not delivered, while copies
@@ -825,6 +826,31 @@ static void rx_consume_recv(struct efasim_qp *qp, const struct rx_src *src, cons
 }
 
 /*
+ * The last chunk of a write with immediate, on a QP created with unsolicited
+ * write receive, into a reserved CQ place: no receive WR is taken, so the
+ * completion has wr_id 0 and the unsolicited mark, and otherwise what a
+ * write with immediate that took a receive reports (the write's length,
+ * imm, the sender).
+ */
+static void rx_unsolicited_cqe(struct efasim_qp *qp, const struct rx_src *src)
+{
+    struct efasim_cqe cqe = {.wr_id = 0,
+                             .opcode = IBV_WC_RECV_RDMA_WITH_IMM,
+                             .byte_len = (uint32_t)src->hdr->rtotal,
+                             .imm = src->hdr->imm,
+                             .qp_num = qp->qpn,
+                             .src_qp = src->qpn,
+                             .wc_flags = IBV_WC_WITH_IMM,
+                             .unsolicited = true};
+    union ibv_gid gid;
+
+    efasim_gid_from_addr(src->addr.sin_addr, &gid);
+    cqe.slid = efasim_ahn_for_gid(qp->ctx, qp->pd, &gid);
+    cqe.sgid = gid;
+    efasim_cq_push_reserved(qp->recv_cq, &cqe);
+}
+
+/*
  * An RDMA chunk is served only if the whole range of its WR is inside one MR
  * with the access asked for, and the chunk lies inside that range: a WR that
  * is partly out of bounds fails before any of its chunks touches memory.
@@ -909,8 +935,16 @@ static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pid
     bool is_write = h->type == EFASIM_PKT_WRITE;
     bool is_read = h->type == EFASIM_PKT_READ_REQ; /* only direct-copy reads come here */
     bool fast = h->flags & EFASIM_F_FAST;
-    bool wants_recv = h->type == EFASIM_PKT_DATA || (is_write && (h->flags & EFASIM_F_IMM));
-    bool reserved = false; /* a place in the receive CQ is ours */
+    bool write_imm = is_write && (h->flags & EFASIM_F_IMM);
+    /*
+     * On a QP created with unsolicited write receive, a write with immediate
+     * takes no receive WR: it completes in the receive CQ by itself, flagged
+     * unsolicited, and can never meet an RNR.
+     */
+    bool unsolicited = write_imm && qp->unsolicited_write_recv;
+    bool wants_recv = h->type == EFASIM_PKT_DATA || (write_imm && !unsolicited);
+    bool wants_cqe = wants_recv || unsolicited; /* completes in the receive CQ */
+    bool reserved = false;                      /* a place in the receive CQ is ours */
     uint32_t nack = EFASIM_ST_OK;
     int fresh;
 
@@ -947,6 +981,10 @@ static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pid
             return; /* no room to complete it: let the sender retransmit */
         else
             reserved = true;
+    } else if (!nack && unsolicited) {
+        if (!efasim_cq_reserve(qp->recv_cq))
+            return; /* no room to complete it: let the sender retransmit */
+        reserved = true;
     }
     if (!nack && fast)
         nack = rx_fast_copy(qp, h, payload, plen);
@@ -956,6 +994,8 @@ static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pid
         rx_consume_recv(qp, src, is_write ? NULL : payload, is_write ? 0 : plen, 0,
                         is_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
                         is_write ? (uint32_t)h->rtotal : (uint32_t)plen, &nack);
+    else if (!nack && unsolicited)
+        rx_unsolicited_cqe(qp, src);
     else if (reserved)
         efasim_cq_unreserve(qp->recv_cq);
     rxwin_settle(&p->rx, h->seq, nack);
@@ -965,7 +1005,7 @@ static void rx_request(struct efasim_qp *qp, struct efasim_peer *p, uint32_t pid
      * ours will answer it to carry the ACK: it goes now, as the NIC acknowledges
      * a write at once, instead of after EFASIM_ACK_DELAY_US.
      */
-    if ((is_write || is_read) && !wants_recv && p->npend)
+    if ((is_write || is_read) && !wants_cqe && p->npend)
         ack_send_pending(qp, p);
     if (fast)
         efasim_tx_flush(qp); /* a direct copy took a while: its answer goes now */
