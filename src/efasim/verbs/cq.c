@@ -335,6 +335,18 @@ static int cq_wc_read_sgid(struct efadv_cq *efadv, union ibv_gid *sgid)
     return 0;
 }
 
+/*
+ * efadv: whether the completion being read is a write with immediate that
+ * took no receive WR (a QP created with unsolicited write receive).
+ */
+static bool cq_wc_is_unsolicited(struct efadv_cq *efadv)
+{
+    struct efasim_vcq *cq =
+        (struct efasim_vcq *)((uint8_t *)efadv - offsetof(struct efasim_vcq, efadv));
+
+    return cq->has_cur && cq->cur.unsolicited;
+}
+
 /* Legacy ibv_poll_cq through context->ops.poll_cq. */
 int efasim_vcq_poll(struct ibv_cq *ibv, int n, struct ibv_wc *wc)
 {
@@ -406,10 +418,11 @@ static void cq_channel_detach(struct efasim_vcq *cq)
  * comp_vector the context does not have (EINVAL), the channel, then EFA's
  * driver's depth from 1 to max_cqe (EINVAL: the model's check). Only the
  * accessors the wc_flags ask for are installed; the others stay NULL, as on
- * EFA. The caller does libibverbs' part (efasim_vcq_init_verbs) if any.
+ * EFA; so are efadv's (efadv_wc_flags: the SGID read, the unsolicited mark).
+ * The caller does libibverbs' part (efasim_vcq_init_verbs) if any.
  */
 struct ibv_cq_ex *efasim_vcq_create(struct efasim_vctx *ctx, struct ibv_cq_init_attr_ex *attr,
-                                    bool with_sgid)
+                                    uint64_t efadv_wc_flags)
 {
     struct efasim_vcq *cq;
     uint32_t cqe;
@@ -472,8 +485,10 @@ struct ibv_cq_ex *efasim_vcq_create(struct efasim_vctx *ctx, struct ibv_cq_init_
         cq->ibv.read_dlid_path_bits = cq_read_zero_u8;
     cq->efadv.comp_mask = 0;
     cq->efadv.wc_is_unsolicited = NULL;
-    if (with_sgid)
+    if (efadv_wc_flags & EFADV_WC_EX_WITH_SGID)
         cq->efadv.wc_read_sgid = cq_wc_read_sgid;
+    if (efadv_wc_flags & EFASIM_EFADV_WC_EX_WITH_IS_UNSOLICITED)
+        cq->efadv.wc_is_unsolicited = cq_wc_is_unsolicited;
     return &cq->ibv;
 
 err_detach:

@@ -214,7 +214,7 @@ static int ctx_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct
 static struct ibv_cq_ex *ctx_create_cq_ex(struct ibv_context *context,
                                           struct ibv_cq_init_attr_ex *attr)
 {
-    struct ibv_cq_ex *cq = efasim_vcq_create(to_vctx(context), attr, false);
+    struct ibv_cq_ex *cq = efasim_vcq_create(to_vctx(context), attr, 0);
 
     if (cq)
         efasim_vcq_init_verbs(ibv_cq_ex_to_cq(cq), attr->channel, attr->cq_context);
@@ -578,7 +578,7 @@ EFASIM_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
         errno = EINVAL;
         return NULL;
     }
-    cq = efasim_vcq_create(to_vctx(context), &attr, false);
+    cq = efasim_vcq_create(to_vctx(context), &attr, 0);
     if (!cq)
         return NULL;
     efasim_vcq_init_verbs(ibv_cq_ex_to_cq(cq), channel, cq_context);

@@ -11,9 +11,10 @@
  * reserved or unknown trailing bytes) EINVAL, then what the device lacks
  * EOPNOTSUPP. What the drop-in has not, it refuses as rdma-core does where the
  * device lacks it: queue memory and doorbells in the process (the direct data
- * path's efadv_query_qp_wqs and efadv_query_cq), inline RDMA write, unsolicited
- * RDMA write receive, CQs in external memory, service levels. SRD is the only
- * driver QP type; UD QPs come from ibv_create_qp and ibv_create_qp_ex.
+ * path's efadv_query_qp_wqs and efadv_query_cq), inline RDMA write, CQs in
+ * external memory, service levels; unsolicited RDMA write receive only where
+ * the device offers it (EFASIM_UNSOLICITED_WRITE_RECV with RDMA write). SRD is
+ * the only driver QP type; UD QPs come from ibv_create_qp and ibv_create_qp_ex.
  */
 #include <errno.h>
 #include <signal.h>
@@ -52,8 +53,10 @@ static bool tail_cleared(const void *p, size_t from, size_t len)
  * fields are written whole and the capabilities added to what device_caps
  * holds, so an inlen that ends inside a field gets all of it. The device
  * reports no separate inline size for 128-byte WQEs, so inline_buf_size_ex is
- * inline_buf_size, as rdma-core takes it then; it offers no unsolicited RDMA
- * write receive and no CQ in external memory.
+ * inline_buf_size, as rdma-core takes it then. Unsolicited write receive is
+ * among the capabilities in device_caps where the device offers it
+ * (EFASIM_UNSOLICITED_WRITE_RECV, with RDMA write); it offers no CQ in
+ * external memory.
  */
 EFASIM_EXPORT int efadv_query_device(struct ibv_context *ibvctx, struct efadv_device_attr *attr,
                                      uint32_t inlen)
@@ -72,8 +75,11 @@ EFASIM_EXPORT int efadv_query_device(struct ibv_context *ibvctx, struct efadv_de
     a->max_rq_sge = (uint16_t)cfg->max_rq_sge;
     a->inline_buf_size = (uint16_t)cfg->inline_size;
     a->inline_buf_size_ex = (uint16_t)cfg->inline_size;
-    if (EFADV_FIELD_AVAIL(struct efasim_efadv_device_attr, device_caps, inlen))
+    if (EFADV_FIELD_AVAIL(struct efasim_efadv_device_attr, device_caps, inlen)) {
         a->device_caps |= EFADV_DEVICE_ATTR_CAPS_RNR_RETRY | EFADV_DEVICE_ATTR_CAPS_CQ_WITH_SGID;
+        if (cfg->unsolicited_write_recv)
+            a->device_caps |= EFASIM_EFADV_CAPS_UNSOLICITED_WRITE_RECV;
+    }
     if (EFADV_FIELD_AVAIL(struct efasim_efadv_device_attr, max_rdma_size, inlen)) {
         a->max_rdma_size =
             cfg->max_rdma_size > UINT32_MAX ? UINT32_MAX : (uint32_t)cfg->max_rdma_size;
@@ -168,8 +174,8 @@ EFASIM_EXPORT int efadv_query_ah(struct ibv_ah *ibvah, struct efadv_ah_attr *att
 
 /*
  * Compatibility problems (inlen without wc_flags, comp_mask, trailing bytes
- * beyond rdma-core 64's structure) are EINVAL; wc_flags beyond the SGID
- * EOPNOTSUPP (the device has no unsolicited RDMA write receive to flag). A CQ
+ * beyond rdma-core 64's structure) are EINVAL; wc_flags beyond the SGID and,
+ * where the device offers unsolicited write receive, its mark EOPNOTSUPP. A CQ
  * in the caller's dma-buf (EFADV_CQ_INIT_FLAGS_EXT_MEM_DMABUF) goes to the
  * kernel as CQ_CREATE's buffer attributes, mandatory, which a kernel without
  * them (efasim's: no external CQ memory) does not know: EOPNOTSUPP, as
@@ -179,6 +185,7 @@ EFASIM_EXPORT struct ibv_cq_ex *efadv_create_cq(struct ibv_context *ibvctx,
                                                 struct ibv_cq_init_attr_ex *attr_ex,
                                                 struct efadv_cq_init_attr *efa_attr, uint32_t inlen)
 {
+    uint64_t supported = EFADV_WC_EX_WITH_SGID;
     struct efasim_efadv_cq_init_attr a;
 
     if (!is_efa(ibvctx)) {
@@ -192,7 +199,9 @@ EFASIM_EXPORT struct ibv_cq_ex *efadv_create_cq(struct ibv_context *ibvctx,
     }
     memset(&a, 0, sizeof(a));
     memcpy(&a, efa_attr, inlen < sizeof(a) ? inlen : sizeof(a));
-    if (a.wc_flags & ~(uint64_t)EFADV_WC_EX_WITH_SGID) {
+    if (efasim_config()->unsolicited_write_recv)
+        supported |= EFASIM_EFADV_WC_EX_WITH_IS_UNSOLICITED;
+    if (a.wc_flags & ~supported) {
         errno = EOPNOTSUPP;
         return NULL;
     }
@@ -200,7 +209,7 @@ EFASIM_EXPORT struct ibv_cq_ex *efadv_create_cq(struct ibv_context *ibvctx,
         errno = EOPNOTSUPP;
         return NULL;
     }
-    return efasim_vcq_create(to_vctx(ibvctx), attr_ex, a.wc_flags & EFADV_WC_EX_WITH_SGID);
+    return efasim_vcq_create(to_vctx(ibvctx), attr_ex, a.wc_flags);
 }
 
 EFASIM_EXPORT struct efadv_cq *efadv_cq_from_ibv_cq_ex(struct ibv_cq_ex *ibvcqx)

@@ -32,11 +32,13 @@
  * EFA_1.1's and EFA_1.2's. Named efasim_efadv_* so that a newer system header
  * never clashes with them; each layout is pinned to 64's by the asserts below.
  */
+#define EFASIM_EFADV_CAPS_UNSOLICITED_WRITE_RECV     (1u << 4)
 #define EFASIM_EFADV_QP_FLAGS_UNSOLICITED_WRITE_RECV (1u << 0)
 #define EFASIM_EFADV_QP_FLAGS_INLINE_WRITE           (1u << 1)
 #define EFASIM_EFADV_WR_EX_WITH_PROCESSING_HINTS     (1ull << 0)
 #define EFASIM_EFADV_SQ_DEPTH_ATTR_INLINE_WRITE      (1u << 0)
 #define EFASIM_EFADV_CQ_INIT_FLAGS_EXT_MEM_DMABUF    (1ull << 0)
+#define EFASIM_EFADV_WC_EX_WITH_IS_UNSOLICITED       (1ull << 1)
 /* The inline bytes a 64-byte send descriptor holds; more take a 128-byte one (efa_io_defs.h). */
 #define EFASIM_EFA_TX_INLINE_MAX  32
 #define EFASIM_EFA_TX_WQE_SIZE    64
@@ -92,9 +94,10 @@ struct efasim_efadv_cq_init_attr {
 };
 
 /*
- * rdma-core 64's struct efadv_cq, which 44's is the beginning of. No CQ has
- * wc_is_unsolicited: it needs EFADV_WC_EX_WITH_IS_UNSOLICITED, which the
- * device does not offer (it has no unsolicited RDMA write receive).
+ * rdma-core 64's struct efadv_cq, which 44's is the beginning of.
+ * wc_is_unsolicited only on a CQ created with EFADV_WC_EX_WITH_IS_UNSOLICITED,
+ * which the device takes only where it offers unsolicited write receive
+ * (EFASIM_UNSOLICITED_WRITE_RECV); NULL otherwise.
  */
 struct efasim_efadv_cq {
     uint64_t comp_mask;
@@ -349,7 +352,7 @@ int efasim_vqp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_r
  * as ibv_cmd_destroy_cq does, until every event read has been acknowledged.
  */
 struct ibv_cq_ex *efasim_vcq_create(struct efasim_vctx *ctx, struct ibv_cq_init_attr_ex *attr,
-                                    bool with_sgid);
+                                    uint64_t efadv_wc_flags);
 void efasim_vcq_init_verbs(struct ibv_cq *cq, struct ibv_comp_channel *channel, void *cq_context);
 int efasim_vcq_destroy(struct ibv_cq *cq);
 /* ibv_req_notify_cq, through context->ops.req_notify_cq: arm the CQ for one event. */

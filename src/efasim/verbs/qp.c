@@ -57,10 +57,12 @@ static int qp_check_attr(const struct ibv_qp_init_attr_ex *attr,
 
     /*
      * rdma-core offers UNSOLICITED_WRITE_RECV with that capability, which the
-     * device lacks, and INLINE_WRITE with RDMA write, whose inline form the
-     * drop-in has not: both refused, as where the device lacks them.
+     * device has only with EFASIM_UNSOLICITED_WRITE_RECV, and INLINE_WRITE
+     * with RDMA write, whose inline form the drop-in has not: refused, as
+     * where the device lacks them.
      */
-    if (efa->flags)
+    if (efa->flags &
+        ~(cfg->unsolicited_write_recv ? EFASIM_EFADV_QP_FLAGS_UNSOLICITED_WRITE_RECV : 0u))
         return EOPNOTSUPP;
     if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
         return EOPNOTSUPP;
@@ -164,15 +166,16 @@ struct ibv_qp *efasim_vqp_create(struct efasim_vctx *ctx, struct ibv_qp_init_att
     qp = calloc(1, sizeof(*qp));
     if (!qp)
         goto err;
-    init = (struct efasim_qp_init){.type =
-                                       attr->qp_type == IBV_QPT_UD ? EFASIM_QPT_UD : EFASIM_QPT_SRD,
-                                   .pd = to_vpd(attr->pd)->m,
-                                   .send_cq = &((struct efasim_vcq *)attr->send_cq)->m,
-                                   .recv_cq = &((struct efasim_vcq *)attr->recv_cq)->m,
-                                   .want = attr->cap,
-                                   .cap = qp_sizes(&attr->cap),
-                                   .sq_sig_all = attr->sq_sig_all != 0,
-                                   .fe = qp};
+    init = (struct efasim_qp_init){
+        .type = attr->qp_type == IBV_QPT_UD ? EFASIM_QPT_UD : EFASIM_QPT_SRD,
+        .pd = to_vpd(attr->pd)->m,
+        .send_cq = &((struct efasim_vcq *)attr->send_cq)->m,
+        .recv_cq = &((struct efasim_vcq *)attr->recv_cq)->m,
+        .want = attr->cap,
+        .cap = qp_sizes(&attr->cap),
+        .sq_sig_all = attr->sq_sig_all != 0,
+        .unsolicited_write_recv = efa->flags & EFASIM_EFADV_QP_FLAGS_UNSOLICITED_WRITE_RECV,
+        .fe = qp};
     err = -efasim_qp_create(&init, &qp->m);
     if (err)
         goto err_free;
