@@ -63,6 +63,12 @@
 #define EFA_MAX_PD       256
 /* Linux 6.x's RDMA write capability bit (efa-abi.h), newer than Debian's headers. */
 #define EFA_CAPS_RDMA_WRITE (1u << 5)
+/* Linux 6.x's unsolicited write receive: the capability and create_qp's flag (efa-abi.h). */
+#define EFA_CAPS_UNSOLICITED_WRITE_RECV           (1u << 6)
+#define EFA_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV (1u << 0)
+/* create_qp's driver data past rdma-core 44's 16 bytes: 6.x's flags (16 bits), then sl. */
+#define EFA_CREATE_QP_FLAGS_OFF 16
+#define EFA_CREATE_QP_SL_OFF    18
 
 struct efa_kcq;
 
@@ -262,7 +268,8 @@ int efasim_efa_query_device(struct efasim_kfile *f, struct efasim_kdevice_attr *
     resp.device_caps = EFA_QUERY_DEVICE_CAPS_RNR_RETRY | EFA_QUERY_DEVICE_CAPS_CQ_WITH_SGID |
                        EFA_QUERY_DEVICE_CAPS_CQ_NOTIFICATIONS |
                        (cfg->rdma_read ? EFA_QUERY_DEVICE_CAPS_RDMA_READ : 0) |
-                       (cfg->rdma_write ? EFA_CAPS_RDMA_WRITE : 0);
+                       (cfg->rdma_write ? EFA_CAPS_RDMA_WRITE : 0) |
+                       (cfg->unsolicited_write_recv ? EFA_CAPS_UNSOLICITED_WRITE_RECV : 0);
     udata_out(u, &resp, sizeof(resp));
     return 0;
 }
@@ -528,6 +535,8 @@ static void ring_write(struct efa_kcq *cq, const struct efasim_cqe *e)
                           e->sq ? EFASIM_IO_SEND_QUEUE : EFASIM_IO_RECV_QUEUE);
     flags = EFASIM_IO_SET(flags, EFASIM_IO_CQE_HAS_IMM, (e->wc_flags & IBV_WC_WITH_IMM) != 0);
     flags = EFASIM_IO_SET(flags, EFASIM_IO_CQE_OP_TYPE, op);
+    /* A write with immediate that took no receive WR: req_id 0, the provider reads no RQ. */
+    flags = EFASIM_IO_SET(flags, EFASIM_IO_CQE_UNSOLICITED, e->unsolicited);
     memcpy(slot + sizeof(x.base.common.req_id) + 2, &x.base.common.qp_num,
            cq->entry_size - 4); /* everything after req_id, status, flags */
     memcpy(slot, &x.base.common.req_id, 3);
@@ -976,6 +985,7 @@ int efasim_efa_create_qp(struct efasim_kobj *obj, struct efasim_kqp_init *init, 
     struct efa_ibv_create_qp_resp resp = {0};
     struct efasim_qp_init mi = {0};
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uint16_t flags = 0; /* 6.x's, past rdma-core 44's 16 bytes */
     struct efa_kqp *qp;
     int err;
 
@@ -992,8 +1002,13 @@ int efasim_efa_create_qp(struct efasim_kobj *obj, struct efasim_kqp_init *init, 
     if (u->inlen > sizeof(cmd) + 8 && !udata_cleared(u, sizeof(cmd) + 8))
         return -EINVAL; /* 6.x's struct is 24 bytes: flags and sl beyond rdma-core 44's 16 */
     memcpy(&cmd, u->in, u->inlen < sizeof(cmd) ? u->inlen : sizeof(cmd));
-    if (u->inlen > sizeof(cmd) && !udata_cleared(u, sizeof(cmd)))
-        return -EOPNOTSUPP; /* flags or a service level this device does not offer */
+    if (u->inlen > EFA_CREATE_QP_FLAGS_OFF)
+        memcpy(&flags, (const uint8_t *)u->in + EFA_CREATE_QP_FLAGS_OFF,
+               u->inlen < EFA_CREATE_QP_SL_OFF ? 1 : 2);
+    if (flags & ~(cfg->unsolicited_write_recv ? EFA_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV : 0u))
+        return -EOPNOTSUPP; /* flags this device does not offer */
+    if (u->inlen > EFA_CREATE_QP_SL_OFF && !udata_cleared(u, EFA_CREATE_QP_SL_OFF))
+        return -EOPNOTSUPP; /* a service level this device does not offer */
     if (cmd.comp_mask)
         return -EINVAL;
     if (init->qp_type == IBV_QPT_DRIVER && cmd.driver_qp_type != EFA_QP_DRIVER_TYPE_SRD)
@@ -1046,6 +1061,7 @@ int efasim_efa_create_qp(struct efasim_kobj *obj, struct efasim_kqp_init *init, 
     mi.cap.max_recv_wr = qp->rq_descs;
     mi.sq_sig_all = init->sq_sig_all;
     mi.type = init->qp_type == IBV_QPT_UD ? EFASIM_QPT_UD : EFASIM_QPT_SRD;
+    mi.unsolicited_write_recv = flags & EFA_CREATE_QP_WITH_UNSOLICITED_WRITE_RECV;
     mi.fe = qp;
     err = efasim_qp_create(&mi, &qp->m);
     if (err)
