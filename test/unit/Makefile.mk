@@ -93,6 +93,7 @@ test_unit_efasim_unit_SOURCES = \
 	test/unit/test_efasim_srd.c \
 	test/unit/test_efasim_rnr.c \
 	test/unit/test_efasim_rdma.c \
+	test/unit/test_efasim_unsolicited.c \
 	test/unit/test_efasim_reuse.c \
 	test/unit/test_efasim_procs.c \
 	test/unit/test_efasim_abi.c \
