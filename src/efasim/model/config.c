@@ -228,9 +228,9 @@ void efasim_config_print(FILE *out)
 
     (void)c;
     fprintf(out, "efasim knobs (set in the environment; read once at first use)\n");
-    fprintf(out, "%-24s %-12s %-12s %s\n", "variable", "default", "value", "meaning");
+    fprintf(out, "%-30s %-12s %-12s %s\n", "variable", "default", "value", "meaning");
 #define EFASIM_KNOB_PRINT(name, member, kind, def, doc)          \
-    fprintf(out, "%-24s %-12s %-12s %s\n", "EFASIM_" #name, def, \
+    fprintf(out, "%-30s %-12s %-12s %s\n", "EFASIM_" #name, def, \
             getenv("EFASIM_" #name) ? getenv("EFASIM_" #name) : def, doc);
     EFASIM_KNOBS(EFASIM_KNOB_PRINT)
 #undef EFASIM_KNOB_PRINT
