@@ -430,6 +430,7 @@ void efarm_rx_op_work(struct efarm_ep *ep, struct efarm_op *op)
                  */
                 efarm_msg_proto_set(op, efarm_msg_proto(op)->fallback);
                 op->done_bytes = op->msg.msg_length;
+                op->flags &= ~EFARM_OPF_CQ_DATA; /* reported by the new write, once */
             } else {
                 /* The rest comes by the LONGCTS REQ that finds it in the map (msg_id, send_id). */
                 op->awaits |= EFARM_AWAIT_REQ;
