@@ -69,6 +69,8 @@ struct efarm_device_caps {
     uint32_t max_sq_sge, max_rq_sge;
     uint64_t max_rdma_size;
     bool rdma_read, rdma_write, rnr_retry, cq_with_sgid;
+    /* The device can take an RDMA write with immediate without a posted receive. */
+    bool unsolicited_write_recv;
     uint32_t device_version; /* HANDSHAKE DEVICE_VERSION: the PCI device id, 0xEFA0, ... */
     uint32_t max_mr;         /* registrations the device holds */
     uint64_t max_mr_size;    /* largest registration */
@@ -118,6 +120,14 @@ void efarm_dev_ep_quiesce(struct efarm_dev_ep *ep);
 
 /* The device's capabilities as the endpoint sees them (owned by the endpoint). */
 const struct efarm_device_caps *efarm_dev_ep_caps(const struct efarm_dev_ep *ep);
+
+/*
+ * Whether the endpoint's QP takes RDMA writes with immediate without a posted
+ * receive (EFA's unsolicited write receive: protocol v4's extra feature 8).
+ * It is created so where the device offers it and the rdma-core loaded can
+ * ask for it (EFADV_QP_FLAGS_UNSOLICITED_WRITE_RECV, rdma-core 50 and later).
+ */
+bool efarm_dev_ep_unsolicited(const struct efarm_dev_ep *ep);
 
 /* The endpoint's 32-byte raw address: gid 16, qpn 2, pad 2, connid 4, reserved 8. */
 void efarm_dev_ep_raw_addr(const struct efarm_dev_ep *ep, uint8_t out[EFARM_RAW_ADDR_LEN]);
@@ -196,8 +206,9 @@ int efarm_dev_post_write_imm(struct efarm_dev_ep *ep, struct efarm_dev_ah *ah, u
 enum efarm_dev_op {
     EFARM_DEV_OP_SEND, /* a send-queue WR: send, RDMA read or RDMA write (see wr_id) */
     EFARM_DEV_OP_RECV, /* a receive: its data is in the rx buffer */
-    /* The receive WR an RDMA write with immediate from a peer consumed: no data in
-       the rx buffer (the write placed it where it named), `imm` and `len` set. */
+    /* An RDMA write with immediate from a peer: no data in any rx buffer (the
+       write placed it where it named), `imm` and `len` set; it consumed the
+       receive WR rx_id unless `unsolicited` (efarm_dev_ep_unsolicited). */
     EFARM_DEV_OP_RECV_WRITE_IMM,
 };
 
@@ -217,6 +228,7 @@ struct efarm_dev_cqe {
     uint8_t *data;    /* receives */
     uint32_t len;     /* receives: bytes received (a write with immediate: bytes it wrote) */
     uint32_t imm;     /* EFARM_DEV_OP_RECV_WRITE_IMM: the immediate, as the writer gave it */
+    bool unsolicited; /* EFARM_DEV_OP_RECV_WRITE_IMM: it took no receive WR (no rx_id) */
     uint32_t src_qpn; /* receives */
     uint16_t ahn;     /* receives: EFARM_DEV_AHN_UNKNOWN if the sender has no AH here */
     bool has_sgid;

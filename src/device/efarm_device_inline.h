@@ -44,7 +44,11 @@ struct efarm_dev_ep {
     struct ibv_context *ctx;
     struct ibv_pd *pd;
     struct ibv_cq_ex *cq;
-    struct efadv_cq *efadv_cq; /* NULL when the CQ cannot report SGIDs */
+    struct efadv_cq *efadv_cq; /* NULL when the CQ is not libefa's extended one */
+    bool cq_sgid;              /* the CQ reports unknown senders' GIDs (efadv_wc_read_sgid) */
+    /* With the QP created for unsolicited write receive (efarm_dev_ep_unsolicited): the
+       CQ's efadv accessor of the unsolicited mark, from rdma-core 50's struct efadv_cq. */
+    bool (*wc_is_unsolicited)(struct efadv_cq *efadv_cq);
     struct ibv_qp *qp;
     struct ibv_qp_ex *qpx;
     union ibv_gid gid;
@@ -197,6 +201,12 @@ static inline __attribute__((always_inline)) bool efarm_dev_cur_is_recv(struct e
     return efarm_dev_cur_op(ep) != EFARM_DEV_OP_SEND;
 }
 
+/* Whether the current completion, an RDMA write with immediate, took no receive WR. */
+static inline __attribute__((always_inline)) bool efarm_dev_cur_unsolicited(struct efarm_dev_ep *ep)
+{
+    return ep->wc_is_unsolicited != NULL && ep->wc_is_unsolicited(ep->efadv_cq);
+}
+
 /* Account for the current completion: its receive buffer or send-queue slot is the caller's. */
 static inline __attribute__((always_inline)) void efarm_dev_cur_take(struct efarm_dev_ep *ep,
                                                                      bool recv)
@@ -264,12 +274,13 @@ static inline __attribute__((always_inline)) bool efarm_dev_cqe_read(struct efar
     if (c->op == EFARM_DEV_OP_SEND)
         return false;
     c->imm = c->op == EFARM_DEV_OP_RECV_WRITE_IMM && !c->status ? ibv_wc_read_imm_data(cq) : 0;
+    c->unsolicited = c->op == EFARM_DEV_OP_RECV_WRITE_IMM && efarm_dev_cur_unsolicited(ep);
     c->rx_id = (uint32_t)cq->wr_id;
     c->data = efarm_dev_rx_data(ep, c->rx_id);
     c->len = c->status ? 0 : ibv_wc_read_byte_len(cq);
     c->src_qpn = ibv_wc_read_src_qp(cq);
     c->ahn = (uint16_t)ibv_wc_read_slid(cq);
-    c->has_sgid = c->ahn == EFARM_DEV_AHN_UNKNOWN && ep->efadv_cq &&
+    c->has_sgid = c->ahn == EFARM_DEV_AHN_UNKNOWN && ep->cq_sgid &&
                   !efadv_wc_read_sgid(ep->efadv_cq, (union ibv_gid *)c->sgid);
     return true;
 }
@@ -283,7 +294,11 @@ efarm_dev_poll_inl(struct efarm_dev_ep *ep, struct efarm_dev_cqe *cqes, unsigned
     if (!efarm_dev_poll_start(ep))
         return 0;
     do {
-        efarm_dev_cur_take(ep, efarm_dev_cqe_read(ep, &cqes[n++]));
+        struct efarm_dev_cqe *c = &cqes[n++];
+        bool recv = efarm_dev_cqe_read(ep, c);
+
+        if (!c->unsolicited) /* it took no receive WR, and no send slot either */
+            efarm_dev_cur_take(ep, recv);
     } while (n < max && efarm_dev_poll_next(ep));
     efarm_dev_poll_end(ep);
     return (int)n;

@@ -26,6 +26,11 @@
 #define AH_BUCKETS    EFARM_DEV_AH_BUCKETS
 #define POLL_BATCH_OK 32
 
+/* rdma-core 50's unsolicited write receive, by its ABI values (create_cq below). */
+#define EFARM_EFADV_CAPS_UNSOLICITED_WRITE_RECV     (1u << 4) /* efadv device_caps */
+#define EFARM_EFADV_QP_FLAGS_UNSOLICITED_WRITE_RECV (1u << 0) /* efadv_qp_init_attr.flags */
+#define EFARM_EFADV_WC_EX_WITH_IS_UNSOLICITED       (1u << 1) /* efadv_cq_init_attr.wc_flags */
+
 struct efarm_dev_mr {
     struct ibv_mr *ibv;
 };
@@ -354,6 +359,7 @@ static int query_caps(struct ibv_context *ctx, const char *name, struct efarm_de
 #else
     caps->rdma_write = efa.device_caps & (1u << 3); /* its ABI value in newer rdma-core */
 #endif
+    caps->unsolicited_write_recv = efa.device_caps & EFARM_EFADV_CAPS_UNSOLICITED_WRITE_RECV;
     /*
      * The HANDSHAKE's device version is the PCI device id (0xEFA0, 0xEFA1, ...),
      * which rdma-core reports as vendor_part_id; libfabric 2.x sends the same and
@@ -422,6 +428,27 @@ static struct ibv_context *open_named(const char *name)
     return ctx;
 }
 
+/*
+ * Unsolicited write receive came with rdma-core 50; bookworm's 44 headers lack
+ * it. Its ABI values, and the two layouts that carry it: the QP's flags where
+ * 44 has reserved bytes, and the CQ's accessor after wc_read_sgid. A libefa
+ * that does not know them refuses the flag (its checks of reserved bytes and
+ * of wc_flags), and efarm then creates its CQ and QP without.
+ */
+struct efarm_efadv_qp_attr50 {
+    uint64_t comp_mask;
+    uint32_t driver_qp_type;
+    uint16_t flags;
+    uint8_t sl;
+    uint8_t reserved;
+};
+
+struct efarm_efadv_cq50 {
+    uint64_t comp_mask;
+    int (*wc_read_sgid)(struct efadv_cq *efadv_cq, union ibv_gid *sgid);
+    bool (*wc_is_unsolicited)(struct efadv_cq *efadv_cq);
+};
+
 static int create_cq(struct efarm_dev_ep *ep, uint32_t depth)
 {
     struct ibv_cq_init_attr_ex attr = {
@@ -429,14 +456,22 @@ static int create_cq(struct efarm_dev_ep *ep, uint32_t depth)
         .wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |
                     IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID,
     };
+    bool unsolicited = ep->caps.unsolicited_write_recv && ep->caps.rdma_write;
 
-    if (ep->caps.cq_with_sgid && V->efadv_create_cq && V->efadv_cq_from_ibv_cq_ex) {
-        struct efadv_cq_init_attr efa = {.wc_flags = EFADV_WC_EX_WITH_SGID};
+    for (int pass = unsolicited ? 0 : 1; pass < 2 && !ep->cq; pass++) {
+        struct efadv_cq_init_attr efa = {
+            .wc_flags = (ep->caps.cq_with_sgid ? EFADV_WC_EX_WITH_SGID : 0) |
+                        (pass == 0 ? EFARM_EFADV_WC_EX_WITH_IS_UNSOLICITED : 0)};
 
+        if (efa.wc_flags == 0 || !V->efadv_create_cq || !V->efadv_cq_from_ibv_cq_ex)
+            continue;
         ep->cq = V->efadv_create_cq(ep->ctx, &attr, &efa, sizeof(efa));
         if (ep->cq)
             ep->efadv_cq = V->efadv_cq_from_ibv_cq_ex(ep->cq);
+        if (ep->efadv_cq && pass == 0)
+            ep->wc_is_unsolicited = ((struct efarm_efadv_cq50 *)ep->efadv_cq)->wc_is_unsolicited;
     }
+    ep->cq_sgid = ep->efadv_cq && ep->caps.cq_with_sgid;
     if (!ep->cq)
         ep->cq = ibv_create_cq_ex(ep->ctx, &attr); /* through the context's own op */
     return ep->cq ? 0 : -ENOMEM;
@@ -444,7 +479,7 @@ static int create_cq(struct efarm_dev_ep *ep, uint32_t depth)
 
 static int create_qp(struct efarm_dev_ep *ep, uint32_t rq_depth, uint8_t rnr_retry)
 {
-    struct efadv_qp_init_attr efa = {.driver_qp_type = EFADV_QP_DRIVER_TYPE_SRD};
+    struct efarm_efadv_qp_attr50 efa = {.driver_qp_type = EFADV_QP_DRIVER_TYPE_SRD};
     struct ibv_qp_init_attr_ex attr = {
         .send_cq = ibv_cq_ex_to_cq(ep->cq),
         .recv_cq = ibv_cq_ex_to_cq(ep->cq),
@@ -464,7 +499,19 @@ static int create_qp(struct efarm_dev_ep *ep, uint32_t rq_depth, uint8_t rnr_ret
         attr.send_ops_flags |= IBV_QP_EX_WITH_RDMA_READ;
     if (ep->caps.rdma_write)
         attr.send_ops_flags |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
-    ep->qp = V->efadv_create_qp_ex(ep->ctx, &attr, &efa, sizeof(efa));
+    if (ep->wc_is_unsolicited) {
+        efa.flags = EFARM_EFADV_QP_FLAGS_UNSOLICITED_WRITE_RECV;
+        ep->qp =
+            V->efadv_create_qp_ex(ep->ctx, &attr, (struct efadv_qp_init_attr *)&efa, sizeof(efa));
+        if (!ep->qp) {
+            /* The CQ took the mark but the QP not the flag: plain receives, no mark. */
+            efa.flags = 0;
+            ep->wc_is_unsolicited = NULL;
+        }
+    }
+    if (!ep->qp)
+        ep->qp =
+            V->efadv_create_qp_ex(ep->ctx, &attr, (struct efadv_qp_init_attr *)&efa, sizeof(efa));
     if (!ep->qp) {
         int err = errno ? errno : ENOMEM;
 
@@ -664,6 +711,11 @@ void efarm_dev_ep_close(struct efarm_dev_ep *ep)
     V->ibv_dealloc_pd(ep->pd);
     V->ibv_close_device(ep->ctx);
     free(ep);
+}
+
+bool efarm_dev_ep_unsolicited(const struct efarm_dev_ep *ep)
+{
+    return ep->wc_is_unsolicited != NULL;
 }
 
 const struct efarm_device_caps *efarm_dev_ep_caps(const struct efarm_dev_ep *ep)

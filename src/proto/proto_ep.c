@@ -298,6 +298,9 @@ static uint64_t our_extra_info(const struct efarm_ep *ep)
                 EFARM_EXTRA_FEATURE_READ_NACK;
     if (ep->p.rdma_write && ep->caps.rdma_write)
         info |= EFARM_EXTRA_FEATURE_RDMA_WRITE;
+    /* Its QP takes writes with immediate unsolicited: peers must know to agree (rma.c). */
+    if (ep->p.rdma_write && ep->caps.rdma_write && efarm_dev_ep_unsolicited(ep->dev))
+        info |= EFARM_EXTRA_FEATURE_UNSOLICITED_WRITE_RECV;
     if (ep->p.connid_header)
         info |= EFARM_EXTRA_REQUEST_CONNID_HEADER;
     return info;
@@ -543,7 +546,9 @@ static inline __attribute__((always_inline)) void cur_completion(struct efarm_ep
     enum efarm_dev_op op = efarm_dev_cur_op(dev);
     bool recv = op != EFARM_DEV_OP_SEND;
 
-    efarm_dev_cur_take(dev, recv);
+    /* An unsolicited write with immediate took no receive WR, and no send slot either. */
+    if (!(op == EFARM_DEV_OP_RECV_WRITE_IMM && efarm_dev_cur_unsolicited(dev)))
+        efarm_dev_cur_take(dev, recv);
     if (efarm_dev_cur_ok(dev)) {
         uint64_t wr_id = efarm_dev_cur_wr_id(dev);
 

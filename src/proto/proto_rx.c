@@ -687,12 +687,14 @@ void efarm_rx_completion(struct efarm_ep *ep, const struct efarm_dev_cqe *cqe)
     if (cqe->status) {
         efarm_log_ratelimited(EFARM_LOG_WARN, "receive completion error: %s",
                               efarm_strerror(cqe->status));
-        efarm_dev_rx_release_inl(ep->dev, cqe->rx_id);
+        if (!cqe->unsolicited)
+            efarm_dev_rx_release_inl(ep->dev, cqe->rx_id);
         return;
     }
     if (cqe->op == EFARM_DEV_OP_RECV_WRITE_IMM) {
         efarm_write_imm_recv(ep, cqe); /* no packet: the write placed its data */
-        efarm_dev_rx_release_inl(ep->dev, cqe->rx_id);
+        if (!cqe->unsolicited)
+            efarm_dev_rx_release_inl(ep->dev, cqe->rx_id);
         return;
     }
     ep->cnt.rx_pkts++;

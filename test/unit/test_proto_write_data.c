@@ -300,3 +300,32 @@ EFARM_TEST(proto_write_data_no_handler)
     EXPECT_EQ(CNT(r.p.b, rma_write_data), 0);
     rig_down(&r);
 }
+
+/*
+ * On a device with unsolicited write receive (EFASIM_UNSOLICITED_WRITE_RECV=1)
+ * both endpoints create their QP so and advertise it (extra feature 8): writes
+ * with CQ data still go by RDMA write with immediate, now taking no receive WR
+ * at the target, and are reported as before; the target's receive buffers all
+ * stay posted for packets (sends after them still arrive).
+ */
+EFARM_TEST(proto_write_data_unsolicited)
+{
+    struct wd_rig r;
+
+    setenv("EFASIM_UNSOLICITED_WRITE_RECV", "1", 1);
+    rig_up(&r, NULL, true);
+    if (!efarm_ep_caps(r.p.a)->rdma_write || !efarm_ep_caps(r.p.a)->unsolicited_write_recv) {
+        rig_down(&r);
+        efarm_test_skip("the device offers no RDMA write or no unsolicited write receive");
+    }
+    for (unsigned i = 0; i < 600; i++) {
+        efarm_test_context("write %u of 600 (more than the 512 receive buffers)", i);
+        write_data_case(&r, 100 + i, EFARM_RMA_DC, 0x7000 + i, false);
+        EXPECT_TRUE(r.last.direct);
+    }
+    EXPECT_EQ(CNT(r.p.b, rma_write_data), 600u);
+    /* The target's send queue is whole: it answers an emulated DC write's RECEIPT. */
+    write_data_case(&r, 5000, EFARM_RMA_DC | EFARM_RMA_NO_DIRECT, 0x8000, false);
+    EXPECT_TRUE(!r.last.direct);
+    rig_down(&r);
+}

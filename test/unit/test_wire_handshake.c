@@ -6,6 +6,8 @@
  * address with constant header length); the order of the CQ-data header.
  */
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "efarm_byteorder.h"
 #include "efarm_device.h"
@@ -375,4 +377,48 @@ EFARM_TEST(wire_cq_data_header_order)
     engine_close();
     free(src);
     free(dst);
+}
+
+/*
+ * Extra feature 8 follows the QP: on a device with RDMA write and unsolicited
+ * write receive efarm creates its QP so and advertises the bit; with RDMA write
+ * alone it does not.
+ */
+EFARM_TEST(wire_handshake_unsolicited_write_recv)
+{
+    const uint64_t rdma = EFARM_EXTRA_FEATURE_DELIVERY_COMPLETE | EFARM_EXTRA_FEATURE_RDMA_READ |
+                          EFARM_EXTRA_FEATURE_RUNT_READ | EFARM_EXTRA_FEATURE_READ_NACK |
+                          EFARM_EXTRA_REQUEST_CONNID_HEADER | EFARM_EXTRA_FEATURE_RDMA_WRITE;
+
+    for (int unsolicited = 0; unsolicited < 2; unsolicited++) {
+        struct wp_pkt p;
+        struct wp w;
+        pid_t pid;
+        int status;
+
+        /* efasim reads its knobs once per process: each setting in a child of its own. */
+        pid = fork();
+        EXPECT_TRUE(pid >= 0);
+        if (pid == 0) {
+            setenv("EFASIM_RDMA_WRITE", "1", 1);
+            setenv("EFASIM_UNSOLICITED_WRITE_RECV", unsolicited ? "1" : "0", 1);
+            engine_open(NULL);
+            if (!efarm_ep_caps(g_ep)->rdma_write)
+                _exit(77); /* no RDMA write through this rdma-core: nothing to see */
+            EXPECT_EQ(efarm_ep_caps(g_ep)->unsolicited_write_recv, unsolicited);
+            wp_open(&w);
+            EXPECT_RET(efarm_av_insert(g_ep, w.raw, &w.peer), 0);
+            wp_send_handshake(&w, FEAT_ALL);
+            wp_expect(&w, EFARM_PKT_HANDSHAKE, &p);
+            expect_engine_handshake(
+                &p, rdma | (unsolicited ? EFARM_EXTRA_FEATURE_UNSOLICITED_WRITE_RECV : 0));
+            wp_close(&w);
+            engine_close();
+            _exit(0);
+        }
+        EXPECT_EQ(waitpid(pid, &status, 0), pid);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+            efarm_test_skip("the device offers no RDMA write here");
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
 }
