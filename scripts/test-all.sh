@@ -431,7 +431,7 @@ later_lf() {
         --libfabric "$lf_pfx" --label "$label-kernel" --front-end kernel
     suite "interop-$label-kernel-rw" bash "$top/test/interop/run-interop.sh" "$root/gcc" \
         --libfabric "$lf_pfx" --label "$label-kernel-rw" --front-end kernel --efarm-rdma-core "$rc_out" \
-        --only rdma,rdmawrite,refusals
+        --only rdma,rdmawrite,refusals,unsolicited,unsolicitedfi
 }
 lf_root=$(dirname "${EFARM_LIBFABRIC_CACHE:-$top/build/libfabric}")
 later_lf libfabric-2.1-rdma-core-56.1 56.1 "" 2.1.0 ""

@@ -4,7 +4,7 @@
  *   interop-efarm --listen SOCKET [--sizes LIST] [--no-bursts] [--no-dc] [--no-msg]
  *                 [--rma] [--rma-fi LIST] [--rma-efarm LIST] [--atomics] [--refusals LIST]
  *                 [--fi-rdma 0|1]
- *                 [--fi-rdma-write 0|1] [--fi-runt BYTES] [--expect LIST]
+ *                 [--fi-rdma-write 0|1] [--fi-unsolicited 0|1] [--fi-runt BYTES] [--expect LIST]
  *                 [--expect-rma LIST] [--read-nack] [--timeout S] [-v]
  *
  * Opens an efarm endpoint, listens on the UNIX socket for interop-fi, sends it the
@@ -238,7 +238,8 @@ static const char g_usage[] =
     "usage: interop-efarm --listen SOCKET [--sizes LIST] [--no-bursts] [--no-dc]\n"
     "                     [--no-msg] [--rma] [--rma-fi LIST] [--rma-efarm LIST] [--atomics]\n"
     "                     [--refusals LIST]\n"
-    "                     [--fi-rdma 0|1] [--fi-rdma-write 0|1] [--fi-runt BYTES]\n"
+    "                     [--fi-rdma 0|1] [--fi-rdma-write 0|1] [--fi-unsolicited 0|1]\n"
+    "                     [--fi-runt BYTES]\n"
     "                     [--expect LIST] [--expect-rma LIST] [--read-nack]\n"
     "                     [--timeout SECONDS] [-v]\n"
     "\n"
@@ -268,6 +269,9 @@ static const char g_usage[] =
     "reads (both ways; only where reads are the device's), efarm-writes (a bad\n"
     "key; only where they are the device's), efarm-write-ranges (the others; only\n"
     "where libfabric's MR cache is off).\n"
+    "--fi-unsolicited: libfabric's QP takes RDMA writes with immediate without a\n"
+    "posted receive (extra feature 8; 1.22 and later on a device with it). Writes\n"
+    "with CQ data go by RDMA only where efarm's QP is of the same kind.\n"
     "--fi-rdma-write: libfabric offers RDMA write (1.18 and later on a device\n"
     "with it). --expect-rma: one-sided subprotocols (direct_write,eager_rtw,\n"
     "dc_eager_rtw,longcts_rtw,dc_longcts_rtw,longread_rtw,direct_read,short_rtr,\n"
@@ -431,6 +435,7 @@ static int ie_parse_args(int argc, char **argv, struct ie_args *a)
         {"rma-efarm", required_argument, NULL, 'E'},
         {"expect-rma", required_argument, NULL, 'X'},
         {"fi-rdma-write", required_argument, NULL, 'W'},
+        {"fi-unsolicited", required_argument, NULL, 'I'},
         {"atomics", no_argument, NULL, 'T'},
         {"ranges", no_argument, NULL, 'G'},
         {"writedata", no_argument, NULL, 'Y'},
@@ -502,8 +507,12 @@ static int ie_parse_args(int argc, char **argv, struct ie_args *a)
             break;
         case 'r':
         case 'R':
-        case 'W': {
-            uint64_t *v = c == 'r' ? &a->fi_rdma : c == 'R' ? &a->fi_runt : &a->fi_rdma_write;
+        case 'W':
+        case 'I': {
+            uint64_t *v = c == 'r'   ? &a->fi_rdma
+                          : c == 'R' ? &a->fi_runt
+                          : c == 'W' ? &a->fi_rdma_write
+                                     : &a->fi_unsolicited;
 
             if (parse_u64(optarg, v) != (int)strlen(optarg))
                 return ie_bad("number", optarg);
@@ -550,6 +559,13 @@ static void ie_side_setup(struct ie_side *s, const struct ie_args *a)
 
     s->read_ok = a->fi_rdma && caps->rdma_read && efarm_config()->rdma_read;
     s->write_ok = a->fi_rdma_write && caps->rdma_write && efarm_config()->rdma_write;
+    /*
+     * A write with CQ data goes by RDMA only where both sides' QPs are of one
+     * kind (extra feature 8); efarm's takes unsolicited writes where its device
+     * offers them and it writes by RDMA (efarm_dev_ep_unsolicited).
+     */
+    s->imm_ok = (a->fi_unsolicited != 0) ==
+                (caps->unsolicited_write_recv && caps->rdma_write && efarm_config()->rdma_write);
     s->fi_runt = a->fi_runt > 0;
     s->efarm_runt = efarm_config()->runt_size > 0;
     s->reg_limited = a->read_nack;
@@ -622,10 +638,13 @@ int main(int argc, char **argv)
         ret = -EPROTO;
     a.ropts.fi_bugs = ic_fi_bugs(info.a);
     a.ropts.tolerated = &tolerated;
-    /* The unreadable write buffer shows only from a libfabric with RDMA write to an efarm without.
+    /*
+     * The unreadable write buffer shows only where a libfabric with RDMA write
+     * emulates a write: to an efarm without RDMA write, or one with CQ data to an
+     * efarm that disagrees on unsolicited write receive (ie_rma_unreadable).
      */
     s.fi_bugs = a.ropts.fi_bugs;
-    if (!(a.fi_rdma_write && !s.write_ok))
+    if (!(a.fi_rdma_write && (!s.write_ok || !s.imm_ok)))
         s.fi_bugs &= ~IC_BUG_WRITE_BUF_UNREADABLE;
     s.tolerated = &tolerated;
     if (!ret)

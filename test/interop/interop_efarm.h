@@ -94,6 +94,7 @@ struct ie_side {
     bool verbose;
     /* One-sided phase. */
     bool write_ok;            /* both sides offer RDMA write */
+    bool imm_ok;              /* both agree on unsolicited write receive (extra feature 8) */
     unsigned fi_bugs;         /* IC_BUG_* that may show in this run (interop.h) */
     unsigned long *tolerated; /* counts them where they showed */
     unsigned rma_seen[2];
@@ -107,7 +108,7 @@ struct ie_args {
     const char *path;
     struct ic_params params;
     struct ic_run_opts ropts;
-    uint64_t fi_rdma, fi_rdma_write, fi_runt;
+    uint64_t fi_rdma, fi_rdma_write, fi_runt, fi_unsolicited;
     unsigned expect, expect_rma[2];
     bool read_nack, verbose;
 };

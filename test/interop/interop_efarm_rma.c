@@ -135,8 +135,12 @@ static unsigned ie_rma_efarm_allowed(const struct ie_side *s, const struct ic_rm
     bool one_range = c->nriov <= 1; /* the long subprotocols name one remote range */
 
     if (c->kind == IC_RMA_WRITE && c->cq_data) {
-        /* One request (efarm_write_data): one EAGER_RTW, else a long one. */
-        if (s->write_ok && !c->emulate)
+        /*
+         * One request (efarm_write_data): an RDMA write with immediate where both
+         * write by RDMA and agree on unsolicited write receive; else one
+         * EAGER_RTW, or a long one.
+         */
+        if (s->write_ok && s->imm_ok && !c->emulate)
             return IE_R(DIRECT_WRITE);
         if (c->len <= s->eager_lo)
             return eager;
@@ -185,7 +189,8 @@ static unsigned ie_rma_allowed(const struct ie_side *s, const struct ic_rma_case
             emulated = eager;
         if (c->len > s->eager_lo && !emulated)
             emulated = c->dc ? IE_R(DC_LONGCTS_RTW) : IE_R(LONGCTS_RTW);
-        return emulated | (s->write_ok ? IE_R(DIRECT_WRITE) : 0);
+        /* libfabric writes CQ data by RDMA only to a peer that agrees on feature 8. */
+        return emulated | (s->write_ok && (s->imm_ok || !c->cq_data) ? IE_R(DIRECT_WRITE) : 0);
     case IC_RMA_READ:
         if (s->read_ok && !c->emulate)
             return IE_R(DIRECT_READ);
@@ -383,7 +388,8 @@ static bool ie_rma_unreadable(const struct ie_side *s, const struct ic_rma_case 
     unsigned again = c->dc ? IE_R(DC_LONGCTS_RTW) : IE_R(LONGCTS_RTW);
 
     if (!(s->fi_bugs & IC_BUG_WRITE_BUF_UNREADABLE) || c->dir != IC_FI_TO_EFARM ||
-        c->kind != IC_RMA_WRITE || t->pkts != (IE_R(LONGREAD_RTW) | again) || t->nreq != 2 ||
+        c->kind != IC_RMA_WRITE || (s->write_ok && !c->cq_data) ||
+        t->pkts != (IE_R(LONGREAD_RTW) | again) || t->nreq != 2 ||
         IE_DELTA(now, was, read_nacks_sent) != 1)
         return false;
     t->pkts = IE_R(LONGREAD_RTW);

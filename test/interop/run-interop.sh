@@ -277,6 +277,39 @@ if fi_at_least 1.18 && { [ "${EFARM_INTEROP_FI_RDMA_WRITE:-0}" = 1 ] ||
 fi
 EFARM_ENV="EFASIM_RDMA_WRITE=1"
 run rdmawrite "FI_EFA_USE_DEVICE_RDMA=1 EFASIM_RDMA_WRITE=1" "--fi-rdma 1 --fi-rdma-write $rw --expect $base,longread $rma_rw --ranges --writedata"
+# Unsolicited write receive (protocol v4's extra feature 8): on a device with it
+# (EFASIM_UNSOLICITED_WRITE_RECV=1, which needs RDMA write) libfabric from 1.22,
+# built against an rdma-core that has EFADV_DEVICE_ATTR_CAPS_UNSOLICITED_WRITE_RECV,
+# creates its QP so and advertises bit 8, and so does efarm where its rdma-core can
+# ask for it (efasim's drop-in, or --efarm-rdma-core). unsolicited: both sides'
+# devices offer it, both QPs take writes with immediate unsolicited, and writes
+# with CQ data go by RDMA write both ways. unsolicitedfi: only libfabric's device
+# offers it; the two disagree, so both write CQ data emulated (libfabric's
+# EAGER_RTW proves its side: its plain writes go by RDMA write), plain writes by
+# RDMA still. The per-case check allows an RDMA write for CQ data only where they
+# agree.
+if [ $rw = 1 ] && fi_at_least 1.22 &&
+    grep -q '^HAVE_CAPS_UNSOLICITED_WRITE_RECV  *1 ' "$lfprefix/share/libfabric/efa-features.txt" 2>/dev/null &&
+    { [ "$front_end" = verbs ] || [ -n "$efarm_rdma_core" ]; }; then
+    uw="--fi-rdma 1 --fi-rdma-write 1 --fi-unsolicited 1 --no-msg --rma-fi 4096:w --rma-efarm 4096:w --writedata"
+    EFARM_ENV="EFASIM_RDMA_WRITE=1 EFASIM_UNSOLICITED_WRITE_RECV=1"
+    run unsolicited "FI_EFA_USE_DEVICE_RDMA=1 EFASIM_RDMA_WRITE=1 EFASIM_UNSOLICITED_WRITE_RECV=1" \
+        "$uw --expect-rma direct_write,efarm:eager_rtw,efarm:dc_eager_rtw,efarm:longcts_rtw"
+    # libfabric 1.22 to 2.3 refuse such a write (FI_EOPNOTSUPP, "Inconsistent
+    # support status detected on unsolicited write recv") where 2.4 and later
+    # emulate it.
+    if fi_at_least 2.4; then
+        EFARM_ENV="EFASIM_RDMA_WRITE=1 EFASIM_UNSOLICITED_WRITE_RECV=0"
+        run unsolicitedfi "FI_EFA_USE_DEVICE_RDMA=1 EFASIM_RDMA_WRITE=1 EFASIM_UNSOLICITED_WRITE_RECV=1" \
+            "$uw --expect-rma direct_write,fi:eager_rtw,fi:dc_eager_rtw,fi:longcts_rtw,efarm:eager_rtw,efarm:dc_eager_rtw,efarm:longcts_rtw"
+    else
+        echo "SKIP $label/unsolicitedfi: libfabric $fi_version refuses fi_writedata (FI_EOPNOTSUPP) toward a peer that differs on unsolicited write recv; 2.4 and later emulate it"
+    fi
+    EFARM_ENV="EFASIM_RDMA_WRITE=1" # as the refusals below need it
+else
+    echo "SKIP $label/unsolicited: needs a libfabric from 1.22 built with unsolicited write receive and RDMA write (efa-features.txt), and efarm with RDMA write"
+    echo "SKIP $label/unsolicitedfi: the same"
+fi
 # Every refusal, efarm's RDMA writes out of range and on the read-only region too:
 # only with libfabric's MR cache off, whose widened keys (IC_BUG_MR_CACHE_WIDENS)
 # would let such a write land in libfabric's own memory.
