@@ -134,9 +134,10 @@ int efarm_read(struct efarm_ep *ep, efarm_peer_t peer, void *buf, uint64_t len,
  * the report comes once and after the last byte: one EAGER_RTW when it fits
  * one packet with the CQ-data header, else LONGCTS_RTW or LONGREAD_RTW; or one
  * RDMA write with immediate when both sides write by RDMA, it fits one work
- * request, and the peer does not advertise unsolicited write receive (protocol
- * v4's extra feature 8, which efarm does not offer: the two sides must agree
- * on it). The immediate holds 32 bits, so a direct write reports only the low
+ * request, and the peer agrees with this endpoint on unsolicited write receive
+ * (protocol v4's extra feature 8: efarm offers it where its QP could be created
+ * so, efarm_dev_ep_unsolicited). The immediate holds 32 bits, so a direct write
+ * reports only the low
  * 32 bits of cq_data; an emulated one reports all 64. len may be 0 (a
  * notification: one EAGER_RTW without data).
  */

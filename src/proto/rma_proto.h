@@ -43,9 +43,8 @@ enum efarm_rma_want {
  *   BEYOND_PKT  it does not (ONE_PKT's opposite);
  *   ONE_WR      more than 0 bytes, and no more than one RDMA work request
  *               carries;
- *   IMM_OK      the peer takes an RDMA write with immediate as we do: it does
- *               not advertise unsolicited write receive (extra feature 8),
- *               which efarm does not offer.
+ *   IMM_OK      the peer takes an RDMA write with immediate as we do: its
+ *               unsolicited write receive (extra feature 8) is as ours.
  * A write with remote CQ data (efarm_write_data) goes by the rows whose
  * cq_need holds (forced or not): one request, reported once at the target.
  */
