@@ -271,6 +271,7 @@ static inline __attribute__((always_inline)) bool efarm_dev_cqe_read(struct efar
     c->wr_id = cq->wr_id;
     /* Send, RDMA read or write: EFA reports reads as IBV_WC_SEND, so only wr_id tells. */
     c->op = efarm_dev_cur_op(ep);
+    c->unsolicited = false;
     if (c->op == EFARM_DEV_OP_SEND)
         return false;
     c->imm = c->op == EFARM_DEV_OP_RECV_WRITE_IMM && !c->status ? ibv_wc_read_imm_data(cq) : 0;
