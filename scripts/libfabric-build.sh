@@ -360,7 +360,10 @@ do_check() {
         runpath=$(readelf -d "$prefix/lib/libfabric.so.1" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
         [[ ":$runpath:" == *":$rdma_core/build/lib:"* ]] ||
             { echo "libfabric.so.1's RUNPATH '$runpath' does not name $rdma_core/build/lib"; return 1; }
-        env -u LD_LIBRARY_PATH ldd "$prefix/lib/libfabric.so.1" | grep -q "libefa.so.1 => $rdma_core/build/lib/" ||
+        # Whole, then matched: grep -q may leave ldd a closed pipe (SIGPIPE under pipefail).
+        local loads
+        loads=$(env -u LD_LIBRARY_PATH ldd "$prefix/lib/libfabric.so.1")
+        [[ "$loads" == *"libefa.so.1 => $rdma_core/build/lib/"* ]] ||
             { echo "libfabric.so.1 does not load $rdma_core/build/lib/libefa.so.1"; return 1; }
     fi
 

@@ -111,7 +111,10 @@ grep -q "\"$version\"" "$tree/CMakeLists.txt" ||
 
 # Debian's flags (debian/rules: hardening=+all, CMAKE_BUILD_TYPE=Release, which in
 # rdma-core is -O2 -g -DNDEBUG; its default RelWithDebInfo adds VERBS_DEBUG checks).
-flags() { DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get "$1"; }
+# From the cache directory: dpkg-buildflags maps the current directory away
+# (-ffile-prefix-map), and the flags are part of the build's key, which must not
+# change with the directory the caller runs in (a rebuild each time it did).
+flags() { (cd "$out" && DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get "$1"); }
 cmake_args=(-GNinja -DDISTRO_FLAVOUR=Debian -DCMAKE_BUILD_TYPE=Release -DIN_PLACE=1 -DNO_MAN_PAGES=1
     -DNO_PYVERBS=1 -DENABLE_STATIC=0 "-DCMAKE_C_FLAGS=$(flags CFLAGS) $(flags CPPFLAGS)"
     "-DCMAKE_SHARED_LINKER_FLAGS=$(flags LDFLAGS)" "$tree")
